@@ -1,0 +1,46 @@
+"""The error root shared by the readers and the symbolizer.
+
+Every failure caused by input (a truncated file, a hostile offset, a format we
+do not read, debug info that is missing or belongs to another build) raises a
+subclass of :class:`SymbolizeError`. Third-party exceptions are wrapped with
+``raise ... from`` so callers catch one type.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SymbolizeError(Exception):
+    """Root of every error this toolkit raises for bad or unusable input."""
+
+    def __init__(self, message: str, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self.reason = message
+        super().__init__(f"{self.path}: {message}" if self.path is not None else message)
+
+
+class MalformedInputError(SymbolizeError):
+    """A file (binary, debug file or profile) is truncated or inconsistent."""
+
+    def __init__(self, message: str, path: Path | str | None = None, offset: int | None = None) -> None:
+        self.offset = offset
+        where = f" (at offset {offset:#x})" if offset is not None else ""
+        super().__init__(message + where, path)
+
+
+class UnsupportedFormatError(SymbolizeError):
+    """The file is well formed but of a kind or version this toolkit does not read."""
+
+
+class MissingDebugInfoError(SymbolizeError):
+    """The binary or debug file that would name these addresses cannot be found."""
+
+
+class DebugIdMismatchError(SymbolizeError):
+    """A candidate file's debug ID differs from the one the profile or binary asks for."""
+
+    def __init__(self, path: Path | str, expected: str, found: str | None) -> None:
+        self.expected = expected
+        self.found = found
+        super().__init__(f"debug ID {found or 'none'} does not match expected {expected}", path)

@@ -1,0 +1,21 @@
+"""Errors raised by the toolkit: one root, :class:`SymbolizeError`.
+
+They are defined in ``formats.errors`` (the lower layer) and re-exported here,
+the public place to import them from.
+"""
+
+from formats.errors import (
+    DebugIdMismatchError,
+    MalformedInputError,
+    MissingDebugInfoError,
+    SymbolizeError,
+    UnsupportedFormatError,
+)
+
+__all__ = [
+    "DebugIdMismatchError",
+    "MalformedInputError",
+    "MissingDebugInfoError",
+    "SymbolizeError",
+    "UnsupportedFormatError",
+]
