@@ -39,6 +39,9 @@ class Symbol:
     name: str
     vaddr: int
     size: int
+    # For a local ELF symbol, the STT_FILE entry before it (the source it came from), as
+    # llvm-symbolizer reports when no line table names the address.
+    source_file: str | None = None
 
 
 class DebugIdKind(Enum):

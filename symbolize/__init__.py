@@ -1,0 +1,99 @@
+"""symbolize: turn the bare hex addresses of native pprof profiles into named frames.
+
+The public API (importable without the CLI's dependencies)::
+
+    import symbolize
+    frames = symbolize.lookup("a.out", [0x1139])          # one result per address
+    profile, summary = symbolize.symbolize_profile("cpu.pb.gz", binaries=["a.out"])
+    summary = symbolize.symbolize_file("cpu.pb.gz", "cpu.symbolized.pb.gz")
+
+Frame lists are innermost first. Every error raised for bad input is a
+:class:`SymbolizeError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from formats.types import DebugId, DebugIdKind, Frame, Symbol
+    from symbolize.api import discovery_options, lookup, open_module, symbolize_file, symbolize_profile
+    from symbolize.demangle import DemangleMode, demangle
+    from symbolize.errors import (
+        DebugIdMismatchError,
+        MalformedInputError,
+        MissingDebugInfoError,
+        SymbolizeError,
+        UnsupportedFormatError,
+    )
+    from symbolize.module import Module, Unknown
+    from symbolize.pprof import Profile, read_profile, write_profile
+    from symbolize.summary import MappingSummary, Summary
+
+# Submodules load on first use (PEP 562): `import symbolize.pprof` stays cheap and
+# the package never imports itself half-initialised.
+_EXPORTS = {
+    "DebugId": "formats.types",
+    "DebugIdKind": "formats.types",
+    "DebugIdMismatchError": "symbolize.errors",
+    "DemangleMode": "symbolize.demangle",
+    "Frame": "formats.types",
+    "MalformedInputError": "symbolize.errors",
+    "MappingSummary": "symbolize.summary",
+    "MissingDebugInfoError": "symbolize.errors",
+    "Module": "symbolize.module",
+    "Profile": "symbolize.pprof",
+    "Summary": "symbolize.summary",
+    "Symbol": "formats.types",
+    "SymbolizeError": "symbolize.errors",
+    "Unknown": "symbolize.module",
+    "UnsupportedFormatError": "symbolize.errors",
+    "demangle": "symbolize.demangle",
+    "discovery_options": "symbolize.api",
+    "lookup": "symbolize.api",
+    "open_module": "symbolize.api",
+    "read_profile": "symbolize.pprof",
+    "symbolize_file": "symbolize.api",
+    "symbolize_profile": "symbolize.api",
+    "write_profile": "symbolize.pprof",
+}
+
+__all__ = [
+    "DebugId",
+    "DebugIdKind",
+    "DebugIdMismatchError",
+    "DemangleMode",
+    "Frame",
+    "MalformedInputError",
+    "MappingSummary",
+    "MissingDebugInfoError",
+    "Module",
+    "Profile",
+    "Summary",
+    "Symbol",
+    "SymbolizeError",
+    "Unknown",
+    "UnsupportedFormatError",
+    "demangle",
+    "discovery_options",
+    "lookup",
+    "open_module",
+    "read_profile",
+    "symbolize_file",
+    "symbolize_profile",
+    "write_profile",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'symbolize' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

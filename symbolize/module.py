@@ -1,6 +1,5 @@
-"""A binary and its debug file, opened together: the unit of lookup.
+"""A binary and its debug files, opened together: the unit of lookup.
 
-CONTRACT (implementation pending; see the stub bodies):
 - ``Unknown(reason)`` is the result for an address that cannot be named.
 - ``Module.lookup(vaddrs)`` returns exactly one result per input, in order:
   a non-empty list of raw (not demangled) frames, innermost first, or Unknown.
@@ -9,11 +8,15 @@ CONTRACT (implementation pending; see the stub bodies):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
+from formats.errors import MalformedInputError
 from formats.types import Frame, ObjectFile
+
+NO_SYMBOL = "no symbol covers address"
+NO_DEBUG_INFO = "no debug info"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,14 +31,65 @@ LookupResult = "list[Frame] | Unknown"
 
 @dataclass
 class Module:
-    """``binary`` gives load segments and identity; ``debug_files`` (best first) give names."""
+    """``binary`` gives load segments and identity; ``debug_files`` (best first) give names.
+
+    ``debug_files`` may include ``binary`` itself (when it carries DWARF); the
+    binary is asked last in any case, for its symbol table. ``refused`` lists
+    candidate debug files that discovery rejected, with the reason.
+    """
 
     binary: ObjectFile
     debug_files: list[ObjectFile] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    _results: dict[int, list[Frame] | Unknown] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _has_names: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def path(self) -> Path:
         return self.binary.path
 
+    def _sources(self) -> list[ObjectFile]:
+        sources = list(self.debug_files)
+        if not any(source is self.binary for source in sources):
+            sources.append(self.binary)
+        return sources
+
     def lookup(self, vaddrs: Sequence[int]) -> list[list[Frame] | Unknown]:
-        raise NotImplementedError
+        """One result per vaddr, in order: frames (innermost first) or Unknown."""
+        results: list[list[Frame] | Unknown] = []
+        for vaddr in vaddrs:
+            result = self._results.get(vaddr)
+            if result is None:
+                result = self._results[vaddr] = self._lookup_one(vaddr)
+            results.append(result)
+        return results
+
+    def _lookup_one(self, vaddr: int) -> list[Frame] | Unknown:
+        # A broken unit in one file should not hide what the next file (often the
+        # binary's symbol table) knows; its error is the reason only if nothing names the address.
+        error: MalformedInputError | None = None
+        for source in self._sources():
+            try:
+                frames = source.frames_at(vaddr)
+            except MalformedInputError as err:
+                error = error or err
+                continue
+            if frames:
+                return frames
+        if error is not None:
+            return Unknown(str(error))
+        return Unknown(NO_SYMBOL if self._anything_has_names() else NO_DEBUG_INFO)
+
+    def _anything_has_names(self) -> bool:
+        if self._has_names is None:
+            summaries = [source.debug_info() for source in self._sources()]
+            self._has_names = any(summary.has_symbols or summary.has_dwarf for summary in summaries)
+        return self._has_names
+
+    def describe(self) -> dict[str, str | None]:
+        """A short summary: binary path, best debug file path, debug ID."""
+        return {
+            "binary": str(self.binary.path),
+            "debug_file": str(self.debug_files[0].path) if self.debug_files else None,
+            "debug_id": str(self.binary.debug_id) if self.binary.debug_id is not None else None,
+        }

@@ -1,18 +1,59 @@
-"""Placeholder: the real DwarfInfo is being written."""
+"""Address to frames over a file's DWARF (DWARF 4 and 5), lazily, unit by unit.
+
+Opening reads unit headers and each unit's root DIE to learn which addresses the
+unit covers. The first lookup inside a unit scans that unit's DIE tree
+(``scan.py``) and decodes its line program (``lines.py``); both are cached, as
+are failures, so a broken unit costs one attempt and makes only its own
+addresses unnamed. No lookup decodes a unit that does not hold its address.
+
+Why not pyelftools' DIE objects: they parse every attribute of every DIE through
+a generic struct engine and keep them all, about 100x slower than
+llvm-symbolizer on large binaries; the scanner here decodes only the attributes
+naming needs and skips the rest by precompiled per-abbreviation plans.
+"""
 
 from __future__ import annotations
 
+import struct
+from bisect import bisect_right
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from formats.dwarf import constants as c
+from formats.dwarf.abbrev import UnknownFormError, parse_abbrev_table
+from formats.dwarf.lines import LineTable, decode_line_table
+from formats.dwarf.ranges import decode_ranges_attribute
+from formats.dwarf.scan import UnitIndex, scan_unit
+from formats.dwarf.sections import DwarfSections, SectionGetter
+from formats.dwarf.split import load_split_sections
+from formats.dwarf.unit import DwarfFormatError, Unit, parse_unit_header
+from formats.errors import MalformedInputError
 from formats.types import Frame
 
-SectionGetter = Callable[[str], "bytes | memoryview | None"]
-# (dwo_name, comp_dir, dwo_id) -> sections of the .dwo, or None when not found.
-SplitDwarfResolver = Callable[[str, "str | None", int], "SectionGetter | None"]
+# (dwo_name, comp_dir, dwo_id) -> sections of the .dwo or .dwp, or None when not found.
+SplitDwarfResolver = Callable[[str, "str | None", "int | None"], "tuple[SectionGetter, Path] | None"]
+
+_DECODE_ERRORS = (DwarfFormatError, UnknownFormError, IndexError, ValueError, struct.error)
+_MAX_REFERENCE_DEPTH = 16
+
+
+class _UnitState:
+    """Lazily built facts about one unit; ``error`` remembers why it could not be read."""
+
+    __slots__ = ("die_unit", "error", "index", "lines", "unit")
+
+    def __init__(self, unit: Unit) -> None:
+        self.unit = unit
+        # The unit whose DIEs describe the code: the unit itself, or a split unit in a .dwo.
+        self.die_unit: Unit | None = None
+        self.index: UnitIndex | None = None
+        self.lines: LineTable | None = None
+        self.error: str | None = None
 
 
 class DwarfInfo:
+    """Frames at object-file addresses, from the DWARF sections ``sections`` serves."""
+
     def __init__(
         self,
         sections: SectionGetter,
@@ -23,10 +64,326 @@ class DwarfInfo:
         split_resolver: SplitDwarfResolver | None = None,
     ) -> None:
         self.path = path
+        self._getter = sections
+        self._little_endian = little_endian
+        self._split_resolver = split_resolver
+        self._sections: DwarfSections | None = None
+        self._states: list[_UnitState] | None = None
+        self._unit_offsets: list[int] = []
+        self._abbrev_cache: dict[int, dict[int, Any]] = {}
+        # Sorted (low, high, state index) over every unit's ranges.
+        self._unit_ranges: list[tuple[int, int, int]] = []
+        self._unit_lows: list[int] = []
+        self._unit_max_high: list[int] = []
+        self._names: dict[tuple[int, int], tuple[str | None, int]] = {}
+
+    # Public ------------------------------------------------------------------
 
     def frames_at(self, vaddr: int) -> list[Frame] | None:
         """Frames at vaddr, innermost first; None when no unit covers vaddr.
 
         Raises MalformedInputError when the unit covering vaddr is broken.
         """
+        states = self._load_units()
+        position = bisect_right(self._unit_lows, vaddr) - 1
+        error: str | None = None
+        while position >= 0 and self._unit_max_high[position] > vaddr:
+            low, high, state_index = self._unit_ranges[position]
+            position -= 1
+            if not low <= vaddr < high:
+                continue
+            state = states[state_index]
+            frames = self._frames_in_unit(state, vaddr)
+            if frames:
+                return frames
+            error = error or state.error
+        if error is not None:
+            raise MalformedInputError(error, self.path)
         return None
+
+    def versions(self) -> tuple[int, ...]:
+        return tuple(sorted({state.unit.version for state in self._load_units()}))
+
+    def unit_count(self) -> int:
+        return len(self._load_units())
+
+    # Units -------------------------------------------------------------------
+
+    def _load_units(self) -> list[_UnitState]:
+        if self._states is not None:
+            return self._states
+        sections = self._sections = DwarfSections.from_getter(self._getter, self.path, self._little_endian)
+        states: list[_UnitState] = []
+        ranges: list[tuple[int, int, int]] = []
+        offset = 0
+        info = sections.info
+        while offset < len(info):
+            try:
+                unit = parse_unit_header(sections, offset)
+            except _DECODE_ERRORS as error:
+                raise MalformedInputError(f".debug_info: {error}", self.path, offset) from error
+            offset = unit.end
+            if unit.unit_type not in (c.DW_UT_compile, c.DW_UT_partial, c.DW_UT_skeleton):
+                continue
+            state = _UnitState(unit)
+            states.append(state)
+            try:
+                for low, high in self._prepare_unit(unit):
+                    ranges.append((low, high, len(states) - 1))
+            except _DECODE_ERRORS as error:
+                state.error = f"compile unit at {unit.offset:#x}: {error}"
+        self._add_aranges(states, ranges)
+        ranges.sort()
+        self._unit_ranges = ranges
+        self._unit_lows = [low for low, _, _ in ranges]
+        running = 0
+        for _, high, _ in ranges:
+            running = max(running, high)
+            self._unit_max_high.append(running)
+        self._unit_offsets = [state.unit.offset for state in states]
+        self._states = states
+        return states
+
+    def _abbrevs(self, sections: DwarfSections, offset: int) -> dict[int, Any]:
+        key = id(sections.abbrev) ^ offset
+        table = self._abbrev_cache.get(key)
+        if table is None:
+            if offset >= len(sections.abbrev):
+                raise DwarfFormatError(f"abbreviation offset {offset:#x} outside .debug_abbrev")
+            table = self._abbrev_cache[key] = parse_abbrev_table(sections.abbrev, offset)
+        return table
+
+    def _prepare_unit(self, unit: Unit) -> list[tuple[int, int]]:
+        """Read the root DIE: bases, line table offset, names, and the unit's address ranges."""
+        unit.abbrevs = self._abbrevs(unit.sections, unit.abbrev_offset)
+        _, values = unit.read_die_attributes(unit.first_die)
+        _apply_bases(unit, values)
+        bounds = unit.pc_bounds(values)
+        if bounds is not None:
+            unit.low_pc = bounds[0]
+        elif c.DW_AT_low_pc in values:
+            unit.low_pc = unit.address(*values[c.DW_AT_low_pc])
+        for attribute, target in ((c.DW_AT_name, "name"), (c.DW_AT_comp_dir, "comp_dir")):
+            if attribute in values:
+                setattr(unit, target, unit.string(*values[attribute]))
+        for attribute in (c.DW_AT_dwo_name, c.DW_AT_GNU_dwo_name):
+            if attribute in values:
+                unit.dwo_name = unit.string(*values[attribute])
+        if c.DW_AT_GNU_dwo_id in values and unit.dwo_id is None:
+            unit.dwo_id = int(values[c.DW_AT_GNU_dwo_id][1])
+        if c.DW_AT_ranges in values:
+            return decode_ranges_attribute(unit, *values[c.DW_AT_ranges])
+        if bounds is not None and bounds[1] > bounds[0]:
+            return [bounds]
+        return []
+
+    def _add_aranges(self, states: list[_UnitState], ranges: list[tuple[int, int, int]]) -> None:
+        """Units whose root DIE gives no ranges may still be listed in .debug_aranges."""
+        covered = {state_index for _, _, state_index in ranges}
+        missing = {state.unit.offset: i for i, state in enumerate(states) if i not in covered}
+        assert self._sections is not None
+        data = self._sections.aranges
+        if not missing or not data:
+            return
+        from formats.dwarf.aranges import iter_aranges
+
+        try:
+            for unit_offset, low, length in iter_aranges(data, self._little_endian):
+                state_index = missing.get(unit_offset)
+                if state_index is not None and length > 0:
+                    ranges.append((low, low + length, state_index))
+        except _DECODE_ERRORS:
+            return  # .debug_aranges is only a hint; the units stay as their DIEs describe them
+
+    def _unit_at_offset(self, die_offset: int) -> _UnitState | None:
+        states = self._load_units()
+        position = bisect_right(self._unit_offsets, die_offset) - 1
+        if position < 0:
+            return None
+        state = states[position]
+        return state if die_offset < state.unit.end else None
+
+    def _ensure_decoded(self, state: _UnitState) -> bool:
+        if state.error is not None:
+            return False
+        if state.index is not None:
+            return True
+        unit = state.unit
+        try:
+            die_unit = unit
+            if unit.dwo_name is not None and (unit.unit_type == c.DW_UT_skeleton or unit.version < 5):
+                die_unit = self._split_unit(unit)
+            state.die_unit = die_unit
+            state.lines = decode_line_table(unit, unit.stmt_list) if unit.stmt_list is not None else None
+            state.index = scan_unit(die_unit) if die_unit is not None else UnitIndex(unit)
+        except _DECODE_ERRORS as error:
+            state.error = f"compile unit at {unit.offset:#x}: {error}"
+            return False
+        return True
+
+    def _split_unit(self, skeleton: Unit) -> Unit | None:
+        """The .dwo unit a skeleton stands for, or None when its file is not found."""
+        if self._split_resolver is None or skeleton.dwo_name is None:
+            return None
+        found = self._split_resolver(skeleton.dwo_name, skeleton.comp_dir, skeleton.dwo_id)
+        if found is None:
+            return None
+        getter, dwo_path = found
+        assert self._sections is not None
+        sections = load_split_sections(getter, dwo_path, self._sections, skeleton.dwo_id)
+        if sections is None:
+            return None
+        offset = 0
+        while offset < len(sections.info):
+            unit = parse_unit_header(sections, offset)
+            offset = unit.end
+            if unit.unit_type in (c.DW_UT_type, c.DW_UT_split_type):
+                continue
+            unit.abbrevs = self._abbrevs(sections, unit.abbrev_offset)
+            _, values = unit.read_die_attributes(unit.first_die)
+            dwo_id = unit.dwo_id
+            if dwo_id is None and c.DW_AT_GNU_dwo_id in values:
+                dwo_id = int(values[c.DW_AT_GNU_dwo_id][1])
+            if skeleton.dwo_id is not None and dwo_id is not None and dwo_id != skeleton.dwo_id:
+                continue
+            # Indexed forms in a split unit resolve through the skeleton's bases (DWARF 5, 3.1.3).
+            unit.addr_base = skeleton.addr_base
+            unit.ranges_base = skeleton.ranges_base
+            unit.low_pc = skeleton.low_pc
+            unit.str_offsets_base = 8 if unit.version >= 5 else 0
+            unit.rnglists_base = 12 if unit.version >= 5 else 0
+            _apply_bases(unit, values)
+            unit.comp_dir = skeleton.comp_dir
+            return unit
+        return None
+
+    # Frames ------------------------------------------------------------------
+
+    def _frames_in_unit(self, state: _UnitState, vaddr: int) -> list[Frame] | None:
+        if not self._ensure_decoded(state):
+            return None
+        index = state.index
+        assert index is not None
+        row = state.lines.lookup(vaddr) if state.lines is not None else None
+        try:
+            chain = index.chain_at(vaddr)
+        except _DECODE_ERRORS as error:
+            state.error = f"compile unit at {state.unit.offset:#x}: {error}"
+            return None
+        if not chain and row is None:
+            return None
+        file, line, column = row if row is not None else (None, 0, 0)
+        if not chain:
+            return [Frame(None, file, line, column)]
+        die_unit = index.unit
+        frames: list[Frame] = []
+        for depth in range(len(chain) - 1, -1, -1):
+            node = chain[depth]
+            name, start_line = self._die_name(die_unit, index.node_die[node])
+            frames.append(Frame(name, file, line, column, start_line))
+            if depth:
+                attrs = index.node_attrs[node]
+                call_file = attrs.get(8)
+                file = self._call_file(state, int(call_file[1])) if call_file is not None else None
+                line = int(attrs[9][1]) if 9 in attrs else 0
+                column = int(attrs[10][1]) if 10 in attrs else 0
+        return frames
+
+    def _call_file(self, state: _UnitState, file_index: int) -> str | None:
+        return state.lines.file_name(file_index) if state.lines is not None else None
+
+    def _die_name(self, unit: Unit, die_offset: int) -> tuple[str | None, int]:
+        """(name, decl line) of a function DIE: its linkage name, else its qualified name."""
+        key = (id(unit.sections), die_offset)
+        cached = self._names.get(key)
+        if cached is not None:
+            return cached
+        name: str | None = None
+        name_unit, name_offset = unit, die_offset
+        decl_line = 0
+        current_unit: Unit | None = unit
+        offset: int | None = die_offset
+        for _ in range(_MAX_REFERENCE_DEPTH):
+            if current_unit is None or offset is None:
+                break
+            _, values = current_unit.read_die_attributes(offset)
+            for attribute in (c.DW_AT_linkage_name, c.DW_AT_MIPS_linkage_name):
+                if attribute in values:
+                    linkage = current_unit.string(*values[attribute])
+                    if linkage:
+                        result = (linkage, decl_line or _decl_line(values))
+                        self._names[key] = result
+                        return result
+            if name is None and c.DW_AT_name in values:
+                name = current_unit.string(*values[c.DW_AT_name])
+                name_unit, name_offset = current_unit, offset
+            decl_line = decl_line or _decl_line(values)
+            reference = values.get(c.DW_AT_abstract_origin) or values.get(c.DW_AT_specification)
+            if reference is None:
+                break
+            target = current_unit.reference(*reference)
+            current_unit, offset = self._unit_for_reference(current_unit, target)
+        if name is not None:
+            name = self._qualify(name_unit, name_offset, name)
+        result = (name, decl_line)
+        self._names[key] = result
+        return result
+
+    def _unit_for_reference(self, unit: Unit, target: int | None) -> tuple[Unit | None, int | None]:
+        if target is None:
+            return None, None
+        if unit.offset <= target < unit.end:
+            return unit, target
+        if unit.sections is not self._sections:
+            return None, None  # split units do not reach into other units
+        state = self._unit_at_offset(target)
+        return (state.unit, target) if state is not None else (None, None)
+
+    def _qualify(self, unit: Unit, die_offset: int, name: str) -> str:
+        """``name`` prefixed with its enclosing namespaces and types, as C++ and Rust spell them.
+
+        An anonymous namespace reads ``(anonymous namespace)``; an unnamed type
+        (a lambda's closure, an anonymous struct) ends the prefix, since no
+        spelling of it would be one a reader recognises.
+        """
+        index = self._index_for(unit)
+        if index is None:
+            return name
+        parts = [name]
+        scope = index.scope_of(die_offset)
+        while scope >= 0:
+            scope_name = index.scope_name[scope]
+            if not scope_name:
+                if not index.scope_is_namespace[scope]:
+                    break
+                scope_name = "(anonymous namespace)"
+            parts.append(scope_name)
+            scope = index.scope_parent[scope]
+        return "::".join(reversed(parts))
+
+    def _index_for(self, unit: Unit) -> UnitIndex | None:
+        state = self._unit_at_offset(unit.offset) if unit.sections is self._sections else None
+        if state is None:
+            state = next((s for s in self._load_units() if s.die_unit is unit), None)
+        if state is None or not self._ensure_decoded(state):
+            return None
+        return state.index
+
+
+def _decl_line(values: dict[int, tuple[int, Any]]) -> int:
+    found = values.get(c.DW_AT_decl_line)
+    return int(found[1]) if found is not None and isinstance(found[1], int) else 0
+
+
+def _apply_bases(unit: Unit, values: dict[int, tuple[int, Any]]) -> None:
+    if c.DW_AT_str_offsets_base in values:
+        unit.str_offsets_base = int(values[c.DW_AT_str_offsets_base][1])
+    for attribute in (c.DW_AT_addr_base, c.DW_AT_GNU_addr_base):
+        if attribute in values:
+            unit.addr_base = int(values[attribute][1])
+    if c.DW_AT_rnglists_base in values:
+        unit.rnglists_base = int(values[c.DW_AT_rnglists_base][1])
+    if c.DW_AT_GNU_ranges_base in values:
+        unit.ranges_base = int(values[c.DW_AT_GNU_ranges_base][1])
+    if c.DW_AT_stmt_list in values:
+        unit.stmt_list = int(values[c.DW_AT_stmt_list][1])

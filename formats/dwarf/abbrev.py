@@ -1,0 +1,121 @@
+"""Abbreviation tables (DWARF 5, 7.5.3) and per-unit attribute plans.
+
+A DIE is an abbreviation code followed by one value per attribute the
+abbreviation lists. The scanner never interprets a form generically on the hot
+path: each abbreviation is compiled once per unit encoding into a *plan* that
+says, attribute by attribute, how many bytes to skip or how to read the value.
+An abbreviation whose attributes are all fixed-size and of no interest is
+skipped with one addition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from formats.dwarf import constants as c
+from formats.dwarf.reader import read_sleb, read_uleb
+
+# How a form's value is laid out in .debug_info.
+KIND_FIXED = 0
+KIND_ULEB = 1
+KIND_SLEB = 2
+KIND_CSTRING = 3
+KIND_BLOCK_ULEB = 4
+KIND_BLOCK1 = 5
+KIND_BLOCK2 = 6
+KIND_BLOCK4 = 7
+KIND_IMPLICIT = 8
+KIND_INDIRECT = 9
+
+_FIXED_SIZES = {
+    c.DW_FORM_data1: 1, c.DW_FORM_ref1: 1, c.DW_FORM_flag: 1, c.DW_FORM_strx1: 1, c.DW_FORM_addrx1: 1,
+    c.DW_FORM_data2: 2, c.DW_FORM_ref2: 2, c.DW_FORM_strx2: 2, c.DW_FORM_addrx2: 2,
+    c.DW_FORM_strx3: 3, c.DW_FORM_addrx3: 3,
+    c.DW_FORM_data4: 4, c.DW_FORM_ref4: 4, c.DW_FORM_strx4: 4, c.DW_FORM_addrx4: 4, c.DW_FORM_ref_sup4: 4,
+    c.DW_FORM_data8: 8, c.DW_FORM_ref8: 8, c.DW_FORM_ref_sig8: 8, c.DW_FORM_ref_sup8: 8,
+    c.DW_FORM_data16: 16,
+    c.DW_FORM_flag_present: 0,
+}
+_OFFSET_SIZED = {
+    c.DW_FORM_strp, c.DW_FORM_line_strp, c.DW_FORM_sec_offset, c.DW_FORM_strp_sup,
+    c.DW_FORM_GNU_ref_alt, c.DW_FORM_GNU_strp_alt,
+}
+_ULEB_FORMS = {
+    c.DW_FORM_udata, c.DW_FORM_ref_udata, c.DW_FORM_strx, c.DW_FORM_addrx, c.DW_FORM_loclistx,
+    c.DW_FORM_rnglistx, c.DW_FORM_GNU_addr_index, c.DW_FORM_GNU_str_index,
+}
+_BLOCK_KINDS = {
+    c.DW_FORM_block: KIND_BLOCK_ULEB, c.DW_FORM_exprloc: KIND_BLOCK_ULEB,
+    c.DW_FORM_block1: KIND_BLOCK1, c.DW_FORM_block2: KIND_BLOCK2, c.DW_FORM_block4: KIND_BLOCK4,
+}
+
+
+class UnknownFormError(Exception):
+    """Internal: a form this reader does not know; the unit is reported broken."""
+
+    def __init__(self, form: int) -> None:
+        super().__init__(f"unknown attribute form {form:#x}")
+        self.form = form
+
+
+def form_layout(form: int, addr_size: int, offset_size: int, version: int) -> tuple[int, int]:
+    """(kind, fixed size) of a form in a unit with the given encoding."""
+    size = _FIXED_SIZES.get(form)
+    if size is not None:
+        return KIND_FIXED, size
+    if form in _OFFSET_SIZED:
+        return KIND_FIXED, offset_size
+    if form == c.DW_FORM_addr:
+        return KIND_FIXED, addr_size
+    if form == c.DW_FORM_ref_addr:
+        # DWARF 2 sized DW_FORM_ref_addr like an address, later versions like an offset.
+        return KIND_FIXED, addr_size if version == 2 else offset_size
+    if form in _ULEB_FORMS:
+        return KIND_ULEB, 0
+    if form == c.DW_FORM_sdata:
+        return KIND_SLEB, 0
+    if form == c.DW_FORM_string:
+        return KIND_CSTRING, 0
+    block = _BLOCK_KINDS.get(form)
+    if block is not None:
+        return block, 0
+    if form == c.DW_FORM_implicit_const:
+        return KIND_IMPLICIT, 0
+    if form == c.DW_FORM_indirect:
+        return KIND_INDIRECT, 0
+    raise UnknownFormError(form)
+
+
+@dataclass(frozen=True, slots=True)
+class Abbrev:
+    code: int
+    tag: int
+    has_children: bool
+    # (attribute, form, implicit constant) in the order the DIE stores them.
+    attributes: tuple[tuple[int, int, int], ...]
+
+
+def parse_abbrev_table(data: bytes, offset: int) -> dict[int, Abbrev]:
+    """Parse the table at ``offset`` up to its terminating 0 code.
+
+    Raises IndexError on a table that runs off the section; the caller wraps it.
+    """
+    table: dict[int, Abbrev] = {}
+    while True:
+        code, offset = read_uleb(data, offset)
+        if code == 0:
+            return table
+        tag, offset = read_uleb(data, offset)
+        has_children = data[offset] != 0
+        offset += 1
+        attributes: list[tuple[int, int, int]] = []
+        while True:
+            attribute, offset = read_uleb(data, offset)
+            form, offset = read_uleb(data, offset)
+            if attribute == 0 and form == 0:
+                break
+            implicit = 0
+            if form == c.DW_FORM_implicit_const:
+                implicit, offset = read_sleb(data, offset)
+            attributes.append((attribute, form, implicit))
+        table[code] = Abbrev(code, tag, has_children, tuple(attributes))

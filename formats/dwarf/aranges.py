@@ -1,0 +1,45 @@
+"""``.debug_aranges`` (DWARF 5, 6.1.2): which unit covers which addresses."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from formats.dwarf.reader import uint_reader
+from formats.dwarf.unit import DwarfFormatError
+
+
+def iter_aranges(data: bytes, little_endian: bool = True) -> Iterator[tuple[int, int, int]]:
+    """Yield (unit offset in .debug_info, low address, length) for every tuple of every set."""
+    read32 = uint_reader(4, little_endian)
+    offset = 0
+    while offset + 4 <= len(data):
+        length = read32(data, offset)
+        position = offset + 4
+        offset_size = 4
+        if length == 0xFFFFFFFF:
+            length = uint_reader(8, little_endian)(data, position)
+            position += 8
+            offset_size = 8
+        end = position + length
+        if end > len(data):
+            raise DwarfFormatError(f"address range set at {offset:#x} runs past .debug_aranges")
+        position += 2  # version
+        unit_offset = uint_reader(offset_size, little_endian)(data, position)
+        position += offset_size
+        address_size = data[position]
+        segment_size = data[position + 1]
+        position += 2
+        if address_size not in (2, 4, 8):
+            raise DwarfFormatError(f"address range set at {offset:#x} has address size {address_size}")
+        tuple_size = 2 * address_size + segment_size
+        # Tuples start at a multiple of their size from the set's start.
+        position += (-(position - offset)) % tuple_size
+        read_address = uint_reader(address_size, little_endian)
+        while position + tuple_size <= end:
+            low = read_address(data, position + segment_size)
+            size = read_address(data, position + segment_size + address_size)
+            position += tuple_size
+            if low == 0 and size == 0:
+                break
+            yield unit_offset, low, size
+        offset = end

@@ -1,0 +1,290 @@
+"""Line number programs (DWARF 5, 6.2; DWARF 2-4, 6.2) decoded into flat arrays.
+
+One pass of the state machine per program; each emitted row is appended to
+parallel lists (address, file, line, column) and sequences are kept as
+``(low, high, first_row, end_row)`` sorted by address, so a lookup is two
+bisections. pyelftools copies its whole state object per row, which is why
+this decoder is written by hand.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from formats.dwarf import constants as c
+from formats.dwarf.reader import read_sleb, read_uleb, uint_reader
+from formats.dwarf.unit import DwarfFormatError, Unit
+
+
+def join_path(directory: str | None, name: str) -> str:
+    """Join like llvm-symbolizer does: absolute names win, the separator follows the directory's style."""
+    if not directory or name.startswith("/") or (len(name) > 2 and name[1] == ":") or name.startswith("\\"):
+        return name
+    separator = "\\" if ("\\" in directory and "/" not in directory) else "/"
+    return directory.rstrip("/\\") + separator + name
+
+
+@dataclass
+class LineTable:
+    files: list[str | None]
+    addresses: list[int] = field(default_factory=list)
+    file_indexes: list[int] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    columns: list[int] = field(default_factory=list)
+    # (low, high, first row, end row), sorted by low; high is the end_sequence address.
+    sequences: list[tuple[int, int, int, int]] = field(default_factory=list)
+    _sequence_lows: list[int] = field(default_factory=list)
+
+    def file_name(self, index: int) -> str | None:
+        return self.files[index] if 0 <= index < len(self.files) else None
+
+    def finish(self) -> None:
+        self.sequences.sort()
+        self._sequence_lows = [sequence[0] for sequence in self.sequences]
+
+    def lookup(self, vaddr: int) -> tuple[str | None, int, int] | None:
+        """(file, line, column) of the last row at or before vaddr in the sequence holding it."""
+        position = bisect_right(self._sequence_lows, vaddr) - 1
+        # Sequences of code the linker discarded can overlap (all at 0); walk back over them.
+        while position >= 0:
+            low, high, first, end = self.sequences[position]
+            if low <= vaddr < high:
+                row = bisect_right(self.addresses, vaddr, first, end) - 1
+                return self.file_name(self.file_indexes[row]), self.lines[row], self.columns[row]
+            if low < vaddr - (1 << 24):
+                break
+            position -= 1
+        return None
+
+
+def _entry_formats(data: bytes, offset: int) -> tuple[list[tuple[int, int]], int]:
+    count = data[offset]
+    offset += 1
+    formats = []
+    for _ in range(count):
+        content_type, offset = read_uleb(data, offset)
+        form, offset = read_uleb(data, offset)
+        formats.append((content_type, form))
+    return formats, offset
+
+
+def _read_entries(unit: Unit, data: bytes, offset: int, offset_size: int) -> tuple[list[tuple[str, int]], int]:
+    """DWARF 5 directory or file-name entries: (path, directory index)."""
+    formats, offset = _entry_formats(data, offset)
+    count, offset = read_uleb(data, offset)
+    read_offset = uint_reader(offset_size, unit.sections.little_endian)
+    entries = []
+    for _ in range(count):
+        path = ""
+        directory = 0
+        for content_type, form in formats:
+            value: object
+            if form == c.DW_FORM_string:
+                end = data.index(0, offset)
+                value = data[offset:end].decode("utf-8", "replace")
+                offset = end + 1
+            elif form in (c.DW_FORM_line_strp, c.DW_FORM_strp):
+                section = unit.sections.line_str if form == c.DW_FORM_line_strp else unit.sections.str
+                position = read_offset(data, offset)
+                offset += offset_size
+                end = section.find(b"\0", position)
+                if end < 0:
+                    raise DwarfFormatError(f"line table string offset {position:#x} outside its section")
+                value = section[position:end].decode("utf-8", "replace")
+            elif form in (c.DW_FORM_udata,):
+                value, offset = read_uleb(data, offset)
+            elif form in (c.DW_FORM_data1, c.DW_FORM_data2, c.DW_FORM_data4, c.DW_FORM_data8, c.DW_FORM_data16):
+                size = {c.DW_FORM_data1: 1, c.DW_FORM_data2: 2, c.DW_FORM_data4: 4, c.DW_FORM_data8: 8}.get(form, 16)
+                value = uint_reader(size, unit.sections.little_endian)(data, offset) if size <= 8 else 0
+                offset += size
+            elif form == c.DW_FORM_block:
+                length, offset = read_uleb(data, offset)
+                offset += length
+                value = 0
+            elif form in (c.DW_FORM_strx, c.DW_FORM_strx1, c.DW_FORM_strx2, c.DW_FORM_strx3, c.DW_FORM_strx4):
+                if form == c.DW_FORM_strx:
+                    index, offset = read_uleb(data, offset)
+                else:
+                    size = {c.DW_FORM_strx1: 1, c.DW_FORM_strx2: 2, c.DW_FORM_strx3: 3, c.DW_FORM_strx4: 4}[form]
+                    index = uint_reader(size, unit.sections.little_endian)(data, offset)
+                    offset += size
+                value = unit.string(c.DW_FORM_strx, index)
+            else:
+                raise DwarfFormatError(f"line table entry uses unsupported form {form:#x}")
+            if content_type == c.DW_LNCT_path and isinstance(value, str):
+                path = value
+            elif content_type == c.DW_LNCT_directory_index and isinstance(value, int):
+                directory = value
+        entries.append((path, directory))
+    return entries, offset
+
+
+def decode_line_table(unit: Unit, offset: int) -> LineTable:
+    """Decode the program at ``offset`` in the unit's ``.debug_line``."""
+    data = unit.sections.line
+    little = unit.sections.little_endian
+    if offset + 4 > len(data):
+        raise DwarfFormatError(f"line table offset {offset:#x} outside .debug_line")
+    read32 = uint_reader(4, little)
+    length = read32(data, offset)
+    position = offset + 4
+    offset_size = 4
+    if length == 0xFFFFFFFF:
+        length = uint_reader(8, little)(data, position)
+        position += 8
+        offset_size = 8
+    end = position + length
+    if end > len(data):
+        raise DwarfFormatError(f"line table at {offset:#x} runs past the end of .debug_line")
+    version = uint_reader(2, little)(data, position)
+    position += 2
+    if version >= 5:
+        position += 2  # address_size, segment_selector_size
+    if not 2 <= version <= 5:
+        raise DwarfFormatError(f"line table at {offset:#x} has unsupported version {version}")
+    header_length = uint_reader(offset_size, little)(data, position)
+    position += offset_size
+    program_start = position + header_length
+    min_instruction_length = data[position]
+    position += 1
+    if version >= 4:
+        position += 1  # maximum_operations_per_instruction (VLIW only)
+    # default_is_stmt (data[position]) does not change which row names an address.
+    line_base = data[position + 1] - 256 if data[position + 1] > 127 else data[position + 1]
+    line_range = data[position + 2]
+    opcode_base = data[position + 3]
+    position += 4
+    standard_lengths = list(data[position : position + opcode_base - 1])
+    position += opcode_base - 1
+    if line_range == 0:
+        raise DwarfFormatError(f"line table at {offset:#x} has line_range 0")
+    comp_dir = unit.comp_dir
+
+    files: list[str | None]
+    if version >= 5:
+        directories, position = _read_entries(unit, data, position, offset_size)
+        dir_names = [name for name, _ in directories]
+        file_entries, position = _read_entries(unit, data, position, offset_size)
+        files = []
+        for name, dir_index in file_entries:
+            directory = dir_names[dir_index] if 0 <= dir_index < len(dir_names) else None
+            if directory is not None and dir_index != 0:
+                directory = join_path(dir_names[0] if dir_names else comp_dir, directory)
+            files.append(join_path(directory, name))
+    else:
+        dir_names = [comp_dir or ""]
+        while data[position] != 0:
+            end_name = data.index(0, position)
+            dir_names.append(join_path(comp_dir, data[position:end_name].decode("utf-8", "replace")))
+            position = end_name + 1
+        position += 1
+        files = [None]  # DWARF 4 file numbers start at 1
+        while data[position] != 0:
+            end_name = data.index(0, position)
+            name = data[position:end_name].decode("utf-8", "replace")
+            position = end_name + 1
+            dir_index, position = read_uleb(data, position)
+            _, position = read_uleb(data, position)  # mtime
+            _, position = read_uleb(data, position)  # length
+            directory = dir_names[dir_index] if dir_index < len(dir_names) else None
+            files.append(join_path(directory, name))
+    table = LineTable(files=files)
+    _run_program(table, data, program_start, end, unit, min_instruction_length, line_base, line_range,
+                 opcode_base, standard_lengths)
+    table.finish()
+    return table
+
+
+def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: Unit, min_length: int,
+                 line_base: int, line_range: int, opcode_base: int, standard_lengths: list[int]) -> None:
+    addresses = table.addresses
+    file_indexes = table.file_indexes
+    lines = table.lines
+    columns = table.columns
+    sequences = table.sequences
+    read_addr = unit.read_addr
+    addr_size = unit.addr_size
+    # Special opcodes (6.2.5.1) precomputed: the address and line advance of each.
+    address_advance = [0] * 256
+    line_advance = [0] * 256
+    for opcode in range(opcode_base, 256):
+        adjusted = opcode - opcode_base
+        address_advance[opcode] = (adjusted // line_range) * min_length
+        line_advance[opcode] = line_base + adjusted % line_range
+    const_add_pc = address_advance[255]
+    address = 0
+    file_index = 1
+    line = 1
+    column = 0
+    first_row = len(addresses)
+    sequence_low = -1
+    while position < end:
+        opcode = data[position]
+        position += 1
+        if opcode >= opcode_base:
+            address += address_advance[opcode]
+            line += line_advance[opcode]
+        elif opcode == c.DW_LNS_set_column:
+            column = data[position]
+            if column < 0x80:
+                position += 1
+            else:
+                column, position = read_uleb(data, position)
+            continue
+        elif opcode == c.DW_LNS_advance_pc:
+            advance = data[position]
+            if advance < 0x80:
+                position += 1
+            else:
+                advance, position = read_uleb(data, position)
+            address += advance * min_length
+            continue
+        elif opcode == c.DW_LNS_advance_line:
+            delta, position = read_sleb(data, position)
+            line += delta
+            continue
+        elif opcode == c.DW_LNS_const_add_pc:
+            address += const_add_pc
+            continue
+        elif opcode == c.DW_LNS_copy:
+            pass
+        elif opcode == c.DW_LNS_set_file:
+            file_index, position = read_uleb(data, position)
+            continue
+        elif opcode == c.DW_LNS_fixed_advance_pc:
+            address += data[position] | data[position + 1] << 8
+            position += 2
+            continue
+        elif opcode == 0:
+            length, position = read_uleb(data, position)
+            if length == 0:
+                continue
+            sub_opcode = data[position]
+            next_position = position + length
+            if sub_opcode == c.DW_LNE_end_sequence:
+                if sequence_low >= 0 and len(addresses) > first_row:
+                    sequences.append((sequence_low, address, first_row, len(addresses)))
+                first_row = len(addresses)
+                sequence_low = -1
+                address = 0
+                file_index = 1
+                line = 1
+                column = 0
+            elif sub_opcode == c.DW_LNE_set_address:
+                address = read_addr(data, position + 1) if length - 1 == addr_size else 0
+            position = next_position
+            continue
+        else:
+            # negate_stmt, basic_block, prologue/epilogue, isa and opcodes of later versions:
+            # none changes which source position a row names, so their operands are skipped.
+            for _ in range(standard_lengths[opcode - 1] if opcode <= len(standard_lengths) else 0):
+                _, position = read_uleb(data, position)
+            continue
+        # A row is emitted (copy or special opcode).
+        if sequence_low < 0:
+            sequence_low = address
+        addresses.append(address)
+        file_indexes.append(file_index)
+        lines.append(line)
+        columns.append(column)

@@ -1,0 +1,92 @@
+"""Address range lists: ``.debug_ranges`` (DWARF 4, 2.17.3) and ``.debug_rnglists`` (DWARF 5, 2.17.3, 7.25)."""
+
+from __future__ import annotations
+
+from formats.dwarf import constants as c
+from formats.dwarf.reader import read_uleb
+from formats.dwarf.unit import DwarfFormatError, Unit
+
+Ranges = list[tuple[int, int]]
+
+
+def decode_ranges_attribute(unit: Unit, form: int, value: int) -> Ranges:
+    """The ranges a ``DW_AT_ranges`` attribute names, empty ones dropped."""
+    if unit.version >= 5:
+        if form == c.DW_FORM_rnglistx:
+            return _rnglist(unit, _rnglistx_offset(unit, value))
+        return _rnglist(unit, value)
+    return _debug_ranges(unit, value + unit.ranges_base)
+
+
+def _rnglistx_offset(unit: Unit, index: int) -> int:
+    data = unit.sections.rnglists
+    position = unit.rnglists_base + index * unit.offset_size
+    if position + unit.offset_size > len(data):
+        raise DwarfFormatError(f"range list index {index} outside .debug_rnglists")
+    return unit.rnglists_base + unit.read_offset(data, position)
+
+
+def _rnglist(unit: Unit, offset: int) -> Ranges:
+    data = unit.sections.rnglists
+    read_addr = unit.read_addr
+    size = unit.addr_size
+    base = unit.low_pc
+    ranges: Ranges = []
+    if offset >= len(data):
+        raise DwarfFormatError(f"range list offset {offset:#x} outside .debug_rnglists")
+    while True:
+        kind = data[offset]
+        offset += 1
+        if kind == c.DW_RLE_end_of_list:
+            return [(low, high) for low, high in ranges if high > low]
+        if kind == c.DW_RLE_offset_pair:
+            start, offset = read_uleb(data, offset)
+            end, offset = read_uleb(data, offset)
+            ranges.append((base + start, base + end))
+        elif kind == c.DW_RLE_base_address:
+            base = read_addr(data, offset)
+            offset += size
+        elif kind == c.DW_RLE_base_addressx:
+            index, offset = read_uleb(data, offset)
+            base = unit.address(c.DW_FORM_addrx, index)
+        elif kind == c.DW_RLE_startx_endx:
+            start, offset = read_uleb(data, offset)
+            end, offset = read_uleb(data, offset)
+            ranges.append((unit.address(c.DW_FORM_addrx, start), unit.address(c.DW_FORM_addrx, end)))
+        elif kind == c.DW_RLE_startx_length:
+            start, offset = read_uleb(data, offset)
+            length, offset = read_uleb(data, offset)
+            low = unit.address(c.DW_FORM_addrx, start)
+            ranges.append((low, low + length))
+        elif kind == c.DW_RLE_start_end:
+            low = read_addr(data, offset)
+            high = read_addr(data, offset + size)
+            offset += 2 * size
+            ranges.append((low, high))
+        elif kind == c.DW_RLE_start_length:
+            low = read_addr(data, offset)
+            length, offset = read_uleb(data, offset + size)
+            ranges.append((low, low + length))
+        else:
+            raise DwarfFormatError(f"unknown range list entry kind {kind:#x}")
+
+
+def _debug_ranges(unit: Unit, offset: int) -> Ranges:
+    data = unit.sections.ranges
+    read_addr = unit.read_addr
+    size = unit.addr_size
+    base_selector = (1 << (8 * size)) - 1
+    base = unit.low_pc
+    ranges: Ranges = []
+    if offset + 2 * size > len(data):
+        raise DwarfFormatError(f"range list offset {offset:#x} outside .debug_ranges")
+    while True:
+        start = read_addr(data, offset)
+        end = read_addr(data, offset + size)
+        offset += 2 * size
+        if start == 0 and end == 0:
+            return [(low, high) for low, high in ranges if high > low]
+        if start == base_selector:
+            base = end
+        else:
+            ranges.append((base + start, base + end))

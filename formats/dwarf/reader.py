@@ -1,0 +1,77 @@
+"""Primitive decoding of DWARF data: LEB128 numbers, fixed-width integers, C strings.
+
+Hand-written rather than pyelftools' struct engine because these run once per
+attribute on the hot path (see ``formats/dwarf/info.py``). Every function takes
+the section bytes and an offset and returns ``(value, next_offset)``; callers
+catch IndexError/struct.error at a unit boundary and turn them into
+MalformedInputError there, which keeps the inner loops free of checks.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Callable
+
+_U16 = struct.Struct("<H").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+_U64 = struct.Struct("<Q").unpack_from
+_U16_BE = struct.Struct(">H").unpack_from
+_U32_BE = struct.Struct(">I").unpack_from
+_U64_BE = struct.Struct(">Q").unpack_from
+
+UIntReader = Callable[[bytes, int], int]
+
+
+def read_uleb(data: bytes, offset: int) -> tuple[int, int]:
+    byte = data[offset]
+    if byte < 0x80:
+        return byte, offset + 1
+    result = byte & 0x7F
+    shift = 7
+    while True:
+        offset += 1
+        byte = data[offset]
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, offset + 1
+        shift += 7
+
+
+def read_sleb(data: bytes, offset: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        byte = data[offset]
+        offset += 1
+        result |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            if byte & 0x40:
+                result -= 1 << shift
+            return result, offset
+
+
+def read_cstring(data: bytes, offset: int) -> tuple[bytes, int]:
+    end = data.index(0, offset)
+    return data[offset:end], end + 1
+
+
+def uint_reader(size: int, little_endian: bool = True) -> UIntReader:
+    """A function reading an unsigned integer of ``size`` bytes at an offset."""
+    if little_endian:
+        table = {1: None, 2: _U16, 4: _U32, 8: _U64}
+    else:
+        table = {1: None, 2: _U16_BE, 4: _U32_BE, 8: _U64_BE}
+    if size == 1:
+        return lambda data, offset: data[offset]
+    if size == 3:
+        if little_endian:
+            return lambda data, offset: data[offset] | data[offset + 1] << 8 | data[offset + 2] << 16
+        return lambda data, offset: data[offset] << 16 | data[offset + 1] << 8 | data[offset + 2]
+    unpack = table[size]
+    assert unpack is not None  # sizes are chosen by this package, never by input
+    return lambda data, offset: unpack(data, offset)[0]
+
+
+def decode_str(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")

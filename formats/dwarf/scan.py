@@ -1,0 +1,360 @@
+"""One pass over a unit's DIE tree that keeps only what naming needs (DWARF 5, 3.3 and 3.3.8).
+
+The scan records:
+
+* every subprogram and inlined subroutine with code, as a *node* in pre-order
+  (ranges, parent, end of its subtree, the attributes that name it and, for
+  inlined subroutines, the call site);
+* every namespace, class, structure, union and enumeration as a *scope*
+  interval of DIE offsets, so the qualified name of any declaration can be
+  rebuilt from its offset alone.
+
+Subtrees that cannot hold code are skipped whole through ``DW_AT_sibling``
+where the producer emitted it (GCC does, Clang and rustc do not); other DIEs are
+skipped attribute by attribute through the per-abbreviation plans of
+``abbrev.py``. A function with a sibling link is not entered at all until a
+lookup lands in it: most DIEs of optimised code (parameters, variables, call
+sites, inlined calls) sit under functions, and a profile touches few of them.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+from formats.dwarf import constants as c
+from formats.dwarf.abbrev import (
+    KIND_BLOCK1,
+    KIND_BLOCK_ULEB,
+    KIND_CSTRING,
+    KIND_FIXED,
+    KIND_IMPLICIT,
+    KIND_SLEB,
+    KIND_ULEB,
+    Abbrev,
+)
+from formats.dwarf.ranges import decode_ranges_attribute
+from formats.dwarf.reader import UIntReader, read_uleb
+from formats.dwarf.unit import DwarfFormatError, Unit
+
+_FUNCTION_TAGS = frozenset({c.DW_TAG_subprogram, c.DW_TAG_inlined_subroutine})
+_SCOPE_TAGS = frozenset(
+    {c.DW_TAG_namespace, c.DW_TAG_class_type, c.DW_TAG_structure_type, c.DW_TAG_union_type,
+     c.DW_TAG_enumeration_type}
+)
+# DIEs whose children may hold code, besides functions and scopes.
+_CONTAINER_TAGS = frozenset({c.DW_TAG_lexical_block, c.DW_TAG_compile_unit, c.DW_TAG_partial_unit,
+                             c.DW_TAG_skeleton_unit})
+
+# Attributes the scan keeps, by slot.
+_SLOTS = {
+    c.DW_AT_sibling: 0,
+    c.DW_AT_name: 1,
+    c.DW_AT_linkage_name: 2,
+    c.DW_AT_MIPS_linkage_name: 2,
+    c.DW_AT_low_pc: 3,
+    c.DW_AT_high_pc: 4,
+    c.DW_AT_ranges: 5,
+    c.DW_AT_abstract_origin: 6,
+    c.DW_AT_specification: 7,
+    c.DW_AT_call_file: 8,
+    c.DW_AT_call_line: 9,
+    c.DW_AT_call_column: 10,
+    c.DW_AT_decl_line: 11,
+}
+_SLOT_COUNT = 12
+_SCOPE_SLOTS = frozenset({0, 1})
+_OTHER_SLOTS = frozenset({0})
+
+ROLE_SKIP = 0
+ROLE_FUNCTION = 1
+ROLE_SCOPE = 2
+ROLE_CONTAINER = 3
+
+
+@dataclass(slots=True)
+class Plan:
+    """How to walk one abbreviation's attributes in one unit."""
+
+    tag: int
+    has_children: bool
+    role: int
+    # Total size when every attribute is fixed-size and none is kept, else -1.
+    fixed_size: int
+    # (slot or -1, kind, size, form, implicit constant, fixed-size reader or None) per attribute.
+    steps: tuple[tuple[int, int, int, int, int, UIntReader | None], ...]
+
+
+def compile_plan(unit: Unit, abbrev: Abbrev) -> Plan:
+    tag = abbrev.tag
+    if tag in _FUNCTION_TAGS:
+        role, wanted = ROLE_FUNCTION, None
+    elif tag in _SCOPE_TAGS:
+        role, wanted = ROLE_SCOPE, _SCOPE_SLOTS
+    elif tag in _CONTAINER_TAGS:
+        role, wanted = ROLE_CONTAINER, _OTHER_SLOTS
+    else:
+        role, wanted = ROLE_SKIP, _OTHER_SLOTS
+    steps = []
+    fixed_total = 0
+    all_fixed = True
+    for attribute, form, implicit in abbrev.attributes:
+        kind, size = unit.layout(form)
+        slot = _SLOTS.get(attribute, -1)
+        if slot >= 0 and wanted is not None and slot not in wanted:
+            slot = -1
+        if slot >= 0 or kind != KIND_FIXED:
+            all_fixed = False
+        fixed_total += size
+        reader = unit.fixed_reader(size) if kind == KIND_FIXED and slot >= 0 and size in (1, 2, 4, 8) else None
+        steps.append((slot, kind, size, form, implicit, reader))
+    return Plan(tag, abbrev.has_children, role, fixed_total if all_fixed else -1, tuple(steps))
+
+
+@dataclass
+class UnitIndex:
+    """What a scan of one unit found.
+
+    Node lists are parallel. The inlined calls under a node are the indexes
+    ``node_first[n]`` to ``node_end[n]`` (exclusive), in DIE pre-order; a
+    function listed in ``deferred`` has not had its subtree scanned yet.
+    """
+
+    unit: Unit
+    node_ranges: list[list[tuple[int, int]]] = field(default_factory=list)
+    node_parent: list[int] = field(default_factory=list)
+    node_first: list[int] = field(default_factory=list)
+    node_end: list[int] = field(default_factory=list)
+    node_die: list[int] = field(default_factory=list)
+    # Raw naming attributes per node: slot -> (form, value).
+    node_attrs: list[dict[int, tuple[int, Any]]] = field(default_factory=list)
+    # Function node -> (offset of its first child DIE, offset of its sibling).
+    deferred: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # Sorted (low, high, node) for every range of every outermost function node.
+    function_ranges: list[tuple[int, int, int]] = field(default_factory=list)
+    function_lows: list[int] = field(default_factory=list)
+    function_max_high: list[int] = field(default_factory=list)
+    # Scopes: start offset, end offset, name, parent scope index (-1: the unit).
+    scope_start: list[int] = field(default_factory=list)
+    scope_end: list[int] = field(default_factory=list)
+    scope_name: list[str | None] = field(default_factory=list)
+    scope_parent: list[int] = field(default_factory=list)
+    scope_is_namespace: list[bool] = field(default_factory=list)
+    plans: dict[int, Plan] = field(default_factory=dict)
+
+    def finish(self) -> None:
+        self.function_ranges.sort()
+        self.function_lows = [low for low, _, _ in self.function_ranges]
+        running = 0
+        self.function_max_high = []
+        for _, high, _ in self.function_ranges:
+            running = max(running, high)
+            self.function_max_high.append(running)
+
+    def function_at(self, vaddr: int) -> int:
+        position = bisect_right(self.function_lows, vaddr) - 1
+        while position >= 0 and self.function_max_high[position] > vaddr:
+            low, high, node = self.function_ranges[position]
+            if low <= vaddr < high:
+                return node
+            position -= 1
+        return -1
+
+    def chain_at(self, vaddr: int) -> list[int]:
+        """Node indexes of the function holding vaddr and its inlined calls, outermost first."""
+        node = self.function_at(vaddr)
+        if node < 0:
+            return []
+        if node in self.deferred:
+            self._expand(node)
+        chain = [node]
+        index = self.node_first[node]
+        end = self.node_end[node]
+        ranges = self.node_ranges
+        parents = self.node_parent
+        node_end = self.node_end
+        while index < end:
+            if parents[index] == chain[-1] and any(low <= vaddr < high for low, high in ranges[index]):
+                chain.append(index)
+                index += 1
+            else:
+                index = node_end[index]
+        return chain
+
+    def _expand(self, node: int) -> None:
+        children_start, sibling = self.deferred.pop(node)
+        first = len(self.node_ranges)
+        functions_before = len(self.function_ranges)
+        stack = [(ROLE_FUNCTION, node, -1, -1)]
+        _walk(self, children_start, sibling, stack, node, -1)
+        self.node_first[node] = first
+        self.node_end[node] = len(self.node_ranges)
+        if len(self.function_ranges) != functions_before:
+            self.finish()  # a nested function with code of its own
+
+    def scope_of(self, die_offset: int) -> int:
+        """Innermost scope whose subtree holds die_offset, -1 for none."""
+        scope = bisect_right(self.scope_start, die_offset) - 1
+        while scope >= 0 and not (self.scope_start[scope] < die_offset < self.scope_end[scope]):
+            scope = self.scope_parent[scope]
+        return scope
+
+
+def scan_unit(unit: Unit) -> UnitIndex:
+    """Walk the unit's DIE tree once; raises DwarfFormatError, IndexError or struct.error on bad data."""
+    index = UnitIndex(unit)
+    _walk(index, unit.first_die, unit.end, [], -1, -1)
+    index.finish()
+    return index
+
+
+def _walk(
+    index: UnitIndex,
+    offset: int,
+    end: int,
+    stack: list[tuple[int, int, int, int]],
+    current_node: int,
+    current_scope: int,
+) -> None:
+    """Walk DIEs from ``offset`` until the subtree that ``stack`` describes closes.
+
+    Stack entries are (role, node or scope index, enclosing node, enclosing scope);
+    node -1 marks a function without code, which hides the functions around it.
+    """
+    unit = index.unit
+    data = unit.sections.info
+    plans = index.plans
+    abbrevs = unit.abbrevs
+    read_value = unit.read_value
+    node_ranges = index.node_ranges
+    node_parent = index.node_parent
+    node_first = index.node_first
+    node_end = index.node_end
+    node_die = index.node_die
+    node_attrs = index.node_attrs
+    deferred = index.deferred
+    function_ranges = index.function_ranges
+    scope_start = index.scope_start
+    scope_end = index.scope_end
+    scope_name = index.scope_name
+    scope_parent = index.scope_parent
+    scope_is_namespace = index.scope_is_namespace
+    while offset < end:
+        die_offset = offset
+        code = data[offset]
+        if code < 0x80:
+            offset += 1
+        else:
+            code, offset = read_uleb(data, offset)
+        if code == 0:
+            if not stack:
+                return
+            role, item, current_node, current_scope = stack.pop()
+            if role == ROLE_FUNCTION and item >= 0:
+                node_end[item] = len(node_ranges)
+            elif role == ROLE_SCOPE:
+                scope_end[item] = offset
+            if not stack:
+                return
+            continue
+        plan = plans.get(code)
+        if plan is None:
+            abbrev = abbrevs.get(code)
+            if abbrev is None:
+                raise DwarfFormatError(f"DIE at {die_offset:#x} uses undefined abbreviation {code}")
+            plan = plans[code] = compile_plan(unit, abbrev)
+        if plan.fixed_size >= 0:
+            offset += plan.fixed_size
+            if plan.has_children:
+                stack.append((ROLE_SKIP, -1, current_node, current_scope))
+            continue
+        values: dict[int, tuple[int, Any]] | None = None
+        sibling = 0
+        for slot, kind, size, form, implicit, reader in plan.steps:
+            if slot < 0:
+                if kind == KIND_FIXED:
+                    offset += size
+                elif kind == KIND_ULEB or kind == KIND_SLEB:
+                    # Signed and unsigned LEB128 share their continuation bit.
+                    while data[offset] & 0x80:
+                        offset += 1
+                    offset += 1
+                elif kind == KIND_CSTRING:
+                    offset = data.index(0, offset) + 1
+                elif kind == KIND_BLOCK_ULEB:
+                    length, offset = read_uleb(data, offset)
+                    offset += length
+                elif kind == KIND_BLOCK1:
+                    offset += 1 + data[offset]
+                elif kind != KIND_IMPLICIT:
+                    _, offset = read_value(form, implicit, offset)
+                continue
+            if reader is not None:
+                value: Any = reader(data, offset)
+                offset += size
+            else:
+                value, offset = read_value(form, implicit, offset)
+            if slot == 0:
+                sibling = unit.reference(form, value) or 0
+                continue
+            if values is None:
+                values = {}
+            values[slot] = (form, value)
+        role = plan.role
+        if role == ROLE_FUNCTION:
+            node = -1
+            tag = plan.tag
+            if values is not None and (tag == c.DW_TAG_subprogram or current_node >= 0):
+                ranges = _node_ranges(unit, values)
+                if ranges:
+                    node = len(node_ranges)
+                    node_ranges.append(ranges)
+                    parent = current_node if tag == c.DW_TAG_inlined_subroutine else -1
+                    node_parent.append(parent)
+                    node_first.append(node + 1)
+                    node_end.append(node + 1)
+                    node_die.append(die_offset)
+                    node_attrs.append(values)
+                    if parent < 0:
+                        for low, high in ranges:
+                            function_ranges.append((low, high, node))
+                        if plan.has_children and sibling > offset:
+                            deferred[node] = (offset, sibling)
+                            offset = sibling
+                            continue
+            if plan.has_children:
+                stack.append((ROLE_FUNCTION, node, current_node, current_scope))
+                current_node = node
+        elif role == ROLE_SCOPE:
+            if plan.has_children:
+                scope = len(scope_start)
+                scope_start.append(die_offset)
+                scope_end.append(end)
+                name = values.get(1) if values is not None else None
+                scope_name.append(unit.string(*name) if name is not None else None)
+                scope_parent.append(current_scope)
+                scope_is_namespace.append(plan.tag == c.DW_TAG_namespace)
+                # Walked even with a sibling link: in-class definitions and nested scopes live inside.
+                stack.append((ROLE_SCOPE, scope, current_node, current_scope))
+                current_scope = scope
+        elif plan.has_children:
+            if role == ROLE_SKIP and sibling > offset:
+                # Nothing under a type, variable or call site holds code.
+                offset = sibling
+            else:
+                stack.append((role, -1, current_node, current_scope))
+
+
+def _node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]]:
+    ranges_value = values.get(5)
+    if ranges_value is not None:
+        return decode_ranges_attribute(unit, *ranges_value)
+    low = values.get(3)
+    high = values.get(4)
+    if low is None or high is None:
+        return []
+    bounds = unit.pc_bounds({c.DW_AT_low_pc: low, c.DW_AT_high_pc: high})
+    if bounds is None or bounds[1] <= bounds[0]:
+        return []
+    return [bounds]

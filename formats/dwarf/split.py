@@ -1,0 +1,89 @@
+"""Split DWARF: a skeleton unit's ``.dwo`` file or its slice of a ``.dwp`` package.
+
+A ``.dwp`` concatenates many ``.dwo`` files; ``.debug_cu_index`` (DWARF 5,
+7.3.5; version 2 is the GNU pre-standard layout) maps each unit's DWO ID to its
+contribution (offset and size) in each section. The slices are cut here so the
+rest of the reader sees an ordinary ``.dwo``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from formats.dwarf.reader import uint_reader
+from formats.dwarf.sections import DwarfSections, SectionGetter
+from formats.dwarf.unit import DwarfFormatError
+
+# Section identifiers to the .dwo section they slice, per index version.
+_SECTIONS_V5 = {1: "debug_info.dwo", 3: "debug_abbrev.dwo", 4: "debug_line.dwo", 5: "debug_loclists.dwo",
+                6: "debug_str_offsets.dwo", 7: "debug_macro.dwo", 8: "debug_rnglists.dwo"}
+_SECTIONS_V2 = {1: "debug_info.dwo", 2: "debug_types.dwo", 3: "debug_abbrev.dwo", 4: "debug_line.dwo",
+                5: "debug_loc.dwo", 6: "debug_str_offsets.dwo", 7: "debug_macinfo.dwo", 8: "debug_macro.dwo"}
+
+
+def _as_bytes(data: bytes | memoryview | None) -> bytes:
+    if data is None:
+        return b""
+    return data if isinstance(data, bytes) else bytes(data)
+
+
+def package_contributions(index: bytes, dwo_id: int, little_endian: bool = True) -> dict[str, tuple[int, int]]:
+    """{section name: (offset, size)} of the unit ``dwo_id`` in a package, {} when absent."""
+    read32 = uint_reader(4, little_endian)
+    read64 = uint_reader(8, little_endian)
+    if len(index) < 16:
+        raise DwarfFormatError(".debug_cu_index is truncated")
+    version = read32(index, 0) & 0xFFFF if read32(index, 0) & 0xFFFF == 5 else read32(index, 0)
+    names = _SECTIONS_V5 if version == 5 else _SECTIONS_V2
+    column_count = read32(index, 4)
+    unit_count = read32(index, 8)
+    slot_count = read32(index, 12)
+    hashes = 16
+    rows = hashes + 8 * slot_count
+    columns = rows + 4 * slot_count
+    offsets = columns + 4 * column_count
+    sizes = offsets + 4 * column_count * unit_count
+    if sizes + 4 * column_count * unit_count > len(index) or slot_count == 0:
+        raise DwarfFormatError(".debug_cu_index is truncated")
+    mask = slot_count - 1
+    slot = dwo_id & mask
+    step = ((dwo_id >> 32) & mask) | 1
+    for _ in range(slot_count):
+        signature = read64(index, hashes + 8 * slot)
+        row = read32(index, rows + 4 * slot)
+        if row == 0 and signature == 0:
+            return {}
+        if signature == dwo_id and row:
+            found = {}
+            for column in range(column_count):
+                section = names.get(read32(index, columns + 4 * column))
+                cell = 4 * ((row - 1) * column_count + column)
+                if section is not None:
+                    found[section] = (read32(index, offsets + cell), read32(index, sizes + cell))
+            return found
+        slot = (slot + step) & mask
+    return {}
+
+
+def load_split_sections(
+    getter: SectionGetter, path: Path, skeleton: DwarfSections, dwo_id: int | None
+) -> DwarfSections | None:
+    """Sections of the split unit ``dwo_id`` from a .dwo or .dwp ``getter`` serves."""
+    index = getter("debug_cu_index")
+    if index is None or len(index) == 0:
+        return DwarfSections.from_dwo_getter(getter, path, skeleton)
+    if dwo_id is None:
+        return None
+    contributions = package_contributions(_as_bytes(index), dwo_id, skeleton.little_endian)
+    if not contributions:
+        return None
+    cache: dict[str, bytes] = {}
+
+    def sliced(name: str) -> bytes | None:
+        if name not in cache:
+            whole = _as_bytes(getter(name))
+            span = contributions.get(name)
+            cache[name] = whole[span[0] : span[0] + span[1]] if span is not None else whole
+        return cache[name]
+
+    return DwarfSections.from_dwo_getter(sliced, path, skeleton)

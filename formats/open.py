@@ -1,0 +1,52 @@
+"""The entry point to the readers: sniff a file's magic bytes, return its reader.
+
+Magic numbers: ELF ``\\x7fELF`` (gABI "ELF Identification"); Mach-O
+``MH_MAGIC``/``MH_MAGIC_64`` in either byte order and ``FAT_MAGIC``/``FAT_MAGIC_64``
+(``<mach-o/loader.h>``, ``<mach-o/fat.h>``); PE's DOS stub ``MZ`` (PE/COFF
+specification, "MS-DOS Stub").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from formats.elf import ELF_MAGIC, ElfFile
+from formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
+from formats.types import ObjectFile
+
+_MACHO_MAGICS = {
+    bytes.fromhex(magic)
+    for magic in (
+        "feedface",
+        "cefaedfe",
+        "feedfacf",
+        "cffaedfe",
+        "cafebabe",
+        "bebafeca",
+        "cafebabf",
+        "bfbafeca",
+    )
+}
+
+
+def open_object(path: Path) -> ObjectFile:
+    """Open ``path`` with the reader its magic bytes call for.
+
+    Raises MissingDebugInfoError when the file does not exist, SymbolizeError
+    when it cannot be read, UnsupportedFormatError for formats not read yet or
+    files that are not object files.
+    """
+    try:
+        with path.open("rb") as stream:
+            magic = stream.read(4)
+    except FileNotFoundError as err:
+        raise MissingDebugInfoError("file not found", path) from err
+    except OSError as err:
+        raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
+    if magic == ELF_MAGIC:
+        return ElfFile(path)
+    if magic in _MACHO_MAGICS:
+        raise UnsupportedFormatError("Mach-O files are not supported yet", path)
+    if magic[:2] == b"MZ":
+        raise UnsupportedFormatError("PE files are not supported yet", path)
+    raise UnsupportedFormatError("not an object file", path)

@@ -1,0 +1,166 @@
+"""The library API: name addresses of a binary, symbolize a pprof profile.
+
+Importable without typer. Frame lists are innermost first, everywhere.
+Object addresses (``vaddrs``) are the addresses the object file itself uses,
+what ``llvm-symbolizer --obj`` takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from formats.types import Frame
+from symbolize.demangle import DemangleMode
+from symbolize.demangle import demangle as demangle_name
+from symbolize.discovery import DiscoveryOptions
+from symbolize.discovery import open_module as discovery_open_module
+from symbolize.module import Module, Unknown
+from symbolize.pprof import Profile, read_profile, write_profile
+from symbolize.rewrite import RewriteOptions
+from symbolize.rewrite import symbolize_profile as rewrite_profile
+from symbolize.summary import Summary
+
+__all__ = ["discovery_options", "lookup", "open_module", "symbolize_file", "symbolize_profile"]
+
+PathLike = str | Path
+
+
+def discovery_options(
+    *,
+    binaries: Iterable[PathLike] = (),
+    search_paths: Iterable[PathLike] = (),
+    debug_dirs: Iterable[PathLike] | None = None,
+) -> DiscoveryOptions:
+    """Where to find binaries and debug files; ``debug_dirs=None`` keeps the default (``/usr/lib/debug``)."""
+    arguments: dict[str, Any] = {
+        "binaries": tuple(Path(path) for path in binaries),
+        "search_paths": tuple(Path(path) for path in search_paths),
+    }
+    if debug_dirs is not None:
+        arguments["debug_dirs"] = tuple(Path(path) for path in debug_dirs)
+    return DiscoveryOptions(**arguments)
+
+
+def open_module(
+    path: PathLike,
+    *,
+    search_paths: Iterable[PathLike] = (),
+    debug_dirs: Iterable[PathLike] | None = None,
+) -> Module:
+    """Open a binary with its debug file (found by build ID, debuglink, search paths).
+
+    Raises SymbolizeError when the file cannot be read.
+    """
+    options = discovery_options(search_paths=search_paths, debug_dirs=debug_dirs)
+    return discovery_open_module(Path(path), options)
+
+
+def lookup(
+    path: PathLike,
+    vaddrs: Sequence[int],
+    *,
+    demangle: DemangleMode = "full",
+    inlines: bool = True,
+    search_paths: Iterable[PathLike] = (),
+    debug_dirs: Iterable[PathLike] | None = None,
+) -> list[list[Frame] | Unknown]:
+    """Frames at each object address of the binary at ``path``: one result per address, in order.
+
+    Each result is a list of frames, innermost first, with names demangled as
+    ``demangle`` asks, or ``Unknown(reason)``. With ``inlines=False`` each list
+    holds one frame, as ``llvm-symbolizer --no-inlines`` prints it: the
+    outermost function's name with the innermost frame's file, line and column.
+    """
+    options = discovery_options(search_paths=search_paths, debug_dirs=debug_dirs)
+    try:
+        module = discovery_open_module(Path(path), options)
+        return [shape_frames(result, demangle, inlines) for result in module.lookup(vaddrs)]
+    finally:
+        options.cache.close()
+
+
+def shape_frames(result: list[Frame] | Unknown, mode: DemangleMode, inlines: bool) -> list[Frame] | Unknown:
+    """Demangle a lookup result's names and, with ``inlines=False``, fold it into one frame."""
+    if isinstance(result, Unknown) or not result:
+        return result
+    frames = [
+        dataclasses.replace(frame, function=demangle_name(frame.function, mode)) if frame.function else frame
+        for frame in result
+    ]
+    if inlines:
+        return frames
+    innermost, outermost = frames[0], frames[-1]
+    return [
+        Frame(
+            function=outermost.function,
+            file=innermost.file,
+            line=innermost.line,
+            column=innermost.column,
+            start_line=outermost.start_line,
+        )
+    ]
+
+
+def symbolize_profile(
+    profile_or_path: Profile | PathLike,
+    *,
+    binaries: Iterable[PathLike] = (),
+    search_paths: Iterable[PathLike] = (),
+    debug_dirs: Iterable[PathLike] | None = None,
+    demangle: DemangleMode = "full",
+    adjust_return_addresses: bool = True,
+) -> tuple[Profile, Summary]:
+    """Name the bare addresses of a profile; returns ``(profile, summary)``.
+
+    A Profile message is rewritten in place (and returned); a path is read
+    first (gzipped or not) and the rewritten message returned, the file left
+    alone. ``binaries`` are candidate files for the profile's mappings (matched
+    by build ID or name). Raises MalformedInputError for an unreadable profile;
+    mappings whose files are missing are reported in the summary.
+    """
+    if isinstance(profile_or_path, Profile):
+        profile = profile_or_path
+    else:
+        profile, _ = read_profile(profile_or_path)
+    discovery = discovery_options(binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs)
+    options = RewriteOptions(
+        discovery=discovery, demangle=demangle, adjust_return_addresses=adjust_return_addresses
+    )
+    try:
+        return profile, rewrite_profile(profile, options)
+    finally:
+        discovery.cache.close()
+
+
+def symbolize_file(
+    in_path: PathLike,
+    out_path: PathLike,
+    *,
+    gzip: bool | None = None,
+    binaries: Iterable[PathLike] = (),
+    search_paths: Iterable[PathLike] = (),
+    debug_dirs: Iterable[PathLike] | None = None,
+    demangle: DemangleMode = "full",
+    adjust_return_addresses: bool = True,
+) -> Summary:
+    """Read the profile at ``in_path``, symbolize it, write it atomically to ``out_path``.
+
+    ``gzip=None`` compresses the output when ``out_path`` ends in ``.gz`` or the
+    input was gzipped.
+    """
+    profile, was_gzipped = read_profile(in_path)
+    _, summary = symbolize_profile(
+        profile,
+        binaries=binaries,
+        search_paths=search_paths,
+        debug_dirs=debug_dirs,
+        demangle=demangle,
+        adjust_return_addresses=adjust_return_addresses,
+    )
+    if gzip is None:
+        gzip = was_gzipped or str(out_path).endswith(".gz")
+    write_profile(profile, out_path, gzip=gzip)
+    return summary

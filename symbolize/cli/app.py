@@ -1,0 +1,212 @@
+"""The ``symbolize`` command line (typer); the only module that imports typer.
+
+Commands (promises to users' scripts)::
+
+    symbolize [--debug] profile IN [-o OUT] [--binary FILE]... [--search-path DIR]...
+              [--debug-dir DIR]... [--demangle full|short|none] [--no-return-address-adjust]
+              [--json-summary]
+    symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
+              [--search-path DIR]... [--debug-dir DIR]... [ADDR...]
+
+Data goes to stdout, diagnostics to stderr. A SymbolizeError or OSError is one
+line ``symbolize: error: <message>`` and exit code 1 (``--debug`` shows the
+traceback instead); usage errors exit with 2.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from formats.types import Frame
+from symbolize.errors import SymbolizeError
+from symbolize.module import Unknown
+
+app = typer.Typer(
+    name="symbolize",
+    help="Name the bare addresses of native pprof profiles, or of an object file.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
+PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
+
+
+class DemangleChoice(enum.StrEnum):
+    full = "full"
+    short = "short"
+    none = "none"
+
+
+@app.callback()
+def _global_options(
+    ctx: typer.Context,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+) -> None:
+    ctx.obj = {"debug": debug}
+
+
+@contextmanager
+def _errors_as_one_line(ctx: typer.Context) -> Iterator[None]:
+    try:
+        yield
+    except (SymbolizeError, OSError) as exc:
+        if (ctx.obj or {}).get("debug"):
+            raise
+        message = str(exc).replace("\n", " ")
+        typer.echo(f"symbolize: error: {message}", err=True)
+        raise typer.Exit(1) from None
+
+
+def default_output_path(in_path: Path) -> Path:
+    """``cpu.pb.gz`` -> ``cpu.symbolized.pb.gz``; ``cpu`` -> ``cpu.symbolized``.
+
+    Known profile extensions (``.pb``, ``.pprof``, ``.prof``, ``.proto``, ``.gz``)
+    at the end of the name stay at the end; ``.symbolized`` goes before them.
+    """
+    name = in_path.name
+    suffix = ""
+    stem = name
+    while True:
+        for known in PROFILE_SUFFIXES:
+            if stem.endswith(known) and len(stem) > len(known):
+                stem = stem[: -len(known)]
+                suffix = known + suffix
+                break
+        else:
+            break
+    return in_path.with_name(f"{stem}.symbolized{suffix}")
+
+
+@app.command("profile")
+def profile_command(
+    ctx: typer.Context,
+    in_path: Annotated[Path, typer.Argument(metavar="IN", help="pprof profile, gzipped or not.")],
+    out_path: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", metavar="OUT", help="Output file [default: IN with .symbolized]."),
+    ] = None,
+    binaries: Annotated[
+        list[Path] | None, typer.Option("--binary", metavar="FILE", help="A binary of the profile.")
+    ] = None,
+    search_paths: Annotated[
+        list[Path] | None, typer.Option("--search-path", metavar="DIR", help="Where to look for binaries.")
+    ] = None,
+    debug_dirs: Annotated[
+        list[Path] | None, typer.Option("--debug-dir", metavar="DIR", help="Debug file directory.")
+    ] = None,
+    demangle: Annotated[DemangleChoice, typer.Option("--demangle", help="Name style.")] = DemangleChoice.full,
+    no_return_address_adjust: Annotated[
+        bool,
+        typer.Option(
+            "--no-return-address-adjust", help="Look callers up at their address, not address - 1."
+        ),
+    ] = False,
+    json_summary: Annotated[
+        bool, typer.Option("--json-summary", help="Print the summary as JSON on stdout.")
+    ] = False,
+) -> None:
+    """Rewrite a profile with function names, files and lines.
+
+    The output is gzipped when OUT ends in .gz or IN was gzipped.
+    """
+    from symbolize.api import symbolize_file
+
+    with _errors_as_one_line(ctx):
+        summary = symbolize_file(
+            in_path,
+            out_path or default_output_path(in_path),
+            binaries=binaries or (),
+            search_paths=search_paths or (),
+            debug_dirs=debug_dirs or None,
+            demangle=demangle.value,
+            adjust_return_addresses=not no_return_address_adjust,
+        )
+    if json_summary:
+        typer.echo(json.dumps(summary.to_json(), indent=2))
+    else:
+        typer.echo(summary.format_text(), err=True)
+
+
+def parse_address(text: str) -> int | None:
+    """``0x``-prefixed hex or decimal, like llvm-symbolizer; None when it is neither."""
+    text = text.strip()
+    try:
+        if text[:2].lower() == "0x":
+            return int(text[2:], 16)
+        if text.isdecimal():
+            return int(text, 10)
+    except ValueError:
+        return None
+    return None
+
+
+def _frame_json(frame: Frame) -> dict[str, Any]:
+    return {"function": frame.function, "file": frame.file, "line": frame.line, "column": frame.column}
+
+
+def _format_text(frames: Sequence[Frame]) -> str:
+    if not frames:
+        return "??\n??:0:0\n"
+    return "".join(
+        f"{frame.function or '??'}\n{frame.file or '??'}:{frame.line}:{frame.column}\n" for frame in frames
+    )
+
+
+@app.command("lookup")
+def lookup_command(
+    ctx: typer.Context,
+    obj: Annotated[Path, typer.Option("--obj", metavar="FILE", help="The object file (binary).")],
+    addresses: Annotated[
+        list[str] | None, typer.Argument(metavar="[ADDR...]", help="Object addresses; else stdin.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    inlines: Annotated[bool, typer.Option("--inlines/--no-inlines", help="Show inlined frames.")] = True,
+    demangle: Annotated[DemangleChoice, typer.Option("--demangle", help="Name style.")] = DemangleChoice.full,
+    search_paths: Annotated[
+        list[Path] | None, typer.Option("--search-path", metavar="DIR", help="Where to look for files.")
+    ] = None,
+    debug_dirs: Annotated[
+        list[Path] | None, typer.Option("--debug-dir", metavar="DIR", help="Debug file directory.")
+    ] = None,
+) -> None:
+    """Print the frames at object addresses, like llvm-symbolizer --obj.
+
+    Addresses are hex with 0x or decimal, from the arguments or one per line on stdin.
+    """
+    from symbolize.api import lookup
+
+    texts = addresses if addresses else [line.strip() for line in sys.stdin if line.strip()]
+    parsed = [parse_address(text) for text in texts]
+    with _errors_as_one_line(ctx):
+        results = lookup(
+            obj,
+            [vaddr for vaddr in parsed if vaddr is not None],
+            demangle=demangle.value,
+            inlines=inlines,
+            search_paths=search_paths or (),
+            debug_dirs=debug_dirs or None,
+        )
+    found = iter(results)
+    for text, vaddr in zip(texts, parsed, strict=True):
+        result: list[Frame] | Unknown = Unknown("not an address") if vaddr is None else next(found)
+        frames = [] if isinstance(result, Unknown) else result
+        if as_json:
+            shown = text if vaddr is None else f"{vaddr:#x}"
+            typer.echo(json.dumps({"address": shown, "frames": [_frame_json(frame) for frame in frames]}))
+        else:
+            typer.echo(_format_text(frames))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="symbolize")

@@ -1,0 +1,224 @@
+"""Demangling of linkage names: Itanium C++ ABI, Rust legacy and Rust v0 (RFC 2603), MSVC.
+
+``full`` uses LLVM's demanglers (through pycxxfilt), so names read exactly as
+``llvm-symbolizer --demangle`` prints them. ``short`` then reduces a name to what
+pprof shows by default: no parameter list, no template arguments, no return
+type, no clone suffix, no Rust hash, while namespaces and class qualifiers stay.
+
+Short-mode rules (on the fully demangled text):
+
+- ``void ns::Foo<int>::bar(int) const`` -> ``ns::Foo::bar``
+- operators keep their own symbol: ``ns::operator<<(A&, int)`` -> ``ns::operator<<``,
+  ``ns::A::operator()(int)`` -> ``ns::A::operator()``
+- lambdas and closures keep their marker but lose their signature:
+  ``ns::f()::'lambda'(int)::operator()(int) const`` -> ``ns::f::'lambda'::operator()``,
+  GNU-style ``{lambda(int)#1}`` -> ``{lambda#1}``, Rust ``{closure#0}`` unchanged
+- ``(anonymous namespace)`` is kept; ``[abi:cxx11]`` tags and ``(.cold)`` /
+  ``[clone .cold]`` suffixes are dropped
+- Rust ``<Type as Trait>::method``: a ``<...>`` that opens a path component is
+  the qualified self type, kept (with its own template arguments removed)
+- Rust legacy names lose the ``::h<16 hex>`` hash and have their ``$LT$``-style
+  escapes decoded before the above applies.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Literal, get_args
+
+import pycxxfilt
+
+__all__ = ["DEMANGLE_MODES", "DemangleMode", "demangle", "shorten"]
+
+DemangleMode = Literal["full", "short", "none"]
+DEMANGLE_MODES: tuple[str, ...] = get_args(DemangleMode)
+
+_RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
+_CLONE_SUFFIX = re.compile(r"(?:\s*\(\.[^()]*\)|\s*\[clone \.[^\]]*\])+$")
+_ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
+_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|restrict|noexcept|&&|&))*")
+# Longest spellings first so that ``operator<<=`` is not read as ``operator<``.
+_OPERATOR_SYMBOL = re.compile(
+    r"\s*(?:\(\)|\[\]|<=>|<<=|>>=|->\*|new\[\]|delete\[\]|<<|>>|<=|>=|->|&&|\|\||\+\+|--|==|!=|"
+    r"[-+*/%^&|]=|[-+*/%^&|~!=<>,]|\"\"\s*\w+)"
+)
+_OPERATOR_WORD = re.compile(r"\s+(?:new|delete|co_await)\b")
+_IDENT_CHAR = re.compile(r"[A-Za-z0-9_$]")
+_RUST_ESCAPES = {
+    "$SP$": "@",
+    "$BP$": "*",
+    "$RF$": "&",
+    "$LT$": "<",
+    "$GT$": ">",
+    "$LP$": "(",
+    "$RP$": ")",
+    "$C$": ",",
+}
+_RUST_ESCAPE = re.compile(r"\$(?:SP|BP|RF|LT|GT|LP|RP|C|u[0-9a-f]{1,6})\$")
+_OPENERS = {"(": ")", "<": ">", "[": "]", "{": "}"}
+
+
+def demangle(name: str, mode: DemangleMode) -> str:
+    """``name`` as ``mode`` asks: ``full``, ``short`` or ``none`` (unchanged).
+
+    A name no demangler recognises (a C symbol, a name already built from
+    debug info) is returned as is in ``full`` mode and shortened in ``short``.
+    """
+    if mode == "none":
+        return name
+    if mode == "full":
+        return _demangle_full(name)
+    if mode == "short":
+        return _demangle_short(name)
+    raise ValueError(f"unknown demangle mode {mode!r}")  # a programming error, not bad input
+
+
+@functools.lru_cache(maxsize=65536)
+def _demangle_full(name: str) -> str:
+    try:
+        demangled: str | None = pycxxfilt.demangle(name)
+    except ValueError:
+        # A name with a mangling prefix that does not parse: llvm-symbolizer prints it as is.
+        return name
+    return demangled if demangled else name
+
+
+@functools.lru_cache(maxsize=65536)
+def _demangle_short(name: str) -> str:
+    return shorten(_demangle_full(name))
+
+
+def shorten(text: str) -> str:
+    """Reduce an already demangled name to pprof's short form (rules in the module docstring)."""
+    text = _RUST_HASH.sub("", _CLONE_SUFFIX.sub("", text))
+    if "$" in text and "::" in text:
+        text = _decode_rust_legacy(text)
+    text = _ABI_TAG.sub("", text)
+    try:
+        short, _ = _strip(text, 0, "")
+    except IndexError:
+        # Unbalanced brackets: not a name we understand, so leave it whole.
+        return text
+    return _drop_return_type(short).strip() or text
+
+
+def _decode_rust_legacy(text: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        escape = match.group(0)
+        if escape in _RUST_ESCAPES:
+            return _RUST_ESCAPES[escape]
+        return chr(int(escape[2:-1], 16))
+
+    parts = [part[1:] if part.startswith("_$") else part for part in text.split("::")]
+    return _RUST_ESCAPE.sub(replace, "::".join(parts)).replace("..", "::")
+
+
+def _strip(text: str, start: int, closer: str) -> tuple[str, int]:
+    """Copy ``text`` from ``start`` up to ``closer`` without parameters or template arguments."""
+    out: list[str] = []
+    index = start
+    while index < len(text):
+        char = text[index]
+        if closer and char == closer:
+            return "".join(out), index
+        if text.startswith("operator", index) and _is_word_start(text, index) and not _is_ident_at(
+            text, index + 8
+        ):
+            index = _copy_operator(text, index, out)
+            continue
+        if text.startswith("(anonymous namespace)", index):
+            out.append("(anonymous namespace)")
+            index += len("(anonymous namespace)")
+        elif char == "<":
+            if _at_component_start(out):
+                inner, index = _strip(text, index + 1, ">")
+                out.append(f"<{inner}>")
+                index += 1
+            else:
+                index = _skip_balanced(text, index)
+        elif char == "(":
+            index = _skip_balanced(text, index)
+            qualifiers = _QUALIFIERS.match(text, index)
+            index = qualifiers.end() if qualifiers else index
+        elif char == "{":
+            inner, index = _strip(text, index + 1, "}")
+            out.append(f"{{{inner}}}")
+            index += 1
+        else:
+            out.append(char)
+            index += 1
+    if closer:
+        raise IndexError(f"no closing {closer!r}")
+    return "".join(out), index
+
+
+def _copy_operator(text: str, index: int, out: list[str]) -> int:
+    end = index + len("operator")
+    match = _OPERATOR_SYMBOL.match(text, end) or _OPERATOR_WORD.match(text, end)
+    if match is not None:
+        out.append(text[index : match.end()])
+        return match.end()
+    # A conversion operator (``operator int``): the type is the name, keep reading it.
+    out.append("operator")
+    return end
+
+
+def _skip_balanced(text: str, index: int) -> int:
+    """Index just past the bracket group opening at ``index``."""
+    stack = [_OPENERS[text[index]]]
+    index += 1
+    while stack:
+        char = text[index]
+        if char == stack[-1]:
+            stack.pop()
+        elif char in _OPENERS:
+            stack.append(_OPENERS[char])
+        elif char == "-" and text.startswith("->", index):
+            index += 1  # ``->`` inside a template argument is not a closing bracket
+        index += 1
+    return index
+
+
+def _drop_return_type(text: str) -> str:
+    """Drop what precedes the last top-level space (a return type), sparing operator names."""
+    depth = 0
+    cut = -1
+    limit = len(text)
+    operator_at = _find_top_level_operator(text)
+    if operator_at >= 0:
+        limit = operator_at
+    for index in range(limit):
+        char = text[index]
+        if char in "<{[(":
+            depth += 1
+        elif char in ">}])":
+            depth -= 1
+        elif char == " " and depth == 0:
+            cut = index
+    return text[cut + 1 :]
+
+
+def _find_top_level_operator(text: str) -> int:
+    depth = 0
+    for index, char in enumerate(text):
+        if char in "<{[(":
+            depth += 1
+        elif char in ">}])":
+            depth -= 1
+        elif depth == 0 and text.startswith("operator", index) and _is_word_start(text, index):
+            return index
+    return -1
+
+
+def _is_word_start(text: str, index: int) -> bool:
+    return index == 0 or not _IDENT_CHAR.match(text[index - 1])
+
+
+def _is_ident_at(text: str, index: int) -> bool:
+    return index < len(text) and _IDENT_CHAR.match(text[index]) is not None
+
+
+def _at_component_start(out: list[str]) -> bool:
+    joined_tail = "".join(out[-2:])
+    return not out or joined_tail.endswith("::") or joined_tail.endswith(" ")

@@ -1,0 +1,117 @@
+"""Reading and writing pprof profiles (``perftools.profiles.Profile``, profile.proto).
+
+A profile file is the serialized message, optionally gzip-compressed (RFC 1952);
+compression is recognised by the gzip magic bytes, never by the file name.
+Fields this toolkit does not know are kept by protobuf and written back as read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip as gzip_module
+import os
+import tempfile
+import zlib
+from pathlib import Path
+
+from google.protobuf.message import DecodeError
+
+from formats.errors import MalformedInputError
+from symbolize.proto.profile_pb2 import Profile
+
+__all__ = ["GZIP_MAGIC", "Profile", "StringTable", "parse_profile", "read_profile", "write_profile"]
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, bool]:
+    """Decode profile bytes, gunzipping them first when they start with the gzip magic.
+
+    Returns the message and whether the bytes were gzipped. ``path`` only names
+    the source in errors.
+    """
+    was_gzipped = data[:2] == GZIP_MAGIC
+    if was_gzipped:
+        try:
+            data = gzip_module.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise MalformedInputError(f"corrupt gzip stream: {exc}", path) from exc
+    profile = Profile()
+    try:
+        profile.ParseFromString(data)
+    except DecodeError as exc:
+        raise MalformedInputError(f"not a pprof profile: {exc}", path) from exc
+    if profile.string_table and profile.string_table[0] != "":
+        raise MalformedInputError("string_table[0] must be the empty string", path)
+    return profile, was_gzipped
+
+
+def read_profile(path: Path | str) -> tuple[Profile, bool]:
+    """Read a pprof file; returns ``(profile, was_gzipped)``.
+
+    Raises MalformedInputError (naming the file) for truncated or garbage input.
+    """
+    path = Path(path)
+    return parse_profile(path.read_bytes(), path)
+
+
+def serialize_profile(profile: Profile, *, gzip: bool) -> bytes:
+    data: bytes = profile.SerializeToString()
+    if gzip:
+        # mtime=0 keeps the output reproducible for the same profile.
+        data = gzip_module.compress(data, mtime=0)
+    return data
+
+
+def write_profile(profile: Profile, path: Path | str, *, gzip: bool) -> None:
+    """Write ``profile`` to ``path`` atomically.
+
+    The bytes go to a temporary file in the same directory, are fsynced, then
+    renamed over ``path`` with ``os.replace``: readers see the old file or the
+    new one, never half of one. On failure the temporary file is removed.
+    """
+    path = Path(path)
+    data = serialize_profile(profile, gzip=gzip)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp_path = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as tmp_file:
+            tmp_file.write(data)
+            tmp_file.flush()
+            os.fsync(tmp_file.fileno())
+        os.replace(tmp_path, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp_path.unlink()
+        raise
+
+
+class StringTable:
+    """Interns strings into ``profile.string_table``, appending only new ones.
+
+    Existing entries keep their indices (the first occurrence wins for
+    duplicates); an empty table gets its mandatory ``""`` at index 0.
+    """
+
+    def __init__(self, profile: Profile) -> None:
+        self._strings = profile.string_table
+        if len(self._strings) == 0:
+            self._strings.append("")
+        self._index: dict[str, int] = {}
+        for index, text in enumerate(self._strings):
+            self._index.setdefault(text, index)
+
+    def intern(self, text: str) -> int:
+        """Index of ``text``, appending it when it is new."""
+        index = self._index.get(text)
+        if index is None:
+            index = len(self._strings)
+            self._strings.append(text)
+            self._index[text] = index
+        return index
+
+    def get(self, index: int) -> str:
+        """The string at ``index``; "" for an index outside the table (as pprof does)."""
+        if 0 <= index < len(self._strings):
+            return str(self._strings[index])
+        return ""

@@ -1,0 +1,367 @@
+"""Symbolize a pprof profile in place (profile.proto: Mapping, Location, Line, Function).
+
+The steps follow pprof's own symbolizer: group the locations that have no
+``Line`` yet by mapping, skip mappings that name no file (``[vdso]``,
+``//anon``, kernel, ...), open each remaining mapping's module (refusing a
+build ID mismatch), turn runtime addresses into object addresses, look them all
+up in one batch, and attach ``Line``/``Function`` entries. A mapping that
+cannot be opened is reported in the summary and the run goes on.
+
+Return addresses: every frame but an on-CPU profile's leaf is the address a
+call returns to, so it is looked up at ``address - 1`` to name the call site.
+A location used both ways is split in two (see :func:`_split_mixed_roles`).
+
+Mapping flags (``has_functions``, ``has_filenames``, ``has_line_numbers``,
+``has_inline_frames``) are set on mappings this run symbolized: a flag is True
+iff none of the mapping's locations stayed unnamed and at least one location
+got that kind of data (a function name; a file; a line > 0; more than one
+frame). Mappings the run did not touch keep their flags.
+
+Everything else (samples, values, labels, comments, unknown fields, string
+table order) is kept; new strings are appended.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from formats.errors import SymbolizeError
+from formats.types import Frame
+from symbolize.demangle import DemangleMode, demangle
+from symbolize.discovery import DiscoveryOptions, find_module
+from symbolize.module import Module, Unknown
+from symbolize.normalize import runtime_to_vaddr
+from symbolize.pprof import StringTable
+from symbolize.proto.profile_pb2 import Function, Line, Location, Mapping, Profile
+from symbolize.summary import MappingSummary, Summary
+
+__all__ = ["ModuleOpener", "RewriteOptions", "normalize_build_id", "symbolize_profile"]
+
+# (mapping filename, build ID as lowercase hex or None, discovery options) -> Module.
+ModuleOpener = Callable[[str, str | None, DiscoveryOptions], Module]
+
+KERNEL_ADDRESS_START = 0xFFFF800000000000
+ON_CPU_SAMPLE_TYPES = frozenset({"cpu", "samples"})
+OUTSIDE_SEGMENTS = "address outside the file's segments"
+ALREADY_SYMBOLIZED = "already symbolized"
+
+
+class _Role(enum.Enum):
+    EXACT = "exact"  # the interrupted instruction itself
+    RETURN = "return"  # the instruction after a call
+
+
+@dataclass(frozen=True)
+class RewriteOptions:
+    """How to symbolize a profile.
+
+    ``discovery`` says where to look for binaries and debug files;
+    ``open_module`` replaces ``discovery.find_module``
+    (an embedding program's cache, or a fake in tests).
+    ``adjust_return_addresses=False`` is for producers that already
+    subtracted 1 from return addresses.
+    """
+
+    discovery: DiscoveryOptions = field(default_factory=DiscoveryOptions)
+    demangle: DemangleMode = "full"
+    adjust_return_addresses: bool = True
+    open_module: ModuleOpener | None = None
+
+
+@dataclass
+class _Pending:
+    """A location to name: the lookup address depends on its role."""
+
+    location: Location
+    role: _Role
+
+
+@dataclass
+class _MappingWork:
+    mapping: Mapping | None
+    summary: MappingSummary
+    pending: list[_Pending] = field(default_factory=list)
+
+
+def normalize_build_id(text: str) -> str | None:
+    """A mapping's build ID as lowercase hex without dashes, or None when it is empty."""
+    cleaned = text.replace("-", "").strip().lower()
+    return cleaned or None
+
+
+def skip_reason(filename: str, memory_start: int) -> str | None:
+    """Why a mapping cannot be symbolized from a file, or None when it can."""
+    if not filename:
+        return "mapping has no file name"
+    if memory_start >= KERNEL_ADDRESS_START or filename.startswith("[kernel"):
+        return "kernel mapping"
+    if filename.startswith("["):
+        return f"{filename} is not a file"
+    for prefix in ("//anon", "/dev/", "/memfd:"):
+        if filename.startswith(prefix):
+            return f"{prefix} mapping is not a file"
+    return None
+
+
+def is_on_cpu(profile: Profile, strings: StringTable) -> bool:
+    """True for profiles whose leaf frame is the exact interrupted PC (pprof CPU profiles)."""
+    names = {strings.get(value_type.type) for value_type in profile.sample_type}
+    if profile.HasField("period_type"):
+        names.add(strings.get(profile.period_type.type))
+    return bool(names & ON_CPU_SAMPLE_TYPES)
+
+
+def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -> Summary:
+    """Name the bare addresses of ``profile`` in place; returns what was done.
+
+    A mapping whose binary or debug file is missing, unreadable or broken is
+    reported in the summary (its locations stay unnamed) and the run goes on.
+    """
+    options = options or RewriteOptions()
+    strings = StringTable(profile)
+    functions = _FunctionTable(profile, strings)
+    mappings = {mapping.id: mapping for mapping in profile.mapping}
+    work: dict[int, _MappingWork] = {}
+    for mapping in profile.mapping:
+        filename = strings.get(mapping.filename)
+        work[mapping.id] = _MappingWork(mapping, MappingSummary(filename))
+    no_mapping = _MappingWork(None, MappingSummary(""))
+
+    roles = _location_roles(profile, is_on_cpu(profile, strings), options.adjust_return_addresses)
+    _split_mixed_roles(profile, roles, mappings, strings)
+
+    for location in list(profile.location):
+        entry = work.get(location.mapping_id, no_mapping)
+        if len(location.line) > 0:
+            entry.summary.count_named()
+            entry.summary.already_symbolized += 1
+            continue
+        if entry.mapping is None:
+            entry.summary.count_unnamed("location has no mapping")
+            continue
+        reason = skip_reason(entry.summary.filename, entry.mapping.memory_start)
+        if reason is not None:
+            entry.summary.count_unnamed(reason)
+            continue
+        role = next(iter(roles.get(location.id, {_Role.EXACT})))
+        entry.pending.append(_Pending(location, role))
+
+    for entry in work.values():
+        if entry.pending and entry.mapping is not None:
+            _symbolize_mapping(entry.mapping, entry, options, strings, functions)
+
+    summary = Summary(mappings=[entry.summary for entry in work.values() if entry.summary.locations])
+    if no_mapping.summary.locations:
+        summary.mappings.append(no_mapping.summary)
+    summary.unnamed_value_share = _unnamed_value_share(profile, strings)
+    summary.top_functions = _top_leaf_functions(profile, strings)
+    if len(profile.sample_type) > 0:
+        summary.top_functions_value_type = strings.get(profile.sample_type[0].type)
+    return summary
+
+
+def _location_roles(profile: Profile, on_cpu: bool, adjust: bool) -> dict[int, set[_Role]]:
+    roles: dict[int, set[_Role]] = defaultdict(set)
+    for sample in profile.sample:
+        for position, location_id in enumerate(sample.location_id):
+            exact = not adjust or (on_cpu and position == 0)
+            roles[location_id].add(_Role.EXACT if exact else _Role.RETURN)
+    return roles
+
+
+def _split_mixed_roles(
+    profile: Profile,
+    roles: dict[int, set[_Role]],
+    mappings: dict[int, Mapping],
+    strings: StringTable,
+) -> None:
+    """Give each location used both as an exact PC and as a return address a twin.
+
+    The original keeps the exact-PC use; a new location (next free id, same
+    mapping and address) takes the return-address use, and the samples that
+    use it as a return address (any position but the leaf) are repointed.
+    Only locations this run will name are split.
+    """
+    mixed: set[int] = set()
+    for location in profile.location:
+        if roles.get(location.id) != {_Role.EXACT, _Role.RETURN} or len(location.line) > 0:
+            continue
+        mapping = mappings.get(location.mapping_id)
+        if mapping is None or skip_reason(strings.get(mapping.filename), mapping.memory_start):
+            continue
+        mixed.add(location.id)
+    if not mixed:
+        return
+    next_id = max(location.id for location in profile.location) + 1
+    twins: dict[int, int] = {}
+    for location in list(profile.location):
+        if location.id in mixed:
+            twin = profile.location.add()
+            twin.CopyFrom(location)
+            twin.id = next_id
+            twins[location.id] = next_id
+            roles[next_id] = {_Role.RETURN}
+            roles[location.id] = {_Role.EXACT}
+            next_id += 1
+    for sample in profile.sample:
+        # Only the leaf can be an exact PC; mixed roles exist only in on-CPU profiles.
+        for position in range(1, len(sample.location_id)):
+            twin_id = twins.get(sample.location_id[position])
+            if twin_id is not None:
+                sample.location_id[position] = twin_id
+
+
+def _symbolize_mapping(
+    mapping: Mapping,
+    entry: _MappingWork,
+    options: RewriteOptions,
+    strings: StringTable,
+    functions: _FunctionTable,
+) -> None:
+    summary = entry.summary
+    build_id = normalize_build_id(strings.get(mapping.build_id))
+    try:
+        module = _open_module(options, summary.filename, build_id)
+    except (SymbolizeError, OSError) as exc:
+        for _ in entry.pending:
+            summary.count_unnamed(str(exc))
+        return
+    summary.binary = str(module.binary.path)
+    if module.debug_files:
+        summary.debug_file = str(module.debug_files[0].path)
+
+    to_look_up: list[tuple[_Pending, int]] = []
+    for pending in entry.pending:
+        runtime_addr = pending.location.address
+        if pending.role is _Role.RETURN and runtime_addr > 0:
+            runtime_addr -= 1
+        vaddr = runtime_to_vaddr(
+            module.binary, mapping.memory_start, mapping.memory_limit, mapping.file_offset, runtime_addr
+        )
+        if vaddr is None:
+            summary.count_unnamed(OUTSIDE_SEGMENTS)
+        else:
+            to_look_up.append((pending, vaddr))
+
+    try:
+        results = module.lookup([vaddr for _, vaddr in to_look_up])
+    except SymbolizeError as exc:
+        for _ in to_look_up:
+            summary.count_unnamed(str(exc))
+        return
+
+    kinds: Counter[str] = Counter()
+    for (pending, _), result in zip(to_look_up, results, strict=True):
+        if isinstance(result, Unknown) or not any(frame.function or frame.file for frame in result):
+            summary.count_unnamed(result.reason if isinstance(result, Unknown) else "no frames")
+            continue
+        _attach_lines(pending.location, result, options.demangle, functions)
+        summary.count_named()
+        kinds.update(_data_kinds(result))
+    if summary.unnamed == 0:
+        mapping.has_functions = kinds["functions"] > 0
+        mapping.has_filenames = kinds["filenames"] > 0
+        mapping.has_line_numbers = kinds["line_numbers"] > 0
+        mapping.has_inline_frames = kinds["inline_frames"] > 0
+
+
+def _open_module(options: RewriteOptions, filename: str, build_id: str | None) -> Module:
+    opener = options.open_module or find_module
+    return opener(filename, build_id, options.discovery)
+
+
+def _data_kinds(frames: list[Frame]) -> Iterable[str]:
+    if any(frame.function for frame in frames):
+        yield "functions"
+    if any(frame.file for frame in frames):
+        yield "filenames"
+    if any(frame.line > 0 for frame in frames):
+        yield "line_numbers"
+    if len(frames) > 1:
+        yield "inline_frames"
+
+
+def _attach_lines(
+    location: Location, frames: list[Frame], mode: DemangleMode, functions: _FunctionTable
+) -> None:
+    # pprof and Frame lists agree: innermost inlined frame first, the function holding the code last.
+    for frame in frames:
+        system_name = frame.function or "??"
+        function_id = functions.intern(
+            demangle(system_name, mode), system_name, frame.file or "", frame.start_line
+        )
+        location.line.append(Line(function_id=function_id, line=frame.line, column=frame.column))
+
+
+class _FunctionTable:
+    """Deduplicates Function entries by (name, system_name, filename, start_line)."""
+
+    def __init__(self, profile: Profile, strings: StringTable) -> None:
+        self._profile = profile
+        self._strings = strings
+        self._ids: dict[tuple[str, str, str, int], int] = {}
+        for function in profile.function:
+            key = (
+                strings.get(function.name),
+                strings.get(function.system_name),
+                strings.get(function.filename),
+                function.start_line,
+            )
+            self._ids.setdefault(key, function.id)
+        self._next_id = max((function.id for function in profile.function), default=0) + 1
+
+    def intern(self, name: str, system_name: str, filename: str, start_line: int) -> int:
+        key = (name, system_name, filename, start_line)
+        function_id = self._ids.get(key)
+        if function_id is None:
+            function_id = self._next_id
+            self._next_id += 1
+            self._profile.function.append(
+                Function(
+                    id=function_id,
+                    name=self._strings.intern(name),
+                    system_name=self._strings.intern(system_name),
+                    filename=self._strings.intern(filename),
+                    start_line=start_line,
+                )
+            )
+            self._ids[key] = function_id
+        return function_id
+
+
+def _unnamed_value_share(profile: Profile, strings: StringTable) -> dict[str, float]:
+    named_locations = {location.id for location in profile.location if len(location.line) > 0}
+    totals = [0] * len(profile.sample_type)
+    unnamed = [0] * len(profile.sample_type)
+    for sample in profile.sample:
+        leaf_named = len(sample.location_id) > 0 and sample.location_id[0] in named_locations
+        for index, value in enumerate(sample.value[: len(totals)]):
+            totals[index] += abs(value)
+            if not leaf_named:
+                unnamed[index] += abs(value)
+    shares: dict[str, float] = {}
+    for index, value_type in enumerate(profile.sample_type):
+        name = strings.get(value_type.type) or f"#{index}"
+        shares[name] = unnamed[index] / totals[index] if totals[index] else 0.0
+    return shares
+
+
+def _top_leaf_functions(profile: Profile, strings: StringTable, count: int = 10) -> list[tuple[str, int]]:
+    """Leaf functions (innermost inlined frame of the leaf location) by the first sample value."""
+    function_names = {function.id: strings.get(function.name) for function in profile.function}
+    leaf_names = {
+        location.id: function_names.get(location.line[0].function_id, "")
+        for location in profile.location
+        if len(location.line) > 0
+    }
+    totals: Counter[str] = Counter()
+    for sample in profile.sample:
+        if len(sample.location_id) == 0 or len(sample.value) == 0:
+            continue
+        name = leaf_names.get(sample.location_id[0])
+        if name:
+            totals[name] += sample.value[0]
+    return totals.most_common(count)

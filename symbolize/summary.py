@@ -1,0 +1,115 @@
+"""What a symbolization run did, per mapping and in total: for stderr and for ``--json-summary``.
+
+``Summary.to_json()`` has this shape (a promise to scripts)::
+
+    {"mappings": [{"filename": str, "binary": str|null, "debug_file": str|null,
+                   "locations": N, "named": N, "unnamed": N, "reasons": {reason: N}}],
+     "locations": N, "named": N, "unnamed": N,
+     "unnamed_value_share": {sample_type_name: float 0..1}}
+
+Locations that already had lines before the run count as named.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class MappingSummary:
+    """Outcome for one mapping of the profile."""
+
+    filename: str
+    binary: str | None = None
+    debug_file: str | None = None
+    locations: int = 0
+    named: int = 0
+    already_symbolized: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def unnamed(self) -> int:
+        return self.locations - self.named
+
+    def count_named(self) -> None:
+        self.locations += 1
+        self.named += 1
+
+    def count_unnamed(self, reason: str) -> None:
+        self.locations += 1
+        self.reasons[reason] += 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "filename": self.filename,
+            "binary": self.binary,
+            "debug_file": self.debug_file,
+            "locations": self.locations,
+            "named": self.named,
+            "unnamed": self.unnamed,
+            "reasons": dict(self.reasons.most_common()),
+        }
+
+
+@dataclass
+class Summary:
+    """Outcome of one run: per mapping, totals, and how much sample value stays unnamed.
+
+    ``unnamed_value_share`` maps each sample type name to the share (0..1) of that
+    type's total absolute value carried by samples whose leaf location has no
+    name. ``top_functions`` holds ``(function, value)`` pairs: the leaf
+    functions with the highest first sample value, highest first.
+    """
+
+    mappings: list[MappingSummary] = field(default_factory=list)
+    unnamed_value_share: dict[str, float] = field(default_factory=dict)
+    top_functions: list[tuple[str, int]] = field(default_factory=list)
+    top_functions_value_type: str = ""
+
+    @property
+    def locations(self) -> int:
+        return sum(mapping.locations for mapping in self.mappings)
+
+    @property
+    def named(self) -> int:
+        return sum(mapping.named for mapping in self.mappings)
+
+    @property
+    def unnamed(self) -> int:
+        return sum(mapping.unnamed for mapping in self.mappings)
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as JSON-ready data (shape in the module docstring)."""
+        return {
+            "mappings": [mapping.to_json() for mapping in self.mappings],
+            "locations": self.locations,
+            "named": self.named,
+            "unnamed": self.unnamed,
+            "unnamed_value_share": dict(self.unnamed_value_share),
+        }
+
+    def format_text(self, *, top: int = 10) -> str:
+        """Human-readable lines for stderr, ending with the ``top`` leaf functions."""
+        lines: list[str] = []
+        for mapping in self.mappings:
+            source = mapping.debug_file or mapping.binary
+            via = f" (via {source})" if source and source != mapping.filename else ""
+            already = ""
+            if mapping.already_symbolized:
+                already = f", {mapping.already_symbolized} already symbolized"
+            lines.append(
+                f"{mapping.filename or '<no file>'}{via}: {mapping.named}/{mapping.locations} named{already}"
+            )
+            for reason, count in mapping.reasons.most_common():
+                lines.append(f"  {count} unnamed: {reason}")
+        lines.append(f"total: {self.named}/{self.locations} locations named, {self.unnamed} unnamed")
+        for sample_type, share in self.unnamed_value_share.items():
+            lines.append(f"unnamed {sample_type}: {share:.1%} of the value")
+        if self.top_functions and top > 0:
+            lines.append(f"top leaf functions by {self.top_functions_value_type or 'value'}:")
+            width = max(len(str(value)) for _, value in self.top_functions[:top])
+            for name, value in self.top_functions[:top]:
+                lines.append(f"  {value:>{width}}  {name}")
+        return "\n".join(lines)

@@ -1,0 +1,106 @@
+"""Demangling: full mode against LLVM's own tools, short mode against pprof-style expectations."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from symbolize.demangle import demangle, shorten
+
+MANGLED = [
+    "_ZN2ns1fEv",
+    "_ZNK2ns3FooIiE3barEi",
+    "_ZZN2ns1fEvENKUliE_clEi",
+    "_ZNSt6vectorIiSaIiEE9push_backERKi",
+    "_ZN2nsltERKNS_1AES2_",
+    "_ZN2ns1AlsEi",
+    "_ZN12_GLOBAL__N_13fooEv",
+    "_Z3fooIiEvT_",
+    "_ZN2ns1AcviEv",
+    "_ZN2ns1AnwEm",
+    "_ZN3foo3bar17h0123456789abcdefE",
+    "_ZN70_$LT$alloc..vec..Vec$LT$T$C$A$GT$$u20$as$u20$core..ops..drop..Drop$GT$4drop17h0123456789abcdefE",
+    "_RNvCs1234_7mycrate4main",
+    "_RNvMNtCs1tX6gQW8B4T_5hello3fooNtB2_3Bar3new",
+    "_RNvXs_NtCs1_5alloc3vecINtB4_3VecpENtNtNtCs2_4core3ops4drop4Drop4drop",
+    "main",
+    "_Zinvalid",
+]
+
+LLVM_CXXFILT = shutil.which("llvm-cxxfilt") or shutil.which("llvm-cxxfilt-14")
+
+
+@pytest.mark.skipif(LLVM_CXXFILT is None, reason="llvm-cxxfilt not installed")
+def test_full_matches_llvm() -> None:
+    assert LLVM_CXXFILT is not None
+    completed = subprocess.run(
+        [LLVM_CXXFILT], input="\n".join(MANGLED) + "\n", capture_output=True, text=True, check=True
+    )
+    # LLVM before 15 prints nested template closers as "> >"; pycxxfilt bundles a newer LLVM.
+    expected = [line.replace("> >", ">>") for line in completed.stdout.splitlines()]
+    assert [demangle(name, "full") for name in MANGLED] == expected
+
+
+@pytest.mark.parametrize(
+    ("mangled", "short"),
+    [
+        ("_ZNK2ns3FooIiE3barEi", "ns::Foo::bar"),
+        ("_ZZN2ns1fEvENKUliE_clEi", "ns::f::'lambda'::operator()"),
+        ("_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector::push_back"),
+        ("_ZN2nsltERKNS_1AES2_", "ns::operator<"),
+        ("_ZN2ns1AlsEi", "ns::A::operator<<"),
+        ("_ZN2ns1AptEv", "ns::A::operator->"),
+        ("_ZN2ns1AleERKS0_", "ns::A::operator<="),
+        ("_ZN2ns1AdaEPv", "ns::A::operator delete[]"),
+        ("_ZN2ns1AcviEv", "ns::A::operator int"),
+        ("_ZN12_GLOBAL__N_13fooEv", "(anonymous namespace)::foo"),
+        ("_Z3fooIiEvT_", "foo"),
+        ("_Z1fv.cold", "f"),
+        ("_ZN3foo3bar17h0123456789abcdefE", "foo::bar"),
+        (
+            "_ZN70_$LT$alloc..vec..Vec$LT$T$C$A$GT$$u20$as$u20$core..ops..drop..Drop$GT$4drop17h0123456789abcdefE",
+            "<alloc::vec::Vec as core::ops::drop::Drop>::drop",
+        ),
+        ("_RNvXs_NtCs1_5alloc3vecINtB4_3VecpENtNtNtCs2_4core3ops4drop4Drop4drop",
+         "<alloc::vec::Vec as core::ops::drop::Drop>::drop"),
+        ("_RNvMNtCs1tX6gQW8B4T_5hello3fooNtB2_3Bar3new", "<hello::foo::Bar>::new"),
+        ("main", "main"),
+    ],
+)
+def test_short(mangled: str, short: str) -> None:
+    assert demangle(mangled, "short") == short
+
+
+@pytest.mark.parametrize(
+    ("text", "short"),
+    [
+        ("ns::f()::{lambda(int)#1}::operator()(int) const", "ns::f::{lambda#1}::operator()"),
+        ("std::vector<int, std::allocator<int> > ns::f<int>()", "ns::f"),
+        ("int* ns::foo<int>(int)", "ns::foo"),
+        ("foo(int) [clone .constprop.0] [clone .cold]", "foo"),
+        (
+            "std::__cxx11::basic_string<char>::_M_create[abi:cxx11](unsigned long&)",
+            "std::__cxx11::basic_string::_M_create",
+        ),
+        ("void (anonymous namespace)::foo<int>()", "(anonymous namespace)::foo"),
+        ("std::function<void (int)>::operator()(int) const", "std::function::operator()"),
+        ("bar::{closure#0}", "bar::{closure#0}"),
+        ("a<b", "a<b"),
+    ],
+)
+def test_shorten_demangled_text(text: str, short: str) -> None:
+    assert shorten(text) == short
+
+
+def test_none_is_identity() -> None:
+    assert demangle("_ZN2ns1fEv", "none") == "_ZN2ns1fEv"
+
+
+@given(st.text(max_size=40))
+def test_any_text_demangles_without_error(name: str) -> None:
+    for mode in ("full", "short", "none"):
+        assert isinstance(demangle(name, mode), str)
