@@ -23,7 +23,7 @@ import os
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from dataclasses import replace, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -496,11 +496,12 @@ class ElfFile:
                 if entry.symbol.size > 0:
                     ends.append(entry.symbol.vaddr + entry.symbol.size)
                     continue
-                # A size-0 symbol (hand-written assembly) reaches the next symbol, within its section.
-                limits = [starts[i + 1]] if i + 1 < len(starts) else []
-                if entry.section_end is not None:
-                    limits.append(entry.section_end)
-                ends.append(min(limits) if limits else entry.symbol.vaddr + 1)
+                # A size-0 symbol (hand-written assembly, _init) reaches the next symbol, across
+                # sections, as llvm-symbolizer reads it (so PLT stubs after _init are named _init).
+                if i + 1 < len(starts):
+                    ends.append(starts[i + 1])
+                else:
+                    ends.append(entry.section_end if entry.section_end is not None else entry.symbol.vaddr + 1)
             self._index = (starts, ends, [entry.symbol for entry in chosen])
         return self._index
 

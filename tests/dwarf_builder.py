@@ -63,7 +63,8 @@ def compile_unit(name: str, functions: list[Function], stmt_list: int = 0, abbre
     body = bytearray()
     body += uleb(ABBREV_CU) + name.encode() + b"\0" + b"/src\0" + struct.pack("<QII", low, high - low, stmt_list)
     for function in functions:
-        body += uleb(ABBREV_SUBPROGRAM) + function.name.encode() + b"\0" + struct.pack("<QI", function.low, function.size)
+        body += uleb(ABBREV_SUBPROGRAM) + function.name.encode() + b"\0"
+        body += struct.pack("<QI", function.low, function.size)
         body += extra_value
         for inlined_name, inlined_low, inlined_size, call_line in function.inlined:
             body += uleb(ABBREV_INLINED) + inlined_name.encode() + b"\0"

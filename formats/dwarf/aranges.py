@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from formats.dwarf.reader import uint_reader
 from formats.dwarf.unit import DwarfFormatError

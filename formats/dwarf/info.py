@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from formats.dwarf import constants as c
 from formats.dwarf.abbrev import UnknownFormError, parse_abbrev_table
@@ -210,7 +211,7 @@ class DwarfInfo:
             return True
         unit = state.unit
         try:
-            die_unit = unit
+            die_unit: Unit | None = unit
             if unit.dwo_name is not None and (unit.unit_type == c.DW_UT_skeleton or unit.version < 5):
                 die_unit = self._split_unit(unit)
             state.die_unit = die_unit
@@ -311,7 +312,7 @@ class DwarfInfo:
                 if attribute in values:
                     linkage = current_unit.string(*values[attribute])
                     if linkage:
-                        result = (linkage, decl_line or _decl_line(values))
+                        result: tuple[str | None, int] = (linkage, decl_line or _decl_line(values))
                         self._names[key] = result
                         return result
             if name is None and c.DW_AT_name in values:
@@ -325,8 +326,7 @@ class DwarfInfo:
             current_unit, offset = self._unit_for_reference(current_unit, target)
         if name is not None:
             name = self._qualify(name_unit, name_offset, name)
-        result = (name, decl_line)
-        self._names[key] = result
+        self._names[key] = result = (name, decl_line)
         return result
 
     def _unit_for_reference(self, unit: Unit, target: int | None) -> tuple[Unit | None, int | None]:

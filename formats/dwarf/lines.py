@@ -217,7 +217,7 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
     file_index = 1
     line = 1
     column = 0
-    first_row = len(addresses)
+    first_row = 0
     sequence_low = -1
     while position < end:
         opcode = data[position]
@@ -241,8 +241,19 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
             address += advance * min_length
             continue
         elif opcode == c.DW_LNS_advance_line:
-            delta, position = read_sleb(data, position)
-            line += delta
+            delta = data[position]
+            if delta < 0x80:
+                position += 1
+                line += delta - 0x80 if delta & 0x40 else delta
+            elif data[position + 1] < 0x80:
+                # Two bytes: most jumps between a header's and a source file's lines.
+                high = data[position + 1]
+                delta = (delta & 0x7F) | (high << 7)
+                line += delta - 0x4000 if high & 0x40 else delta
+                position += 2
+            else:
+                delta, position = read_sleb(data, position)
+                line += delta
             continue
         elif opcode == c.DW_LNS_const_add_pc:
             address += const_add_pc
@@ -250,22 +261,31 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
         elif opcode == c.DW_LNS_copy:
             pass
         elif opcode == c.DW_LNS_set_file:
-            file_index, position = read_uleb(data, position)
+            file_index = data[position]
+            if file_index < 0x80:
+                position += 1
+            else:
+                file_index, position = read_uleb(data, position)
             continue
         elif opcode == c.DW_LNS_fixed_advance_pc:
             address += data[position] | data[position + 1] << 8
             position += 2
             continue
         elif opcode == 0:
-            length, position = read_uleb(data, position)
+            length = data[position]
+            if length < 0x80:
+                position += 1
+            else:
+                length, position = read_uleb(data, position)
             if length == 0:
                 continue
             sub_opcode = data[position]
             next_position = position + length
             if sub_opcode == c.DW_LNE_end_sequence:
-                if sequence_low >= 0 and len(addresses) > first_row:
-                    sequences.append((sequence_low, address, first_row, len(addresses)))
-                first_row = len(addresses)
+                row_count = len(addresses)
+                if sequence_low >= 0 and row_count > first_row:
+                    sequences.append((sequence_low, address, first_row, row_count))
+                first_row = row_count
                 sequence_low = -1
                 address = 0
                 file_index = 1

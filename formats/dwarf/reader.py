@@ -10,7 +10,7 @@ MalformedInputError there, which keeps the inner loops free of checks.
 from __future__ import annotations
 
 import struct
-from typing import Callable
+from collections.abc import Callable
 
 _U16 = struct.Struct("<H").unpack_from
 _U32 = struct.Struct("<I").unpack_from
@@ -57,19 +57,14 @@ def read_cstring(data: bytes, offset: int) -> tuple[bytes, int]:
 
 
 def uint_reader(size: int, little_endian: bool = True) -> UIntReader:
-    """A function reading an unsigned integer of ``size`` bytes at an offset."""
-    if little_endian:
-        table = {1: None, 2: _U16, 4: _U32, 8: _U64}
-    else:
-        table = {1: None, 2: _U16_BE, 4: _U32_BE, 8: _U64_BE}
+    """A function reading an unsigned integer of ``size`` bytes (1, 2, 3, 4 or 8) at an offset."""
     if size == 1:
         return lambda data, offset: data[offset]
     if size == 3:
         if little_endian:
             return lambda data, offset: data[offset] | data[offset + 1] << 8 | data[offset + 2] << 16
         return lambda data, offset: data[offset] << 16 | data[offset + 1] << 8 | data[offset + 2]
-    unpack = table[size]
-    assert unpack is not None  # sizes are chosen by this package, never by input
+    unpack = {2: _U16, 4: _U32, 8: _U64}[size] if little_endian else {2: _U16_BE, 4: _U32_BE, 8: _U64_BE}[size]
     return lambda data, offset: unpack(data, offset)[0]
 
 

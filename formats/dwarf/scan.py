@@ -122,7 +122,7 @@ class UnitIndex:
     """
 
     unit: Unit
-    node_ranges: list[list[tuple[int, int]]] = field(default_factory=list)
+    node_ranges: list[list[tuple[int, int]] | None] = field(default_factory=list)
     node_parent: list[int] = field(default_factory=list)
     node_first: list[int] = field(default_factory=list)
     node_end: list[int] = field(default_factory=list)
@@ -175,7 +175,10 @@ class UnitIndex:
         parents = self.node_parent
         node_end = self.node_end
         while index < end:
-            if parents[index] == chain[-1] and any(low <= vaddr < high for low, high in ranges[index]):
+            node_ranges = ranges[index]
+            if node_ranges is None:
+                node_ranges = ranges[index] = _node_ranges(self.unit, self.node_attrs[index])
+            if parents[index] == chain[-1] and any(low <= vaddr < high for low, high in node_ranges):
                 chain.append(index)
                 index += 1
             else:
@@ -275,7 +278,7 @@ def _walk(
             if slot < 0:
                 if kind == KIND_FIXED:
                     offset += size
-                elif kind == KIND_ULEB or kind == KIND_SLEB:
+                elif kind in (KIND_ULEB, KIND_SLEB):
                     # Signed and unsigned LEB128 share their continuation bit.
                     while data[offset] & 0x80:
                         offset += 1
@@ -305,18 +308,24 @@ def _walk(
         if role == ROLE_FUNCTION:
             node = -1
             tag = plan.tag
-            if values is not None and (tag == c.DW_TAG_subprogram or current_node >= 0):
-                ranges = _node_ranges(unit, values)
-                if ranges:
+            if (
+                values is not None
+                and (3 in values or 5 in values)
+                and (tag == c.DW_TAG_subprogram or current_node >= 0)
+            ):
+                inlined = tag == c.DW_TAG_inlined_subroutine
+                # An inlined call's ranges are decoded only if a lookup reaches it (chain_at).
+                ranges = None if inlined else _node_ranges(unit, values)
+                if inlined or ranges:
                     node = len(node_ranges)
                     node_ranges.append(ranges)
-                    parent = current_node if tag == c.DW_TAG_inlined_subroutine else -1
+                    parent = current_node if inlined else -1
                     node_parent.append(parent)
                     node_first.append(node + 1)
                     node_end.append(node + 1)
                     node_die.append(die_offset)
                     node_attrs.append(values)
-                    if parent < 0:
+                    if ranges is not None:
                         for low, high in ranges:
                             function_ranges.append((low, high, node))
                         if plan.has_children and sibling > offset:
@@ -334,8 +343,14 @@ def _walk(
                 name = values.get(1) if values is not None else None
                 scope_name.append(unit.string(*name) if name is not None else None)
                 scope_parent.append(current_scope)
-                scope_is_namespace.append(plan.tag == c.DW_TAG_namespace)
-                # Walked even with a sibling link: in-class definitions and nested scopes live inside.
+                is_namespace = plan.tag == c.DW_TAG_namespace
+                scope_is_namespace.append(is_namespace)
+                if not is_namespace and sibling > offset:
+                    # Producers that link siblings (GCC) put every definition with code at
+                    # namespace level, so a type's members are declarations: skip them whole.
+                    scope_end[scope] = sibling
+                    offset = sibling
+                    continue
                 stack.append((ROLE_SCOPE, scope, current_node, current_scope))
                 current_scope = scope
         elif plan.has_children:

@@ -8,9 +8,9 @@ so the two are combined here once and the decoders see a single set.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 SectionGetter = Callable[[str], "bytes | memoryview | None"]
 
@@ -48,7 +48,8 @@ class DwarfSections:
     @classmethod
     def from_dwo_getter(cls, getter: SectionGetter, path: Path, skeleton: DwarfSections) -> DwarfSections:
         """A split unit's sections: DIE data from the .dwo, addresses and lines from the skeleton."""
-        dwo = {name: _load(getter, f"debug_{name}.dwo") for name in ("info", "abbrev", "str", "str_offsets", "rnglists", "line")}
+        names = ("info", "abbrev", "str", "str_offsets", "rnglists", "line")
+        dwo = {name: _load(getter, f"debug_{name}.dwo") for name in names}
         return replace(
             skeleton,
             path=path,
