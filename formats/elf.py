@@ -74,9 +74,6 @@ _MACHINES = {
 _MAX_DEBUGDATA_SIZE = 1 << 30
 
 # DWARF facts used by the cheap unit-header walk in debug_info().
-_DW_UT_SKELETON = 4
-_DW_AT_DWO_NAME = 0x76
-_DW_AT_GNU_DWO_NAME = 0x2130
 _DW_FORM_IMPLICIT_CONST = 0x21
 
 
@@ -592,7 +589,9 @@ class ElfFile:
     def debug_info(self) -> DebugInfoSummary:
         """What this file carries. ``has_inline_info`` is always False: knowing it needs a DIE walk."""
         if self._summary is None:
-            versions, split = self._unit_versions()
+            dwarf = self._dwarf_info()
+            versions = dwarf.versions() if dwarf is not None else ()
+            split = dwarf.has_split_units() if dwarf is not None else False
             self._summary = DebugInfoSummary(
                 has_symbols=bool(self._all_function_symbols()),
                 has_dwarf=self.has_dwarf(),
@@ -602,71 +601,6 @@ class ElfFile:
                 split_dwarf=split,
             )
         return self._summary
-
-    def _unit_versions(self) -> tuple[tuple[int, ...], bool]:
-        """DWARF versions of the units in .debug_info, and whether any is a split-DWARF skeleton.
-
-        Walks unit headers only (DWARF 5 section 7.5.1). A unit is a skeleton if
-        it is DWARF 5 ``DW_UT_skeleton``, or, for the GNU DWARF 4 extension, if
-        its root DIE's abbreviation has ``DW_AT_GNU_dwo_name``/``DW_AT_dwo_name``.
-        """
-        info = bytes(self.section_data("debug_info") or b"")
-        order = self._layout.order
-        versions: set[int] = set()
-        split = False
-        pos = 0
-        try:
-            while pos + 4 <= len(info):
-                (length,) = struct.unpack_from(order + "I", info, pos)
-                header = 4
-                offset_size = 4
-                if length == 0xFFFFFFFF:
-                    (length,) = struct.unpack_from(order + "Q", info, pos + 4)
-                    header, offset_size = 12, 8
-                elif length >= 0xFFFFFFF0:
-                    raise self._fail(f"reserved unit length {length:#x} in .debug_info", pos)
-                start = pos + header
-                if length < 2 or start + length > len(info):
-                    raise self._fail("unit extends past end of .debug_info", pos)
-                (version,) = struct.unpack_from(order + "H", info, start)
-                versions.add(version)
-                if not split:
-                    if version >= 5:
-                        split = info[start + 2] == _DW_UT_SKELETON
-                    else:
-                        (abbrev_offset,) = struct.unpack_from(
-                            order + ("Q" if offset_size == 8 else "I"), info, start + 2
-                        )
-                        code, _ = _uleb(info, start + 2 + offset_size + 1)
-                        split = self._abbrev_names_dwo(abbrev_offset, code)
-                pos = start + length
-        except (IndexError, struct.error) as err:
-            raise self._fail(f"truncated unit header in .debug_info: {err}", pos) from err
-        return tuple(sorted(versions)), split
-
-    def _abbrev_names_dwo(self, abbrev_offset: int, code: int) -> bool:
-        abbrev = self.section_data("debug_abbrev")
-        if not abbrev or code == 0:
-            return False
-        data = bytes(abbrev)
-        pos = abbrev_offset
-        while True:
-            entry_code, pos = _uleb(data, pos)
-            if entry_code == 0:
-                return False
-            _tag, pos = _uleb(data, pos)
-            pos += 1  # DW_CHILDREN_yes/no
-            names_dwo = False
-            while True:
-                attribute, pos = _uleb(data, pos)
-                form, pos = _uleb(data, pos)
-                if attribute == 0 and form == 0:
-                    break
-                if form == _DW_FORM_IMPLICIT_CONST:
-                    _value, pos = _uleb(data, pos)  # its value is an SLEB; only its length matters
-                names_dwo = names_dwo or attribute in (_DW_AT_DWO_NAME, _DW_AT_GNU_DWO_NAME)
-            if entry_code == code:
-                return names_dwo
 
 
 def _preference(entry: _FunctionSymbol) -> tuple[bool, bool, int, str]:
@@ -684,14 +618,3 @@ def _c_string(table: bytes, offset: int) -> str:
         return ""
     end = table.find(b"\0", offset)
     return table[offset : end if end >= 0 else len(table)].decode("utf-8", "surrogateescape")
-
-
-def _uleb(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return result, pos

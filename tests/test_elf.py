@@ -124,16 +124,20 @@ def test_local_symbols_carry_their_stt_file(name: str) -> None:
     assert got == expected
 
 
-def test_zero_size_symbol_stops_at_section_end() -> None:
+def test_zero_size_symbol_reaches_the_next_symbol() -> None:
+    """As llvm-symbolizer reads a symbol table: ``_init`` (size 0) names the PLT stubs after it."""
     with fixture("cdemo-gcc-symtab") as elf:
         init = next(s for s in elf.symbols() if s.name == "_init")
         assert init.size == 0
+        next_start = min(s.vaddr for s in elf.symbols() if s.vaddr > init.vaddr)
         sections = readelf("--sections", "--wide", str(BIN / "cdemo-gcc-symtab"))
         match = re.search(r"\.init\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", sections)
         assert match is not None
-        end = int(match.group(1), 16) + int(match.group(2), 16)
-        assert elf.symbol_at(end - 1) == init
-        assert elf.symbol_at(end) != init
+        init_end = int(match.group(1), 16) + int(match.group(2), 16)
+        assert next_start > init_end  # the case that matters: the gap crosses into .plt
+        assert elf.symbol_at(init_end) == init
+        assert elf.symbol_at(next_start - 1) == init
+        assert elf.symbol_at(next_start) != init
 
 
 def test_debug_link_and_crc() -> None:

@@ -105,6 +105,10 @@ class DwarfInfo:
     def versions(self) -> tuple[int, ...]:
         return tuple(sorted({state.unit.version for state in self._load_units()}))
 
+    def has_split_units(self) -> bool:
+        """Whether any unit is a skeleton whose DIEs live in a .dwo or .dwp."""
+        return any(state.unit.dwo_name is not None for state in self._load_units())
+
     def unit_count(self) -> int:
         return len(self._load_units())
 

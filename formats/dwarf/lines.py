@@ -222,24 +222,18 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
     while position < end:
         opcode = data[position]
         position += 1
-        if opcode >= opcode_base:
-            address += address_advance[opcode]
-            line += line_advance[opcode]
-        elif opcode == c.DW_LNS_set_column:
+        # Branches in the order opcodes occur in GCC and Clang output (measured: set_column,
+        # special, advance_line, copy, set_file, negate_stmt, extended, then the rest).
+        if opcode == c.DW_LNS_set_column:
             column = data[position]
             if column < 0x80:
                 position += 1
             else:
                 column, position = read_uleb(data, position)
             continue
-        elif opcode == c.DW_LNS_advance_pc:
-            advance = data[position]
-            if advance < 0x80:
-                position += 1
-            else:
-                advance, position = read_uleb(data, position)
-            address += advance * min_length
-            continue
+        if opcode >= opcode_base:
+            address += address_advance[opcode]
+            line += line_advance[opcode]
         elif opcode == c.DW_LNS_advance_line:
             delta = data[position]
             if delta < 0x80:
@@ -255,9 +249,6 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
                 delta, position = read_sleb(data, position)
                 line += delta
             continue
-        elif opcode == c.DW_LNS_const_add_pc:
-            address += const_add_pc
-            continue
         elif opcode == c.DW_LNS_copy:
             pass
         elif opcode == c.DW_LNS_set_file:
@@ -267,10 +258,8 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
             else:
                 file_index, position = read_uleb(data, position)
             continue
-        elif opcode == c.DW_LNS_fixed_advance_pc:
-            address += data[position] | data[position + 1] << 8
-            position += 2
-            continue
+        elif opcode == c.DW_LNS_negate_stmt:
+            continue  # is_stmt does not change which row names an address
         elif opcode == 0:
             length = data[position]
             if length < 0x80:
@@ -295,9 +284,24 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
                 address = read_addr(data, position + 1) if length - 1 == addr_size else 0
             position = next_position
             continue
+        elif opcode == c.DW_LNS_const_add_pc:
+            address += const_add_pc
+            continue
+        elif opcode == c.DW_LNS_advance_pc:
+            advance = data[position]
+            if advance < 0x80:
+                position += 1
+            else:
+                advance, position = read_uleb(data, position)
+            address += advance * min_length
+            continue
+        elif opcode == c.DW_LNS_fixed_advance_pc:
+            address += data[position] | data[position + 1] << 8
+            position += 2
+            continue
         else:
-            # negate_stmt, basic_block, prologue/epilogue, isa and opcodes of later versions:
-            # none changes which source position a row names, so their operands are skipped.
+            # basic_block, prologue/epilogue, isa and opcodes of later versions: none changes
+            # which source position a row names, so their operands are skipped.
             for _ in range(standard_lengths[opcode - 1] if opcode <= len(standard_lengths) else 0):
                 _, position = read_uleb(data, position)
             continue

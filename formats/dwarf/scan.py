@@ -80,8 +80,10 @@ class Plan:
     tag: int
     has_children: bool
     role: int
-    # Total size when every attribute is fixed-size and none is kept, else -1.
-    fixed_size: int
+    # When no attribute is kept: the variable-size attributes as (fixed bytes before it,
+    # kind, form, implicit constant), then ``tail`` fixed bytes; None when some are kept.
+    skips: tuple[tuple[int, int, int, int], ...] | None
+    tail: int
     # (slot or -1, kind, size, form, implicit constant, fixed-size reader or None) per attribute.
     steps: tuple[tuple[int, int, int, int, int, UIntReader | None], ...]
 
@@ -95,21 +97,28 @@ def compile_plan(unit: Unit, abbrev: Abbrev) -> Plan:
     elif tag in _CONTAINER_TAGS:
         role, wanted = ROLE_CONTAINER, _OTHER_SLOTS
     else:
-        role, wanted = ROLE_SKIP, _OTHER_SLOTS
+        # A leaf is skipped whole; only a parent's sibling link can save walking its children.
+        role, wanted = ROLE_SKIP, _OTHER_SLOTS if abbrev.has_children else frozenset()
     steps = []
-    fixed_total = 0
-    all_fixed = True
+    skips: list[tuple[int, int, int, int]] = []
+    pending = 0
+    keeps_any = False
     for attribute, form, implicit in abbrev.attributes:
         kind, size = unit.layout(form)
         slot = _SLOTS.get(attribute, -1)
         if slot >= 0 and wanted is not None and slot not in wanted:
             slot = -1
-        if slot >= 0 or kind != KIND_FIXED:
-            all_fixed = False
-        fixed_total += size
+        keeps_any = keeps_any or slot >= 0
+        if kind == KIND_FIXED:
+            pending += size
+        else:
+            skips.append((pending, kind, form, implicit))
+            pending = 0
         reader = unit.fixed_reader(size) if kind == KIND_FIXED and slot >= 0 and size in (1, 2, 4, 8) else None
         steps.append((slot, kind, size, form, implicit, reader))
-    return Plan(tag, abbrev.has_children, role, fixed_total if all_fixed else -1, tuple(steps))
+    # A scope is recorded even when it keeps no attribute (an anonymous namespace).
+    skippable = not keeps_any and role != ROLE_SCOPE
+    return Plan(tag, abbrev.has_children, role, tuple(skips) if skippable else None, pending, tuple(steps))
 
 
 @dataclass
@@ -267,10 +276,27 @@ def _walk(
             if abbrev is None:
                 raise DwarfFormatError(f"DIE at {die_offset:#x} uses undefined abbreviation {code}")
             plan = plans[code] = compile_plan(unit, abbrev)
-        if plan.fixed_size >= 0:
-            offset += plan.fixed_size
+        skips = plan.skips
+        if skips is not None:
+            for advance, kind, form, implicit in skips:
+                offset += advance
+                if kind in (KIND_ULEB, KIND_SLEB):
+                    # Signed and unsigned LEB128 share their continuation bit.
+                    while data[offset] & 0x80:
+                        offset += 1
+                    offset += 1
+                elif kind == KIND_BLOCK_ULEB:
+                    length, offset = read_uleb(data, offset)
+                    offset += length
+                elif kind == KIND_CSTRING:
+                    offset = data.index(0, offset) + 1
+                elif kind == KIND_BLOCK1:
+                    offset += 1 + data[offset]
+                elif kind != KIND_IMPLICIT:
+                    _, offset = read_value(form, implicit, offset)
+            offset += plan.tail
             if plan.has_children:
-                stack.append((ROLE_SKIP, -1, current_node, current_scope))
+                stack.append((plan.role, -1, current_node, current_scope))
             continue
         values: dict[int, tuple[int, Any]] | None = None
         sibling = 0
@@ -333,6 +359,10 @@ def _walk(
                             offset = sibling
                             continue
             if plan.has_children:
+                if node < 0 and sibling > offset:
+                    # A declaration or abstract instance: its parameters and blocks hold no code.
+                    offset = sibling
+                    continue
                 stack.append((ROLE_FUNCTION, node, current_node, current_scope))
                 current_node = node
         elif role == ROLE_SCOPE:

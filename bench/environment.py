@@ -1,0 +1,98 @@
+"""Describe the machine, tool versions and binary a benchmark ran on, for bench/RESULTS.md."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+
+
+def describe_environment(binary: Path, function_count: int, args: argparse.Namespace) -> list[tuple[str, str]]:
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    return [
+        ("date", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")),
+        ("machine", f"{platform.machine()}, {cpu_model()}, {os.cpu_count()} logical CPUs, load avg {load}"),
+        ("os", platform.platform()),
+        ("python", platform.python_version()),
+        ("llvm-symbolizer", command_version(["llvm-symbolizer", "--version"], "version")),
+        ("addr2line", command_version(["addr2line", "--version"], "")),
+        ("symbolic", package_version("symbolic")),
+        ("symbolize", f"{package_version('pprof-symbolize')} (git {git_revision()})"),
+        ("binary", describe_binary(binary, function_count)),
+        ("sampling", f"seed {args.seed}, repeat {args.repeat or '5 (3 for N>=10000)'}, whole-process wall time"),
+    ]
+
+
+def cpu_model() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
+
+
+def command_version(argv: list[str], marker: str) -> str:
+    """First line of ``argv``'s output that contains ``marker`` (any line if empty)."""
+    if shutil.which(argv[0]) is None:
+        return "not installed"
+    try:
+        output = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    for line in output.splitlines():
+        if marker in line and line.strip():
+            return line.strip()
+    return "unknown"
+
+
+def package_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def git_revision() -> str:
+    if shutil.which("git") is None:
+        return "unknown"
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(REPO_DIR), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return result.stdout.strip() or "unknown"
+
+
+def describe_binary(binary: Path, function_count: int) -> str:
+    with binary.open("rb") as stream:
+        elf = ELFFile(stream)
+        dwarf_bytes = sum(
+            section["sh_size"] for section in elf.iter_sections() if section.name.startswith((".debug_", ".zdebug_"))
+        )
+    try:
+        shown = binary.relative_to(REPO_DIR)
+    except ValueError:
+        shown = binary
+    return (
+        f"`{shown}`, {_size(binary.stat().st_size)} file, {_size(dwarf_bytes)} DWARF sections, "
+        f"{function_count} functions"
+    )
+
+
+def _size(count: int) -> str:
+    return f"{count / 1e6:.1f} MB" if count >= 1_000_000 else f"{count / 1e3:.1f} kB"
