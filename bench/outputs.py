@@ -4,7 +4,9 @@ A timing is only worth comparing when the tools did the same work, so the harnes
 tool names the same frames as llvm-symbolizer. Names are compared with whitespace removed because
 demanglers differ only in spacing (LLVM 14 prints ``> >``, newer ones ``>>``), and with GCC's clone
 suffixes dropped (``(.cold)``, ``(.isra.0)``): for code GCC split into a ``.cold`` part, one tool
-names the symbol-table clone and another the DWARF function it came from. addr2line's
+names the symbol-table clone and another the DWARF function it came from. A function without a
+linkage name is qualified by ``symbolize`` (``unit1::helper_3``) where llvm-symbolizer prints the
+bare DWARF name (``helper_3``): the same frame. addr2line's
 ``-f -i`` output has no separator between addresses, so it is not parsed.
 """
 
@@ -68,11 +70,17 @@ def parse_stacks(tool: str, text: str) -> Stacks | None:
         return None
 
 
+def _same_stack(mine: list[str], theirs: list[str]) -> bool:
+    return len(mine) == len(theirs) and all(
+        a == b or a.endswith("::" + b) for a, b in zip(mine, theirs, strict=True)
+    )
+
+
 def agreement(stacks: Stacks | None, baseline: Stacks | None) -> str:
     """Share of addresses whose whole stack of names equals the baseline's, as a percentage."""
     if stacks is None or baseline is None:
         return "-"
     if len(stacks) != len(baseline):
         return f"{len(stacks)}/{len(baseline)} answers"
-    same = sum(1 for mine, theirs in zip(stacks, baseline, strict=True) if mine == theirs)
+    same = sum(1 for mine, theirs in zip(stacks, baseline, strict=True) if _same_stack(mine, theirs))
     return f"{100 * same / len(baseline):.1f}%"

@@ -133,7 +133,7 @@ def test_frames_agree_with_llvm_symbolizer(expected_path: Path) -> None:
 
 
 @pytest.mark.parametrize("expected_path", EXPECTED, ids=lambda p: p.stem)
-def test_demangled_names_agree_with_llvm_symbolizer(expected_path: Path) -> None:
+def test_demangled_names_and_start_lines_agree_with_llvm_symbolizer(expected_path: Path) -> None:
     expected = _expected(expected_path)
     binary = FIXTURES / expected["binary"]
     addresses = [int(entry["address"], 16) for entry in expected["addresses"]]
@@ -144,9 +144,13 @@ def test_demangled_names_agree_with_llvm_symbolizer(expected_path: Path) -> None
         if isinstance(result, Unknown) or len(result) != len(entry["frames"]):
             continue  # frame-count differences are the business of the test above
         for ours, our_raw, theirs in zip(result, raw, entry["frames"], strict=True):
-            their_name = theirs.get("function_demangled")
-            if their_name is None or ours.function is None or our_raw[0] != theirs["function"]:
+            their_name = theirs.get("function_demangled", theirs["function"])
+            if ours.function is None or our_raw[0] != theirs["function"]:
                 continue  # different raw names (folded code) are judged by the test above
+            if ours.start_line != theirs.get("start_line", 0):
+                disagreements.append((entry["address"], f"start line {theirs.get('start_line')}", ours.start_line))
+            if their_name is None:
+                continue
             # LLVM 14 (the peer) closes nested templates with "> >", the LLVM bundled by
             # pycxxfilt with ">>": the same name.
             our_name, normalized = (_close_templates(name) for name in (ours.function, their_name))

@@ -4,25 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from formats.dwarf.reader import uint_reader
-from formats.dwarf.unit import DwarfFormatError
+from formats.dwarf.reader import DwarfFormatError, read_initial_length, uint_reader
 
 
 def iter_aranges(data: bytes, little_endian: bool = True) -> Iterator[tuple[int, int, int]]:
     """Yield (unit offset in .debug_info, low address, length) for every tuple of every set."""
-    read32 = uint_reader(4, little_endian)
     offset = 0
     while offset + 4 <= len(data):
-        length = read32(data, offset)
-        position = offset + 4
-        offset_size = 4
-        if length == 0xFFFFFFFF:
-            length = uint_reader(8, little_endian)(data, position)
-            position += 8
-            offset_size = 8
-        end = position + length
-        if end > len(data):
-            raise DwarfFormatError(f"address range set at {offset:#x} runs past .debug_aranges")
+        offset_size, position, end = read_initial_length(data, offset, little_endian, "address range set")
         position += 2  # version
         unit_offset = uint_reader(offset_size, little_endian)(data, position)
         position += offset_size

@@ -24,10 +24,11 @@ from formats.dwarf import constants as c
 from formats.dwarf.abbrev import UnknownFormError, parse_abbrev_table
 from formats.dwarf.lines import LineTable, decode_line_table
 from formats.dwarf.ranges import decode_ranges_attribute
+from formats.dwarf.reader import DwarfFormatError
 from formats.dwarf.scan import UnitIndex, scan_unit
 from formats.dwarf.sections import DwarfSections, SectionGetter
 from formats.dwarf.split import load_split_sections
-from formats.dwarf.unit import DwarfFormatError, Unit, parse_unit_header
+from formats.dwarf.unit import Unit, parse_unit_header
 from formats.errors import MalformedInputError
 from formats.types import Frame
 
@@ -298,11 +299,18 @@ class DwarfInfo:
         return state.lines.file_name(file_index) if state.lines is not None else None
 
     def _die_name(self, unit: Unit, die_offset: int) -> tuple[str | None, int]:
-        """(name, decl line) of a function DIE: its linkage name, else its qualified name."""
+        """(name, decl line) of a function DIE: its linkage name, else its qualified name.
+
+        Both follow DW_AT_abstract_origin and DW_AT_specification, as
+        llvm-symbolizer does: the linkage name and the declaration line often
+        sit on different DIEs of the chain (a concrete instance, its abstract
+        origin, the in-class declaration).
+        """
         key = (id(unit.sections), die_offset)
         cached = self._names.get(key)
         if cached is not None:
             return cached
+        linkage: str | None = None
         name: str | None = None
         name_unit, name_offset = unit, die_offset
         decl_line = 0
@@ -312,25 +320,24 @@ class DwarfInfo:
             if current_unit is None or offset is None:
                 break
             _, values = current_unit.read_die_attributes(offset)
-            for attribute in (c.DW_AT_linkage_name, c.DW_AT_MIPS_linkage_name):
-                if attribute in values:
-                    linkage = current_unit.string(*values[attribute])
-                    if linkage:
-                        result: tuple[str | None, int] = (linkage, decl_line or _decl_line(values))
-                        self._names[key] = result
-                        return result
+            if linkage is None:
+                for attribute in (c.DW_AT_linkage_name, c.DW_AT_MIPS_linkage_name):
+                    if attribute in values:
+                        linkage = current_unit.string(*values[attribute]) or None
+                        break
             if name is None and c.DW_AT_name in values:
                 name = current_unit.string(*values[c.DW_AT_name])
                 name_unit, name_offset = current_unit, offset
             decl_line = decl_line or _decl_line(values)
+            if linkage is not None and decl_line:
+                break
             reference = values.get(c.DW_AT_abstract_origin) or values.get(c.DW_AT_specification)
             if reference is None:
                 break
-            target = current_unit.reference(*reference)
-            current_unit, offset = self._unit_for_reference(current_unit, target)
-        if name is not None:
+            current_unit, offset = self._unit_for_reference(current_unit, current_unit.reference(*reference))
+        if linkage is None and name is not None:
             name = self._qualify(name_unit, name_offset, name)
-        self._names[key] = result = (name, decl_line)
+        self._names[key] = result = (linkage or name, decl_line)
         return result
 
     def _unit_for_reference(self, unit: Unit, target: int | None) -> tuple[Unit | None, int | None]:

@@ -13,8 +13,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from formats.dwarf import constants as c
-from formats.dwarf.reader import read_sleb, read_uleb, uint_reader
-from formats.dwarf.unit import DwarfFormatError, Unit
+from formats.dwarf.reader import DwarfFormatError, read_initial_length, read_sleb, read_uleb, uint_reader
+from formats.dwarf.unit import Unit
 
 
 def join_path(directory: str | None, name: str) -> str:
@@ -124,19 +124,7 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
     """Decode the program at ``offset`` in the unit's ``.debug_line``."""
     data = unit.sections.line
     little = unit.sections.little_endian
-    if offset + 4 > len(data):
-        raise DwarfFormatError(f"line table offset {offset:#x} outside .debug_line")
-    read32 = uint_reader(4, little)
-    length = read32(data, offset)
-    position = offset + 4
-    offset_size = 4
-    if length == 0xFFFFFFFF:
-        length = uint_reader(8, little)(data, position)
-        position += 8
-        offset_size = 8
-    end = position + length
-    if end > len(data):
-        raise DwarfFormatError(f"line table at {offset:#x} runs past the end of .debug_line")
+    offset_size, position, end = read_initial_length(data, offset, little, "line table")
     version = uint_reader(2, little)(data, position)
     position += 2
     if version >= 5:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from formats.dwarf import constants as c
-from formats.dwarf.reader import read_uleb
-from formats.dwarf.unit import DwarfFormatError, Unit
+from formats.dwarf.reader import DwarfFormatError, read_uleb
+from formats.dwarf.unit import Unit
 
 Ranges = list[tuple[int, int]]
 

@@ -22,6 +22,10 @@ _U64_BE = struct.Struct(">Q").unpack_from
 UIntReader = Callable[[bytes, int], int]
 
 
+class DwarfFormatError(Exception):
+    """Internal: the data is inconsistent; DwarfInfo turns it into MalformedInputError."""
+
+
 def read_uleb(data: bytes, offset: int) -> tuple[int, int]:
     byte = data[offset]
     if byte < 0x80:
@@ -70,3 +74,27 @@ def uint_reader(size: int, little_endian: bool = True) -> UIntReader:
 
 def decode_str(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
+
+
+def read_initial_length(data: bytes, offset: int, little_endian: bool, what: str) -> tuple[int, int, int]:
+    """The header every DWARF unit, line program and table set starts with (DWARF 5, 7.4).
+
+    Returns (offset size: 4 or 8, offset of the contents, offset one past the end); raises
+    DwarfFormatError when the length is reserved or runs past the section.
+    """
+    if offset + 4 > len(data):
+        raise DwarfFormatError(f"{what} at {offset:#x} starts past the end of its section")
+    length = _U32(data, offset)[0] if little_endian else _U32_BE(data, offset)[0]
+    if length == 0xFFFFFFFF:
+        if offset + 12 > len(data):
+            raise DwarfFormatError(f"{what} at {offset:#x} is truncated")
+        length = _U64(data, offset + 4)[0] if little_endian else _U64_BE(data, offset + 4)[0]
+        contents, offset_size = offset + 12, 8
+    elif length >= 0xFFFFFFF0:
+        raise DwarfFormatError(f"{what} at {offset:#x} has reserved length {length:#x}")
+    else:
+        contents, offset_size = offset + 4, 4
+    end = contents + length
+    if end > len(data):
+        raise DwarfFormatError(f"{what} at {offset:#x} claims {length} bytes, past the end of its section")
+    return offset_size, contents, end

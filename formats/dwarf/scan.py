@@ -35,8 +35,8 @@ from formats.dwarf.abbrev import (
     Abbrev,
 )
 from formats.dwarf.ranges import decode_ranges_attribute
-from formats.dwarf.reader import UIntReader, read_uleb
-from formats.dwarf.unit import DwarfFormatError, Unit
+from formats.dwarf.reader import DwarfFormatError, UIntReader, read_uleb
+from formats.dwarf.unit import Unit
 
 _FUNCTION_TAGS = frozenset({c.DW_TAG_subprogram, c.DW_TAG_inlined_subroutine})
 _SCOPE_TAGS = frozenset(

@@ -26,13 +26,8 @@ from formats.dwarf.abbrev import (
     Abbrev,
     form_layout,
 )
-from formats.dwarf.reader import UIntReader, read_sleb, read_uleb, uint_reader
+from formats.dwarf.reader import DwarfFormatError, UIntReader, read_initial_length, read_sleb, read_uleb, uint_reader
 from formats.dwarf.sections import DwarfSections
-
-
-class DwarfFormatError(Exception):
-    """Internal: the unit is inconsistent; DwarfInfo turns it into MalformedInputError."""
-
 
 # Forms whose value is an offset relative to the unit's start.
 _UNIT_REF_FORMS = frozenset({c.DW_FORM_ref1, c.DW_FORM_ref2, c.DW_FORM_ref4, c.DW_FORM_ref8, c.DW_FORM_ref_udata})
@@ -194,21 +189,9 @@ def parse_unit_header(sections: DwarfSections, offset: int) -> Unit:
     """Read the header of the unit at ``offset`` in ``sections.info``."""
     data = sections.info
     little = sections.little_endian
-    read32 = uint_reader(4, little)
-    if offset + 11 > len(data):
-        raise DwarfFormatError(f"unit header at {offset:#x} runs past the end of .debug_info")
-    length = read32(data, offset)
-    position = offset + 4
-    offset_size = 4
-    if length == 0xFFFFFFFF:
-        length = uint_reader(8, little)(data, position)
-        position += 8
-        offset_size = 8
-    elif length >= 0xFFFFFFF0:
-        raise DwarfFormatError(f"reserved unit length {length:#x} at {offset:#x}")
-    end = position + length
-    if end > len(data):
-        raise DwarfFormatError(f"unit at {offset:#x} claims {length} bytes, past the end of .debug_info")
+    offset_size, position, end = read_initial_length(data, offset, little, "unit")
+    if position + 7 > end:
+        raise DwarfFormatError(f"unit header at {offset:#x} is truncated")
     version = uint_reader(2, little)(data, position)
     position += 2
     if not 2 <= version <= 5:
