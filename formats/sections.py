@@ -18,8 +18,6 @@ import struct
 import zlib
 from pathlib import Path
 
-import pyzstd
-
 from formats.errors import MalformedInputError
 
 ELFCOMPRESS_ZLIB = 1
@@ -81,6 +79,8 @@ def _inflate(stream: memoryview, size: int, path: Path, file_offset: int) -> byt
 
 def _unzstd(stream: memoryview, size: int, path: Path, file_offset: int) -> bytes:
     _check_size(size, path, file_offset)
+    import pyzstd  # imported here: most files have no zstd sections, and it costs 40 ms to load
+
     decompressor = pyzstd.ZstdDecompressor()
     try:
         out: bytes = decompressor.decompress(stream, size + 1)

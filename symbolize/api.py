@@ -13,17 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from formats.types import Frame
+from symbolize.cache import default_cache_dir
 from symbolize.demangle import DemangleMode
 from symbolize.demangle import demangle as demangle_name
-from symbolize.discovery import DiscoveryOptions
+from symbolize.discovery import DiscoveryOptions, ObjectCache
 from symbolize.discovery import open_module as discovery_open_module
+from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module, Unknown
 from symbolize.pprof import Profile, read_profile, write_profile
 from symbolize.rewrite import RewriteOptions
 from symbolize.rewrite import symbolize_profile as rewrite_profile
 from symbolize.summary import Summary
 
-__all__ = ["discovery_options", "lookup", "open_module", "symbolize_file", "symbolize_profile"]
+__all__ = ["build_indexes", "discovery_options", "lookup", "open_module", "symbolize_file", "symbolize_profile"]
 
 PathLike = str | Path
 
@@ -33,15 +35,23 @@ def discovery_options(
     binaries: Iterable[PathLike] = (),
     search_paths: Iterable[PathLike] = (),
     debug_dirs: Iterable[PathLike] | None = None,
+    cache_dir: PathLike | None = None,
+    use_cache: bool = True,
 ) -> DiscoveryOptions:
-    """Where to find binaries and debug files; ``debug_dirs=None`` keeps the default (``/usr/lib/debug``)."""
+    """Where to find binaries, debug files and persistent indexes.
+
+    ``debug_dirs=None`` keeps the default (``/usr/lib/debug``). Indexes are read
+    from ``cache_dir`` (default: :func:`symbolize.cache.default_cache_dir`)
+    unless ``use_cache`` is False; ``symbolize index`` builds them.
+    """
     arguments: dict[str, Any] = {
         "binaries": tuple(Path(path) for path in binaries),
         "search_paths": tuple(Path(path) for path in search_paths),
     }
     if debug_dirs is not None:
         arguments["debug_dirs"] = tuple(Path(path) for path in debug_dirs)
-    return DiscoveryOptions(**arguments)
+    index_dir = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    return DiscoveryOptions(**arguments, cache=ObjectCache(index_dir))
 
 
 def open_module(
@@ -49,12 +59,16 @@ def open_module(
     *,
     search_paths: Iterable[PathLike] = (),
     debug_dirs: Iterable[PathLike] | None = None,
+    cache_dir: PathLike | None = None,
+    use_cache: bool = True,
 ) -> Module:
     """Open a binary with its debug file (found by build ID, debuglink, search paths).
 
     Raises SymbolizeError when the file cannot be read.
     """
-    options = discovery_options(search_paths=search_paths, debug_dirs=debug_dirs)
+    options = discovery_options(
+        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
+    )
     return discovery_open_module(Path(path), options)
 
 
@@ -66,6 +80,8 @@ def lookup(
     inlines: bool = True,
     search_paths: Iterable[PathLike] = (),
     debug_dirs: Iterable[PathLike] | None = None,
+    cache_dir: PathLike | None = None,
+    use_cache: bool = True,
 ) -> list[list[Frame] | Unknown]:
     """Frames at each object address of the binary at ``path``: one result per address, in order.
 
@@ -74,7 +90,9 @@ def lookup(
     holds one frame, as ``llvm-symbolizer --no-inlines`` prints it: the
     outermost function's name with the innermost frame's file, line and column.
     """
-    options = discovery_options(search_paths=search_paths, debug_dirs=debug_dirs)
+    options = discovery_options(
+        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
+    )
     try:
         module = discovery_open_module(Path(path), options)
         return [shape_frames(result, demangle, inlines) for result in module.lookup(vaddrs)]
@@ -112,6 +130,8 @@ def symbolize_profile(
     debug_dirs: Iterable[PathLike] | None = None,
     demangle: DemangleMode = "full",
     adjust_return_addresses: bool = True,
+    cache_dir: PathLike | None = None,
+    use_cache: bool = True,
 ) -> tuple[Profile, Summary]:
     """Name the bare addresses of a profile; returns ``(profile, summary)``.
 
@@ -125,7 +145,9 @@ def symbolize_profile(
         profile = profile_or_path
     else:
         profile, _ = read_profile(profile_or_path)
-    discovery = discovery_options(binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs)
+    discovery = discovery_options(
+        binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
+    )
     options = RewriteOptions(
         discovery=discovery, demangle=demangle, adjust_return_addresses=adjust_return_addresses
     )
@@ -145,6 +167,8 @@ def symbolize_file(
     debug_dirs: Iterable[PathLike] | None = None,
     demangle: DemangleMode = "full",
     adjust_return_addresses: bool = True,
+    cache_dir: PathLike | None = None,
+    use_cache: bool = True,
 ) -> Summary:
     """Read the profile at ``in_path``, symbolize it, write it atomically to ``out_path``.
 
@@ -159,8 +183,37 @@ def symbolize_file(
         debug_dirs=debug_dirs,
         demangle=demangle,
         adjust_return_addresses=adjust_return_addresses,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
     )
     if gzip is None:
         gzip = was_gzipped or str(out_path).endswith(".gz")
     write_profile(profile, out_path, gzip=gzip)
     return summary
+
+
+def build_indexes(
+    paths: Iterable[PathLike],
+    *,
+    search_paths: Iterable[PathLike] = (),
+    debug_dirs: Iterable[PathLike] | None = None,
+    cache_dir: PathLike | None = None,
+) -> list[Path]:
+    """Build the persistent index of each binary and of the debug files found for it.
+
+    Returns the index files written or found. Later lookups and profile
+    rewrites with the same ``cache_dir`` answer from them.
+    """
+    index_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    built: list[Path] = []
+    for path in paths:
+        options = discovery_options(search_paths=search_paths, debug_dirs=debug_dirs, use_cache=False)
+        options.cache = ObjectCache(index_dir, build_missing_indexes=True)
+        try:
+            module = discovery_open_module(Path(path), options)
+            for source in [*module.debug_files, module.binary]:
+                if isinstance(source, IndexedObject) and source.index.path not in built:
+                    built.append(source.index.path)
+        finally:
+            options.cache.close()
+    return built

@@ -18,6 +18,7 @@ from pathlib import Path
 from formats.errors import DebugIdMismatchError, MissingDebugInfoError, SymbolizeError
 from formats.open import open_object
 from formats.types import ObjectFile
+from symbolize.cache import with_index
 from symbolize.module import Module
 
 DEFAULT_DEBUG_DIRS = (Path("/usr/lib/debug"),)
@@ -31,8 +32,11 @@ class ObjectCache:
     closes them all.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, index_dir: Path | None = None, build_missing_indexes: bool = False) -> None:
         self._objects: dict[Path, tuple[tuple[int, int], ObjectFile]] = {}
+        # Where persistent indexes are read from (None: not used); see symbolize/cache.py.
+        self.index_dir = index_dir
+        self.build_missing_indexes = build_missing_indexes
 
     def open(self, path: Path) -> ObjectFile:
         try:
@@ -48,7 +52,7 @@ class ObjectCache:
             return cached[1]
         if cached is not None:
             cached[1].close()
-        opened = open_object(path)
+        opened = with_index(open_object(path), self.index_dir, self.build_missing_indexes)
         self._objects[key] = (stamp, opened)
         return opened
 

@@ -281,64 +281,96 @@ class DwarfInfo:
         file, line, column = row if row is not None else (None, 0, 0)
         if not chain:
             return [Frame(None, file, line, column)]
-        die_unit = index.unit
         frames: list[Frame] = []
-        for depth in range(len(chain) - 1, -1, -1):
-            node = chain[depth]
-            name, start_line = self._die_name(die_unit, index.node_die[node])
-            frames.append(Frame(name, file, line, column, start_line))
-            if depth:
-                attrs = index.node_attrs[node]
-                call_file = attrs.get(8)
-                file = self._call_file(state, int(call_file[1])) if call_file is not None else None
-                line = int(attrs[9][1]) if 9 in attrs else 0
-                column = int(attrs[10][1]) if 10 in attrs else 0
+        try:
+            for depth in range(len(chain) - 1, -1, -1):
+                node = chain[depth]
+                name, start_line = self.node_name(state, node)
+                frames.append(Frame(name, file, line, column, start_line))
+                if depth:
+                    file, line, column = self.call_site(state, node)
+        except _DECODE_ERRORS as error:
+            state.error = f"compile unit at {state.unit.offset:#x}: {error}"
+            return None
         return frames
+
+    def node_name(self, state: _UnitState, node: int) -> tuple[str | None, int]:
+        """(name, decl line) of a function or inlined-call node of a decoded unit.
+
+        The scan kept the node's naming attributes, so only its origin is decoded again.
+        """
+        index = state.index
+        assert index is not None
+        attrs = index.node_attrs[node]
+        decl = attrs.get(11)
+        return self._resolve_name(
+            index.unit,
+            index.node_die[node],
+            attrs.get(2),
+            attrs.get(1),
+            int(decl[1]) if decl is not None and isinstance(decl[1], int) else 0,
+            attrs.get(6) or attrs.get(7),
+            0,
+        )
+
+    def call_site(self, state: _UnitState, node: int) -> tuple[str | None, int, int]:
+        """(file, line, column) an inlined-call node was called from."""
+        assert state.index is not None
+        attrs = state.index.node_attrs[node]
+        call_file = attrs.get(8)
+        file = self._call_file(state, int(call_file[1])) if call_file is not None else None
+        line = int(attrs[9][1]) if 9 in attrs else 0
+        column = int(attrs[10][1]) if 10 in attrs else 0
+        return file, line, column
 
     def _call_file(self, state: _UnitState, file_index: int) -> str | None:
         return state.lines.file_name(file_index) if state.lines is not None else None
 
-    def _die_name(self, unit: Unit, die_offset: int) -> tuple[str | None, int]:
+    def _die_name(self, unit: Unit, die_offset: int, depth: int = 0) -> tuple[str | None, int]:
         """(name, decl line) of a function DIE: its linkage name, else its qualified name.
 
         Both follow DW_AT_abstract_origin and DW_AT_specification, as
         llvm-symbolizer does: the linkage name and the declaration line often
         sit on different DIEs of the chain (a concrete instance, its abstract
-        origin, the in-class declaration).
+        origin, the in-class declaration). Every DIE of a chain is cached, so the
+        thousands of inlined copies of one function resolve its origin once.
         """
         key = (id(unit.sections), die_offset)
         cached = self._names.get(key)
         if cached is not None:
             return cached
-        linkage: str | None = None
-        name: str | None = None
-        name_unit, name_offset = unit, die_offset
-        decl_line = 0
-        current_unit: Unit | None = unit
-        offset: int | None = die_offset
-        for _ in range(_MAX_REFERENCE_DEPTH):
-            if current_unit is None or offset is None:
-                break
-            _, values = current_unit.read_die_attributes(offset)
-            if linkage is None:
-                for attribute in (c.DW_AT_linkage_name, c.DW_AT_MIPS_linkage_name):
-                    if attribute in values:
-                        linkage = current_unit.string(*values[attribute]) or None
-                        break
-            if name is None and c.DW_AT_name in values:
-                name = current_unit.string(*values[c.DW_AT_name])
-                name_unit, name_offset = current_unit, offset
-            decl_line = decl_line or _decl_line(values)
-            if linkage is not None and decl_line:
-                break
-            reference = values.get(c.DW_AT_abstract_origin) or values.get(c.DW_AT_specification)
-            if reference is None:
-                break
-            current_unit, offset = self._unit_for_reference(current_unit, current_unit.reference(*reference))
-        if linkage is None and name is not None:
-            name = self._qualify(name_unit, name_offset, name)
-        self._names[key] = result = (linkage or name, decl_line)
+        _, values = unit.read_die_attributes(die_offset)
+        linkage = values.get(c.DW_AT_linkage_name) or values.get(c.DW_AT_MIPS_linkage_name)
+        reference = values.get(c.DW_AT_abstract_origin) or values.get(c.DW_AT_specification)
+        result = self._resolve_name(
+            unit, die_offset, linkage, values.get(c.DW_AT_name), _decl_line(values), reference, depth
+        )
+        self._names[key] = result
         return result
+
+    def _resolve_name(
+        self,
+        unit: Unit,
+        die_offset: int,
+        linkage_value: tuple[int, Any] | None,
+        name_value: tuple[int, Any] | None,
+        decl_line: int,
+        reference: tuple[int, Any] | None,
+        depth: int,
+    ) -> tuple[str | None, int]:
+        linkage = unit.string(*linkage_value) or None if linkage_value is not None else None
+        name = unit.string(*name_value) if name_value is not None else None
+        if (linkage is None or not decl_line) and reference is not None and depth < _MAX_REFERENCE_DEPTH:
+            target_unit, target = self._unit_for_reference(unit, unit.reference(*reference))
+            if target_unit is not None and target is not None:
+                origin_name, origin_decl = self._die_name(target_unit, target, depth + 1)
+                decl_line = decl_line or origin_decl
+                if linkage is None and (name is None or origin_name is not None):
+                    # The origin's answer is a linkage name or an already qualified name.
+                    name, linkage = None, origin_name
+        if linkage is None and name is not None:
+            linkage = self._qualify(unit, die_offset, name)
+        return linkage, decl_line
 
     def _unit_for_reference(self, unit: Unit, target: int | None) -> tuple[Unit | None, int | None]:
         if target is None:

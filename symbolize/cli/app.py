@@ -114,6 +114,11 @@ def profile_command(
     json_summary: Annotated[
         bool, typer.Option("--json-summary", help="Print the summary as JSON on stdout.")
     ] = False,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option("--cache-dir", metavar="DIR", help="Index cache [default: $SYMBOLIZE_CACHE_DIR, else per-user]."),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read persistent indexes.")] = False,
 ) -> None:
     """Rewrite a profile with function names, files and lines.
 
@@ -130,6 +135,8 @@ def profile_command(
             debug_dirs=debug_dirs or None,
             demangle=demangle.value,
             adjust_return_addresses=not no_return_address_adjust,
+            cache_dir=cache_dir,
+            use_cache=not no_cache,
         )
     if json_summary:
         typer.echo(json.dumps(summary.to_json(), indent=2))
@@ -178,6 +185,11 @@ def lookup_command(
     debug_dirs: Annotated[
         list[Path] | None, typer.Option("--debug-dir", metavar="DIR", help="Debug file directory.")
     ] = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option("--cache-dir", metavar="DIR", help="Index cache [default: $SYMBOLIZE_CACHE_DIR, else per-user]."),
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read persistent indexes.")] = False,
 ) -> None:
     """Print the frames at object addresses, like llvm-symbolizer --obj.
 
@@ -195,6 +207,8 @@ def lookup_command(
             inlines=inlines,
             search_paths=search_paths or (),
             debug_dirs=debug_dirs or None,
+            cache_dir=cache_dir,
+            use_cache=not no_cache,
         )
     found = iter(results)
     for text, vaddr in zip(texts, parsed, strict=True):
@@ -205,6 +219,61 @@ def lookup_command(
             typer.echo(json.dumps({"address": shown, "frames": [_frame_json(frame) for frame in frames]}))
         else:
             typer.echo(_format_text(frames))
+
+
+@app.command("index")
+def index_command(
+    ctx: typer.Context,
+    binaries: Annotated[list[Path], typer.Argument(metavar="BINARY...", help="Binaries to index.")],
+    search_paths: Annotated[
+        list[Path] | None, typer.Option("--search-path", metavar="DIR", help="Where to look for files.")
+    ] = None,
+    debug_dirs: Annotated[
+        list[Path] | None, typer.Option("--debug-dir", metavar="DIR", help="Debug file directory.")
+    ] = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option("--cache-dir", metavar="DIR", help="Index cache [default: $SYMBOLIZE_CACHE_DIR, else per-user]."),
+    ] = None,
+) -> None:
+    """Build the persistent index of each binary and its debug files, for fast later lookups."""
+    from symbolize.api import build_indexes
+
+    with _errors_as_one_line(ctx):
+        for path in build_indexes(
+            binaries, search_paths=search_paths or (), debug_dirs=debug_dirs or None, cache_dir=cache_dir
+        ):
+            typer.echo(str(path))
+
+
+cache_app = typer.Typer(help="Show or clear the persistent index cache.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+CacheDirOption = Annotated[
+    Path | None,
+    typer.Option("--cache-dir", metavar="DIR", help="Index cache [default: $SYMBOLIZE_CACHE_DIR, else per-user]."),
+]
+
+
+@cache_app.command("show")
+def cache_show_command(cache_dir: CacheDirOption = None) -> None:
+    """List the indexes in the cache: size and what each was built for."""
+    from symbolize.cache import cache_entries, default_cache_dir
+
+    directory = cache_dir or default_cache_dir()
+    entries = cache_entries(directory)
+    for entry in entries:
+        typer.echo(f"{entry.size:>12}  {entry.path.name}  {entry.key or '(unreadable)'}")
+    total = sum(entry.size for entry in entries)
+    typer.echo(f"{len(entries)} indexes, {total} bytes in {directory}", err=True)
+
+
+@cache_app.command("clear")
+def cache_clear_command(cache_dir: CacheDirOption = None) -> None:
+    """Delete every index in the cache."""
+    from symbolize.cache import clear_cache, default_cache_dir
+
+    directory = cache_dir or default_cache_dir()
+    typer.echo(f"removed {clear_cache(directory)} files from {directory}", err=True)
 
 
 def main() -> None:

@@ -1,0 +1,99 @@
+"""Everything a DwarfInfo can answer, decoded at once into plain lists.
+
+The persistent index (``symbolize/index``) stores this and answers lookups
+from it exactly as :meth:`DwarfInfo.frames_at` would: the same unit ranges,
+line sequences and rows, function ranges and inline trees, with names and
+call-site files already resolved to strings. A unit that fails to decode (or
+any of whose functions fails to expand) is exported with its error and no
+contents, so its addresses raise the same MalformedInputError.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from formats.dwarf.info import _DECODE_ERRORS, DwarfInfo
+from formats.dwarf.scan import _node_ranges
+
+
+@dataclass
+class ExportedUnit:
+    error: str | None = None
+    # Line table: sequences (low, high, first row, end row) sorted by low; rows as parallel lists.
+    has_lines: bool = False
+    sequences: list[tuple[int, int, int, int]] = field(default_factory=list)
+    row_addresses: list[int] = field(default_factory=list)
+    row_files: list[str | None] = field(default_factory=list)
+    row_lines: list[int] = field(default_factory=list)
+    row_columns: list[int] = field(default_factory=list)
+    # Function ranges (low, high, node) sorted by low, and the nodes in the order chain_at walks.
+    function_ranges: list[tuple[int, int, int]] = field(default_factory=list)
+    node_parent: list[int] = field(default_factory=list)
+    node_first: list[int] = field(default_factory=list)
+    node_end: list[int] = field(default_factory=list)
+    node_ranges: list[list[tuple[int, int]]] = field(default_factory=list)
+    node_name: list[str | None] = field(default_factory=list)
+    node_decl_line: list[int] = field(default_factory=list)
+    node_call_file: list[str | None] = field(default_factory=list)
+    node_call_line: list[int] = field(default_factory=list)
+    node_call_column: list[int] = field(default_factory=list)
+
+
+@dataclass
+class DwarfExport:
+    # (low, high, unit) sorted by low: which units cover which addresses.
+    unit_ranges: list[tuple[int, int, int]]
+    units: list[ExportedUnit]
+
+
+def export_dwarf(info: DwarfInfo) -> DwarfExport:
+    """Decode every unit of ``info`` completely. Raises MalformedInputError only for a broken .debug_info."""
+    states = info._load_units()
+    units = []
+    for state in states:
+        exported = ExportedUnit()
+        try:
+            _export_unit(info, state, exported)
+        except _DECODE_ERRORS as error:
+            state.error = state.error or f"compile unit at {state.unit.offset:#x}: {error}"
+        if state.error is not None:
+            exported = ExportedUnit(error=state.error)
+        units.append(exported)
+    return DwarfExport(list(info._unit_ranges), units)
+
+
+def _export_unit(info: DwarfInfo, state: object, exported: ExportedUnit) -> None:
+    from formats.dwarf.info import _UnitState
+
+    assert isinstance(state, _UnitState)
+    if not info._ensure_decoded(state):
+        return
+    index = state.index
+    assert index is not None
+    for node in list(index.deferred):
+        if node in index.deferred:
+            index._expand(node)
+    lines = state.lines
+    if lines is not None:
+        exported.has_lines = True
+        exported.sequences = list(lines.sequences)
+        exported.row_addresses = list(lines.addresses)
+        exported.row_files = [lines.file_name(i) for i in lines.file_indexes]
+        exported.row_lines = list(lines.lines)
+        exported.row_columns = list(lines.columns)
+    exported.function_ranges = list(index.function_ranges)
+    for node in range(len(index.node_ranges)):
+        ranges = index.node_ranges[node]
+        if ranges is None:
+            ranges = index.node_ranges[node] = _node_ranges(index.unit, index.node_attrs[node])
+        name, decl_line = info.node_name(state, node)
+        file, line, column = info.call_site(state, node) if index.node_parent[node] >= 0 else (None, 0, 0)
+        exported.node_parent.append(index.node_parent[node])
+        exported.node_first.append(index.node_first[node])
+        exported.node_end.append(index.node_end[node])
+        exported.node_ranges.append(ranges)
+        exported.node_name.append(name)
+        exported.node_decl_line.append(decl_line)
+        exported.node_call_file.append(file)
+        exported.node_call_line.append(line)
+        exported.node_call_column.append(column)

@@ -1,0 +1,1 @@
+"""The persistent address index: a binary's answers decoded once, then read through mmap."""

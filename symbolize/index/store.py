@@ -1,0 +1,155 @@
+"""The index file format: named typed arrays behind a checked header, read through mmap.
+
+Layout (little-endian)::
+
+    magic "SYMIDX\\0" + u8 format version
+    u32 header length, u32 array count, u32 CRC32 of the header that follows
+    header: the key (UTF-8, length-prefixed), then per array: name (length-prefixed ASCII),
+            type code (one byte of 'B', 'I', 'i', 'Q', 'q'), u64 offset, u64 count, u32 CRC32
+    arrays, each 8-byte aligned
+
+Arrays are mapped, not read: a lookup touches only the pages it needs, and each
+array's CRC32 is checked the first time it is used, so a damaged file is
+detected before any of its numbers is believed. Writing goes to a temporary
+file in the same directory, then ``os.replace``: readers see the old file or the
+new one, never half of one, and two writers racing leave one whole file.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+from array import array
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from formats.errors import MalformedInputError
+
+MAGIC = b"SYMIDX\0"
+FORMAT_VERSION = 1
+_PREFIX = struct.Struct("<7sBIII")
+_ENTRY = struct.Struct("<cQQI")
+_ITEM_SIZES = {"B": 1, "I": 4, "i": 4, "Q": 8, "q": 8}
+_TypeCode = Literal["B", "I", "i", "Q", "q"]
+_CASTS: dict[str, _TypeCode] = {"B": "B", "I": "I", "i": "i", "Q": "Q", "q": "q"}
+
+
+def write_index(path: Path, key: str, arrays: Mapping[str, array[int] | bytes]) -> None:
+    """Write ``arrays`` under ``key`` to ``path`` atomically."""
+    entries = []
+    blobs = []
+    offset = 0
+    for name, values in arrays.items():
+        data = values.tobytes() if isinstance(values, array) else bytes(values)
+        code = values.typecode if isinstance(values, array) else "B"
+        if code not in _ITEM_SIZES or (isinstance(values, array) and values.itemsize != _ITEM_SIZES[code]):
+            raise ValueError(f"array {name} has unsupported type {code}")  # a bug in the builder, not input
+        padding = -offset % 8
+        offset += padding
+        blobs.append(b"\0" * padding + data)
+        entries.append((name, code, offset, len(data) // _ITEM_SIZES[code], zlib.crc32(data)))
+        offset += len(data)
+    header = bytearray(_short_bytes(key.encode()))
+    for name, code, array_offset, count, crc in entries:
+        header += _short_bytes(name.encode("ascii")) + _ENTRY.pack(code.encode(), array_offset, count, crc)
+    header += b"\0" * (-(len(header) + _PREFIX.size) % 8)
+    prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header), len(entries), zlib.crc32(header))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as output:
+            output.write(prefix)
+            output.write(header)
+            for blob in blobs:
+                output.write(blob)
+            output.flush()
+            os.fsync(output.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _short_bytes(data: bytes) -> bytes:
+    return struct.pack("<H", len(data)) + data
+
+
+class IndexDamagedError(MalformedInputError):
+    """An index file's contents do not match their checksums."""
+
+
+class IndexFile:
+    """A mapped index file; ``array(name)`` returns a typed, checked, zero-copy view."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = path
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < _PREFIX.size:
+                raise MalformedInputError("index file is truncated", path)
+            self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        self._view = memoryview(self._map)
+        try:
+            self._entries = self._read_header(key)
+        except (struct.error, UnicodeDecodeError, IndexError) as error:
+            self.close()
+            raise MalformedInputError(f"index header is damaged: {error}", path) from error
+        except MalformedInputError:
+            self.close()
+            raise
+        self._checked: dict[str, memoryview] = {}
+
+    def _read_header(self, key: str) -> dict[str, tuple[str, int, int, int]]:
+        magic, version, header_length, count, crc = _PREFIX.unpack_from(self._view, 0)
+        if magic != MAGIC or version != FORMAT_VERSION:
+            raise MalformedInputError("not an index of this version", self.path)
+        header = bytes(self._view[_PREFIX.size : _PREFIX.size + header_length])
+        if len(header) != header_length or zlib.crc32(header) != crc:
+            raise MalformedInputError("index header checksum does not match", self.path)
+        position = 0
+        stored_key, position = _read_short(header, position)
+        if stored_key.decode() != key:
+            raise MalformedInputError("index belongs to another file", self.path)
+        base = _PREFIX.size + header_length
+        entries = {}
+        for _ in range(count):
+            name, position = _read_short(header, position)
+            code, offset, items, array_crc = _ENTRY.unpack_from(header, position)
+            position += _ENTRY.size
+            end = base + offset + items * _ITEM_SIZES[code.decode()]
+            if end > len(self._view):
+                raise MalformedInputError(f"index array {name.decode()} runs past the end of the file", self.path)
+            entries[name.decode("ascii")] = (code.decode(), base + offset, items, array_crc)
+        return entries
+
+    def array(self, name: str) -> memoryview:
+        view = self._checked.get(name)
+        if view is None:
+            entry = self._entries.get(name)
+            if entry is None:
+                raise IndexDamagedError(f"index has no array {name}", self.path)
+            code, start, items, crc = entry
+            raw = self._view[start : start + items * _ITEM_SIZES[code]]
+            if zlib.crc32(raw) != crc:
+                raise IndexDamagedError(f"index array {name} is damaged", self.path)
+            view = self._checked[name] = raw.cast(_CASTS[code])
+        return view
+
+    def close(self) -> None:
+        for view in getattr(self, "_checked", {}).values():
+            view.release()
+        self._checked = {}
+        self._view.release()
+        self._map.close()
+
+
+def _read_short(data: bytes, position: int) -> tuple[bytes, int]:
+    (length,) = struct.unpack_from("<H", data, position)
+    end = position + 2 + length
+    if end > len(data):
+        raise IndexError("length-prefixed field runs past the header")
+    return data[position + 2 : end], end

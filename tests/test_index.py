@@ -1,0 +1,119 @@
+"""The persistent index: the same answers as the uncached path, and never trusted when damaged."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from formats.elf import ElfFile
+from symbolize.api import build_indexes, lookup
+from symbolize.cache import cache_entries, clear_cache, index_key, index_path, load_index
+from symbolize.cli.app import app
+from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
+from symbolize.index.indexed import IndexedObject
+from symbolize.index.store import IndexFile
+from symbolize.module import Module
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+DEBUG_DIR = FIXTURES / "bin" / "debug"
+BINARIES = sorted({FIXTURES / json.loads(p.read_text())["binary"] for p in (FIXTURES / "expected").glob("*.json")})
+
+
+def _module(binary: Path, cache: ObjectCache) -> Module:
+    return open_module(binary, DiscoveryOptions(debug_dirs=[DEBUG_DIR], cache=cache))
+
+
+def _addresses(binary: Path) -> list[int]:
+    """Every stored llvm-symbolizer address, plus random ones all over the executable segments."""
+    expected = json.loads((FIXTURES / "expected" / f"{binary.name}.json").read_text())
+    vaddrs = [int(entry["address"], 16) for entry in expected["addresses"]]
+    rng = random.Random(binary.name)
+    with ElfFile(binary) as elf:
+        for segment in elf.segments():
+            if segment.executable:
+                vaddrs += [rng.randrange(segment.vaddr, segment.vaddr + segment.memsz) for _ in range(1500)]
+    return vaddrs
+
+
+@pytest.mark.parametrize("binary", BINARIES, ids=lambda p: p.name)
+def test_indexed_answers_are_identical_to_the_uncached_path(binary: Path, tmp_path: Path) -> None:
+    vaddrs = _addresses(binary)
+    uncached = _module(binary, ObjectCache())
+    indexed = _module(binary, ObjectCache(tmp_path, build_missing_indexes=True))
+    assert any(isinstance(source, IndexedObject) for source in [*indexed.debug_files, indexed.binary])
+    assert indexed.lookup(vaddrs) == uncached.lookup(vaddrs)
+
+
+def _built(tmp_path: Path, name: str = "cppdemo-gcc-dwarf5-pie") -> tuple[ElfFile, Path]:
+    elf = ElfFile(FIXTURES / "bin" / name)
+    build_indexes([elf.path], cache_dir=tmp_path)
+    return elf, index_path(tmp_path, index_key(elf))
+
+
+def test_damaged_index_is_never_believed(tmp_path: Path) -> None:
+    elf, path = _built(tmp_path, "cdemo-clang-dwarf5-pie")
+    index = IndexFile(path, index_key(elf))
+    _, start, items, _ = index._entries["row_addr"]  # an array every line lookup reads
+    index.close()
+    data = bytearray(path.read_bytes())
+    data[start + 8 * (items // 2)] ^= 0xFF
+    path.write_bytes(bytes(data))
+    vaddrs = _addresses(elf.path)
+    damaged = _module(elf.path, ObjectCache(tmp_path))
+    # The header is intact, so the index opens; the damage shows when the array is first used.
+    assert isinstance(damaged.binary, IndexedObject)
+    assert damaged.lookup(vaddrs) == _module(elf.path, ObjectCache()).lookup(vaddrs)
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("cut", [0, 10, 30, 200])
+def test_truncated_index_is_refused_and_removed(tmp_path: Path, cut: int) -> None:
+    elf, path = _built(tmp_path)
+    path.write_bytes(path.read_bytes()[:cut])
+    assert load_index(elf, tmp_path) is None
+    assert not path.exists()
+
+
+def test_index_of_another_file_is_not_trusted(tmp_path: Path) -> None:
+    _, path = _built(tmp_path)
+    other = ElfFile(FIXTURES / "bin" / "cdemo-gcc-dwarf5-pie")
+    # Put the first file's index where the second one's belongs.
+    target = index_path(tmp_path, index_key(other))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(path.read_bytes())
+    assert load_index(other, tmp_path) is None
+
+
+def test_two_builders_at_once_leave_one_whole_index(tmp_path: Path) -> None:
+    binary = FIXTURES / "bin" / "rustdemo-full"
+    threads = [threading.Thread(target=build_indexes, args=([binary],), kwargs={"cache_dir": tmp_path}) for _ in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    entries = cache_entries(tmp_path)
+    assert [entry.path.suffix for entry in entries] == [".idx"]
+    vaddrs = _addresses(binary)[:2000]
+    assert lookup(binary, vaddrs, cache_dir=tmp_path) == lookup(binary, vaddrs, use_cache=False)
+
+
+def test_cli_index_show_clear_and_no_cache(tmp_path: Path) -> None:
+    runner = CliRunner()
+    binary = FIXTURES / "bin" / "cppdemo-clang-dwarf5-pie"
+    built = runner.invoke(app, ["index", str(binary), "--cache-dir", str(tmp_path)])
+    assert built.exit_code == 0, built.output
+    shown = runner.invoke(app, ["cache", "show", "--cache-dir", str(tmp_path)])
+    assert shown.exit_code == 0 and "build-id" in shown.output
+    args = ["lookup", "--obj", str(binary), "--json", "0x1312", "--cache-dir", str(tmp_path)]
+    warm = runner.invoke(app, args)
+    cold = runner.invoke(app, [*args, "--no-cache"])
+    assert warm.exit_code == cold.exit_code == 0
+    assert warm.output == cold.output and json.loads(warm.output)["frames"]
+    cleared = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path)])
+    assert cleared.exit_code == 0 and cache_entries(tmp_path) == []
+    assert clear_cache(tmp_path) == 0
