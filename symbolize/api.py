@@ -7,7 +7,6 @@ what ``llvm-symbolizer --obj`` takes.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -105,7 +104,9 @@ def shape_frames(result: list[Frame] | Unknown, mode: DemangleMode, inlines: boo
     if isinstance(result, Unknown) or not result:
         return result
     frames = [
-        dataclasses.replace(frame, function=demangle_name(frame.function, mode)) if frame.function else frame
+        Frame(demangle_name(frame.function, mode), frame.file, frame.line, frame.column, frame.start_line)
+        if frame.function
+        else frame
         for frame in result
     ]
     if inlines:

@@ -18,7 +18,7 @@ from pathlib import Path
 from formats.elf import ElfFile
 from formats.errors import MalformedInputError
 from formats.types import ObjectFile
-from symbolize.index.indexed import IndexedObject, build_index_arrays
+from symbolize.index.indexed import SCHEMA_VERSION, IndexedObject, build_index_arrays
 from symbolize.index.store import FORMAT_VERSION, IndexFile, write_index
 
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
@@ -46,7 +46,7 @@ def index_key(elf: ElfFile) -> str:
         if elf.debug_id is not None
         else f"path {elf.path.resolve()} size {stat.st_size} mtime {stat.st_mtime_ns}"
     )
-    return f"symbolize index {FORMAT_VERSION}.{ANSWER_VERSION} {identity}"
+    return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {identity}"
 
 
 def index_path(cache_dir: Path, key: str) -> Path:

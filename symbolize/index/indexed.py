@@ -14,13 +14,17 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 
-from formats.dwarf.export import export_dwarf
+from formats.dwarf.export import ExportedUnit, export_dwarf
 from formats.elf import ElfFile
 from formats.errors import MalformedInputError
 from formats.types import DebugId, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
 from symbolize.index.store import IndexDamagedError, IndexFile
+
+# The arrays an index holds and what they mean; part of every index's key (symbolize/cache.py).
+SCHEMA_VERSION = 2
 
 
 class _Strings:
@@ -63,8 +67,10 @@ def build_index_arrays(elf: ElfFile) -> dict[str, array[int] | bytes]:
             out["ur_high"].append(high)
             out["ur_unit"].append(unit_number)
             out["ur_max_high"].append(running)
+        chains: dict[tuple[int, ...], int] = {}
+        out["chain_begin"].append(0)
         for unit in exported.units:
-            node_base = len(out["node_parent"])
+            node_base = len(out["node_name"])
             row_base = len(out["row_addr"])
             out["unit_error"].append(strings.intern(unit.error))
             out["unit_has_lines"].append(1 if unit.has_lines else 0)
@@ -79,29 +85,24 @@ def build_index_arrays(elf: ElfFile) -> dict[str, array[int] | bytes]:
             out["row_file"].extend(strings.intern(file) for file in unit.row_files)
             out["row_line"].extend(unit.row_lines)
             out["row_column"].extend(unit.row_columns)
-            out["unit_fn_begin"].append(len(out["fn_low"]))
-            running = 0
-            for low, high, node in unit.function_ranges:
-                running = max(running, high)
-                out["fn_low"].append(low)
-                out["fn_high"].append(high)
-                out["fn_node"].append(node_base + node)
-                out["fn_max_high"].append(running)
-            out["unit_fn_end"].append(len(out["fn_low"]))
-            for node, parent in enumerate(unit.node_parent):
-                out["node_parent"].append(node_base + parent if parent >= 0 else -1)
-                out["node_first"].append(node_base + unit.node_first[node])
-                out["node_end"].append(node_base + unit.node_end[node])
+            out["unit_iv_begin"].append(len(out["iv_low"]))
+            for low, high, local_chain in _unit_intervals(unit):
+                chain = tuple(node_base + node for node in local_chain)
+                chain_id = chains.get(chain)
+                if chain_id is None:
+                    chain_id = chains[chain] = len(out["chain_begin"]) - 1
+                    out["chain_nodes"].extend(chain)
+                    out["chain_begin"].append(len(out["chain_nodes"]))
+                out["iv_low"].append(low)
+                out["iv_high"].append(high)
+                out["iv_chain"].append(chain_id)
+            out["unit_iv_end"].append(len(out["iv_low"]))
+            for node in range(len(unit.node_parent)):
                 out["node_name"].append(strings.intern(unit.node_name[node]))
                 out["node_decl_line"].append(unit.node_decl_line[node])
                 out["node_call_file"].append(strings.intern(unit.node_call_file[node]))
                 out["node_call_line"].append(unit.node_call_line[node])
                 out["node_call_column"].append(unit.node_call_column[node])
-                out["node_range_begin"].append(len(out["range_low"]))
-                for low, high in unit.node_ranges[node]:
-                    out["range_low"].append(low)
-                    out["range_high"].append(high)
-                out["node_range_end"].append(len(out["range_low"]))
     out["facts"].extend(
         [
             int(summary.has_symbols),
@@ -118,23 +119,107 @@ def build_index_arrays(elf: ElfFile) -> dict[str, array[int] | bytes]:
     return arrays
 
 
+def _unit_intervals(unit: ExportedUnit) -> list[tuple[int, int, tuple[int, ...]]]:
+    """Address intervals of a unit over which the inline chain does not change, with that chain.
+
+    The chain at an address depends only on which function and inline ranges
+    hold it, so it is constant between consecutive range endpoints; each
+    interval's chain is computed by the same walk as UnitIndex.chain_at.
+    """
+    lows = [low for low, _, _ in unit.function_ranges]
+    max_highs = []
+    running = 0
+    for _, high, _ in unit.function_ranges:
+        running = max(running, high)
+        max_highs.append(running)
+    points = {point for low, high, _ in unit.function_ranges for point in (low, high)}
+    points.update(point for ranges in unit.node_ranges for low, high in ranges for point in (low, high))
+    ordered = sorted(points)
+    intervals: list[tuple[int, int, tuple[int, ...]]] = []
+    for low, high in pairwise(ordered):
+        chain = _chain_at(unit, lows, max_highs, low)
+        if not chain:
+            continue
+        if intervals and intervals[-1][1] == low and intervals[-1][2] == chain:
+            intervals[-1] = (intervals[-1][0], high, chain)
+        else:
+            intervals.append((low, high, chain))
+    return intervals
+
+
+def _chain_at(unit: ExportedUnit, lows: list[int], max_highs: list[int], vaddr: int) -> tuple[int, ...]:
+    """UnitIndex.chain_at over an exported unit."""
+    position = bisect_right(lows, vaddr) - 1
+    node = -1
+    while position >= 0 and max_highs[position] > vaddr:
+        low, high, candidate = unit.function_ranges[position]
+        if low <= vaddr < high:
+            node = candidate
+            break
+        position -= 1
+    if node < 0:
+        return ()
+    chain = [node]
+    index, end = unit.node_first[node], unit.node_end[node]
+    while index < end:
+        if unit.node_parent[index] == chain[-1] and any(low <= vaddr < high for low, high in unit.node_ranges[index]):
+            chain.append(index)
+            index += 1
+        else:
+            index = unit.node_end[index]
+    return tuple(chain)
+
+
 _ARRAYS = {
     "sym_start": "Q", "sym_end": "Q", "sym_name": "Q", "sym_file": "Q",
     "ur_low": "Q", "ur_high": "Q", "ur_unit": "Q", "ur_max_high": "Q",
     "unit_error": "Q", "unit_has_lines": "B", "unit_seq_begin": "Q", "unit_seq_end": "Q",
-    "unit_fn_begin": "Q", "unit_fn_end": "Q",
+    "unit_iv_begin": "Q", "unit_iv_end": "Q",
     "seq_low": "Q", "seq_high": "Q", "seq_first": "Q", "seq_end": "Q",
     "row_addr": "Q", "row_file": "Q", "row_line": "Q", "row_column": "Q",
-    "fn_low": "Q", "fn_high": "Q", "fn_node": "Q", "fn_max_high": "Q",
-    "node_parent": "q", "node_first": "Q", "node_end": "Q", "node_name": "Q", "node_decl_line": "Q",
-    "node_call_file": "Q", "node_call_line": "Q", "node_call_column": "Q",
-    "node_range_begin": "Q", "node_range_end": "Q", "range_low": "Q", "range_high": "Q",
+    "iv_low": "Q", "iv_high": "Q", "iv_chain": "Q", "chain_nodes": "Q", "chain_begin": "Q",
+    "node_name": "Q", "node_decl_line": "Q", "node_call_file": "Q", "node_call_line": "Q", "node_call_column": "Q",
     "facts": "Q",
 }
 
 
 class IndexedObject:
     """``file``'s ObjectFile interface, with ``frames_at`` answered from ``index``."""
+
+    # The index's arrays, bound by _bind (see build_index_arrays for what each holds).
+    sym_start: memoryview
+    sym_end: memoryview
+    sym_name: memoryview
+    sym_file: memoryview
+    ur_low: memoryview
+    ur_high: memoryview
+    ur_unit: memoryview
+    ur_max_high: memoryview
+    unit_error: memoryview
+    unit_has_lines: memoryview
+    unit_seq_begin: memoryview
+    unit_seq_end: memoryview
+    unit_iv_begin: memoryview
+    unit_iv_end: memoryview
+    seq_low: memoryview
+    seq_high: memoryview
+    seq_first: memoryview
+    seq_end: memoryview
+    row_addr: memoryview
+    row_file: memoryview
+    row_line: memoryview
+    row_column: memoryview
+    iv_low: memoryview
+    iv_high: memoryview
+    iv_chain: memoryview
+    chain_nodes: memoryview
+    chain_begin: memoryview
+    node_name: memoryview
+    node_decl_line: memoryview
+    node_call_file: memoryview
+    node_call_line: memoryview
+    node_call_column: memoryview
+    facts: memoryview
 
     def __init__(self, file: ElfFile, index: IndexFile) -> None:
         self.file = file
@@ -144,12 +229,10 @@ class IndexedObject:
         self.arch = file.arch
         self.debug_id: DebugId | None = file.debug_id
         self.fixed_load_address = file.fixed_load_address
-        a = index.array
-        self._a = a
-        self._blob = a("str_blob")
-        self._offsets = a("str_offsets")
+        self._blob = index.array("str_blob")
+        self._offsets = index.array("str_offsets")
         self._strings: dict[int, str] = {}
-        facts = a("facts")
+        facts = index.array("facts")
         self._summary = DebugInfoSummary(
             has_symbols=bool(facts[0]),
             has_dwarf=bool(facts[1]),
@@ -160,6 +243,7 @@ class IndexedObject:
         )
         self._has_dwarf_index = bool(facts[4])
         self._damaged = False
+        self._bound = False
 
     # Delegated ----------------------------------------------------------------
 
@@ -206,7 +290,15 @@ class IndexedObject:
             self.index.path.unlink(missing_ok=True)
             return self.file.frames_at(vaddr)
 
+    def _bind(self) -> None:
+        """Map every array once (checking its CRC32): lookups then read plain attributes."""
+        for name in _ARRAYS:
+            setattr(self, name, self.index.array(name))
+        self._bound = True
+
     def _indexed_frames_at(self, vaddr: int) -> list[Frame]:
+        if not self._bound:
+            self._bind()
         frames = self._dwarf_frames(vaddr) if self._has_dwarf_index else None
         symbol = self._symbol_at(vaddr)
         if not frames:
@@ -217,38 +309,34 @@ class IndexedObject:
         return frames
 
     def _symbol_at(self, vaddr: int) -> tuple[str | None, str | None] | None:
-        a = self._a
-        starts = a("sym_start")
-        i = bisect_right(starts, vaddr) - 1
-        if i >= 0 and vaddr < a("sym_end")[i]:
-            return self._string(a("sym_name")[i]), self._string(a("sym_file")[i])
+        i = bisect_right(self.sym_start, vaddr) - 1
+        if i >= 0 and vaddr < self.sym_end[i]:
+            return self._string(self.sym_name[i]), self._string(self.sym_file[i])
         return None
 
     def _dwarf_frames(self, vaddr: int) -> list[Frame] | None:
         """As DwarfInfo.frames_at."""
-        a = self._a
-        lows = a("ur_low")
+        lows = self.ur_low
         position = bisect_right(lows, vaddr) - 1
-        max_high = a("ur_max_high")
+        max_high = self.ur_max_high
         error: str | None = None
         while position >= 0 and max_high[position] > vaddr:
-            low, high, unit = lows[position], a("ur_high")[position], a("ur_unit")[position]
+            low, high, unit = lows[position], self.ur_high[position], self.ur_unit[position]
             position -= 1
             if not low <= vaddr < high:
                 continue
             frames = self._frames_in_unit(unit, vaddr)
             if frames:
                 return frames
-            error = error or self._string(a("unit_error")[unit])
+            error = error or self._string(self.unit_error[unit])
         if error is not None:
             raise MalformedInputError(error, self.path)
         return None
 
     def _frames_in_unit(self, unit: int, vaddr: int) -> list[Frame] | None:
-        a = self._a
-        if a("unit_error")[unit]:
+        if self.unit_error[unit]:
             return None
-        row = self._row_at(unit, vaddr) if a("unit_has_lines")[unit] else None
+        row = self._row_at(unit, vaddr) if self.unit_has_lines[unit] else None
         chain = self._chain_at(unit, vaddr)
         if not chain and row is None:
             return None
@@ -256,57 +344,36 @@ class IndexedObject:
         if not chain:
             return [Frame(None, file, line, column)]
         frames = []
-        names, decls = a("node_name"), a("node_decl_line")
+        names, decls = self.node_name, self.node_decl_line
+        string = self._string
         for depth in range(len(chain) - 1, -1, -1):
             node = chain[depth]
-            frames.append(Frame(self._string(names[node]), file, line, column, decls[node]))
+            frames.append(Frame(string(names[node]), file, line, column, decls[node]))
             if depth:
-                file = self._string(a("node_call_file")[node])
-                line, column = a("node_call_line")[node], a("node_call_column")[node]
+                file = string(self.node_call_file[node])
+                line, column = self.node_call_line[node], self.node_call_column[node]
         return frames
 
     def _row_at(self, unit: int, vaddr: int) -> tuple[str | None, int, int] | None:
         """As LineTable.lookup."""
-        a = self._a
-        begin = a("unit_seq_begin")[unit]
-        seq_lows = a("seq_low")
-        position = bisect_right(seq_lows, vaddr, begin, a("unit_seq_end")[unit]) - 1
+        begin = self.unit_seq_begin[unit]
+        seq_lows = self.seq_low
+        position = bisect_right(seq_lows, vaddr, begin, self.unit_seq_end[unit]) - 1
         while position >= begin:
             low = seq_lows[position]
-            if low <= vaddr < a("seq_high")[position]:
-                row = bisect_right(a("row_addr"), vaddr, a("seq_first")[position], a("seq_end")[position]) - 1
-                return self._string(a("row_file")[row]), a("row_line")[row], a("row_column")[row]
+            if low <= vaddr < self.seq_high[position]:
+                row = bisect_right(self.row_addr, vaddr, self.seq_first[position], self.seq_end[position]) - 1
+                return self._string(self.row_file[row]), self.row_line[row], self.row_column[row]
             if low < vaddr - (1 << 24):
                 break
             position -= 1
         return None
 
-    def _chain_at(self, unit: int, vaddr: int) -> list[int]:
-        """As UnitIndex.chain_at."""
-        a = self._a
-        begin = a("unit_fn_begin")[unit]
-        fn_lows = a("fn_low")
-        position = bisect_right(fn_lows, vaddr, begin, a("unit_fn_end")[unit]) - 1
-        max_high = a("fn_max_high")
-        node = -1
-        while position >= begin and max_high[position] > vaddr:
-            if fn_lows[position] <= vaddr < a("fn_high")[position]:
-                node = a("fn_node")[position]
-                break
-            position -= 1
-        if node < 0:
-            return []
-        chain = [node]
-        parents, ends = a("node_parent"), a("node_end")
-        range_begin, range_end = a("node_range_begin"), a("node_range_end")
-        range_lows, range_highs = a("range_low"), a("range_high")
-        index, end = a("node_first")[node], ends[node]
-        while index < end:
-            if parents[index] == chain[-1] and any(
-                range_lows[r] <= vaddr < range_highs[r] for r in range(range_begin[index], range_end[index])
-            ):
-                chain.append(index)
-                index += 1
-            else:
-                index = ends[index]
-        return chain
+    def _chain_at(self, unit: int, vaddr: int) -> Sequence[int]:
+        """The inline chain at vaddr, outermost first: one interval, found by bisection."""
+        begin = self.unit_iv_begin[unit]
+        position = bisect_right(self.iv_low, vaddr, begin, self.unit_iv_end[unit]) - 1
+        if position < begin or vaddr >= self.iv_high[position]:
+            return ()
+        chain = self.iv_chain[position]
+        return self.chain_nodes[self.chain_begin[chain] : self.chain_begin[chain + 1]]
