@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from formats.elf import ElfFile
-from symbolize.api import build_indexes, lookup
+from symbolize.api import build_indexes, lookup, symbolize_profile
 from symbolize.cache import cache_entries, clear_cache, index_key, index_path, load_index
 from symbolize.cli.app import app
 from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
@@ -117,3 +117,13 @@ def test_cli_index_show_clear_and_no_cache(tmp_path: Path) -> None:
     cleared = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path)])
     assert cleared.exit_code == 0 and cache_entries(tmp_path) == []
     assert clear_cache(tmp_path) == 0
+
+
+def test_profile_rewrite_is_identical_with_the_index(tmp_path: Path) -> None:
+    profile = FIXTURES / "profiles" / "cppdemo-clang-dwarf5-pie.cpu.pb"
+    search = [FIXTURES / "bin"]
+    build_indexes([FIXTURES / "bin" / "cppdemo-clang-dwarf5-pie"], cache_dir=tmp_path)
+    assert cache_entries(tmp_path)
+    with_index, _ = symbolize_profile(profile, search_paths=search, cache_dir=tmp_path)
+    without, _ = symbolize_profile(profile, search_paths=search, use_cache=False)
+    assert with_index.SerializeToString(deterministic=True) == without.SerializeToString(deterministic=True)
