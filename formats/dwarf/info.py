@@ -35,7 +35,10 @@ from formats.types import Frame
 # (dwo_name, comp_dir, dwo_id) -> sections of the .dwo or .dwp, or None when not found.
 SplitDwarfResolver = Callable[[str, "str | None", "int | None"], "tuple[SectionGetter, Path] | None"]
 
-_DECODE_ERRORS = (DwarfFormatError, UnknownFormError, IndexError, ValueError, struct.error)
+# What decoding hostile bytes raises: our own checks; reads past a section's end (IndexError,
+# struct.error); and an attribute whose form has the wrong class for its meaning (a block where a
+# section offset belongs), which surfaces as TypeError where the value is used.
+_DECODE_ERRORS = (DwarfFormatError, UnknownFormError, IndexError, ValueError, struct.error, TypeError, OverflowError)
 _MAX_REFERENCE_DEPTH = 16
 
 
