@@ -107,6 +107,8 @@ class _FunctionSymbol:
     is_local: bool
     # End of the symbol's section: how far a size-0 symbol may reach.
     section_end: int | None
+    # (table rank, index in table): .symtab ranks above MiniDebugInfo, which ranks above .dynsym.
+    order: tuple[int, int] = (0, 0)
 
 
 class _Layout:
@@ -412,6 +414,7 @@ class ElfFile:
             raise self._fail(f"{section.name} entry size {stride} is too small", section.sh_offset)
         thumb_mask = ~1 if self.e_machine == EM_ARM else ~0
         source_file = None
+        rank = 2 if section.sh_type == SHT_SYMTAB else 0
         for pos in range(0, len(data) - layout.size + 1, stride):
             if self._layout.is_64:
                 st_name, st_info, _other, st_shndx, st_value, st_size = layout.unpack_from(data, pos)
@@ -432,7 +435,7 @@ class ElfFile:
                 home = self._sections[st_shndx]
                 section_end = home.sh_addr + home.sh_size
             symbol = Symbol(name, st_value & thumb_mask, st_size, source_file if is_local else None)
-            yield _FunctionSymbol(symbol, is_local, section_end)
+            yield _FunctionSymbol(symbol, is_local, section_end, (rank, pos // stride))
 
     def _mini_debug_info_symbols(self) -> list[_FunctionSymbol]:
         section = self._by_name.get(".gnu_debugdata")
@@ -442,7 +445,7 @@ class ElfFile:
         payload = self._unxz(data, section.sh_offset)
         try:
             with ElfFile(self.path, data=payload) as mini:
-                return mini._all_function_symbols()
+                return [replace(entry, order=(1, entry.order[1])) for entry in mini._all_function_symbols()]
         except MalformedInputError as err:
             # Offsets inside the payload mean nothing in the outer file; name the section instead.
             raise self._fail(f"in .gnu_debugdata: {err.reason}", section.sh_offset) from err
@@ -469,7 +472,7 @@ class ElfFile:
             for source in sources:
                 for entry in source:
                     key = (entry.symbol.name, entry.symbol.vaddr)
-                    if key not in found or entry.symbol.size > found[key].symbol.size:
+                    if key not in found or _preference(entry) > _preference(found[key]):
                         found[key] = entry
             self._symbols = sorted(found.values(), key=lambda e: (e.symbol.vaddr, e.symbol.name))
         return self._symbols
@@ -603,10 +606,11 @@ class ElfFile:
         return self._summary
 
 
-def _preference(entry: _FunctionSymbol) -> tuple[bool, bool, int, str]:
-    """Among symbols at one address, prefer sized, then global, then shortest name."""
-    name = entry.symbol.name
-    return (entry.symbol.size > 0, not entry.is_local, -len(name), name)
+def _preference(entry: _FunctionSymbol) -> tuple[int, tuple[int, int]]:
+    """Among symbols at one address, the one llvm-symbolizer names: the largest, then the last in
+    the symbol table (it stable-sorts by address and size and keeps the last of each address).
+    Identical code folded by the linker is where this matters: several names, one address."""
+    return entry.symbol.size, entry.order
 
 
 def _align_up(value: int, alignment: int) -> int:

@@ -10,10 +10,6 @@ Differences we keep on purpose, each checked by a rule narrower than "anything":
   inlined template instances), llvm-symbolizer prints the bare DW_AT_name
   (``for_each<...>``); we prefix the enclosing namespaces and classes
   (``std::for_each<...>``), which is what a profile reader wants.
-* Identical code folding. Where the linker folded identical functions, several
-  symbols start at the same address; llvm-symbolizer names the outermost frame
-  by whichever its unstable sort leaves first, we by a fixed preference (see
-  ``formats/elf.py``). Both are symbols at that address.
 * Addresses outside the code. Line and inline entries of code the linker
   discarded sit at address 0 (rustc's std); such addresses name nothing real,
   and the two tools disagree on which dead entry to report. They are left out.
@@ -65,12 +61,6 @@ def _same_frame(ours: FrameKey, theirs: FrameKey) -> bool:
 
 
 @cache
-def _symbol_starts(binary: Path) -> dict[str, int]:
-    with ElfFile(binary) as elf:
-        return {symbol.name: symbol.vaddr for symbol in elf.symbols()}
-
-
-@cache
 def _executable_ranges(binary: Path) -> list[tuple[int, int]]:
     with ElfFile(binary) as elf:
         return [(s.vaddr, s.vaddr + s.memsz) for s in elf.segments() if s.executable]
@@ -78,15 +68,6 @@ def _executable_ranges(binary: Path) -> list[tuple[int, int]]:
 
 def _in_code(binary: Path, vaddr: int) -> bool:
     return any(low <= vaddr < high for low, high in _executable_ranges(binary))
-
-
-def _folded_alias(binary: Path, ours: list[FrameKey], theirs: list[FrameKey]) -> bool:
-    """Only the outermost name differs, and both names are symbols starting at the same address."""
-    if len(ours) != len(theirs) or not all(_same_frame(o, t) for o, t in zip(ours[:-1], theirs[:-1], strict=True)):
-        return False
-    (our_name, *our_place), (their_name, *their_place) = ours[-1], theirs[-1]
-    starts = _symbol_starts(binary)
-    return our_place == their_place and our_name in starts and starts.get(our_name) == starts.get(their_name)
 
 
 def _split_dwarf_llvm_gap(ours: list[FrameKey], theirs: list[FrameKey]) -> bool:
@@ -126,7 +107,7 @@ def test_frames_agree_with_llvm_symbolizer(expected_path: Path) -> None:
             continue
         if split and _split_dwarf_llvm_gap(ours, theirs):
             continue
-        if _folded_alias(binary, ours, theirs) or not _in_code(binary, int(entry["address"], 16)):
+        if not _in_code(binary, int(entry["address"], 16)):
             continue
         disagreements.append((entry["address"], theirs, ours))
     assert disagreements == []
