@@ -382,7 +382,7 @@ class ElfFile:
         section = self._by_name.get("." + dwarf_name)
         raw = self._raw(section) if section is not None else None
         if section is not None and raw is not None:
-            data = raw
+            data = self._read_bytes(section.sh_offset, len(raw)) if self._file is not None else raw
             if section.sh_flags & SHF_COMPRESSED:
                 data = decompress_chdr(
                     raw,
@@ -397,6 +397,20 @@ class ElfFile:
             if legacy is not None and raw is not None:
                 data = decompress_zdebug(raw, path=self.path, file_offset=legacy.sh_offset)
         self._decoded[dwarf_name] = data
+        return data
+
+    def _read_bytes(self, file_offset: int, size: int) -> bytes:
+        """Read a range with a plain read, not through the mapping.
+
+        The DWARF reader wants ``bytes`` (it searches them); copying from the
+        mapping would fault the pages in and keep both the pages and the copy
+        resident, twice the memory for the largest sections of a binary.
+        """
+        assert self._file is not None
+        self._file.seek(file_offset)
+        data = self._file.read(size)
+        if len(data) != size:
+            raise self._fail("section is cut short: the file shrank while open", file_offset)
         return data
 
     # --- symbols -------------------------------------------------------------

@@ -9,6 +9,7 @@ this decoder is written by hand.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -28,10 +29,12 @@ def join_path(directory: str | None, name: str) -> str:
 @dataclass
 class LineTable:
     files: list[str | None]
-    addresses: list[int] = field(default_factory=list)
-    file_indexes: list[int] = field(default_factory=list)
-    lines: list[int] = field(default_factory=list)
-    columns: list[int] = field(default_factory=list)
+    # Typed arrays, not lists: a large unit has a million rows, and a list of int objects costs
+    # several times the memory.
+    addresses: array[int] = field(default_factory=lambda: array("Q"))
+    file_indexes: array[int] = field(default_factory=lambda: array("q"))
+    lines: array[int] = field(default_factory=lambda: array("q"))
+    columns: array[int] = field(default_factory=lambda: array("q"))
     # (low, high, first row, end row), sorted by low; high is the end_sequence address.
     sequences: list[tuple[int, int, int, int]] = field(default_factory=list)
     _sequence_lows: list[int] = field(default_factory=list)
