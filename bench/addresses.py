@@ -62,3 +62,16 @@ def sample_vaddrs(functions: list[FunctionRange], count: int, seed: int) -> list
         function = rng.choice(functions)
         vaddrs.append(function.vaddr + rng.randrange(function.size))
     return vaddrs
+
+
+def sample_unique_vaddrs(functions: list[FunctionRange], count: int, seed: int) -> list[int]:
+    """``count`` distinct addresses drawn like :func:`sample_vaddrs`, in the order first drawn."""
+    capacity = sum(function.size for function in functions)
+    if count > capacity:
+        raise SamplingError(f"only {capacity} distinct function bytes, {count} distinct addresses wanted")
+    rng = random.Random(seed)
+    chosen: dict[int, None] = {}
+    while len(chosen) < count:
+        function = rng.choice(functions)
+        chosen.setdefault(function.vaddr + rng.randrange(function.size))
+    return list(chosen)

@@ -7,6 +7,7 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -16,7 +17,16 @@ from elftools.elf.elffile import ELFFile
 REPO_DIR = Path(__file__).resolve().parent.parent
 
 
-def describe_environment(binary: Path, function_count: int, args: argparse.Namespace) -> list[tuple[str, str]]:
+def describe_environment(
+    binaries: Sequence[tuple[Path, int]], args: argparse.Namespace, start_revision: str
+) -> list[tuple[str, str]]:
+    """Key-value lines for a RESULTS.md section; ``binaries`` pairs each binary with its function count.
+
+    ``start_revision`` is the checkout's revision when the run began: with an editable install each
+    ``symbolize`` process runs the tree as it is at that moment, so a commit mid-run shows up here.
+    """
+    end_revision = git_revision()
+    revision = end_revision if end_revision == start_revision else f"{start_revision} at start, {end_revision} at end"
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
     return [
         ("date", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")),
@@ -26,9 +36,12 @@ def describe_environment(binary: Path, function_count: int, args: argparse.Names
         ("llvm-symbolizer", command_version(["llvm-symbolizer", "--version"], "version")),
         ("addr2line", command_version(["addr2line", "--version"], "")),
         ("symbolic", package_version("symbolic")),
-        ("symbolize", f"{package_version('pprof-symbolize')} (git {git_revision()})"),
-        ("binary", describe_binary(binary, function_count)),
+        ("symbolize", f"{package_version('pprof-symbolize')} (git {revision})"),
+        ("rustc", command_version(["rustc", "--version"], "rustc")),
+        ("g++", command_version(["g++", "--version"], "g++")),
+        *(("binary", describe_binary(binary, count)) for binary, count in binaries),
         ("sampling", f"seed {args.seed}, repeat {args.repeat or '5 (3 for N>=10000)'}, whole-process wall time"),
+        ("profile", f"{args.profile_locations} unique locations, {args.profile_repeat} runs per mode"),
     ]
 
 
@@ -81,16 +94,16 @@ def git_revision() -> str:
 def describe_binary(binary: Path, function_count: int) -> str:
     with binary.open("rb") as stream:
         elf = ELFFile(stream)
-        dwarf_bytes = sum(
-            section["sh_size"] for section in elf.iter_sections() if section.name.startswith((".debug_", ".zdebug_"))
-        )
+        sections = [section for section in elf.iter_sections() if section.name.startswith((".debug_", ".zdebug_"))]
+        dwarf_bytes = sum(section["sh_size"] for section in sections)
+        info_bytes = sum(section["sh_size"] for section in sections if section.name.endswith("debug_info"))
     try:
         shown = binary.relative_to(REPO_DIR)
     except ValueError:
         shown = binary
     return (
-        f"`{shown}`, {_size(binary.stat().st_size)} file, {_size(dwarf_bytes)} DWARF sections, "
-        f"{function_count} functions"
+        f"`{shown}`, {_size(binary.stat().st_size)} file, {_size(dwarf_bytes)} DWARF sections "
+        f"(.debug_info {_size(info_bytes)}), {function_count} functions"
     )
 
 

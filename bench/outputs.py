@@ -52,7 +52,8 @@ def parse_symbolize_json(text: str) -> Stacks:
 
 
 PARSERS: dict[str, Callable[[str], Stacks]] = {
-    "symbolize": parse_symbolize_json,
+    "symbolize (cold)": parse_symbolize_json,
+    "symbolize (warm)": parse_symbolize_json,
     "llvm-symbolizer": parse_llvm_symbolizer,
     "symbolic (cold)": parse_symbolic_lookup,
     "symbolic (warm)": parse_symbolic_lookup,
@@ -71,9 +72,7 @@ def parse_stacks(tool: str, text: str) -> Stacks | None:
 
 
 def _same_stack(mine: list[str], theirs: list[str]) -> bool:
-    return len(mine) == len(theirs) and all(
-        a == b or a.endswith("::" + b) for a, b in zip(mine, theirs, strict=True)
-    )
+    return len(mine) == len(theirs) and all(a == b or a.endswith("::" + b) for a, b in zip(mine, theirs, strict=True))
 
 
 def agreement(stacks: Stacks | None, baseline: Stacks | None) -> str:

@@ -1,13 +1,15 @@
 """Benchmark `symbolize lookup` against llvm-symbolizer, addr2line and Sentry's symbolic.
 
-For each batch size N, samples N object-file addresses inside functions of the binary (fixed seed),
-feeds them on stdin to each tool as a fresh process, and records whole-process wall time and peak
-RSS. Runs alternate between tools within each repetition so that drift in machine load (the bench
-machine may be shared) spreads over all tools instead of landing on one.
+For each binary and batch size N, samples N object-file addresses inside functions of the binary
+(fixed seed), feeds them on stdin to each tool as a fresh process, and records whole-process wall time
+and peak RSS. Runs alternate between tools within each repetition so that drift in machine load (the
+bench machine may be shared) spreads over all tools instead of landing on one. `symbolize` and
+`symbolic` run cold (no cache) and warm (a cache built before timing). Then a whole `symbolize profile`
+of a 10,000-location bare-hex profile of the first binary is timed, cold and warm.
 
-    python bench/run.py                                  # the large binary (bench/build_large.sh)
+    python bench/run.py                                  # libpython, bench/work/rustgen, bench/work/cppcheck
     python bench/run.py --binary fixtures/bin/<x> --sizes 100,1000 --repeat 3
-    python bench/run.py --markdown >> bench/RESULTS.md
+    python bench/run.py --markdown                       # a section for bench/RESULTS.md
 """
 
 from __future__ import annotations
@@ -16,19 +18,21 @@ import argparse
 import shutil
 import statistics
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from addresses import FunctionRange, SamplingError, function_ranges, sample_vaddrs
-from environment import describe_environment
+from caches import SYMBOLIZE, Prepared, cold_flags, prepare_symbolize_index, prepare_symcache
+from environment import describe_environment, git_revision
 from measure import Measurement, run_measured
 from outputs import Stacks, agreement, parse_stacks
+from profile_timing import PROFILE_HEADER, ProfileJob, time_profile
 
 BENCH_DIR = Path(__file__).resolve().parent
-REPO_DIR = BENCH_DIR.parent
-LARGE_BINARY = BENCH_DIR / "work" / "large"
+WORK_DIR = BENCH_DIR / "work"
 BASELINE = "llvm-symbolizer"
 DEFAULT_SEED = 1234
 
@@ -37,7 +41,8 @@ DEFAULT_SEED = 1234
 class Tool:
     name: str
     argv: list[str] | None
-    unavailable: str = ""
+    # Why the tool cannot run when argv is None; otherwise shown beside its rows (cache build time).
+    note: str = ""
 
 
 @dataclass
@@ -58,41 +63,49 @@ class Cell:
         return max(sizes) / 2**20 if sizes else None
 
 
-def make_tools(binary: Path, symcache: Path, symcache_ready: str) -> list[Tool]:
+def default_binaries() -> list[tuple[Path, str]]:
+    """The issue's three binaries, each with how to get it when it is missing."""
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    library = sysconfig.get_config_var("LDLIBRARY") or ""
+    return [
+        (Path(libdir) / library, "this Python has no shared libpython (build it with --enable-shared)"),
+        (WORK_DIR / "rustgen", "build it with: bench/build_rust.sh"),
+        (WORK_DIR / "cppcheck", "build it with: bench/build_cppcheck.sh"),
+    ]
+
+
+def make_tools(binary: Path, cache_dir: Path, index: Prepared, symcache: Path, symcache_ready: Prepared) -> list[Tool]:
     python = sys.executable
     symbolic_script = str(BENCH_DIR / "symbolic_lookup.py")
     llvm_symbolizer = shutil.which("llvm-symbolizer")
     addr2line = shutil.which("addr2line")
+    lookup = [*SYMBOLIZE, "lookup", "--obj", str(binary), "--json"]
     return [
-        Tool("symbolize", [python, "-m", "symbolize", "lookup", "--obj", str(binary), "--json"]),
+        Tool("symbolize (cold)", [*lookup, *cold_flags()]),
+        Tool(
+            "symbolize (warm)",
+            None if index.failure else [*lookup, "--cache-dir", str(cache_dir)],
+            index.note,
+        ),
         Tool(
             BASELINE,
             [llvm_symbolizer, f"--obj={binary}", "--inlines", "--demangle"] if llvm_symbolizer else None,
-            "llvm-symbolizer not on PATH",
+            "" if llvm_symbolizer else "llvm-symbolizer not on PATH",
         ),
         Tool(
             "addr2line",
             [addr2line, "-f", "-i", "-C", "-e", str(binary)] if addr2line else None,
-            "addr2line not on PATH",
+            "" if addr2line else "addr2line not on PATH",
         ),
         Tool("symbolic (cold)", [python, symbolic_script, "--obj", str(binary)]),
         Tool(
             "symbolic (warm)",
-            None if symcache_ready else [python, symbolic_script, "--obj", str(binary), "--symcache", str(symcache)],
-            symcache_ready,
+            None
+            if symcache_ready.failure
+            else [python, symbolic_script, "--obj", str(binary), "--symcache", str(symcache)],
+            symcache_ready.note,
         ),
     ]
-
-
-def prepare_symcache(binary: Path, symcache: Path, scratch: Path, timeout: float) -> str:
-    """Write the SymCache the warm runs reuse (untimed). Returns why it failed, or ''."""
-    empty = scratch / "empty"
-    empty.write_bytes(b"")
-    argv = [sys.executable, str(BENCH_DIR / "symbolic_lookup.py"), "--obj", str(binary)]
-    result = run_measured([*argv, "--write-symcache", str(symcache)], empty, scratch, timeout)
-    if result.exit_code != 0 or not symcache.exists():
-        return f"building the SymCache failed: {result.stderr_tail or result.exit_code}"
-    return ""
 
 
 def describe_failure(run: Measurement) -> str:
@@ -110,7 +123,7 @@ def benchmark(
     for tool in tools:
         if tool.argv is None:
             for n in sizes:
-                cells[tool.name, n].failure = tool.unavailable
+                cells[tool.name, n].failure = tool.note
     with tempfile.TemporaryDirectory(prefix="symbolize-bench-") as scratch_name:
         scratch = Path(scratch_name)
         for n in sizes:
@@ -140,7 +153,9 @@ def benchmark(
     return cells
 
 
-def table_rows(tools: Sequence[Tool], sizes: Sequence[int], cells: dict[tuple[str, int], Cell]) -> list[list[str]]:
+def table_rows(
+    label: str, tools: Sequence[Tool], sizes: Sequence[int], cells: dict[tuple[str, int], Cell]
+) -> list[list[str]]:
     rows = []
     for n in sizes:
         baseline = cells.get((BASELINE, n))
@@ -150,29 +165,27 @@ def table_rows(tools: Sequence[Tool], sizes: Sequence[int], cells: dict[tuple[st
             cell = cells[tool.name, n]
             seconds = cell.median_seconds
             if seconds is None or cell.failure:
-                rows.append([tool.name, str(n), "n/a", "n/a", "n/a", "-", cell.failure or "no runs"])
+                rows.append([label, tool.name, str(n), "n/a", "n/a", "n/a", "-", cell.failure or "no runs"])
                 continue
             ratio = f"{seconds / baseline_seconds:.2f}x" if baseline_seconds else "n/a"
             rss = cell.peak_rss_mb
             agree = agreement(cell.stacks, baseline_stacks)
-            rows.append(
-                [tool.name, str(n), f"{seconds:.3f}", ratio, f"{rss:.0f}" if rss is not None else "n/a", agree, ""]
-            )
+            rss_text = f"{rss:.0f}" if rss is not None else "n/a"
+            rows.append([label, tool.name, str(n), f"{seconds:.3f}", ratio, rss_text, agree, tool.note])
     return rows
 
 
-HEADER = ["tool", "N", "median s", f"vs {BASELINE}", "peak RSS MB", "same frames", "note"]
+HEADER = ["binary", "tool", "N", "median s", f"vs {BASELINE}", "peak RSS MB", "same frames", "note"]
 
 
-def format_plain(rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in [HEADER, *rows]]
+def format_plain(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in [header, *rows]]
     return "\n".join(line.rstrip() for line in lines)
 
 
-def format_markdown(rows: list[list[str]], environment: list[tuple[str, str]]) -> str:
-    lines = [f"- {key}: {value}" for key, value in environment]
-    lines += ["", "| " + " | ".join(HEADER) + " |", "|" + "|".join(["---"] * len(HEADER)) + "|"]
+def format_markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -187,40 +200,101 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
+def binary_label(binary: Path) -> str:
+    return binary.name
+
+
+def find_binaries(requested: list[Path] | None) -> tuple[list[Path], list[str]]:
+    """Existing binaries to measure, and one message per binary that is missing."""
+    candidates = [(path, "") for path in requested] if requested else default_binaries()
+    found, missing = [], []
+    for path, hint in candidates:
+        if path.is_file():
+            found.append(path.resolve())
+        else:
+            missing.append(f"no binary at {path}. {hint}".rstrip())
+    return found, missing
+
+
+def measure_binary(
+    binary: Path, functions: list[FunctionRange], args: argparse.Namespace, profile: bool
+) -> tuple[list[list[str]], list[list[str]]]:
+    """Lookup rows for one binary, and profile rows when ``profile`` is set."""
+    label = binary_label(binary)
+    with tempfile.TemporaryDirectory(prefix="symbolize-bench-cache-") as cache_name:
+        cache_root = Path(cache_name)
+        scratch = cache_root / "scratch"
+        scratch.mkdir()
+        symbolize_cache = cache_root / "symbolize"
+        symcache = cache_root / "binary.symcache"
+        print(f"{binary}: {len(functions)} functions; preparing caches (untimed)", file=sys.stderr)
+        index = prepare_symbolize_index(binary, symbolize_cache, scratch, args.timeout)
+        symcache_ready = prepare_symcache(binary, symcache, scratch, args.timeout)
+        tools = make_tools(binary, symbolize_cache, index, symcache, symcache_ready)
+        cells = benchmark(tools, functions, args.sizes, args)
+        rows = table_rows(label, tools, args.sizes, cells)
+        profile_rows: list[list[str]] = []
+        if profile:
+            print(f"{binary}: symbolize profile, {args.profile_locations} locations", file=sys.stderr)
+            job = ProfileJob(binary, label, args.profile_locations, args.seed, args.profile_repeat, args.timeout)
+            profile_rows = time_profile(job, index, symbolize_cache, scratch)
+    return rows, profile_rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--binary", type=Path, default=LARGE_BINARY, help="ELF binary with DWARF")
+    parser.add_argument(
+        "--binary", type=Path, action="append", help="ELF binary with DWARF; repeat for several (default: the three)"
+    )
     parser.add_argument("--sizes", type=parse_sizes, default=[100, 1000, 10_000], help="e.g. 100,1000,10000")
     parser.add_argument("--repeat", type=int, default=0, help="runs per tool and N (default 5; 3 for N>=10000)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="address sampling seed")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before one run is killed")
+    parser.add_argument(
+        "--profile-locations",
+        type=int,
+        default=10_000,
+        help="unique locations in the profile of the first binary; 0 skips",
+    )
+    parser.add_argument("--profile-repeat", type=int, default=3, help="runs per mode of `symbolize profile`")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown section for RESULTS.md")
     args = parser.parse_args()
 
-    binary: Path = args.binary.resolve()
-    if not binary.is_file():
-        hint = f"build it with: {BENCH_DIR.relative_to(REPO_DIR)}/build_large.sh" if args.binary == LARGE_BINARY else ""
-        print(f"error: no binary at {binary}. {hint}".rstrip(), file=sys.stderr)
-        return 2
-    try:
-        functions = function_ranges(binary)
-    except SamplingError as error:
-        print(f"error: {error}", file=sys.stderr)
+    start_revision = git_revision()
+    binaries, missing = find_binaries(args.binary)
+    for message in missing:
+        print(f"warning: {message}", file=sys.stderr)
+    measured: list[tuple[Path, int]] = []
+    rows: list[list[str]] = []
+    profile_rows: list[list[str]] = []
+    for binary in binaries:
+        try:
+            functions = function_ranges(binary)
+        except SamplingError as error:
+            print(f"error: {error}", file=sys.stderr)
+            missing.append(str(error))
+            continue
+        wants_profile = args.profile_locations > 0 and not measured
+        binary_rows, binary_profile_rows = measure_binary(binary, functions, args, wants_profile)
+        rows += binary_rows
+        profile_rows += binary_profile_rows
+        measured.append((binary, len(functions)))
+    if not measured:
+        print("error: nothing to measure", file=sys.stderr)
         return 2
 
-    with tempfile.TemporaryDirectory(prefix="symbolize-bench-cache-") as cache_dir_name:
-        cache_dir = Path(cache_dir_name)
-        symcache = cache_dir / "binary.symcache"
-        symcache_failure = prepare_symcache(binary, symcache, cache_dir, args.timeout)
-        tools = make_tools(binary, symcache, symcache_failure)
-        print(f"{binary}: {len(functions)} functions; sizes {args.sizes}", file=sys.stderr)
-        cells = benchmark(tools, functions, args.sizes, args)
-
-    rows = table_rows(tools, args.sizes, cells)
     if args.markdown:
-        print(format_markdown(rows, describe_environment(binary, len(functions), args)))
+        environment = describe_environment(measured, args, start_revision)
+        lines = [f"- {key}: {value}" for key, value in environment]
+        lines += [f"- missing: {message}" for message in missing]
+        print("\n".join(lines))
+        print("\n" + format_markdown_table(HEADER, rows))
+        if profile_rows:
+            print("\n" + format_markdown_table(PROFILE_HEADER, profile_rows))
     else:
-        print(format_plain(rows))
+        print(format_plain(HEADER, rows))
+        if profile_rows:
+            print("\n" + format_plain(PROFILE_HEADER, profile_rows))
     return 0
 
 
