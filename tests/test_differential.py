@@ -178,3 +178,17 @@ def test_stored_answers_are_what_llvm_symbolizer_says_here(expected_path: Path) 
         names = [None if f["FunctionName"] in ("??", "") else f["FunctionName"] for f in frames]
         lines = [f["Line"] for f in frames]
         assert ([f["function"] for f in entry["frames"]], [f["line"] for f in entry["frames"]]) == (names, lines)
+
+
+@pytest.mark.parametrize("variant", ["cdemo-gcc-split4", "cdemo-clang-split"])
+def test_split_dwarf_from_the_dwo_alone_matches_the_package(variant: str, tmp_path: Path) -> None:
+    """The stored truth was read through the .dwp; without it the .dwo next to the binary must give the same."""
+    expected_path = FIXTURES / "expected" / f"{variant}.json"
+    for suffix in ("", ".dwo"):
+        shutil.copy(FIXTURES / "bin" / f"{variant}{suffix}", tmp_path / f"{variant}{suffix}")
+    module = open_module(tmp_path / variant, use_cache=False)
+    addresses = [int(entry["address"], 16) for entry in _expected(expected_path)["addresses"]]
+    from_dwo = [[] if isinstance(r, Unknown) else [(f.function, f.file, f.line, f.column) for f in r]
+                for r in module.lookup(addresses)]
+    assert from_dwo == _our_answers(expected_path)
+    assert sum(len(frames) > 1 for frames in from_dwo) > 50  # the inline trees really came from the .dwo
