@@ -367,6 +367,38 @@ class ElfFile:
         (crc,) = self._layout.word.unpack_from(raw, crc_at)
         return DebugLink(raw[:end].decode("utf-8", "surrogateescape"), crc)
 
+    def supplementary_link(self) -> tuple[str, bytes] | None:
+        """``.gnu_debugaltlink``: the dwz common file (path, build ID) this file's DWARF refers into."""
+        section = self._by_name.get(".gnu_debugaltlink")
+        data = self._raw(section) if section is not None else None
+        if data is None or section is None:
+            return None
+        raw = bytes(data)
+        end = raw.find(b"\0")
+        if end <= 0:
+            raise self._fail("malformed .gnu_debugaltlink", section.sh_offset)
+        return raw[:end].decode("utf-8", "surrogateescape"), raw[end + 1 :]
+
+    def _resolve_supplementary(self) -> tuple[SectionGetter, Path] | None:
+        """Sections of the dwz common file: at its recorded path, relative to this file, or beside it.
+
+        A candidate whose build ID differs from the one recorded is not used.
+        """
+        link = self.supplementary_link()
+        if link is None:
+            return None
+        name, build_id = link
+        recorded = Path(name)
+        candidates = [recorded] if recorded.is_absolute() else [self.path.parent / recorded]
+        candidates.append(self.path.parent / PurePath(name.replace("\\", "/")).name)
+        for candidate in dict.fromkeys(candidates):
+            opened = self._split_files.get(candidate)
+            if opened is None and candidate.is_file():
+                opened = self._split_files[candidate] = ElfFile(candidate)
+            if opened is not None and (not build_id or (opened.debug_id and opened.debug_id.value == build_id)):
+                return opened.section_data, candidate
+        return None
+
     # --- sections for the DWARF reader ---------------------------------------
 
     def section_data(self, dwarf_name: str) -> bytes | memoryview | None:
@@ -549,6 +581,7 @@ class ElfFile:
                         address_size=self.address_size,
                         little_endian=self.little_endian,
                         split_resolver=self._resolve_split,
+                        supplementary_resolver=self._resolve_supplementary,
                     )
                 except MalformedInputError as err:
                     self._dwarf_error = err

@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,14 @@ from formats.dwarf.lines import LineTable, decode_line_table
 from formats.dwarf.ranges import decode_ranges_attribute
 from formats.dwarf.reader import DwarfFormatError
 from formats.dwarf.scan import UnitIndex, scan_unit
-from formats.dwarf.sections import DwarfSections, SectionGetter
+from formats.dwarf.sections import DwarfSections, SectionGetter, section_bytes
 from formats.dwarf.split import load_split_sections
 from formats.dwarf.unit import Unit, parse_unit_header
 from formats.errors import MalformedInputError
 from formats.types import Frame
 
+# () -> sections of the dwz supplementary file named by .gnu_debugaltlink, or None when not found.
+SupplementaryResolver = Callable[[], "tuple[SectionGetter, Path] | None"]
 # (dwo_name, comp_dir, dwo_id) -> sections of the .dwo or .dwp, or None when not found.
 SplitDwarfResolver = Callable[[str, "str | None", "int | None"], "tuple[SectionGetter, Path] | None"]
 
@@ -67,11 +70,16 @@ class DwarfInfo:
         address_size: int = 8,
         little_endian: bool = True,
         split_resolver: SplitDwarfResolver | None = None,
+        supplementary_resolver: SupplementaryResolver | None = None,
     ) -> None:
         self.path = path
         self._getter = sections
         self._little_endian = little_endian
         self._split_resolver = split_resolver
+        self._supplementary_resolver = supplementary_resolver
+        # The dwz common file (.gnu_debugaltlink): found when units load, decoded on first use.
+        self._supplementary_found: tuple[SectionGetter, Path] | None = None
+        self._supplementary: DwarfInfo | None = None
         self._sections: DwarfSections | None = None
         self._states: list[_UnitState] | None = None
         self._unit_offsets: list[int] = []
@@ -121,7 +129,13 @@ class DwarfInfo:
     def _load_units(self) -> list[_UnitState]:
         if self._states is not None:
             return self._states
-        sections = self._sections = DwarfSections.from_getter(self._getter, self.path, self._little_endian)
+        sections = DwarfSections.from_getter(self._getter, self.path, self._little_endian)
+        if self._supplementary_resolver is not None:
+            self._supplementary_found = self._supplementary_resolver()
+            if self._supplementary_found is not None:
+                common_strings = section_bytes(self._supplementary_found[0], "debug_str")
+                sections = replace(sections, supplementary_str=common_strings)
+        self._sections = sections
         states: list[_UnitState] = []
         ranges: list[tuple[int, int, int]] = []
         offset = 0
@@ -364,9 +378,9 @@ class DwarfInfo:
         linkage = unit.string(*linkage_value) or None if linkage_value is not None else None
         name = unit.string(*name_value) if name_value is not None else None
         if (linkage is None or not decl_line) and reference is not None and depth < _MAX_REFERENCE_DEPTH:
-            target_unit, target = self._unit_for_reference(unit, unit.reference(*reference))
-            if target_unit is not None and target is not None:
-                origin_name, origin_decl = self._die_name(target_unit, target, depth + 1)
+            origin = self._origin_name(unit, reference, depth)
+            if origin is not None:
+                origin_name, origin_decl = origin
                 decl_line = decl_line or origin_decl
                 if linkage is None and (name is None or origin_name is not None):
                     # The origin's answer is a linkage name or an already qualified name.
@@ -374,6 +388,29 @@ class DwarfInfo:
         if linkage is None and name is not None:
             linkage = self._qualify(unit, die_offset, name)
         return linkage, decl_line
+
+    def _origin_name(self, unit: Unit, reference: tuple[int, Any], depth: int) -> tuple[str | None, int] | None:
+        """The name of the DIE an abstract origin or specification points to, in this file or
+        (DW_FORM_GNU_ref_alt) in the dwz supplementary file; None when it cannot be reached."""
+        form, value = reference
+        if form == c.DW_FORM_GNU_ref_alt:
+            supplementary = self._supplementary_info()
+            return supplementary.name_at(int(value)) if supplementary is not None else None
+        target_unit, target = self._unit_for_reference(unit, unit.reference(form, value))
+        if target_unit is None or target is None:
+            return None
+        return self._die_name(target_unit, target, depth + 1)
+
+    def name_at(self, die_offset: int) -> tuple[str | None, int] | None:
+        """(name, decl line) of the function DIE at a .debug_info offset, None if no unit holds it."""
+        state = self._unit_at_offset(die_offset)
+        return self._die_name(state.unit, die_offset) if state is not None and state.error is None else None
+
+    def _supplementary_info(self) -> DwarfInfo | None:
+        if self._supplementary is None and self._supplementary_found is not None:
+            getter, path = self._supplementary_found
+            self._supplementary = DwarfInfo(getter, path, little_endian=self._little_endian)
+        return self._supplementary
 
     def _unit_for_reference(self, unit: Unit, target: int | None) -> tuple[Unit | None, int | None]:
         if target is None:

@@ -17,7 +17,8 @@ SectionGetter = Callable[[str], "bytes | memoryview | None"]
 _EMPTY = b""
 
 
-def _load(getter: SectionGetter, name: str) -> bytes:
+def section_bytes(getter: SectionGetter, name: str) -> bytes:
+    """A section as bytes (empty when absent)."""
     data = getter(name)
     if data is None:
         return _EMPTY
@@ -38,18 +39,20 @@ class DwarfSections:
     line: bytes
     aranges: bytes
     little_endian: bool = True
+    # .debug_str of the dwz supplementary file, for DW_FORM_GNU_strp_alt.
+    supplementary_str: bytes = b""
 
     @classmethod
     def from_getter(cls, getter: SectionGetter, path: Path, little_endian: bool = True) -> DwarfSections:
         names = ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "ranges", "rnglists", "line", "aranges")
-        values = {name: _load(getter, "debug_" + name) for name in names}
+        values = {name: section_bytes(getter, "debug_" + name) for name in names}
         return cls(path=path, little_endian=little_endian, **values)
 
     @classmethod
     def from_dwo_getter(cls, getter: SectionGetter, path: Path, skeleton: DwarfSections) -> DwarfSections:
         """A split unit's sections: DIE data from the .dwo, addresses and lines from the skeleton."""
         names = ("info", "abbrev", "str", "str_offsets", "rnglists", "line")
-        dwo = {name: _load(getter, f"debug_{name}.dwo") for name in names}
+        dwo = {name: section_bytes(getter, f"debug_{name}.dwo") for name in names}
         return replace(
             skeleton,
             path=path,

@@ -149,7 +149,9 @@ class Unit:
             if position + self.offset_size > len(sections.str_offsets):
                 raise DwarfFormatError(f"string index {value} outside .debug_str_offsets")
             return _cstring_at(sections.str, self.read_offset(sections.str_offsets, position))
-        return None  # DW_FORM_GNU_strp_alt and friends: strings in a file we do not read
+        if form == c.DW_FORM_GNU_strp_alt and sections.supplementary_str:
+            return _cstring_at(sections.supplementary_str, value)
+        return None  # a supplementary string with no supplementary file found
 
     def address(self, form: int, value: int) -> int:
         if form in _ADDRX_FORMS:
