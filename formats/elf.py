@@ -297,11 +297,6 @@ class ElfFile:
             return None
         return self._checked_range(section.sh_offset, section.sh_size, f"section {section.name}")
 
-    def section_names(self) -> list[str]:
-        return [section.name for section in self._sections]
-
-    # --- identity and layout -------------------------------------------------
-
     def segments(self) -> Sequence[Segment]:
         return sorted(
             (

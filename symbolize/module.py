@@ -26,9 +26,6 @@ class Unknown:
     reason: str
 
 
-LookupResult = "list[Frame] | Unknown"
-
-
 @dataclass
 class Module:
     """``binary`` gives load segments and identity; ``debug_files`` (best first) give names.

@@ -121,9 +121,6 @@ class DwarfInfo:
         """Whether any unit is a skeleton whose DIEs live in a .dwo or .dwp."""
         return any(state.unit.dwo_name is not None for state in self._load_units())
 
-    def unit_count(self) -> int:
-        return len(self._load_units())
-
     # Units -------------------------------------------------------------------
 
     def _load_units(self) -> list[_UnitState]:

@@ -55,11 +55,6 @@ def read_sleb(data: bytes, offset: int) -> tuple[int, int]:
             return result, offset
 
 
-def read_cstring(data: bytes, offset: int) -> tuple[bytes, int]:
-    end = data.index(0, offset)
-    return data[offset:end], end + 1
-
-
 def uint_reader(size: int, little_endian: bool = True) -> UIntReader:
     """A function reading an unsigned integer of ``size`` bytes (1, 2, 3, 4 or 8) at an offset."""
     if size == 1:
@@ -71,9 +66,6 @@ def uint_reader(size: int, little_endian: bool = True) -> UIntReader:
     unpack = {2: _U16, 4: _U32, 8: _U64}[size] if little_endian else {2: _U16_BE, 4: _U32_BE, 8: _U64_BE}[size]
     return lambda data, offset: unpack(data, offset)[0]
 
-
-def decode_str(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
 
 
 def read_initial_length(data: bytes, offset: int, little_endian: bool, what: str) -> tuple[int, int, int]:
