@@ -37,6 +37,22 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+# Options several commands share.
+SearchPathsOption = Annotated[
+    list[Path] | None,
+    typer.Option("--search-path", metavar="DIR", help="Where to look for binaries and debug files."),
+]
+DebugDirsOption = Annotated[
+    list[Path] | None, typer.Option("--debug-dir", metavar="DIR", help="Debug file directory.")
+]
+CacheDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir", metavar="DIR", help="Index cache (default: $SYMBOLIZE_CACHE_DIR, else the per-user cache)."
+    ),
+]
+NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Do not read persistent indexes.")]
+
 # Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
 PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
 
@@ -93,17 +109,15 @@ def profile_command(
     in_path: Annotated[Path, typer.Argument(metavar="IN", help="pprof profile, gzipped or not.")],
     out_path: Annotated[
         Path | None,
-        typer.Option("-o", "--output", metavar="OUT", help="Output file [default: IN with .symbolized]."),
+        typer.Option(
+            "-o", "--output", metavar="OUT", help="Output file (default: IN with .symbolized before its extension)."
+        ),
     ] = None,
     binaries: Annotated[
         list[Path] | None, typer.Option("--binary", metavar="FILE", help="A binary of the profile.")
     ] = None,
-    search_paths: Annotated[
-        list[Path] | None, typer.Option("--search-path", metavar="DIR", help="Where to look for binaries.")
-    ] = None,
-    debug_dirs: Annotated[
-        list[Path] | None, typer.Option("--debug-dir", metavar="DIR", help="Debug file directory.")
-    ] = None,
+    search_paths: SearchPathsOption = None,
+    debug_dirs: DebugDirsOption = None,
     demangle: Annotated[DemangleChoice, typer.Option("--demangle", help="Name style.")] = DemangleChoice.full,
     no_return_address_adjust: Annotated[
         bool,
@@ -114,11 +128,8 @@ def profile_command(
     json_summary: Annotated[
         bool, typer.Option("--json-summary", help="Print the summary as JSON on stdout.")
     ] = False,
-    cache_dir: Annotated[
-        Path | None,
-        typer.Option("--cache-dir", metavar="DIR", help="Index cache [default: $SYMBOLIZE_CACHE_DIR, else per-user]."),
-    ] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read persistent indexes.")] = False,
+    cache_dir: CacheDirOption = None,
+    no_cache: NoCacheOption = False,
 ) -> None:
     """Rewrite a profile with function names, files and lines.
 
@@ -179,17 +190,10 @@ def lookup_command(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
     inlines: Annotated[bool, typer.Option("--inlines/--no-inlines", help="Show inlined frames.")] = True,
     demangle: Annotated[DemangleChoice, typer.Option("--demangle", help="Name style.")] = DemangleChoice.full,
-    search_paths: Annotated[
-        list[Path] | None, typer.Option("--search-path", metavar="DIR", help="Where to look for files.")
-    ] = None,
-    debug_dirs: Annotated[
-        list[Path] | None, typer.Option("--debug-dir", metavar="DIR", help="Debug file directory.")
-    ] = None,
-    cache_dir: Annotated[
-        Path | None,
-        typer.Option("--cache-dir", metavar="DIR", help="Index cache [default: $SYMBOLIZE_CACHE_DIR, else per-user]."),
-    ] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read persistent indexes.")] = False,
+    search_paths: SearchPathsOption = None,
+    debug_dirs: DebugDirsOption = None,
+    cache_dir: CacheDirOption = None,
+    no_cache: NoCacheOption = False,
 ) -> None:
     """Print the frames at object addresses, like llvm-symbolizer --obj.
 
@@ -228,16 +232,9 @@ def lookup_command(
 def index_command(
     ctx: typer.Context,
     binaries: Annotated[list[Path], typer.Argument(metavar="BINARY...", help="Binaries to index.")],
-    search_paths: Annotated[
-        list[Path] | None, typer.Option("--search-path", metavar="DIR", help="Where to look for files.")
-    ] = None,
-    debug_dirs: Annotated[
-        list[Path] | None, typer.Option("--debug-dir", metavar="DIR", help="Debug file directory.")
-    ] = None,
-    cache_dir: Annotated[
-        Path | None,
-        typer.Option("--cache-dir", metavar="DIR", help="Index cache [default: $SYMBOLIZE_CACHE_DIR, else per-user]."),
-    ] = None,
+    search_paths: SearchPathsOption = None,
+    debug_dirs: DebugDirsOption = None,
+    cache_dir: CacheDirOption = None,
 ) -> None:
     """Build the persistent index of each binary and its debug files, for fast later lookups."""
     from symbolize.api import build_indexes
@@ -251,10 +248,6 @@ def index_command(
 
 cache_app = typer.Typer(help="Show or clear the persistent index cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
-CacheDirOption = Annotated[
-    Path | None,
-    typer.Option("--cache-dir", metavar="DIR", help="Index cache [default: $SYMBOLIZE_CACHE_DIR, else per-user]."),
-]
 
 
 @cache_app.command("show")
