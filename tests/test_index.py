@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from formats.elf import ElfFile
 from symbolize.api import build_indexes, lookup, symbolize_profile
-from symbolize.cache import cache_entries, clear_cache, index_key, index_path, load_index
+from symbolize.cache import build_index, cache_entries, clear_cache, index_key, index_path, load_index
 from symbolize.cli.app import app
 from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
 from symbolize.index.indexed import IndexedObject
@@ -127,3 +127,20 @@ def test_profile_rewrite_is_identical_with_the_index(tmp_path: Path) -> None:
     with_index, _ = symbolize_profile(profile, search_paths=search, cache_dir=tmp_path)
     without, _ = symbolize_profile(profile, search_paths=search, use_cache=False)
     assert with_index.SerializeToString(deterministic=True) == without.SerializeToString(deterministic=True)
+
+
+def test_an_index_in_use_elsewhere_is_kept_when_replacing_it_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on Windows, where a file another process has mapped cannot be replaced."""
+    elf, path = _built(tmp_path)
+    before = path.read_bytes()
+
+    def refuse(source: str, destination: Path) -> None:
+        raise PermissionError(13, "in use", str(destination))
+
+    monkeypatch.setattr("symbolize.index.store.os.replace", refuse)
+    assert build_index(elf, tmp_path) == path  # builds and writes anew, whatever is there
+    assert path.read_bytes() == before
+    assert [entry.path for entry in cache_entries(tmp_path)] == [path]
+    assert not list(path.parent.glob("*.tmp"))

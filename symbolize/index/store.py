@@ -68,7 +68,14 @@ def write_index(path: Path, key: str, arrays: Mapping[str, array[int] | bytes]) 
                 output.write(blob)
             output.flush()
             os.fsync(output.fileno())
-        os.replace(temporary, path)
+        try:
+            os.replace(temporary, path)
+        except PermissionError:
+            # Windows refuses to replace a file another process has mapped. That file is an
+            # index of the same build, as good as ours: keep it and drop ours.
+            if not path.exists():
+                raise
+            Path(temporary).unlink(missing_ok=True)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
