@@ -16,7 +16,8 @@ Short-mode rules (on the fully demangled text):
 - ``(anonymous namespace)`` is kept; ``[abi:cxx11]`` tags and ``(.cold)`` /
   ``[clone .cold]`` suffixes are dropped
 - Rust ``<Type as Trait>::method``: a ``<...>`` that opens a path component is
-  the qualified self type, kept (with its own template arguments removed)
+  the qualified self type, kept (with its own template arguments removed); a bare
+  ``<Type>::method`` (an inherent impl, as v0 names print) reads ``Type::method``
 - Rust legacy names lose the ``::h<16 hex>`` hash and have their ``$LT$``-style
   escapes decoded before the above applies.
 """
@@ -133,7 +134,8 @@ def _strip(text: str, start: int, closer: str) -> tuple[str, int]:
         elif char == "<":
             if _at_component_start(out):
                 inner, index = _strip(text, index + 1, ">")
-                out.append(f"<{inner}>")
+                # <Type as Trait> names the trait impl; a bare <Type> (an inherent impl) is just Type.
+                out.append(f"<{inner}>" if " as " in inner else inner)
                 index += 1
             else:
                 index = _skip_balanced(text, index)

@@ -67,7 +67,7 @@ def test_full_matches_llvm() -> None:
         ),
         ("_RNvXs_NtCs1_5alloc3vecINtB4_3VecpENtNtNtCs2_4core3ops4drop4Drop4drop",
          "<alloc::vec::Vec as core::ops::drop::Drop>::drop"),
-        ("_RNvMNtCs1tX6gQW8B4T_5hello3fooNtB2_3Bar3new", "<hello::foo::Bar>::new"),
+        ("_RNvMNtCs1tX6gQW8B4T_5hello3fooNtB2_3Bar3new", "hello::foo::Bar::new"),
         ("main", "main"),
     ],
 )
@@ -89,6 +89,8 @@ def test_short(mangled: str, short: str) -> None:
         ("void (anonymous namespace)::foo<int>()", "(anonymous namespace)::foo"),
         ("std::function<void (int)>::operator()(int) const", "std::function::operator()"),
         ("bar::{closure#0}", "bar::{closure#0}"),
+        ("<alloc::raw_vec::RawVecInner>::grow_one", "alloc::raw_vec::RawVecInner::grow_one"),
+        ("<alloc::raw_vec::RawVec<u8>>::grow_one", "alloc::raw_vec::RawVec::grow_one"),
         ("a<b", "a<b"),
     ],
 )
