@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formats.types import Frame
 from symbolize.cache import default_cache_dir
@@ -19,10 +19,11 @@ from symbolize.discovery import DiscoveryOptions, ObjectCache
 from symbolize.discovery import open_module as discovery_open_module
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module, Unknown
-from symbolize.pprof import Profile, read_profile, write_profile
-from symbolize.rewrite import RewriteOptions
-from symbolize.rewrite import symbolize_profile as rewrite_profile
-from symbolize.summary import Summary
+
+if TYPE_CHECKING:
+    # Imported where used: looking addresses up should not pay for protobuf.
+    from symbolize.pprof import Profile
+    from symbolize.summary import Summary
 
 __all__ = ["build_indexes", "discovery_options", "lookup", "open_module", "symbolize_file", "symbolize_profile"]
 
@@ -94,33 +95,53 @@ def lookup(
     )
     try:
         module = discovery_open_module(Path(path), options)
-        return [shape_frames(result, demangle, inlines) for result in module.lookup(vaddrs)]
+        shaper = FrameShaper(demangle, inlines)
+        return [shaper.shape(result) for result in module.lookup(vaddrs)]
     finally:
         options.cache.close()
 
 
-def shape_frames(result: list[Frame] | Unknown, mode: DemangleMode, inlines: bool) -> list[Frame] | Unknown:
-    """Demangle a lookup result's names and, with ``inlines=False``, fold it into one frame."""
-    if isinstance(result, Unknown) or not result:
-        return result
-    frames = [
-        Frame(demangle_name(frame.function, mode), frame.file, frame.line, frame.column, frame.start_line)
-        if frame.function
-        else frame
-        for frame in result
-    ]
-    if inlines:
-        return frames
-    innermost, outermost = frames[0], frames[-1]
-    return [
-        Frame(
-            function=outermost.function,
-            file=innermost.file,
-            line=innermost.line,
-            column=innermost.column,
-            start_line=outermost.start_line,
-        )
-    ]
+class FrameShaper:
+    """Demangles a lookup result's names and, with ``inlines=False``, folds it into one frame.
+
+    Indexed lookups hand out the same Frame object for every address under one
+    inlined call, so each distinct frame is demangled once: the shaped frame is
+    remembered by the raw frame's identity (the raw frame is kept alive beside
+    it, so its id cannot be reused).
+    """
+
+    def __init__(self, mode: DemangleMode, inlines: bool) -> None:
+        self.mode = mode
+        self.inlines = inlines
+        self._shaped: dict[int, tuple[Frame, Frame]] = {}
+
+    def shape(self, result: list[Frame] | Unknown) -> list[Frame] | Unknown:
+        if isinstance(result, Unknown) or not result:
+            return result
+        frames = [self._frame(frame) for frame in result]
+        if self.inlines:
+            return frames
+        innermost, outermost = frames[0], frames[-1]
+        return [
+            Frame(
+                function=outermost.function,
+                file=innermost.file,
+                line=innermost.line,
+                column=innermost.column,
+                start_line=outermost.start_line,
+            )
+        ]
+
+    def _frame(self, frame: Frame) -> Frame:
+        found = self._shaped.get(id(frame))
+        if found is not None:
+            return found[1]
+        shaped = frame
+        name = demangle_name(frame.function, self.mode) if frame.function else frame.function
+        if name != frame.function:
+            shaped = Frame(name, frame.file, frame.line, frame.column, frame.start_line)
+        self._shaped[id(frame)] = (frame, shaped)
+        return shaped
 
 
 def symbolize_profile(
@@ -142,6 +163,10 @@ def symbolize_profile(
     by build ID or name). Raises MalformedInputError for an unreadable profile;
     mappings whose files are missing are reported in the summary.
     """
+    from symbolize.pprof import Profile, read_profile
+    from symbolize.rewrite import RewriteOptions
+    from symbolize.rewrite import symbolize_profile as rewrite_profile
+
     if isinstance(profile_or_path, Profile):
         profile = profile_or_path
     else:
@@ -176,6 +201,8 @@ def symbolize_file(
     ``gzip=None`` compresses the output when ``out_path`` ends in ``.gz`` or the
     input was gzipped.
     """
+    from symbolize.pprof import read_profile, write_profile
+
     profile, was_gzipped = read_profile(in_path)
     _, summary = symbolize_profile(
         profile,

@@ -10,12 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from formats.errors import MissingDebugInfoError
 from formats.types import Frame
 from symbolize import api
-from symbolize.cli.app import app, default_output_path, parse_address
+from symbolize.cli.app import _FrameText, app, default_output_path, parse_address
 from symbolize.discovery import DiscoveryOptions
 from symbolize.module import Module, Unknown
 from symbolize.pprof import read_profile, write_profile
@@ -68,6 +70,30 @@ def test_lookup_json_shape(fake_module: None) -> None:
     assert rows[1]["address"] == "0x10" and len(rows[1]["frames"]) == 2
     assert rows[2] == {"address": "0x20", "frames": []}
     assert rows[3] == {"address": "nonsense", "frames": []}
+
+
+@given(
+    function=st.none() | st.text(),
+    file=st.none() | st.text(),
+    line=st.integers(min_value=0, max_value=2**32),
+    column=st.integers(min_value=0, max_value=2**16),
+)
+def test_lookup_json_frames_are_spelled_as_json_dumps(
+    function: str | None, file: str | None, line: int, column: int
+) -> None:
+    frame = Frame(function, file, line, column)
+    expected = json.dumps({"function": function, "file": file, "line": line, "column": column})
+    assert _FrameText(as_json=True)(frame) == expected
+
+
+def test_lookup_json_lines_of_a_real_binary_are_json_dumps_lines() -> None:
+    vaddrs = [hex(vaddr) for vaddr in range(0x401000, 0x401400, 8)]
+    result = runner.invoke(app, ["lookup", "--obj", str(NOPIE), "--json", "--no-cache", *vaddrs])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(vaddrs)
+    assert sum(bool(json.loads(line)["frames"]) for line in lines) > len(vaddrs) // 2
+    assert all(json.dumps(json.loads(line)) == line for line in lines)
 
 
 def test_lookup_text_like_llvm_symbolizer(fake_module: None) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import random
 import threading
+from array import array
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,10 +16,11 @@ from formats.elf import ElfFile
 from symbolize.api import build_indexes, lookup, symbolize_profile
 from symbolize.cache import build_index, cache_entries, clear_cache, index_key, index_path, load_index
 from symbolize.cli.app import app
+from symbolize.demangle import DemangleMode, demangle
 from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
 from symbolize.index.indexed import IndexedObject
 from symbolize.index.store import IndexFile
-from symbolize.module import Module
+from symbolize.module import Module, Unknown
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEBUG_DIR = FIXTURES / "bin" / "debug"
@@ -58,10 +61,10 @@ def _built(tmp_path: Path, name: str = "cppdemo-gcc-dwarf5-pie") -> tuple[ElfFil
 def test_damaged_index_is_never_believed(tmp_path: Path) -> None:
     elf, path = _built(tmp_path, "cdemo-clang-dwarf5-pie")
     index = IndexFile(path, index_key(elf))
-    _, start, items, _ = index._entries["row_addr"]  # an array every line lookup reads
+    code, start, items, _ = index._entries["row_addr"]  # an array every line lookup reads
     index.close()
     data = bytearray(path.read_bytes())
-    data[start + 8 * (items // 2)] ^= 0xFF
+    data[start + array(code).itemsize * (items // 2)] ^= 0xFF
     path.write_bytes(bytes(data))
     vaddrs = _addresses(elf.path)
     damaged = _module(elf.path, ObjectCache(tmp_path))
@@ -69,6 +72,42 @@ def test_damaged_index_is_never_believed(tmp_path: Path) -> None:
     assert isinstance(damaged.binary, IndexedObject)
     assert damaged.lookup(vaddrs) == _module(elf.path, ObjectCache()).lookup(vaddrs)
     assert not path.exists()
+
+
+def test_index_arrays_take_the_narrowest_type(tmp_path: Path) -> None:
+    elf, path = _built(tmp_path)
+    index = IndexFile(path, index_key(elf))
+    try:
+        for name, (code, _, _, _) in index._entries.items():
+            values = index.array(name)
+            largest = max(values, default=0)
+            wanted = next((c for c, bits in (("B", 8), ("H", 16), ("I", 32), ("Q", 64)) if largest < 1 << bits))
+            assert code == wanted, name
+    finally:
+        index.close()
+
+
+@pytest.mark.parametrize("mode", ["full", "short", "none"])
+@pytest.mark.parametrize("inlines", [True, False])
+def test_shaped_lookups_match_demangling_each_frame(tmp_path: Path, mode: DemangleMode, inlines: bool) -> None:
+    """Indexed lookups share frames between addresses; shaping them once each changes no answer."""
+    binary = FIXTURES / "bin" / "cppdemo-clang-dwarf5-pie"
+    build_indexes([binary], cache_dir=tmp_path)
+    vaddrs = _addresses(binary)
+    raw = _module(binary, ObjectCache(tmp_path)).lookup(vaddrs)
+    shaped = lookup(binary, vaddrs, demangle=mode, inlines=inlines, debug_dirs=[DEBUG_DIR], cache_dir=tmp_path)
+    expected = []
+    for frames in raw:
+        if isinstance(frames, Unknown):
+            expected.append(frames)
+            continue
+        named = [
+            replace(frame, function=demangle(frame.function, mode)) if frame.function else frame for frame in frames
+        ]
+        if not inlines:
+            named = [replace(named[0], function=named[-1].function, start_line=named[-1].start_line)]
+        expected.append(named)
+    assert shaped == expected
 
 
 @pytest.mark.parametrize("cut", [0, 10, 30, 200])

@@ -16,15 +16,18 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from formats.dwarf.export import ExportedUnit, export_dwarf
 from formats.elf import ElfFile
 from formats.errors import MalformedInputError
 from formats.types import DebugId, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
 from symbolize.index.store import IndexDamagedError, IndexFile
 
+if TYPE_CHECKING:
+    from formats.dwarf.export import ExportedUnit
+
 # The arrays an index holds and what they mean; part of every index's key (symbolize/cache.py).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class _Strings:
@@ -48,6 +51,9 @@ class _Strings:
 
 def build_index_arrays(elf: ElfFile) -> dict[str, array[int] | bytes]:
     """Every answer ``elf`` can give, as named flat arrays (see IndexedObject for their use)."""
+    # Imported here: answering from an index never decodes DWARF.
+    from formats.dwarf.export import export_dwarf
+
     strings = _Strings()
     out: dict[str, array[int]] = {name: array(code) for name, code in _ARRAYS.items()}
     starts, ends, symbols = elf._symbol_index()
@@ -113,10 +119,19 @@ def build_index_arrays(elf: ElfFile) -> dict[str, array[int] | bytes]:
             *summary.dwarf_versions,
         ]
     )
-    arrays: dict[str, array[int] | bytes] = dict(out)
+    arrays: dict[str, array[int] | bytes] = {name: _narrowest(values) for name, values in out.items()}
     arrays["str_blob"] = bytes(strings.blob)
-    arrays["str_offsets"] = strings.offsets
+    arrays["str_offsets"] = _narrowest(strings.offsets)
     return arrays
+
+
+def _narrowest(values: array[int]) -> array[int]:
+    """``values`` in the smallest unsigned type that holds them: a smaller file to map and check."""
+    largest = max(values, default=0)
+    for code, limit in (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32)):
+        if largest < limit:
+            return values if values.typecode == code else array(code, values)
+    return values
 
 
 def _unit_intervals(unit: ExportedUnit) -> list[tuple[int, int, tuple[int, ...]]]:
@@ -244,6 +259,9 @@ class IndexedObject:
         self._has_dwarf_index = bool(facts[4])
         self._damaged = False
         self._bound = False
+        # Frames shared by every address under one inlined call (see _call_frame).
+        self._call_frames: dict[int, Frame] = {}
+        self._outermost_frames: dict[tuple[int, int], Frame] = {}
 
     # Delegated ----------------------------------------------------------------
 
@@ -299,23 +317,19 @@ class IndexedObject:
     def _indexed_frames_at(self, vaddr: int) -> list[Frame]:
         if not self._bound:
             self._bind()
-        frames = self._dwarf_frames(vaddr) if self._has_dwarf_index else None
-        symbol = self._symbol_at(vaddr)
-        if not frames:
-            return [Frame(function=symbol[0], file=symbol[1])] if symbol is not None else []
-        if symbol is not None:
-            outer = frames[-1]
-            frames[-1] = Frame(symbol[0], outer.file or symbol[1], outer.line, outer.column, outer.start_line)
-        return frames
+        symbol = bisect_right(self.sym_start, vaddr) - 1
+        if symbol >= 0 and vaddr >= self.sym_end[symbol]:
+            symbol = -1
+        frames = self._dwarf_frames(vaddr, symbol) if self._has_dwarf_index else None
+        if frames:
+            return frames
+        if symbol < 0:
+            return []
+        name, file = self._symbol(symbol)
+        return [Frame(function=name, file=file)]
 
-    def _symbol_at(self, vaddr: int) -> tuple[str | None, str | None] | None:
-        i = bisect_right(self.sym_start, vaddr) - 1
-        if i >= 0 and vaddr < self.sym_end[i]:
-            return self._string(self.sym_name[i]), self._string(self.sym_file[i])
-        return None
-
-    def _dwarf_frames(self, vaddr: int) -> list[Frame] | None:
-        """As DwarfInfo.frames_at."""
+    def _dwarf_frames(self, vaddr: int, symbol: int) -> list[Frame] | None:
+        """As DwarfInfo.frames_at, with the covering symbol (-1: none) naming the outermost frame."""
         lows = self.ur_low
         position = bisect_right(lows, vaddr) - 1
         max_high = self.ur_max_high
@@ -325,7 +339,7 @@ class IndexedObject:
             position -= 1
             if not low <= vaddr < high:
                 continue
-            frames = self._frames_in_unit(unit, vaddr)
+            frames = self._frames_in_unit(unit, vaddr, symbol)
             if frames:
                 return frames
             error = error or self._string(self.unit_error[unit])
@@ -333,7 +347,7 @@ class IndexedObject:
             raise MalformedInputError(error, self.path)
         return None
 
-    def _frames_in_unit(self, unit: int, vaddr: int) -> list[Frame] | None:
+    def _frames_in_unit(self, unit: int, vaddr: int, symbol: int) -> list[Frame] | None:
         if self.unit_error[unit]:
             return None
         row = self._row_at(unit, vaddr) if self.unit_has_lines[unit] else None
@@ -342,17 +356,56 @@ class IndexedObject:
             return None
         file, line, column = row if row is not None else (None, 0, 0)
         if not chain:
-            return [Frame(None, file, line, column)]
-        frames = []
-        names, decls = self.node_name, self.node_decl_line
-        string = self._string
-        for depth in range(len(chain) - 1, -1, -1):
-            node = chain[depth]
-            frames.append(Frame(string(names[node]), file, line, column, decls[node]))
-            if depth:
-                file = string(self.node_call_file[node])
-                line, column = self.node_call_line[node], self.node_call_column[node]
+            name, symbol_file = self._symbol(symbol)
+            return [Frame(name, file or symbol_file, line, column)]
+        innermost = chain[-1]
+        name, start_line = self._string(self.node_name[innermost]), self.node_decl_line[innermost]
+        if len(chain) == 1 and symbol >= 0:
+            name, symbol_file = self._symbol(symbol)
+            file = file or symbol_file
+        frames = [Frame(name, file, line, column, start_line)]
+        call_frames = self._call_frames
+        for depth in range(len(chain) - 1, 1, -1):
+            callee = chain[depth]
+            frame = call_frames.get(callee)
+            if frame is None:
+                frame = call_frames[callee] = self._call_frame(chain[depth - 1], callee)
+            frames.append(frame)
+        if len(chain) > 1:
+            key = (chain[1], symbol)
+            frame = self._outermost_frames.get(key)
+            if frame is None:
+                frame = self._outermost_frames[key] = self._outermost_frame(chain[0], chain[1], symbol)
+            frames.append(frame)
         return frames
+
+    def _call_frame(self, caller: int, callee: int) -> Frame:
+        """The frame of ``caller`` at its call site of the inlined ``callee``.
+
+        A chain's caller of a node is always the node's parent in the DIE tree,
+        so the frame depends on the callee alone: one Frame serves every address
+        under that call, and the layers above can memoize on it.
+        """
+        return Frame(
+            self._string(self.node_name[caller]),
+            self._string(self.node_call_file[callee]),
+            self.node_call_line[callee],
+            self.node_call_column[callee],
+            self.node_decl_line[caller],
+        )
+
+    def _outermost_frame(self, caller: int, callee: int, symbol: int) -> Frame:
+        """The outermost call frame, named by the covering symbol when there is one."""
+        frame = self._call_frame(caller, callee)
+        if symbol < 0:
+            return frame
+        name, symbol_file = self._symbol(symbol)
+        return Frame(name, frame.file or symbol_file, frame.line, frame.column, frame.start_line)
+
+    def _symbol(self, symbol: int) -> tuple[str | None, str | None]:
+        if symbol < 0:
+            return None, None
+        return self._string(self.sym_name[symbol]), self._string(self.sym_file[symbol])
 
     def _row_at(self, unit: int, vaddr: int) -> tuple[str | None, int, int] | None:
         """As LineTable.lookup."""

@@ -5,7 +5,7 @@ Layout (little-endian)::
     magic "SYMIDX\\0" + u8 format version
     u32 header length, u32 array count, u32 CRC32 of the header that follows
     header: the key (UTF-8, length-prefixed), then per array: name (length-prefixed ASCII),
-            type code (one byte of 'B', 'I', 'i', 'Q', 'q'), u64 offset, u64 count, u32 CRC32
+            type code (one byte of 'B', 'H', 'I', 'i', 'Q', 'q'), u64 offset, u64 count, u32 CRC32
     arrays, each 8-byte aligned
 
 Arrays are mapped, not read: a lookup touches only the pages it needs, and each
@@ -33,9 +33,9 @@ MAGIC = b"SYMIDX\0"
 FORMAT_VERSION = 1
 _PREFIX = struct.Struct("<7sBIII")
 _ENTRY = struct.Struct("<cQQI")
-_ITEM_SIZES = {"B": 1, "I": 4, "i": 4, "Q": 8, "q": 8}
-_TypeCode = Literal["B", "I", "i", "Q", "q"]
-_CASTS: dict[str, _TypeCode] = {"B": "B", "I": "I", "i": "i", "Q": "Q", "q": "q"}
+_ITEM_SIZES = {"B": 1, "H": 2, "I": 4, "i": 4, "Q": 8, "q": 8}
+_TypeCode = Literal["B", "H", "I", "i", "Q", "q"]
+_CASTS: dict[str, _TypeCode] = {"B": "B", "H": "H", "I": "I", "i": "i", "Q": "Q", "q": "q"}
 
 
 def write_index(path: Path, key: str, arrays: Mapping[str, array[int] | bytes]) -> None:
@@ -102,7 +102,7 @@ class IndexFile:
         self._view = memoryview(self._map)
         try:
             self._entries = self._read_header(key)
-        except (struct.error, UnicodeDecodeError, IndexError) as error:
+        except (struct.error, UnicodeDecodeError, IndexError, KeyError) as error:
             self.close()
             raise MalformedInputError(f"index header is damaged: {error}", path) from error
         except MalformedInputError:
