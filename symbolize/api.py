@@ -7,6 +7,7 @@ what ``llvm-symbolizer --obj`` takes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,15 @@ if TYPE_CHECKING:
     from symbolize.pprof import Profile
     from symbolize.summary import Summary
 
-__all__ = ["build_indexes", "discovery_options", "lookup", "open_module", "symbolize_file", "symbolize_profile"]
+__all__ = [
+    "build_indexes",
+    "discovery_options",
+    "index_in_background",
+    "lookup",
+    "open_module",
+    "symbolize_file",
+    "symbolize_profile",
+]
 
 PathLike = str | Path
 
@@ -82,6 +91,7 @@ def lookup(
     debug_dirs: Iterable[PathLike] | None = None,
     cache_dir: PathLike | None = None,
     use_cache: bool = True,
+    background_index: bool = False,
 ) -> list[list[Frame] | Unknown]:
     """Frames at each object address of the binary at ``path``: one result per address, in order.
 
@@ -89,6 +99,8 @@ def lookup(
     ``demangle`` asks, or ``Unknown(reason)``. With ``inlines=False`` each list
     holds one frame, as ``llvm-symbolizer --no-inlines`` prints it: the
     outermost function's name with the innermost frame's file, line and column.
+    ``background_index`` starts a detached process that builds the indexes
+    found missing, for later calls (see :func:`index_in_background`).
     """
     options = discovery_options(
         search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
@@ -96,7 +108,10 @@ def lookup(
     try:
         module = discovery_open_module(Path(path), options)
         shaper = FrameShaper(demangle, inlines)
-        return [shaper.shape(result) for result in module.lookup(vaddrs)]
+        results = [shaper.shape(result) for result in module.lookup(vaddrs)]
+        if background_index:
+            index_in_background(options)
+        return results
     finally:
         options.cache.close()
 
@@ -154,6 +169,7 @@ def symbolize_profile(
     adjust_return_addresses: bool = True,
     cache_dir: PathLike | None = None,
     use_cache: bool = True,
+    background_index: bool = False,
 ) -> tuple[Profile, Summary]:
     """Name the bare addresses of a profile; returns ``(profile, summary)``.
 
@@ -178,7 +194,10 @@ def symbolize_profile(
         discovery=discovery, demangle=demangle, adjust_return_addresses=adjust_return_addresses
     )
     try:
-        return profile, rewrite_profile(profile, options)
+        summary = rewrite_profile(profile, options)
+        if background_index:
+            index_in_background(discovery)
+        return profile, summary
     finally:
         discovery.cache.close()
 
@@ -195,6 +214,7 @@ def symbolize_file(
     adjust_return_addresses: bool = True,
     cache_dir: PathLike | None = None,
     use_cache: bool = True,
+    background_index: bool = False,
 ) -> Summary:
     """Read the profile at ``in_path``, symbolize it, write it atomically to ``out_path``.
 
@@ -213,11 +233,27 @@ def symbolize_file(
         adjust_return_addresses=adjust_return_addresses,
         cache_dir=cache_dir,
         use_cache=use_cache,
+        background_index=background_index,
     )
     if gzip is None:
         gzip = was_gzipped or str(out_path).endswith(".gz")
     write_profile(profile, out_path, gzip=gzip)
     return summary
+
+
+def index_in_background(options: DiscoveryOptions) -> list[Path]:
+    """Start a detached, low-priority build of the indexes ``options`` found missing; returns the files.
+
+    The call that found them has answered already, from the files themselves:
+    building an index takes a full decode, much longer than a first batch of
+    lookups. A builder that cannot be started is a RuntimeWarning, not an
+    error: every answer stands without it.
+    """
+    try:
+        return options.cache.index_in_background()
+    except OSError as error:
+        warnings.warn(f"could not start building indexes in the background: {error}", RuntimeWarning, stacklevel=2)
+        return []
 
 
 def build_indexes(

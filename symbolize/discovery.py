@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from formats.elf import ElfFile
 from formats.errors import DebugIdMismatchError, MissingDebugInfoError, SymbolizeError
 from formats.open import open_object
 from formats.types import ObjectFile
@@ -37,6 +38,8 @@ class ObjectCache:
         # Where persistent indexes are read from (None: not used); see symbolize/cache.py.
         self.index_dir = index_dir
         self.build_missing_indexes = build_missing_indexes
+        # Files with DWARF opened without an index (index_dir set): candidates for a background build.
+        self.unindexed: list[ElfFile] = []
 
     def open(self, path: Path) -> ObjectFile:
         try:
@@ -53,13 +56,29 @@ class ObjectCache:
         if cached is not None:
             cached[1].close()
         opened = with_index(open_object(path), self.index_dir, self.build_missing_indexes)
+        if self.index_dir is not None and isinstance(opened, ElfFile) and opened.has_dwarf():
+            self.unindexed.append(opened)
         self._objects[key] = (stamp, opened)
         return opened
+
+    def index_in_background(self) -> list[Path]:
+        """Start building the indexes this cache found missing, for later runs; returns the files.
+
+        Raises OSError when the builder cannot be started.
+        """
+        if self.index_dir is None:
+            return []
+        from symbolize.index.background import start_background_indexing
+
+        still_open = {id(opened) for _stamp, opened in self._objects.values()}
+        missing = [elf for elf in self.unindexed if id(elf) in still_open]
+        return start_background_indexing(missing, self.index_dir) if missing else []
 
     def close(self) -> None:
         for _stamp, opened in self._objects.values():
             opened.close()
         self._objects.clear()
+        self.unindexed.clear()
 
 
 @dataclass

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import json
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from json.encoder import encode_basestring_ascii
@@ -53,6 +54,14 @@ CacheDirOption = Annotated[
     ),
 ]
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="Do not read persistent indexes.")]
+BackgroundIndexOption = Annotated[
+    bool,
+    typer.Option(
+        "--background-index/--no-background-index",
+        envvar="SYMBOLIZE_BACKGROUND_INDEX",
+        help="After answering, index the files found without an index, in a detached process, for next time.",
+    ),
+]
 
 # Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
 PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
@@ -75,7 +84,11 @@ def _global_options(
 @contextmanager
 def _errors_as_one_line(ctx: typer.Context) -> Iterator[None]:
     try:
-        yield
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            yield
+        for warning in caught:
+            typer.echo(f"symbolize: warning: {warning.message}", err=True)
     except (SymbolizeError, OSError) as exc:
         if (ctx.obj or {}).get("debug"):
             raise
@@ -131,6 +144,7 @@ def profile_command(
     ] = False,
     cache_dir: CacheDirOption = None,
     no_cache: NoCacheOption = False,
+    background_index: BackgroundIndexOption = True,
 ) -> None:
     """Rewrite a profile with function names, files and lines.
 
@@ -149,6 +163,7 @@ def profile_command(
             adjust_return_addresses=not no_return_address_adjust,
             cache_dir=cache_dir,
             use_cache=not no_cache,
+            background_index=background_index,
         )
     if json_summary:
         typer.echo(json.dumps(summary.to_json(), indent=2))
@@ -213,6 +228,7 @@ def lookup_command(
     debug_dirs: DebugDirsOption = None,
     cache_dir: CacheDirOption = None,
     no_cache: NoCacheOption = False,
+    background_index: BackgroundIndexOption = True,
 ) -> None:
     """Print the frames at object addresses, like llvm-symbolizer --obj.
 
@@ -232,6 +248,7 @@ def lookup_command(
             debug_dirs=debug_dirs or None,
             cache_dir=cache_dir,
             use_cache=not no_cache,
+            background_index=background_index,
         )
     found = iter(results)
     frame_text = _FrameText(as_json)

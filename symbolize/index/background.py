@@ -1,0 +1,147 @@
+"""Build missing indexes in a detached process, so that the next run against a file is fast.
+
+A first lookup in a file without an index answers from the file itself (the
+cold path); building the index then would make that first run several times
+slower (a full decode: seconds to tens of seconds for large binaries). So the
+command line, once it has answered, hands the files it found without an index
+to a detached, low-priority ``python -m symbolize.index.background`` and exits;
+the run after that answers from the index.
+
+A marker file beside each index being built keeps two runs from starting two
+builders for one file; a marker older than :data:`STALE_MARKER_SECONDS` is
+taken to be left by a builder that died and is ignored. Index writes are
+atomic (symbolize/index/store.py), so a builder killed halfway leaves no index
+rather than half of one. A builder's failures go to ``background.log`` in the
+cache directory: it has no terminal to print them on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from formats.elf import ElfFile
+from formats.errors import SymbolizeError
+from formats.open import open_object
+from symbolize.cache import build_index, index_key, index_path, load_index
+
+STALE_MARKER_SECONDS = 3600.0
+LOG_NAME = "background.log"
+
+
+def marker_path(cache_dir: Path, elf: ElfFile) -> Path:
+    return index_path(cache_dir, index_key(elf)).with_suffix(".building")
+
+
+def start_background_indexing(files: Iterable[ElfFile], cache_dir: Path) -> list[Path]:
+    """Start one detached builder for those of ``files`` that no builder is indexing; returns their paths.
+
+    Raises OSError when the builder cannot be started (its markers are removed).
+    """
+    claimed: list[tuple[Path, Path]] = []
+    for elf in files:
+        marker = marker_path(cache_dir, elf)
+        if _claim(marker):
+            claimed.append((elf.path, marker))
+    if not claimed:
+        return []
+    argv = [sys.executable, "-m", "symbolize.index.background", "--cache-dir", str(cache_dir)]
+    argv += [str(path) for path, _ in claimed]
+    try:
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            # Outlive this process and its terminal (POSIX: own session; Windows: detached, lower priority).
+            start_new_session=sys.platform != "win32",
+            creationflags=_windows_creation_flags(),
+        )
+    except OSError:
+        for _, marker in claimed:
+            marker.unlink(missing_ok=True)
+        raise
+    return [path for path, _ in claimed]
+
+
+def _claim(marker: Path) -> bool:
+    """Create ``marker`` unless a live builder holds it."""
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if time.time() - marker.stat().st_mtime > STALE_MARKER_SECONDS:
+            marker.unlink(missing_ok=True)
+    except FileNotFoundError:
+        pass
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _windows_creation_flags() -> int:
+    if sys.platform != "win32":
+        return 0
+    names = ("DETACHED_PROCESS", "CREATE_NEW_PROCESS_GROUP", "BELOW_NORMAL_PRIORITY_CLASS")
+    flags = 0
+    for name in names:
+        flags |= getattr(subprocess, name, 0)
+    return flags
+
+
+def build_missing(paths: Sequence[Path], cache_dir: Path) -> int:
+    """The builder's work: index each file that still has no index; returns how many failed."""
+    failures = 0
+    for path in paths:
+        try:
+            opened = open_object(path)
+        except (SymbolizeError, OSError) as error:
+            failures += _log(cache_dir, f"{path}: {error}")
+            continue
+        try:
+            if not isinstance(opened, ElfFile):
+                continue
+            marker = marker_path(cache_dir, opened)
+            try:
+                existing = load_index(opened, cache_dir)
+                if existing is None:
+                    build_index(opened, cache_dir)
+                else:
+                    existing.index.close()
+            except (SymbolizeError, OSError, MemoryError) as error:
+                failures += _log(cache_dir, f"{path}: {error}")
+            finally:
+                marker.unlink(missing_ok=True)
+        finally:
+            opened.close()
+    return failures
+
+
+def _log(cache_dir: Path, message: str) -> int:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    try:
+        with (cache_dir / LOG_NAME).open("a", encoding="utf-8") as log:
+            log.write(f"{stamp} index not built: {message}\n")
+    except OSError:
+        pass  # nowhere left to report to; the file keeps answering from the cold path
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m symbolize.index.background", description=__doc__)
+    parser.add_argument("--cache-dir", type=Path, required=True)
+    parser.add_argument("paths", type=Path, nargs="+")
+    args = parser.parse_args(argv)
+    if hasattr(os, "nice"):
+        os.nice(10)  # an optimisation for later runs must not slow down what the user runs now
+    return 1 if build_missing(args.paths, args.cache_dir) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

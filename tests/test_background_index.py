@@ -1,0 +1,81 @@
+"""Indexes built in a detached process after a run, so that the next run answers from them."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from formats.elf import ElfFile
+from symbolize.cache import cache_entries
+from symbolize.cli.app import app
+from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
+from symbolize.index.background import (
+    LOG_NAME,
+    STALE_MARKER_SECONDS,
+    build_missing,
+    marker_path,
+    start_background_indexing,
+)
+from symbolize.index.indexed import IndexedObject
+
+FIXTURE_BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
+BINARY = FIXTURE_BIN / "cppdemo-gcc-dwarf5-pie"
+runner = CliRunner()
+
+
+def _wait_for_index(cache_dir: Path, elf: ElfFile, timeout: float = 120.0) -> None:
+    """Until the builder has removed its marker (it does so last, whatever happened)."""
+    marker = marker_path(cache_dir, elf)
+    deadline = time.monotonic() + timeout
+    while marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not marker.exists(), "the background builder did not finish"
+
+
+def test_a_lookup_leaves_an_index_for_the_next_run(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    arguments = ["lookup", "--obj", str(BINARY), "--json", "--cache-dir", str(cache_dir), "0x1d09", "0x1200"]
+    first = runner.invoke(app, [*arguments, "--background-index"])
+    assert first.exit_code == 0, first.output
+    with ElfFile(BINARY) as elf:
+        _wait_for_index(cache_dir, elf)
+    assert len(cache_entries(cache_dir)) == 1
+    module = open_module(BINARY, DiscoveryOptions(cache=ObjectCache(cache_dir)))
+    assert isinstance(module.binary, IndexedObject)
+    second = runner.invoke(app, [*arguments, "--background-index"])
+    assert second.stdout == first.stdout
+    assert not list((cache_dir / "index").glob("*.building"))
+
+
+def test_no_builder_without_the_option_or_the_cache(tmp_path: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    for extra in (["--no-background-index"], ["--background-index", "--no-cache"]):
+        result = runner.invoke(app, ["lookup", "--obj", str(BINARY), "--cache-dir", str(cache_dir), *extra, "0x1d09"])
+        assert result.exit_code == 0, result.output
+    assert not (cache_dir / "index").exists() or not any((cache_dir / "index").iterdir())
+
+
+def test_a_live_builder_is_not_joined_and_a_stale_one_is_replaced(tmp_path: Path) -> None:
+    with ElfFile(BINARY) as elf:
+        marker = marker_path(tmp_path, elf)
+        marker.parent.mkdir(parents=True)
+        marker.touch()
+        assert start_background_indexing([elf], tmp_path) == []
+        assert not cache_entries(tmp_path)
+        old = time.time() - STALE_MARKER_SECONDS - 60
+        os.utime(marker, (old, old))
+        assert start_background_indexing([elf], tmp_path) == [BINARY]
+        _wait_for_index(tmp_path, elf)
+    assert len(cache_entries(tmp_path)) == 1
+
+
+def test_a_builder_logs_what_it_could_not_index(tmp_path: Path) -> None:
+    not_elf = tmp_path / "notes.txt"
+    not_elf.write_text("not an object file")
+    assert build_missing([not_elf, tmp_path / "gone"], tmp_path) == 2
+    log = (tmp_path / LOG_NAME).read_text().splitlines()
+    assert len(log) == 2
+    assert str(not_elf) in log[0] and "gone" in log[1]
