@@ -62,7 +62,7 @@ def time_profile(job: ProfileJob, index: Prepared, cache_dir: Path, scratch: Pat
     samples = write_profile(job.binary, profile_in, job.locations, job.seed)
     modes: dict[str, list[str] | None] = {
         "cold": cold_flags(),
-        "warm": None if index.failure else ["--cache-dir", str(cache_dir)],
+        "warm": None if index.failure else ["--cache-dir", str(cache_dir), "--no-background-index"],
     }
     runs: dict[str, list[Measurement]] = {mode: [] for mode in modes}
     failures = {mode: (index.failure if flags is None else "") for mode, flags in modes.items()}

@@ -86,7 +86,7 @@ def make_tools(binary: Path, cache_dir: Path, index: Prepared, symcache: Path, s
         Tool("symbolize (cold)", [*lookup, *cold_flags()]),
         Tool(
             "symbolize (warm)",
-            None if index.failure else [*lookup, "--cache-dir", str(cache_dir)],
+            None if index.failure else [*lookup, "--cache-dir", str(cache_dir), "--no-background-index"],
             index.note,
         ),
         Tool(

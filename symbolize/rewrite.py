@@ -35,7 +35,7 @@ from symbolize.discovery import DiscoveryOptions, find_module
 from symbolize.module import Module, Unknown
 from symbolize.normalize import runtime_to_vaddr
 from symbolize.pprof import StringTable
-from symbolize.proto.profile_pb2 import Function, Line, Location, Mapping, Profile
+from symbolize.proto.profile_pb2 import Function, Location, Mapping, Profile
 from symbolize.summary import MappingSummary, Summary
 
 __all__ = ["ModuleOpener", "RewriteOptions", "normalize_build_id", "symbolize_profile"]
@@ -122,7 +122,7 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
     """
     options = options or RewriteOptions()
     strings = StringTable(profile)
-    functions = _FunctionTable(profile, strings)
+    functions = _FunctionTable(profile, strings, options.demangle)
     mappings = {mapping.id: mapping for mapping in profile.mapping}
     work: dict[int, _MappingWork] = {}
     for mapping in profile.mapping:
@@ -258,7 +258,7 @@ def _symbolize_mapping(
         if isinstance(result, Unknown) or not any(frame.function or frame.file for frame in result):
             summary.count_unnamed(result.reason if isinstance(result, Unknown) else "no frames")
             continue
-        _attach_lines(pending.location, result, options.demangle, functions)
+        _attach_lines(pending.location, result, functions)
         summary.count_named()
         kinds.update(_data_kinds(result))
     if summary.unnamed == 0:
@@ -284,22 +284,18 @@ def _data_kinds(frames: list[Frame]) -> Iterable[str]:
         yield "inline_frames"
 
 
-def _attach_lines(
-    location: Location, frames: list[Frame], mode: DemangleMode, functions: _FunctionTable
-) -> None:
+def _attach_lines(location: Location, frames: list[Frame], functions: _FunctionTable) -> None:
     # pprof and Frame lists agree: innermost inlined frame first, the function holding the code last.
+    lines = location.line
     for frame in frames:
-        system_name = frame.function or "??"
-        function_id = functions.intern(
-            demangle(system_name, mode), system_name, frame.file or "", frame.start_line
-        )
-        location.line.append(Line(function_id=function_id, line=frame.line, column=frame.column))
+        lines.add(function_id=functions.id_of(frame), line=frame.line, column=frame.column)
 
 
 class _FunctionTable:
     """Deduplicates Function entries by (name, system_name, filename, start_line)."""
 
-    def __init__(self, profile: Profile, strings: StringTable) -> None:
+    def __init__(self, profile: Profile, strings: StringTable, mode: DemangleMode) -> None:
+        self._mode = mode
         self._profile = profile
         self._strings = strings
         self._ids: dict[tuple[str, str, str, int], int] = {}
@@ -312,6 +308,19 @@ class _FunctionTable:
             )
             self._ids.setdefault(key, function.id)
         self._next_id = max((function.id for function in profile.function), default=0) + 1
+        # Function id by frame identity (the frame kept alive beside it, so that its id stays its own):
+        # indexed lookups share one Frame between every address under an inlined call.
+        self._by_frame: dict[int, tuple[Frame, int]] = {}
+
+    def id_of(self, frame: Frame) -> int:
+        """The id of the Function entry for ``frame``'s function, its name demangled as the table's mode asks."""
+        found = self._by_frame.get(id(frame))
+        if found is None:
+            system_name = frame.function or "??"
+            name = demangle(system_name, self._mode)
+            function_id = self.intern(name, system_name, frame.file or "", frame.start_line)
+            found = self._by_frame[id(frame)] = (frame, function_id)
+        return found[1]
 
     def intern(self, name: str, system_name: str, filename: str, start_line: int) -> int:
         key = (name, system_name, filename, start_line)
