@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from formats.dwarf.info import _DECODE_ERRORS, DwarfInfo
-from formats.dwarf.scan import _node_ranges
+from formats.dwarf.scan import UnitIndex, _node_ranges
 
 
 @dataclass
@@ -70,9 +70,9 @@ def _export_unit(info: DwarfInfo, state: object, exported: ExportedUnit) -> None
         return
     index = state.index
     assert index is not None
-    for node in list(index.deferred):
-        if node in index.deferred:
-            index._expand(node)
+    # Expanding a node defers its inlined calls in turn.
+    while index.deferred:
+        index._expand(next(iter(index.deferred)))
     lines = state.lines
     if lines is not None:
         exported.has_lines = True
@@ -81,19 +81,49 @@ def _export_unit(info: DwarfInfo, state: object, exported: ExportedUnit) -> None
         exported.row_files = [lines.file_name(i) for i in lines.file_indexes]
         exported.row_lines = list(lines.lines)
         exported.row_columns = list(lines.columns)
-    exported.function_ranges = list(index.function_ranges)
-    for node in range(len(index.node_ranges)):
+    order, subtree_sizes = _pre_order(index)
+    renumbered = {node: position for position, node in enumerate(order)}
+    renumbered[-1] = -1
+    exported.function_ranges = [(low, high, renumbered[node]) for low, high, node in index.function_ranges]
+    for position, node in enumerate(order):
         ranges = index.node_ranges[node]
         if ranges is None:
             ranges = index.node_ranges[node] = _node_ranges(index.unit, index.node_attrs[node])
         name, decl_line = info.node_name(state, node)
         file, line, column = info.call_site(state, node) if index.node_parent[node] >= 0 else (None, 0, 0)
-        exported.node_parent.append(index.node_parent[node])
-        exported.node_first.append(index.node_first[node])
-        exported.node_end.append(index.node_end[node])
+        exported.node_parent.append(renumbered[index.node_parent[node]])
+        exported.node_first.append(position + 1)
+        exported.node_end.append(position + 1 + subtree_sizes[node])
         exported.node_ranges.append(ranges)
         exported.node_name.append(name)
         exported.node_decl_line.append(decl_line)
         exported.node_call_file.append(file)
         exported.node_call_line.append(line)
         exported.node_call_column.append(column)
+
+
+def _pre_order(index: UnitIndex) -> tuple[list[int], dict[int, int]]:
+    """A fully expanded unit's nodes in DIE pre-order, and how many nodes each one's subtree holds.
+
+    Expansion appended subtrees out of order; the export lays them out again so that a
+    node's subtree directly follows it, the layout ``_chain_at`` of the index walks.
+    """
+    order: list[int] = []
+    sizes: dict[int, int] = {}
+    # (node, position in order) of the nodes whose subtree is being laid out, and the
+    # next node to visit at each depth with the end of its range.
+    open_nodes: list[tuple[int, int]] = []
+    ranges: list[tuple[int, int]] = [(0, index.top_end)]
+    while ranges:
+        position, end = ranges[-1]
+        if position < end:
+            ranges[-1] = (index.node_next[position], end)
+            open_nodes.append((position, len(order)))
+            order.append(position)
+            ranges.append((index.node_first[position], index.node_end[position]))
+            continue
+        ranges.pop()
+        if open_nodes and len(ranges) == len(open_nodes):
+            node, start = open_nodes.pop()
+            sizes[node] = len(order) - start - 1
+    return order, sizes

@@ -190,9 +190,10 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
 def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: Unit, min_length: int,
                  line_base: int, line_range: int, opcode_base: int, standard_lengths: list[int]) -> None:
     addresses = table.addresses
-    file_indexes = table.file_indexes
-    lines = table.lines
-    columns = table.columns
+    add_address = addresses.append
+    add_file = table.file_indexes.append
+    add_line = table.lines.append
+    add_column = table.columns.append
     sequences = table.sequences
     read_addr = unit.read_addr
     addr_size = unit.addr_size
@@ -209,22 +210,25 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
     line = 1
     column = 0
     first_row = 0
-    sequence_low = -1
     while position < end:
         opcode = data[position]
         position += 1
-        # Branches in the order opcodes occur in GCC and Clang output (measured: set_column,
-        # special, advance_line, copy, set_file, negate_stmt, extended, then the rest).
-        if opcode == c.DW_LNS_set_column:
+        # Branches in the order opcodes occur in GCC, Clang and rustc output (measured: special,
+        # set_column, advance_line, copy, negate_stmt, set_file, extended, then the rest); a row
+        # is appended where it is emitted, by a special opcode or DW_LNS_copy.
+        if opcode >= opcode_base:
+            address += address_advance[opcode]
+            line += line_advance[opcode]
+            add_address(address)
+            add_file(file_index)
+            add_line(line)
+            add_column(column)
+        elif opcode == c.DW_LNS_set_column:
             column = data[position]
             if column < 0x80:
                 position += 1
             else:
                 column, position = read_uleb(data, position)
-            continue
-        if opcode >= opcode_base:
-            address += address_advance[opcode]
-            line += line_advance[opcode]
         elif opcode == c.DW_LNS_advance_line:
             delta = data[position]
             if delta < 0x80:
@@ -239,18 +243,19 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
             else:
                 delta, position = read_sleb(data, position)
                 line += delta
-            continue
         elif opcode == c.DW_LNS_copy:
-            pass
+            add_address(address)
+            add_file(file_index)
+            add_line(line)
+            add_column(column)
+        elif opcode == c.DW_LNS_negate_stmt:
+            pass  # is_stmt does not change which row names an address
         elif opcode == c.DW_LNS_set_file:
             file_index = data[position]
             if file_index < 0x80:
                 position += 1
             else:
                 file_index, position = read_uleb(data, position)
-            continue
-        elif opcode == c.DW_LNS_negate_stmt:
-            continue  # is_stmt does not change which row names an address
         elif opcode == 0:
             length = data[position]
             if length < 0x80:
@@ -263,10 +268,10 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
             next_position = position + length
             if sub_opcode == c.DW_LNE_end_sequence:
                 row_count = len(addresses)
-                if sequence_low >= 0 and row_count > first_row:
-                    sequences.append((sequence_low, address, first_row, row_count))
+                if row_count > first_row:
+                    # The sequence's low address is its first row's.
+                    sequences.append((addresses[first_row], address, first_row, row_count))
                 first_row = row_count
-                sequence_low = -1
                 address = 0
                 file_index = 1
                 line = 1
@@ -274,10 +279,8 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
             elif sub_opcode == c.DW_LNE_set_address:
                 address = read_addr(data, position + 1) if length - 1 == addr_size else 0
             position = next_position
-            continue
         elif opcode == c.DW_LNS_const_add_pc:
             address += const_add_pc
-            continue
         elif opcode == c.DW_LNS_advance_pc:
             advance = data[position]
             if advance < 0x80:
@@ -285,21 +288,11 @@ def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: U
             else:
                 advance, position = read_uleb(data, position)
             address += advance * min_length
-            continue
         elif opcode == c.DW_LNS_fixed_advance_pc:
             address += data[position] | data[position + 1] << 8
             position += 2
-            continue
         else:
             # basic_block, prologue/epilogue, isa and opcodes of later versions: none changes
             # which source position a row names, so their operands are skipped.
             for _ in range(standard_lengths[opcode - 1] if opcode <= len(standard_lengths) else 0):
                 _, position = read_uleb(data, position)
-            continue
-        # A row is emitted (copy or special opcode).
-        if sequence_low < 0:
-            sequence_low = address
-        addresses.append(address)
-        file_indexes.append(file_index)
-        lines.append(line)
-        columns.append(column)

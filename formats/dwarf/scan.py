@@ -10,11 +10,13 @@ The scan records:
   rebuilt from its offset alone.
 
 Subtrees that cannot hold code are skipped whole through ``DW_AT_sibling``
-where the producer emitted it (GCC does, Clang and rustc do not); other DIEs are
-skipped attribute by attribute through the per-abbreviation plans of
-``abbrev.py``. A function with a sibling link is not entered at all until a
-lookup lands in it: most DIEs of optimised code (parameters, variables, call
-sites, inlined calls) sit under functions, and a profile touches few of them.
+where the producer emitted it (GCC does, Clang and rustc do not), else by
+``skip.py``, which steps over their DIEs without decoding them; the DIEs the
+scan does visit are read through the per-abbreviation plans of ``abbrev.py``.
+A function, and an inlined call, is not entered until a lookup lands in it:
+most DIEs of optimised code (parameters, variables, call sites, inlined calls)
+sit under functions, and a profile touches few of them. So a lookup expands
+one level of the inline tree at a time, only along the chain that holds it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from formats.dwarf.abbrev import (
 )
 from formats.dwarf.ranges import decode_ranges_attribute
 from formats.dwarf.reader import DwarfFormatError, UIntReader, read_uleb
+from formats.dwarf.skip import SubtreeSkipper
 from formats.dwarf.unit import Unit
 
 _FUNCTION_TAGS = frozenset({c.DW_TAG_subprogram, c.DW_TAG_inlined_subroutine})
@@ -71,6 +74,9 @@ ROLE_SKIP = 0
 ROLE_FUNCTION = 1
 ROLE_SCOPE = 2
 ROLE_CONTAINER = 3
+# A subprogram or inlined call whose abbreviation has no address attribute: never a node.
+ROLE_NO_CODE = 4
+_CODE_ATTRIBUTES = frozenset({c.DW_AT_low_pc, c.DW_AT_ranges})
 
 
 @dataclass(slots=True)
@@ -91,7 +97,10 @@ class Plan:
 def compile_plan(unit: Unit, abbrev: Abbrev) -> Plan:
     tag = abbrev.tag
     if tag in _FUNCTION_TAGS:
-        role, wanted = ROLE_FUNCTION, None
+        if any(attribute in _CODE_ATTRIBUTES for attribute, _, _ in abbrev.attributes):
+            role, wanted = ROLE_FUNCTION, None
+        else:
+            role, wanted = ROLE_NO_CODE, _OTHER_SLOTS
     elif tag in _SCOPE_TAGS:
         role, wanted = ROLE_SCOPE, _SCOPE_SLOTS
     elif tag in _CONTAINER_TAGS:
@@ -125,9 +134,12 @@ def compile_plan(unit: Unit, abbrev: Abbrev) -> Plan:
 class UnitIndex:
     """What a scan of one unit found.
 
-    Node lists are parallel. The inlined calls under a node are the indexes
-    ``node_first[n]`` to ``node_end[n]`` (exclusive), in DIE pre-order; a
-    function listed in ``deferred`` has not had its subtree scanned yet.
+    Node lists are parallel. The nodes under a node are the indexes
+    ``node_first[n]`` to ``node_end[n]`` (exclusive), in DIE pre-order, each
+    followed by its own subtree up to ``node_next``; a node listed in
+    ``deferred`` has not had its subtree scanned yet, and expanding it later
+    appends that subtree at the end of the lists and points ``node_first`` and
+    ``node_end`` there (``node_next`` keeps its place among its siblings).
     """
 
     unit: Unit
@@ -135,10 +147,11 @@ class UnitIndex:
     node_parent: list[int] = field(default_factory=list)
     node_first: list[int] = field(default_factory=list)
     node_end: list[int] = field(default_factory=list)
+    node_next: list[int] = field(default_factory=list)
     node_die: list[int] = field(default_factory=list)
     # Raw naming attributes per node: slot -> (form, value).
     node_attrs: list[dict[int, tuple[int, Any]]] = field(default_factory=list)
-    # Function node -> (offset of its first child DIE, offset of its sibling).
+    # Node -> (offset of its first child DIE, offset just past its subtree).
     deferred: dict[int, tuple[int, int]] = field(default_factory=dict)
     # Sorted (low, high, node) for every range of every outermost function node.
     function_ranges: list[tuple[int, int, int]] = field(default_factory=list)
@@ -151,6 +164,9 @@ class UnitIndex:
     scope_parent: list[int] = field(default_factory=list)
     scope_is_namespace: list[bool] = field(default_factory=list)
     plans: dict[int, Plan] = field(default_factory=dict)
+    # Nodes the scan itself found are 0 to top_end; expansions append after.
+    top_end: int = 0
+    skipper: SubtreeSkipper | None = None
 
     def finish(self) -> None:
         self.function_ranges.sort()
@@ -175,31 +191,36 @@ class UnitIndex:
         node = self.function_at(vaddr)
         if node < 0:
             return []
-        if node in self.deferred:
-            self._expand(node)
         chain = [node]
-        index = self.node_first[node]
-        end = self.node_end[node]
         ranges = self.node_ranges
         parents = self.node_parent
-        node_end = self.node_end
-        while index < end:
-            node_ranges = ranges[index]
-            if node_ranges is None:
-                node_ranges = ranges[index] = _node_ranges(self.unit, self.node_attrs[index])
-            if parents[index] == chain[-1] and any(low <= vaddr < high for low, high in node_ranges):
-                chain.append(index)
-                index += 1
+        node_next = self.node_next
+        deferred = self.deferred
+        while True:
+            if node in deferred:
+                self._expand(node)
+            index = self.node_first[node]
+            end = self.node_end[node]
+            while index < end:
+                if parents[index] == node:
+                    node_ranges = ranges[index]
+                    if node_ranges is None:
+                        node_ranges = ranges[index] = _node_ranges(self.unit, self.node_attrs[index])
+                    if any(low <= vaddr < high for low, high in node_ranges):
+                        break
+                index = node_next[index]
             else:
-                index = node_end[index]
-        return chain
+                return chain
+            chain.append(index)
+            node = index
 
     def _expand(self, node: int) -> None:
-        children_start, sibling = self.deferred.pop(node)
+        children_start, subtree_end = self.deferred.pop(node)
         first = len(self.node_ranges)
         functions_before = len(self.function_ranges)
-        stack = [(ROLE_FUNCTION, node, -1, -1)]
-        _walk(self, children_start, sibling, stack, node, -1)
+        # No node on the stack: the node's own place (node_next) is already set.
+        stack = [(ROLE_FUNCTION, -1, -1, -1)]
+        _walk(self, children_start, subtree_end, stack, node, -1)
         self.node_first[node] = first
         self.node_end[node] = len(self.node_ranges)
         if len(self.function_ranges) != functions_before:
@@ -217,6 +238,7 @@ def scan_unit(unit: Unit) -> UnitIndex:
     """Walk the unit's DIE tree once; raises DwarfFormatError, IndexError or struct.error on bad data."""
     index = UnitIndex(unit)
     _walk(index, unit.first_die, unit.end, [], -1, -1)
+    index.top_end = len(index.node_ranges)
     index.finish()
     return index
 
@@ -243,6 +265,7 @@ def _walk(
     node_parent = index.node_parent
     node_first = index.node_first
     node_end = index.node_end
+    node_next = index.node_next
     node_die = index.node_die
     node_attrs = index.node_attrs
     deferred = index.deferred
@@ -252,6 +275,10 @@ def _walk(
     scope_name = index.scope_name
     scope_parent = index.scope_parent
     scope_is_namespace = index.scope_is_namespace
+    skipper = index.skipper
+    if skipper is None:
+        skipper = index.skipper = SubtreeSkipper(unit)
+    subtree_end_at = skipper.subtree_end
     while offset < end:
         die_offset = offset
         code = data[offset]
@@ -264,7 +291,7 @@ def _walk(
                 return
             role, item, current_node, current_scope = stack.pop()
             if role == ROLE_FUNCTION and item >= 0:
-                node_end[item] = len(node_ranges)
+                node_end[item] = node_next[item] = len(node_ranges)
             elif role == ROLE_SCOPE:
                 scope_end[item] = offset
             if not stack:
@@ -296,7 +323,23 @@ def _walk(
                     _, offset = read_value(form, implicit, offset)
             offset += plan.tail
             if plan.has_children:
-                stack.append((plan.role, -1, current_node, current_scope))
+                role = plan.role
+                if role == ROLE_SKIP:
+                    # Its children are walked with the enclosing node still current.
+                    subtree_end = subtree_end_at(offset, end, current_node >= 0)
+                    if subtree_end >= 0:
+                        offset = subtree_end
+                        continue
+                elif role == ROLE_NO_CODE:
+                    subtree_end = subtree_end_at(offset, end, False)
+                    if subtree_end >= 0:
+                        offset = subtree_end
+                        continue
+                    # A function without code hides the inlined calls under it.
+                    stack.append((ROLE_FUNCTION, -1, current_node, current_scope))
+                    current_node = -1
+                    continue
+                stack.append((role, -1, current_node, current_scope))
             continue
         values: dict[int, tuple[int, Any]] | None = None
         sibling = 0
@@ -331,7 +374,15 @@ def _walk(
                 values = {}
             values[slot] = (form, value)
         role = plan.role
-        if role == ROLE_FUNCTION:
+        if role == ROLE_NO_CODE:
+            if plan.has_children:
+                subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, False)
+                if subtree_end >= 0:
+                    offset = subtree_end
+                    continue
+                stack.append((ROLE_FUNCTION, -1, current_node, current_scope))
+                current_node = -1
+        elif role == ROLE_FUNCTION:
             node = -1
             tag = plan.tag
             if (
@@ -349,24 +400,33 @@ def _walk(
                     node_parent.append(parent)
                     node_first.append(node + 1)
                     node_end.append(node + 1)
+                    node_next.append(node + 1)
                     node_die.append(die_offset)
                     node_attrs.append(values)
                     if ranges is not None:
                         for low, high in ranges:
                             function_ranges.append((low, high, node))
-                        if plan.has_children and sibling > offset:
-                            deferred[node] = (offset, sibling)
-                            offset = sibling
-                            continue
             if plan.has_children:
-                if node < 0 and sibling > offset:
-                    # A declaration or abstract instance: its parameters and blocks hold no code.
-                    offset = sibling
+                # A node's subtree waits for a lookup; one without code (a declaration, an
+                # abstract instance) hides its parameters and blocks, which hold no code.
+                subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, False)
+                if subtree_end >= 0:
+                    if node >= 0:
+                        deferred[node] = (offset, subtree_end)
+                    offset = subtree_end
                     continue
                 stack.append((ROLE_FUNCTION, node, current_node, current_scope))
                 current_node = node
         elif role == ROLE_SCOPE:
-            if plan.has_children:
+            if plan.has_children and any(entry[0] == ROLE_FUNCTION for entry in stack):
+                # A type local to a function does not qualify names (llvm-symbolizer does not
+                # either), so a function's scopes are the same whether or not it was expanded.
+                subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, current_node >= 0)
+                if subtree_end >= 0:
+                    offset = subtree_end
+                    continue
+                stack.append((ROLE_CONTAINER, -1, current_node, current_scope))
+            elif plan.has_children:
                 scope = len(scope_start)
                 scope_start.append(die_offset)
                 scope_end.append(end)
@@ -375,20 +435,26 @@ def _walk(
                 scope_parent.append(current_scope)
                 is_namespace = plan.tag == c.DW_TAG_namespace
                 scope_is_namespace.append(is_namespace)
-                if not is_namespace and sibling > offset:
+                if not is_namespace:
                     # Producers that link siblings (GCC) put every definition with code at
                     # namespace level, so a type's members are declarations: skip them whole.
-                    scope_end[scope] = sibling
-                    offset = sibling
-                    continue
+                    subtree_end = (
+                        sibling if sibling > offset else subtree_end_at(offset, end, current_node >= 0)
+                    )
+                    if subtree_end >= 0:
+                        scope_end[scope] = subtree_end
+                        offset = subtree_end
+                        continue
                 stack.append((ROLE_SCOPE, scope, current_node, current_scope))
                 current_scope = scope
         elif plan.has_children:
-            if role == ROLE_SKIP and sibling > offset:
+            if role == ROLE_SKIP:
                 # Nothing under a type, variable or call site holds code.
-                offset = sibling
-            else:
-                stack.append((role, -1, current_node, current_scope))
+                subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, current_node >= 0)
+                if subtree_end >= 0:
+                    offset = subtree_end
+                    continue
+            stack.append((role, -1, current_node, current_scope))
 
 
 def _node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]]:

@@ -1,0 +1,156 @@
+"""Finding where a DIE's subtree ends without decoding it (DWARF 5, 2.3 and 7.5.2-7.5.3).
+
+A DIE's children run to a null entry (abbreviation code 0); ``DW_AT_sibling``
+says where the next sibling starts, but Clang and rustc do not emit it. Without
+it the only way past a subtree is to step over every DIE in it, so this module
+does nothing else: per abbreviation code, the total size of a DIE whose
+attributes all have fixed sizes (skipped by one addition) or the few
+variable-size attributes to step over, and whether it opens children.
+
+The walk stops (returns -1) at a DIE the caller must see itself: a scope with
+children (its name qualifies declarations), a subprogram that may have code of
+its own and, for an ``inner`` walk, an inlined call. The caller then walks the
+subtree DIE by DIE as before, so skipping never changes what a scan finds.
+"""
+
+from __future__ import annotations
+
+from formats.dwarf import constants as c
+from formats.dwarf.abbrev import (
+    KIND_BLOCK1,
+    KIND_BLOCK_ULEB,
+    KIND_CSTRING,
+    KIND_FIXED,
+    KIND_IMPLICIT,
+    KIND_INDIRECT,
+    KIND_SLEB,
+    KIND_ULEB,
+    UnknownFormError,
+)
+from formats.dwarf.reader import read_uleb
+from formats.dwarf.unit import Unit
+
+_STOP = -2
+_VARIABLE = -1
+# Codes past this are left to the full walk, so the tables stay dense lists; real codes stay far below.
+_MAX_DENSE_CODE = 1 << 16
+
+_SCOPE_TAGS = frozenset(
+    {c.DW_TAG_namespace, c.DW_TAG_class_type, c.DW_TAG_structure_type, c.DW_TAG_union_type,
+     c.DW_TAG_enumeration_type}
+)
+_CODE_ATTRIBUTES = frozenset({c.DW_AT_low_pc, c.DW_AT_ranges})
+
+
+class SubtreeSkipper:
+    """Skip tables for one unit's abbreviations in that unit's encoding."""
+
+    __slots__ = ("_children", "_inner_sizes", "_outer_sizes", "_steps", "_tails", "_unit")
+
+    def __init__(self, unit: Unit) -> None:
+        self._unit = unit
+        codes = [code for code in unit.abbrevs if code < _MAX_DENSE_CODE]
+        count = max(codes, default=0) + 1
+        outer = [_STOP] * count
+        inner = [_STOP] * count
+        children = [0] * count
+        steps: list[_Steps] = [()] * count
+        tails = [0] * count
+        for code in codes:
+            abbrev = unit.abbrevs[code]
+            children[code] = 1 if abbrev.has_children else 0
+            size, steps[code], tails[code] = _layout(unit, abbrev.attributes)
+            has_code = any(attribute in _CODE_ATTRIBUTES for attribute, _, _ in abbrev.attributes)
+            tag = abbrev.tag
+            if (tag in _SCOPE_TAGS and abbrev.has_children) or (tag == c.DW_TAG_subprogram and has_code):
+                continue
+            outer[code] = size
+            if not (tag == c.DW_TAG_inlined_subroutine and has_code):
+                inner[code] = size
+        self._outer_sizes = outer
+        self._inner_sizes = inner
+        self._children = children
+        self._steps = steps
+        self._tails = tails
+
+    def subtree_end(self, offset: int, end: int, inner: bool) -> int:
+        """Offset just past the children that start at ``offset`` (after their null entry).
+
+        ``inner``: the subtree lies inside a function, where an inlined call is recorded too.
+        Returns ``end`` when the unit ends first, and -1 when a DIE the caller must see (or
+        bad data, which the caller's own walk then reports) comes first.
+        """
+        data = self._unit.sections.info
+        sizes = self._inner_sizes if inner else self._outer_sizes
+        children = self._children
+        steps = self._steps
+        tails = self._tails
+        depth = 1
+        try:
+            while offset < end:
+                code = data[offset]
+                if code < 0x80:
+                    offset += 1
+                else:
+                    code, offset = read_uleb(data, offset)
+                if not code:
+                    depth -= 1
+                    if not depth:
+                        return offset
+                    continue
+                size = sizes[code]
+                if size >= 0:
+                    offset += size
+                elif size == _VARIABLE:
+                    for advance, kind, form, implicit in steps[code]:
+                        offset += advance
+                        if kind == KIND_BLOCK_ULEB and data[offset] < 0x80:
+                            offset += 1 + data[offset]
+                        elif kind in (KIND_ULEB, KIND_SLEB):
+                            # Signed and unsigned LEB128 share their continuation bit.
+                            while data[offset] & 0x80:
+                                offset += 1
+                            offset += 1
+                        else:
+                            offset = self._skip_value(data, kind, form, implicit, offset)
+                    offset += tails[code]
+                else:
+                    return -1
+                depth += children[code]
+        except IndexError:
+            return -1
+        return end
+
+    def _skip_value(self, data: bytes, kind: int, form: int, implicit: int, offset: int) -> int:
+        if kind == KIND_BLOCK_ULEB:
+            length, offset = read_uleb(data, offset)
+            return offset + length
+        if kind == KIND_BLOCK1:
+            return offset + 1 + data[offset]
+        if kind == KIND_CSTRING:
+            return data.index(0, offset) + 1
+        return self._unit.read_value(form, implicit, offset)[1]
+
+
+_Steps = tuple[tuple[int, int, int, int], ...]
+
+
+def _layout(unit: Unit, attributes: tuple[tuple[int, int, int], ...]) -> tuple[int, _Steps, int]:
+    """(total size or _VARIABLE or _STOP, variable steps, fixed tail) of one abbreviation."""
+    steps: list[tuple[int, int, int, int]] = []
+    pending = 0
+    for _, form, implicit in attributes:
+        try:
+            kind, size = unit.layout(form)
+        except UnknownFormError:
+            return _STOP, (), 0  # reported by the full walk, if a DIE uses it
+        if kind == KIND_FIXED:
+            pending += size
+        elif kind == KIND_INDIRECT:
+            return _STOP, (), 0  # the real form is in the data; leave it to the full walk
+        elif kind != KIND_IMPLICIT:
+            steps.append((pending, kind, form, implicit))
+            pending = 0
+    if not steps:
+        return pending, (), 0
+    return _VARIABLE, tuple(steps), pending
