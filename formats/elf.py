@@ -154,6 +154,7 @@ class ElfFile:
         self._dwarf_built = False
         self._split_files: dict[Path, ElfFile] = {}
         self._summary: DebugInfoSummary | None = None
+        self._segments: tuple[Segment, ...] | None = None
         try:
             self._parse_headers()
             self.debug_id = self._find_build_id()
@@ -298,20 +299,25 @@ class ElfFile:
         return self._checked_range(section.sh_offset, section.sh_size, f"section {section.name}")
 
     def segments(self) -> Sequence[Segment]:
-        return sorted(
-            (
-                Segment(
-                    header.p_vaddr,
-                    header.p_memsz,
-                    header.p_offset,
-                    header.p_filesz,
-                    bool(header.p_flags & PF_X),
+        # Asked once per address when a profile is normalized: computed once, immutable.
+        if self._segments is None:
+            self._segments = tuple(
+                sorted(
+                    (
+                        Segment(
+                            header.p_vaddr,
+                            header.p_memsz,
+                            header.p_offset,
+                            header.p_filesz,
+                            bool(header.p_flags & PF_X),
+                        )
+                        for header in self._program_headers
+                        if header.p_type == PT_LOAD
+                    ),
+                    key=lambda segment: segment.vaddr,
                 )
-                for header in self._program_headers
-                if header.p_type == PT_LOAD
-            ),
-            key=lambda segment: segment.vaddr,
-        )
+            )
+        return self._segments
 
     def _notes(self) -> Iterator[tuple[bytes, int, memoryview]]:
         """(name, type, descriptor) of every note, from note sections, else PT_NOTE segments."""

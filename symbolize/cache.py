@@ -23,7 +23,7 @@ from symbolize.index.store import FORMAT_VERSION, IndexFile, write_index
 
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
-ANSWER_VERSION = 2
+ANSWER_VERSION = 3
 
 
 def default_cache_dir() -> Path:

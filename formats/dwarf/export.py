@@ -10,9 +10,10 @@ contents, so its addresses raise the same MalformedInputError.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from formats.dwarf.info import _DECODE_ERRORS, DwarfInfo
+from formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
 from formats.dwarf.scan import UnitIndex, _node_ranges
 
 
@@ -43,13 +44,23 @@ class ExportedUnit:
 class DwarfExport:
     # (low, high, unit) sorted by low: which units cover which addresses.
     unit_ranges: list[tuple[int, int, int]]
-    units: list[ExportedUnit]
+    # One ExportedUnit per unit, in unit order, decoded as the iterator is consumed.
+    units: Iterator[ExportedUnit]
 
 
 def export_dwarf(info: DwarfInfo) -> DwarfExport:
-    """Decode every unit of ``info`` completely. Raises MalformedInputError only for a broken .debug_info."""
+    """Decode every unit of ``info`` completely. Raises MalformedInputError only for a broken .debug_info.
+
+    Units are decoded one at a time as ``units`` is consumed, and each unit's
+    decoded state is dropped once exported: a large binary's whole decode
+    never has to fit in memory at once. (A later lookup in ``info`` decodes
+    the unit again.)
+    """
     states = info._load_units()
-    units = []
+    return DwarfExport(list(info._unit_ranges), _export_units(info, states))
+
+
+def _export_units(info: DwarfInfo, states: list[_UnitState]) -> Iterator[ExportedUnit]:
     for state in states:
         exported = ExportedUnit()
         try:
@@ -58,14 +69,12 @@ def export_dwarf(info: DwarfInfo) -> DwarfExport:
             state.error = state.error or f"compile unit at {state.unit.offset:#x}: {error}"
         if state.error is not None:
             exported = ExportedUnit(error=state.error)
-        units.append(exported)
-    return DwarfExport(list(info._unit_ranges), units)
+        else:
+            state.index = state.lines = None
+        yield exported
 
 
-def _export_unit(info: DwarfInfo, state: object, exported: ExportedUnit) -> None:
-    from formats.dwarf.info import _UnitState
-
-    assert isinstance(state, _UnitState)
+def _export_unit(info: DwarfInfo, state: _UnitState, exported: ExportedUnit) -> None:
     if not info._ensure_decoded(state):
         return
     index = state.index

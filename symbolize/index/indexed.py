@@ -14,6 +14,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
+from heapq import heappop, heappush
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -119,7 +120,9 @@ def build_index_arrays(elf: ElfFile) -> dict[str, array[int] | bytes]:
             *summary.dwarf_versions,
         ]
     )
-    arrays: dict[str, array[int] | bytes] = {name: _narrowest(values) for name, values in out.items()}
+    for name in out:
+        out[name] = _narrowest(out[name])  # one array at a time: the wide copy goes as the narrow one comes
+    arrays: dict[str, array[int] | bytes] = dict(out)
     arrays["str_blob"] = bytes(strings.blob)
     arrays["str_offsets"] = _narrowest(strings.offsets)
     return arrays
@@ -137,24 +140,21 @@ def _narrowest(values: array[int]) -> array[int]:
 def _unit_intervals(unit: ExportedUnit) -> list[tuple[int, int, tuple[int, ...]]]:
     """Address intervals of a unit over which the inline chain does not change, with that chain.
 
-    The chain at an address depends only on which function and inline ranges
-    hold it, so it is constant between consecutive range endpoints; each
-    interval's chain is computed by the same walk as UnitIndex.chain_at.
+    The same choices as UnitIndex.chain_at, made for whole intervals at once:
+    among function ranges, the one with the greatest low that holds an address
+    owns it; within a node, the first child in DIE order whose ranges hold an
+    address owns it. Ownership is settled by a sweep over range endpoints, one
+    tree level at a time, so the work grows with the number of ranges, not
+    with ranges times the depth and breadth of the tree at every endpoint.
     """
-    lows = [low for low, _, _ in unit.function_ranges]
-    max_highs = []
-    running = 0
-    for _, high, _ in unit.function_ranges:
-        running = max(running, high)
-        max_highs.append(running)
-    points = {point for low, high, _ in unit.function_ranges for point in (low, high)}
-    points.update(point for ranges in unit.node_ranges for low, high in ranges for point in (low, high))
-    ordered = sorted(points)
+    pieces: list[tuple[int, int, tuple[int, ...]]] = []
+    # Function ranges: later entries (greater low) win where ranges overlap.
+    owners = [(low, high, -position, node) for position, (low, high, node) in enumerate(unit.function_ranges)]
+    for low, high, node in _owned_pieces(owners):
+        _descend(unit, node, (node,), [(low, high)], pieces)
+    pieces.sort()
     intervals: list[tuple[int, int, tuple[int, ...]]] = []
-    for low, high in pairwise(ordered):
-        chain = _chain_at(unit, lows, max_highs, low)
-        if not chain:
-            continue
+    for low, high, chain in pieces:
         if intervals and intervals[-1][1] == low and intervals[-1][2] == chain:
             intervals[-1] = (intervals[-1][0], high, chain)
         else:
@@ -162,27 +162,64 @@ def _unit_intervals(unit: ExportedUnit) -> list[tuple[int, int, tuple[int, ...]]
     return intervals
 
 
-def _chain_at(unit: ExportedUnit, lows: list[int], max_highs: list[int], vaddr: int) -> tuple[int, ...]:
-    """UnitIndex.chain_at over an exported unit."""
-    position = bisect_right(lows, vaddr) - 1
-    node = -1
-    while position >= 0 and max_highs[position] > vaddr:
-        low, high, candidate = unit.function_ranges[position]
-        if low <= vaddr < high:
-            node = candidate
-            break
-        position -= 1
-    if node < 0:
-        return ()
-    chain = [node]
+def _descend(
+    unit: ExportedUnit,
+    node: int,
+    chain: tuple[int, ...],
+    spans: list[tuple[int, int]],
+    pieces: list[tuple[int, int, tuple[int, ...]]],
+) -> None:
+    """Split the ``spans`` that ``node`` owns among its children; what none holds keeps ``chain``."""
+    children = []
     index, end = unit.node_first[node], unit.node_end[node]
     while index < end:
-        if unit.node_parent[index] == chain[-1] and any(low <= vaddr < high for low, high in unit.node_ranges[index]):
-            chain.append(index)
-            index += 1
+        if unit.node_parent[index] == node:
+            children.append(index)
+        index = unit.node_end[index]
+    by_child: dict[int, list[tuple[int, int]]] = {}
+    for span_low, span_high in spans:
+        owners = [
+            (max(low, span_low), min(high, span_high), order, child)
+            for order, child in enumerate(children)
+            for low, high in unit.node_ranges[child]
+            if low < span_high and high > span_low
+        ]
+        cursor = span_low
+        for low, high, child in _owned_pieces(owners):
+            if cursor < low:
+                pieces.append((cursor, low, chain))
+            by_child.setdefault(child, []).append((low, high))
+            cursor = high
+        if cursor < span_high:
+            pieces.append((cursor, span_high, chain))
+    for child, owned in by_child.items():
+        _descend(unit, child, (*chain, child), owned, pieces)
+
+
+def _owned_pieces(owners: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int]]:
+    """``(low, high, item)`` where, of the ``(low, high, rank, item)`` ranges holding an address,
+    the one of least rank owns it; in address order, adjacent pieces of one item joined."""
+    points = sorted({point for low, high, _, _ in owners for point in (low, high)})
+    starts = sorted(owners)
+    active: list[tuple[int, int, int]] = []  # heap of (rank, high, item)
+    pieces: list[tuple[int, int, int]] = []
+    next_start = 0
+    for low, high in pairwise(points):
+        while next_start < len(starts) and starts[next_start][0] <= low:
+            _, start_high, rank, item = starts[next_start]
+            heappush(active, (rank, start_high, item))
+            next_start += 1
+        while active and active[0][1] <= low:
+            heappop(active)
+        if not active:
+            continue
+        # A range that ended below ``low`` may still sit under the top; only the top matters.
+        item = active[0][2]
+        if pieces and pieces[-1][1] == low and pieces[-1][2] == item:
+            pieces[-1] = (pieces[-1][0], high, item)
         else:
-            index = unit.node_end[index]
-    return tuple(chain)
+            pieces.append((low, high, item))
+    return pieces
 
 
 _ARRAYS = {
