@@ -321,3 +321,16 @@ def test_types_local_to_a_function_never_qualify_names(tree: tuple[Die, list], w
         assert (None if frames is None else [frame.function for frame in frames]) == _expected(functions, vaddr)
     assert (index.scope_start, index.scope_end, index.scope_name, index.scope_parent) == scopes
     assert "Local" not in index.scope_name
+
+
+@settings(max_examples=40, deadline=None)
+@given(_trees(), st.booleans(), st.randoms(use_true_random=False))
+def test_a_whole_unit_walk_exports_what_lazy_expansion_does(tree: tuple[Die, list], with_siblings: bool, rng) -> None:  # type: ignore[no-untyped-def, type-arg]
+    root, functions = tree
+    lazy = _dwarf(root, with_siblings)
+    addresses = list(range(0x1000, functions[-1][1] + functions[-1][2]))
+    for vaddr in rng.sample(addresses, min(len(addresses), 12)):
+        lazy.frames_at(vaddr)  # decode the unit lazily and expand some nodes, as lookups would
+    (expanded,) = export_dwarf(lazy).units
+    (whole,) = export_dwarf(_dwarf(root, with_siblings)).units
+    assert whole == expanded

@@ -75,7 +75,7 @@ def _export_units(info: DwarfInfo, states: list[_UnitState]) -> Iterator[Exporte
 
 
 def _export_unit(info: DwarfInfo, state: _UnitState, exported: ExportedUnit) -> None:
-    if not info._ensure_decoded(state):
+    if not info._ensure_decoded(state, whole=True):
         return
     index = state.index
     assert index is not None

@@ -223,7 +223,7 @@ class DwarfInfo:
         state = states[position]
         return state if die_offset < state.unit.end else None
 
-    def _ensure_decoded(self, state: _UnitState) -> bool:
+    def _ensure_decoded(self, state: _UnitState, whole: bool = False) -> bool:
         if state.error is not None:
             return False
         if state.index is not None:
@@ -235,7 +235,7 @@ class DwarfInfo:
                 die_unit = self._split_unit(unit)
             state.die_unit = die_unit
             state.lines = decode_line_table(unit, unit.stmt_list) if unit.stmt_list is not None else None
-            state.index = scan_unit(die_unit) if die_unit is not None else UnitIndex(unit)
+            state.index = scan_unit(die_unit, whole) if die_unit is not None else UnitIndex(unit)
         except _DECODE_ERRORS as error:
             state.error = f"compile unit at {unit.offset:#x}: {error}"
             return False

@@ -167,6 +167,8 @@ class UnitIndex:
     # Nodes the scan itself found are 0 to top_end; expansions append after.
     top_end: int = 0
     skipper: SubtreeSkipper | None = None
+    # Walk every function subtree at once instead of deferring it (see scan_unit).
+    whole: bool = False
 
     def finish(self) -> None:
         self.function_ranges.sort()
@@ -234,9 +236,14 @@ class UnitIndex:
         return scope
 
 
-def scan_unit(unit: Unit) -> UnitIndex:
-    """Walk the unit's DIE tree once; raises DwarfFormatError, IndexError or struct.error on bad data."""
+def scan_unit(unit: Unit, whole: bool = False) -> UnitIndex:
+    """Walk the unit's DIE tree once; raises DwarfFormatError, IndexError or struct.error on bad data.
+
+    Function subtrees wait for a lookup to reach them, unless ``whole`` asks for
+    every one now (the index builder's case: one walk beats one walk per node).
+    """
     index = UnitIndex(unit)
+    index.whole = whole
     _walk(index, unit.first_die, unit.end, [], -1, -1)
     index.top_end = len(index.node_ranges)
     index.finish()
@@ -275,6 +282,7 @@ def _walk(
     scope_name = index.scope_name
     scope_parent = index.scope_parent
     scope_is_namespace = index.scope_is_namespace
+    whole = index.whole
     skipper = index.skipper
     if skipper is None:
         skipper = index.skipper = SubtreeSkipper(unit)
@@ -407,9 +415,13 @@ def _walk(
                         for low, high in ranges:
                             function_ranges.append((low, high, node))
             if plan.has_children:
-                # A node's subtree waits for a lookup; one without code (a declaration, an
-                # abstract instance) hides its parameters and blocks, which hold no code.
-                subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, False)
+                # A node's subtree waits for a lookup (unless the whole unit is wanted); one
+                # without code (a declaration, an abstract instance) hides its parameters and
+                # blocks, which hold no code.
+                if whole and node >= 0:
+                    subtree_end = -1
+                else:
+                    subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, False)
                 if subtree_end >= 0:
                     if node >= 0:
                         deferred[node] = (offset, subtree_end)
