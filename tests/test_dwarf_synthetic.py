@@ -75,6 +75,13 @@ def test_line_table_offset_past_the_section_is_reported() -> None:
         info.frames_at(0x1004)
 
 
+def test_a_line_program_stepping_below_line_zero_is_reported() -> None:
+    # advance_line takes any signed delta; line_program encodes 1 -> -3 as one.
+    info = _info(debug_line=line_program([(0x1000, 10), (0x1010, -3), (0x1020, 20)]))
+    with pytest.raises(MalformedInputError, match="below line 0"):
+        info.frames_at(0x1014)
+
+
 def test_abbreviation_offset_past_the_section_is_reported() -> None:
     info = _info(debug_info=compile_unit("a.c", [Function("outer", 0x1000, 0x40)], abbrev_offset=0x5000))
     # The unit's ranges cannot be read, so no unit covers the address: nothing to name, nothing claimed.

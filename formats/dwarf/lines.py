@@ -183,6 +183,10 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
     table = LineTable(files=files)
     _run_program(table, data, program_start, end, unit, min_instruction_length, line_base, line_range,
                  opcode_base, standard_lengths)
+    # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here,
+    # not per row in the loop above.
+    if table.lines and min(table.lines) < 0:
+        raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
     table.finish()
     return table
 
