@@ -103,9 +103,10 @@ def cache_entries(cache_dir: Path) -> list[CacheEntry]:
 
 
 def clear_cache(cache_dir: Path) -> int:
-    """Delete every index (and leftover temporary file); returns how many files were removed."""
+    """Delete every index (and leftover temporary file and build marker); returns how many files were removed."""
     removed = 0
-    for path in list((cache_dir / "index").glob("*.idx")) + list((cache_dir / "index").glob("*.tmp")):
+    index_dir = cache_dir / "index"
+    for path in [*index_dir.glob("*.idx"), *index_dir.glob("*.tmp"), *index_dir.glob("*.building")]:
         path.unlink(missing_ok=True)
         removed += 1
     return removed

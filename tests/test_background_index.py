@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from formats.elf import ElfFile
-from symbolize.cache import cache_entries
+from symbolize.cache import cache_entries, clear_cache
 from symbolize.cli.app import app
 from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
 from symbolize.index.background import (
@@ -79,3 +79,12 @@ def test_a_builder_logs_what_it_could_not_index(tmp_path: Path) -> None:
     log = (tmp_path / LOG_NAME).read_text().splitlines()
     assert len(log) == 2
     assert str(not_elf) in log[0] and "gone" in log[1]
+
+
+def test_clearing_the_cache_removes_build_markers(tmp_path: Path) -> None:
+    with ElfFile(BINARY) as elf:
+        marker = marker_path(tmp_path, elf)
+    marker.parent.mkdir(parents=True)
+    marker.touch()
+    assert clear_cache(tmp_path) == 1
+    assert not marker.exists()
