@@ -24,6 +24,7 @@ from formats.dwarf.reader import read_uleb
 from formats.dwarf.skip import SubtreeSkipper
 from formats.dwarf.unit import Unit
 from tests.dwarf_builder import getter, uleb
+from tests.exported_units import chain_at
 
 PATH = Path(__file__).with_name("synthetic-lazy.elf")
 _FLAG_PRESENT = c.DW_FORM_flag_present
@@ -215,7 +216,7 @@ def test_export_lays_every_subtree_after_its_node(tree: tuple[Die, list], with_s
         if parent >= 0:
             assert unit.node_first[parent] <= node < unit.node_end[parent]
     for name, low, _, _ in functions:
-        chain = _exported_chain(unit, low)
+        chain = chain_at(unit, low)
         assert unit.node_name[chain[0]] == "ns::" + name
 
 
@@ -223,19 +224,6 @@ def _model_nodes(calls: list[Call]):  # type: ignore[no-untyped-def]
     for call in calls:
         yield call
         yield from _model_nodes(call.children)
-
-
-def _exported_chain(unit, vaddr: int) -> list[int]:  # type: ignore[no-untyped-def]
-    node = next(node for low, high, node in unit.function_ranges if low <= vaddr < high)
-    chain = [node]
-    index, end = unit.node_first[node], unit.node_end[node]
-    while index < end:
-        if unit.node_parent[index] == chain[-1] and any(low <= vaddr < high for low, high in unit.node_ranges[index]):
-            chain.append(index)
-            index += 1
-        else:
-            index = unit.node_end[index]
-    return chain
 
 
 def _reference_subtree_end(unit: Unit, offset: int) -> int:

@@ -10,7 +10,6 @@ outside their parent, which real DWARF has only now and then.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from itertools import pairwise
 
 from hypothesis import given, settings
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 
 from formats.dwarf.export import ExportedUnit
 from symbolize.index.indexed import _unit_intervals
+from tests.exported_units import chain_at
 
 SPAN = 64
 
@@ -51,35 +51,11 @@ def _units(draw: st.DrawFn) -> ExportedUnit:
     return unit
 
 
-def _chain_at(unit: ExportedUnit, vaddr: int) -> tuple[int, ...]:
-    """UnitIndex.chain_at, one address at a time: the reference."""
-    lows = [low for low, _, _ in unit.function_ranges]
-    position = bisect_right(lows, vaddr) - 1
-    node = -1
-    while position >= 0:
-        low, high, candidate = unit.function_ranges[position]
-        if low <= vaddr < high:
-            node = candidate
-            break
-        position -= 1
-    if node < 0:
-        return ()
-    chain = [node]
-    index, end = unit.node_first[node], unit.node_end[node]
-    while index < end:
-        if unit.node_parent[index] == chain[-1] and any(low <= vaddr < high for low, high in unit.node_ranges[index]):
-            chain.append(index)
-            index += 1
-        else:
-            index = unit.node_end[index]
-    return tuple(chain)
-
-
 @settings(max_examples=300, deadline=None)
 @given(_units())
 def test_intervals_give_the_chain_the_walk_gives_at_every_address(unit: ExportedUnit) -> None:
     intervals = _unit_intervals(unit)
-    expected = {vaddr: _chain_at(unit, vaddr) for vaddr in range(SPAN + 1)}
+    expected = {vaddr: chain_at(unit, vaddr) for vaddr in range(SPAN + 1)}
     found = dict.fromkeys(range(SPAN + 1), ())
     for low, high, chain in intervals:
         assert low < high
