@@ -19,7 +19,7 @@ from symbolize.demangle import demangle as demangle_name
 from symbolize.discovery import DiscoveryOptions, ObjectCache
 from symbolize.discovery import open_module as discovery_open_module
 from symbolize.index.indexed import IndexedObject
-from symbolize.module import Module, Unknown
+from symbolize.module import Module, PerFrame, Unknown
 
 if TYPE_CHECKING:
     # Imported where used: looking addresses up should not pay for protobuf.
@@ -119,16 +119,13 @@ def lookup(
 class FrameShaper:
     """Demangles a lookup result's names and, with ``inlines=False``, folds it into one frame.
 
-    Indexed lookups hand out the same Frame object for every address under one
-    inlined call, so each distinct frame is demangled once: the shaped frame is
-    remembered by the raw frame's identity (the raw frame is kept alive beside
-    it, so its id cannot be reused).
+    Each distinct frame is demangled once (see :class:`symbolize.module.PerFrame`).
     """
 
     def __init__(self, mode: DemangleMode, inlines: bool) -> None:
         self.mode = mode
         self.inlines = inlines
-        self._shaped: dict[int, tuple[Frame, Frame]] = {}
+        self._frame = PerFrame(self._demangled)
 
     def shape(self, result: list[Frame] | Unknown) -> list[Frame] | Unknown:
         if isinstance(result, Unknown) or not result:
@@ -147,16 +144,11 @@ class FrameShaper:
             )
         ]
 
-    def _frame(self, frame: Frame) -> Frame:
-        found = self._shaped.get(id(frame))
-        if found is not None:
-            return found[1]
-        shaped = frame
+    def _demangled(self, frame: Frame) -> Frame:
         name = demangle_name(frame.function, self.mode) if frame.function else frame.function
-        if name != frame.function:
-            shaped = Frame(name, frame.file, frame.line, frame.column, frame.start_line)
-        self._shaped[id(frame)] = (frame, shaped)
-        return shaped
+        if name == frame.function:
+            return frame
+        return Frame(name, frame.file, frame.line, frame.column, frame.start_line)
 
 
 def symbolize_profile(

@@ -4,16 +4,20 @@
 - ``Module.lookup(vaddrs)`` returns exactly one result per input, in order:
   a non-empty list of raw (not demangled) frames, innermost first, or Unknown.
   One bad address never fails the batch; a broken file raises SymbolizeError.
+- ``PerFrame(compute)`` remembers what the layers above derive from a frame.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from formats.errors import MalformedInputError
 from formats.types import Frame, ObjectFile
+
+T = TypeVar("T")
 
 NO_SYMBOL = "no symbol covers address"
 NO_DEBUG_INFO = "no debug info"
@@ -90,3 +94,25 @@ class Module:
             "debug_file": str(self.debug_files[0].path) if self.debug_files else None,
             "debug_id": str(self.binary.debug_id) if self.binary.debug_id is not None else None,
         }
+
+
+class PerFrame(Generic[T]):
+    """``compute(frame)``, computed once per Frame object.
+
+    An indexed lookup hands out one Frame for every address under the same
+    inlined call, so a large batch holds far fewer distinct frames than frames:
+    what is derived from one (its demangled form, its text, its pprof Function)
+    is worth remembering. Frames are keyed by identity, which is cheaper than
+    hashing their five fields; each frame is kept alive beside its value, so
+    its id cannot be reused while the memo lives.
+    """
+
+    def __init__(self, compute: Callable[[Frame], T]) -> None:
+        self._compute = compute
+        self._values: dict[int, tuple[Frame, T]] = {}
+
+    def __call__(self, frame: Frame) -> T:
+        found = self._values.get(id(frame))
+        if found is None:
+            found = self._values[id(frame)] = (frame, self._compute(frame))
+        return found[1]

@@ -32,7 +32,7 @@ from formats.errors import SymbolizeError
 from formats.types import Frame
 from symbolize.demangle import DemangleMode, demangle
 from symbolize.discovery import DiscoveryOptions, find_module
-from symbolize.module import Module, Unknown
+from symbolize.module import Module, PerFrame, Unknown
 from symbolize.normalize import runtime_to_vaddr
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Function, Location, Mapping, Profile
@@ -308,19 +308,12 @@ class _FunctionTable:
             )
             self._ids.setdefault(key, function.id)
         self._next_id = max((function.id for function in profile.function), default=0) + 1
-        # Function id by frame identity (the frame kept alive beside it, so that its id stays its own):
-        # indexed lookups share one Frame between every address under an inlined call.
-        self._by_frame: dict[int, tuple[Frame, int]] = {}
+        # The id of the Function entry for a frame's function, its name demangled as ``mode`` asks.
+        self.id_of = PerFrame(self._function_id)
 
-    def id_of(self, frame: Frame) -> int:
-        """The id of the Function entry for ``frame``'s function, its name demangled as the table's mode asks."""
-        found = self._by_frame.get(id(frame))
-        if found is None:
-            system_name = frame.function or "??"
-            name = demangle(system_name, self._mode)
-            function_id = self.intern(name, system_name, frame.file or "", frame.start_line)
-            found = self._by_frame[id(frame)] = (frame, function_id)
-        return found[1]
+    def _function_id(self, frame: Frame) -> int:
+        system_name = frame.function or "??"
+        return self.intern(demangle(system_name, self._mode), system_name, frame.file or "", frame.start_line)
 
     def intern(self, name: str, system_name: str, filename: str, start_line: int) -> int:
         key = (name, system_name, filename, start_line)

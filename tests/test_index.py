@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from formats.elf import ElfFile
+from formats.types import Frame
 from symbolize.api import build_indexes, lookup, symbolize_profile
 from symbolize.cache import build_index, cache_entries, clear_cache, index_key, index_path, load_index
 from symbolize.cli.app import app
@@ -20,7 +21,7 @@ from symbolize.demangle import DemangleMode, demangle
 from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
 from symbolize.index.indexed import IndexedObject
 from symbolize.index.store import IndexFile
-from symbolize.module import Module, Unknown
+from symbolize.module import Module, PerFrame, Unknown
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEBUG_DIR = FIXTURES / "bin" / "debug"
@@ -183,3 +184,16 @@ def test_an_index_in_use_elsewhere_is_kept_when_replacing_it_is_refused(
     assert path.read_bytes() == before
     assert [entry.path for entry in cache_entries(tmp_path)] == [path]
     assert not list(path.parent.glob("*.tmp"))
+
+
+def test_per_frame_values_are_computed_once_per_frame_object() -> None:
+    computed: list[Frame] = []
+
+    def count(frame: Frame) -> int:
+        computed.append(frame)
+        return len(computed)
+
+    memo = PerFrame(count)
+    shared, equal = Frame("f", "a.c", 1), Frame("f", "a.c", 1)
+    assert [memo(shared), memo(shared), memo(equal), memo(shared)] == [1, 1, 2, 1]
+    assert computed == [shared, equal]

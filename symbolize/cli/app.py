@@ -30,7 +30,7 @@ import typer
 
 from formats.types import Frame
 from symbolize.errors import SymbolizeError
-from symbolize.module import Unknown
+from symbolize.module import PerFrame, Unknown
 
 app = typer.Typer(
     name="symbolize",
@@ -186,22 +186,13 @@ def parse_address(text: str) -> int | None:
 
 
 class _FrameText:
-    """Each frame's text for ``lookup``, made once per frame object.
-
-    Lookups share one Frame between every address under an inlined call, so
-    most frames of a large batch are formatted already. The frame is kept
-    beside its text so that its id stays its own.
-    """
+    """Each frame's text for ``lookup``, made once per frame object (see symbolize.module.PerFrame)."""
 
     def __init__(self, as_json: bool) -> None:
-        self._format = self._json if as_json else self._text
-        self._texts: dict[int, tuple[Frame, str]] = {}
+        self._text_of = PerFrame(self._json if as_json else self._text)
 
     def __call__(self, frame: Frame) -> str:
-        found = self._texts.get(id(frame))
-        if found is None:
-            found = self._texts[id(frame)] = (frame, self._format(frame))
-        return found[1]
+        return self._text_of(frame)
 
     @staticmethod
     def _json(frame: Frame) -> str:
