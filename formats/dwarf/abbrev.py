@@ -10,7 +10,7 @@ skipped with one addition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from formats.dwarf import constants as c
 from formats.dwarf.reader import read_sleb, read_uleb
@@ -86,8 +86,9 @@ def form_layout(form: int, addr_size: int, offset_size: int, version: int) -> tu
     raise UnknownFormError(form)
 
 
-@dataclass(frozen=True, slots=True)
-class Abbrev:
+class Abbrev(NamedTuple):
+    # A tuple, not a frozen dataclass: a large unit's table has thousands of entries, each
+    # built on open, and a tuple is built several times faster.
     code: int
     tag: int
     has_children: bool
@@ -101,6 +102,7 @@ def parse_abbrev_table(data: bytes, offset: int) -> dict[int, Abbrev]:
     Raises IndexError on a table that runs off the section; the caller wraps it.
     """
     table: dict[int, Abbrev] = {}
+    implicit_const = c.DW_FORM_implicit_const
     while True:
         code, offset = read_uleb(data, offset)
         if code == 0:
@@ -110,12 +112,21 @@ def parse_abbrev_table(data: bytes, offset: int) -> dict[int, Abbrev]:
         offset += 1
         attributes: list[tuple[int, int, int]] = []
         while True:
-            attribute, offset = read_uleb(data, offset)
-            form, offset = read_uleb(data, offset)
+            # Most attribute and form numbers fit in one LEB128 byte.
+            attribute = data[offset]
+            if attribute < 0x80:
+                offset += 1
+            else:
+                attribute, offset = read_uleb(data, offset)
+            form = data[offset]
+            if form < 0x80:
+                offset += 1
+            else:
+                form, offset = read_uleb(data, offset)
             if attribute == 0 and form == 0:
                 break
             implicit = 0
-            if form == c.DW_FORM_implicit_const:
+            if form == implicit_const:
                 implicit, offset = read_sleb(data, offset)
             attributes.append((attribute, form, implicit))
         table[code] = Abbrev(code, tag, has_children, tuple(attributes))
