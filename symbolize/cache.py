@@ -3,8 +3,10 @@
 An index is keyed by the identity of the file it answers for: its GNU build ID
 and size (or, without a build ID, its resolved path, size and mtime), plus the
 index format and the toolkit's answer logic, so an index built by another
-version is never believed. A damaged or foreign index is deleted and rebuilt on
-the next ``symbolize index``; until then lookups take the uncached path.
+version is never believed. A damaged or foreign index is deleted; lookups take
+the uncached path until it is built again (by ``symbolize index``, or by the
+background builder the command line starts after a run that missed it:
+symbolize/index/background.py).
 """
 
 from __future__ import annotations

@@ -333,8 +333,8 @@ class IndexedObject:
         """As ElfFile.frames_at: DWARF frames with the symbol's name outermost, else the symbol.
 
         An array found damaged on first use ends the index's service: the file
-        is deleted (rebuilt by the next ``symbolize index``) and the wrapped
-        file answers from then on.
+        is deleted (a later run that finds it missing builds it again, as does
+        ``symbolize index``) and the wrapped file answers from then on.
         """
         if self._damaged:
             return self.file.frames_at(vaddr)
