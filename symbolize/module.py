@@ -58,18 +58,19 @@ class Module:
     def lookup(self, vaddrs: Sequence[int]) -> list[list[Frame] | Unknown]:
         """One result per vaddr, in order: frames (innermost first) or Unknown."""
         results: list[list[Frame] | Unknown] = []
+        sources = self._sources()
         for vaddr in vaddrs:
             result = self._results.get(vaddr)
             if result is None:
-                result = self._results[vaddr] = self._lookup_one(vaddr)
+                result = self._results[vaddr] = self._lookup_one(vaddr, sources)
             results.append(result)
         return results
 
-    def _lookup_one(self, vaddr: int) -> list[Frame] | Unknown:
+    def _lookup_one(self, vaddr: int, sources: list[ObjectFile]) -> list[Frame] | Unknown:
         # A broken unit in one file should not hide what the next file (often the
         # binary's symbol table) knows; its error is the reason only if nothing names the address.
         error: MalformedInputError | None = None
-        for source in self._sources():
+        for source in sources:
             try:
                 frames = source.frames_at(vaddr)
             except MalformedInputError as err:
