@@ -50,8 +50,9 @@ def start_background_indexing(files: Iterable[ElfFile], cache_dir: Path) -> list
             claimed.append((elf.path, marker))
     if not claimed:
         return []
-    argv = [sys.executable, "-m", "symbolize.index.background", "--cache-dir", str(cache_dir)]
-    argv += [str(path) for path, _ in claimed]
+    # Absolute paths: the builder must not depend on a working directory that may go away.
+    argv = [sys.executable, "-m", "symbolize.index.background", "--cache-dir", str(cache_dir.resolve())]
+    argv += [str(path.resolve()) for path, _ in claimed]
     try:
         subprocess.Popen(
             argv,
