@@ -5,9 +5,11 @@ The scan records:
 * every subprogram and inlined subroutine with code, as a *node* in pre-order
   (ranges, parent, end of its subtree, the attributes that name it and, for
   inlined subroutines, the call site);
-* every namespace, class, structure, union and enumeration as a *scope*
-  interval of DIE offsets, so the qualified name of any declaration can be
-  rebuilt from its offset alone.
+* every namespace, class, structure, union and enumeration outside a function
+  as a *scope* interval of DIE offsets, so the qualified name of any
+  declaration can be rebuilt from its offset alone. (A type local to a
+  function qualifies nothing, as in llvm-symbolizer; so the scopes are known
+  before any function is entered, and names never depend on which were.)
 
 Subtrees that cannot hold code are skipped whole through ``DW_AT_sibling``
 where the producer emitted it (GCC does, Clang and rustc do not), else by
@@ -17,6 +19,7 @@ A function, and an inlined call, is not entered until a lookup lands in it:
 most DIEs of optimised code (parameters, variables, call sites, inlined calls)
 sit under functions, and a profile touches few of them. So a lookup expands
 one level of the inline tree at a time, only along the chain that holds it.
+The index builder, which wants everything, asks for whole units instead.
 """
 
 from __future__ import annotations
