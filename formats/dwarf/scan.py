@@ -30,9 +30,6 @@ from typing import Any
 
 from formats.dwarf import constants as c
 from formats.dwarf.abbrev import (
-    KIND_BLOCK1,
-    KIND_BLOCK_ULEB,
-    KIND_CSTRING,
     KIND_FIXED,
     KIND_IMPLICIT,
     KIND_SLEB,
@@ -271,6 +268,7 @@ def _walk(
     plans = index.plans
     abbrevs = unit.abbrevs
     read_value = unit.read_value
+    skip_value = unit.skip_value
     node_ranges = index.node_ranges
     node_parent = index.node_parent
     node_first = index.node_first
@@ -323,15 +321,8 @@ def _walk(
                     while data[offset] & 0x80:
                         offset += 1
                     offset += 1
-                elif kind == KIND_BLOCK_ULEB:
-                    length, offset = read_uleb(data, offset)
-                    offset += length
-                elif kind == KIND_CSTRING:
-                    offset = data.index(0, offset) + 1
-                elif kind == KIND_BLOCK1:
-                    offset += 1 + data[offset]
                 elif kind != KIND_IMPLICIT:
-                    _, offset = read_value(form, implicit, offset)
+                    offset = skip_value(kind, form, implicit, offset)
             offset += plan.tail
             if plan.has_children:
                 role = plan.role
@@ -359,19 +350,11 @@ def _walk(
                 if kind == KIND_FIXED:
                     offset += size
                 elif kind in (KIND_ULEB, KIND_SLEB):
-                    # Signed and unsigned LEB128 share their continuation bit.
                     while data[offset] & 0x80:
                         offset += 1
                     offset += 1
-                elif kind == KIND_CSTRING:
-                    offset = data.index(0, offset) + 1
-                elif kind == KIND_BLOCK_ULEB:
-                    length, offset = read_uleb(data, offset)
-                    offset += length
-                elif kind == KIND_BLOCK1:
-                    offset += 1 + data[offset]
                 elif kind != KIND_IMPLICIT:
-                    _, offset = read_value(form, implicit, offset)
+                    offset = skip_value(kind, form, implicit, offset)
                 continue
             if reader is not None:
                 value: Any = reader(data, offset)

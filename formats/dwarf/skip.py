@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from formats.dwarf import constants as c
 from formats.dwarf.abbrev import (
-    KIND_BLOCK1,
     KIND_BLOCK_ULEB,
-    KIND_CSTRING,
     KIND_FIXED,
     KIND_IMPLICIT,
     KIND_INDIRECT,
@@ -85,6 +83,7 @@ class SubtreeSkipper:
         children = self._children
         steps = self._steps
         tails = self._tails
+        skip_value = self._unit.skip_value
         depth = 1
         try:
             while offset < end:
@@ -112,7 +111,7 @@ class SubtreeSkipper:
                                 offset += 1
                             offset += 1
                         else:
-                            offset = self._skip_value(data, kind, form, implicit, offset)
+                            offset = skip_value(kind, form, implicit, offset)
                     offset += tails[code]
                 else:
                     return -1
@@ -120,16 +119,6 @@ class SubtreeSkipper:
         except IndexError:
             return -1
         return end
-
-    def _skip_value(self, data: bytes, kind: int, form: int, implicit: int, offset: int) -> int:
-        if kind == KIND_BLOCK_ULEB:
-            length, offset = read_uleb(data, offset)
-            return offset + length
-        if kind == KIND_BLOCK1:
-            return offset + 1 + data[offset]
-        if kind == KIND_CSTRING:
-            return data.index(0, offset) + 1
-        return self._unit.read_value(form, implicit, offset)[1]
 
 
 _Steps = tuple[tuple[int, int, int, int], ...]

@@ -84,6 +84,21 @@ class Unit:
             found = self.layouts[form] = form_layout(form, self.addr_size, self.offset_size, self.version)
         return found
 
+    def skip_value(self, kind: int, form: int, implicit: int, offset: int) -> int:
+        """Offset past one attribute of layout ``kind`` (from :meth:`layout`), its value not built.
+
+        The DIE walks keep LEB128 and fixed sizes inline, their common case; the rest comes here.
+        """
+        data = self.sections.info
+        if kind == KIND_BLOCK_ULEB:
+            length, offset = read_uleb(data, offset)
+            return offset + length
+        if kind == KIND_BLOCK1:
+            return offset + 1 + data[offset]
+        if kind == KIND_CSTRING:
+            return data.index(0, offset) + 1
+        return self.read_value(form, implicit, offset)[1]
+
     def read_value(self, form: int, implicit: int, offset: int) -> tuple[Any, int]:
         """Raw value of one attribute: an int, or bytes for strings and blocks."""
         data = self.sections.info
