@@ -355,12 +355,17 @@ class ElfFile:
                 return DebugId(DebugIdKind.GNU_BUILD_ID, bytes(desc))
         return None
 
-    def debug_link(self) -> DebugLink | None:
-        section = self._by_name.get(".gnu_debuglink")
+    def _named_raw(self, name: str) -> tuple[_Section, memoryview] | None:
+        """The section called ``name`` and its bytes as stored; None when it is absent or SHT_NOBITS."""
+        section = self._by_name.get(name)
         data = self._raw(section) if section is not None else None
-        if data is None or section is None:
+        return (section, data) if section is not None and data is not None else None
+
+    def debug_link(self) -> DebugLink | None:
+        found = self._named_raw(".gnu_debuglink")
+        if found is None:
             return None
-        raw = bytes(data)
+        section, raw = found[0], bytes(found[1])
         end = raw.find(b"\0")
         crc_at = _align_up(end + 1, 4)
         if end <= 0 or crc_at + 4 > len(raw):
@@ -370,11 +375,10 @@ class ElfFile:
 
     def supplementary_link(self) -> tuple[str, bytes] | None:
         """``.gnu_debugaltlink``: the dwz common file (path, build ID) this file's DWARF refers into."""
-        section = self._by_name.get(".gnu_debugaltlink")
-        data = self._raw(section) if section is not None else None
-        if data is None or section is None:
+        found = self._named_raw(".gnu_debugaltlink")
+        if found is None:
             return None
-        raw = bytes(data)
+        section, raw = found[0], bytes(found[1])
         end = raw.find(b"\0")
         if end <= 0:
             raise self._fail("malformed .gnu_debugaltlink", section.sh_offset)
@@ -485,10 +489,10 @@ class ElfFile:
             yield _FunctionSymbol(symbol, is_local, section_end, (rank, pos // stride))
 
     def _mini_debug_info_symbols(self) -> list[_FunctionSymbol]:
-        section = self._by_name.get(".gnu_debugdata")
-        data = self._raw(section) if section is not None else None
-        if section is None or data is None:
+        found = self._named_raw(".gnu_debugdata")
+        if found is None:
             return []
+        section, data = found
         payload = self._unxz(data, section.sh_offset)
         try:
             with ElfFile(self.path, data=payload) as mini:
