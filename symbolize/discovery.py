@@ -38,8 +38,6 @@ class ObjectCache:
         # Where persistent indexes are read from (None: not used); see symbolize/cache.py.
         self.index_dir = index_dir
         self.build_missing_indexes = build_missing_indexes
-        # Files with DWARF opened without an index (index_dir set): candidates for a background build.
-        self.unindexed: list[ElfFile] = []
 
     def open(self, path: Path) -> ObjectFile:
         try:
@@ -56,8 +54,6 @@ class ObjectCache:
         if cached is not None:
             cached[1].close()
         opened = with_index(open_object(path), self.index_dir, self.build_missing_indexes)
-        if self.index_dir is not None and isinstance(opened, ElfFile) and opened.has_dwarf():
-            self.unindexed.append(opened)
         self._objects[key] = (stamp, opened)
         return opened
 
@@ -70,15 +66,16 @@ class ObjectCache:
             return []
         from symbolize.index.background import start_background_indexing
 
-        still_open = {id(opened) for _stamp, opened in self._objects.values()}
-        missing = [elf for elf in self.unindexed if id(elf) in still_open]
+        # With an index directory, a file comes back as an ElfFile only when it has no index.
+        missing = [
+            opened for _stamp, opened in self._objects.values() if isinstance(opened, ElfFile) and opened.has_dwarf()
+        ]
         return start_background_indexing(missing, self.index_dir) if missing else []
 
     def close(self) -> None:
         for _stamp, opened in self._objects.values():
             opened.close()
         self._objects.clear()
-        self.unindexed.clear()
 
 
 @dataclass

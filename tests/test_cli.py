@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from formats.errors import MissingDebugInfoError
 from formats.types import Frame
 from symbolize import api
-from symbolize.cli.app import _FrameText, app, default_output_path, parse_address
+from symbolize.cli.app import _frame_json, app, default_output_path, parse_address
 from symbolize.discovery import DiscoveryOptions
 from symbolize.module import Module, Unknown
 from symbolize.pprof import read_profile, write_profile
@@ -83,7 +83,7 @@ def test_lookup_json_frames_are_spelled_as_json_dumps(
 ) -> None:
     frame = Frame(function, file, line, column)
     expected = json.dumps({"function": function, "file": file, "line": line, "column": column})
-    assert _FrameText(as_json=True)(frame) == expected
+    assert _frame_json(frame) == expected
 
 
 def test_lookup_json_lines_of_a_real_binary_are_json_dumps_lines() -> None:

@@ -185,25 +185,15 @@ def parse_address(text: str) -> int | None:
     return None
 
 
-class _FrameText:
-    """Each frame's text for ``lookup``, made once per frame object (see symbolize.module.PerFrame)."""
+def _frame_json(frame: Frame) -> str:
+    # json.dumps of the same dict, spelled out: five times faster, and the frames are many.
+    function = "null" if frame.function is None else encode_basestring_ascii(frame.function)
+    file = "null" if frame.file is None else encode_basestring_ascii(frame.file)
+    return f'{{"function": {function}, "file": {file}, "line": {frame.line}, "column": {frame.column}}}'
 
-    def __init__(self, as_json: bool) -> None:
-        self._text_of = PerFrame(self._json if as_json else self._text)
 
-    def __call__(self, frame: Frame) -> str:
-        return self._text_of(frame)
-
-    @staticmethod
-    def _json(frame: Frame) -> str:
-        # json.dumps of the same dict, spelled out: five times faster, and the frames are many.
-        function = "null" if frame.function is None else encode_basestring_ascii(frame.function)
-        file = "null" if frame.file is None else encode_basestring_ascii(frame.file)
-        return f'{{"function": {function}, "file": {file}, "line": {frame.line}, "column": {frame.column}}}'
-
-    @staticmethod
-    def _text(frame: Frame) -> str:
-        return f"{frame.function or '??'}\n{frame.file or '??'}:{frame.line}:{frame.column}\n"
+def _frame_text(frame: Frame) -> str:
+    return f"{frame.function or '??'}\n{frame.file or '??'}:{frame.line}:{frame.column}\n"
 
 
 @app.command("lookup")
@@ -243,7 +233,8 @@ def lookup_command(
             background_index=background_index,
         )
     found = iter(results)
-    frame_text = _FrameText(as_json)
+    # Each distinct frame's text made once (see symbolize.module.PerFrame).
+    frame_text = PerFrame(_frame_json if as_json else _frame_text)
     lines = []
     for text, vaddr in zip(texts, parsed, strict=True):
         result: list[Frame] | Unknown = Unknown("not an address") if vaddr is None else next(found)
