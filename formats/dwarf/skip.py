@@ -7,9 +7,9 @@ does nothing else: per abbreviation code, the total size of a DIE whose
 attributes all have fixed sizes (skipped by one addition) or the few
 variable-size attributes to step over, and whether it opens children.
 
-The walk stops (returns -1) at a DIE the caller must see itself: a scope with
-children (its name qualifies declarations), a subprogram that may have code of
-its own and, for an ``inner`` walk, an inlined call. The caller then walks the
+The walk stops (returns -1) at a DIE the caller must see itself: a subprogram
+that may have code of its own; outside a function, a scope with children (its
+name qualifies declarations); inside one (an ``inner`` walk), an inlined call. The caller then walks the
 subtree DIE by DIE as before, so skipping never changes what a scan finds.
 """
 
@@ -60,9 +60,11 @@ class SubtreeSkipper:
             size, steps[code], tails[code] = _layout(unit, abbrev.attributes)
             has_code = any(attribute in _CODE_ATTRIBUTES for attribute, _, _ in abbrev.attributes)
             tag = abbrev.tag
-            if (tag in _SCOPE_TAGS and abbrev.has_children) or (tag == c.DW_TAG_subprogram and has_code):
+            if tag == c.DW_TAG_subprogram and has_code:
                 continue
-            outer[code] = size
+            # Inside a function a type qualifies nothing (scan.py), so only outer walks stop at one.
+            if not (tag in _SCOPE_TAGS and abbrev.has_children):
+                outer[code] = size
             if not (tag == c.DW_TAG_inlined_subroutine and has_code):
                 inner[code] = size
         self._outer_sizes = outer
