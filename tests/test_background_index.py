@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from formats.elf import ElfFile
@@ -88,3 +90,37 @@ def test_clearing_the_cache_removes_build_markers(tmp_path: Path) -> None:
     marker.touch()
     assert clear_cache(tmp_path) == 1
     assert not marker.exists()
+
+
+def test_a_builder_that_cannot_start_is_one_warning_and_leaves_no_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("no processes left")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    cache_dir = tmp_path / "cache"
+    arguments = ["lookup", "--obj", str(BINARY), "--cache-dir", str(cache_dir), "--background-index", "0x1d09"]
+    result = runner.invoke(app, arguments)
+    assert result.exit_code == 0, result.output
+    warning = "symbolize: warning: could not start building indexes in the background: no processes left"
+    assert result.stderr.splitlines() == [warning]
+    assert result.stdout.strip()
+    assert not list((cache_dir / "index").glob("*.building"))
+
+
+def test_the_builder_is_given_absolute_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[list[str]] = []
+
+    def record(argv: list[str], **kwargs: object) -> None:
+        started.append(argv)
+
+    monkeypatch.setattr(subprocess, "Popen", record)
+    monkeypatch.chdir(tmp_path)
+    relative = Path(os.path.relpath(BINARY, tmp_path))
+    with ElfFile(relative) as elf:
+        assert start_background_indexing([elf], Path("cache")) == [relative]
+    (argv,) = started
+    cache_dir, binary = argv[argv.index("--cache-dir") + 1], argv[-1]
+    assert Path(cache_dir) == tmp_path.resolve() / "cache"
+    assert Path(binary) == BINARY.resolve()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import zlib
 from array import array
 from dataclasses import replace
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from formats.elf import ElfFile
+from formats.errors import MalformedInputError
 from formats.types import Frame
 from symbolize.api import build_indexes, lookup, symbolize_profile
 from symbolize.cache import build_index, cache_entries, clear_cache, index_key, index_path, load_index
@@ -20,7 +22,7 @@ from symbolize.cli.app import app
 from symbolize.demangle import DemangleMode, demangle
 from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
 from symbolize.index.indexed import IndexedObject
-from symbolize.index.store import IndexFile
+from symbolize.index.store import IndexFile, write_index
 from symbolize.module import Module, PerFrame, Unknown
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -197,3 +199,17 @@ def test_per_frame_values_are_computed_once_per_frame_object() -> None:
     shared, equal = Frame("f", "a.c", 1), Frame("f", "a.c", 1)
     assert [memo(shared), memo(shared), memo(equal), memo(shared)] == [1, 1, 2, 1]
     assert computed == [shared, equal]
+
+
+def test_an_index_naming_an_unknown_array_type_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "crafted.idx"
+    write_index(path, "key", {"a": array("B", [1, 2, 3])})
+    data = bytearray(path.read_bytes())
+    code_at = data.index(b"\x01\x00aB") + 3
+    data[code_at : code_at + 1] = b"Z"
+    # A crafted file, not a damaged one: its header checksum is right.
+    header_length = int.from_bytes(data[8:12], "little")
+    data[16:20] = zlib.crc32(bytes(data[20 : 20 + header_length])).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    with pytest.raises(MalformedInputError, match="index header is damaged"):
+        IndexFile(path, "key")
