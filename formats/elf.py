@@ -611,7 +611,7 @@ class ElfFile:
             return [Frame(function=symbol.name, file=symbol.source_file)] if symbol is not None else []
         outer = frames[-1]
         if symbol is not None:
-            frames[-1] = replace(outer, function=symbol.name, file=outer.file or symbol.source_file)
+            frames[-1] = outer._replace(function=symbol.name, file=outer.file or symbol.source_file)
         return frames
 
     def _split_candidates(self, dwo_name: str, comp_dir: str | None) -> list[Path]:

@@ -12,17 +12,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(NamedTuple):
     """One source-level frame at an address.
 
     ``function`` is the name as the binary records it: the linkage (mangled)
     name when there is one, else the qualified name built from the debug info.
     Demangling happens above the readers. ``line`` and ``column`` are 0 when
     unknown; ``file`` is None when unknown.
+
+    A NamedTuple rather than a frozen dataclass: a batch of lookups builds one
+    per distinct frame, tens of thousands, and a tuple is built three times
+    faster (a frozen dataclass sets each field through ``object.__setattr__``).
     """
 
     function: str | None

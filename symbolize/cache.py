@@ -20,6 +20,7 @@ from pathlib import Path
 from formats.elf import ElfFile
 from formats.errors import MalformedInputError
 from formats.types import ObjectFile
+from symbolize.demangle import DEMANGLER
 from symbolize.index.indexed import SCHEMA_VERSION, IndexedObject, build_index_arrays
 from symbolize.index.store import FORMAT_VERSION, IndexFile, write_index
 
@@ -48,7 +49,8 @@ def index_key(elf: ElfFile) -> str:
         if elf.debug_id is not None
         else f"path {elf.path.resolve()} size {stat.st_size} mtime {stat.st_mtime_ns}"
     )
-    return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {identity}"
+    # Indexes store demangled names (symbolize/index/indexed.py): a new demangler makes new ones.
+    return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {DEMANGLER} {identity}"
 
 
 def index_path(cache_dir: Path, key: str) -> Path:

@@ -30,10 +30,17 @@ from typing import Literal, get_args
 
 import pycxxfilt
 
-__all__ = ["DEMANGLE_MODES", "DemangleMode", "demangle", "shorten"]
+__all__ = ["DEMANGLER", "DEMANGLE_MODES", "DemangleMode", "demangle", "remember", "shorten"]
 
 DemangleMode = Literal["full", "short", "none"]
 DEMANGLE_MODES: tuple[str, ...] = get_args(DemangleMode)
+
+# What makes full-mode names: indexes that store demangled names are keyed by it.
+DEMANGLER = f"llvm {pycxxfilt.LLVM_VERSION}"
+
+# name -> full demangling; bounded, since a library caller may symbolize binary after binary.
+_MEMO_LIMIT = 1 << 18
+_full_names: dict[str, str] = {}
 
 _RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
 _CLONE_SUFFIX = re.compile(r"(?:\s*\(\.[^()]*\)|\s*\[clone \.[^\]]*\])+$")
@@ -75,14 +82,34 @@ def demangle(name: str, mode: DemangleMode) -> str:
     raise ValueError(f"unknown demangle mode {mode!r}")  # a programming error, not bad input
 
 
-@functools.lru_cache(maxsize=65536)
 def _demangle_full(name: str) -> str:
+    demangled = _full_names.get(name)
+    if demangled is None:
+        if len(_full_names) >= _MEMO_LIMIT:
+            _full_names.clear()  # a long-lived process symbolizing many binaries stays bounded
+        demangled = _full_names[name] = _llvm_demangle(name)
+    return demangled
+
+
+def _llvm_demangle(name: str) -> str:
     try:
         demangled: str | None = pycxxfilt.demangle(name)
     except ValueError:
         # A name with a mangling prefix that does not parse: llvm-symbolizer prints it as is.
         return name
     return demangled if demangled else name
+
+
+def remember(name: str, full: str) -> None:
+    """Take ``full`` as ``name``'s full demangling, as computed earlier by this same demangler.
+
+    Persistent indexes store the full form of every name they hold, made at build
+    time by the demangler :data:`DEMANGLER` names (which is part of their key), so
+    a warm lookup need not demangle again.
+    """
+    if len(_full_names) >= _MEMO_LIMIT:
+        _full_names.clear()
+    _full_names[name] = full
 
 
 @functools.lru_cache(maxsize=65536)

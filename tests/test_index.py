@@ -7,7 +7,6 @@ import random
 import threading
 import zlib
 from array import array
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -105,10 +104,10 @@ def test_shaped_lookups_match_demangling_each_frame(tmp_path: Path, mode: Demang
             expected.append(frames)
             continue
         named = [
-            replace(frame, function=demangle(frame.function, mode)) if frame.function else frame for frame in frames
+            frame._replace(function=demangle(frame.function, mode)) if frame.function else frame for frame in frames
         ]
         if not inlines:
-            named = [replace(named[0], function=named[-1].function, start_line=named[-1].start_line)]
+            named = [named[0]._replace(function=named[-1].function, start_line=named[-1].start_line)]
         expected.append(named)
     assert shaped == expected
 
@@ -213,3 +212,45 @@ def test_an_index_naming_an_unknown_array_type_is_refused(tmp_path: Path) -> Non
     path.write_bytes(bytes(data))
     with pytest.raises(MalformedInputError, match="index header is damaged"):
         IndexFile(path, "key")
+
+
+@pytest.mark.parametrize("name", ["cppdemo-gcc-dwarf5-pie", "rustdemo-full"])
+def test_index_stores_each_names_full_demangling(tmp_path: Path, name: str) -> None:
+    elf, path = _built(tmp_path, name)
+    index = IndexFile(path, index_key(elf))
+    try:
+        blob, offsets, name_full = index.array("str_blob"), index.array("str_offsets"), index.array("name_full")
+
+        def text(string_id: int) -> str:
+            return bytes(blob[offsets[string_id] : offsets[string_id + 1]]).decode("utf-8", "surrogateescape")
+
+        names = (set(index.array("sym_name")) | set(index.array("node_name"))) - {0}
+        assert any(text(name_full[i]) != text(i) for i in names)  # something here is mangled
+        for string_id in range(len(offsets) - 1):
+            if string_id in names:
+                assert text(name_full[string_id]) == demangle(text(string_id), "full")
+            else:
+                assert name_full[string_id] == 0
+    finally:
+        index.close()
+
+
+def test_warm_lookups_take_names_demangled_from_the_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    binary = FIXTURES / "bin" / "rustdemo-full"
+    build_indexes([binary], cache_dir=tmp_path)
+    vaddrs = _addresses(binary)
+    expected = lookup(binary, vaddrs, use_cache=False)
+    monkeypatch.setattr("symbolize.demangle._full_names", {})
+
+    def no_demangler(name: str) -> str:
+        raise AssertionError(f"demangled {name} again")
+
+    monkeypatch.setattr("symbolize.demangle._llvm_demangle", no_demangler)
+    assert lookup(binary, vaddrs, cache_dir=tmp_path) == expected
+
+
+def test_an_index_made_by_another_demangler_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elf, path = _built(tmp_path)
+    assert load_index(elf, tmp_path) is not None
+    monkeypatch.setattr("symbolize.cache.DEMANGLER", "llvm 0.0.0")
+    assert load_index(elf, tmp_path) is None

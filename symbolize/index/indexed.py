@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING
 from formats.elf import ElfFile
 from formats.errors import MalformedInputError
 from formats.types import DebugId, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
+from symbolize.demangle import demangle, remember
 from symbolize.index.store import IndexDamagedError, IndexFile
 
 if TYPE_CHECKING:
     from formats.dwarf.export import ExportedUnit
 
 # The arrays an index holds and what they mean; part of every index's key (symbolize/cache.py).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class _Strings:
@@ -38,6 +39,7 @@ class _Strings:
         self.ids: dict[str, int] = {}
         self.blob = bytearray()
         self.offsets = array("Q", [0, 0])
+        self.texts: list[str] = [""]  # by id; id 0 is None's
 
     def intern(self, text: str | None) -> int:
         if text is None:
@@ -47,6 +49,7 @@ class _Strings:
             self.blob += text.encode("utf-8", "surrogateescape")
             self.offsets.append(len(self.blob))
             found = self.ids[text] = len(self.offsets) - 2
+            self.texts.append(text)
         return found
 
 
@@ -110,6 +113,7 @@ def build_index_arrays(elf: ElfFile) -> dict[str, array[int] | bytes]:
                 out["node_call_file"].append(strings.intern(unit.node_call_file[node]))
                 out["node_call_line"].append(unit.node_call_line[node])
                 out["node_call_column"].append(unit.node_call_column[node])
+    _add_full_names(out, strings)
     out["facts"].extend(
         [
             int(summary.has_symbols),
@@ -126,6 +130,18 @@ def build_index_arrays(elf: ElfFile) -> dict[str, array[int] | bytes]:
     arrays["str_blob"] = bytes(strings.blob)
     arrays["str_offsets"] = _narrowest(strings.offsets)
     return arrays
+
+
+def _add_full_names(out: dict[str, array[int]], strings: _Strings) -> None:
+    """``name_full[id]``: the string id of the full demangling of the name with string id ``id``
+    (0 for strings that are not names), so that warm lookups need not demangle."""
+    names = set(out["sym_name"]) | set(out["node_name"])
+    names.discard(0)
+    full_ids = {name: strings.intern(demangle(strings.texts[name], "full")) for name in sorted(names)}
+    name_full = out["name_full"]
+    name_full.extend([0] * len(strings.texts))
+    for name, full in full_ids.items():
+        name_full[name] = full
 
 
 def _narrowest(values: array[int]) -> array[int]:
@@ -231,6 +247,7 @@ _ARRAYS = {
     "row_addr": "Q", "row_file": "Q", "row_line": "Q", "row_column": "Q",
     "iv_low": "Q", "iv_high": "Q", "iv_chain": "Q", "chain_nodes": "Q", "chain_begin": "Q",
     "node_name": "Q", "node_decl_line": "Q", "node_call_file": "Q", "node_call_line": "Q", "node_call_column": "Q",
+    "name_full": "Q",
     "facts": "Q",
 }
 
@@ -271,6 +288,7 @@ class IndexedObject:
     node_call_file: memoryview
     node_call_line: memoryview
     node_call_column: memoryview
+    name_full: memoryview
     facts: memoryview
 
     def __init__(self, file: ElfFile, index: IndexFile) -> None:
@@ -284,6 +302,7 @@ class IndexedObject:
         self._blob = index.array("str_blob")
         self._offsets = index.array("str_offsets")
         self._strings: dict[int, str] = {}
+        self._names: dict[int, str | None] = {}
         facts = index.array("facts")
         self._summary = DebugInfoSummary(
             has_symbols=bool(facts[0]),
@@ -328,6 +347,16 @@ class IndexedObject:
             start, end = self._offsets[string_id], self._offsets[string_id + 1]
             text = self._strings[string_id] = bytes(self._blob[start:end]).decode("utf-8", "surrogateescape")
         return text
+
+    def _name(self, string_id: int) -> str | None:
+        """A function name; its full demangling, stored beside it, goes to the demangler's memo."""
+        name = self._names.get(string_id)
+        if name is None and string_id:
+            name = self._names[string_id] = self._string(string_id)
+            full = self.name_full[string_id]
+            if name is not None and full:
+                remember(name, self._string(full) or name)
+        return name
 
     def frames_at(self, vaddr: int) -> list[Frame]:
         """As ElfFile.frames_at: DWARF frames with the symbol's name outermost, else the symbol.
@@ -396,7 +425,7 @@ class IndexedObject:
             name, symbol_file = self._symbol(symbol)
             return [Frame(name, file or symbol_file, line, column)]
         innermost = chain[-1]
-        name, start_line = self._string(self.node_name[innermost]), self.node_decl_line[innermost]
+        name, start_line = self._name(self.node_name[innermost]), self.node_decl_line[innermost]
         if len(chain) == 1 and symbol >= 0:
             name, symbol_file = self._symbol(symbol)
             file = file or symbol_file
@@ -424,7 +453,7 @@ class IndexedObject:
         under that call, and the layers above can memoize on it.
         """
         return Frame(
-            self._string(self.node_name[caller]),
+            self._name(self.node_name[caller]),
             self._string(self.node_call_file[callee]),
             self.node_call_line[callee],
             self.node_call_column[callee],
@@ -442,7 +471,7 @@ class IndexedObject:
     def _symbol(self, symbol: int) -> tuple[str | None, str | None]:
         if symbol < 0:
             return None, None
-        return self._string(self.sym_name[symbol]), self._string(self.sym_file[symbol])
+        return self._name(self.sym_name[symbol]), self._string(self.sym_file[symbol])
 
     def _row_at(self, unit: int, vaddr: int) -> tuple[str | None, int, int] | None:
         """As LineTable.lookup."""
