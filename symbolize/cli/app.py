@@ -240,12 +240,15 @@ def lookup_command(
         result: list[Frame] | Unknown = Unknown("not an address") if vaddr is None else next(found)
         frames = [] if isinstance(result, Unknown) else result
         if as_json:
-            shown = json.dumps(text if vaddr is None else f"{vaddr:#x}")
+            shown = json.dumps(text) if vaddr is None else f'"{vaddr:#x}"'  # hex needs no escaping
             lines.append(f'{{"address": {shown}, "frames": [{", ".join(map(frame_text, frames))}]}}')
         else:
             lines.append("".join(map(frame_text, frames)) if frames else "??\n??:0:0\n")
     # One write: echoing 10,000 lines one by one costs more than looking them up from an index.
-    typer.echo("\n".join(lines))
+    # Not through typer.echo, which scans the whole text for ANSI codes to strip when stdout is
+    # not a terminal; there are none.
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
 
 
 @app.command("index")
