@@ -8,10 +8,9 @@ inline-chain choices as ``DwarfInfo.frames_at``, the same symbol override and
 fallback as ``ElfFile.frames_at``. Everything else (segments, build ID, debug
 link) is the wrapped file's own.
 
-Names are stored as the binary records them, each beside its full demangling
-(the issue's "string table with names already demangled"): frames keep the
-raw name, as every ObjectFile's do, and the demangled one goes to the
-demangler's memo, so a warm lookup never runs the demangler.
+Names are stored as the binary records them, each beside its full demangling:
+frames keep the raw name, as every ObjectFile's do, and the demangled one goes
+to the demangler's memo, so a warm lookup never runs the demangler.
 """
 
 from __future__ import annotations
