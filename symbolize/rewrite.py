@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from formats.errors import SymbolizeError
@@ -253,35 +253,24 @@ def _symbolize_mapping(
             summary.count_unnamed(str(exc))
         return
 
-    kinds: Counter[str] = Counter()
+    named: list[list[Frame]] = []
     for (pending, _), result in zip(to_look_up, results, strict=True):
         if isinstance(result, Unknown) or not any(frame.function or frame.file for frame in result):
             summary.count_unnamed(result.reason if isinstance(result, Unknown) else "no frames")
             continue
         _attach_lines(pending.location, result, functions)
         summary.count_named()
-        kinds.update(_data_kinds(result))
+        named.append(result)
     if summary.unnamed == 0:
-        mapping.has_functions = kinds["functions"] > 0
-        mapping.has_filenames = kinds["filenames"] > 0
-        mapping.has_line_numbers = kinds["line_numbers"] > 0
-        mapping.has_inline_frames = kinds["inline_frames"] > 0
+        mapping.has_functions = any(frame.function for frames in named for frame in frames)
+        mapping.has_filenames = any(frame.file for frames in named for frame in frames)
+        mapping.has_line_numbers = any(frame.line > 0 for frames in named for frame in frames)
+        mapping.has_inline_frames = any(len(frames) > 1 for frames in named)
 
 
 def _open_module(options: RewriteOptions, filename: str, build_id: str | None) -> Module:
     opener = options.open_module or find_module
     return opener(filename, build_id, options.discovery)
-
-
-def _data_kinds(frames: list[Frame]) -> Iterable[str]:
-    if any(frame.function for frame in frames):
-        yield "functions"
-    if any(frame.file for frame in frames):
-        yield "filenames"
-    if any(frame.line > 0 for frame in frames):
-        yield "line_numbers"
-    if len(frames) > 1:
-        yield "inline_frames"
 
 
 def _attach_lines(location: Location, frames: list[Frame], functions: _FunctionTable) -> None:
