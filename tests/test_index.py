@@ -250,7 +250,7 @@ def test_warm_lookups_take_names_demangled_from_the_index(tmp_path: Path, monkey
 
 
 def test_an_index_made_by_another_demangler_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    elf, path = _built(tmp_path)
+    elf, _ = _built(tmp_path)
     assert load_index(elf, tmp_path) is not None
     monkeypatch.setattr("symbolize.cache.DEMANGLER", "llvm 0.0.0")
     assert load_index(elf, tmp_path) is None
