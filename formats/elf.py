@@ -466,27 +466,36 @@ class ElfFile:
         thumb_mask = ~1 if self.e_machine == EM_ARM else ~0
         source_file = None
         rank = 2 if section.sh_type == SHT_SYMTAB else 0
-        for pos in range(0, len(data) - layout.size + 1, stride):
-            if self._layout.is_64:
-                st_name, st_info, _other, st_shndx, st_value, st_size = layout.unpack_from(data, pos)
+        count = (len(data) - layout.size) // stride + 1 if len(data) >= layout.size else 0
+        # One unpack over the whole table when entries are packed, as they always are in practice.
+        entries = (
+            layout.iter_unpack(data[: count * stride])
+            if stride == layout.size
+            else (layout.unpack_from(data, position * stride) for position in range(count))
+        )
+        # A symbol's section bounds how far a size-0 symbol may reach.
+        homes = self._sections[: min(SHN_LORESERVE, len(self._sections))]
+        section_ends = [home.sh_addr + home.sh_size for home in homes]
+        is_64 = self._layout.is_64
+        for position, entry in enumerate(entries):
+            if is_64:
+                st_name, st_info, _other, st_shndx, st_value, st_size = entry
             else:
-                st_name, st_value, st_size, st_info, _other, st_shndx = layout.unpack_from(data, pos)
-            symbol_type, is_local = st_info & 0xF, st_info >> 4 == STB_LOCAL
+                st_name, st_value, st_size, st_info, _other, st_shndx = entry
+            symbol_type = st_info & 0xF
             if symbol_type == STT_FILE:
                 # Local symbols follow the STT_FILE entry of the source they came from.
                 source_file = _c_string(strings, st_name) or None
                 continue
-            if symbol_type not in (STT_FUNC, STT_GNU_IFUNC) or st_shndx == SHN_UNDEF:
+            if (symbol_type != STT_FUNC and symbol_type != STT_GNU_IFUNC) or st_shndx == SHN_UNDEF:
                 continue
             name = _c_string(strings, st_name)
             if not name:
                 continue
-            section_end = None
-            if st_shndx < min(SHN_LORESERVE, len(self._sections)):
-                home = self._sections[st_shndx]
-                section_end = home.sh_addr + home.sh_size
+            is_local = st_info >> 4 == STB_LOCAL
+            section_end = section_ends[st_shndx] if st_shndx < len(section_ends) else None
             symbol = Symbol(name, st_value & thumb_mask, st_size, source_file if is_local else None)
-            yield _FunctionSymbol(symbol, is_local, section_end, (rank, pos // stride))
+            yield _FunctionSymbol(symbol, is_local, section_end, (rank, position))
 
     def _mini_debug_info_symbols(self) -> list[_FunctionSymbol]:
         found = self._named_raw(".gnu_debugdata")

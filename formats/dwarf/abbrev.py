@@ -96,37 +96,70 @@ class Abbrev(NamedTuple):
     attributes: tuple[tuple[int, int, int], ...]
 
 
-def parse_abbrev_table(data: bytes, offset: int) -> dict[int, Abbrev]:
+# An abbreviation's bytes after its code (tag, children flag, attributes, terminator) -> what they
+# say; see parse_abbrev_table.
+ShapeBytes = dict[bytes, tuple[int, bool, tuple[tuple[int, int, int], ...]]]
+
+
+def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = None) -> dict[int, Abbrev]:
     """Parse the table at ``offset`` up to its terminating 0 code.
+
+    ``shapes`` remembers entries already parsed, by their bytes, across the tables of a file:
+    each unit's table repeats most of the others' entries under other codes, and looking an
+    entry up by its bytes up to the first two zero bytes (where the attribute list usually
+    ends) costs far less than decoding it. A match is exact by construction, since the same
+    bytes decode the same way; an entry whose first two zero bytes are not its end (an
+    implicit constant of 0 last) is simply decoded each time.
 
     Raises IndexError on a table that runs off the section; the caller wraps it.
     """
     table: dict[int, Abbrev] = {}
-    implicit_const = c.DW_FORM_implicit_const
+    if shapes is None:
+        shapes = {}
+    make = tuple.__new__
     while True:
-        code, offset = read_uleb(data, offset)
+        code = data[offset]
+        if code < 0x80:
+            offset += 1
+        else:
+            code, offset = read_uleb(data, offset)
         if code == 0:
             return table
-        tag, offset = read_uleb(data, offset)
-        has_children = data[offset] != 0
-        offset += 1
-        attributes: list[tuple[int, int, int]] = []
-        while True:
-            # Most attribute and form numbers fit in one LEB128 byte.
-            attribute = data[offset]
-            if attribute < 0x80:
-                offset += 1
-            else:
-                attribute, offset = read_uleb(data, offset)
-            form = data[offset]
-            if form < 0x80:
-                offset += 1
-            else:
-                form, offset = read_uleb(data, offset)
-            if attribute == 0 and form == 0:
-                break
-            implicit = 0
-            if form == implicit_const:
-                implicit, offset = read_sleb(data, offset)
-            attributes.append((attribute, form, implicit))
-        table[code] = Abbrev(code, tag, has_children, tuple(attributes))
+        end = data.find(b"\0\0", offset) + 2
+        if end > 1:
+            shape = shapes.get(data[offset:end])
+            if shape is not None:
+                table[code] = make(Abbrev, (code, *shape))
+                offset = end
+                continue
+        start = offset
+        tag, has_children, attributes, offset = _parse_entry(data, offset)
+        shapes[data[start:offset]] = (tag, has_children, attributes)
+        table[code] = Abbrev(code, tag, has_children, attributes)
+
+
+def _parse_entry(data: bytes, offset: int) -> tuple[int, bool, tuple[tuple[int, int, int], ...], int]:
+    """(tag, has children, attributes, offset past the entry) of the entry after a code."""
+    implicit_const = c.DW_FORM_implicit_const
+    tag, offset = read_uleb(data, offset)
+    has_children = data[offset] != 0
+    offset += 1
+    attributes: list[tuple[int, int, int]] = []
+    while True:
+        # Most attribute and form numbers fit in one LEB128 byte.
+        attribute = data[offset]
+        if attribute < 0x80:
+            offset += 1
+        else:
+            attribute, offset = read_uleb(data, offset)
+        form = data[offset]
+        if form < 0x80:
+            offset += 1
+        else:
+            form, offset = read_uleb(data, offset)
+        if attribute == 0 and form == 0:
+            return tag, has_children, tuple(attributes), offset
+        implicit = 0
+        if form == implicit_const:
+            implicit, offset = read_sleb(data, offset)
+        attributes.append((attribute, form, implicit))

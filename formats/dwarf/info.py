@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from formats.dwarf import constants as c
-from formats.dwarf.abbrev import UnknownFormError, parse_abbrev_table
+from formats.dwarf.abbrev import ShapeBytes, UnknownFormError, parse_abbrev_table
 from formats.dwarf.lines import LineTable, decode_line_table
 from formats.dwarf.ranges import decode_ranges_attribute
 from formats.dwarf.reader import DwarfFormatError
-from formats.dwarf.scan import UnitIndex, scan_unit
+from formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
 from formats.dwarf.sections import DwarfSections, SectionGetter, section_bytes
 from formats.dwarf.split import load_split_sections
 from formats.dwarf.unit import Unit, parse_unit_header
@@ -84,11 +84,13 @@ class DwarfInfo:
         self._states: list[_UnitState] | None = None
         self._unit_offsets: list[int] = []
         self._abbrev_cache: dict[int, dict[int, Any]] = {}
+        self._abbrev_shapes: ShapeBytes = {}
         # Sorted (low, high, state index) over every unit's ranges.
         self._unit_ranges: list[tuple[int, int, int]] = []
         self._unit_lows: list[int] = []
         self._unit_max_high: list[int] = []
         self._names: dict[tuple[int, int], tuple[str | None, int]] = {}
+        self._shared_tables = SharedTables()
 
     # Public ------------------------------------------------------------------
 
@@ -170,7 +172,7 @@ class DwarfInfo:
         if table is None:
             if offset >= len(sections.abbrev):
                 raise DwarfFormatError(f"abbreviation offset {offset:#x} outside .debug_abbrev")
-            table = self._abbrev_cache[key] = parse_abbrev_table(sections.abbrev, offset)
+            table = self._abbrev_cache[key] = parse_abbrev_table(sections.abbrev, offset, self._abbrev_shapes)
         return table
 
     def _prepare_unit(self, unit: Unit) -> list[tuple[int, int]]:
@@ -235,7 +237,9 @@ class DwarfInfo:
                 die_unit = self._split_unit(unit)
             state.die_unit = die_unit
             state.lines = decode_line_table(unit, unit.stmt_list) if unit.stmt_list is not None else None
-            state.index = scan_unit(die_unit, whole) if die_unit is not None else UnitIndex(unit)
+            state.index = (
+                scan_unit(die_unit, whole, self._shared_tables) if die_unit is not None else UnitIndex(unit)
+            )
         except _DECODE_ERRORS as error:
             state.error = f"compile unit at {unit.offset:#x}: {error}"
             return False

@@ -38,7 +38,7 @@ from formats.dwarf.abbrev import (
 )
 from formats.dwarf.ranges import decode_ranges_attribute
 from formats.dwarf.reader import DwarfFormatError, UIntReader, read_uleb
-from formats.dwarf.skip import SubtreeSkipper
+from formats.dwarf.skip import ShapeKey, SkipLayout, SubtreeSkipper
 from formats.dwarf.unit import Unit
 
 _FUNCTION_TAGS = frozenset({c.DW_TAG_subprogram, c.DW_TAG_inlined_subroutine})
@@ -77,6 +77,7 @@ ROLE_CONTAINER = 3
 # A subprogram or inlined call whose abbreviation has no address attribute: never a node.
 ROLE_NO_CODE = 4
 _CODE_ATTRIBUTES = frozenset({c.DW_AT_low_pc, c.DW_AT_ranges})
+_LEB_KINDS = frozenset({KIND_ULEB, KIND_SLEB})
 
 
 @dataclass(slots=True)
@@ -86,10 +87,13 @@ class Plan:
     tag: int
     has_children: bool
     role: int
-    # When no attribute is kept: the variable-size attributes as (fixed bytes before it,
-    # kind, form, implicit constant), then ``tail`` fixed bytes; None when some are kept.
+    # When every kept attribute has a fixed size and a fixed place in the DIE: the variable-size
+    # attributes as (fixed bytes before it, kind, form, implicit constant), then ``tail`` fixed
+    # bytes; None when some kept attribute is not at a fixed place.
     skips: tuple[tuple[int, int, int, int], ...] | None
     tail: int
+    # With ``skips``: the kept attributes as (slot, bytes from the DIE's first attribute, form, reader).
+    peeks: tuple[tuple[int, int, int, UIntReader], ...]
     # (slot or -1, kind, size, form, implicit constant, fixed-size reader or None) per attribute.
     steps: tuple[tuple[int, int, int, int, int, UIntReader | None], ...]
 
@@ -110,24 +114,45 @@ def compile_plan(unit: Unit, abbrev: Abbrev) -> Plan:
         role, wanted = ROLE_SKIP, _OTHER_SLOTS if abbrev.has_children else frozenset()
     steps = []
     skips: list[tuple[int, int, int, int]] = []
+    peeks: list[tuple[int, int, int, UIntReader]] = []
     pending = 0
-    keeps_any = False
+    # Bytes from the first attribute to the current one, while every attribute before it is fixed-size.
+    place: int | None = 0
+    peekable = True
     for attribute, form, implicit in abbrev.attributes:
         kind, size = unit.layout(form)
         slot = _SLOTS.get(attribute, -1)
         if slot >= 0 and wanted is not None and slot not in wanted:
             slot = -1
-        keeps_any = keeps_any or slot >= 0
+        reader = unit.fixed_reader(size) if kind == KIND_FIXED and slot >= 0 and size in (1, 2, 4, 8) else None
+        if slot >= 0:
+            if reader is not None and place is not None:
+                peeks.append((slot, place, form, reader))
+            else:
+                peekable = False
         if kind == KIND_FIXED:
             pending += size
+            if place is not None:
+                place += size
         else:
             skips.append((pending, kind, form, implicit))
             pending = 0
-        reader = unit.fixed_reader(size) if kind == KIND_FIXED and slot >= 0 and size in (1, 2, 4, 8) else None
+            place = None
         steps.append((slot, kind, size, form, implicit, reader))
-    # A scope is recorded even when it keeps no attribute (an anonymous namespace).
-    skippable = not keeps_any and role != ROLE_SCOPE
-    return Plan(tag, abbrev.has_children, role, tuple(skips) if skippable else None, pending, tuple(steps))
+    return Plan(tag, abbrev.has_children, role, tuple(skips) if peekable else None, pending, tuple(peeks),
+                tuple(steps))
+
+
+@dataclass
+class SharedTables:
+    """Plans and skip layouts by abbreviation shape and unit encoding, for all the units of a file.
+
+    Compilers repeat the same abbreviations in every unit's table (libpython's 12,860 are
+    1,003 shapes), so each shape is compiled once rather than once per unit.
+    """
+
+    plans: dict[ShapeKey, Plan] = field(default_factory=dict)
+    skip_layouts: dict[ShapeKey, SkipLayout] = field(default_factory=dict)
 
 
 @dataclass
@@ -164,6 +189,7 @@ class UnitIndex:
     scope_parent: list[int] = field(default_factory=list)
     scope_is_namespace: list[bool] = field(default_factory=list)
     plans: dict[int, Plan] = field(default_factory=dict)
+    shared: SharedTables = field(default_factory=SharedTables)
     # Nodes the scan itself found are 0 to top_end; expansions append after.
     top_end: int = 0
     skipper: SubtreeSkipper | None = None
@@ -236,7 +262,7 @@ class UnitIndex:
         return scope
 
 
-def scan_unit(unit: Unit, whole: bool = False) -> UnitIndex:
+def scan_unit(unit: Unit, whole: bool = False, shared: SharedTables | None = None) -> UnitIndex:
     """Walk the unit's DIE tree once; raises DwarfFormatError, IndexError or struct.error on bad data.
 
     Function subtrees wait for a lookup to reach them, unless ``whole`` asks for
@@ -244,6 +270,8 @@ def scan_unit(unit: Unit, whole: bool = False) -> UnitIndex:
     """
     index = UnitIndex(unit)
     index.whole = whole
+    if shared is not None:
+        index.shared = shared
     _walk(index, unit.first_die, unit.end, [], -1, -1)
     index.top_end = len(index.node_ranges)
     index.finish()
@@ -266,6 +294,7 @@ def _walk(
     unit = index.unit
     data = unit.sections.info
     plans = index.plans
+    shared_plans = index.shared.plans
     abbrevs = unit.abbrevs
     read_value = unit.read_value
     skip_value = unit.skip_value
@@ -286,8 +315,10 @@ def _walk(
     whole = index.whole
     skipper = index.skipper
     if skipper is None:
-        skipper = index.skipper = SubtreeSkipper(unit)
+        skipper = index.skipper = SubtreeSkipper(unit, index.shared.skip_layouts)
     subtree_end_at = skipper.subtree_end
+    # How many entries of ``stack`` are functions: a scope inside one is not recorded.
+    functions_open = sum(1 for entry in stack if entry[0] == ROLE_FUNCTION)
     while offset < end:
         die_offset = offset
         code = data[offset]
@@ -299,8 +330,10 @@ def _walk(
             if not stack:
                 return
             role, item, current_node, current_scope = stack.pop()
-            if role == ROLE_FUNCTION and item >= 0:
-                node_end[item] = node_next[item] = len(node_ranges)
+            if role == ROLE_FUNCTION:
+                functions_open -= 1
+                if item >= 0:
+                    node_end[item] = node_next[item] = len(node_ranges)
             elif role == ROLE_SCOPE:
                 scope_end[item] = offset
             if not stack:
@@ -311,12 +344,28 @@ def _walk(
             abbrev = abbrevs.get(code)
             if abbrev is None:
                 raise DwarfFormatError(f"DIE at {die_offset:#x} uses undefined abbreviation {code}")
-            plan = plans[code] = compile_plan(unit, abbrev)
+            key = (abbrev.tag, abbrev.has_children, abbrev.attributes, unit.encoding)
+            plan = shared_plans.get(key)
+            if plan is None:
+                plan = shared_plans[key] = compile_plan(unit, abbrev)
+            plans[code] = plan
         skips = plan.skips
+        values: dict[int, tuple[int, Any]] | None = None
+        sibling = 0
         if skips is not None:
+            peeks = plan.peeks
+            if peeks:
+                for slot, place, form, read_fixed in peeks:
+                    value: Any = read_fixed(data, offset + place)
+                    if slot == 0:
+                        sibling = unit.reference(form, value) or 0
+                        continue
+                    if values is None:
+                        values = {}
+                    values[slot] = (form, value)
             for advance, kind, form, implicit in skips:
                 offset += advance
-                if kind in (KIND_ULEB, KIND_SLEB):
+                if kind in _LEB_KINDS:
                     # Signed and unsigned LEB128 share their continuation bit.
                     while data[offset] & 0x80:
                         offset += 1
@@ -324,49 +373,31 @@ def _walk(
                 elif kind != KIND_IMPLICIT:
                     offset = skip_value(kind, form, implicit, offset)
             offset += plan.tail
-            if plan.has_children:
-                role = plan.role
-                if role == ROLE_SKIP:
-                    # Its children are walked with the enclosing node still current.
-                    subtree_end = subtree_end_at(offset, end, current_node >= 0)
-                    if subtree_end >= 0:
-                        offset = subtree_end
-                        continue
-                elif role == ROLE_NO_CODE:
-                    subtree_end = subtree_end_at(offset, end, False)
-                    if subtree_end >= 0:
-                        offset = subtree_end
-                        continue
-                    # A function without code hides the inlined calls under it.
-                    stack.append((ROLE_FUNCTION, -1, current_node, current_scope))
-                    current_node = -1
-                    continue
-                stack.append((role, -1, current_node, current_scope))
-            continue
-        values: dict[int, tuple[int, Any]] | None = None
-        sibling = 0
-        for slot, kind, size, form, implicit, reader in plan.steps:
-            if slot < 0:
-                if kind == KIND_FIXED:
-                    offset += size
-                elif kind in (KIND_ULEB, KIND_SLEB):
-                    while data[offset] & 0x80:
+            if not peeks and not plan.has_children:
+                continue
+        else:
+            for slot, kind, size, form, implicit, reader in plan.steps:
+                if slot < 0:
+                    if kind == KIND_FIXED:
+                        offset += size
+                    elif kind in _LEB_KINDS:
+                        while data[offset] & 0x80:
+                            offset += 1
                         offset += 1
-                    offset += 1
-                elif kind != KIND_IMPLICIT:
-                    offset = skip_value(kind, form, implicit, offset)
-                continue
-            if reader is not None:
-                value: Any = reader(data, offset)
-                offset += size
-            else:
-                value, offset = read_value(form, implicit, offset)
-            if slot == 0:
-                sibling = unit.reference(form, value) or 0
-                continue
-            if values is None:
-                values = {}
-            values[slot] = (form, value)
+                    elif kind != KIND_IMPLICIT:
+                        offset = skip_value(kind, form, implicit, offset)
+                    continue
+                if reader is not None:
+                    value = reader(data, offset)
+                    offset += size
+                else:
+                    value, offset = read_value(form, implicit, offset)
+                if slot == 0:
+                    sibling = unit.reference(form, value) or 0
+                    continue
+                if values is None:
+                    values = {}
+                values[slot] = (form, value)
         role = plan.role
         if role == ROLE_NO_CODE:
             if plan.has_children:
@@ -375,6 +406,7 @@ def _walk(
                     offset = subtree_end
                     continue
                 stack.append((ROLE_FUNCTION, -1, current_node, current_scope))
+                functions_open += 1
                 current_node = -1
         elif role == ROLE_FUNCTION:
             node = -1
@@ -414,9 +446,10 @@ def _walk(
                     offset = subtree_end
                     continue
                 stack.append((ROLE_FUNCTION, node, current_node, current_scope))
+                functions_open += 1
                 current_node = node
         elif role == ROLE_SCOPE:
-            if plan.has_children and any(entry[0] == ROLE_FUNCTION for entry in stack):
+            if plan.has_children and functions_open:
                 # A type local to a function does not qualify names (llvm-symbolizer does not
                 # either), so a function's scopes are the same whether or not it was expanded.
                 subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, current_node >= 0)

@@ -23,6 +23,7 @@ from formats.dwarf.abbrev import (
     KIND_INDIRECT,
     KIND_SLEB,
     KIND_ULEB,
+    Abbrev,
     UnknownFormError,
 )
 from formats.dwarf.reader import read_uleb
@@ -38,15 +39,18 @@ _SCOPE_TAGS = frozenset(
      c.DW_TAG_enumeration_type}
 )
 _CODE_ATTRIBUTES = frozenset({c.DW_AT_low_pc, c.DW_AT_ranges})
+_LEB_KINDS = frozenset({KIND_ULEB, KIND_SLEB})
 
 
 class SubtreeSkipper:
     """Skip tables for one unit's abbreviations in that unit's encoding."""
 
-    __slots__ = ("_children", "_inner_sizes", "_outer_sizes", "_steps", "_tails", "_unit")
+    __slots__ = ("_children", "_data", "_inner_sizes", "_outer_sizes", "_steps", "_tails", "_unit")
 
-    def __init__(self, unit: Unit) -> None:
+    def __init__(self, unit: Unit, shared: dict[ShapeKey, SkipLayout] | None = None) -> None:
+        """``shared``: layouts by abbreviation shape and encoding, kept across the units of a file."""
         self._unit = unit
+        self._data = unit.sections.info
         codes = [code for code in unit.abbrevs if code < _MAX_DENSE_CODE]
         count = max(codes, default=0) + 1
         outer = [_STOP] * count
@@ -54,19 +58,15 @@ class SubtreeSkipper:
         children = [0] * count
         steps: list[_Steps] = [()] * count
         tails = [0] * count
+        layouts = shared if shared is not None else {}
+        encoding = unit.encoding
         for code in codes:
             abbrev = unit.abbrevs[code]
-            children[code] = 1 if abbrev.has_children else 0
-            size, steps[code], tails[code] = _layout(unit, abbrev.attributes)
-            has_code = any(attribute in _CODE_ATTRIBUTES for attribute, _, _ in abbrev.attributes)
-            tag = abbrev.tag
-            if tag == c.DW_TAG_subprogram and has_code:
-                continue
-            # Inside a function a type qualifies nothing (scan.py), so only outer walks stop at one.
-            if not (tag in _SCOPE_TAGS and abbrev.has_children):
-                outer[code] = size
-            if not (tag == c.DW_TAG_inlined_subroutine and has_code):
-                inner[code] = size
+            key = (abbrev.tag, abbrev.has_children, abbrev.attributes, encoding)
+            layout = layouts.get(key)
+            if layout is None:
+                layout = layouts[key] = _skip_layout(unit, abbrev)
+            outer[code], inner[code], children[code], steps[code], tails[code] = layout
         self._outer_sizes = outer
         self._inner_sizes = inner
         self._children = children
@@ -80,7 +80,7 @@ class SubtreeSkipper:
         Returns ``end`` when the unit ends first, and -1 when a DIE the caller must see (or
         bad data, which the caller's own walk then reports) comes first.
         """
-        data = self._unit.sections.info
+        data = self._data
         sizes = self._inner_sizes if inner else self._outer_sizes
         children = self._children
         steps = self._steps
@@ -107,7 +107,7 @@ class SubtreeSkipper:
                         offset += advance
                         if kind == KIND_BLOCK_ULEB and data[offset] < 0x80:
                             offset += 1 + data[offset]
-                        elif kind in (KIND_ULEB, KIND_SLEB):
+                        elif kind in _LEB_KINDS:
                             # Signed and unsigned LEB128 share their continuation bit.
                             while data[offset] & 0x80:
                                 offset += 1
@@ -124,6 +124,22 @@ class SubtreeSkipper:
 
 
 _Steps = tuple[tuple[int, int, int, int], ...]
+# (tag, has children, attributes, unit encoding): what a skip layout or a scan plan depends on.
+ShapeKey = tuple[int, bool, tuple[tuple[int, int, int], ...], tuple[int, int, int, bool]]
+# (size in outer walks, size in inner walks, 1 if it has children, variable steps, fixed tail).
+SkipLayout = tuple[int, int, int, _Steps, int]
+
+
+def _skip_layout(unit: Unit, abbrev: Abbrev) -> SkipLayout:
+    size, steps, tail = _layout(unit, abbrev.attributes)
+    has_code = any(attribute in _CODE_ATTRIBUTES for attribute, _, _ in abbrev.attributes)
+    tag = abbrev.tag
+    if tag == c.DW_TAG_subprogram and has_code:
+        return _STOP, _STOP, int(abbrev.has_children), steps, tail
+    # Inside a function a type qualifies nothing (scan.py), so only outer walks stop at one.
+    outer = _STOP if tag in _SCOPE_TAGS and abbrev.has_children else size
+    inner = _STOP if tag == c.DW_TAG_inlined_subroutine and has_code else size
+    return outer, inner, int(abbrev.has_children), steps, tail
 
 
 def _layout(unit: Unit, attributes: tuple[tuple[int, int, int], ...]) -> tuple[int, _Steps, int]:

@@ -74,6 +74,9 @@ class Unit:
         self.read_addr: UIntReader = uint_reader(self.addr_size, little)
         self.read_offset: UIntReader = uint_reader(self.offset_size, little)
         self._readers = {size: uint_reader(size, little) for size in (1, 2, 3, 4, 8)}
+        # Everything a form's layout and reader depend on: units alike in it decode an
+        # abbreviation alike (scan.py and skip.py share their per-abbreviation tables by it).
+        self.encoding = (self.version, self.addr_size, self.offset_size, little)
 
     def fixed_reader(self, size: int) -> UIntReader:
         return self._readers[size]

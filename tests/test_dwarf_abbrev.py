@@ -1,0 +1,79 @@
+"""Abbreviation tables parsed with and without the entries of earlier tables remembered by their bytes.
+
+``parse_abbrev_table`` may answer an entry from ``shapes`` (the tables a file's
+units read before); whatever the tables hold, the answer must be the one a
+parse from nothing gives.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formats.dwarf import constants as c
+from formats.dwarf.abbrev import ShapeBytes, parse_abbrev_table
+from tests.dwarf_builder import uleb
+
+# Small numbers, numbers past one LEB128 byte, and the forms that change how an entry is laid out.
+_DW_TAG_variable = 0x34
+_NUMBERS = st.one_of(st.integers(min_value=1, max_value=0x7F), st.integers(min_value=0x80, max_value=0x3FFF))
+_FORMS = st.one_of(st.sampled_from([c.DW_FORM_implicit_const, c.DW_FORM_data1, c.DW_FORM_strp, 0]), _NUMBERS)
+
+
+def _sleb(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        done = (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40)
+        out.append(byte | (0 if done else 0x80))
+        if done:
+            return bytes(out)
+
+
+@st.composite
+def _entry(draw: st.DrawFn) -> bytes:
+    """One entry after its code: tag, children flag, attributes (some implicit constants, often 0)."""
+    entry = bytearray(uleb(draw(st.one_of(_NUMBERS, st.just(0)))) + bytes([draw(st.sampled_from([0, 1]))]))
+    for _ in range(draw(st.integers(min_value=0, max_value=4))):
+        attribute = draw(st.one_of(_NUMBERS, st.just(0)))
+        form = draw(_FORMS)
+        if attribute == 0 and form == 0:
+            form = c.DW_FORM_data1
+        entry += uleb(attribute) + uleb(form)
+        if form == c.DW_FORM_implicit_const:
+            entry += _sleb(draw(st.sampled_from([0, 1, -1, 300])))
+    return bytes(entry + b"\x00\x00")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    entries=st.lists(_entry(), min_size=1, max_size=6),
+    tables=st.lists(st.lists(st.tuples(st.integers(min_value=1, max_value=300), st.integers(min_value=0)),
+                             max_size=8), min_size=1, max_size=4),
+)
+def test_remembered_entries_parse_as_from_nothing(entries: list[bytes], tables: list[list[tuple[int, int]]]) -> None:
+    # Several tables drawing on one pool of entries under various codes, as a file's units do.
+    section = bytearray()
+    offsets = []
+    for table in tables:
+        offsets.append(len(section))
+        for code, pick in table:
+            section += uleb(code) + entries[pick % len(entries)]
+        section += b"\x00"
+    data = bytes(section)
+    shapes: ShapeBytes = {}
+    for offset in offsets:
+        assert parse_abbrev_table(data, offset, shapes) == parse_abbrev_table(data, offset)
+
+
+def test_an_implicit_constant_of_zero_last_is_not_taken_for_the_end() -> None:
+    # The first two zero bytes of this entry are the constant and the first byte of its terminator.
+    entry = uleb(_DW_TAG_variable) + b"\x00" + uleb(c.DW_AT_decl_file) + uleb(c.DW_FORM_implicit_const) + b"\x00"
+    entry += b"\x00\x00"
+    other = uleb(_DW_TAG_variable) + b"\x00" + uleb(c.DW_AT_decl_file) + uleb(c.DW_FORM_data1) + b"\x00\x00"
+    data = b"\x01" + entry + b"\x02" + other + b"\x03" + entry + b"\x00"
+    shapes: ShapeBytes = {}
+    first = parse_abbrev_table(data, 0, shapes)
+    assert first == parse_abbrev_table(data, 0, shapes) == parse_abbrev_table(data, 0)
+    assert sorted(first) == [1, 2, 3]
