@@ -23,9 +23,8 @@ import os
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
 from formats.sections import decompress_chdr, decompress_zdebug
@@ -77,8 +76,7 @@ _MAX_DEBUGDATA_SIZE = 1 << 30
 _DW_FORM_IMPLICIT_CONST = 0x21
 
 
-@dataclass(frozen=True, slots=True)
-class _Section:
+class _Section(NamedTuple):
     name: str
     sh_type: int
     sh_flags: int
@@ -90,8 +88,7 @@ class _Section:
     sh_entsize: int
 
 
-@dataclass(frozen=True, slots=True)
-class _ProgramHeader:
+class _ProgramHeader(NamedTuple):
     p_type: int
     p_flags: int
     p_offset: int
@@ -101,8 +98,7 @@ class _ProgramHeader:
     p_align: int
 
 
-@dataclass(frozen=True, slots=True)
-class _FunctionSymbol:
+class _FunctionSymbol(NamedTuple):
     symbol: Symbol
     is_local: bool
     # End of the symbol's section: how far a size-0 symbol may reach.
@@ -505,7 +501,7 @@ class ElfFile:
         payload = self._unxz(data, section.sh_offset)
         try:
             with ElfFile(self.path, data=payload) as mini:
-                return [replace(entry, order=(1, entry.order[1])) for entry in mini._all_function_symbols()]
+                return [entry._replace(order=(1, entry.order[1])) for entry in mini._all_function_symbols()]
         except MalformedInputError as err:
             # Offsets inside the payload mean nothing in the outer file; name the section instead.
             raise self._fail(f"in .gnu_debugdata: {err.reason}", section.sh_offset) from err

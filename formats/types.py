@@ -9,7 +9,6 @@ running process.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -23,9 +22,11 @@ class Frame(NamedTuple):
     Demangling happens above the readers. ``line`` and ``column`` are 0 when
     unknown; ``file`` is None when unknown.
 
-    A NamedTuple rather than a frozen dataclass: a batch of lookups builds one
-    per distinct frame, tens of thousands, and a tuple is built three times
-    faster (a frozen dataclass sets each field through ``object.__setattr__``).
+    A NamedTuple, like every value type here, rather than a frozen dataclass:
+    a batch of lookups builds one Frame per distinct frame, tens of thousands,
+    and a tuple is built three times faster (a frozen dataclass sets each field
+    through ``object.__setattr__``); and each frozen slotted dataclass costs
+    about a millisecond to define, paid by every run at import.
     """
 
     function: str | None
@@ -36,8 +37,7 @@ class Frame(NamedTuple):
     start_line: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Symbol:
+class Symbol(NamedTuple):
     """A function symbol from a symbol table: ``[vaddr, vaddr + size)``."""
 
     name: str
@@ -54,8 +54,7 @@ class DebugIdKind(Enum):
     MACHO_UUID = "macho-uuid"
 
 
-@dataclass(frozen=True, slots=True)
-class DebugId:
+class DebugId(NamedTuple):
     """Identity of a build: what ties a binary to its debug file and a profile mapping."""
 
     kind: DebugIdKind
@@ -67,8 +66,7 @@ class DebugId:
         return f"{text}-{self.age}" if self.kind is DebugIdKind.PDB else text
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(NamedTuple):
     """A loadable piece of the file: ``filesz`` bytes at ``file_offset`` appear at ``vaddr``."""
 
     vaddr: int
@@ -78,16 +76,14 @@ class Segment:
     executable: bool
 
 
-@dataclass(frozen=True, slots=True)
-class DebugLink:
+class DebugLink(NamedTuple):
     """Where a binary says its separate debug info lives (``.gnu_debuglink``)."""
 
     filename: str
     crc32: int
 
 
-@dataclass(frozen=True, slots=True)
-class DebugInfoSummary:
+class DebugInfoSummary(NamedTuple):
     """What debug info a file itself carries, for discovery and the auditor."""
 
     has_symbols: bool

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from formats.errors import MalformedInputError
 from formats.types import Frame, ObjectFile
@@ -23,8 +23,7 @@ NO_SYMBOL = "no symbol covers address"
 NO_DEBUG_INFO = "no debug info"
 
 
-@dataclass(frozen=True, slots=True)
-class Unknown:
+class Unknown(NamedTuple):
     """Why an address could not be named."""
 
     reason: str
