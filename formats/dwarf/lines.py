@@ -5,16 +5,26 @@ parallel lists (address, file, line, column) and sequences are kept as
 ``(low, high, first_row, end_row)`` sorted by address, so a lookup is two
 bisections. pyelftools copies its whole state object per row, which is why
 this decoder is written by hand.
+
+A row whose address the next row of its sequence repeats is dropped: a lookup
+takes the last row at or before an address, so it never answers with such a
+row, and GCC emits one for most addresses (its location views). That holds
+while a sequence's addresses only grow; a program whose addresses step back
+(DW_LNE_set_address, 6.2.5.3) is decoded again keeping every row. A program
+that ends inside an instruction, steps below line 0 or sets a value too large
+to store raises DwarfFormatError.
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 from formats.dwarf import constants as c
-from formats.dwarf.reader import DwarfFormatError, read_initial_length, read_sleb, read_uleb, uint_reader
+from formats.dwarf.reader import DwarfFormatError, read_initial_length, read_uleb, uint_reader
 from formats.dwarf.unit import Unit
 
 
@@ -29,6 +39,7 @@ def join_path(directory: str | None, name: str) -> str:
 @dataclass
 class LineTable:
     files: list[str | None]
+    # Rows, in program order; see the module docstring for the rows left out.
     # Typed arrays, not lists: a large unit has a million rows, and a list of int objects costs
     # several times the memory.
     addresses: array[int] = field(default_factory=lambda: array("Q"))
@@ -181,122 +192,225 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
             directory = dir_names[dir_index] if dir_index < len(dir_names) else None
             files.append(join_path(directory, name))
     table = LineTable(files=files)
-    _run_program(table, data, program_start, end, unit, min_instruction_length, line_base, line_range,
-                 opcode_base, standard_lengths)
-    # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here,
-    # not per row in the loop above.
+    program = (data, offset, program_start, end, unit, min_instruction_length, line_base, line_range, opcode_base,
+               standard_lengths)
+    if not _run_program(table, *program, keep_every_row=False):
+        # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
+        table = LineTable(files=files)
+        _run_program(table, *program, keep_every_row=True)
+    # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
+    # on the rows kept, not per row; _run_program checks the rows it drops.
     if table.lines and min(table.lines) < 0:
         raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
     table.finish()
     return table
 
 
-def _run_program(table: LineTable, data: bytes, position: int, end: int, unit: Unit, min_length: int,
-                 line_base: int, line_range: int, opcode_base: int, standard_lengths: list[int]) -> None:
-    addresses = table.addresses
-    add_address = addresses.append
-    add_file = table.file_indexes.append
-    add_line = table.lines.append
-    add_column = table.columns.append
-    sequences = table.sequences
-    read_addr = unit.read_addr
-    addr_size = unit.addr_size
-    # Special opcodes (6.2.5.1) precomputed: the address and line advance of each.
+def _special_opcodes(min_length: int, line_base: int, line_range: int, opcode_base: int) -> tuple[list[int], list[int]]:
+    """The address and line advance of each special opcode (6.2.5.1), indexed by opcode."""
     address_advance = [0] * 256
     line_advance = [0] * 256
     for opcode in range(opcode_base, 256):
         adjusted = opcode - opcode_base
         address_advance[opcode] = (adjusted // line_range) * min_length
         line_advance[opcode] = line_base + adjusted % line_range
+    return address_advance, line_advance
+
+
+def _next_uleb(first: int, stream: Iterator[int]) -> int:
+    """The rest of a ULEB128 number whose first byte (at least 0x80) was already read."""
+    result = first & 0x7F
+    shift = 7
+    while True:
+        byte = next(stream)
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result
+        shift += 7
+
+
+def _sleb_tail(low_bits: int, shift: int, stream: Iterator[int]) -> int:
+    """An SLEB128 number whose first bytes, all with the continuation bit, gave ``low_bits`` (``shift`` bits)."""
+    while True:
+        byte = next(stream)
+        low_bits |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return low_bits - (1 << shift) if byte & 0x40 else low_bits
+
+
+def _run_program(table: LineTable, data: bytes, offset: int, position: int, end: int, unit: Unit, min_length: int,
+                 line_base: int, line_range: int, opcode_base: int, standard_lengths: list[int], *,
+                 keep_every_row: bool) -> bool:
+    """Append the rows and sequences of the program at data[position:end] to ``table``.
+
+    ``offset``, where the program's header starts, names the program in errors. Unless
+    ``keep_every_row``, a row whose address the next row repeats is dropped, and the decode stops
+    and returns False (``table`` partly filled) where an address steps back inside a sequence:
+    rows there are not sorted, so dropping one could change a lookup's answer. Otherwise it
+    returns True.
+
+    The opcodes are read from an iterator over the program's bytes: a for loop over it costs
+    less per opcode than indexing the section and advancing an offset, which is most of the
+    time a cold lookup spends. A row is held back until the next one shows whether it repeats
+    its address.
+    """
+    addresses = table.addresses
+    add_address = addresses.append
+    add_file = table.file_indexes.append
+    add_line = table.lines.append
+    add_column = table.columns.append
+    sequences = table.sequences
+    addr_size = unit.addr_size
+    byteorder: Literal["little", "big"] = "little" if unit.sections.little_endian else "big"
+    address_advance, line_advance = _special_opcodes(min_length, line_base, line_range, opcode_base)
     const_add_pc = address_advance[255]
+    # Locals: a module attribute is two lookups per comparison, and these are made per opcode.
+    set_column, advance_line, copy, negate_stmt = (
+        c.DW_LNS_set_column, c.DW_LNS_advance_line, c.DW_LNS_copy, c.DW_LNS_negate_stmt)
+    set_file, const_add, advance_pc, fixed_advance_pc = (
+        c.DW_LNS_set_file, c.DW_LNS_const_add_pc, c.DW_LNS_advance_pc, c.DW_LNS_fixed_advance_pc)
+    end_sequence, set_address = c.DW_LNE_end_sequence, c.DW_LNE_set_address
+    read = next
     address = 0
     file_index = 1
     line = 1
     column = 0
-    first_row = 0
-    while position < end:
-        opcode = data[position]
-        position += 1
-        # Branches in the order opcodes occur in GCC, Clang and rustc output (measured: special,
-        # set_column, advance_line, copy, negate_stmt, set_file, extended, then the rest); a row
-        # is appended where it is emitted, by a special opcode or DW_LNS_copy.
-        if opcode >= opcode_base:
-            address += address_advance[opcode]
-            line += line_advance[opcode]
-            add_address(address)
-            add_file(file_index)
-            add_line(line)
-            add_column(column)
-        elif opcode == c.DW_LNS_set_column:
-            column = data[position]
-            if column < 0x80:
-                position += 1
+    first_row = len(addresses)
+    # The row held back (address -1: none; addresses never go below 0).
+    row_address = -1
+    row_file = row_line = row_column = 0
+    stream = iter(data[position:end])
+    try:
+        for opcode in stream:
+            # Branches in the order opcodes occur in GCC, Clang and rustc output (measured:
+            # special, set_column, advance_line, copy, negate_stmt, set_file, extended, then the
+            # rest); a special opcode or DW_LNS_copy emits a row, and the row held back before
+            # it is appended unless the two share an address.
+            if opcode >= opcode_base:
+                address += address_advance[opcode]
+                line += line_advance[opcode]
+                if address != row_address or keep_every_row:
+                    if row_address >= 0:
+                        add_address(row_address)
+                        add_file(row_file)
+                        add_line(row_line)
+                        add_column(row_column)
+                elif row_line < 0:
+                    # Dropped, it would escape the check decode_line_table makes on the rows kept.
+                    raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
+                row_address = address
+                row_file = file_index
+                row_line = line
+                row_column = column
+            elif opcode == set_column:
+                column = read(stream)
+                if column >= 0x80:
+                    column = _next_uleb(column, stream)
+                    # Checked where set, not where stored: a dropped row would not be stored.
+                    if column >> 63:
+                        raise DwarfFormatError(f"line program at {offset:#x} sets column {column}, too large to store")
+            elif opcode == advance_line:
+                delta = read(stream)
+                if delta < 0x80:
+                    line += delta - 0x80 if delta & 0x40 else delta
+                else:
+                    # Two bytes: most jumps between a header's and a source file's lines.
+                    high = read(stream)
+                    if high < 0x80:
+                        delta = (delta & 0x7F) | (high << 7)
+                        line += delta - 0x4000 if high & 0x40 else delta
+                    else:
+                        line += _sleb_tail((delta & 0x7F) | (high & 0x7F) << 7, 14, stream)
+                        # 62, not 63 bits: the shorter advances cannot then carry a line past 63.
+                        if abs(line) >> 62:
+                            if line < 0:
+                                raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
+                            raise DwarfFormatError(f"line program at {offset:#x} advances to line {line}, "
+                                                   "too large to store")
+            elif opcode == copy:
+                if address != row_address or keep_every_row:
+                    if row_address >= 0:
+                        add_address(row_address)
+                        add_file(row_file)
+                        add_line(row_line)
+                        add_column(row_column)
+                elif row_line < 0:
+                    raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
+                row_address = address
+                row_file = file_index
+                row_line = line
+                row_column = column
+            elif opcode == negate_stmt:
+                pass  # is_stmt does not change which row names an address
+            elif opcode == set_file:
+                file_index = read(stream)
+                if file_index >= 0x80:
+                    file_index = _next_uleb(file_index, stream)
+                    if file_index >> 63:
+                        raise DwarfFormatError(f"line program at {offset:#x} sets file {file_index}, "
+                                               "too large to store")
+            elif opcode == 0:
+                length = read(stream)
+                if length >= 0x80:
+                    length = _next_uleb(length, stream)
+                if length == 0:
+                    continue
+                sub_opcode = read(stream)
+                operand_size = length - 1
+                if sub_opcode == set_address and operand_size == addr_size:
+                    new_address = int.from_bytes(bytes([read(stream) for _ in range(addr_size)]), byteorder)
+                    # Every other opcode only moves the address forward.
+                    if new_address < address and not keep_every_row:
+                        return False
+                    address = new_address
+                    continue
+                if sub_opcode == end_sequence:
+                    if row_address >= 0:
+                        add_address(row_address)
+                        add_file(row_file)
+                        add_line(row_line)
+                        add_column(row_column)
+                        row_address = -1
+                    row_count = len(addresses)
+                    if row_count > first_row:
+                        # The sequence's low address is its first row's.
+                        sequences.append((addresses[first_row], address, first_row, row_count))
+                    first_row = row_count
+                    address = 0
+                    file_index = 1
+                    line = 1
+                    column = 0
+                elif sub_opcode == set_address:
+                    if address and not keep_every_row:
+                        return False
+                    address = 0
+                for _ in range(operand_size):
+                    read(stream)
+            elif opcode == const_add:
+                address += const_add_pc
+            elif opcode == advance_pc:
+                advance = read(stream)
+                if advance >= 0x80:
+                    advance = _next_uleb(advance, stream)
+                address += advance * min_length
+            elif opcode == fixed_advance_pc:
+                address += read(stream) | read(stream) << 8
             else:
-                column, position = read_uleb(data, position)
-        elif opcode == c.DW_LNS_advance_line:
-            delta = data[position]
-            if delta < 0x80:
-                position += 1
-                line += delta - 0x80 if delta & 0x40 else delta
-            elif data[position + 1] < 0x80:
-                # Two bytes: most jumps between a header's and a source file's lines.
-                high = data[position + 1]
-                delta = (delta & 0x7F) | (high << 7)
-                line += delta - 0x4000 if high & 0x40 else delta
-                position += 2
-            else:
-                delta, position = read_sleb(data, position)
-                line += delta
-        elif opcode == c.DW_LNS_copy:
-            add_address(address)
-            add_file(file_index)
-            add_line(line)
-            add_column(column)
-        elif opcode == c.DW_LNS_negate_stmt:
-            pass  # is_stmt does not change which row names an address
-        elif opcode == c.DW_LNS_set_file:
-            file_index = data[position]
-            if file_index < 0x80:
-                position += 1
-            else:
-                file_index, position = read_uleb(data, position)
-        elif opcode == 0:
-            length = data[position]
-            if length < 0x80:
-                position += 1
-            else:
-                length, position = read_uleb(data, position)
-            if length == 0:
-                continue
-            sub_opcode = data[position]
-            next_position = position + length
-            if sub_opcode == c.DW_LNE_end_sequence:
-                row_count = len(addresses)
-                if row_count > first_row:
-                    # The sequence's low address is its first row's.
-                    sequences.append((addresses[first_row], address, first_row, row_count))
-                first_row = row_count
-                address = 0
-                file_index = 1
-                line = 1
-                column = 0
-            elif sub_opcode == c.DW_LNE_set_address:
-                address = read_addr(data, position + 1) if length - 1 == addr_size else 0
-            position = next_position
-        elif opcode == c.DW_LNS_const_add_pc:
-            address += const_add_pc
-        elif opcode == c.DW_LNS_advance_pc:
-            advance = data[position]
-            if advance < 0x80:
-                position += 1
-            else:
-                advance, position = read_uleb(data, position)
-            address += advance * min_length
-        elif opcode == c.DW_LNS_fixed_advance_pc:
-            address += data[position] | data[position + 1] << 8
-            position += 2
-        else:
-            # basic_block, prologue/epilogue, isa and opcodes of later versions: none changes
-            # which source position a row names, so their operands are skipped.
-            for _ in range(standard_lengths[opcode - 1] if opcode <= len(standard_lengths) else 0):
-                _, position = read_uleb(data, position)
+                # basic_block, prologue/epilogue, isa and opcodes of later versions: none changes
+                # which source position a row names, so their operands are skipped.
+                for _ in range(standard_lengths[opcode - 1] if opcode <= len(standard_lengths) else 0):
+                    operand = read(stream)
+                    if operand >= 0x80:
+                        _next_uleb(operand, stream)
+        if row_address >= 0:
+            add_address(row_address)
+            add_file(row_file)
+            add_line(row_line)
+            add_column(row_column)
+    except StopIteration:
+        raise DwarfFormatError(f"line program at {offset:#x} ends inside an instruction") from None
+    except OverflowError as error:
+        # Lines, columns and files were checked above; only an address can outgrow its array.
+        raise DwarfFormatError(f"line program at {offset:#x} advances past a 64-bit address") from error
+    return True
