@@ -86,7 +86,7 @@ def line_program(rows: list[tuple[int, int]], file_name: str = "a.c") -> bytes:
     line = 1
     for address, row_line in rows:
         program += b"\x00" + uleb(9) + bytes([c.DW_LNE_set_address]) + struct.pack("<Q", address)
-        program += bytes([c.DW_LNS_advance_line]) + _sleb(row_line - line)
+        program += bytes([c.DW_LNS_advance_line]) + sleb(row_line - line)
         line = row_line
         program += bytes([c.DW_LNS_copy])
     last = rows[-1][0] + 16
@@ -96,7 +96,7 @@ def line_program(rows: list[tuple[int, int]], file_name: str = "a.c") -> bytes:
     return struct.pack("<I", len(after_length)) + after_length
 
 
-def _sleb(value: int) -> bytes:
+def sleb(value: int) -> bytes:
     out = bytearray()
     while True:
         byte = value & 0x7F

@@ -12,23 +12,12 @@ from hypothesis import strategies as st
 
 from formats.dwarf import constants as c
 from formats.dwarf.abbrev import ShapeBytes, parse_abbrev_table
-from tests.dwarf_builder import uleb
+from tests.dwarf_builder import sleb, uleb
 
 # Small numbers, numbers past one LEB128 byte, and the forms that change how an entry is laid out.
 _DW_TAG_variable = 0x34
 _NUMBERS = st.one_of(st.integers(min_value=1, max_value=0x7F), st.integers(min_value=0x80, max_value=0x3FFF))
 _FORMS = st.one_of(st.sampled_from([c.DW_FORM_implicit_const, c.DW_FORM_data1, c.DW_FORM_strp, 0]), _NUMBERS)
-
-
-def _sleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        done = (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40)
-        out.append(byte | (0 if done else 0x80))
-        if done:
-            return bytes(out)
 
 
 @st.composite
@@ -42,7 +31,7 @@ def _entry(draw: st.DrawFn) -> bytes:
             form = c.DW_FORM_data1
         entry += uleb(attribute) + uleb(form)
         if form == c.DW_FORM_implicit_const:
-            entry += _sleb(draw(st.sampled_from([0, 1, -1, 300])))
+            entry += sleb(draw(st.sampled_from([0, 1, -1, 300])))
     return bytes(entry + b"\x00\x00")
 
 

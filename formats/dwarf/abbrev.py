@@ -116,7 +116,6 @@ def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = Non
     table: dict[int, Abbrev] = {}
     if shapes is None:
         shapes = {}
-    make = tuple.__new__
     while True:
         code = data[offset]
         if code < 0x80:
@@ -129,7 +128,7 @@ def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = Non
         if end > 1:
             shape = shapes.get(data[offset:end])
             if shape is not None:
-                table[code] = make(Abbrev, (code, *shape))
+                table[code] = Abbrev(code, *shape)
                 offset = end
                 continue
         start = offset
