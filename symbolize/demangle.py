@@ -85,9 +85,8 @@ def demangle(name: str, mode: DemangleMode) -> str:
 def _demangle_full(name: str) -> str:
     demangled = _full_names.get(name)
     if demangled is None:
-        if len(_full_names) >= _MEMO_LIMIT:
-            _full_names.clear()  # a long-lived process symbolizing many binaries stays bounded
-        demangled = _full_names[name] = _llvm_demangle(name)
+        demangled = _llvm_demangle(name)
+        remember(name, demangled)
     return demangled
 
 
@@ -108,7 +107,7 @@ def remember(name: str, full: str) -> None:
     a warm lookup need not demangle again.
     """
     if len(_full_names) >= _MEMO_LIMIT:
-        _full_names.clear()
+        _full_names.clear()  # a long-lived process symbolizing many binaries stays bounded
     _full_names[name] = full
 
 

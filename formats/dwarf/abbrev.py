@@ -26,6 +26,8 @@ KIND_BLOCK2 = 6
 KIND_BLOCK4 = 7
 KIND_IMPLICIT = 8
 KIND_INDIRECT = 9
+# Signed and unsigned LEB128 share their continuation bit, so the walks skip both alike.
+LEB_KINDS = frozenset({KIND_ULEB, KIND_SLEB})
 
 _FIXED_SIZES = {
     c.DW_FORM_data1: 1, c.DW_FORM_ref1: 1, c.DW_FORM_flag: 1, c.DW_FORM_strx1: 1, c.DW_FORM_addrx1: 1,

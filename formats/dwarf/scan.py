@@ -32,13 +32,12 @@ from formats.dwarf import constants as c
 from formats.dwarf.abbrev import (
     KIND_FIXED,
     KIND_IMPLICIT,
-    KIND_SLEB,
-    KIND_ULEB,
+    LEB_KINDS,
     Abbrev,
 )
 from formats.dwarf.ranges import decode_ranges_attribute
 from formats.dwarf.reader import DwarfFormatError, UIntReader, read_uleb
-from formats.dwarf.skip import ShapeKey, SkipLayout, SubtreeSkipper
+from formats.dwarf.skip import ShapeKey, SkipLayout, SubtreeSkipper, shape_key
 from formats.dwarf.unit import Unit
 
 _FUNCTION_TAGS = frozenset({c.DW_TAG_subprogram, c.DW_TAG_inlined_subroutine})
@@ -77,7 +76,6 @@ ROLE_CONTAINER = 3
 # A subprogram or inlined call whose abbreviation has no address attribute: never a node.
 ROLE_NO_CODE = 4
 _CODE_ATTRIBUTES = frozenset({c.DW_AT_low_pc, c.DW_AT_ranges})
-_LEB_KINDS = frozenset({KIND_ULEB, KIND_SLEB})
 
 
 @dataclass(slots=True)
@@ -344,7 +342,7 @@ def _walk(
             abbrev = abbrevs.get(code)
             if abbrev is None:
                 raise DwarfFormatError(f"DIE at {die_offset:#x} uses undefined abbreviation {code}")
-            key = (abbrev.tag, abbrev.has_children, abbrev.attributes, unit.encoding)
+            key = shape_key(unit, abbrev)
             plan = shared_plans.get(key)
             if plan is None:
                 plan = shared_plans[key] = compile_plan(unit, abbrev)
@@ -365,7 +363,7 @@ def _walk(
                     values[slot] = (form, value)
             for advance, kind, form, implicit in skips:
                 offset += advance
-                if kind in _LEB_KINDS:
+                if kind in LEB_KINDS:
                     # Signed and unsigned LEB128 share their continuation bit.
                     while data[offset] & 0x80:
                         offset += 1
@@ -380,7 +378,7 @@ def _walk(
                 if slot < 0:
                     if kind == KIND_FIXED:
                         offset += size
-                    elif kind in _LEB_KINDS:
+                    elif kind in LEB_KINDS:
                         while data[offset] & 0x80:
                             offset += 1
                         offset += 1

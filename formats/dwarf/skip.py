@@ -21,8 +21,7 @@ from formats.dwarf.abbrev import (
     KIND_FIXED,
     KIND_IMPLICIT,
     KIND_INDIRECT,
-    KIND_SLEB,
-    KIND_ULEB,
+    LEB_KINDS,
     Abbrev,
     UnknownFormError,
 )
@@ -39,7 +38,6 @@ _SCOPE_TAGS = frozenset(
      c.DW_TAG_enumeration_type}
 )
 _CODE_ATTRIBUTES = frozenset({c.DW_AT_low_pc, c.DW_AT_ranges})
-_LEB_KINDS = frozenset({KIND_ULEB, KIND_SLEB})
 
 
 class SubtreeSkipper:
@@ -59,10 +57,9 @@ class SubtreeSkipper:
         steps: list[_Steps] = [()] * count
         tails = [0] * count
         layouts = shared if shared is not None else {}
-        encoding = unit.encoding
         for code in codes:
             abbrev = unit.abbrevs[code]
-            key = (abbrev.tag, abbrev.has_children, abbrev.attributes, encoding)
+            key = shape_key(unit, abbrev)
             layout = layouts.get(key)
             if layout is None:
                 layout = layouts[key] = _skip_layout(unit, abbrev)
@@ -107,7 +104,7 @@ class SubtreeSkipper:
                         offset += advance
                         if kind == KIND_BLOCK_ULEB and data[offset] < 0x80:
                             offset += 1 + data[offset]
-                        elif kind in _LEB_KINDS:
+                        elif kind in LEB_KINDS:
                             # Signed and unsigned LEB128 share their continuation bit.
                             while data[offset] & 0x80:
                                 offset += 1
@@ -128,6 +125,11 @@ _Steps = tuple[tuple[int, int, int, int], ...]
 ShapeKey = tuple[int, bool, tuple[tuple[int, int, int], ...], tuple[int, int, int, bool]]
 # (size in outer walks, size in inner walks, 1 if it has children, variable steps, fixed tail).
 SkipLayout = tuple[int, int, int, _Steps, int]
+
+
+def shape_key(unit: Unit, abbrev: Abbrev) -> ShapeKey:
+    """What an abbreviation's scan plan and skip layout depend on: all of it but its code."""
+    return abbrev.tag, abbrev.has_children, abbrev.attributes, unit.encoding
 
 
 def _skip_layout(unit: Unit, abbrev: Abbrev) -> SkipLayout:
