@@ -250,7 +250,7 @@ def compile_bytecode() -> None:
     otherwise leave every timed run compiling the toolkit from source (about
     0.1 s a run), a cost no installed copy pays.
     """
-    for package in ("symbolize", "formats"):
+    for package in ("symbolize", "symbolize.formats"):
         spec = importlib.util.find_spec(package)
         for location in (spec.submodule_search_locations or []) if spec else []:
             compileall.compile_dir(location, quiet=1)

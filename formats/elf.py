@@ -26,12 +26,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
-from formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
-from formats.sections import decompress_chdr, decompress_zdebug
-from formats.types import DebugId, DebugIdKind, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
+from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
+from symbolize.formats.sections import decompress_chdr, decompress_zdebug
+from symbolize.formats.types import DebugId, DebugIdKind, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
 
 if TYPE_CHECKING:
-    from formats.dwarf import DwarfInfo, SectionGetter
+    from symbolize.formats.dwarf import DwarfInfo, SectionGetter
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -582,7 +582,7 @@ class ElfFile:
             self._dwarf_built = True
             if self.has_dwarf():
                 # Imported here so a reader without DWARF never loads the DWARF package.
-                from formats.dwarf import DwarfInfo
+                from symbolize.formats.dwarf import DwarfInfo
 
                 try:
                     self._dwarf = DwarfInfo(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from formats.elf import ELF_MAGIC, ElfFile
-from formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
-from formats.types import ObjectFile
+from symbolize.formats.elf import ELF_MAGIC, ElfFile
+from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
+from symbolize.formats.types import ObjectFile
 
 _MACHO_MAGICS = {
     bytes.fromhex(magic)

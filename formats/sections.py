@@ -18,7 +18,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from formats.errors import MalformedInputError
+from symbolize.formats.errors import MalformedInputError
 
 ELFCOMPRESS_ZLIB = 1
 ELFCOMPRESS_ZSTD = 2

@@ -17,7 +17,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from formats.types import DebugId, DebugIdKind, Frame, Symbol
     from symbolize.api import discovery_options, lookup, open_module, symbolize_file, symbolize_profile
     from symbolize.demangle import DemangleMode, demangle
     from symbolize.errors import (
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
         SymbolizeError,
         UnsupportedFormatError,
     )
+    from symbolize.formats.types import DebugId, DebugIdKind, Frame, Symbol
     from symbolize.module import Module, Unknown
     from symbolize.pprof import Profile, read_profile, write_profile
     from symbolize.summary import MappingSummary, Summary
@@ -34,18 +34,18 @@ if TYPE_CHECKING:
 # Submodules load on first use (PEP 562): `import symbolize.pprof` stays cheap and
 # the package never imports itself half-initialised.
 _EXPORTS = {
-    "DebugId": "formats.types",
-    "DebugIdKind": "formats.types",
+    "DebugId": "symbolize.formats.types",
+    "DebugIdKind": "symbolize.formats.types",
     "DebugIdMismatchError": "symbolize.errors",
     "DemangleMode": "symbolize.demangle",
-    "Frame": "formats.types",
+    "Frame": "symbolize.formats.types",
     "MalformedInputError": "symbolize.errors",
     "MappingSummary": "symbolize.summary",
     "MissingDebugInfoError": "symbolize.errors",
     "Module": "symbolize.module",
     "Profile": "symbolize.pprof",
     "Summary": "symbolize.summary",
-    "Symbol": "formats.types",
+    "Symbol": "symbolize.formats.types",
     "SymbolizeError": "symbolize.errors",
     "Unknown": "symbolize.module",
     "UnsupportedFormatError": "symbolize.errors",

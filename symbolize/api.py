@@ -12,12 +12,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from formats.types import Frame
 from symbolize.cache import default_cache_dir
 from symbolize.demangle import DemangleMode
 from symbolize.demangle import demangle as demangle_name
 from symbolize.discovery import DiscoveryOptions, ObjectCache
 from symbolize.discovery import open_module as discovery_open_module
+from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module, PerFrame, Unknown
 

@@ -17,10 +17,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from formats.elf import ElfFile
-from formats.errors import MalformedInputError
-from formats.types import ObjectFile
 from symbolize.demangle import DEMANGLER
+from symbolize.formats.elf import ElfFile
+from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.types import ObjectFile
 from symbolize.index.indexed import SCHEMA_VERSION, IndexedObject, build_index_arrays
 from symbolize.index.store import FORMAT_VERSION, IndexFile, write_index
 

@@ -15,11 +15,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formats.elf import ElfFile
-from formats.errors import DebugIdMismatchError, MissingDebugInfoError, SymbolizeError
-from formats.open import open_object
-from formats.types import ObjectFile
 from symbolize.cache import with_index
+from symbolize.formats.elf import ElfFile
+from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError, SymbolizeError
+from symbolize.formats.open import open_object
+from symbolize.formats.types import ObjectFile
 from symbolize.module import Module
 
 DEFAULT_DEBUG_DIRS = (Path("/usr/lib/debug"),)

@@ -1,10 +1,10 @@
 """Errors raised by the toolkit: one root, :class:`SymbolizeError`.
 
-They are defined in ``formats.errors`` (the lower layer) and re-exported here,
+They are defined in ``symbolize.formats.errors`` (the lower layer) and re-exported here,
 the public place to import them from.
 """
 
-from formats.errors import (
+from symbolize.formats.errors import (
     DebugIdMismatchError,
     MalformedInputError,
     MissingDebugInfoError,

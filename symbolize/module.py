@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
 
-from formats.errors import MalformedInputError
-from formats.types import Frame, ObjectFile
+from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.types import Frame, ObjectFile
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from formats.types import ObjectFile, Segment
+from symbolize.formats.types import ObjectFile, Segment
 
 # Mappings start on a page boundary; 4 KiB is the smallest page of every Linux target, and the
 # first PT_LOAD's vaddr and file offset agree modulo any page size the loader used.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from formats.errors import MalformedInputError
+from symbolize.formats.errors import MalformedInputError
 from symbolize.proto.profile_pb2 import Profile
 
 __all__ = ["GZIP_MAGIC", "Profile", "StringTable", "parse_profile", "read_profile", "write_profile"]

@@ -28,10 +28,10 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from formats.errors import SymbolizeError
-from formats.types import Frame
 from symbolize.demangle import DemangleMode, demangle
 from symbolize.discovery import DiscoveryOptions, find_module
+from symbolize.formats.errors import SymbolizeError
+from symbolize.formats.types import Frame
 from symbolize.module import Module, PerFrame, Unknown
 from symbolize.normalize import runtime_to_vaddr
 from symbolize.pprof import StringTable

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from formats.dwarf import constants as c
+from symbolize.formats.dwarf import constants as c
 
 
 def uleb(value: int) -> bytes:

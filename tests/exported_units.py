@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from formats.dwarf.export import ExportedUnit
+from symbolize.formats.dwarf.export import ExportedUnit
 
 
 def chain_at(unit: ExportedUnit, vaddr: int) -> tuple[int, ...]:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from formats.elf import ElfFile
 from symbolize.cache import cache_entries, clear_cache
 from symbolize.cli.app import app
 from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
+from symbolize.formats.elf import ElfFile
 from symbolize.index.background import (
     LOG_NAME,
     STALE_MARKER_SECONDS,

@@ -14,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from formats.errors import MissingDebugInfoError
-from formats.types import Frame
 from symbolize import api
 from symbolize.cli.app import _frame_json, app, default_output_path, parse_address
 from symbolize.discovery import DiscoveryOptions
+from symbolize.formats.errors import MissingDebugInfoError
+from symbolize.formats.types import Frame
 from symbolize.module import Module, Unknown
 from symbolize.pprof import read_profile, write_profile
 from symbolize.proto.profile_pb2 import Profile

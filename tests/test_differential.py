@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from formats.elf import ElfFile
 from symbolize.api import lookup, open_module
+from symbolize.formats.elf import ElfFile
 from symbolize.module import Unknown
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from formats import ElfFile
-from formats.errors import DebugIdMismatchError, MalformedInputError, MissingDebugInfoError
-from formats.types import DebugId, DebugIdKind, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
 from symbolize.discovery import DiscoveryOptions, ObjectCache, find_module, open_module
+from symbolize.formats import ElfFile
+from symbolize.formats.errors import DebugIdMismatchError, MalformedInputError, MissingDebugInfoError
+from symbolize.formats.types import DebugId, DebugIdKind, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
 from symbolize.module import NO_DEBUG_INFO, NO_SYMBOL, Module, Unknown
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"

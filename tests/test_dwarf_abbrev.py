@@ -10,8 +10,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.dwarf import constants as c
-from formats.dwarf.abbrev import ShapeBytes, parse_abbrev_table
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.abbrev import ShapeBytes, parse_abbrev_table
 from tests.dwarf_builder import sleb, uleb
 
 # Small numbers, numbers past one LEB128 byte, and the forms that change how an entry is laid out.

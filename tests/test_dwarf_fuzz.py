@@ -8,9 +8,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats.dwarf import DwarfInfo
-from formats.elf import ElfFile
-from formats.errors import MalformedInputError
+from symbolize.formats.dwarf import DwarfInfo
+from symbolize.formats.elf import ElfFile
+from symbolize.formats.errors import MalformedInputError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 SECTIONS = ("debug_info", "debug_abbrev", "debug_line", "debug_rnglists", "debug_str_offsets", "debug_addr")

@@ -17,12 +17,12 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.dwarf import DwarfInfo
-from formats.dwarf import constants as c
-from formats.dwarf.export import export_dwarf
-from formats.dwarf.reader import read_uleb
-from formats.dwarf.skip import SubtreeSkipper
-from formats.dwarf.unit import Unit
+from symbolize.formats.dwarf import DwarfInfo
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.export import export_dwarf
+from symbolize.formats.dwarf.reader import read_uleb
+from symbolize.formats.dwarf.skip import SubtreeSkipper
+from symbolize.formats.dwarf.unit import Unit
 from tests.dwarf_builder import getter, uleb
 from tests.exported_units import chain_at
 

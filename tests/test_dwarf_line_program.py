@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from formats.dwarf import constants as c
-from formats.dwarf.lines import LineTable, _run_program, decode_line_table
-from formats.dwarf.reader import DwarfFormatError
-from formats.dwarf.sections import DwarfSections
-from formats.dwarf.unit import Unit
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.lines import LineTable, _run_program, decode_line_table
+from symbolize.formats.dwarf.reader import DwarfFormatError
+from symbolize.formats.dwarf.sections import DwarfSections
+from symbolize.formats.dwarf.unit import Unit
 from tests.dwarf_builder import line_program, uleb
 
 OPCODE_BASE = 13

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from formats.dwarf import DwarfInfo
-from formats.errors import MalformedInputError
+from symbolize.formats.dwarf import DwarfInfo
+from symbolize.formats.errors import MalformedInputError
 from tests.dwarf_builder import Function, abbrev_table, compile_unit, getter, line_program
 
 PATH = Path("synthetic.elf")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from formats import ElfFile, open_object
-from formats.errors import MissingDebugInfoError, UnsupportedFormatError
-from formats.types import DebugIdKind, Frame
+from symbolize.formats import ElfFile, open_object
+from symbolize.formats.errors import MissingDebugInfoError, UnsupportedFormatError
+from symbolize.formats.types import DebugIdKind, Frame
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 ALL = sorted(path.name for path in BIN.iterdir() if path.is_file()) if BIN.is_dir() else []

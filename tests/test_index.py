@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from formats.elf import ElfFile
-from formats.errors import MalformedInputError
-from formats.types import Frame
 from symbolize.api import build_indexes, lookup, symbolize_profile
 from symbolize.cache import build_index, cache_entries, clear_cache, index_key, index_path, load_index
 from symbolize.cli.app import app
 from symbolize.demangle import DemangleMode, demangle
 from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
+from symbolize.formats.elf import ElfFile
+from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.index.store import IndexFile, write_index
 from symbolize.module import Module, PerFrame, Unknown

@@ -15,7 +15,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.dwarf.export import ExportedUnit
+from symbolize.formats.dwarf.export import ExportedUnit
 from symbolize.index.indexed import _unit_intervals
 from tests.exported_units import chain_at
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats import ElfFile, open_object
-from formats.errors import MalformedInputError, SymbolizeError
-from formats.sections import ELFCOMPRESS_ZLIB
+from symbolize.formats import ElfFile, open_object
+from symbolize.formats.errors import MalformedInputError, SymbolizeError
+from symbolize.formats.sections import ELFCOMPRESS_ZLIB
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOTE = 1, 2, 3, 7

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from formats import ElfFile
-from formats.types import Segment
+from symbolize.formats import ElfFile
+from symbolize.formats.types import Segment
 from symbolize.normalize import PAGE_SIZE, runtime_to_vaddr
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"

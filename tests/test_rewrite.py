@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.errors import MissingDebugInfoError, SymbolizeError
-from formats.types import DebugId, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
 from symbolize.discovery import DiscoveryOptions
+from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
+from symbolize.formats.types import DebugId, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
 from symbolize.module import Module, Unknown
 from symbolize.proto.profile_pb2 import Location, Profile
 from symbolize.rewrite import OUTSIDE_SEGMENTS, RewriteOptions, symbolize_profile

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from formats.dwarf import constants as c
-from formats.dwarf.reader import read_sleb, read_uleb
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.reader import read_sleb, read_uleb
 
 # How a form's value is laid out in .debug_info.
 KIND_FIXED = 0

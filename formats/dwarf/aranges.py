@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from formats.dwarf.reader import DwarfFormatError, read_initial_length, uint_reader
+from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length, uint_reader
 
 
 def iter_aranges(data: bytes, little_endian: bool = True) -> Iterator[tuple[int, int, int]]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
-from formats.dwarf.scan import UnitIndex, _node_ranges
+from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
+from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 
 
 @dataclass

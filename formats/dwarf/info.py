@@ -21,17 +21,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from formats.dwarf import constants as c
-from formats.dwarf.abbrev import ShapeBytes, UnknownFormError, parse_abbrev_table
-from formats.dwarf.lines import LineTable, decode_line_table
-from formats.dwarf.ranges import decode_ranges_attribute
-from formats.dwarf.reader import DwarfFormatError
-from formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
-from formats.dwarf.sections import DwarfSections, SectionGetter, section_bytes
-from formats.dwarf.split import load_split_sections
-from formats.dwarf.unit import Unit, parse_unit_header
-from formats.errors import MalformedInputError
-from formats.types import Frame
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, parse_abbrev_table
+from symbolize.formats.dwarf.lines import LineTable, decode_line_table
+from symbolize.formats.dwarf.ranges import decode_ranges_attribute
+from symbolize.formats.dwarf.reader import DwarfFormatError
+from symbolize.formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
+from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter, section_bytes
+from symbolize.formats.dwarf.split import load_split_sections
+from symbolize.formats.dwarf.unit import Unit, parse_unit_header
+from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.types import Frame
 
 # () -> sections of the dwz supplementary file named by .gnu_debugaltlink, or None when not found.
 SupplementaryResolver = Callable[[], "tuple[SectionGetter, Path] | None"]
@@ -207,7 +207,7 @@ class DwarfInfo:
         data = self._sections.aranges
         if not missing or not data:
             return
-        from formats.dwarf.aranges import iter_aranges
+        from symbolize.formats.dwarf.aranges import iter_aranges
 
         try:
             for unit_offset, low, length in iter_aranges(data, self._little_endian):

@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from formats.dwarf import constants as c
-from formats.dwarf.reader import DwarfFormatError, read_initial_length, read_uleb, uint_reader
-from formats.dwarf.unit import Unit
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length, read_uleb, uint_reader
+from symbolize.formats.dwarf.unit import Unit
 
 
 def join_path(directory: str | None, name: str) -> str:

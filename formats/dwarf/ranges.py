@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from formats.dwarf import constants as c
-from formats.dwarf.reader import DwarfFormatError, read_uleb
-from formats.dwarf.unit import Unit
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.reader import DwarfFormatError, read_uleb
+from symbolize.formats.dwarf.unit import Unit
 
 Ranges = list[tuple[int, int]]
 

@@ -28,17 +28,17 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.dwarf import constants as c
-from formats.dwarf.abbrev import (
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.abbrev import (
     KIND_FIXED,
     KIND_IMPLICIT,
     LEB_KINDS,
     Abbrev,
 )
-from formats.dwarf.ranges import decode_ranges_attribute
-from formats.dwarf.reader import DwarfFormatError, UIntReader, read_uleb
-from formats.dwarf.skip import ShapeKey, SkipLayout, SubtreeSkipper, shape_key
-from formats.dwarf.unit import Unit
+from symbolize.formats.dwarf.ranges import decode_ranges_attribute
+from symbolize.formats.dwarf.reader import DwarfFormatError, UIntReader, read_uleb
+from symbolize.formats.dwarf.skip import ShapeKey, SkipLayout, SubtreeSkipper, shape_key
+from symbolize.formats.dwarf.unit import Unit
 
 _FUNCTION_TAGS = frozenset({c.DW_TAG_subprogram, c.DW_TAG_inlined_subroutine})
 _SCOPE_TAGS = frozenset(

@@ -15,8 +15,8 @@ subtree DIE by DIE as before, so skipping never changes what a scan finds.
 
 from __future__ import annotations
 
-from formats.dwarf import constants as c
-from formats.dwarf.abbrev import (
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.abbrev import (
     KIND_BLOCK_ULEB,
     KIND_FIXED,
     KIND_IMPLICIT,
@@ -25,8 +25,8 @@ from formats.dwarf.abbrev import (
     Abbrev,
     UnknownFormError,
 )
-from formats.dwarf.reader import read_uleb
-from formats.dwarf.unit import Unit
+from symbolize.formats.dwarf.reader import read_uleb
+from symbolize.formats.dwarf.unit import Unit
 
 _STOP = -2
 _VARIABLE = -1

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from formats.dwarf.reader import DwarfFormatError, uint_reader
-from formats.dwarf.sections import DwarfSections, SectionGetter
+from symbolize.formats.dwarf.reader import DwarfFormatError, uint_reader
+from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter
 
 # Section identifiers to the .dwo section they slice, per index version.
 _SECTIONS_V5 = {1: "debug_info.dwo", 3: "debug_abbrev.dwo", 4: "debug_line.dwo", 5: "debug_loclists.dwo",

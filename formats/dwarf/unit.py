@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.dwarf import constants as c
-from formats.dwarf.abbrev import (
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.abbrev import (
     KIND_BLOCK1,
     KIND_BLOCK2,
     KIND_BLOCK4,
@@ -26,8 +26,15 @@ from formats.dwarf.abbrev import (
     Abbrev,
     form_layout,
 )
-from formats.dwarf.reader import DwarfFormatError, UIntReader, read_initial_length, read_sleb, read_uleb, uint_reader
-from formats.dwarf.sections import DwarfSections
+from symbolize.formats.dwarf.reader import (
+    DwarfFormatError,
+    UIntReader,
+    read_initial_length,
+    read_sleb,
+    read_uleb,
+    uint_reader,
+)
+from symbolize.formats.dwarf.sections import DwarfSections
 
 # Forms whose value is an offset relative to the unit's start.
 _UNIT_REF_FORMS = frozenset({c.DW_FORM_ref1, c.DW_FORM_ref2, c.DW_FORM_ref4, c.DW_FORM_ref8, c.DW_FORM_ref_udata})

@@ -28,8 +28,8 @@ from typing import Annotated
 
 import typer
 
-from formats.types import Frame
 from symbolize.errors import SymbolizeError
+from symbolize.formats.types import Frame
 from symbolize.module import PerFrame, Unknown
 
 app = typer.Typer(

@@ -25,10 +25,10 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from formats.elf import ElfFile
-from formats.errors import SymbolizeError
-from formats.open import open_object
 from symbolize.cache import build_index, index_key, index_path, load_index
+from symbolize.formats.elf import ElfFile
+from symbolize.formats.errors import SymbolizeError
+from symbolize.formats.open import open_object
 
 STALE_MARKER_SECONDS = 3600.0
 LOG_NAME = "background.log"

@@ -1,7 +1,7 @@
 """An object file whose lookups are answered from its persistent index.
 
 :func:`build_index_arrays` decodes everything an ELF file can answer (its DWARF
-through :func:`formats.dwarf.export.export_dwarf`, its symbol table) into flat
+through :func:`symbolize.formats.dwarf.export.export_dwarf`, its symbol table) into flat
 arrays; :class:`IndexedObject` answers ``frames_at`` from them by binary
 search, exactly as the file itself would: the same unit, sequence, row and
 inline-chain choices as ``DwarfInfo.frames_at``, the same symbol override and
@@ -23,14 +23,14 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from formats.elf import ElfFile
-from formats.errors import MalformedInputError
-from formats.types import DebugId, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
 from symbolize.demangle import demangle, remember
+from symbolize.formats.elf import ElfFile
+from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.types import DebugId, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
 from symbolize.index.store import IndexDamagedError, IndexFile
 
 if TYPE_CHECKING:
-    from formats.dwarf.export import ExportedUnit
+    from symbolize.formats.dwarf.export import ExportedUnit
 
 # The arrays an index holds and what they mean; part of every index's key (symbolize/cache.py).
 SCHEMA_VERSION = 4
@@ -60,7 +60,7 @@ class _Strings:
 def build_index_arrays(elf: ElfFile) -> dict[str, array[int] | bytes]:
     """Every answer ``elf`` can give, as named flat arrays (see IndexedObject for their use)."""
     # Imported here: answering from an index never decodes DWARF.
-    from formats.dwarf.export import export_dwarf
+    from symbolize.formats.dwarf.export import export_dwarf
 
     strings = _Strings()
     out: dict[str, array[int]] = {name: array(code) for name, code in _ARRAYS.items()}

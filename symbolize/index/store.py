@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from formats.errors import MalformedInputError
+from symbolize.formats.errors import MalformedInputError
 
 MAGIC = b"SYMIDX\0"
 FORMAT_VERSION = 1
