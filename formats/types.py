@@ -54,26 +54,84 @@ class DebugIdKind(Enum):
     MACHO_UUID = "macho-uuid"
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
 class DebugId(NamedTuple):
-    """Identity of a build: what ties a binary to its debug file and a profile mapping."""
+    """Identity of a build: what ties a binary to its debug file and a profile mapping.
+
+    ``value`` holds the bytes as the file stores them: a GNU build ID's note
+    descriptor, a PDB GUID as the RSDS record and the PDB info stream store it
+    (Data1, Data2 and Data3 little-endian), a Mach-O ``LC_UUID``. ``age`` is the
+    PDB age (0 for the other kinds). Debug IDs are compared as values (``==``),
+    never as text: text is for people and for :meth:`parse`.
+    """
 
     kind: DebugIdKind
     value: bytes
     age: int = 0
 
     def __str__(self) -> str:
-        text = self.value.hex()
-        return f"{text}-{self.age}" if self.kind is DebugIdKind.PDB else text
+        if self.kind is DebugIdKind.PDB:
+            # The symbol-store form (symsrv, Breakpad): GUID as printed by Windows, age in hex.
+            return f"{self.guid_text()}{self.age:X}"
+        if self.kind is DebugIdKind.MACHO_UUID and len(self.value) == 16:
+            text = self.value.hex().upper()
+            return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+        return self.value.hex()
+
+    def guid_text(self) -> str:
+        """A PDB GUID as Windows prints it, without dashes: Data1-Data3 as numbers, then Data4."""
+        value = self.value
+        if len(value) != 16:
+            return value.hex().upper()
+        data1 = int.from_bytes(value[0:4], "little")
+        data2 = int.from_bytes(value[4:6], "little")
+        data3 = int.from_bytes(value[6:8], "little")
+        return f"{data1:08X}{data2:04X}{data3:04X}{value[8:].hex().upper()}"
+
+    @classmethod
+    def parse(cls, text: str, kind: DebugIdKind) -> DebugId | None:
+        """``text`` read as a debug ID of ``kind``; None when it is not of that kind's form.
+
+        Accepted: a build ID as hex (any case); a Mach-O UUID as 32 hex digits with or
+        without dashes; a PDB ID as ``GUID`` + age in hex (the symbol-store form,
+        what :meth:`__str__` prints) or ``GUID-age``, the GUID with or without dashes
+        and braces. Dashes and case never matter.
+        """
+        cleaned = text.strip().replace("{", "").replace("}", "")
+        if kind is DebugIdKind.PDB:
+            head, dash, tail = cleaned.rpartition("-")
+            if dash and len(head.replace("-", "")) == 32:
+                guid_hex, age_hex = head.replace("-", ""), tail
+            else:
+                compact = cleaned.replace("-", "")
+                guid_hex, age_hex = compact[:32], compact[32:]
+            if len(guid_hex) != 32 or not 0 < len(age_hex) <= 8 or not set(guid_hex + age_hex) <= _HEX:
+                return None
+            raw = bytes.fromhex(guid_hex)
+            value = raw[0:4][::-1] + raw[4:6][::-1] + raw[6:8][::-1] + raw[8:]
+            return cls(kind, value, int(age_hex, 16))
+        compact = cleaned.replace("-", "")
+        if not compact or len(compact) % 2 or not set(compact) <= _HEX:
+            return None
+        if kind is DebugIdKind.MACHO_UUID and len(compact) != 32:
+            return None
+        return cls(kind, bytes.fromhex(compact))
 
 
 class Segment(NamedTuple):
-    """A loadable piece of the file: ``filesz`` bytes at ``file_offset`` appear at ``vaddr``."""
+    """A loadable piece of the file: ``filesz`` bytes at ``file_offset`` appear at ``vaddr``.
+
+    ``name`` is the container's own (a Mach-O segment, a PE section); "" for ELF.
+    """
 
     vaddr: int
     memsz: int
     file_offset: int
     filesz: int
     executable: bool
+    name: str = ""
 
 
 class DebugLink(NamedTuple):
@@ -92,6 +150,114 @@ class DebugInfoSummary(NamedTuple):
     has_inline_info: bool
     dwarf_versions: tuple[int, ...] = ()
     split_dwarf: bool = False
+
+
+class HintKind(Enum):
+    """Kinds of pointer from an image to a file that holds its debug info (symbolize/ follows them)."""
+
+    BUILD_ID = "build-id"  # <debug dir>/.build-id/xx/rest.debug, by the image's GNU build ID
+    DEBUGLINK = "debuglink"  # .gnu_debuglink: a file name and the file's CRC32
+    SUPPLEMENTARY = "supplementary"  # .gnu_debugaltlink: the dwz common file, by name and build ID
+    PDB = "pdb"  # CodeView RSDS: the PDB's recorded path, GUID and age
+    DSYM = "dsym"  # a Mach-O image's dSYM, found by name or by UUID
+    DEBUG_MAP_OBJECT = "debug-map-object"  # a Mach-O N_OSO stab: an object file (or archive member)
+
+
+class DebugHint(NamedTuple):
+    """Where an image says (or implies) its debug info lives, and what the file found must carry.
+
+    ``name`` is the text as the image records it (a file name, or a path in the
+    build machine's syntax, Windows paths included); "" when the kind says it all.
+    A locator in symbolize/ finds the file and checks ``debug_id``, ``crc32`` and
+    ``mtime``; readers never open the files their hints name.
+    """
+
+    kind: HintKind
+    name: str = ""
+    debug_id: DebugId | None = None
+    crc32: int | None = None
+    mtime: int | None = None
+
+
+class AnswerRun(NamedTuple):
+    """``[low, high)`` of object addresses that all get the same answer: ``frames``, innermost first.
+
+    Every naming policy (which name the outermost frame takes, which line row
+    applies) is already applied, so an index that stores runs and a reader that
+    computes them answer alike by construction.
+    """
+
+    low: int
+    high: int
+    frames: tuple[Frame, ...]
+
+
+class AnswerRegion(NamedTuple):
+    """A part of a symbol source whose answers decode together (a compile unit, a PDB module).
+
+    Listing regions is cheap; decoding one (``SymbolSource.answers(key)``) is
+    not, and happens on the first lookup inside it. ``fallback`` regions (a
+    symbol table) are asked only when no other region holding the address
+    answers. Regions may overlap: among non-fallback regions holding an
+    address, the one with the greatest ``low`` is asked first.
+    """
+
+    low: int
+    high: int
+    key: int
+    fallback: bool = False
+
+
+class SymbolSource(Protocol):
+    """Something that names object addresses: an ELF or Mach-O file's DWARF and symbols, a PDB, a dSYM.
+
+    Frames lists are innermost first, everywhere.
+    """
+
+    path: Path
+    debug_id: DebugId | None
+
+    def symbols(self) -> Sequence[Symbol]: ...
+
+    def debug_info(self) -> DebugInfoSummary: ...
+
+    def answer_regions(self) -> Sequence[AnswerRegion]: ...
+
+    def answers(self, key: int) -> Sequence[AnswerRun]:
+        """The runs of region ``key``, sorted by ``low`` and disjoint.
+
+        Raises MalformedInputError when the region's debug info is broken.
+        """
+        ...
+
+    def frames_at(self, vaddr: int) -> list[Frame]:
+        """Frames at ``vaddr``, innermost first; [] when nothing covers it (see formats/answers.py)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Image(Protocol):
+    """A binary as the loader sees it: identity, segments, and where its debug info lives.
+
+    ``load_base`` is the vaddr that a profile's mapping start stands for when
+    the mapping covers the whole image: the first PT_LOAD's page for ELF,
+    ``ImageBase`` for PE, the ``__TEXT`` vmaddr for Mach-O.
+    ``position_dependent`` is True when vaddrs are runtime addresses (ELF ET_EXEC).
+    """
+
+    path: Path
+    format: str  # "elf", "pe", "macho"
+    arch: str  # "x86_64", "aarch64", "i386", "arm64e", ...
+    debug_id: DebugId | None
+    load_base: int
+    position_dependent: bool
+
+    def segments(self) -> Sequence[Segment]: ...
+
+    def debug_hints(self) -> Sequence[DebugHint]: ...
+
+    def close(self) -> None: ...
 
 
 class ObjectFile(Protocol):
