@@ -21,12 +21,13 @@ walks over many candidate files.
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import platform
 import struct
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
@@ -45,6 +46,11 @@ from symbolize.formats.types import (
 
 if TYPE_CHECKING:
     from symbolize.formats.dwarf import DwarfInfo
+    from symbolize.formats.macho_debugmap import DebugMapSource
+
+# How the reader asks symbolize/ for a file a hint names (a debug map's object): the file found
+# and verified (its mtime checked), or None. Readers open no such file themselves.
+ObjectResolver = Callable[[DebugHint], object]
 
 FAT_MAGIC = 0xCAFEBABE
 FAT_MAGIC_64 = 0xCAFEBABF
@@ -238,10 +244,12 @@ def _slice_table(path: Path, head: bytes, file_size: int) -> list[tuple[int, int
         cputype, cpusubtype, offset, size, *_align = entry.unpack_from(head, 8 + position * entry.size)
         where = 8 + position * entry.size
         if offset < 8 + count * entry.size or offset + size > file_size or size == 0:
-            raise MalformedInputError(f"fat slice {position} [{offset:#x}, +{size:#x}) is outside the file", path, where)
+            raise MalformedInputError(
+                f"fat slice {position} [{offset:#x}, +{size:#x}) is outside the file", path, where
+            )
         slices.append((cputype & 0xFFFFFFFF, cpusubtype & 0xFFFFFFFF, offset, size))
     ordered = sorted(slices, key=lambda item: item[2])
-    for before, after in zip(ordered, ordered[1:], strict=False):
+    for before, after in itertools.pairwise(ordered):
         if before[2] + before[3] > after[2]:
             raise MalformedInputError(f"fat slices at {before[2]:#x} and {after[2]:#x} overlap", path, 8)
     return slices
@@ -293,7 +301,7 @@ def read_uuids(path: Path) -> dict[str, DebugId]:
     Raises SymbolizeError subclasses for files that are not Mach-O or are malformed.
     """
     found: dict[str, DebugId] = {}
-    stream, file_size = _open_stream(path)
+    stream, _file_size = _open_stream(path)
     with stream:
         for chosen in list_slices(path):
             stream.seek(chosen.file_offset)
@@ -330,8 +338,12 @@ class MachOFile:
 
     format = "macho"
 
-    def __init__(self, path: Path, arch: str | None = None) -> None:
+    def __init__(self, path: Path, arch: str | None = None, resolver: ObjectResolver | None = None) -> None:
+        """Open the ``arch`` slice of ``path``; ``resolver`` finds the objects a debug map names."""
         self.path = path
+        self._resolver = resolver
+        self._debug_map: DebugMapSource | None = None
+        self._debug_map_built = False
         self._file: BinaryIO | None = None
         self._map: mmap.mmap | None = None
         self._dwarf: DwarfInfo | None = None
@@ -361,6 +373,7 @@ class MachOFile:
 
     def close(self) -> None:
         self._dwarf = None
+        self._debug_map = None
         if self._map is not None:
             self._map.close()
             self._map = None
@@ -542,8 +555,14 @@ class MachOFile:
             strings = bytes(self._read(stroff, strsize, "string table"))
             for position, (n_strx, n_type, n_sect, n_desc, n_value) in enumerate(layout.iter_unpack(table)):
                 nlists.append(
-                    _Nlist(n_type, n_sect, n_desc, n_value, _c_string(strings, n_strx),
-                           self.slice.file_offset + symoff + position * layout.size)  # fmt: skip
+                    _Nlist(
+                        n_type,
+                        n_sect,
+                        n_desc,
+                        n_value,
+                        _c_string(strings, n_strx),
+                        self.slice.file_offset + symoff + position * layout.size,
+                    )
                 )
         self._nlists = nlists
         return nlists
@@ -673,12 +692,34 @@ class MachOFile:
                     raise
         return self._dwarf
 
+    def debug_map(self) -> DebugMapSource | None:
+        """The objects of this binary's debug map, found through the resolver; None without either.
+
+        Only for a file without DWARF of its own (a dSYM's DWARF, or an object file's, wins).
+        """
+        if not self._debug_map_built:
+            self._debug_map_built = True
+            hints = [hint for hint in self.debug_hints() if hint.kind is HintKind.DEBUG_MAP_OBJECT]
+            if hints and self._resolver is not None and not self.has_dwarf():
+                from symbolize.formats.macho_debugmap import DebugMapSource
+
+                objects: dict[str, MachOFile | str] = {}
+                for hint in hints:
+                    found = self._resolver(hint)
+                    objects[hint.name] = found if isinstance(found, MachOFile) else "object file not found"
+                self._debug_map = DebugMapSource(self, objects)
+        return self._debug_map
+
     def frames_at(self, vaddr: int) -> list[Frame]:
-        """Frames at ``vaddr``, innermost first: from DWARF, else from the symbol table; [] if none.
+        """Frames at ``vaddr``, innermost first: from DWARF (this file's, else its debug map's
+        objects'), else from the symbol table; [] if none.
 
         As for ELF (and as llvm-symbolizer does), the outermost frame takes its name from the
         symbol covering the address when there is one.
         """
+        debug_map = self.debug_map()
+        if debug_map is not None:
+            return debug_map.frames_at(vaddr)
         dwarf = self.dwarf_info()
         frames = dwarf.frames_at(vaddr) if dwarf is not None else None
         symbol = self.symbol_at(vaddr)
@@ -690,6 +731,10 @@ class MachOFile:
 
     def debug_info(self) -> DebugInfoSummary:
         if self._summary is None:
+            debug_map = self.debug_map()
+            if debug_map is not None:
+                self._summary = debug_map.debug_info()
+                return self._summary
             dwarf = self.dwarf_info()
             self._summary = DebugInfoSummary(
                 has_symbols=bool(self.symbols()),

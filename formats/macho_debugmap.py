@@ -163,6 +163,4 @@ class DebugMapSource:
         )
 
     def close(self) -> None:
-        for obj in self._objects.values():
-            if isinstance(obj, MachOFile):
-                obj.close()
+        """Nothing to release: the objects belong to whoever opened them (discovery's cache)."""

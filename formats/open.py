@@ -29,8 +29,10 @@ _MACHO_MAGICS = {
 }
 
 
-def open_object(path: Path) -> ObjectFile:
+def open_object(path: Path, *, arch: str | None = None) -> ObjectFile:
     """Open ``path`` with the reader its magic bytes call for.
+
+    ``arch`` selects a slice of a universal Mach-O file (the host's, else the first, without it).
 
     Raises MissingDebugInfoError when the file does not exist, SymbolizeError
     when it cannot be read, UnsupportedFormatError for formats not read yet or
@@ -46,7 +48,9 @@ def open_object(path: Path) -> ObjectFile:
     if magic == ELF_MAGIC:
         return ElfFile(path)
     if magic in _MACHO_MAGICS:
-        raise UnsupportedFormatError("Mach-O files are not supported yet", path)
+        from symbolize.formats.macho import MachOFile
+
+        return MachOFile(path, arch)
     if magic[:2] == b"MZ":
         raise UnsupportedFormatError("PE files are not supported yet", path)
     raise UnsupportedFormatError("not an object file", path)
