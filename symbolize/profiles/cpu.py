@@ -14,8 +14,10 @@ the first three words as ``0, 3, 0`` (the four readings cannot agree on that). O
 reads it: sample types ``samples/count`` and ``cpu/nanoseconds`` (count x period), period type
 ``cpu/nanoseconds``, one Location per distinct PC as written (the first PC of a sample is the
 interrupted instruction, the others are return addresses; the symbolizer adjusts those at lookup
-time, where pprof subtracts 1 when reading), a Mapping per executable maps line. pprof also drops
-a second frame shared by most samples (a signal handler's); here every PC stays.
+time, where pprof subtracts 1 when reading), a Mapping per executable maps line. The profiler can
+write the leaf twice (from the signal context and again from the unwinder); a second PC equal to
+the first is dropped, as pprof's ``cleanupDuplicateLocations`` does. pprof also drops a second
+frame shared by most samples (a signal handler's) when there is one; here that frame stays.
 
 A file without the trailer (a process that died while profiling) is refused: its last record may
 be half written. Hand-written: there is no Python reader of this format.
@@ -95,6 +97,8 @@ def parse_cpu(data: bytes, path: Path | str = "<memory>") -> Profile:
             raise MalformedInputError(f"record of {depth} PCs (more than {MAX_FRAMES})", path, offset=(at + 1) * size)
         if count * period_ns > MAX_VALUE:
             raise MalformedInputError(f"sample count {count} too large", path, offset=at * size)
+        if len(pcs) > 1 and pcs[1] == pcs[0]:
+            pcs = pcs[:1] + pcs[2:]
         builder.add_sample(pcs, (count, count * period_ns))
         at += 2 + depth
     maps = _parse_maps_text(data, at * size, path)

@@ -118,8 +118,12 @@ def parse_heap_text(data: bytes, path: Path | str, *, expect: frozenset[str], sc
     lines = iter_lines(text, path)
     first = next(lines, None)
     header = read_heap_header(first.text) if first is not None else None
-    if header is None:
+    if header is None or first is None:
         raise MalformedInputError("line 1: not a gperftools heap profile header", path)
+    if not first.complete:
+        raise MalformedInputError("line 1: header cut short (no newline)", path)
+    if not header.kind:
+        raise MalformedInputError("line 1: header names no profile kind after '@'", path)
     if header.kind not in expect:
         raise UnsupportedFormatError(f"gperftools heap profile of kind {header.kind!r} is not read", path)
     rate = header.rate if scaled else 1
