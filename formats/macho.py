@@ -27,7 +27,7 @@ import os
 import platform
 import struct
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
@@ -40,6 +40,7 @@ from symbolize.formats.types import (
     DebugLink,
     Frame,
     HintKind,
+    HintResolver,
     Segment,
     Symbol,
 )
@@ -47,10 +48,6 @@ from symbolize.formats.types import (
 if TYPE_CHECKING:
     from symbolize.formats.dwarf import DwarfInfo
     from symbolize.formats.macho_debugmap import DebugMapSource
-
-# How the reader asks symbolize/ for a file a hint names (a debug map's object): the file found
-# and verified (its mtime checked), or None. Readers open no such file themselves.
-ObjectResolver = Callable[[DebugHint], object]
 
 FAT_MAGIC = 0xCAFEBABE
 FAT_MAGIC_64 = 0xCAFEBABF
@@ -338,7 +335,7 @@ class MachOFile:
 
     format = "macho"
 
-    def __init__(self, path: Path, arch: str | None = None, resolver: ObjectResolver | None = None) -> None:
+    def __init__(self, path: Path, arch: str | None = None, resolver: HintResolver | None = None) -> None:
         """Open the ``arch`` slice of ``path``; ``resolver`` finds the objects a debug map names."""
         self.path = path
         self._resolver = resolver
