@@ -131,6 +131,12 @@ _HOST_ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "arm64": "arm64", "aarch6
 _SECTION_NAME_SIZE = 16
 
 
+# Every name arch_name gives a known CPU: what ``FILE:ARCH`` may end with.
+ARCH_NAMES = frozenset(
+    {"x86_64", "x86_64h", "arm64", "arm64e", "arm64_32", "i386", "arm", "armv7", "armv7s", "armv7k", "ppc", "ppc64"}
+)
+
+
 def arch_name(cputype: int, cpusubtype: int) -> str:
     """The name Apple's tools (lipo, llvm-symbolizer's ``FILE:ARCH``) give a CPU type and subtype."""
     subtype = cpusubtype & ~CPU_SUBTYPE_MASK

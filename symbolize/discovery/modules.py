@@ -56,9 +56,9 @@ def find_module(filename: str, debug_id: str | None, options: DiscoveryOptions) 
     raise MissingDebugInfoError("binary not found (give it with --binary or --search-path)", filename)
 
 
-def open_module(path: Path, options: DiscoveryOptions) -> Module:
-    """``path`` as the binary, with the debug files discovery finds for it."""
-    return module_for(options.open(path), options)
+def open_module(path: Path, options: DiscoveryOptions, arch: str | None = None) -> Module:
+    """``path`` as the binary (its ``arch`` slice, for a universal file), with the debug files discovery finds."""
+    return module_for(options.open(path, arch=arch), options)
 
 
 def module_for(image: ObjectFile, options: DiscoveryOptions) -> Module:
@@ -73,7 +73,8 @@ def module_for(image: ObjectFile, options: DiscoveryOptions) -> Module:
         if found is not None:
             debug_files.append(options.open_source(found.path, image_path=image.path, arch=image.arch))
             break
-    own = options.open_source(image.path, arch=None)
+    # A universal Mach-O file answers for the image's slice; other formats have one.
+    own = options.open_source(image.path, arch=image.arch if image.format == "macho" else None)
     if own.debug_info().has_dwarf:
         debug_files.append(own)
     return Module(image, debug_files, refused, own_source=own)
