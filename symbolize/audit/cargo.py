@@ -85,7 +85,7 @@ class TargetPrediction(NamedTuple):
     frame_pointers: str  # "forced", "target default: kept", "target default: may be omitted"
     emits: tuple[str, ...]  # artifacts beside the binary, and what the binary keeps
     shows: ProfileView
-    shows_when_shipped: str  # what must travel with the binary for ``shows`` to hold
+    shows_when_shipped: str  # what must travel with the binary for ``shows`` to hold ("" when nothing helps)
     reasons: tuple[str, ...]
     fixes: tuple[str, ...]
 
@@ -99,6 +99,7 @@ class CargoAudit(NamedTuple):
     rustflags_source: str
     predictions: tuple[TargetPrediction, ...]
     differences: tuple[str, ...]  # prediction against the binaries given
+    size_costs: tuple[str, ...]  # what the debug info costs in the binaries given
     notes: tuple[str, ...]
 
     def to_json(self) -> dict[str, Any]:
@@ -164,6 +165,7 @@ def audit_cargo(
         rustflags_source=source,
         predictions=tuple(predictions),
         differences=differences,
+        size_costs=tuple(_size_costs(binaries)),
         notes=tuple(notes),
     )
 
@@ -544,7 +546,7 @@ def _what_is_emitted(
         if strip != "none":
             emits.append("no PDB (rustc links with /DEBUG:NONE when stripping)")
             reasons.append(f"strip = {strip!r}: no PDB at all, and a PE has no symbol table: bare hex")
-            return emits, ProfileView.BARE_HEX, "nothing can help", reasons
+            return emits, ProfileView.BARE_HEX, "", reasons
         emits.append(f"a .pdb beside the .exe ({'public symbols only' if not has_lines else 'debug info ' + debug})")
         view = _view(True, has_lines, has_inlines)
         if not has_lines:
@@ -553,7 +555,7 @@ def _what_is_emitted(
     if strip == "symbols":
         emits.append("no symbol table, no debug info (dynamic exports only)")
         reasons.append('strip = "symbols": only exported symbols remain: bare hex')
-        return emits, ProfileView.BARE_HEX, "nothing can help", reasons
+        return emits, ProfileView.BARE_HEX, "", reasons
     names = True
     if strip == "debuginfo" or not has_lines:
         emits.append("symbol table only" + ("" if has_lines else " (no debug info requested)"))
@@ -622,6 +624,25 @@ def _cargo_fixes(
 
 
 # --- against the binaries ------------------------------------------------------------------
+
+
+def _size_costs(binaries: Sequence[BinaryAudit]) -> list[str]:
+    """What debug info costs in each binary given: the price of keeping it, where the binary shows it."""
+    costs = []
+    for audit in binaries:
+        info = audit.debug_info
+        name = audit.identity.path
+        if info.debug_section_bytes:
+            share = info.debug_section_bytes / info.file_bytes if info.file_bytes else 0.0
+            costs.append(
+                f"{name}: debug sections take {info.debug_section_bytes} of {info.file_bytes} bytes ({share:.0%}), "
+                f"line tables {info.line_table_bytes} of them"
+            )
+        else:
+            costs.append(
+                f"{name}: {info.file_bytes} bytes, no debug sections: build once with the change to see its cost"
+            )
+    return costs
 
 
 def _compare(predictions: Sequence[TargetPrediction], binaries: Sequence[BinaryAudit]) -> list[str]:
