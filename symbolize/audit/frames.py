@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from symbolize.audit.binary import AuditableFile
 
 SAMPLE_SIZE = 256
+# How much of a function without a frame pointer is searched for calls.
+MAX_BODY_BYTES = 4096
 # Names listed in the report among the functions without a frame pointer.
 SHOWN_WITHOUT = 8
 
@@ -64,38 +66,42 @@ def audit_frame_pointers(
         sample = [starts[i * len(starts) // SAMPLE_SIZE] for i in range(SAMPLE_SIZE)]
     decoder = PrologueDecoder(binary.arch)
     segments = binary.segments()
-    with_frame_pointer = 0
+    with_frame_pointer = leaves = decoded = 0
     without: list[str] = []
-    decoded = 0
     with binary.path.open("rb") as stream:
-        for vaddr, name in sample:
-            code_bytes = _read_at(stream, segments, vaddr)
+        for vaddr, name, size in sample:
+            code_bytes = _read_at(stream, segments, vaddr, PROLOGUE_BYTES)
             if not code_bytes:
                 continue
             decoded += 1
             if decoder.decode(name, vaddr, code_bytes).sets_frame_pointer:
                 with_frame_pointer += 1
-            elif len(without) < SHOWN_WITHOUT:
+                continue
+            body = _read_at(stream, segments, vaddr, min(size, MAX_BODY_BYTES))
+            if not decoder.calls_other_functions(vaddr, body):
+                leaves += 1
+            if len(without) < SHOWN_WITHOUT:
                 without.append(name)
     note = f"{len(sample)} of {len(starts)} functions sampled" if len(sample) < len(starts) else ""
-    return FramePointerReport(decoded, with_frame_pointer, tuple(without), unwind, note)
+    return FramePointerReport(decoded, with_frame_pointer, tuple(without), unwind, note, leaves)
 
 
 def _function_starts(
     code: Sequence[AddressRange], symbols: Sequence[Symbol], debug_functions: Sequence[AddressRange]
-) -> list[tuple[int, str]]:
-    starts: dict[int, str] = {}
+) -> list[tuple[int, str, int]]:
+    """(vaddr, name, size) of each function to consider, by address."""
+    starts: dict[int, tuple[str, int]] = {}
     for symbol in symbols:
         if symbol.name in C_RUNTIME_FUNCTIONS or _is_split_part(symbol.name):
             continue
         if not covered_bytes(((symbol.vaddr, symbol.vaddr + 1),), code):
             continue
-        starts.setdefault(symbol.vaddr, symbol.name)
+        starts.setdefault(symbol.vaddr, (symbol.name, symbol.size or MAX_BODY_BYTES))
     if not starts:
-        for low, _high in debug_functions:
+        for low, high in debug_functions:
             if covered_bytes(((low, low + 1),), code):
-                starts.setdefault(low, f"function at {low:#x}")
-    return sorted(starts.items())
+                starts.setdefault(low, (f"function at {low:#x}", high - low))
+    return [(vaddr, name, size) for vaddr, (name, size) in sorted(starts.items())]
 
 
 def _is_split_part(name: str) -> bool:
@@ -103,11 +109,11 @@ def _is_split_part(name: str) -> bool:
     return name.endswith(".cold") or ".cold." in name
 
 
-def _read_at(stream: BinaryIO, segments: Sequence[Segment], vaddr: int) -> bytes:
-    """Up to a prologue's worth of the bytes loaded at ``vaddr``, from the segment holding them."""
+def _read_at(stream: BinaryIO, segments: Sequence[Segment], vaddr: int, size: int) -> bytes:
+    """Up to ``size`` of the bytes loaded at ``vaddr``, from the segment holding them (b"" if none)."""
     for segment in segments:
         if segment.vaddr <= vaddr < segment.vaddr + segment.filesz:
             available = segment.vaddr + segment.filesz - vaddr
             stream.seek(segment.file_offset + vaddr - segment.vaddr)
-            return stream.read(min(available, PROLOGUE_BYTES))
+            return stream.read(max(0, min(available, size)))
     return b""

@@ -12,6 +12,13 @@ frame hides its caller. The shapes recognised, before the first branch:
   (pre-indexed or after ``sub sp, sp, #N``) then ``mov x29, sp`` or
   ``add x29, sp, #N``, optionally after ``bti``/``paciasp``/``pacibsp``.
 
+A conditional branch does not end the search: shrink-wrapped functions (GCC
+and LLVM both do it) test for an early return before setting up their frame.
+A call or an unconditional jump does. A function without a frame pointer is
+also asked whether it calls anything (``calls_other_functions``): a leaf
+without one (GCC never gives a frameless leaf a frame, whatever the flags)
+costs a frame-pointer walk only its caller, not the rest of the stack.
+
 capstone is the disassembler; only the mnemonic and operand text of the first
 few instructions are looked at.
 """
@@ -29,9 +36,11 @@ from symbolize.formats.errors import UnsupportedFormatError
 PROLOGUE_BYTES = 48
 PROLOGUE_INSTRUCTIONS = 12
 
-_X86_BRANCHES = frozenset({"jmp", "call", "ret", "int3", "ud2", "hlt", "syscall"})
+_X86_STOPS = frozenset({"jmp", "call", "ret", "int3", "ud2", "hlt", "syscall"})
+_X86_CALLS = frozenset({"call"})
 _ARM64_HINTS = frozenset({"bti", "paciasp", "pacibsp", "hint", "nop"})
-_ARM64_BRANCHES = frozenset({"b", "bl", "br", "blr", "ret", "cbz", "cbnz", "tbz", "tbnz", "brk", "udf"})
+_ARM64_STOPS = frozenset({"b", "bl", "br", "blr", "ret", "brk", "udf", "braa", "blraa", "retaa", "retab"})
+_ARM64_CALLS = frozenset({"bl", "blr", "blraa", "blrab"})
 
 SUPPORTED_ARCHES = ("x86_64", "aarch64", "arm64")
 
@@ -52,9 +61,11 @@ class PrologueDecoder:
         if arch == "x86_64":
             self._engine = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
             self._check = _x86_64_sets_frame_pointer
+            self._calls = _X86_CALLS
         elif arch in ("aarch64", "arm64"):
             self._engine = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
             self._check = _arm64_sets_frame_pointer
+            self._calls = _ARM64_CALLS
         else:
             raise UnsupportedFormatError(f"no prologue decoder for {arch}")
         self._engine.skipdata = False
@@ -68,6 +79,10 @@ class PrologueDecoder:
         shown = tuple(f"{mnemonic} {operands}".strip() for mnemonic, operands in instructions[:4])
         return Prologue(vaddr, name, self._check(instructions), shown)
 
+    def calls_other_functions(self, vaddr: int, code: bytes) -> bool:
+        """Whether the function whose whole body is ``code`` holds a call instruction."""
+        return any(mnemonic in self._calls for _a, _s, mnemonic, _o in self._engine.disasm_lite(code, vaddr))
+
 
 def _x86_64_sets_frame_pointer(instructions: Iterable[tuple[str, str]]) -> bool:
     pushed_rbp = False
@@ -78,7 +93,7 @@ def _x86_64_sets_frame_pointer(instructions: Iterable[tuple[str, str]]) -> bool:
             pushed_rbp = True
         elif mnemonic == "mov" and operands == "rbp,rsp":
             return pushed_rbp
-        elif mnemonic in _X86_BRANCHES or mnemonic.startswith("j"):
+        elif mnemonic in _X86_STOPS:
             return False
     return False
 
@@ -92,6 +107,6 @@ def _arm64_sets_frame_pointer(instructions: Iterable[tuple[str, str]]) -> bool:
             saved_pair = True
         elif (mnemonic == "mov" and operands == "x29,sp") or (mnemonic == "add" and operands.startswith("x29,sp,")):
             return saved_pair
-        elif mnemonic in _ARM64_BRANCHES or mnemonic.startswith("b."):
+        elif mnemonic in _ARM64_STOPS:
             return False
     return False

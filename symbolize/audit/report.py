@@ -127,10 +127,18 @@ class FramePointerReport(NamedTuple):
     without: tuple[str, ...]  # names of sampled functions that do not set one up (first few)
     unwind_tables: tuple[str, ...]  # .eh_frame, .eh_frame_hdr, .debug_frame, .pdata, __unwind_info
     note: str = ""
+    leaves_without: int = 0  # of the functions without one, those that call nothing
 
     @property
     def share(self) -> float | None:
+        """Share of the sampled functions that set up a frame pointer."""
         return self.with_frame_pointer / self.sampled if self.sampled else None
+
+    @property
+    def non_leaf_share(self) -> float | None:
+        """The same among functions that call others: a walk loses everything above one of those."""
+        callers = self.sampled - self.leaves_without
+        return self.with_frame_pointer / callers if callers else None
 
 
 class Verdict(NamedTuple):

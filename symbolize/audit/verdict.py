@@ -13,9 +13,11 @@ Thresholds (``COVERAGE_THRESHOLD`` = half of the executable code bytes):
 Debug files count only when found and matching: the coverage figures come
 from those alone. Frame pointers do not change what frames are named, only
 how many frames a frame-pointer walk records: ``--require-frame-pointers``
-holds when at least ``FRAME_POINTER_THRESHOLD`` of the sampled functions set
-one up (leaf functions built without one, hand-written assembly and thunks
-leave a few percent out even in builds that ask for frame pointers).
+holds when at least ``FRAME_POINTER_THRESHOLD`` of the sampled functions that
+call others set one up. Leaf functions are left out of that share: GCC gives
+a leaf that needs no stack frame none, whatever the flags, and a frameless
+leaf costs a walk only its caller; hand-written assembly and thunks leave a
+few percent out even in builds that ask for frame pointers.
 """
 
 from __future__ import annotations
@@ -111,10 +113,11 @@ def judge(
         )
 
     fixes.extend(_fixes(identity, shows, missing, wrong, bool(unresolved_split), rust))
-    fp_share = frame_pointers.share
+    fp_share = frame_pointers.non_leaf_share
     if fp_share is not None and fp_share < FRAME_POINTER_THRESHOLD:
+        callers = frame_pointers.sampled - frame_pointers.leaves_without
         reasons.append(
-            f"only {_percent(fp_share)} of {frame_pointers.sampled} sampled functions set up a frame pointer: "
+            f"only {_percent(fp_share)} of {callers} sampled non-leaf functions set up a frame pointer: "
             "frame-pointer stack walks will skip callers"
         )
         fixes.append(
@@ -174,13 +177,12 @@ def shortfalls(audit: BinaryAudit, require: Requirement | None, require_frame_po
         why = "; ".join(audit.verdict.reasons) or "see the report"
         found.append(f"{audit.identity.path}: --require {require.value}: a profile will show {shows.value} ({why})")
     if require_frame_pointers:
-        share = audit.frame_pointers.share
+        share = audit.frame_pointers.non_leaf_share
         if share is None:
             found.append(f"{audit.identity.path}: --require-frame-pointers: cannot tell ({audit.frame_pointers.note})")
         elif share < FRAME_POINTER_THRESHOLD:
             found.append(
-                f"{audit.identity.path}: --require-frame-pointers: {_percent(share)} of "
-                f"{audit.frame_pointers.sampled} sampled functions set up a frame pointer "
-                f"(needs {_percent(FRAME_POINTER_THRESHOLD)})"
+                f"{audit.identity.path}: --require-frame-pointers: {_percent(share)} of the sampled "
+                f"non-leaf functions set up a frame pointer (needs {_percent(FRAME_POINTER_THRESHOLD)})"
             )
     return found
