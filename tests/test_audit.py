@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -226,7 +227,7 @@ def test_covered_bytes_is_set_intersection(ranges: list[tuple[int, int]], within
     area = {address for low, high in within for address in range(low, high)}
     assert covered_bytes(merge_ranges(ranges), merge_ranges(within)) == len(covered & area)
     merged = merge_ranges(ranges)
-    assert all(a[1] < b[0] for a, b in zip(merged, merged[1:], strict=False))
+    assert all(a[1] < b[0] for a, b in pairwise(merged))
 
 
 @pytest.mark.parametrize(

@@ -663,9 +663,13 @@ def _compare(predictions: Sequence[TargetPrediction], binaries: Sequence[BinaryA
             )
         share = audit.frame_pointers.non_leaf_share
         if prediction.frame_pointers == "forced" and share is not None and share < 0.9:
-            differences.append(f"{name}: frame pointers forced, but only {share:.0%} of sampled non-leaf functions set one up")
+            differences.append(
+                f"{name}: frame pointers forced, but only {share:.0%} of sampled non-leaf functions set one up"
+            )
         if prediction.frame_pointers != "forced" and share is not None and share >= 0.9:
-            differences.append(f"{name}: frame pointers not forced, yet {share:.0%} of sampled non-leaf functions set one up")
+            differences.append(
+                f"{name}: frame pointers not forced, yet {share:.0%} of sampled non-leaf functions set one up"
+            )
         embedded = any(f.how == "embedded" for f in audit.debug_info.files)
         split = any(f.how == "split-dwarf" for f in audit.debug_info.files)
         if prediction.split_debuginfo.value == "packed" and platform == "elf" and not split and embedded:
