@@ -1,17 +1,17 @@
 """Auditing one binary: gather what its reader and discovery can say, then judge (``verdict.py``).
 
-Debug files come from the project's discovery (``symbolize.discovery``:
-build-ID paths, ``.gnu_debuglink`` with its CRC, search paths) plus the
-files given with ``--debug-file``, which are used only when they belong to
-the build (same build ID; CRC32 of a debuglink when the binary has no build
-ID). Only files found and matching count toward coverage: that is what a
-symbolizer will use.
+Debug files come from the project's discovery: each hint the image lists
+(``Image.debug_hints()``: build ID, ``.gnu_debuglink``, ...) goes through the
+locator registered for its kind (``symbolize.discovery.locate``), which finds
+and verifies the file (build ID, CRC32) and says why it refused the others;
+each hint is reported on its own. Files given with ``--debug-file`` are
+checked by the same locators' verification. Only files found and matching
+count toward coverage: that is what a symbolizer will use.
 """
 
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, TypeGuard
@@ -29,10 +29,13 @@ from symbolize.audit.report import (
     UnreadableBinary,
 )
 from symbolize.audit.verdict import judge
-from symbolize.discovery import DiscoveryOptions, open_module
+from symbolize.discovery import DiscoveryOptions, LookupContext, locate
+from symbolize.discovery.elf_locators import BuildIdLocator, DebugLinkLocator
+from symbolize.discovery.paths import build_id_path
+from symbolize.discovery.registry import READER_HINTS
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
 from symbolize.formats.facts import AddressRange, Coverage, SectionFact, covered_bytes, merge_ranges
-from symbolize.formats.types import DebugInfoSummary, ObjectFile, Symbol
+from symbolize.formats.types import DebugHint, DebugInfoSummary, HintKind, ObjectFile, Symbol
 
 
 class AuditableFile(ObjectFile, Protocol):
@@ -55,20 +58,16 @@ def audit_binary(
     debug_dirs: Sequence[Path] | None = None,
 ) -> BinaryAudit | UnreadableBinary:
     """The audit of ``path``, or why it cannot be audited (missing, malformed, no reader yet)."""
-    options = DiscoveryOptions(search_paths=search_paths)
+    options = DiscoveryOptions(search_paths=tuple(search_paths))
     if debug_dirs is not None:
-        options.debug_dirs = debug_dirs
+        options.debug_dirs = tuple(debug_dirs)
     try:
-        module = open_module(path, options)
+        image = options.open(path)
+        if not _auditable(image):
+            return UnreadableBinary(str(path), f"no auditor yet for {image.format} files")
+        return _audit(image, debug_files, options)
     except UnsupportedFormatError as err:
         return UnreadableBinary(str(path), f"no reader yet: {err.reason}")
-    except SymbolizeError as err:
-        return UnreadableBinary(str(path), err.reason)
-    try:
-        binary = module.binary
-        if not _auditable(binary):
-            return UnreadableBinary(str(path), f"no auditor yet for {binary.format} files")
-        return _audit(binary, module.debug_files, module.refused, debug_files, options)
     except SymbolizeError as err:
         return UnreadableBinary(str(path), err.reason)
     finally:
@@ -79,30 +78,19 @@ def _auditable(opened: ObjectFile) -> TypeGuard[AuditableFile]:
     return callable(getattr(opened, "section_facts", None)) and callable(getattr(opened, "coverage", None))
 
 
-def _audit(
-    binary: AuditableFile,
-    discovered: Sequence[ObjectFile],
-    refused: Sequence[str],
-    given: Sequence[Path],
-    options: DiscoveryOptions,
-) -> BinaryAudit:
+def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptions) -> BinaryAudit:
     sections = binary.section_facts()
     code = merge_ranges(
         (section.vaddr, section.vaddr + section.size)
         for section in sections
         if section.executable and not section.without_bytes
     )
-    file_reports: list[DebugFileReport] = []
-    sources: list[AuditableFile] = [binary]
-    for extra in discovered:
-        if extra is not binary and _auditable(extra):
-            sources.append(extra)
+    file_reports, sources = _located_files(binary, sections, options)
     for given_path in given:
         report, opened = _given_debug_file(binary, given_path, options)
         file_reports.append(report)
         if opened is not None and all(opened.path.resolve() != source.path.resolve() for source in sources):
             sources.append(opened)
-    file_reports[:0] = _located_files(binary, sections, discovered, refused)
 
     coverages = [source.coverage() for source in sources]
     summaries = [source.debug_info() for source in sources]
@@ -163,6 +151,7 @@ def _audit(
     return BinaryAudit(identity, symbol_report, debug_info, coverage_report, frame_pointers, verdict)
 
 
+
 def _union(range_lists: Iterable[Iterable[AddressRange]]) -> tuple[AddressRange, ...]:
     return merge_ranges(pair for ranges in range_lists for pair in ranges)
 
@@ -187,55 +176,55 @@ def _symbol_table_kind(sources: Sequence[AuditableFile], symbols: Sequence[Symbo
 
 
 def _located_files(
-    binary: AuditableFile,
-    sections: Sequence[SectionFact],
-    discovered: Sequence[ObjectFile],
-    refused: Sequence[str],
-) -> list[DebugFileReport]:
-    """Where the binary's debug info lives: in itself, and where its build ID and debuglink point."""
+    binary: AuditableFile, sections: Sequence[SectionFact], options: DiscoveryOptions
+) -> tuple[list[DebugFileReport], list[AuditableFile]]:
+    """Where the binary's debug info lives: in itself, and where each of its hints leads."""
     reports: list[DebugFileReport] = []
+    sources: list[AuditableFile] = [binary]
     summary: DebugInfoSummary = binary.debug_info()
     if summary.has_dwarf:
         versions = ", ".join(str(version) for version in summary.dwarf_versions)
         reports.append(DebugFileReport("embedded", str(binary.path), True, None, f"DWARF {versions}".strip()))
-    names = {section.name for section in sections}
-    if ".gnu_debugdata" in names:
+    if any(section.name == ".gnu_debugdata" for section in sections):
         reports.append(
             DebugFileReport("minidebuginfo", str(binary.path), True, None, "local function symbols in .gnu_debugdata")
         )
-    separate = [found for found in discovered if found is not binary]
-    found_by_id = [found for found in separate if ".build-id" in found.path.parts]
-    link = binary.debug_link()
-    if binary.debug_id is not None:
-        refusals = [reason for reason in refused if "/.build-id/" in reason]
-        if found_by_id:
-            reports.append(DebugFileReport("build-id", str(found_by_id[0].path), True, True, "build ID matches"))
-        elif refusals:
-            reports.append(DebugFileReport("build-id", *_refused(refusals[0])))
-        elif not summary.has_dwarf and link is None:
-            # Informational: the build ID is the only way left to find debug info; its absence is
-            # a reason only through the coverage it would have given.
-            reports.append(
-                DebugFileReport("build-id", None, False, None, f"no .build-id/{str(binary.debug_id)[:2]}/... file")
-            )
-    if link is not None:
-        by_link = [found for found in separate if found.path.name == link.filename and found not in found_by_id]
-        refusals = [reason for reason in refused if link.filename in reason and "/.build-id/" not in reason]
-        if by_link:
-            reports.append(DebugFileReport("debuglink", str(by_link[0].path), True, True, "CRC32 and build ID match"))
-        elif found_by_id:
-            pass  # the build-ID file serves; the debuglink is not needed
-        elif refusals:
-            reports.append(DebugFileReport("debuglink", *_refused(refusals[0])))
+    context = LookupContext(options, binary.path, binary.path, binary.arch, binary.debug_id)
+    hints = list(binary.debug_hints())
+    for hint in hints:
+        if hint.kind in READER_HINTS:
+            continue  # asked for by the reader while decoding (split DWARF is reported from the units)
+        refused: list[str] = []
+        located = locate(hint, context, refused)
+        how = hint.kind.value
+        if located is not None:
+            reports.append(DebugFileReport(how, str(located.path), True, True, _match_detail(hint.kind)))
+            opened = located.opened
+            if _auditable(opened) and all(opened.path.resolve() != s.path.resolve() for s in sources):
+                sources.append(opened)
+        elif refused:
+            path, _colon, why = refused[0].partition(": ")
+            reports.append(DebugFileReport(how, path if why else None, True, False, why or refused[0]))
+        elif hint.kind is HintKind.BUILD_ID and (summary.has_dwarf or len(hints) > 1):
+            continue  # only where debug info could also have been: not a claim the binary makes
         else:
-            reports.append(DebugFileReport("debuglink", None, False, None, f"{link.filename} not found"))
-    return reports
+            reports.append(DebugFileReport(how, None, False, None, _missing_detail(hint, options)))
+    return reports, sources
 
 
-def _refused(reason: str) -> tuple[str | None, bool, bool, str]:
-    """(path, found, matches, detail) of a candidate discovery refused ("<path>: <why>")."""
-    head, colon, rest = reason.partition(": ")
-    return (head, True, False, rest) if colon else (None, True, False, reason)
+def _match_detail(kind: HintKind) -> str:
+    return {
+        HintKind.BUILD_ID: "build ID matches",
+        HintKind.DEBUGLINK: "build ID and CRC32 match",
+    }.get(kind, "matches")
+
+
+def _missing_detail(hint: DebugHint, options: DiscoveryOptions) -> str:
+    if hint.kind is HintKind.BUILD_ID:
+        relative = build_id_path(hint.debug_id)
+        places = ", ".join(str(directory / relative) for directory in options.debug_dirs) if relative else ""
+        return f"not in {places}" if places else "no debug directory to look in"
+    return f"{hint.name} not found" if hint.name else "not found"
 
 
 def _split_report(binary: ObjectFile, units: Sequence[SplitUnitReport]) -> DebugFileReport:
@@ -252,26 +241,25 @@ def _split_report(binary: ObjectFile, units: Sequence[SplitUnitReport]) -> Debug
 
 
 def _given_debug_file(
-    binary: ObjectFile, path: Path, options: DiscoveryOptions
+    binary: AuditableFile, path: Path, options: DiscoveryOptions
 ) -> tuple[DebugFileReport, AuditableFile | None]:
-    """A ``--debug-file``: used when its build ID (or, without one, the debuglink CRC32) matches."""
+    """A ``--debug-file``: used when the binary's debuglink (else build ID) locator would accept it."""
     try:
-        opened = options.cache.open(path)
+        opened = options.open(path, image_path=binary.path)
     except MissingDebugInfoError:
         return DebugFileReport("given", str(path), False, None, "file not found"), None
     except SymbolizeError as err:
         return DebugFileReport("given", str(path), True, False, err.reason), None
-    if binary.debug_id is not None:
-        if opened.debug_id != binary.debug_id:
-            found = str(opened.debug_id) if opened.debug_id is not None else "none"
-            return DebugFileReport("given", str(path), True, False, f"build ID {found} is not the binary's"), None
+    context = LookupContext(options, binary.path, binary.path, binary.arch, binary.debug_id)
+    hints = {hint.kind: hint for hint in binary.debug_hints()}
+    if HintKind.DEBUGLINK in hints:
+        refusal = DebugLinkLocator().refusal(hints[HintKind.DEBUGLINK], opened, context)
+    elif HintKind.BUILD_ID in hints:
+        refusal = BuildIdLocator().refusal(hints[HintKind.BUILD_ID], opened, context)
     else:
-        link = binary.debug_link()
-        if link is None:
-            return DebugFileReport("given", str(path), True, None, "the binary has no build ID or debuglink"), None
-        crc = zlib.crc32(path.read_bytes())
-        if crc != link.crc32:
-            return DebugFileReport("given", str(path), True, False, f"CRC32 {crc:08x} is not {link.crc32:08x}"), None
+        return DebugFileReport("given", str(path), True, None, "the binary has no build ID or debuglink"), None
+    if refusal is not None:
+        return DebugFileReport("given", str(path), True, False, refusal), None
     if not _auditable(opened):
         return DebugFileReport("given", str(path), True, None, f"no auditor yet for {opened.format} files"), None
     return DebugFileReport("given", str(path), True, True, "matches"), opened

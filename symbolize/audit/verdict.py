@@ -60,9 +60,12 @@ def judge(
     names = coverage.share(coverage.name_bytes)
     lines = coverage.share(coverage.line_bytes)
     functions = coverage.share(coverage.function_bytes)
-    # A build-ID row is only where debug info could have been; a debuglink or a given file is a claim.
-    missing = [f for f in debug_info.files if f.how in ("debuglink", "given") and not f.found]
-    wrong = [f for f in debug_info.files if f.found and f.matches is False]
+    # A build-ID row is only where debug info could have been; a debuglink or a given file is a
+    # claim. Neither matters once some separate debug file was found and matches.
+    separate = ("build-id", "debuglink", "given")
+    served = any(f.how in separate and f.found and f.matches for f in debug_info.files)
+    missing = [] if served else [f for f in debug_info.files if f.how in ("debuglink", "given") and not f.found]
+    wrong = [] if served else [f for f in debug_info.files if f.found and f.matches is False]
     unresolved_split = [unit for unit in debug_info.split_units if not unit.resolved]
 
     if coverage.code_bytes == 0:
