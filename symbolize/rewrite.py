@@ -33,7 +33,7 @@ from symbolize.discovery import DiscoveryOptions, find_module
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.module import Module, PerFrame, Reason, Unknown, reason_for_error
-from symbolize.normalize import runtime_to_vaddr
+from symbolize.normalize import translator
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Function, Location, Mapping, Profile
 from symbolize.summary import MappingSummary, Summary
@@ -238,13 +238,12 @@ def _symbolize_mapping(
         summary.debug_file = str(module.debug_files[0].path)
 
     to_look_up: list[tuple[_Pending, int]] = []
+    to_vaddr = translator(module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset)
     for pending in entry.pending:
         runtime_addr = pending.location.address
         if pending.role is _Role.RETURN and runtime_addr > 0:
             runtime_addr -= 1
-        vaddr = runtime_to_vaddr(
-            module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset, runtime_addr
-        )
+        vaddr = to_vaddr(runtime_addr)
         if vaddr is None:
             summary.count_unnamed(Reason.OUTSIDE_FILE)
         else:
