@@ -17,6 +17,7 @@ import pytest
 from symbolize.api import lookup, symbolize_profile
 from symbolize.module import Reason, Unknown
 from symbolize.pprof import StringTable, read_profile
+from symbolize.proto.profile_pb2 import Profile
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MACOS = FIXTURES / "bin" / "macos"
@@ -84,3 +85,24 @@ def test_the_profiles_have_the_shapes_they_claim() -> None:
     (mapping,) = pagezero.mapping
     assert mapping.memory_limit - mapping.memory_start > 1 << 32  # __PAGEZERO's 4 GiB included
     assert all(location.address - mapping.memory_start > 1 << 32 for location in pagezero.location)
+
+
+def test_a_stripped_binary_without_its_dsym_is_named_and_the_summary_says_why_lines_are_missing() -> None:
+    slide = 0x3A000
+    profile = Profile()
+    profile.string_table.extend(["", "samples", "count", "/Users/dev/cdemo-x86_64-stripped"])
+    profile.sample_type.add(type=1, unit=2)
+    profile.mapping.add(id=1, memory_start=0x100000000 + slide, memory_limit=0x100004000 + slide, filename=3)
+    for location_id, vaddr in enumerate((0x100000440, 0x100000330, 0x1000003B0), 1):  # checksum_round, memset, memcpy
+        profile.location.add(id=location_id, mapping_id=1, address=vaddr + slide)
+        profile.sample.add(location_id=[location_id], value=[1])
+    rewritten, summary = symbolize_profile(profile, search_paths=[MACOS], use_cache=False)
+    strings = StringTable(rewritten)
+    names = {function.id: strings.get(function.name) for function in rewritten.function}
+    assert [[names[line.function_id] for line in location.line] for location in rewritten.location] == [
+        ["checksum_round"], ["memset"], ["memcpy"]
+    ]
+    (mapping,) = summary.mappings
+    assert mapping.missing_lines is not None and "no dSYM" in mapping.missing_lines
+    assert mapping.to_json()["missing_lines"] == mapping.missing_lines
+    assert "no lines: named from the symbol table only: no dSYM was found" in summary.format_text()
