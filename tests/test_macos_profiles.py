@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from symbolize.api import lookup, symbolize_profile
+from symbolize.formats.macho import MachOFile
 from symbolize.module import Reason, Unknown
 from symbolize.pprof import StringTable, read_profile
 from symbolize.proto.profile_pb2 import Profile
@@ -106,3 +107,24 @@ def test_a_stripped_binary_without_its_dsym_is_named_and_the_summary_says_why_li
     assert mapping.missing_lines is not None and "no dSYM" in mapping.missing_lines
     assert mapping.to_json()["missing_lines"] == mapping.missing_lines
     assert "no lines: named from the symbol table only: no dSYM was found" in summary.format_text()
+
+
+def test_the_slice_of_a_universal_binary_is_the_one_with_the_mappings_uuid() -> None:
+    with MachOFile(MACOS / "cppdemo-universal", arch="arm64") as arm64:
+        uuid = str(arm64.debug_id)
+    vaddrs = [0x100000400, 0x100000500]
+    profile = Profile()
+    profile.string_table.extend(["", "samples", "count", "/Applications/cppdemo-universal", uuid])
+    profile.sample_type.add(type=1, unit=2)
+    profile.mapping.add(id=1, memory_start=0x100000000, memory_limit=0x100008000, filename=3, build_id=4)
+    for location_id, vaddr in enumerate(vaddrs, 1):
+        profile.location.add(id=location_id, mapping_id=1, address=vaddr)
+        profile.sample.add(location_id=[location_id], value=[1])
+    rewritten, summary = symbolize_profile(profile, search_paths=[MACOS], use_cache=False)
+    strings = StringTable(rewritten)
+    names = {function.id: strings.get(function.name) for function in rewritten.function}
+    expected = lookup(MACOS / "cppdemo-universal", vaddrs, arch="arm64", use_cache=False)
+    assert [[(names[line.function_id], line.line) for line in location.line] for location in rewritten.location] == [
+        [(frame.function, frame.line) for frame in result] for result in expected if not isinstance(result, Unknown)
+    ]
+    assert summary.mappings[0].debug_file is not None and "cppdemo-universal.dSYM" in summary.mappings[0].debug_file
