@@ -33,7 +33,12 @@ from symbolize.discovery import DiscoveryOptions, LookupContext, locate
 from symbolize.discovery.elf_locators import BuildIdLocator, DebugLinkLocator
 from symbolize.discovery.paths import build_id_path
 from symbolize.discovery.registry import READER_HINTS
-from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
+from symbolize.formats.errors import (
+    MalformedInputError,
+    MissingDebugInfoError,
+    SymbolizeError,
+    UnsupportedFormatError,
+)
 from symbolize.formats.facts import AddressRange, Coverage, SectionFact, covered_bytes, merge_ranges
 from symbolize.formats.types import DebugHint, DebugInfoSummary, HintKind, ObjectFile, Symbol
 
@@ -93,7 +98,7 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
             sources.append(opened)
 
     coverages = [source.coverage() for source in sources]
-    summaries = [source.debug_info() for source in sources]
+    summaries = [_summary(source) for source in sources]
     symbols = _union(coverage.symbols for coverage in coverages)
     lines = _union(coverage.lines for coverage in coverages)
     functions = _union(coverage.functions for coverage in coverages)
@@ -151,7 +156,6 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
     return BinaryAudit(identity, symbol_report, debug_info, coverage_report, frame_pointers, verdict)
 
 
-
 def _union(range_lists: Iterable[Iterable[AddressRange]]) -> tuple[AddressRange, ...]:
     return merge_ranges(pair for ranges in range_lists for pair in ranges)
 
@@ -181,7 +185,7 @@ def _located_files(
     """Where the binary's debug info lives: in itself, and where each of its hints leads."""
     reports: list[DebugFileReport] = []
     sources: list[AuditableFile] = [binary]
-    summary: DebugInfoSummary = binary.debug_info()
+    summary = _summary(binary)
     if summary.has_dwarf:
         versions = ", ".join(str(version) for version in summary.dwarf_versions)
         reports.append(DebugFileReport("embedded", str(binary.path), True, None, f"DWARF {versions}".strip()))
@@ -210,6 +214,16 @@ def _located_files(
         else:
             reports.append(DebugFileReport(how, None, False, None, _missing_detail(hint, options)))
     return reports, sources
+
+
+def _summary(source: ObjectFile) -> DebugInfoSummary:
+    """What ``source`` carries; DWARF that cannot be walked counts as present and empty."""
+    try:
+        return source.debug_info()
+    except MalformedInputError:
+        return DebugInfoSummary(
+            has_symbols=bool(source.symbols()), has_dwarf=True, has_line_info=False, has_inline_info=False
+        )
 
 
 def _match_detail(kind: HintKind) -> str:

@@ -13,6 +13,7 @@ GCC splits off functions (``foo.cold``): they run inside ``foo``'s frame.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -110,10 +111,17 @@ def _is_split_part(name: str) -> bool:
 
 
 def _read_at(stream: BinaryIO, segments: Sequence[Segment], vaddr: int, size: int) -> bytes:
-    """Up to ``size`` of the bytes loaded at ``vaddr``, from the segment holding them (b"" if none)."""
+    """Up to ``size`` of the bytes loaded at ``vaddr``, from the segment holding them.
+
+    b"" when no segment holds it or the segment points outside the file (a hostile header).
+    """
+    file_size = os.fstat(stream.fileno()).st_size
     for segment in segments:
         if segment.vaddr <= vaddr < segment.vaddr + segment.filesz:
-            available = segment.vaddr + segment.filesz - vaddr
-            stream.seek(segment.file_offset + vaddr - segment.vaddr)
+            file_offset = segment.file_offset + vaddr - segment.vaddr
+            if not 0 <= file_offset < file_size:
+                return b""
+            available = min(segment.vaddr + segment.filesz - vaddr, file_size - file_offset)
+            stream.seek(file_offset)
             return stream.read(max(0, min(available, size)))
     return b""
