@@ -330,3 +330,26 @@ def test_verdict_agrees_with_lookups(variant: str) -> None:
     assert (lined >= COVERAGE_THRESHOLD) is (shows.rank >= ProfileView.NAMES_LINES.rank)
     if shows is ProfileView.WITH_INLINES:
         assert inlined > 0
+
+
+@pytest.mark.parametrize(
+    "binary",
+    ["audit/rs-debug2", "audit/rs-strip-debuginfo", "audit/rs-strip-symbols", "bin/cdemo-gcc-debuglink"],
+)
+def test_audit_by_lookups_agrees_with_the_exact_audit(binary: str) -> None:
+    """The path PE and Mach-O take until their readers measure coverage: estimated from lookups."""
+    from symbolize.audit.sampled import audit_by_lookups
+    from symbolize.discovery import DiscoveryOptions
+
+    exact = _audit(FIXTURES / binary)
+    options = DiscoveryOptions()
+    try:
+        estimated = audit_by_lookups(options.open(FIXTURES / binary), (), options)
+    finally:
+        options.cache.close()
+    assert estimated.verdict.shows is exact.verdict.shows
+    for field in ("name_bytes", "line_bytes"):
+        share, exact_share = (report.share(getattr(report, field)) for report in (estimated.coverage, exact.coverage))
+        assert share == pytest.approx(exact_share, abs=0.03)
+    assert [f.how for f in estimated.debug_info.files] == [f.how for f in exact.debug_info.files]
+    assert estimated.frame_pointers.with_frame_pointer == exact.frame_pointers.with_frame_pointer

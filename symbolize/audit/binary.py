@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, TypeGuard
 
-from symbolize.audit.frames import audit_frame_pointers
+from symbolize.audit.frames import UNWIND_SECTIONS, audit_frame_pointers
 from symbolize.audit.report import (
     BinaryAudit,
     CoverageReport,
@@ -69,7 +69,9 @@ def audit_binary(
     try:
         image = options.open(path)
         if not _auditable(image):
-            return UnreadableBinary(str(path), f"no auditor yet for {image.format} files")
+            from symbolize.audit.sampled import audit_by_lookups
+
+            return audit_by_lookups(image, debug_files, options)
         return _audit(image, debug_files, options)
     except UnsupportedFormatError as err:
         return UnreadableBinary(str(path), f"no reader yet: {err.reason}")
@@ -143,7 +145,8 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
     )
     all_symbols = _function_symbols(sources)
     symbol_report = SymbolReport(_symbol_table_kind(sources, all_symbols), len(all_symbols))
-    frame_pointers = audit_frame_pointers(binary, sections, code, all_symbols, functions)
+    unwind = tuple(name for name in UNWIND_SECTIONS if any(section.name == name for section in sections))
+    frame_pointers = audit_frame_pointers(binary, unwind, code, all_symbols, functions)
     identity = Identity(
         path=str(binary.path),
         format=binary.format,

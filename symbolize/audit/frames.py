@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from symbolize.audit.prologue import PROLOGUE_BYTES, SUPPORTED_ARCHES, PrologueDecoder
 from symbolize.audit.report import FramePointerReport
-from symbolize.formats.facts import AddressRange, SectionFact, covered_bytes
-from symbolize.formats.types import Segment, Symbol
-
-if TYPE_CHECKING:
-    from symbolize.audit.binary import AuditableFile
+from symbolize.formats.facts import AddressRange, covered_bytes
+from symbolize.formats.types import ObjectFile, Segment, Symbol
 
 SAMPLE_SIZE = 256
 # How much of a function without a frame pointer is searched for calls.
@@ -50,13 +47,13 @@ UNWIND_SECTIONS = (".eh_frame", ".eh_frame_hdr", ".debug_frame", ".pdata", "__un
 
 
 def audit_frame_pointers(
-    binary: AuditableFile,
-    sections: Sequence[SectionFact],
+    binary: ObjectFile,
+    unwind: tuple[str, ...],
     code: Sequence[AddressRange],
     symbols: Sequence[Symbol],
     debug_functions: Sequence[AddressRange],
 ) -> FramePointerReport:
-    unwind = tuple(name for name in UNWIND_SECTIONS if any(section.name == name for section in sections))
+    """Prologues of a sample of ``binary``'s functions decoded; ``unwind`` names its unwind tables."""
     if binary.arch not in SUPPORTED_ARCHES:
         return FramePointerReport(0, 0, (), unwind, f"no prologue decoder for {binary.arch}")
     starts = _function_starts(code, symbols, debug_functions)
