@@ -38,8 +38,9 @@ from tests.dwarf_builder import sleb, uleb
 
 _kernels = pytest.importorskip("symbolize.formats._kernels", reason="the compiled kernels were not built")
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
-ELF_FILES = sorted(path for path in BIN.rglob("*") if path.is_file() and path.read_bytes()[:4] == b"\x7fELF")
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+BIN = FIXTURES / "bin"
+ELF_FILES = sorted(path for path in FIXTURES.rglob("*") if path.is_file() and path.read_bytes()[:4] == b"\x7fELF")
 
 # The arguments of _run_program after the table.
 Program = tuple[bytes, int, int, int, Unit, int, int, int, int, list[int]]
@@ -112,7 +113,7 @@ def _decoded(unit: Unit) -> tuple[object, ...]:
         return ("raised", type(error), str(error))
 
 
-@pytest.mark.parametrize("path", ELF_FILES, ids=lambda path: str(path.relative_to(BIN)))
+@pytest.mark.parametrize("path", ELF_FILES, ids=lambda path: str(path.relative_to(FIXTURES)))
 def test_every_fixture_program_decodes_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     units = _line_units(path)
     if not units:
