@@ -34,7 +34,7 @@ import typer
 from symbolize.cli.audit import audit_command
 from symbolize.errors import SymbolizeError
 from symbolize.formats.types import Frame
-from symbolize.module import PerFrame, Unknown
+from symbolize.module import PerFrame, Reason, Unknown
 
 app = typer.Typer(
     name="symbolize",
@@ -204,6 +204,12 @@ def parse_address(text: str) -> int | None:
     return None
 
 
+def _unknown_json(result: Unknown) -> str:
+    """The ``"reason"`` (a Reason value) and ``"detail"`` (when there is one) of an unnamed address."""
+    detail = f', "detail": {encode_basestring_ascii(result.detail)}' if result.detail else ""
+    return f', "reason": "{result.reason.value}"{detail}'
+
+
 def _frame_json(frame: Frame) -> str:
     # json.dumps of the same dict, spelled out: five times faster, and the frames are many.
     function = "null" if frame.function is None else encode_basestring_ascii(frame.function)
@@ -256,11 +262,12 @@ def lookup_command(
     frame_text = PerFrame(_frame_json if as_json else _frame_text)
     lines = []
     for text, vaddr in zip(texts, parsed, strict=True):
-        result: list[Frame] | Unknown = Unknown("not an address") if vaddr is None else next(found)
+        result: list[Frame] | Unknown = Unknown(Reason.NOT_AN_ADDRESS) if vaddr is None else next(found)
         frames = [] if isinstance(result, Unknown) else result
         if as_json:
             shown = json.dumps(text) if vaddr is None else f'"{vaddr:#x}"'  # hex needs no escaping
-            lines.append(f'{{"address": {shown}, "frames": [{", ".join(map(frame_text, frames))}]}}')
+            why = _unknown_json(result) if isinstance(result, Unknown) else ""
+            lines.append(f'{{"address": {shown}, "frames": [{", ".join(map(frame_text, frames))}]{why}}}')
         else:
             lines.append("".join(map(frame_text, frames)) if frames else "??\n??:0:0\n")
     # One write: echoing 10,000 lines one by one costs more than looking them up from an index.
