@@ -249,6 +249,8 @@ def _symbolize_mapping(
             summary.count_unnamed(reason, detail)
         return
     summary.binary = str(module.image.path)
+    if getattr(module.image, "universal", False):
+        summary.slice = module.image.arch
     if module.debug_files:
         summary.debug_file = str(module.debug_files[0].path)
 

@@ -5,7 +5,7 @@
     {"mappings": [{"filename": str, "binary": str|null, "debug_file": str|null,
                    "locations": N, "named": N, "unnamed": N, "reasons": {reason: N},
                    "details": [{"reason": reason, "detail": str, "count": N}],
-                   "missing_lines": str|null}],
+                   "missing_lines": str|null, "slice": str|null}],
      "locations": N, "named": N, "unnamed": N,
      "unnamed_value_share": {sample_type_name: float 0..1}}
 
@@ -15,6 +15,7 @@ first. ``"details"`` says more where there is more to say (an error's message,
 what a mapping is), one entry per distinct (reason, detail), most first; a
 location counted under a reason with no detail has no entry there.
 Locations that already had lines before the run count as named.
+``"slice"`` is the architecture used of a universal (fat) Mach-O binary, else null.
 ``"missing_lines"`` says why named locations have no file or line, when none has one and
 discovery found no debug file (a stripped binary without its dSYM or debug file), else null.
 """
@@ -42,6 +43,8 @@ class MappingSummary:
     details: Counter[tuple[Reason, str]] = field(default_factory=Counter)
     # Why the names came without lines (no debug file found), when that is so.
     missing_lines: str | None = None
+    # The slice of a universal binary the mapping was read from (the one with its UUID, else the host's).
+    slice: str | None = None
 
     @property
     def unnamed(self) -> int:
@@ -71,6 +74,7 @@ class MappingSummary:
                 for (reason, detail), count in self.details.most_common()
             ],
             "missing_lines": self.missing_lines,
+            "slice": self.slice,
         }
 
 
@@ -117,6 +121,8 @@ class Summary:
         for mapping in self.mappings:
             source = mapping.debug_file or mapping.binary
             via = f" (via {source})" if source and source != mapping.filename else ""
+            if mapping.slice:
+                via += f" [{mapping.slice} slice]"
             already = ""
             if mapping.already_symbolized:
                 already = f", {mapping.already_symbolized} already symbolized"
