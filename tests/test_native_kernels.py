@@ -333,3 +333,16 @@ def test_the_environment_variable_forces_the_python_path(variable: str | None, e
     printed = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True,
                              check=True).stdout.split("\n")[0]
     assert printed == f"{expected} {variable is not None}"
+
+
+def test_version_names_the_kernels_status() -> None:
+    from importlib.metadata import version
+
+    from typer.testing import CliRunner
+
+    from symbolize import native_status
+    from symbolize.cli.app import app
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"symbolize {version('pprof-symbolize')}\n{native_status()}\n"
