@@ -41,7 +41,11 @@ SAMPLE_ADDRESSES = 4096
 def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: DiscoveryOptions) -> BinaryAudit:
     """The audit of ``image`` from its segments, symbols, hints and lookups (see the module docstring)."""
     segments = image.segments()
-    code = merge_ranges((s.vaddr, s.vaddr + s.filesz) for s in segments if s.executable and s.filesz)
+    # Code is what is both loaded and stored: a PE section's raw size is padded, an ELF segment's
+    # memory size may hold .bss.
+    code = merge_ranges(
+        (s.vaddr, s.vaddr + min(s.memsz, s.filesz)) for s in segments if s.executable and min(s.memsz, s.filesz)
+    )
     code_bytes = sum(high - low for low, high in code)
     reports: list[DebugFileReport] = []
     debug_files: list[ObjectFile] = []
@@ -57,7 +61,7 @@ def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: Discover
         located = locate(hint, context, refused)
         if located is not None:
             reports.append(DebugFileReport(hint.kind.value, str(located.path), True, True, "debug ID matches"))
-            debug_files.append(located.opened)
+            debug_files.append(_bound(located.opened, image))
         elif refused:
             where, _colon, why = refused[0].partition(": ")
             reports.append(DebugFileReport(hint.kind.value, where if why else None, True, False, why or refused[0]))
@@ -69,7 +73,7 @@ def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: Discover
         report, opened = _given(image, path, options)
         reports.append(report)
         if opened is not None:
-            debug_files.append(opened)
+            debug_files.append(_bound(opened, image))
     module = Module(image, list(debug_files))
     sample = _spread(code, SAMPLE_ADDRESSES)
     results = module.lookup(sample) if sample else []
@@ -117,6 +121,14 @@ def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: Discover
     )
     verdict = judge(identity, symbol_report, debug_info, coverage, frame_pointers)
     return BinaryAudit(identity, symbol_report, debug_info, coverage, frame_pointers, verdict)
+
+
+def _bound(source: ObjectFile, image: ObjectFile) -> ObjectFile:
+    """``source`` answering at ``image``'s vaddrs: a PDB adds its RVAs to the image's ImageBase."""
+    bind = getattr(source, "bind_image", None)
+    if callable(bind):
+        bind(image)
+    return source
 
 
 def _has_dwarf(image: ObjectFile) -> bool:
