@@ -40,12 +40,7 @@ SAMPLE_ADDRESSES = 4096
 
 def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: DiscoveryOptions) -> BinaryAudit:
     """The audit of ``image`` from its segments, symbols, hints and lookups (see the module docstring)."""
-    segments = image.segments()
-    # Code is what is both loaded and stored: a PE section's raw size is padded, an ELF segment's
-    # memory size may hold .bss.
-    code = merge_ranges(
-        (s.vaddr, s.vaddr + min(s.memsz, s.filesz)) for s in segments if s.executable and min(s.memsz, s.filesz)
-    )
+    code, section_names = _code_ranges(image)
     code_bytes = sum(high - low for low, high in code)
     reports: list[DebugFileReport] = []
     debug_files: list[ObjectFile] = []
@@ -107,7 +102,7 @@ def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: Discover
     )
     kind = SymbolTableKind.FULL if symbols else SymbolTableKind.NONE
     symbol_report = SymbolReport(kind, len(symbols))
-    unwind = tuple(name for name in UNWIND_SECTIONS if any(segment.name == name for segment in segments))
+    unwind = tuple(name for name in UNWIND_SECTIONS if name in section_names)
     frame_pointers = audit_frame_pointers(image, unwind, code, symbols, ())
     frame_pointers = frame_pointers._replace(
         note="; ".join(filter(None, [frame_pointers.note, f"coverage estimated from {len(sample)} lookups"]))
@@ -121,6 +116,29 @@ def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: Discover
     )
     verdict = judge(identity, symbol_report, debug_info, coverage, frame_pointers)
     return BinaryAudit(identity, symbol_report, debug_info, coverage, frame_pointers, verdict)
+
+
+def _code_ranges(image: ObjectFile) -> tuple[tuple[tuple[int, int], ...], set[str]]:
+    """The image's code, and the names of its sections (or segments).
+
+    From the reader's sections when it lists them with an instruction flag (Mach-O's
+    ``__TEXT`` segment also holds the headers and constants), else from the executable
+    segments: what is both loaded and stored (a PE section's raw size is padded).
+    """
+    segments = image.segments()
+    names = {segment.name for segment in segments}
+    listed = getattr(image, "sections", None)
+    sections = list(listed()) if callable(listed) else []
+    if sections and all(hasattr(section, "has_instructions") for section in sections):
+        names |= {str(section.name) for section in sections}
+        code = merge_ranges(
+            (section.vaddr, section.vaddr + section.size) for section in sections if section.has_instructions
+        )
+        return code, names
+    code = merge_ranges(
+        (s.vaddr, s.vaddr + min(s.memsz, s.filesz)) for s in segments if s.executable and min(s.memsz, s.filesz)
+    )
+    return code, names
 
 
 def _bound(source: ObjectFile, image: ObjectFile) -> ObjectFile:
