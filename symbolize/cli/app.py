@@ -78,10 +78,25 @@ class DemangleChoice(enum.StrEnum):
     none = "none"
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        from symbolize import native_status
+
+        typer.echo(f"symbolize {version('pprof-symbolize')}\n{native_status()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    _version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version,
+                     help="Print the version and whether the compiled kernels run, then exit."),
+    ] = False,
 ) -> None:
     ctx.obj = {"debug": debug}
 
