@@ -93,3 +93,11 @@ def test_subprocess() -> None:
     assert run.returncode == 1
     assert json.loads(run.stdout)["binaries"][0]["verdict"]["shows"] == "bare-hex"
     assert "bare-hex" in run.stderr
+
+
+def test_plain_text_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("rich", "rich.console", "rich.table", "rich.text"):
+        monkeypatch.setitem(sys.modules, name, None)  # importing it raises ImportError
+    code, out, _err = _run(str(AUDIT / "rs-debug0"))
+    assert code == 0
+    assert "a profile shows" in out and "names" in out and "┌" not in out
