@@ -423,12 +423,15 @@ class ElfFile:
                     little_endian=self.little_endian,
                     path=self.path,
                     file_offset=section.sh_offset,
+                    file_size=len(self._buf),
                 )
         else:
             legacy = self._by_name.get(".z" + dwarf_name)
             raw = self._raw(legacy) if legacy is not None else None
             if legacy is not None and raw is not None:
-                data = decompress_zdebug(raw, path=self.path, file_offset=legacy.sh_offset)
+                data = decompress_zdebug(
+                    raw, path=self.path, file_offset=legacy.sh_offset, file_size=len(self._buf)
+                )
         self._decoded[dwarf_name] = data
         return data
 
