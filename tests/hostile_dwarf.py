@@ -54,11 +54,14 @@ def abbrev(code: int, tag: int, children: bool, attributes: list[tuple[int, int]
     return out + b"\0\0"
 
 
-def unit(body: bytes, encoding: Encoding = LE4, abbrev_offset: int = 0, unit_type: int = c.DW_UT_compile) -> bytes:
-    """A unit: its header in ``encoding``, then ``body`` (the DIEs)."""
+def unit(body: bytes, encoding: Encoding = LE4, abbrev_offset: int = 0, unit_type: int = c.DW_UT_compile,
+         dwo_id: int | None = None) -> bytes:
+    """A unit: its header in ``encoding`` (with ``dwo_id`` for a DWARF 5 skeleton or split unit), then ``body``."""
     if encoding.version >= 5:
         header = encoding.u(2, encoding.version) + bytes([unit_type, encoding.addr_size])
         header += encoding.offset(abbrev_offset)
+        if dwo_id is not None:
+            header += encoding.u(8, dwo_id)
     else:
         header = encoding.u(2, encoding.version) + encoding.offset(abbrev_offset) + bytes([encoding.addr_size])
     return encoding.initial_length(len(header) + len(body)) + header + body
@@ -171,12 +174,12 @@ def bad_header_case(*, version: int = 9, addr_size: int = 8) -> tuple[dict[str, 
     return {"debug_info": bytes(bad) + good, "debug_abbrev": common_abbrevs()}, 0x2010
 
 
-def line_header_v5(*, directory_formats: bytes, directory_count: int, encoding: Encoding = LE4,
-                   program: bytes = b"") -> bytes:
-    """A DWARF 5 line program: the given directory formats and count, one file, then ``program``."""
+def line_header_v5(*, directory_formats: bytes, directory_count: int, directories: bytes = b"",
+                   encoding: Encoding = LE4, program: bytes = b"") -> bytes:
+    """A DWARF 5 line program: the given directory formats, count and entries, one file, then ``program``."""
     opcode_base = 13
     rest = bytes([1, 1, 1, (-5) & 0xFF, 14, opcode_base]) + bytes([0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1])
-    rest += directory_formats + uleb(directory_count)
+    rest += directory_formats + uleb(directory_count) + directories
     rest += bytes([1]) + uleb(c.DW_LNCT_path) + uleb(c.DW_FORM_string) + uleb(1) + b"a.c\0"
     header = encoding.u(2, 5) + bytes([encoding.addr_size, 0]) + encoding.offset(len(rest)) + rest
     return encoding.initial_length(len(header) + len(program)) + header + program
