@@ -17,6 +17,9 @@ iff none of the mapping's locations stayed unnamed and at least one location
 got that kind of data (a function name; a file; a line > 0; more than one
 frame). Mappings the run did not touch keep their flags.
 
+A mapping given without a build ID gets the build ID of the binary found for it.
+Locations named only ``module+0xOFFSET`` are named by :mod:`symbolize.offset_frames`.
+
 Everything else (samples, values, labels, comments, unknown fields, string
 table order) is kept; new strings are appended.
 """
@@ -34,6 +37,7 @@ from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.module import Module, PerFrame, Unknown
 from symbolize.normalize import runtime_to_vaddr
+from symbolize.offset_frames import name_offset_frames
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Function, Location, Mapping, Profile
 from symbolize.summary import MappingSummary, Summary
@@ -130,10 +134,22 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
         work[mapping.id] = _MappingWork(mapping, MappingSummary(filename))
     no_mapping = _MappingWork(None, MappingSummary(""))
 
-    roles = _location_roles(profile, is_on_cpu(profile, strings), options.adjust_return_addresses)
+    on_cpu = is_on_cpu(profile, strings)
+    # Locations named only "module+0xOFFSET" (no address): named first, and not counted again below.
+    offset_owned, offset_summaries = name_offset_frames(
+        profile,
+        strings,
+        functions.id_of,
+        lambda name, debug_id: _open_module(options, name, debug_id),
+        on_cpu=on_cpu,
+        adjust_return_addresses=options.adjust_return_addresses,
+    )
+    roles = _location_roles(profile, on_cpu, options.adjust_return_addresses)
     _split_mixed_roles(profile, roles, mappings, strings)
 
     for location in list(profile.location):
+        if location.id in offset_owned:
+            continue
         entry = work.get(location.mapping_id, no_mapping)
         if len(location.line) > 0:
             entry.summary.count_named()
@@ -156,6 +172,7 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
     summary = Summary(mappings=[entry.summary for entry in work.values() if entry.summary.locations])
     if no_mapping.summary.locations:
         summary.mappings.append(no_mapping.summary)
+    summary.mappings.extend(offset_summaries)
     summary.unnamed_value_share = _unnamed_value_share(profile, strings)
     summary.top_functions = _top_leaf_functions(profile, strings)
     if len(profile.sample_type) > 0:
@@ -230,6 +247,9 @@ def _symbolize_mapping(
             summary.count_unnamed(str(exc))
         return
     summary.binary = str(module.image.path)
+    if not build_id and module.image.debug_id is not None:
+        # Keep what was found, so pprof and later runs can verify the binary.
+        mapping.build_id = strings.intern(str(module.image.debug_id))
     if module.debug_files:
         summary.debug_file = str(module.debug_files[0].path)
 
