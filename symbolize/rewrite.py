@@ -27,7 +27,8 @@ table order) is kept; new strings are appended.
 from __future__ import annotations
 
 import enum
-from collections import Counter, defaultdict
+import re
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -41,6 +42,7 @@ from symbolize.offset_frames import name_offset_frames
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Function, Location, Mapping, Profile
 from symbolize.summary import MappingSummary, Summary
+from symbolize.top_functions import top_leaf_functions
 
 __all__ = ["ModuleOpener", "RewriteOptions", "normalize_build_id", "symbolize_profile"]
 
@@ -66,13 +68,16 @@ class RewriteOptions:
     ``open_module`` replaces ``discovery.find_module``
     (an embedding program's cache, or a fake in tests).
     ``adjust_return_addresses=False`` is for producers that already
-    subtracted 1 from return addresses.
+    subtracted 1 from return addresses. ``drop_frames`` (a regex) is written
+    to the profile's ``drop_frames`` so pprof hides those frames, and the
+    summary's top functions skip them.
     """
 
     discovery: DiscoveryOptions = field(default_factory=DiscoveryOptions)
     demangle: DemangleMode = "full"
     adjust_return_addresses: bool = True
     open_module: ModuleOpener | None = None
+    drop_frames: str | None = None
 
 
 @dataclass
@@ -174,9 +179,10 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
         summary.mappings.append(no_mapping.summary)
     summary.mappings.extend(offset_summaries)
     summary.unnamed_value_share = _unnamed_value_share(profile, strings)
-    summary.top_functions = _top_leaf_functions(profile, strings)
-    if len(profile.sample_type) > 0:
-        summary.top_functions_value_type = strings.get(profile.sample_type[0].type)
+    if options.drop_frames:
+        profile.drop_frames = strings.intern(options.drop_frames)
+    drop_frames = _compiled(strings.get(profile.drop_frames)) if profile.drop_frames else None
+    summary.top_functions_by_type = top_leaf_functions(profile, strings, drop_frames)
     return summary
 
 
@@ -360,19 +366,9 @@ def _unnamed_value_share(profile: Profile, strings: StringTable) -> dict[str, fl
     return shares
 
 
-def _top_leaf_functions(profile: Profile, strings: StringTable, count: int = 10) -> list[tuple[str, int]]:
-    """Leaf functions (innermost inlined frame of the leaf location) by the first sample value."""
-    function_names = {function.id: strings.get(function.name) for function in profile.function}
-    leaf_names = {
-        location.id: function_names.get(location.line[0].function_id, "")
-        for location in profile.location
-        if len(location.line) > 0
-    }
-    totals: Counter[str] = Counter()
-    for sample in profile.sample:
-        if len(sample.location_id) == 0 or len(sample.value) == 0:
-            continue
-        name = leaf_names.get(sample.location_id[0])
-        if name:
-            totals[name] += sample.value[0]
-    return totals.most_common(count)
+def _compiled(pattern: str) -> re.Pattern[str] | None:
+    """A profile's own ``drop_frames``; one that is no Python regex skips nothing (RE2 syntax may differ)."""
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
