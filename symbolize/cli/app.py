@@ -7,6 +7,9 @@ Commands (promises to users' scripts)::
               [--json-summary] [--drop-frames REGEX]
     symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
               [--search-path DIR]... [--debug-dir DIR]... [ADDR...]
+    symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
+              [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
+              [--require-frame-pointers]   (exit codes: symbolize/cli/audit.py)
 
 Data goes to stdout, diagnostics to stderr. A SymbolizeError or OSError is one
 line ``symbolize: error: <message>`` and exit code 1 (``--debug`` shows the
@@ -29,6 +32,7 @@ from typing import Annotated
 
 import typer
 
+from symbolize.cli.audit import audit_command
 from symbolize.errors import SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.module import PerFrame, Unknown
@@ -284,6 +288,8 @@ def index_command(
         ):
             typer.echo(str(path))
 
+
+app.command("audit")(audit_command)
 
 cache_app = typer.Typer(help="Show or clear the persistent index cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")
