@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame, Image
-from symbolize.module import Module, Unknown
+from symbolize.module import Module, Reason, Unknown, reason_for_error
 from symbolize.normalize import runtime_to_vaddr
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Location, Mapping, Profile
@@ -45,8 +45,8 @@ _MODULE_OFFSET = re.compile(
 )
 _ABSOLUTE = re.compile(r"0[xX](?P<absolute>[0-9a-fA-F]{1,16})")
 
-NO_MODULE_FOR_ADDRESS = "no mapping or module base holds the address"
-OUTSIDE_MODULE = "offset outside the module's segments"
+NO_MODULE_FOR_ADDRESS = Unknown(Reason.NO_MAPPING, "no mapping or module base holds the address")
+OUTSIDE_MODULE = Unknown(Reason.OUTSIDE_FILE, "offset outside the module's segments")
 ABSOLUTE = "<absolute addresses>"
 
 
@@ -119,7 +119,7 @@ def name_offset_frames(
     bases = _module_bases(frames_by_location.values())
     mappings = sorted(profile.mapping, key=lambda mapping: mapping.memory_start)
 
-    resolved: dict[_Use, _Resolved | str] = {}
+    resolved: dict[_Use, _Resolved | Unknown] = {}
     for use in uses:
         frame = frames_by_location[use.location_id]
         resolved[use] = _resolve(frame, use.is_return, modules, bases, mappings, strings)
@@ -129,14 +129,14 @@ def name_offset_frames(
     opened: dict[str, Module] = {}
     for target in resolved.values():
         if isinstance(target, _Resolved):
-            wanted[target.module_key].setdefault(target.vaddr, Unknown("not looked up"))
+            wanted[target.module_key].setdefault(target.vaddr, Unknown(Reason.NOT_COVERED, "not looked up"))
             opened[target.module_key] = target.opened
     for key, answers in wanted.items():
         vaddrs = list(answers)
         try:
             results = opened[key].lookup(vaddrs)
         except SymbolizeError as exc:
-            results = [Unknown(str(exc))] * len(vaddrs)
+            results = [Unknown(reason_for_error(exc), str(exc))] * len(vaddrs)
         answers.update(zip(vaddrs, results, strict=True))
 
     new_ids = _rebuild_locations(profile, frames_by_location, resolved, wanted, intern_frame, outcome)
@@ -186,16 +186,16 @@ def _module_bases(frames: Iterable[OffsetFrame]) -> dict[str, int]:
 class _ModuleCache:
     def __init__(self, open_module: Callable[[str, str | None], Module]) -> None:
         self._open = open_module
-        self._modules: dict[tuple[str, str | None], Module | str] = {}
+        self._modules: dict[tuple[str, str | None], Module | Unknown] = {}
 
-    def get(self, name: str, debug_id: str | None = None) -> Module | str:
+    def get(self, name: str, debug_id: str | None = None) -> Module | Unknown:
         """The module, or why it cannot be had."""
         key = (name, debug_id)
         if key not in self._modules:
             try:
                 self._modules[key] = self._open(name, debug_id)
             except (SymbolizeError, OSError) as exc:
-                self._modules[key] = str(exc)
+                self._modules[key] = Unknown(reason_for_error(exc), str(exc))
         return self._modules[key]
 
 
@@ -215,12 +215,12 @@ def _resolve(
     bases: dict[str, int],
     mappings: list[Mapping],
     strings: StringTable,
-) -> _Resolved | str:
-    """Where to look a use up, or (a string) why it cannot be."""
+) -> _Resolved | Unknown:
+    """Where to look a use up, or why it cannot be."""
     step = 1 if is_return else 0
     if frame.module is not None and frame.rel is not None:
         module = modules.get(frame.module)
-        if isinstance(module, str):
+        if isinstance(module, Unknown):
             return module
         vaddr = _image_vaddr(module.image, frame.rel)
         if not _in_segments(module.image, vaddr):
@@ -233,7 +233,7 @@ def _resolve(
         if mapping.memory_start <= runtime_addr < mapping.memory_limit:
             name = strings.get(mapping.filename)
             module = modules.get(name, strings.get(mapping.build_id) or None)
-            if isinstance(module, str):
+            if isinstance(module, Unknown):
                 return module
             mapped = runtime_to_vaddr(
                 module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset, runtime_addr - step
@@ -241,7 +241,7 @@ def _resolve(
             return OUTSIDE_MODULE if mapped is None else _Resolved(name, module, mapped)
     for name, base in bases.items():
         module = modules.get(name)
-        if isinstance(module, str) or runtime_addr < base:
+        if isinstance(module, Unknown) or runtime_addr < base:
             continue
         vaddr = _image_vaddr(module.image, runtime_addr - base)
         if _in_segments(module.image, vaddr):
@@ -252,7 +252,7 @@ def _resolve(
 def _rebuild_locations(
     profile: Profile,
     frames_by_location: dict[int, OffsetFrame],
-    resolved: dict[_Use, _Resolved | str],
+    resolved: dict[_Use, _Resolved | Unknown],
     answers: dict[str, dict[int, list[Frame] | Unknown]],
     intern_frame: Callable[[Frame], int],
     outcome: _Outcome,
@@ -262,14 +262,17 @@ def _rebuild_locations(
     by_frames: dict[tuple[tuple[int, int, int], ...], int] = {}
     new_ids: dict[_Use, int] = {}
     for use, target in resolved.items():
-        if isinstance(target, str):
-            outcome.summary(frames_by_location[use.location_id].module or ABSOLUTE).count_unnamed(target)
+        if isinstance(target, Unknown):
+            outcome.summary(frames_by_location[use.location_id].module or ABSOLUTE).count_unnamed(*target)
             continue
         summary = outcome.summary(target.module_key)
         summary.binary = str(target.opened.image.path)
         result = answers[target.module_key][target.vaddr]
-        if isinstance(result, Unknown) or not any(frame.function or frame.file for frame in result):
-            summary.count_unnamed(result.reason if isinstance(result, Unknown) else "no frames")
+        if isinstance(result, Unknown):
+            summary.count_unnamed(result.reason, result.detail)
+            continue
+        if not any(frame.function or frame.file for frame in result):
+            summary.count_unnamed(Reason.NOT_COVERED, "frames without a function or file")
             continue
         lines = tuple((intern_frame(frame), frame.line, frame.column) for frame in result)
         location_id = by_frames.get(lines)

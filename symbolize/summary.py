@@ -3,12 +3,18 @@
 ``Summary.to_json()`` has this shape (a promise to scripts)::
 
     {"mappings": [{"filename": str, "binary": str|null, "debug_file": str|null,
-                   "locations": N, "named": N, "unnamed": N, "reasons": {reason: N}}],
+                   "locations": N, "named": N, "unnamed": N, "reasons": {reason: N},
+                   "details": [{"reason": reason, "detail": str, "count": N}]}],
      "locations": N, "named": N, "unnamed": N,
      "nothing_to_name": bool,
      "unnamed_value_share": {sample_type_name: float 0..1},
      "top_functions": {sample_type_name: [{"function": str, "value": N, "share": float}]}}
 
+``reason`` is a :class:`symbolize.module.Reason` value (``"binary-not-found"``,
+``"not-covered"``, ...); ``"reasons"`` counts unnamed locations by it, most
+first. ``"details"`` says more where there is more to say (an error's message,
+what a mapping is), one entry per distinct (reason, detail), most first; a
+location counted under a reason with no detail has no entry there.
 Locations that already had lines before the run count as named; ``nothing_to_name`` is true
 when every location had (the profile came named). ``top_functions`` lists, for each sample type,
 the leaf functions with the highest total value, highest first, each with its share of the
@@ -21,6 +27,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from symbolize.module import Reason
 
 
 class TopFunction(NamedTuple):
@@ -41,7 +49,8 @@ class MappingSummary:
     locations: int = 0
     named: int = 0
     already_symbolized: int = 0
-    reasons: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[Reason] = field(default_factory=Counter)
+    details: Counter[tuple[Reason, str]] = field(default_factory=Counter)
 
     @property
     def unnamed(self) -> int:
@@ -51,9 +60,11 @@ class MappingSummary:
         self.locations += 1
         self.named += 1
 
-    def count_unnamed(self, reason: str) -> None:
+    def count_unnamed(self, reason: Reason, detail: str = "") -> None:
         self.locations += 1
         self.reasons[reason] += 1
+        if detail:
+            self.details[reason, detail] += 1
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,7 +74,11 @@ class MappingSummary:
             "locations": self.locations,
             "named": self.named,
             "unnamed": self.unnamed,
-            "reasons": dict(self.reasons.most_common()),
+            "reasons": {reason.value: count for reason, count in self.reasons.most_common()},
+            "details": [
+                {"reason": reason.value, "detail": detail, "count": count}
+                for (reason, detail), count in self.details.most_common()
+            ],
         }
 
 
@@ -135,7 +150,10 @@ class Summary:
                 f"{mapping.filename or '<no file>'}{via}: {mapping.named}/{mapping.locations} named{already}"
             )
             for reason, count in mapping.reasons.most_common():
-                lines.append(f"  {count} unnamed: {reason}")
+                lines.append(f"  {count} unnamed: {reason.value}")
+                for (detailed, detail), times in mapping.details.most_common():
+                    if detailed is reason:
+                        lines.append(f"    {times}: {detail}")
         lines.append(f"total: {self.named}/{self.locations} locations named, {self.unnamed} unnamed")
         if self.nothing_to_name:
             lines.append("nothing to name: every location already had its function names")
