@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -99,6 +99,7 @@ def name_offset_frames(
     strings: StringTable,
     intern_frame: Callable[[Frame], int],
     open_module: Callable[[str, str | None], Module],
+    new_location_ids: Iterator[int],
     *,
     on_cpu: bool,
     adjust_return_addresses: bool,
@@ -106,7 +107,8 @@ def name_offset_frames(
     """Name the profile's ``module+0xOFFSET`` frames in place.
 
     ``intern_frame`` gives the Function id for a frame; ``open_module(name, debug_id)`` finds a
-    module (raising SymbolizeError when it cannot). Returns the ids of the locations this step
+    module (raising SymbolizeError when it cannot); ``new_location_ids`` yields ids no location
+    uses (:func:`symbolize.rewrite.fresh_ids`). Returns the ids of the locations this step
     owns (renamed or left with their string), which the address symbolizer must not count
     again, and one summary per module.
     """
@@ -139,7 +141,7 @@ def name_offset_frames(
             results = [Unknown(reason_for_error(exc), str(exc))] * len(vaddrs)
         answers.update(zip(vaddrs, results, strict=True))
 
-    new_ids = _rebuild_locations(profile, frames_by_location, resolved, wanted, intern_frame, outcome)
+    new_ids = _rebuild_locations(profile, frames_by_location, resolved, wanted, intern_frame, new_location_ids, outcome)
     _repoint_samples(profile, uses, new_ids, on_cpu, adjust_return_addresses)
     replaced_functions = {
         location.line[0].function_id for location in profile.location if location.id in frames_by_location
@@ -255,10 +257,10 @@ def _rebuild_locations(
     resolved: dict[_Use, _Resolved | Unknown],
     answers: dict[str, dict[int, list[Frame] | Unknown]],
     intern_frame: Callable[[Frame], int],
+    new_location_ids: Iterator[int],
     outcome: _Outcome,
 ) -> dict[_Use, int]:
     """A location per distinct list of frames found; returns the location id each use moves to."""
-    next_id = max((location.id for location in profile.location), default=0) + 1
     by_frames: dict[tuple[tuple[int, int, int], ...], int] = {}
     new_ids: dict[_Use, int] = {}
     for use, target in resolved.items():
@@ -277,8 +279,7 @@ def _rebuild_locations(
         lines = tuple((intern_frame(frame), frame.line, frame.column) for frame in result)
         location_id = by_frames.get(lines)
         if location_id is None:
-            location_id = by_frames[lines] = next_id
-            next_id += 1
+            location_id = by_frames[lines] = next(new_location_ids)
             location = Location(id=location_id)
             for function_id, line, column in lines:
                 location.line.add(function_id=function_id, line=line, column=column)

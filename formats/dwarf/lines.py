@@ -73,9 +73,11 @@ class LineTable:
         return None
 
 
-def _entry_formats(data: bytes, offset: int) -> tuple[list[tuple[int, int]], int]:
+def _entry_formats(data: bytes, offset: int, end: int) -> tuple[list[tuple[int, int]], int]:
     count = data[offset]
     offset += 1
+    if 2 * count > end - offset:
+        raise DwarfFormatError(f"line table header at {offset:#x} lists {count} entry formats in {end - offset} bytes")
     formats = []
     for _ in range(count):
         content_type, offset = read_uleb(data, offset)
@@ -84,10 +86,17 @@ def _entry_formats(data: bytes, offset: int) -> tuple[list[tuple[int, int]], int
     return formats, offset
 
 
-def _read_entries(unit: Unit, data: bytes, offset: int, offset_size: int) -> tuple[list[tuple[str, int]], int]:
-    """DWARF 5 directory or file-name entries: (path, directory index)."""
-    formats, offset = _entry_formats(data, offset)
+def _read_entries(
+    unit: Unit, data: bytes, offset: int, limit: int, offset_size: int
+) -> tuple[list[tuple[str, int]], int]:
+    """DWARF 5 directory or file-name entries: (path, directory index), read before ``limit``."""
+    formats, offset = _entry_formats(data, offset, limit)
     count, offset = read_uleb(data, offset)
+    # Every form an entry can use takes at least one byte, so the bytes left bound the count;
+    # an entry with no formats takes none, and so is allowed only as one of as many as there are
+    # bytes left (a header of zero formats and 2^32-1 directories would append billions of them).
+    if count * max(1, len(formats)) > limit - offset:
+        raise DwarfFormatError(f"line table header at {offset:#x} lists {count} entries in {limit - offset} bytes")
     read_offset = uint_reader(offset_size, unit.sections.little_endian)
     entries = []
     for _ in range(count):
@@ -166,9 +175,9 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
 
     files: list[str | None]
     if version >= 5:
-        directories, position = _read_entries(unit, data, position, offset_size)
+        directories, position = _read_entries(unit, data, position, end, offset_size)
         dir_names = [name for name, _ in directories]
-        file_entries, position = _read_entries(unit, data, position, offset_size)
+        file_entries, position = _read_entries(unit, data, position, end, offset_size)
         files = []
         for name, dir_index in file_entries:
             directory = dir_names[dir_index] if 0 <= dir_index < len(dir_names) else None
@@ -277,7 +286,8 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
     add_column = table.columns.append
     sequences = table.sequences
     addr_size = unit.addr_size
-    byteorder: Literal["little", "big"] = "little" if unit.sections.little_endian else "big"
+    little = unit.sections.little_endian
+    byteorder: Literal["little", "big"] = "little" if little else "big"
     address_advance, line_advance = _special_opcodes(min_length, line_base, line_range, opcode_base)
     const_add_pc = address_advance[255]
     # Locals: a module attribute is two lookups per comparison, and these are made per opcode.
@@ -413,7 +423,10 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                     advance = _next_uleb(advance, stream)
                 address += advance * min_length
             elif opcode == fixed_advance_pc:
-                address += read(stream) | read(stream) << 8
+                # A uhalf operand, in the file's byte order like every other fixed-size value.
+                first = read(stream)
+                second = read(stream)
+                address += first | second << 8 if little else first << 8 | second
             else:
                 # basic_block, prologue/epilogue, isa and opcodes of later versions: none changes
                 # which source position a row names, so their operands are skipped.

@@ -61,13 +61,14 @@ def audit_binary(
     debug_files: Sequence[Path] = (),
     search_paths: Sequence[Path] = (),
     debug_dirs: Sequence[Path] | None = None,
+    arch: str | None = None,
 ) -> BinaryAudit | UnreadableBinary:
-    """The audit of ``path``, or why it cannot be audited (missing, malformed, no reader yet)."""
+    """The audit of ``path`` (its ``arch`` slice when universal), or why it cannot be audited."""
     options = DiscoveryOptions(search_paths=tuple(search_paths))
     if debug_dirs is not None:
         options.debug_dirs = tuple(debug_dirs)
     try:
-        image = options.open(path)
+        image = options.open(path, arch=arch)
         if not _auditable(image):
             from symbolize.audit.sampled import audit_by_lookups
 
@@ -79,6 +80,19 @@ def audit_binary(
         return UnreadableBinary(str(path), err.reason)
     finally:
         options.cache.close()
+
+
+def architectures(path: Path) -> list[str | None]:
+    """The slices to audit in ``path``: each architecture of a universal file, else [None] (the file)."""
+    options = DiscoveryOptions()
+    try:
+        slices = getattr(options.open(path), "slices", None)
+        arches = [str(item.arch) for item in slices] if isinstance(slices, list) else []
+    except SymbolizeError:
+        return [None]  # audit_binary says why
+    finally:
+        options.cache.close()
+    return list(arches) if len(arches) > 1 else [None]
 
 
 def _auditable(opened: ObjectFile) -> TypeGuard[AuditableFile]:
