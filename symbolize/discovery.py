@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from symbolize.cache import with_index
-from symbolize.formats.elf import ElfFile
 from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError, SymbolizeError
 from symbolize.formats.open import open_object
 from symbolize.formats.types import ObjectFile
@@ -64,12 +63,12 @@ class ObjectCache:
         """
         if self.index_dir is None:
             return []
+        from symbolize.cache import is_indexable, worth_indexing
         from symbolize.index.background import start_background_indexing
 
-        # With an index directory, a file comes back as an ElfFile only when it has no index.
-        missing = [
-            opened for _stamp, opened in self._objects.values() if isinstance(opened, ElfFile) and opened.has_dwarf()
-        ]
+        # With an index directory, a source comes back unindexed only when it has no index.
+        opened = [found for _stamp, found in self._objects.values()]
+        missing = [source for source in opened if is_indexable(source) and worth_indexing(source)]
         return start_background_indexing(missing, self.index_dir) if missing else []
 
     def close(self) -> None:
