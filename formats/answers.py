@@ -16,16 +16,22 @@ share everything but the innermost frame's place (file, line, column) share a
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from heapq import heappop, heappush
-from itertools import pairwise
+from itertools import compress, pairwise
+from operator import ne
 from typing import NamedTuple, Protocol, TypeVar, overload
 
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 
 T = TypeVar("T")
+
+# The greatest address a run may hold (its end is exclusive, so 2^64 - 1 itself is never named).
+ADDRESS_MAX = (1 << 64) - 1
+_INT64_MAX = (1 << 63) - 1
 
 
 class ChainHead(NamedTuple):
@@ -56,12 +62,14 @@ class RunTable(Sequence[AnswerRun]):
         file_names: Sequence[str | None] = (),
         chain_heads: Sequence[ChainHead] = (),
     ) -> None:
-        self.lows: list[int] = []
-        self.highs: list[int] = []
-        self.files: list[int] = []
-        self.lines: list[int] = []
-        self.columns: list[int] = []
-        self.heads: list[int] = []
+        # Typed arrays: a large unit has hundreds of thousands of runs, and copying rows in and runs
+        # out stays in C. Addresses are 64-bit (see append); lines and columns fit int64.
+        self.lows = array("Q")
+        self.highs = array("Q")
+        self.files = array("q")
+        self.lines = array("q")
+        self.columns = array("q")
+        self.heads = array("q")
         self.file_names = file_names
         self.chain_heads = chain_heads
 
@@ -88,11 +96,16 @@ class RunTable(Sequence[AnswerRun]):
         return table
 
     def append(self, low: int, high: int, file: int, line: int, column: int, head: int) -> None:
+        """Add a run; one starting past the 64-bit address space is dropped and an end past it is
+        cut there (hostile debug info: no address out there can be asked), a line or column
+        out of int64 range clamped."""
+        if low > ADDRESS_MAX:
+            return
         self.lows.append(low)
-        self.highs.append(high)
+        self.highs.append(min(high, ADDRESS_MAX))
         self.files.append(file)
-        self.lines.append(line)
-        self.columns.append(column)
+        self.lines.append(line if 0 <= line <= _INT64_MAX else min(max(line, 0), _INT64_MAX))
+        self.columns.append(column if 0 <= column <= _INT64_MAX else min(max(column, 0), _INT64_MAX))
         self.heads.append(head)
 
     def file_name(self, file: int) -> str | None:
@@ -304,10 +317,10 @@ def _contiguous_blocks(table: RunTable, low: int, high: int) -> list[Block]:
     lows, highs = table.lows, table.highs
     blocks: list[Block] = []
     start = first
-    for position in range(first + 1, end):
-        if lows[position] != highs[position - 1]:
-            blocks.append(Block(max(lows[start], low), min(highs[position - 1], high), table, start, position))
-            start = position
+    # Where a run does not start at the previous one's end, found without a Python loop per run.
+    for position in compress(range(first + 1, end), map(ne, lows[first + 1 : end], highs[first : end - 1])):
+        blocks.append(Block(max(lows[start], low), min(highs[position - 1], high), table, start, position))
+        start = position
     if start < end:
         blocks.append(Block(max(lows[start], low), min(highs[end - 1], high), table, start, end))
     return [block for block in blocks if block.low < block.high]

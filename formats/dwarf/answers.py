@@ -23,12 +23,13 @@ nesting comes from the input.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from symbolize.formats.answers import ChainHead, LazyRuns, RunTable, owned_pieces
+from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable, owned_pieces
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
 from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 from symbolize.formats.errors import MalformedInputError
@@ -37,6 +38,8 @@ from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 
 # Past every address: the end of the span after a unit's last function.
 _END = 1 << 65
+# Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
+_MEMO_DEPTH = 64
 
 
 class DwarfSymbolAnswers(SymbolAnswers):
@@ -186,11 +189,74 @@ class UnitRuns:
                         seen.add(owner)
                         pending.append(owner)
             spans.sort()
-            table = RunTable(self._file_names, self._heads)
-            for span in spans:
-                self._build(table, *span)
+            return self._build_all(spans)
         except _DECODE_ERRORS as error:
             raise self._broken(error) from error
+
+    def _build_all(self, spans: list[tuple[int, int, int]]) -> RunTable:
+        """:meth:`_build` over sorted disjoint ``spans``, with cursors over the row and symbol pieces
+        in place of a bisection per span (the same runs: a span inside one piece is that piece's)."""
+        table = RunTable(self._file_names, self._heads)
+        lows, highs, files, line_numbers, columns, heads = (
+            table.lows, table.highs, table.files, table.lines, table.columns, table.heads
+        )
+        lines = self._state.lines
+        increasing = lines is not None and lines.increasing
+        sequences = lines.sequences if lines is not None else []
+        addresses = lines.addresses if lines is not None else array("Q")
+        file_indexes = lines.file_indexes if lines is not None else array("q")
+        row_lines = lines.lines if lines is not None else array("q")
+        row_columns = lines.columns if lines is not None else array("q")
+        head_ids = self._head_ids
+        row_pieces, row_count, row_at = self._row_pieces, len(self._row_pieces), 0
+        symbols = self._symbols
+        starts, stops, symbol_count, symbol_at = symbols.starts, symbols.stops, len(symbols.starts), 0
+        for low, high, leaf in spans:
+            while row_at < row_count and row_pieces[row_at][1] <= low:
+                row_at += 1
+            parts: Sequence[tuple[int, int, int]]
+            if row_at < row_count and row_pieces[row_at][0] <= low and high <= row_pieces[row_at][1]:
+                parts = ((low, high, row_pieces[row_at][2]),)
+            elif row_at >= row_count or row_pieces[row_at][0] >= high:
+                if leaf < 0:
+                    continue
+                parts = ((low, high, -1),)
+            else:
+                parts = self._row_parts(low, high)
+            for part_low, part_high, sequence in parts:
+                if sequence < 0 and leaf < 0:
+                    continue
+                while symbol_at < symbol_count and stops[symbol_at] <= part_low:
+                    symbol_at += 1
+                symbol_parts: Sequence[tuple[int, int, int]]
+                if symbol_at >= symbol_count or starts[symbol_at] >= part_high:
+                    symbol_parts = ((part_low, part_high, -1),)
+                elif starts[symbol_at] <= part_low and part_high <= stops[symbol_at]:
+                    symbol_parts = ((part_low, part_high, symbol_at),)
+                else:
+                    symbol_parts = symbols.pieces(part_low, part_high)
+                for symbol_low, symbol_high, symbol in symbol_parts:
+                    head = head_ids.get((leaf, symbol))
+                    if head is None:
+                        head = self._head(leaf, symbol)
+                    if sequence < 0:
+                        table.append(symbol_low, symbol_high, -1, 0, 0, head)
+                    elif increasing and symbol_high <= ADDRESS_MAX:
+                        # _append_rows, inline: this runs once per span of a whole unit.
+                        _, _, first, end = sequences[sequence]
+                        row = bisect_right(addresses, symbol_low, first, end) - 1
+                        stop = bisect_left(addresses, symbol_high, first, end)
+                        inner = addresses[row + 1 : stop]
+                        lows.append(symbol_low)
+                        lows += inner
+                        highs += inner
+                        highs.append(symbol_high)
+                        files += file_indexes[row:stop]
+                        line_numbers += row_lines[row:stop]
+                        columns += row_columns[row:stop]
+                        heads += array("q", [head]) * (stop - row)
+                    else:
+                        self._append_rows(table, symbol_low, symbol_high, sequence, head)
         return table
 
     def _broken(self, error: BaseException) -> MalformedInputError:
@@ -239,7 +305,7 @@ class UnitRuns:
         assert lines is not None
         _, _, first, end = lines.sequences[sequence]
         addresses = lines.addresses
-        if lines.increasing:
+        if lines.increasing and high <= ADDRESS_MAX:
             row = bisect_right(addresses, low, first, end) - 1
             stop = bisect_left(addresses, high, first, end)
             inner = addresses[row + 1 : stop]
@@ -250,7 +316,7 @@ class UnitRuns:
             table.files += lines.file_indexes[row:stop]
             table.lines += lines.lines[row:stop]
             table.columns += lines.columns[row:stop]
-            table.heads += [head] * (stop - row)
+            table.heads += array("q", [head]) * (stop - row)
             return
         # A program that steps back: its rows are not sorted, and a lookup bisects them anyway.
         points = sorted({address for address in addresses[first:end] if low < address < high})
@@ -268,7 +334,11 @@ class UnitRuns:
         if found is not None:
             return found
         children = self._children(node)
-        pieces: list[tuple[int, int, int]] = []
+        if not children:  # most inlined calls: nothing below them
+            pieces = sorted((low, high, node) for low, high in self._node_spans[node])
+            found = self._levels[node] = ([low for low, _, _ in pieces], pieces)
+            return found
+        pieces = []
         by_child: dict[int, list[tuple[int, int]]] = {}
         for span_low, span_high in self._node_spans[node]:
             owners = [
@@ -345,21 +415,34 @@ class UnitRuns:
         return found
 
     def _outer_frames(self, node: int) -> tuple[Frame, ...]:
-        """The frames that called inline node ``node``, innermost first (a walk up its parents)."""
+        """The frames that called inline node ``node``, innermost first (a walk up its parents).
+
+        Remembered per node up to a depth of :data:`_MEMO_DEPTH`, so siblings share their callers'
+        tuple; deeper chains (hostile nesting) are rebuilt from the deepest remembered one, so memory
+        stays linear in the nodes.
+        """
         found = self._outer.get(node)
         if found is not None:
             return found
         parents = self._index.node_parent
-        frames = []
+        path = []
         callee = node
+        outer: tuple[Frame, ...] = ()
         while parents[callee] >= 0:
+            path.append(callee)
+            remembered = self._outer.get(parents[callee])
+            if remembered is not None:
+                outer = remembered
+                break
+            callee = parents[callee]
+        for callee in reversed(path):
             frame = self._call_frames.get(callee)
             if frame is None:
                 caller = parents[callee]
                 name, start_line = self._name(caller)
                 file, line, column = self._info.call_site(self._state, callee)
                 frame = self._call_frames[callee] = Frame(name, file, line, column, start_line)
-            frames.append(frame)
-            callee = parents[callee]
-        found = self._outer[node] = tuple(frames)
-        return found
+            outer = (frame, *outer)
+            if len(outer) <= _MEMO_DEPTH:
+                self._outer[callee] = outer
+        return outer

@@ -107,6 +107,7 @@ class _Builder:
         self.chain_ids: dict[tuple[int, int, int, int], int] = {}
         self.out["outer_begin"].append(0)
         self.errors: dict[str, int] = {}
+        self.run_columns: dict[str, array[int]] = {}
 
     def frame(self, frame: Frame) -> int:
         found = self.frame_ids.get(frame)
@@ -120,9 +121,15 @@ class _Builder:
             out["frame_start_line"].append(frame.start_line)
         return found
 
-    def chain(self, head: ChainHead) -> int:
+    def chain(self, head: ChainHead, outer_by_identity: dict[int, int] | None = None) -> int:
+        """The chain id of ``head``; ``outer_by_identity`` remembers outer tuples by identity
+        (sources share one tuple among the runs under one call), valid while they are alive."""
         intern = self.strings.intern
-        outer = self._outer_id(tuple(self.frame(frame) for frame in head.outer))
+        outer = outer_by_identity.get(id(head.outer)) if outer_by_identity is not None else None
+        if outer is None:
+            outer = self._outer_id(tuple(self.frame(frame) for frame in head.outer))
+            if outer_by_identity is not None:
+                outer_by_identity[id(head.outer)] = outer
         return self._chain_id((intern(head.function), head.start_line, intern(head.default_file), outer))
 
     def _outer_id(self, frame_ids: tuple[int, ...]) -> int:
@@ -152,51 +159,47 @@ class _Builder:
         self.out["chain_outer"].extend([outer] * count)
 
     def add_blocks(self, blocks: Iterable[Block]) -> None:
-        out = self.out
-        run_low, run_file, run_line = out["run_low"], out["run_file"], out["run_line"]
-        run_column, run_chain = out["run_column"], out["run_chain"]
+        # Typed arrays, extended from the tables' own arrays: a large file has a million runs.
+        run_low, run_file, run_line = array("Q"), array("Q"), array("q")
+        run_column, run_chain = array("q"), array("Q")
         translations: dict[int, tuple[list[int], list[int]]] = {}
         end = -1
         for block in blocks:
             if block.low >= _WHOLE_SPACE:
                 break
             if end != block.low and end >= 0:
-                run_low.append(end)
-                run_file.append(0)
-                run_line.append(0)
-                run_column.append(0)
-                run_chain.append(0)
+                _add_gap(run_low, run_file, run_line, run_column, run_chain, end)
             table = block.table
             if table is None:
-                run_low.append(block.low)
-                run_file.append(0)
-                run_line.append(0)
-                run_column.append(0)
-                run_chain.append(self._error_chain(block))
+                _add_gap(run_low, run_file, run_line, run_column, run_chain, block.low)
+                run_chain[-1] = self._error_chain(block)
             else:
                 translation = translations.get(id(table))
                 if translation is None:
                     files = [self.strings.intern(name) for name in table.file_names] + [0]
-                    heads = [self.chain(head) for head in table.chain_heads]
+                    seen: dict[int, int] = {}
+                    heads = [self.chain(head, seen) for head in table.chain_heads]
                     translation = translations[id(table)] = (files, heads)
                 files, heads = translation
                 first, stop = block.first, block.end
                 run_low.append(block.low)
                 run_low += table.lows[first + 1 : stop]
+                filled = len(run_file)
                 try:
-                    run_file += [files[file] for file in table.files[first:stop]]
-                except IndexError:
-                    run_file += [files[file] if 0 <= file < len(files) else 0 for file in table.files[first:stop]]
+                    run_file.extend(map(files.__getitem__, table.files[first:stop]))
+                except IndexError:  # a file index no table entry has (-1 is "none": the 0 at the end)
+                    del run_file[filled:]
+                    run_file.extend(files[file] if 0 <= file < len(files) else 0 for file in table.files[first:stop])
                 run_line += table.lines[first:stop]
                 run_column += table.columns[first:stop]
-                run_chain += [heads[head] for head in table.heads[first:stop]]
+                run_chain.extend(map(heads.__getitem__, table.heads[first:stop]))
             end = block.high
         if 0 <= end < _WHOLE_SPACE:
-            run_low.append(end)
-            run_file.append(0)
-            run_line.append(0)
-            run_column.append(0)
-            run_chain.append(0)
+            _add_gap(run_low, run_file, run_line, run_column, run_chain, end)
+        self.run_columns = {
+            "run_low": run_low, "run_file": run_file, "run_line": run_line, "run_column": run_column,
+            "run_chain": run_chain,
+        }  # fmt: skip
 
     def _error_chain(self, block: Block) -> int:
         text = _error_text(block)
@@ -205,6 +208,17 @@ class _Builder:
             found = self.errors[text] = len(self.errors) + 1
             self.out["error_text"].append(self.strings.intern(text))
         return found
+
+
+def _add_gap(
+    run_low: array[int], run_file: array[int], run_line: array[int], run_column: array[int], run_chain: array[int],
+    low: int,
+) -> None:
+    run_low.append(low)
+    run_file.append(0)
+    run_line.append(0)
+    run_column.append(0)
+    run_chain.append(0)
 
 
 def _error_text(block: Block) -> str:
@@ -231,8 +245,9 @@ def build_index_arrays(source: IndexableSource) -> dict[str, array[int] | bytes]
         *summary.dwarf_versions,
     ]
     arrays: dict[str, array[int] | bytes] = {}
+    columns: dict[str, Sequence[int]] = {**out, **builder.run_columns}
     for name in _ARRAYS:
-        arrays[name] = _narrowest(out.pop(name))  # one at a time: each list goes as its array comes
+        arrays[name] = _narrowest(columns.pop(name))  # one at a time: each list goes as its array comes
     arrays["str_blob"] = bytes(strings.blob)
     arrays["str_offsets"] = _narrowest(strings.offsets)
     return arrays
