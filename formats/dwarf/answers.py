@@ -212,6 +212,8 @@ class UnitRuns:
         symbols = self._symbols
         starts, stops, symbol_count, symbol_at = symbols.starts, symbols.stops, len(symbols.starts), 0
         for low, high, leaf in spans:
+            if low >= high:
+                continue  # the gap between two functions that touch
             while row_at < row_count and row_pieces[row_at][1] <= low:
                 row_at += 1
             parts: Sequence[tuple[int, int, int]]
@@ -268,6 +270,8 @@ class UnitRuns:
 
     def _build(self, table: RunTable, low: int, high: int, leaf: int) -> None:
         """Append the runs of ``[low, high)``, where the innermost inline node is ``leaf`` (-1: none)."""
+        if low >= high:
+            return
         for part_low, part_high, sequence in self._row_parts(low, high):
             if sequence < 0 and leaf < 0:
                 continue  # neither a function nor a row: the unit does not answer here
