@@ -1,6 +1,8 @@
-"""A binary and its debug files, opened together: the unit of lookup.
+"""An image and its symbol sources, opened together: the unit of lookup.
 
-- ``Unknown(reason)`` is the result for an address that cannot be named.
+- ``Unknown(reason, detail)`` is the result for an address that cannot be
+  named: a :class:`Reason` (a small enum, what summaries count by) and a
+  detail text for people (an error's message, a path), often "".
 - ``Module.lookup(vaddrs)`` returns exactly one result per input, in order:
   a non-empty list of raw (not demangled) frames, innermost first, or Unknown.
   One bad address never fails the batch; a broken file raises SymbolizeError.
@@ -11,53 +13,115 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar, cast
 
-from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.types import Frame, ObjectFile
+from symbolize.formats.errors import (
+    DebugIdMismatchError,
+    MalformedInputError,
+    MissingDebugInfoError,
+    SymbolizeError,
+    UnsupportedFormatError,
+)
+from symbolize.formats.types import DebugId, DebugInfoSummary, Frame, Image
 
 T = TypeVar("T")
 
-NO_SYMBOL = "no symbol covers address"
-NO_DEBUG_INFO = "no debug info"
+
+
+class Source(Protocol):
+    """What a Module asks of a symbol source: frames at a vaddr and what debug info it holds."""
+
+    path: Path
+    debug_id: DebugId | None
+
+    def frames_at(self, vaddr: int) -> list[Frame]: ...
+
+    def debug_info(self) -> DebugInfoSummary: ...
+
+    def close(self) -> None: ...
+
+
+class Reason(Enum):
+    """Why an address was left unnamed. The values are what ``--json-summary`` and ``lookup --json`` print."""
+
+    NO_MAPPING = "no-mapping"  # the location names no mapping
+    NOT_A_FILE = "not-a-file"  # [vdso], //anon, the kernel, a mapping without a file name
+    BINARY_NOT_FOUND = "binary-not-found"
+    # A macOS system library missing from disk: it lives only in the dyld shared cache.
+    IN_SHARED_CACHE = "in-shared-cache"
+    DEBUG_ID_MISMATCH = "debug-id-mismatch"  # files of that name exist, none of that build
+    UNSUPPORTED_FILE = "unsupported-file"  # a format not read (yet), or not an object file
+    UNREADABLE_FILE = "unreadable-file"  # permissions, I/O errors
+    NO_DEBUG_INFO = "no-debug-info"  # neither symbols nor debug info anywhere
+    OUTSIDE_FILE = "outside-file"  # the runtime address falls in none of the file's segments
+    NOT_COVERED = "not-covered"  # names exist, but none covers this address
+    DAMAGED_DEBUG_INFO = "damaged-debug-info"  # the file or the unit covering the address is broken
+    NOT_AN_ADDRESS = "not-an-address"  # lookup input that does not parse as an address
 
 
 class Unknown(NamedTuple):
-    """Why an address could not be named."""
+    """Why an address could not be named: ``reason`` to count, ``detail`` to read ("" when the reason says it all)."""
 
-    reason: str
+    reason: Reason
+    detail: str = ""
+
+
+def reason_for_error(error: SymbolizeError | OSError) -> Reason:
+    """The Reason a failure to open or read a module's files stands for."""
+    if isinstance(error, DebugIdMismatchError):
+        return Reason.DEBUG_ID_MISMATCH
+    if isinstance(error, MissingDebugInfoError):
+        return Reason.BINARY_NOT_FOUND
+    if isinstance(error, MalformedInputError):
+        return Reason.DAMAGED_DEBUG_INFO
+    if isinstance(error, UnsupportedFormatError):
+        return Reason.UNSUPPORTED_FILE
+    return Reason.UNREADABLE_FILE
 
 
 @dataclass
 class Module:
-    """``binary`` gives load segments and identity; ``debug_files`` (best first) give names.
+    """An image (load segments, identity, hints) and its sources, best first.
 
-    ``debug_files`` may include ``binary`` itself (when it carries DWARF); the
-    binary is asked last in any case, for its symbol table. ``refused`` lists
-    candidate debug files that discovery rejected, with the reason.
+    ``debug_files`` (best first) name addresses and may include the image's own
+    source (when it carries DWARF); the image's own source is asked last in any
+    case, for its symbol table. ``own_source`` is the image answering lookups
+    (from its persistent index when there is one); None when the image answers
+    itself. ``refused`` lists candidate debug files discovery rejected, with
+    the reason.
     """
 
-    binary: ObjectFile
-    debug_files: list[ObjectFile] = field(default_factory=list)
+    image: Image
+    debug_files: list[Source] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    own_source: Source | None = None
     _results: dict[int, list[Frame] | Unknown] = field(default_factory=dict, init=False, repr=False, compare=False)
     _has_names: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def path(self) -> Path:
-        return self.binary.path
+        return self.image.path
 
-    def _sources(self) -> list[ObjectFile]:
+    @property
+    def binary(self) -> Source:
+        """The image as a source: ``own_source``, else the image itself (a reader that is both)."""
+        return self.own_source if self.own_source is not None else cast(Source, self.image)
+
+    @property
+    def sources(self) -> list[Source]:
+        """Every source, best first: the debug files, then the image's own."""
         sources = list(self.debug_files)
-        if not any(source is self.binary for source in sources):
-            sources.append(self.binary)
+        own = self.binary
+        if not any(source is own for source in sources):
+            sources.append(own)
         return sources
 
     def lookup(self, vaddrs: Sequence[int]) -> list[list[Frame] | Unknown]:
         """One result per vaddr, in order: frames (innermost first) or Unknown."""
         results: list[list[Frame] | Unknown] = []
-        sources = self._sources()
+        sources = self.sources
         for vaddr in vaddrs:
             result = self._results.get(vaddr)
             if result is None:
@@ -65,7 +129,7 @@ class Module:
             results.append(result)
         return results
 
-    def _lookup_one(self, vaddr: int, sources: list[ObjectFile]) -> list[Frame] | Unknown:
+    def _lookup_one(self, vaddr: int, sources: list[Source]) -> list[Frame] | Unknown:
         # A broken unit in one file should not hide what the next file (often the
         # binary's symbol table) knows; its error is the reason only if nothing names the address.
         error: MalformedInputError | None = None
@@ -78,21 +142,21 @@ class Module:
             if frames:
                 return frames
         if error is not None:
-            return Unknown(str(error))
-        return Unknown(NO_SYMBOL if self._anything_has_names() else NO_DEBUG_INFO)
+            return Unknown(Reason.DAMAGED_DEBUG_INFO, str(error))
+        return Unknown(Reason.NOT_COVERED if self._anything_has_names() else Reason.NO_DEBUG_INFO)
 
     def _anything_has_names(self) -> bool:
         if self._has_names is None:
-            summaries = [source.debug_info() for source in self._sources()]
+            summaries = [source.debug_info() for source in self.sources]
             self._has_names = any(summary.has_symbols or summary.has_dwarf for summary in summaries)
         return self._has_names
 
     def describe(self) -> dict[str, str | None]:
         """A short summary: binary path, best debug file path, debug ID."""
         return {
-            "binary": str(self.binary.path),
+            "binary": str(self.image.path),
             "debug_file": str(self.debug_files[0].path) if self.debug_files else None,
-            "debug_id": str(self.binary.debug_id) if self.binary.debug_id is not None else None,
+            "debug_id": str(self.image.debug_id) if self.image.debug_id is not None else None,
         }
 
 
