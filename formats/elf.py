@@ -459,12 +459,15 @@ class ElfFile:
                     little_endian=self.little_endian,
                     path=self.path,
                     file_offset=section.sh_offset,
+                    file_size=len(self._buf),
                 )
         else:
             legacy = self._by_name.get(".z" + dwarf_name)
             raw = self._raw(legacy) if legacy is not None else None
             if legacy is not None and raw is not None:
-                data = decompress_zdebug(raw, path=self.path, file_offset=legacy.sh_offset)
+                data = decompress_zdebug(
+                    raw, path=self.path, file_offset=legacy.sh_offset, file_size=len(self._buf)
+                )
         self._decoded[dwarf_name] = data
         return data
 
@@ -617,7 +620,13 @@ class ElfFile:
     def _answers(self) -> SymbolAnswers:
         """This file as a symbol source: its DWARF units and symbol table (formats/dwarf/answers.py)."""
         if self._answer_source is None:
-            dwarf = self._dwarf_info()
+            try:
+                dwarf = self._dwarf_info()
+            except MalformedInputError as err:
+                # Broken debug info hides nothing the symbol table knows (issue 9): the error is the
+                # answer only where no symbol covers the address.
+                self._answer_source = SymbolAnswers(self.path, self._symbol_index(), broken=err)
+                return self._answer_source
             if dwarf is None:
                 self._answer_source = SymbolAnswers(self.path, self._symbol_index())
             else:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from symbolize.formats.answers import AnswerLookup, ChainHead, LazyRuns, RunTable
+from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
 
 
@@ -108,6 +109,8 @@ class SymbolIndex:
 
 
 SYMBOL_TABLE_KEY = -1
+# The region standing for debug info that cannot be read at all.
+BROKEN_KEY = -2
 
 
 def symbol_runs(index: SymbolIndex) -> RunTable:
@@ -127,16 +130,24 @@ class SymbolAnswers:
     :meth:`answers`; the symbol table is always the fallback region, key :data:`SYMBOL_TABLE_KEY`.
     """
 
-    def __init__(self, path: Path, symbols: SymbolIndex) -> None:
+    def __init__(self, path: Path, symbols: SymbolIndex, broken: MalformedInputError | None = None) -> None:
+        """``broken``: why the file's debug info cannot be read at all; it is then the answer
+        wherever no symbol covers an address."""
         self.path = path
         self.symbols = symbols
+        self.broken = broken
         self._lookup: AnswerLookup | None = None
 
     def answer_regions(self) -> list[AnswerRegion]:
         bounds = self.symbols.bounds()
-        return [AnswerRegion(bounds[0], bounds[1], SYMBOL_TABLE_KEY, fallback=True)] if bounds else []
+        regions = [AnswerRegion(bounds[0], bounds[1], SYMBOL_TABLE_KEY, fallback=True)] if bounds else []
+        if self.broken is not None:
+            regions.append(AnswerRegion(0, 1 << 64, BROKEN_KEY))
+        return regions
 
     def answers(self, key: int) -> RunTable:
+        if key == BROKEN_KEY and self.broken is not None:
+            raise self.broken
         if key != SYMBOL_TABLE_KEY:
             raise KeyError(key)  # a caller's bug: keys come from answer_regions
         return symbol_runs(self.symbols)
