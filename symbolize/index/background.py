@@ -157,6 +157,7 @@ def _record_failure(path: Path, reason: str) -> None:
 def _log(cache_dir: Path, message: str) -> int:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
         with (cache_dir / LOG_NAME).open("a", encoding="utf-8") as log:
             log.write(f"{stamp} index not built: {message}\n")
     except OSError:
