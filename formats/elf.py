@@ -4,9 +4,13 @@ Implements, from the System V gABI (chapter 4, "Object Files", and chapter 5,
 "Program Loading"): the ELF header, section header table (with extended
 numbering), program header table, note sections and segments, and symbol
 tables. From the GNU extensions: the ``NT_GNU_BUILD_ID`` note,
-``.gnu_debuglink``, MiniDebugInfo (``.gnu_debugdata``: an xz-compressed ELF
-whose ``.symtab`` holds local function symbols) and split DWARF files
-(``.dwo``/``.dwp``, served by the same section getter).
+``.gnu_debuglink``, ``.gnu_debugaltlink``, MiniDebugInfo (``.gnu_debugdata``: an
+xz-compressed ELF whose ``.symtab`` holds local function symbols) and split
+DWARF files (``.dwo``/``.dwp``, served by the same section getter).
+
+The reader finds no other file: it lists its hints (:meth:`ElfFile.debug_hints`)
+and, when its DWARF needs a ``.dwo`` or the dwz common file, asks the resolver
+symbolize/ gave it when it opened the file.
 
 The headers are decoded here with :mod:`struct` over a read-only mmap rather
 than through pyelftools' section objects, because those parse compression
@@ -23,12 +27,23 @@ import os
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
-from symbolize.formats.types import DebugId, DebugIdKind, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
+from symbolize.formats.types import (
+    DebugHint,
+    DebugId,
+    DebugIdKind,
+    DebugInfoSummary,
+    DebugLink,
+    Frame,
+    HintKind,
+    HintResolver,
+    Segment,
+    Symbol,
+)
 
 if TYPE_CHECKING:
     from symbolize.formats.dwarf import DwarfInfo, SectionGetter
@@ -74,6 +89,10 @@ _MAX_DEBUGDATA_SIZE = 1 << 30
 
 # DWARF facts used by the cheap unit-header walk in debug_info().
 _DW_FORM_IMPLICIT_CONST = 0x21
+
+# The smallest page of every ELF target: segments are mapped from page boundaries of at least this.
+_PAGE_SIZE = 0x1000
+_U64 = (1 << 64) - 1
 
 
 class _Section(NamedTuple):
@@ -136,9 +155,14 @@ class ElfFile:
 
     format = "elf"
 
-    def __init__(self, path: Path, data: bytes | None = None) -> None:
-        """Open ``path`` (mmap, read only), or parse ``data`` in memory and name it ``path``."""
+    def __init__(self, path: Path, data: bytes | None = None, resolver: HintResolver | None = None) -> None:
+        """Open ``path`` (mmap, read only), or parse ``data`` in memory and name it ``path``.
+
+        ``resolver`` finds the files the DWARF refers to (``.dwo``/``.dwp``, the dwz
+        common file); without one, split units and supplementary references stay unresolved.
+        """
         self.path = path
+        self._resolver = resolver
         self._file: BinaryIO | None = None
         self._map: mmap.mmap | None = None
         self._buf = memoryview(data if data is not None else self._map_file())
@@ -148,7 +172,6 @@ class ElfFile:
         self._dwarf: DwarfInfo | None = None
         self._dwarf_error: MalformedInputError | None = None
         self._dwarf_built = False
-        self._split_files: dict[Path, ElfFile] = {}
         self._summary: DebugInfoSummary | None = None
         self._segments: tuple[Segment, ...] | None = None
         try:
@@ -182,9 +205,6 @@ class ElfFile:
         self.close()
 
     def close(self) -> None:
-        for split in self._split_files.values():
-            split.close()
-        self._split_files.clear()
         self._decoded.clear()
         self._dwarf = None
         if self._map is not None:
@@ -227,11 +247,15 @@ class ElfFile:
         self.arch = _MACHINES.get(e_machine, f"em{e_machine}")
         if self.arch == "riscv":
             self.arch = "riscv64" if layout.is_64 else "riscv32"
-        self.fixed_load_address = e_type == ET_EXEC
+        # ET_EXEC is loaded at its vaddrs; ET_DYN (PIE, shared objects) anywhere (gABI "Base Address").
+        self.position_dependent = e_type == ET_EXEC
         section_headers = self._read_section_headers(e_shoff, e_shentsize, e_shnum, e_shstrndx)
         if e_phnum == PN_XNUM and section_headers:
             e_phnum = section_headers[0][7]  # sh_info of section 0 holds the real count
         self._program_headers = self._read_program_headers(e_phoff, e_phentsize, e_phnum)
+        loads = [header for header in self._program_headers if header.p_type == PT_LOAD]
+        # The address the lowest page of the first PT_LOAD stands for: what a whole-module mapping starts at.
+        self.load_base = min((header.p_vaddr for header in loads), default=0) // _PAGE_SIZE * _PAGE_SIZE
 
     def _read_table(
         self, offset: int, entsize: int, count: int, layout: struct.Struct, what: str
@@ -380,25 +404,31 @@ class ElfFile:
             raise self._fail("malformed .gnu_debugaltlink", section.sh_offset)
         return raw[:end].decode("utf-8", "surrogateescape"), raw[end + 1 :]
 
-    def _resolve_supplementary(self) -> tuple[SectionGetter, Path] | None:
-        """Sections of the dwz common file: at its recorded path, relative to this file, or beside it.
+    def debug_hints(self) -> list[DebugHint]:
+        """Where this file says its debug info lives: build ID, ``.gnu_debuglink``, ``.gnu_debugaltlink``.
 
-        A candidate whose build ID differs from the one recorded is not used.
+        Split-DWARF ``.dwo`` files are not listed: their names live in the DWARF
+        units and are asked for (``HintKind.SPLIT_DWARF``) when a unit is decoded.
         """
+        hints: list[DebugHint] = []
+        if self.debug_id is not None:
+            hints.append(DebugHint(HintKind.BUILD_ID, debug_id=self.debug_id))
+        link = self.debug_link()
+        if link is not None:
+            hints.append(DebugHint(HintKind.DEBUGLINK, link.filename, crc32=link.crc32))
+        supplementary = self._supplementary_hint()
+        if supplementary is not None:
+            hints.append(supplementary)
+        return hints
+
+    def _supplementary_hint(self) -> DebugHint | None:
         link = self.supplementary_link()
         if link is None:
             return None
         name, build_id = link
-        recorded = Path(name)
-        candidates = [recorded] if recorded.is_absolute() else [self.path.parent / recorded]
-        candidates.append(self.path.parent / PurePath(name.replace("\\", "/")).name)
-        for candidate in dict.fromkeys(candidates):
-            opened = self._split_files.get(candidate)
-            if opened is None and candidate.is_file():
-                opened = self._split_files[candidate] = ElfFile(candidate)
-            if opened is not None and (not build_id or (opened.debug_id and opened.debug_id.value == build_id)):
-                return opened.section_data, candidate
-        return None
+        return DebugHint(
+            HintKind.SUPPLEMENTARY, name, DebugId(DebugIdKind.GNU_BUILD_ID, build_id) if build_id else None
+        )
 
     # --- sections for the DWARF reader ---------------------------------------
 
@@ -590,8 +620,10 @@ class ElfFile:
                         self.path,
                         address_size=self.address_size,
                         little_endian=self.little_endian,
-                        split_resolver=self._resolve_split,
-                        supplementary_resolver=self._resolve_supplementary,
+                        split_resolver=self._resolve_split if self._resolver is not None else None,
+                        supplementary_resolver=(
+                            self._resolve_supplementary if self._resolver is not None else None
+                        ),
                     )
                 except MalformedInputError as err:
                     self._dwarf_error = err
@@ -619,32 +651,20 @@ class ElfFile:
             frames[-1] = outer._replace(function=symbol.name, file=outer.file or symbol.source_file)
         return frames
 
-    def _split_candidates(self, dwo_name: str, comp_dir: str | None) -> list[Path]:
-        dwo = Path(dwo_name)
-        candidates = [Path(f"{self.path}.dwp")]
-        if dwo.is_absolute():
-            candidates.append(dwo)
-        elif comp_dir:
-            candidates.append(Path(comp_dir) / dwo)
-        candidates += [self.path.parent / dwo, self.path.parent / PurePath(dwo_name.replace("\\", "/")).name]
-        return list(dict.fromkeys(candidates))
+    def _resolve_supplementary(self) -> tuple[SectionGetter, Path] | None:
+        """Sections of the dwz common file, as the resolver finds and verifies it."""
+        hint = self._supplementary_hint()
+        found = self._resolver(hint) if hint is not None and self._resolver is not None else None
+        return (found.section_data, found.path) if found is not None else None
 
     def _resolve_split(
         self, dwo_name: str, comp_dir: str | None, dwo_id: int | None
     ) -> tuple[SectionGetter, Path] | None:
-        """Sections (and path) of the ``.dwp`` beside this file, else of the named ``.dwo``.
-
-        None when neither exists. Matching ``dwo_id`` against the unit found is
-        the DWARF reader's job: a ``.dwp`` holds many units and only its index
-        knows which is which.
-        """
-        for candidate in self._split_candidates(dwo_name, comp_dir):
-            opened = self._split_files.get(candidate)
-            if opened is None and candidate.is_file():
-                opened = self._split_files[candidate] = ElfFile(candidate)
-            if opened is not None:
-                return opened.section_data, candidate
-        return None
+        """Sections (and path) of the ``.dwo`` or ``.dwp`` holding the split unit, as the resolver finds it."""
+        debug_id = DebugId(DebugIdKind.DWO_ID, (dwo_id & _U64).to_bytes(8, "big")) if dwo_id is not None else None
+        hint = DebugHint(HintKind.SPLIT_DWARF, dwo_name, debug_id, directory=comp_dir or "")
+        found = self._resolver(hint) if self._resolver is not None else None
+        return (found.section_data, found.path) if found is not None else None
 
     def debug_info(self) -> DebugInfoSummary:
         """What this file carries. ``has_inline_info`` is always False: knowing it needs a DIE walk."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from symbolize.formats.elf import ELF_MAGIC, ElfFile
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
-from symbolize.formats.types import ObjectFile
+from symbolize.formats.types import HintResolver, ObjectFile
 
 _MACHO_MAGICS = {
     bytes.fromhex(magic)
@@ -29,9 +29,13 @@ _MACHO_MAGICS = {
 }
 
 
-def open_object(path: Path) -> ObjectFile:
+def open_object(path: Path, *, arch: str | None = None, resolver: HintResolver | None = None) -> ObjectFile:
     """Open ``path`` with the reader its magic bytes call for.
 
+    ``arch`` selects a slice of a fat (universal) Mach-O; readers of single-arch
+    formats ignore it. ``resolver`` is how the reader asks for the files its
+    debug info refers to (``.dwo``/``.dwp``, dwz, a debug map's objects): readers
+    open no file by themselves.
     Raises MissingDebugInfoError when the file does not exist, SymbolizeError
     when it cannot be read, UnsupportedFormatError for formats not read yet or
     files that are not object files.
@@ -44,7 +48,7 @@ def open_object(path: Path) -> ObjectFile:
     except OSError as err:
         raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
     if magic == ELF_MAGIC:
-        return ElfFile(path)
+        return ElfFile(path, resolver=resolver)
     if magic in _MACHO_MAGICS:
         raise UnsupportedFormatError("Mach-O files are not supported yet", path)
     if magic[:2] == b"MZ":

@@ -8,10 +8,10 @@ running process.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 
 class Frame(NamedTuple):
@@ -52,6 +52,8 @@ class DebugIdKind(Enum):
     GNU_BUILD_ID = "gnu-build-id"
     PDB = "pdb"
     MACHO_UUID = "macho-uuid"
+    # A split-DWARF unit's DWO ID (DW_AT_GNU_dwo_id, or the DWARF 5 unit header's), big-endian.
+    DWO_ID = "dwo-id"
 
 
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -161,6 +163,9 @@ class HintKind(Enum):
     PDB = "pdb"  # CodeView RSDS: the PDB's recorded path, GUID and age
     DSYM = "dsym"  # a Mach-O image's dSYM, found by name or by UUID
     DEBUG_MAP_OBJECT = "debug-map-object"  # a Mach-O N_OSO stab: an object file (or archive member)
+    # A split-DWARF skeleton's .dwo (DW_AT_dwo_name, relative to ``directory``) or the .dwp beside
+    # the file; asked by the DWARF reader when a unit is first decoded, not listed by debug_hints().
+    SPLIT_DWARF = "split-dwarf"
 
 
 class DebugHint(NamedTuple):
@@ -177,6 +182,22 @@ class DebugHint(NamedTuple):
     debug_id: DebugId | None = None
     crc32: int | None = None
     mtime: int | None = None
+    # The build directory a relative ``name`` was recorded against (a split unit's DW_AT_comp_dir).
+    directory: str = ""
+
+
+@runtime_checkable
+class SectionSource(Protocol):
+    """A file whose DWARF sections a reader can read: what a resolver hands back."""
+
+    path: Path
+
+    def section_data(self, dwarf_name: str) -> bytes | memoryview | None: ...
+
+
+# How a reader asks symbolize/ for a file one of its hints names (a .dwo, the dwz common file):
+# the file found and verified, or None. Readers never open those files themselves.
+HintResolver = Callable[[DebugHint], "SectionSource | None"]
 
 
 class AnswerRun(NamedTuple):
@@ -261,20 +282,24 @@ class Image(Protocol):
 
 
 class ObjectFile(Protocol):
-    """What every reader answers. Frames lists are innermost first, everywhere."""
+    """What every reader ``formats.open.open_object`` returns answers: an Image that also names addresses.
+
+    Frames lists are innermost first, everywhere.
+    """
 
     path: Path
     format: str  # "elf", "pe", "macho"
     arch: str  # "x86_64", "aarch64", ...
     debug_id: DebugId | None
+    load_base: int
     # True for position-dependent executables, whose vaddrs are runtime addresses.
-    fixed_load_address: bool
+    position_dependent: bool
 
     def segments(self) -> Sequence[Segment]: ...
 
-    def symbols(self) -> Sequence[Symbol]: ...
+    def debug_hints(self) -> Sequence[DebugHint]: ...
 
-    def debug_link(self) -> DebugLink | None: ...
+    def symbols(self) -> Sequence[Symbol]: ...
 
     def debug_info(self) -> DebugInfoSummary: ...
 

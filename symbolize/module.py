@@ -1,4 +1,4 @@
-"""A binary and its debug files, opened together: the unit of lookup.
+"""An image and its symbol sources, opened together: the unit of lookup.
 
 - ``Unknown(reason)`` is the result for an address that cannot be named.
 - ``Module.lookup(vaddrs)`` returns exactly one result per input, in order:
@@ -12,15 +12,28 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar, cast
 
 from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.types import Frame, ObjectFile
+from symbolize.formats.types import DebugId, DebugInfoSummary, Frame, Image
 
 T = TypeVar("T")
 
 NO_SYMBOL = "no symbol covers address"
 NO_DEBUG_INFO = "no debug info"
+
+
+class Source(Protocol):
+    """What a Module asks of a symbol source: frames at a vaddr and what debug info it holds."""
+
+    path: Path
+    debug_id: DebugId | None
+
+    def frames_at(self, vaddr: int) -> list[Frame]: ...
+
+    def debug_info(self) -> DebugInfoSummary: ...
+
+    def close(self) -> None: ...
 
 
 class Unknown(NamedTuple):
@@ -31,33 +44,45 @@ class Unknown(NamedTuple):
 
 @dataclass
 class Module:
-    """``binary`` gives load segments and identity; ``debug_files`` (best first) give names.
+    """An image (load segments, identity, hints) and its sources, best first.
 
-    ``debug_files`` may include ``binary`` itself (when it carries DWARF); the
-    binary is asked last in any case, for its symbol table. ``refused`` lists
-    candidate debug files that discovery rejected, with the reason.
+    ``debug_files`` (best first) name addresses and may include the image's own
+    source (when it carries DWARF); the image's own source is asked last in any
+    case, for its symbol table. ``own_source`` is the image answering lookups
+    (from its persistent index when there is one); None when the image answers
+    itself. ``refused`` lists candidate debug files discovery rejected, with
+    the reason.
     """
 
-    binary: ObjectFile
-    debug_files: list[ObjectFile] = field(default_factory=list)
+    image: Image
+    debug_files: list[Source] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    own_source: Source | None = None
     _results: dict[int, list[Frame] | Unknown] = field(default_factory=dict, init=False, repr=False, compare=False)
     _has_names: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def path(self) -> Path:
-        return self.binary.path
+        return self.image.path
 
-    def _sources(self) -> list[ObjectFile]:
+    @property
+    def binary(self) -> Source:
+        """The image as a source: ``own_source``, else the image itself (a reader that is both)."""
+        return self.own_source if self.own_source is not None else cast(Source, self.image)
+
+    @property
+    def sources(self) -> list[Source]:
+        """Every source, best first: the debug files, then the image's own."""
         sources = list(self.debug_files)
-        if not any(source is self.binary for source in sources):
-            sources.append(self.binary)
+        own = self.binary
+        if not any(source is own for source in sources):
+            sources.append(own)
         return sources
 
     def lookup(self, vaddrs: Sequence[int]) -> list[list[Frame] | Unknown]:
         """One result per vaddr, in order: frames (innermost first) or Unknown."""
         results: list[list[Frame] | Unknown] = []
-        sources = self._sources()
+        sources = self.sources
         for vaddr in vaddrs:
             result = self._results.get(vaddr)
             if result is None:
@@ -65,7 +90,7 @@ class Module:
             results.append(result)
         return results
 
-    def _lookup_one(self, vaddr: int, sources: list[ObjectFile]) -> list[Frame] | Unknown:
+    def _lookup_one(self, vaddr: int, sources: list[Source]) -> list[Frame] | Unknown:
         # A broken unit in one file should not hide what the next file (often the
         # binary's symbol table) knows; its error is the reason only if nothing names the address.
         error: MalformedInputError | None = None
@@ -83,16 +108,16 @@ class Module:
 
     def _anything_has_names(self) -> bool:
         if self._has_names is None:
-            summaries = [source.debug_info() for source in self._sources()]
+            summaries = [source.debug_info() for source in self.sources]
             self._has_names = any(summary.has_symbols or summary.has_dwarf for summary in summaries)
         return self._has_names
 
     def describe(self) -> dict[str, str | None]:
         """A short summary: binary path, best debug file path, debug ID."""
         return {
-            "binary": str(self.binary.path),
+            "binary": str(self.image.path),
             "debug_file": str(self.debug_files[0].path) if self.debug_files else None,
-            "debug_id": str(self.binary.debug_id) if self.binary.debug_id is not None else None,
+            "debug_id": str(self.image.debug_id) if self.image.debug_id is not None else None,
         }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from symbolize.formats.types import ObjectFile, Segment
+from symbolize.formats.types import Image, Segment
 
 # Mappings start on a page boundary; 4 KiB is the smallest page of every Linux target, and the
 # first PT_LOAD's vaddr and file offset agree modulo any page size the loader used.
@@ -19,7 +19,7 @@ PAGE_SIZE = 0x1000
 
 
 def runtime_to_vaddr(
-    binary: ObjectFile,
+    binary: Image,
     memory_start: int,
     memory_limit: int,
     file_offset: int | None,
@@ -48,13 +48,13 @@ def runtime_to_vaddr(
     segments = binary.segments()
     if not segments:
         return None
-    if binary.fixed_load_address:
+    if binary.position_dependent:
         return runtime_addr if _in_memory(segments, runtime_addr) else None
     offset = (file_offset or 0) + (runtime_addr - memory_start)
     if not file_offset:
         first = min(segments, key=lambda segment: segment.vaddr)
         if not first.file_offset <= offset < first.file_offset + first.filesz:
-            vaddr = runtime_addr - (memory_start - first.vaddr // PAGE_SIZE * PAGE_SIZE)
+            vaddr = runtime_addr - (memory_start - binary.load_base)
             return vaddr if _in_memory(segments, vaddr) else None
     return _offset_to_vaddr(segments, offset)
 

@@ -229,7 +229,7 @@ def _symbolize_mapping(
         for _ in entry.pending:
             summary.count_unnamed(str(exc))
         return
-    summary.binary = str(module.binary.path)
+    summary.binary = str(module.image.path)
     if module.debug_files:
         summary.debug_file = str(module.debug_files[0].path)
 
@@ -239,7 +239,7 @@ def _symbolize_mapping(
         if pending.role is _Role.RETURN and runtime_addr > 0:
             runtime_addr -= 1
         vaddr = runtime_to_vaddr(
-            module.binary, mapping.memory_start, mapping.memory_limit, mapping.file_offset, runtime_addr
+            module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset, runtime_addr
         )
         if vaddr is None:
             summary.count_unnamed(OUTSIDE_SEGMENTS)

@@ -51,7 +51,7 @@ def fake_module(monkeypatch: pytest.MonkeyPatch) -> None:
     def fake_open(path: Path, options: DiscoveryOptions) -> Module:
         if not path.name.startswith("fake"):
             raise MissingDebugInfoError("binary not found", path)
-        return FakeModule(binary=None)  # type: ignore[arg-type]
+        return FakeModule(image=None)  # type: ignore[arg-type]
 
     monkeypatch.setattr(api, "discovery_open_module", fake_open)
 

@@ -13,7 +13,7 @@ import pytest
 from symbolize.discovery import DiscoveryOptions, ObjectCache, find_module, open_module
 from symbolize.formats import ElfFile
 from symbolize.formats.errors import DebugIdMismatchError, MalformedInputError, MissingDebugInfoError
-from symbolize.formats.types import DebugId, DebugIdKind, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
+from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, DebugInfoSummary, Frame, Segment, Symbol
 from symbolize.module import NO_DEBUG_INFO, NO_SYMBOL, Module, Unknown
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
@@ -153,7 +153,8 @@ class FakeObject:
     format: str = "elf"
     arch: str = "x86_64"
     debug_id: DebugId | None = FAKE_ID
-    fixed_load_address: bool = False
+    position_dependent: bool = False
+    load_base: int = 0
 
     def segments(self) -> Sequence[Segment]:
         return []
@@ -161,8 +162,8 @@ class FakeObject:
     def symbols(self) -> Sequence[Symbol]:
         return []
 
-    def debug_link(self) -> DebugLink | None:
-        return None
+    def debug_hints(self) -> Sequence[DebugHint]:
+        return []
 
     def debug_info(self) -> DebugInfoSummary:
         return DebugInfoSummary(self.named, self.named, False, False)

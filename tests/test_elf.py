@@ -56,7 +56,7 @@ def test_header_facts_match_readelf(name: str) -> None:
     with fixture(name) as elf:
         assert elf.format == "elf"
         assert elf.arch == ("x86_64" if "X86-64" in header else elf.arch)
-        assert elf.fixed_load_address == ("EXEC (Executable file)" in header)
+        assert elf.position_dependent == ("EXEC (Executable file)" in header)
 
 
 @pytest.mark.parametrize("name", EXECUTABLES)
@@ -190,25 +190,20 @@ def test_summary_dwarf_versions(name: str) -> None:
     assert not summary.split_dwarf
 
 
-def test_split_dwarf_summary_and_resolver(tmp_path: Path) -> None:
+def test_split_dwarf_summary() -> None:
+    # Finding the .dwo/.dwp is discovery's job (tests/test_locators.py); the reader only says it has split units.
     with fixture("cdemo-clang-split") as elf:
         assert elf.debug_info().split_dwarf
-        found = elf._resolve_split("cdemo-clang-split.dwo", "/nonexistent", 0)
-        assert found is not None
-        getter, path = found
-        assert path == BIN / "cdemo-clang-split.dwp"
-        assert getter("debug_info.dwo") and getter("debug_abbrev.dwo") and getter("debug_cu_index")
-    # Without a .dwp, the .dwo beside the binary is used.
-    shutil.copy(BIN / "cdemo-clang-split", tmp_path)
-    shutil.copy(BIN / "cdemo-clang-split.dwo", tmp_path)
-    with ElfFile(tmp_path / "cdemo-clang-split") as elf:
-        found = elf._resolve_split("cdemo-clang-split.dwo", "/nonexistent", 0)
-        assert found is not None
-        getter, path = found
-        assert path == tmp_path / "cdemo-clang-split.dwo"
-        assert getter("debug_info.dwo") and getter("debug_str.dwo")
-        assert getter("debug_cu_index") is None
-        assert elf._resolve_split("missing.dwo", None, 0) is None
+
+
+def test_split_dwarf_without_resolver_names_from_symbols() -> None:
+    # Opened with no resolver, the reader opens no other file: a split unit's DIEs stay unread,
+    # so only the skeleton's line table and the symbol table answer (one frame, no DW_AT_decl_line).
+    with fixture("cdemo-clang-split") as elf:
+        symbol = next(s for s in elf.symbols() if s.size > 0 and s.name == "main")
+        frames = elf.frames_at(symbol.vaddr)
+        assert [(frame.function, frame.start_line) for frame in frames] == [("main", 0)]
+        assert frames[0].file is not None and frames[0].file.endswith("cdemo.c") and frames[0].line > 0
 
 
 def test_mini_debug_info(tmp_path: Path) -> None:

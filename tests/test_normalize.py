@@ -42,7 +42,7 @@ def probes(segment: Segment) -> Iterator[int]:
 @pytest.mark.parametrize("base", BASES)
 def test_per_segment_mappings(name: str, base: int) -> None:
     with open_fixture(name) as elf:
-        assert not elf.fixed_load_address
+        assert not elf.position_dependent
         for segment in elf.segments():
             start = base + page_floor(segment.vaddr)
             limit = base + segment.vaddr + segment.memsz
@@ -80,7 +80,7 @@ def test_whole_module_mapping_differs_from_offset_rule() -> None:
 @pytest.mark.parametrize("name", FIXED)
 def test_fixed_address_executable(name: str) -> None:
     with open_fixture(name) as elf:
-        assert elf.fixed_load_address
+        assert elf.position_dependent
         for segment in elf.segments():
             start, limit = page_floor(segment.vaddr), segment.vaddr + segment.memsz
             for vaddr in probes(segment):

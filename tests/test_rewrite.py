@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from symbolize.discovery import DiscoveryOptions
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
-from symbolize.formats.types import DebugId, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
+from symbolize.formats.types import DebugHint, DebugId, DebugInfoSummary, Frame, Segment, Symbol
 from symbolize.module import Module, Unknown
 from symbolize.proto.profile_pb2 import Location, Profile
 from symbolize.rewrite import OUTSIDE_SEGMENTS, RewriteOptions, symbolize_profile
@@ -32,7 +32,8 @@ class FakeBinary:
     format: str = "elf"
     arch: str = "x86_64"
     debug_id: DebugId | None = None
-    fixed_load_address: bool = True
+    position_dependent: bool = True
+    load_base: int = TEXT_START
 
     def segments(self) -> Sequence[Segment]:
         size = TEXT_END - TEXT_START
@@ -41,8 +42,8 @@ class FakeBinary:
     def symbols(self) -> Sequence[Symbol]:
         return []
 
-    def debug_link(self) -> DebugLink | None:
-        return None
+    def debug_hints(self) -> Sequence[DebugHint]:
+        return []
 
     def debug_info(self) -> DebugInfoSummary:
         return DebugInfoSummary(has_symbols=True, has_dwarf=True, has_line_info=True, has_inline_info=True)
@@ -75,7 +76,7 @@ class FakeModule(Module):
 
 @dataclass
 class Opener:
-    module: FakeModule = field(default_factory=lambda: FakeModule(binary=FakeBinary()))
+    module: FakeModule = field(default_factory=lambda: FakeModule(image=FakeBinary()))
     calls: list[tuple[str, str | None]] = field(default_factory=list)
     fail_for: set[str] = field(default_factory=set)
 

@@ -8,10 +8,20 @@ rest of the reader sees an ordinary ``.dwo``.
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
+from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.abbrev import UnknownFormError, parse_abbrev_table
 from symbolize.formats.dwarf.reader import DwarfFormatError, uint_reader
 from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter
+from symbolize.formats.dwarf.unit import parse_unit_header
+
+# What reading a hostile candidate file can raise; any of them means "does not hold the unit".
+_DECODE_ERRORS = (DwarfFormatError, UnknownFormError, IndexError, ValueError, struct.error, TypeError, OverflowError)
+# A .dwo holds one compile unit (and maybe type units); a file with more is not worth walking.
+_MAX_DWO_UNITS = 1024
+_U64 = (1 << 64) - 1
 
 # Section identifiers to the .dwo section they slice, per index version.
 _SECTIONS_V5 = {1: "debug_info.dwo", 3: "debug_abbrev.dwo", 4: "debug_line.dwo", 5: "debug_loclists.dwo",
@@ -86,3 +96,34 @@ def load_split_sections(
         return cache[name]
 
     return DwarfSections.from_dwo_getter(sliced, path, skeleton)
+
+
+def holds_split_unit(getter: SectionGetter, path: Path, dwo_id: int, little_endian: bool = True) -> bool:
+    """Whether the .dwo or .dwp ``getter`` serves holds the split compile unit ``dwo_id``.
+
+    A package answers from its ``.debug_cu_index``; a ``.dwo`` from its units' DWO IDs
+    (the DWARF 5 split unit header, or ``DW_AT_GNU_dwo_id`` on a DWARF 4 GNU unit's root DIE).
+    A file that cannot be read does not hold it.
+    """
+    try:
+        index = getter("debug_cu_index")
+        if index is not None and len(index) > 0:
+            return bool(package_contributions(_as_bytes(index), dwo_id, little_endian))
+        empty = DwarfSections.from_getter(lambda _name: None, path, little_endian)
+        sections = DwarfSections.from_dwo_getter(getter, path, empty)
+        offset = 0
+        for _ in range(_MAX_DWO_UNITS):
+            if offset >= len(sections.info):
+                return False
+            unit = parse_unit_header(sections, offset)
+            offset = unit.end
+            if unit.dwo_id is None and unit.unit_type == c.DW_UT_compile:
+                unit.abbrevs = parse_abbrev_table(sections.abbrev, unit.abbrev_offset, {})
+                _, values = unit.read_die_attributes(unit.first_die)
+                if c.DW_AT_GNU_dwo_id in values:
+                    unit.dwo_id = int(values[c.DW_AT_GNU_dwo_id][1])
+            if unit.dwo_id is not None and unit.dwo_id & _U64 == dwo_id & _U64:
+                return True
+    except _DECODE_ERRORS:
+        return False
+    return False

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from symbolize.demangle import demangle, remember
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.types import DebugId, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
+from symbolize.formats.types import DebugHint, DebugId, DebugInfoSummary, DebugLink, Frame, Segment, Symbol
 from symbolize.index.store import IndexDamagedError, IndexFile
 
 if TYPE_CHECKING:
@@ -309,7 +309,8 @@ class IndexedObject:
         self.format = file.format
         self.arch = file.arch
         self.debug_id: DebugId | None = file.debug_id
-        self.fixed_load_address = file.fixed_load_address
+        self.position_dependent = file.position_dependent
+        self.load_base = file.load_base
         self._blob = index.array("str_blob")
         self._offsets = index.array("str_offsets")
         self._strings: dict[int, str] = {}
@@ -340,6 +341,9 @@ class IndexedObject:
 
     def debug_link(self) -> DebugLink | None:
         return self.file.debug_link()
+
+    def debug_hints(self) -> Sequence[DebugHint]:
+        return self.file.debug_hints()
 
     def debug_info(self) -> DebugInfoSummary:
         return self._summary

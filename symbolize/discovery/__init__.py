@@ -1,0 +1,38 @@
+"""Discovery, in one place: the binary behind a mapping, the debug files behind a binary.
+
+- :mod:`symbolize.discovery.options`: where to look (``--binary``,
+  ``--search-path``, ``--debug-dir``) and the cache of opened files, keyed by
+  resolved path and slice (``arch``).
+- :mod:`symbolize.discovery.modules`: :func:`find_module` (a mapping's binary
+  by debug ID, ``--binary``, recorded path or base name) and
+  :func:`open_module`.
+- :mod:`symbolize.discovery.registry`: one locator per kind of hint
+  (:class:`~symbolize.formats.types.HintKind`), and the loop that runs them;
+  its docstring says how to add one.
+- :mod:`symbolize.discovery.paths`: what a name from an untrusted file may
+  make discovery open.
+- :mod:`symbolize.discovery.elf_locators`: build ID, GNU debuglink, dwz
+  supplementary file, split DWARF. Imported here so they register.
+"""
+
+from __future__ import annotations
+
+from symbolize.discovery import elf_locators as _elf_locators  # noqa: F401  (registers the ELF locators)
+from symbolize.discovery.modules import find_module, module_for, open_module
+from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, DiscoveryOptions, ObjectCache, Resolver
+from symbolize.discovery.registry import Candidate, Locator, LookupContext, locate, register_locator
+
+__all__ = [
+    "DEFAULT_DEBUG_DIRS",
+    "Candidate",
+    "DiscoveryOptions",
+    "Locator",
+    "LookupContext",
+    "ObjectCache",
+    "Resolver",
+    "find_module",
+    "locate",
+    "module_for",
+    "open_module",
+    "register_locator",
+]

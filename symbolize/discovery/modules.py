@@ -1,0 +1,138 @@
+"""A mapping's binary, and a binary's debug files: the two questions discovery answers for a Module.
+
+The binary behind a mapping named ``filename`` with debug ID text ``debug_id``
+is, in this order: a ``--binary`` file with the mapping's base name, any other
+``--binary`` (when there is an ID to match), the file at the recorded path,
+and the base name in each ``--search-path`` (exact, else case-insensitively:
+a Windows profile names ``C:\\x\\App.exe``). The ID text is parsed as the
+candidate's own kind (``DebugId.parse(text, image.debug_id.kind)``) and
+compared as a value, so a GNU build ID, a PDB GUID+age and a Mach-O UUID each
+match in whatever spelling the profile uses. Without a binary, a separate
+debug file found by build ID stands in (it keeps the program headers).
+
+The debug files: each hint the image lists that names a module's debug file
+(see ``READER_HINTS`` in symbolize/discovery/registry.py), in the image's
+order, through its locator; the first verified file is the best source, the
+image itself (its symbols, its own DWARF) the last.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from symbolize.discovery.options import DiscoveryOptions
+from symbolize.discovery.paths import base_name, build_id_path, is_file_name, lies_under
+from symbolize.discovery.registry import READER_HINTS, LookupContext, locate
+from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError
+from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, ObjectFile
+from symbolize.module import Module, Source
+
+
+def find_module(filename: str, debug_id: str | None, options: DiscoveryOptions) -> Module:
+    """The binary for a mapping named ``filename`` (with ``debug_id`` text when known) and its debug files.
+
+    Raises DebugIdMismatchError when binaries named ``filename`` exist but none
+    has ``debug_id``, MissingDebugInfoError when none is found at all.
+    """
+    wanted = debug_id.strip() if debug_id and debug_id.strip() else None
+    name = base_name(filename)
+    mismatch: DebugIdMismatchError | None = None
+    for candidate, by_name in _binary_candidates(filename, name, wanted is not None, options):
+        image = options.open(candidate)
+        if wanted is None or _matches(image, wanted):
+            return module_for(image, options)
+        if by_name and mismatch is None:
+            expected = DebugId.parse(wanted, image.debug_id.kind) if image.debug_id is not None else None
+            found = str(image.debug_id) if image.debug_id is not None else None
+            mismatch = DebugIdMismatchError(candidate, str(expected) if expected is not None else wanted, found)
+    if wanted is not None:
+        stand_in = _debug_file_by_build_id(wanted, options)
+        if stand_in is not None:
+            return stand_in
+    if mismatch is not None:
+        raise mismatch
+    raise MissingDebugInfoError("binary not found (give it with --binary or --search-path)", filename)
+
+
+def open_module(path: Path, options: DiscoveryOptions) -> Module:
+    """``path`` as the binary, with the debug files discovery finds for it."""
+    return module_for(options.open(path), options)
+
+
+def module_for(image: ObjectFile, options: DiscoveryOptions) -> Module:
+    """``image`` with its best debug file (when one verifies) and itself as sources."""
+    context = LookupContext(options, image.path, image.path, image.arch, image.debug_id)
+    refused: list[str] = []
+    debug_files: list[Source] = []
+    for hint in _image_hints(image):
+        if hint.kind in READER_HINTS:
+            continue
+        found = locate(hint, context, refused)
+        if found is not None:
+            debug_files.append(options.open_source(found.path, image_path=image.path, arch=image.arch))
+            break
+    own = options.open_source(image.path, arch=None)
+    if own.debug_info().has_dwarf:
+        debug_files.append(own)
+    return Module(image, debug_files, refused, own_source=own)
+
+
+def _image_hints(image: ObjectFile) -> list[DebugHint]:
+    hints = getattr(image, "debug_hints", None)
+    return list(hints()) if callable(hints) else []
+
+
+def _matches(image: ObjectFile, wanted: str) -> bool:
+    return image.debug_id is not None and DebugId.parse(wanted, image.debug_id.kind) == image.debug_id
+
+
+def _debug_file_by_build_id(wanted: str, options: DiscoveryOptions) -> Module | None:
+    """A separate debug file found by build ID, standing in for a missing binary."""
+    relative = build_id_path(DebugId.parse(wanted, DebugIdKind.GNU_BUILD_ID))
+    if relative is None:
+        return None
+    for directory in options.debug_dirs:
+        path = directory / relative
+        if lies_under(path, directory) and path.is_file():
+            stand_in = options.open(path)
+            if _matches(stand_in, wanted):
+                return module_for(stand_in, options)
+    return None
+
+
+def _binary_candidates(
+    filename: str, name: str, has_id: bool, options: DiscoveryOptions
+) -> Iterator[tuple[Path, bool]]:
+    """(path, matched by name) in search order; a path matched only by ID may be rejected quietly."""
+    seen: set[Path] = set()
+    wanted_name = name.casefold()
+    named = [path for path in options.binaries if name and path.name.casefold() == wanted_name]
+    others = [path for path in options.binaries if has_id and path not in named]
+    ordered = [(path, True) for path in named] + [(path, False) for path in others]
+    if filename and "\0" not in filename:
+        ordered.append((Path(filename), True))
+    if is_file_name(name):
+        ordered += [(path, True) for directory in options.search_paths for path in _named_in(directory, name)]
+    for path, by_name in ordered:
+        key = path.absolute()
+        if key not in seen and path.is_file():
+            seen.add(key)
+            yield path, by_name
+
+
+def _named_in(directory: Path, name: str) -> Iterator[Path]:
+    """``directory/name``, else the entries of ``directory`` whose name matches ignoring case."""
+    exact = directory / name
+    if exact.is_file():
+        yield exact
+        return
+    wanted = name.casefold()
+    try:
+        with os.scandir(directory) as entries:
+            matches = sorted(entry.name for entry in entries if entry.name.casefold() == wanted)
+    except OSError:
+        return
+    for match in matches:
+        yield directory / match

@@ -1,0 +1,143 @@
+"""Where discovery looks, and the cache of files it opened (each opened once, with its resolver)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from symbolize.cache import with_index
+from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
+from symbolize.formats.open import open_object
+from symbolize.formats.types import DebugHint, HintResolver, ObjectFile, SectionSource
+
+DEFAULT_DEBUG_DIRS = (Path("/usr/lib/debug"),)
+
+# (resolved path, slice selector): a fat Mach-O holds one object per architecture.
+_Key = tuple[Path, str | None]
+
+
+class ObjectCache:
+    """Opened object files by resolved path and slice (``arch``), reopened when mtime or size changes.
+
+    A profile maps one library many times (one mapping per segment, per
+    process); each is opened once. :meth:`open` gives the reader itself (an
+    image, or the sections a resolver hands back); :meth:`open_source` the
+    same file answering lookups, from its persistent index when there is one.
+    The cache owns the files: :meth:`close` closes them all.
+    """
+
+    def __init__(self, index_dir: Path | None = None, build_missing_indexes: bool = False) -> None:
+        self._objects: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
+        self._sources: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
+        # Where persistent indexes are read from (None: not used); see symbolize/cache.py.
+        self.index_dir = index_dir
+        self.build_missing_indexes = build_missing_indexes
+
+    def open(self, path: Path, arch: str | None = None, resolver: HintResolver | None = None) -> ObjectFile:
+        """The reader for ``path`` (the ``arch`` slice of a fat file); ``resolver`` serves its hints.
+
+        A file already open keeps the resolver it was first opened with.
+        """
+        key, stamp = self._key(path, arch)
+        cached = self._objects.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        if cached is not None:
+            self._forget(key)
+        opened = open_object(path, arch=arch, resolver=resolver)
+        self._objects[key] = (stamp, opened)
+        return opened
+
+    def open_source(self, path: Path, arch: str | None = None, resolver: HintResolver | None = None) -> ObjectFile:
+        """``path`` answering lookups: from its index in ``index_dir`` when there is one, else the reader."""
+        opened = self.open(path, arch, resolver)
+        key, stamp = self._key(path, arch)
+        cached = self._sources.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        source = with_index(opened, self.index_dir, self.build_missing_indexes)
+        self._sources[key] = (stamp, source)
+        return source
+
+    def _key(self, path: Path, arch: str | None) -> tuple[_Key, tuple[int, int]]:
+        try:
+            stat = path.stat()
+        except FileNotFoundError as err:
+            raise MissingDebugInfoError("file not found", path) from err
+        except OSError as err:
+            raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
+        return (path.resolve(), arch), (stat.st_mtime_ns, stat.st_size)
+
+    def _forget(self, key: _Key) -> None:
+        for table in (self._sources, self._objects):
+            entry = table.pop(key, None)
+            if entry is not None:
+                entry[1].close()
+
+    def index_in_background(self) -> list[Path]:
+        """Start building the indexes this cache found missing, for later runs; returns the files.
+
+        Raises OSError when the builder cannot be started.
+        """
+        if self.index_dir is None:
+            return []
+        from symbolize.formats.elf import ElfFile
+        from symbolize.index.background import start_background_indexing
+
+        # With an index directory, a source comes back as an ElfFile only when it has no index.
+        missing = [
+            opened for _stamp, opened in self._sources.values() if isinstance(opened, ElfFile) and opened.has_dwarf()
+        ]
+        return start_background_indexing(missing, self.index_dir) if missing else []
+
+    def close(self) -> None:
+        for table in (self._sources, self._objects):
+            for _stamp, opened in table.values():
+                opened.close()
+            table.clear()
+
+
+@dataclass
+class DiscoveryOptions:
+    """Where to look. ``cache`` is shared by every lookup made with these options."""
+
+    binaries: Sequence[Path] = ()
+    search_paths: Sequence[Path] = ()
+    debug_dirs: Sequence[Path] = DEFAULT_DEBUG_DIRS
+    cache: ObjectCache = field(default_factory=ObjectCache, repr=False, compare=False)
+
+    def open(self, path: Path, *, image_path: Path | None = None, arch: str | None = None) -> ObjectFile:
+        """The reader for ``path``, whose hints are followed from these options.
+
+        ``image_path`` is the binary ``path`` serves (itself when None): its
+        directory is searched for the files ``path``'s debug info refers to.
+        """
+        return self.cache.open(path, arch, Resolver(self, image_path or path, path, arch))
+
+    def open_source(self, path: Path, *, image_path: Path | None = None, arch: str | None = None) -> ObjectFile:
+        """Like :meth:`open`, answering from the persistent index when there is one."""
+        return self.cache.open_source(path, arch, Resolver(self, image_path or path, path, arch))
+
+
+class Resolver:
+    """The :data:`HintResolver` a reader is opened with: its hints go through the locator registry.
+
+    ``refused`` collects the candidates turned down, for diagnostics.
+    """
+
+    def __init__(self, options: DiscoveryOptions, image_path: Path, asking_path: Path, arch: str | None) -> None:
+        self.options = options
+        self.image_path = image_path
+        self.asking_path = asking_path
+        self.arch = arch
+        self.refused: list[str] = []
+
+    def __call__(self, hint: DebugHint) -> SectionSource | None:
+        from symbolize.discovery.registry import LookupContext, locate
+
+        context = LookupContext(self.options, self.image_path, self.asking_path, self.arch)
+        found = locate(hint, context, self.refused)
+        if found is None or not isinstance(found.opened, SectionSource):
+            return None
+        return found.opened

@@ -1,0 +1,141 @@
+"""The locator registry: one locator per kind of debug hint, and the one loop that runs them.
+
+An image lists its hints (``Image.debug_hints()``: a build ID, a debuglink, a
+PDB path, a dSYM UUID, ...); a reader asks for the files its debug info refers
+to through the resolver it was opened with (a ``.dwo``, the dwz common file, a
+debug map's object). Either way :func:`locate` takes the hint to the locator
+registered for its kind, which says where to look (:meth:`Locator.candidates`)
+and whether a file found is the one meant (:meth:`Locator.refusal`). The loop
+checks the path rules (symbolize/discovery/paths.py), opens each existing
+candidate through the options' cache, keeps the first that verifies, and
+records why the others were refused.
+
+Adding a locator (a PDB's, a dSYM's) is one class registered for its kind::
+
+    from symbolize.discovery.registry import Candidate, LookupContext, register_locator
+
+    class PdbLocator:
+        def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
+            # symbol-store layout under each --debug-dir / --search-path:
+            #   <root>/name.pdb/<GUID><age>/name.pdb       (str(hint.debug_id) is "<GUID><age>")
+            # then the RSDS path's base name beside the image and in the search paths.
+            ...
+
+        def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
+            return debug_id_refusal(hint.debug_id, found.debug_id)
+
+    register_locator(HintKind.PDB, PdbLocator())
+
+and imported once from ``symbolize/discovery/__init__.py`` so it registers.
+Yield each candidate with the directory it was looked up under as its
+``root`` (``Candidate(root / name, root)``), after checking the name with
+:func:`symbolize.discovery.paths.is_file_name`; ``root=None`` only for an
+explicit argument or a path the image records, and then the file must verify
+by its ID. Open nothing in ``candidates``: the loop opens, with the image's
+``arch``, so a fat file's slice is the image's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from symbolize.discovery.paths import lies_under
+from symbolize.formats.errors import SymbolizeError
+from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
+
+if TYPE_CHECKING:
+    from symbolize.discovery.options import DiscoveryOptions
+
+# Hints a reader asks for through its resolver while decoding; every other kind names a
+# module's debug file and is tried, in the image's order, when the module is opened.
+READER_HINTS = frozenset({HintKind.SUPPLEMENTARY, HintKind.SPLIT_DWARF, HintKind.DEBUG_MAP_OBJECT})
+
+
+class Candidate(NamedTuple):
+    """A path to try, and the directory it was looked up under (None: explicit or recorded by the file)."""
+
+    path: Path
+    root: Path | None
+
+
+class LookupContext(NamedTuple):
+    """Who asks: the image (its path, arch, debug ID), the file whose hint it is, and where to look."""
+
+    options: DiscoveryOptions
+    image_path: Path
+    asking_path: Path
+    arch: str | None = None
+    image_debug_id: DebugId | None = None
+
+
+class Located(NamedTuple):
+    path: Path
+    opened: ObjectFile
+
+
+class Locator(Protocol):
+    """Finds and verifies the file one kind of hint names."""
+
+    def candidates(self, hint: DebugHint, context: LookupContext) -> Iterable[Candidate]:
+        """Paths to try, best first; existence is checked by the caller."""
+        ...
+
+    def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
+        """Why ``found`` is not the file ``hint`` names, or None when it is."""
+        ...
+
+
+_LOCATORS: dict[HintKind, Locator] = {}
+
+
+def register_locator(kind: HintKind, locator: Locator) -> Locator:
+    """Make ``locator`` the one that follows hints of ``kind`` (replacing any before it)."""
+    _LOCATORS[kind] = locator
+    return locator
+
+
+def registered_kinds() -> frozenset[HintKind]:
+    return frozenset(_LOCATORS)
+
+
+def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Located | None:
+    """The first file ``hint`` names that exists, obeys the path rules and verifies; None if none.
+
+    Refused candidates are appended to ``refused`` as ``"path: reason"``.
+    A hint of a kind no locator follows finds nothing.
+    """
+    locator = _LOCATORS.get(hint.kind)
+    if locator is None:
+        return None
+    seen = {context.asking_path.resolve(), context.image_path.resolve()}
+    for candidate in locator.candidates(hint, context):
+        path = candidate.path
+        if candidate.root is not None and not lies_under(path, candidate.root):
+            refused.append(f"{path}: outside {candidate.root}, where it was looked up")
+            continue
+        if not path.is_file():
+            continue
+        key = path.resolve()
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            opened = context.options.open(path, image_path=context.image_path, arch=context.arch)
+        except SymbolizeError as err:
+            refused.append(str(err))
+            continue
+        reason = locator.refusal(hint, opened, context)
+        if reason is not None:
+            refused.append(f"{path}: {reason}")
+            continue
+        return Located(path, opened)
+    return None
+
+
+def debug_id_refusal(expected: DebugId | None, found: DebugId | None, what: str = "the one asked for") -> str | None:
+    """A refusal when ``found`` is not ``expected`` (compared as values); None when they agree or none is asked."""
+    if expected is None or found == expected:
+        return None
+    return f"debug ID {found if found is not None else 'none'} does not match {what} {expected}"
