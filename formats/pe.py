@@ -138,7 +138,8 @@ class PeFile:
         finally:
             pe.close()
         record = self.codeview
-        self.debug_id = DebugId(DebugIdKind.PDB, record.guid, record.age) if record and record.signature == "RSDS" else None
+        is_rsds = record is not None and record.signature == "RSDS"
+        self.debug_id = DebugId(DebugIdKind.PDB, record.guid, record.age) if record and is_rsds else None
         # Why the PDB this image names cannot be used, when it cannot ("" when it can or there is none).
         self.unsupported_debug_reason = (
             "the CodeView record is NB10 (a PDB 2.0 from Visual C++ 6 or older), which is not supported"

@@ -137,9 +137,9 @@ def test_frames_agree_with_llvm_symbolizer(expected_path: Path) -> None:
     outcomes = {entry["address"]: _classify(expected_path, entry) for entry in expected["addresses"]}
     assert [address for address, outcome in outcomes.items() if outcome == "DIFFERENT"] == []
     # Most answers must be identical, not explained away: the rules cover a minority.
-    assert sum(outcome == "same" for outcome in outcomes.values()) >= len(outcomes) // 2 or expected_path.stem.startswith(
-        "win32"
-    )
+    # (All of the 32-bit variant's names are decorated, so there "undecorated" is the majority.)
+    same = sum(outcome in ("same", "undecorated") for outcome in outcomes.values())
+    assert same >= len(outcomes) // 2
 
 
 @pytest.mark.parametrize("expected_path", EXPECTED, ids=lambda p: p.stem)

@@ -256,7 +256,8 @@ def _compressed(data: bytes, position: int) -> tuple[int, int]:
     if first & 0xE0 == 0xC0:
         if position + 4 > len(data):
             raise CodeViewError("binary annotation operand is cut off", position)
-        return (first & 0x1F) << 24 | data[position + 1] << 16 | data[position + 2] << 8 | data[position + 3], position + 4
+        value = (first & 0x1F) << 24 | data[position + 1] << 16 | data[position + 2] << 8 | data[position + 3]
+        return value, position + 4
     raise CodeViewError(f"bad compressed annotation byte {first:#x}", position)
 
 

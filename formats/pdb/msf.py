@@ -80,7 +80,7 @@ class MsfFile:
         self._stream_blocks, self._stream_sizes = self._parse_directory(directory)
 
     def _block_offset(self, block: int, what: str) -> int:
-        offset = block * self.block_size
+        offset: int = block * self.block_size
         if block >= self.num_blocks or offset >= len(self._data):
             raise MalformedInputError(f"{what} names block {block}, past the end of the file", self.path, offset)
         if block == 0:
@@ -95,7 +95,7 @@ class MsfFile:
             offset = self._block_offset(block, what)
             take = min(remaining, self.block_size)
             if offset + take > len(self._data):
-                raise MalformedInputError(f"{what} block {block} is cut short by the end of the file", self.path, offset)
+                raise MalformedInputError(f"{what} block {block} is cut short by the file's end", self.path, offset)
             pieces.append(self._data[offset : offset + take])
             remaining -= take
         if remaining > 0:

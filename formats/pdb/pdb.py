@@ -36,6 +36,7 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,10 +70,13 @@ from symbolize.formats.pdb.streams import (
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,
+    DebugHint,
     DebugId,
     DebugIdKind,
     DebugInfoSummary,
     Frame,
+    Image,
+    Segment,
     Symbol,
 )
 
@@ -130,10 +134,12 @@ class PdbFile:
     """
 
     format = "pdb"
+    position_dependent = False
 
     def __init__(self, path: Path, image_base: int = 0, data: bytes | None = None) -> None:
         self.path = path
         self.image_base = image_base
+        self.load_base = image_base
         if data is None:
             try:
                 data = path.read_bytes()
@@ -150,7 +156,7 @@ class PdbFile:
                 path,
             )
         self.dbi = parse_dbi_stream(self._msf.stream(DBI_STREAM), path)
-        self.debug_id = DebugId(DebugIdKind.PDB, self.info.guid, self.dbi.age)
+        self.debug_id: DebugId | None = DebugId(DebugIdKind.PDB, self.info.guid, self.dbi.age)
         self.is_32bit = self.dbi.machine == _MACHINE_I386
         self.arch = {0x8664: "x86_64", _MACHINE_I386: "i386", 0xAA64: "aarch64"}.get(self.dbi.machine, "unknown")
         self.sections: list[ImageSection] = (
@@ -166,6 +172,23 @@ class PdbFile:
         self._public_keys: list[tuple[int, int]] = []
         self._decoded: dict[int, _DecodedModule] = {}
         self._lookup = AnswerLookup(self.answer_regions(), self.answers)
+
+    def bind_image(self, image: Image) -> None:
+        """Answer at the vaddrs of ``image`` (its ``load_base`` is the ImageBase the PDB's RVAs add to)."""
+        if image.load_base != self.image_base:
+            self.image_base = self.load_base = image.load_base
+            self._lookup = AnswerLookup(self.answer_regions(), self.answers)
+            self._decoded.clear()
+
+    def segments(self) -> Sequence[Segment]:
+        """The image's sections as the PDB records them (no file offsets: a PDB holds no code)."""
+        return [
+            Segment(self.image_base + s.rva, s.virtual_size, 0, 0, bool(s.characteristics & 0x20000000), s.name)
+            for s in self.sections
+        ]
+
+    def debug_hints(self) -> Sequence[DebugHint]:
+        return []
 
     # --- addresses -------------------------------------------------------------
 
@@ -303,7 +326,7 @@ class PdbFile:
             start = bisect_right(points, low) - 1
             inside = [low, *(p for p in points[start + 1 :] if p < high)] if start >= 0 else [low]
             bounds = [*sorted(set(inside)), high]
-            for run_low, run_high in zip(bounds, bounds[1:], strict=False):
+            for run_low, run_high in pairwise(bounds):
                 frames = self._frames_in_module(decoded, run_low)
                 if not frames:
                     continue
@@ -354,7 +377,7 @@ class PdbFile:
             return None
 
     def _decode_module(self, module: ModuleInfo) -> _DecodedModule:
-        decoded = self._decoded.get(module.index)
+        decoded = self._decoded.get(module.number)
         if decoded is None:
             stream = self._msf.stream(module.stream)
             try:
@@ -362,16 +385,16 @@ class PdbFile:
             except (CodeViewError, struct.error) as err:
                 offset = err.offset if isinstance(err, CodeViewError) else None
                 raise MalformedInputError(
-                    f"module {module.index} ({module.name}) stream {module.stream}: {err}", self.path, offset
+                    f"module {module.number} ({module.name}) stream {module.stream}: {err}", self.path, offset
                 ) from err
-            self._decoded[module.index] = decoded
+            self._decoded[module.number] = decoded
         return decoded
 
     def _decode_module_stream(self, stream: bytes, module: ModuleInfo) -> _DecodedModule:
         symbols_end = module.symbols_size
         c13_start = symbols_end + module.c11_size
         c13_end = c13_start + module.c13_size
-        if c13_end > len(stream) or symbols_end < 4 and module.symbols_size:
+        if c13_end > len(stream) or (symbols_end < 4 and module.symbols_size):
             raise CodeViewError(
                 f"symbols, C11 and C13 sizes ({module.symbols_size}, {module.c11_size}, {module.c13_size}) "
                 f"exceed the {len(stream)}-byte stream",
@@ -463,9 +486,11 @@ class PdbFile:
                     continue
                 # A file block's code is taken to start at its fragment's start, at its first row's
                 # line (llvm-symbolizer 14 reads it so: code before the first row is not unnamed).
-                first, last = block.rows[0], block.rows[-1]
+                rows = block.rows
+                first, last = rows[0], rows[-1]
                 group = [_LineEntry(base, first[1], first[2], block.file_id, False)]
-                group += [_LineEntry(base + offset, line, column, block.file_id, False) for offset, line, column in block.rows]
+                file_id = block.file_id
+                group += [_LineEntry(base + offset, line, column, file_id, False) for offset, line, column in rows]
                 group.append(_LineEntry(base + fragment.code_size, last[1], last[2], block.file_id, True))
                 groups.append(group)
         groups.sort(key=lambda group: group[0].vaddr)

@@ -108,7 +108,7 @@ def _bit_vector(data: bytes, position: int, path: Path) -> tuple[tuple[int, ...]
 class ModuleInfo(NamedTuple):
     """One DBI module (an object file, or the linker's own): where its symbols and lines are."""
 
-    index: int
+    number: int
     name: str
     object_name: str
     stream: int  # 0xFFFF when the module has no debug stream
@@ -160,7 +160,7 @@ def parse_dbi_stream(data: bytes, path: Path) -> DbiStream:
         raise _fail(f"DBI stream of {len(data)} bytes is shorter than its header", path)
     (signature, _version, age, global_stream, _build, public_stream, _dll_version, symbol_record_stream,
      _rebuild, modules_size, contributions_size, section_map_size, source_info_size, type_server_map_size,
-     _mfc_index, optional_header_size, ec_size, flags, machine, _padding) = _DBI_HEADER.unpack_from(data, 0)  # fmt: skip
+     _mfc_index, optional_header_size, ec_size, flags, machine, _pad) = _DBI_HEADER.unpack_from(data, 0)  # fmt: skip
     if signature != -1:
         raise _fail(f"DBI stream has signature {signature}, not -1", path)
     sizes = [modules_size, contributions_size, section_map_size, source_info_size, type_server_map_size,
@@ -177,9 +177,8 @@ def parse_dbi_stream(data: bytes, path: Path) -> DbiStream:
     optional = data[position : position + optional_header_size]
     count = len(optional) // 2
     debug_streams = struct.unpack_from(f"<{count}H", optional, 0) if count else ()
-    section_headers = (
-        debug_streams[_OPTIONAL_SECTION_HEADERS] if len(debug_streams) > _OPTIONAL_SECTION_HEADERS else _NIL_STREAM_INDEX
-    )
+    has_headers = len(debug_streams) > _OPTIONAL_SECTION_HEADERS
+    section_headers = debug_streams[_OPTIONAL_SECTION_HEADERS] if has_headers else _NIL_STREAM_INDEX
     return DbiStream(
         age, global_stream, public_stream, symbol_record_stream, machine, flags, modules, contributions, section_map,
         section_headers,
@@ -187,7 +186,7 @@ def parse_dbi_stream(data: bytes, path: Path) -> DbiStream:
 
 
 def _parse_modules(data: bytes, path: Path) -> list[ModuleInfo]:
-    modules = []
+    modules: list[ModuleInfo] = []
     position = 0
     while position + _MODULE_INFO.size <= len(data):
         (_unused, _contribution, _flags, stream, symbols_size, c11_size, c13_size, _files, _pad, _unused2,
