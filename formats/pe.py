@@ -153,12 +153,16 @@ class PeFile:
         if name.startswith("/") and name[1:].isdigit():
             # A long name: "/N" is an offset into the COFF string table ("Section Table", Name).
             name = _c_string(self._string_table, int(name[1:])) or name
+        file_offset: int = getattr(section, "PointerToRawData")  # noqa: B009
+        raw_size: int = getattr(section, "SizeOfRawData")  # noqa: B009
+        if raw_size and file_offset + raw_size > len(self._data):
+            raise self._fail(f"section {name} ({raw_size} bytes) extends past end of file", file_offset)
         return _Section(
             name=name,
             rva=getattr(section, "VirtualAddress"),  # noqa: B009
             virtual_size=getattr(section, "Misc_VirtualSize"),  # noqa: B009
-            file_offset=getattr(section, "PointerToRawData"),  # noqa: B009
-            raw_size=getattr(section, "SizeOfRawData"),  # noqa: B009
+            file_offset=file_offset,
+            raw_size=raw_size,
             characteristics=getattr(section, "Characteristics"),  # noqa: B009
         )
 
