@@ -1,7 +1,10 @@
 """Reading and writing pprof profiles (``perftools.profiles.Profile``, profile.proto).
 
 A profile file is the serialized message, optionally gzip-compressed (RFC 1952);
-compression is recognised by the gzip magic bytes, never by the file name.
+compression is recognised by the gzip magic bytes, never by the file name. gperftools'
+heap (``heap_v2``, ``heapprofile``) and CPU profiles are recognised by their bytes too and
+parsed into the same message (:mod:`symbolize.profiles`); other text is refused, saying
+what it looked like.
 Fields this toolkit does not know are kept by protobuf and written back as read.
 """
 
@@ -17,6 +20,7 @@ from pathlib import Path
 from google.protobuf.message import DecodeError
 
 from symbolize.formats.errors import MalformedInputError
+from symbolize.profiles import describe_text, parse_foreign_profile
 from symbolize.proto.profile_pb2 import Profile
 
 __all__ = ["GZIP_MAGIC", "Profile", "StringTable", "parse_profile", "read_profile", "write_profile"]
@@ -28,7 +32,8 @@ def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, 
     """Decode profile bytes, gunzipping them first when they start with the gzip magic.
 
     Returns the message and whether the bytes were gzipped. ``path`` only names
-    the source in errors.
+    the source in errors. gperftools profiles are parsed by :mod:`symbolize.profiles`;
+    text that is no profile read here raises ``MalformedInputError("not a profile: ...")``.
     """
     was_gzipped = data[:2] == GZIP_MAGIC
     if was_gzipped:
@@ -36,6 +41,16 @@ def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, 
             data = gzip_module.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
             raise MalformedInputError(f"corrupt gzip stream: {exc}", path) from exc
+    foreign = parse_foreign_profile(data, path)
+    if foreign is not None:
+        return foreign, was_gzipped
+    # A serialized Profile is never all text: string_table[0] == "" alone encodes as b"2\x00".
+    looks_like = describe_text(data)
+    if looks_like is not None:
+        raise MalformedInputError(
+            f"not a profile: {looks_like} (read: pprof protobuf; gperftools heap_v2, heapprofile and CPU profiles)",
+            path,
+        )
     profile = Profile()
     try:
         profile.ParseFromString(data)

@@ -22,7 +22,10 @@ from symbolize.proto.profile_pb2 import Mapping, Profile
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin"
-PROFILES = sorted(p for p in (FIXTURES / "profiles").glob("*.pb*") if p.is_file())
+# pprof profiles from the fixture sampler, and gperftools' own formats (fixtures/make_gperf_profiles.py).
+PROFILES = sorted(p for p in (FIXTURES / "profiles").glob("*.pb*") if p.is_file()) + sorted(
+    (FIXTURES / "profiles" / "gperftools").iterdir()
+)
 LLVM_SYMBOLIZER = shutil.which("llvm-symbolizer")
 
 
@@ -31,7 +34,8 @@ def _fixture_mappings(profile: Profile) -> dict[int, Path]:
     strings = StringTable(profile)
     found = {}
     for mapping in profile.mapping:
-        candidate = BIN / Path(strings.get(mapping.filename)).name
+        # Windows-shaped profiles name modules with backslashes.
+        candidate = BIN / strings.get(mapping.filename).replace("\\", "/").rsplit("/", 1)[-1]
         if strings.get(mapping.filename) and candidate.is_file():
             found[mapping.id] = candidate
     return found
