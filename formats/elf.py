@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
+from symbolize.formats.facts import Coverage, SectionFact, merge_ranges
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
 from symbolize.formats.types import (
     DebugHint,
@@ -59,6 +60,7 @@ SHT_NOTE = 7
 SHT_NOBITS = 8
 SHT_DYNSYM = 11
 SHF_COMPRESSED = 0x800
+SHF_EXECINSTR = 0x4
 SHN_UNDEF = 0
 SHN_LORESERVE = 0xFF00
 SHN_XINDEX = 0xFFFF
@@ -681,6 +683,37 @@ class ElfFile:
                 split_dwarf=split,
             )
         return self._summary
+
+
+    # --- facts for the auditor (symbolize/audit) -------------------------------
+
+    def section_facts(self) -> tuple[SectionFact, ...]:
+        """Every section: name, address, size, whether it holds code, whether it is compressed."""
+        return tuple(
+            SectionFact(
+                section.name,
+                section.sh_addr,
+                section.sh_size,
+                bool(section.sh_flags & SHF_EXECINSTR),
+                bool(section.sh_flags & SHF_COMPRESSED) or section.name.startswith(".zdebug"),
+                section.sh_type == SHT_NOBITS,
+            )
+            for section in self._sections
+        )
+
+    def coverage(self) -> Coverage:
+        """What this file's symbol index and DWARF cover (see symbolize.formats.facts)."""
+        from symbolize.formats.dwarf.coverage import dwarf_coverage
+
+        starts, ends, _symbols = self._symbol_index()
+        symbols = merge_ranges(zip(starts, ends, strict=True))
+        try:
+            dwarf = self._dwarf_info()
+            found = dwarf_coverage(dwarf) if dwarf is not None else Coverage()
+        except MalformedInputError as err:
+            # Broken DWARF covers nothing; the symbol table still names what it names.
+            found = Coverage(broken_units=(str(err),))
+        return found._replace(symbols=symbols)
 
 
 def _preference(entry: _FunctionSymbol) -> tuple[int, tuple[int, int]]:

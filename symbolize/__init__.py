@@ -27,7 +27,7 @@ if TYPE_CHECKING:
         UnsupportedFormatError,
     )
     from symbolize.formats.types import DebugId, DebugIdKind, Frame, Symbol
-    from symbolize.module import Module, Unknown
+    from symbolize.module import Module, Reason, Unknown
     from symbolize.pprof import Profile, read_profile, write_profile
     from symbolize.summary import MappingSummary, Summary
 
@@ -44,6 +44,7 @@ _EXPORTS = {
     "MissingDebugInfoError": "symbolize.errors",
     "Module": "symbolize.module",
     "Profile": "symbolize.pprof",
+    "Reason": "symbolize.module",
     "Summary": "symbolize.summary",
     "Symbol": "symbolize.formats.types",
     "SymbolizeError": "symbolize.errors",
@@ -70,6 +71,7 @@ __all__ = [
     "MissingDebugInfoError",
     "Module",
     "Profile",
+    "Reason",
     "Summary",
     "Symbol",
     "SymbolizeError",
@@ -78,12 +80,20 @@ __all__ = [
     "demangle",
     "discovery_options",
     "lookup",
+    "native_status",
     "open_module",
     "read_profile",
     "symbolize_file",
     "symbolize_profile",
     "write_profile",
 ]
+
+
+def native_status() -> str:
+    """``compiled kernels: yes``, or ``no (why)``: whether readers run their Rust twins (``native/``)."""
+    from symbolize.formats.native import status
+
+    return status()
 
 
 def __getattr__(name: str) -> Any:

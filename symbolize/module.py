@@ -1,6 +1,8 @@
 """An image and its symbol sources, opened together: the unit of lookup.
 
-- ``Unknown(reason)`` is the result for an address that cannot be named.
+- ``Unknown(reason, detail)`` is the result for an address that cannot be
+  named: a :class:`Reason` (a small enum, what summaries count by) and a
+  detail text for people (an error's message, a path), often "".
 - ``Module.lookup(vaddrs)`` returns exactly one result per input, in order:
   a non-empty list of raw (not demangled) frames, innermost first, or Unknown.
   One bad address never fails the batch; a broken file raises SymbolizeError.
@@ -11,16 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Generic, NamedTuple, Protocol, TypeVar, cast
 
-from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.errors import (
+    DebugIdMismatchError,
+    MalformedInputError,
+    MissingDebugInfoError,
+    SymbolizeError,
+    UnsupportedFormatError,
+)
 from symbolize.formats.types import DebugId, DebugInfoSummary, Frame, Image
 
 T = TypeVar("T")
 
-NO_SYMBOL = "no symbol covers address"
-NO_DEBUG_INFO = "no debug info"
 
 
 class Source(Protocol):
@@ -36,10 +43,40 @@ class Source(Protocol):
     def close(self) -> None: ...
 
 
-class Unknown(NamedTuple):
-    """Why an address could not be named."""
+class Reason(Enum):
+    """Why an address was left unnamed. The values are what ``--json-summary`` and ``lookup --json`` print."""
 
-    reason: str
+    NO_MAPPING = "no-mapping"  # the location names no mapping
+    NOT_A_FILE = "not-a-file"  # [vdso], //anon, the kernel, a mapping without a file name
+    BINARY_NOT_FOUND = "binary-not-found"
+    DEBUG_ID_MISMATCH = "debug-id-mismatch"  # files of that name exist, none of that build
+    UNSUPPORTED_FILE = "unsupported-file"  # a format not read (yet), or not an object file
+    UNREADABLE_FILE = "unreadable-file"  # permissions, I/O errors
+    NO_DEBUG_INFO = "no-debug-info"  # neither symbols nor debug info anywhere
+    OUTSIDE_FILE = "outside-file"  # the runtime address falls in none of the file's segments
+    NOT_COVERED = "not-covered"  # names exist, but none covers this address
+    DAMAGED_DEBUG_INFO = "damaged-debug-info"  # the file or the unit covering the address is broken
+    NOT_AN_ADDRESS = "not-an-address"  # lookup input that does not parse as an address
+
+
+class Unknown(NamedTuple):
+    """Why an address could not be named: ``reason`` to count, ``detail`` to read ("" when the reason says it all)."""
+
+    reason: Reason
+    detail: str = ""
+
+
+def reason_for_error(error: SymbolizeError | OSError) -> Reason:
+    """The Reason a failure to open or read a module's files stands for."""
+    if isinstance(error, DebugIdMismatchError):
+        return Reason.DEBUG_ID_MISMATCH
+    if isinstance(error, MissingDebugInfoError):
+        return Reason.BINARY_NOT_FOUND
+    if isinstance(error, MalformedInputError):
+        return Reason.DAMAGED_DEBUG_INFO
+    if isinstance(error, UnsupportedFormatError):
+        return Reason.UNSUPPORTED_FILE
+    return Reason.UNREADABLE_FILE
 
 
 @dataclass
@@ -103,8 +140,8 @@ class Module:
             if frames:
                 return frames
         if error is not None:
-            return Unknown(str(error))
-        return Unknown(NO_SYMBOL if self._anything_has_names() else NO_DEBUG_INFO)
+            return Unknown(Reason.DAMAGED_DEBUG_INFO, str(error))
+        return Unknown(Reason.NOT_COVERED if self._anything_has_names() else Reason.NO_DEBUG_INFO)
 
     def _anything_has_names(self) -> bool:
         if self._has_names is None:

@@ -1,62 +1,168 @@
-"""Address normalization: a runtime address in a pprof mapping to a vaddr in the object file.
+"""Address normalization: a runtime address in a pprof mapping to a vaddr in the image, per format.
 
 A pprof ``Mapping`` (profile.proto) says that ``[memory_start, memory_limit)``
-of the process shows the file from ``file_offset`` on. The loader places each
-``PT_LOAD`` segment (gABI chapter 5, "Program Header") so that its file bytes
-at ``p_offset`` appear at ``p_vaddr + bias``; this module inverts that, as
-pprof's ``elfexec.GetBase`` and blazesym's ``normalize`` do.
+of the process shows the file from ``file_offset`` on. Producers fill it in
+several ways; every convention the toolkit accepts is listed here, and
+nothing else in the toolkit turns runtime addresses into vaddrs.
+
+ELF (gABI chapter 5, "Program Header"; pprof's ``elfexec.GetBase``): the loader
+maps each ``PT_LOAD`` from its file page at ``page_floor(p_vaddr) + bias``.
+
+- ``ET_EXEC`` (``position_dependent``): the runtime address is the vaddr.
+- Per-segment mapping, one ``/proc/<pid>/maps`` line (pprof's own convention,
+  gperftools): ``file_offset + (runtime_addr - memory_start)`` is a file
+  offset; the ``PT_LOAD`` holding it gives the vaddr. This includes lld's
+  layout, where the code segment shares file page 0 with a small read-only
+  segment: its ``r-xp`` line starts one page above the load base with file
+  offset 0, and pprof keeps only such lines when it converts a gperftools
+  profile.
+- Whole-module mapping (one mapping from the module's lowest to its highest
+  address, file offset 0 or unset; our daemon-style producer, perf-to-pprof
+  converters): the start is the image's ``load_base`` (the first ``PT_LOAD``'s
+  page) moved by the bias, so ``vaddr = runtime_addr - (memory_start - load_base)``.
+  Told apart from a per-segment line with offset 0 by its size: a mapping
+  larger than any single segment mapped from file page 0 could be (or one
+  without a limit) is whole-module. Within the first segment both rules agree.
+
+PE (PE/COFF specification, "Section Table"; the image's ``segments()`` are its
+sections, ``vaddr = ImageBase + VirtualAddress``, and ``load_base`` is
+``ImageBase``):
+
+- Module mapping (start = module base, file offset 0 or unset: ETW, Windows
+  minidumps, every Windows profiler): ``rva = runtime_addr - memory_start``,
+  ``vaddr = load_base + rva``.
+- A mapping carrying a file offset (a PE mapped section by section from the
+  file, as Wine does): the section holding ``file_offset + (runtime_addr -
+  memory_start)`` gives the vaddr.
+
+Mach-O (``<mach-o/loader.h>``; ``load_base`` is the ``__TEXT`` vmaddr,
+segments carry their names):
+
+- The mapping starts at ``__TEXT``: ``slide = memory_start - load_base``,
+  ``vaddr = runtime_addr - slide`` (dyld's ``_dyld_get_image_header`` is the
+  ``__TEXT`` address; vmmap and Instruments report the same).
+- Except a producer walking dyld's image list that reports a main
+  executable from its lowest segment *including* ``__PAGEZERO``: the mapping
+  is then larger than the image from ``__TEXT`` on, so when its size exceeds
+  ``high - load_base`` (``high`` the end of the last segment), the start
+  stands for the lowest segment: ``slide = memory_start - low``.
+- A nonzero file offset is read as for ELF, through the segments' file
+  offsets (slice-relative in a fat file).
+
+In every format a vaddr that falls in no segment's memory (``__PAGEZERO``
+excluded) is None: the caller reports it as outside the file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from symbolize.formats.types import Image, Segment
 
 # Mappings start on a page boundary; 4 KiB is the smallest page of every Linux target, and the
 # first PT_LOAD's vaddr and file offset agree modulo any page size the loader used.
 PAGE_SIZE = 0x1000
+PAGEZERO = "__PAGEZERO"
+
+# runtime address -> vaddr, or None when no segment holds it; built once per mapping.
+Translator = Callable[[int], "int | None"]
 
 
 def runtime_to_vaddr(
-    binary: Image,
+    image: Image,
     memory_start: int,
     memory_limit: int,
     file_offset: int | None,
     runtime_addr: int,
 ) -> int | None:
-    """The vaddr of ``runtime_addr`` in ``binary``, or None when no loaded segment holds it.
+    """The vaddr of ``runtime_addr`` in ``image``, or None when no segment holds it (rules above)."""
+    return translator(image, memory_start, memory_limit, file_offset)(runtime_addr)
 
-    Position-dependent executables (ET_EXEC) are loaded at their vaddrs, so
-    the runtime address is the vaddr. Otherwise two rules apply:
 
-    - offset rule: ``file_offset + (runtime_addr - memory_start)`` is a file
-      offset; the PT_LOAD holding it translates it to a vaddr. Right for a
-      real ``/proc/<pid>/maps`` line, one mapping per segment.
-    - bias rule: the mapping starts at the first PT_LOAD's page, so
-      ``bias = memory_start - page_floor(first.vaddr)``. Right for producers
-      that emit one mapping spanning the whole module with offset 0.
+def translator(image: Image, memory_start: int, memory_limit: int, file_offset: int | None) -> Translator:
+    """The runtime-to-vaddr rule for one mapping of ``image`` (see the module docstring).
 
-    With offset 0 (or None) both rules agree inside the first segment's file
-    range, which is all a real offset-0 mapping can cover. Beyond it, only a
-    whole-module mapping can reach, and there the offset rule would read the
-    gaps between segments wrongly (vaddr gaps are not file gaps), so the
-    bias rule is used.
+    ``memory_limit <= memory_start`` means the producer gave no limit.
     """
-    if memory_limit > memory_start and not memory_start <= runtime_addr < memory_limit:
-        return None
-    segments = binary.segments()
+    segments = tuple(image.segments())
+    has_limit = memory_limit > memory_start
     if not segments:
-        return None
-    if binary.position_dependent:
-        return runtime_addr if _in_memory(segments, runtime_addr) else None
-    offset = (file_offset or 0) + (runtime_addr - memory_start)
-    if not file_offset:
-        first = min(segments, key=lambda segment: segment.vaddr)
-        if not first.file_offset <= offset < first.file_offset + first.filesz:
-            vaddr = runtime_addr - (memory_start - binary.load_base)
-            return vaddr if _in_memory(segments, vaddr) else None
-    return _offset_to_vaddr(segments, offset)
+        return _nowhere
+    if image.format == "pe":
+        rule = _pe_rule(image, segments, memory_start, file_offset)
+    elif image.format == "macho":
+        rule = _macho_rule(image, segments, memory_start, memory_limit, file_offset)
+    else:
+        rule = _elf_rule(image, segments, memory_start, memory_limit, file_offset)
+    if not has_limit:
+        return rule
+
+    def bounded(runtime_addr: int) -> int | None:
+        return rule(runtime_addr) if memory_start <= runtime_addr < memory_limit else None
+
+    return bounded
+
+
+def _nowhere(runtime_addr: int) -> int | None:
+    return None
+
+
+def _elf_rule(
+    image: Image, segments: Sequence[Segment], memory_start: int, memory_limit: int, file_offset: int | None
+) -> Translator:
+    if image.position_dependent:
+        return lambda runtime_addr: runtime_addr if _in_memory(segments, runtime_addr) else None
+    if not file_offset and _is_whole_module(segments, memory_start, memory_limit):
+        return _biased(segments, memory_start - image.load_base)
+    return _by_file_offset(segments, memory_start, file_offset or 0)
+
+
+def _is_whole_module(segments: Sequence[Segment], memory_start: int, memory_limit: int) -> bool:
+    """Whether an offset-0 mapping is larger than any one segment mapped from file page 0 could be."""
+    if memory_limit <= memory_start:
+        return True
+    from_first_page = [segment for segment in segments if segment.file_offset < PAGE_SIZE]
+    largest = max(
+        (_page_ceil(segment.vaddr + segment.memsz) - _page_floor(segment.vaddr) for segment in from_first_page),
+        default=0,
+    )
+    return memory_limit - memory_start > largest
+
+
+def _pe_rule(image: Image, segments: Sequence[Segment], memory_start: int, file_offset: int | None) -> Translator:
+    if file_offset:
+        return _by_file_offset(segments, memory_start, file_offset)
+    image_base = image.load_base
+    # The headers (RVA 0 up to the first section) are part of the image too, but hold no code.
+    return _biased(segments, memory_start - image_base)
+
+
+def _macho_rule(
+    image: Image, segments: Sequence[Segment], memory_start: int, memory_limit: int, file_offset: int | None
+) -> Translator:
+    mapped = tuple(segment for segment in segments if segment.name != PAGEZERO)
+    if file_offset:
+        return _by_file_offset(mapped, memory_start, file_offset)
+    low = min(segment.vaddr for segment in segments)
+    high = max(segment.vaddr + segment.memsz for segment in segments)
+    text = image.load_base
+    starts_at_lowest = memory_limit > memory_start and low < text and memory_limit - memory_start > high - text
+    return _biased(mapped, memory_start - (low if starts_at_lowest else text))
+
+
+def _biased(segments: Sequence[Segment], bias: int) -> Translator:
+    def rule(runtime_addr: int) -> int | None:
+        vaddr = runtime_addr - bias
+        return vaddr if _in_memory(segments, vaddr) else None
+
+    return rule
+
+
+def _by_file_offset(segments: Sequence[Segment], memory_start: int, file_offset: int) -> Translator:
+    def rule(runtime_addr: int) -> int | None:
+        return _offset_to_vaddr(segments, file_offset + (runtime_addr - memory_start))
+
+    return rule
 
 
 def _in_memory(segments: Sequence[Segment], vaddr: int) -> bool:
@@ -72,3 +178,11 @@ def _offset_to_vaddr(segments: Sequence[Segment], offset: int) -> int | None:
         if segment.file_offset <= offset < segment.file_offset + segment.memsz:
             return segment.vaddr + (offset - segment.file_offset)
     return None
+
+
+def _page_floor(value: int) -> int:
+    return value // PAGE_SIZE * PAGE_SIZE
+
+
+def _page_ceil(value: int) -> int:
+    return -(-value // PAGE_SIZE) * PAGE_SIZE

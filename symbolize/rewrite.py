@@ -32,20 +32,19 @@ from symbolize.demangle import DemangleMode, demangle
 from symbolize.discovery import DiscoveryOptions, find_module
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
-from symbolize.module import Module, PerFrame, Unknown
-from symbolize.normalize import runtime_to_vaddr
+from symbolize.module import Module, PerFrame, Reason, Unknown, reason_for_error
+from symbolize.normalize import translator
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Function, Location, Mapping, Profile
 from symbolize.summary import MappingSummary, Summary
 
 __all__ = ["ModuleOpener", "RewriteOptions", "normalize_build_id", "symbolize_profile"]
 
-# (mapping filename, build ID as lowercase hex or None, discovery options) -> Module.
+# (mapping filename, the mapping's debug ID text or None, discovery options) -> Module.
 ModuleOpener = Callable[[str, str | None, DiscoveryOptions], Module]
 
 KERNEL_ADDRESS_START = 0xFFFF800000000000
 ON_CPU_SAMPLE_TYPES = frozenset({"cpu", "samples"})
-OUTSIDE_SEGMENTS = "address outside the file's segments"
 ALREADY_SYMBOLIZED = "already symbolized"
 
 
@@ -87,8 +86,13 @@ class _MappingWork:
 
 
 def normalize_build_id(text: str) -> str | None:
-    """A mapping's build ID as lowercase hex without dashes, or None when it is empty."""
-    cleaned = text.replace("-", "").strip().lower()
+    """A mapping's debug ID text, stripped, or None when it is empty.
+
+    Kept as text: discovery parses it as each candidate's kind of debug ID
+    (``DebugId.parse``) and compares values, so a GNU build ID, a PDB GUID+age
+    and a Mach-O UUID each match in any spelling.
+    """
+    cleaned = text.strip()
     return cleaned or None
 
 
@@ -140,11 +144,11 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
             entry.summary.already_symbolized += 1
             continue
         if entry.mapping is None:
-            entry.summary.count_unnamed("location has no mapping")
+            entry.summary.count_unnamed(Reason.NO_MAPPING)
             continue
         reason = skip_reason(entry.summary.filename, entry.mapping.memory_start)
         if reason is not None:
-            entry.summary.count_unnamed(reason)
+            entry.summary.count_unnamed(Reason.NOT_A_FILE, reason)
             continue
         role = next(iter(roles.get(location.id, {_Role.EXACT})))
         entry.pending.append(_Pending(location, role))
@@ -227,22 +231,21 @@ def _symbolize_mapping(
         module = _open_module(options, summary.filename, build_id)
     except (SymbolizeError, OSError) as exc:
         for _ in entry.pending:
-            summary.count_unnamed(str(exc))
+            summary.count_unnamed(reason_for_error(exc), str(exc))
         return
     summary.binary = str(module.image.path)
     if module.debug_files:
         summary.debug_file = str(module.debug_files[0].path)
 
     to_look_up: list[tuple[_Pending, int]] = []
+    to_vaddr = translator(module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset)
     for pending in entry.pending:
         runtime_addr = pending.location.address
         if pending.role is _Role.RETURN and runtime_addr > 0:
             runtime_addr -= 1
-        vaddr = runtime_to_vaddr(
-            module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset, runtime_addr
-        )
+        vaddr = to_vaddr(runtime_addr)
         if vaddr is None:
-            summary.count_unnamed(OUTSIDE_SEGMENTS)
+            summary.count_unnamed(Reason.OUTSIDE_FILE)
         else:
             to_look_up.append((pending, vaddr))
 
@@ -250,13 +253,16 @@ def _symbolize_mapping(
         results = module.lookup([vaddr for _, vaddr in to_look_up])
     except SymbolizeError as exc:
         for _ in to_look_up:
-            summary.count_unnamed(str(exc))
+            summary.count_unnamed(reason_for_error(exc), str(exc))
         return
 
     named: list[list[Frame]] = []
     for (pending, _), result in zip(to_look_up, results, strict=True):
-        if isinstance(result, Unknown) or not any(frame.function or frame.file for frame in result):
-            summary.count_unnamed(result.reason if isinstance(result, Unknown) else "no frames")
+        if isinstance(result, Unknown):
+            summary.count_unnamed(result.reason, result.detail)
+            continue
+        if not any(frame.function or frame.file for frame in result):
+            summary.count_unnamed(Reason.NOT_COVERED, "frames without a function or file")
             continue
         _attach_lines(pending.location, result, functions)
         summary.count_named()

@@ -19,7 +19,7 @@ from symbolize.cli.app import _frame_json, app, default_output_path, parse_addre
 from symbolize.discovery import DiscoveryOptions
 from symbolize.formats.errors import MissingDebugInfoError
 from symbolize.formats.types import Frame
-from symbolize.module import Module, Unknown
+from symbolize.module import Module, Reason, Unknown
 from symbolize.pprof import read_profile, write_profile
 from symbolize.proto.profile_pb2 import Profile
 
@@ -41,7 +41,7 @@ class FakeModule(Module):
         return [
             [Frame("_ZN2ns5innerEv", "inner.h", 3, 7), Frame("_ZN2ns5outerEi", "outer.cc", 12, 5)]
             if vaddr == 0x10
-            else Unknown("no symbol")
+            else Unknown(Reason.NOT_COVERED)
             for vaddr in vaddrs
         ]
 
@@ -68,8 +68,19 @@ def test_lookup_json_shape(fake_module: None) -> None:
         ],
     }
     assert rows[1]["address"] == "0x10" and len(rows[1]["frames"]) == 2
-    assert rows[2] == {"address": "0x20", "frames": []}
-    assert rows[3] == {"address": "nonsense", "frames": []}
+    assert rows[2] == {"address": "0x20", "frames": [], "reason": "not-covered"}
+    assert rows[3] == {"address": "nonsense", "frames": [], "reason": "not-an-address"}
+
+
+def test_lookup_json_gives_an_unnamed_address_its_reason() -> None:
+    binary = FIXTURE_BIN / "cdemo-gcc-symtab"
+    result = runner.invoke(app, ["lookup", "--obj", str(binary), "--json", "--no-cache", "0x0", "zz"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert rows == [
+        {"address": "0x0", "frames": [], "reason": "not-covered"},
+        {"address": "zz", "frames": [], "reason": "not-an-address"},
+    ]
 
 
 @given(

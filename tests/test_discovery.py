@@ -14,7 +14,7 @@ from symbolize.discovery import DiscoveryOptions, ObjectCache, find_module, open
 from symbolize.formats import ElfFile
 from symbolize.formats.errors import DebugIdMismatchError, MalformedInputError, MissingDebugInfoError
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, DebugInfoSummary, Frame, Segment, Symbol
-from symbolize.module import NO_DEBUG_INFO, NO_SYMBOL, Module, Unknown
+from symbolize.module import Module, Reason, Unknown
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 DEBUG_DIR = BIN / "debug"
@@ -187,7 +187,7 @@ def test_lookup_order_fallback_and_cache() -> None:
         [Frame("inlined"), Frame("outer")],
         [Frame("only_symbol")],
         [Frame("symbol3")],
-        Unknown(NO_SYMBOL),
+        Unknown(Reason.NOT_COVERED),
         [Frame("inlined"), Frame("outer")],
     ]
     assert debug.calls == [1, 2, 3, 4]  # the repeated address came from the cache
@@ -196,14 +196,14 @@ def test_lookup_order_fallback_and_cache() -> None:
 def test_lookup_reports_broken_unit_for_that_address_only() -> None:
     binary = FakeObject({5: [Frame("fine")]}, broken={6})
     assert Module(binary, [binary]).lookup([6, 5]) == [
-        Unknown("/fake: broken unit (at offset 0x6)"),
+        Unknown(Reason.DAMAGED_DEBUG_INFO, "/fake: broken unit (at offset 0x6)"),
         [Frame("fine")],
     ]
 
 
 def test_lookup_without_any_names() -> None:
     binary = FakeObject({}, named=False)
-    assert Module(binary).lookup([1, 2]) == [Unknown(NO_DEBUG_INFO), Unknown(NO_DEBUG_INFO)]
+    assert Module(binary).lookup([1, 2]) == [Unknown(Reason.NO_DEBUG_INFO), Unknown(Reason.NO_DEBUG_INFO)]
     assert Module(binary).lookup([]) == []
 
 

@@ -79,15 +79,18 @@ def _object_address(mapping: Mapping, runtime_addr: int, binary: Path) -> int:
     """The object address, derived from llvm-readelf's program headers rather than symbolize.normalize.
 
     A /proc/maps mapping maps file offsets: find the PT_LOAD holding the offset. A whole-module
-    mapping (offset 0, spanning every segment, as the daemon-style profile has) is the image
-    loaded at a bias from the first PT_LOAD's page.
+    mapping (offset 0, larger than any one segment, as the daemon-style profile has) is the
+    image loaded at a bias from the first PT_LOAD's page.
     """
     is_exec, segments = _load_segments(binary)
     if is_exec:
         return runtime_addr
     file_offset = runtime_addr - mapping.memory_start + mapping.file_offset
-    first_offset, first_vaddr, first_size = segments[0]
-    if mapping.file_offset == 0 and file_offset >= first_offset + first_size:
+    first_vaddr = segments[0][1]
+    # An offset-0 mapping larger than a segment's page span is the whole module. A smaller one is one
+    # maps line, even one starting above the first page: lld puts code in file page 0 at a higher vaddr.
+    page_spans = [((vaddr + filesz + 0xFFF) & ~0xFFF) - (vaddr & ~0xFFF) for offset, vaddr, filesz in segments]
+    if mapping.file_offset == 0 and mapping.memory_limit - mapping.memory_start > max(page_spans):
         return runtime_addr - mapping.memory_start + (first_vaddr & ~0xFFF)
     for p_offset, p_vaddr, p_filesz in segments:
         if p_offset <= file_offset < p_offset + p_filesz:

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from symbolize.discovery import DiscoveryOptions
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
 from symbolize.formats.types import DebugHint, DebugId, DebugInfoSummary, Frame, Segment, Symbol
-from symbolize.module import Module, Unknown
+from symbolize.module import Module, Reason, Unknown
 from symbolize.proto.profile_pb2 import Location, Profile
-from symbolize.rewrite import OUTSIDE_SEGMENTS, RewriteOptions, symbolize_profile
+from symbolize.rewrite import RewriteOptions, symbolize_profile
 from symbolize.summary import Summary
 
 TEXT_START = 0x400000
@@ -71,7 +71,7 @@ class FakeModule(Module):
 
     def lookup(self, vaddrs: Sequence[int]) -> list[list[Frame] | Unknown]:
         self.looked_up.extend(vaddrs)
-        return [Unknown("no symbol covers it") if vaddr == UNKNOWN_VADDR else fake_frames(vaddr) for vaddr in vaddrs]
+        return [Unknown(Reason.NOT_COVERED) if vaddr == UNKNOWN_VADDR else fake_frames(vaddr) for vaddr in vaddrs]
 
 
 @dataclass
@@ -185,12 +185,15 @@ def test_unmappable_mappings_are_left_alone() -> None:
     )
     opener = Opener()
     summary = run(profile, opener)
-    assert opener.calls == [("/usr/bin/app", "abcdef12")]
+    # The mapping's debug ID reaches discovery as text: it is parsed as each candidate's kind there.
+    assert opener.calls == [("/usr/bin/app", "abc-DEF-12")]
     for location_id in range(2, 7):
         assert len(location(profile, location_id).line) == 0
-    reasons = {m["filename"]: m["reasons"] for m in summary.to_json()["mappings"]}
-    assert reasons["[vdso]"] == {"[vdso] is not a file": 1}
-    assert reasons["[kernel.kallsyms]"] == {"kernel mapping": 1}
+    mappings = {m["filename"]: m for m in summary.to_json()["mappings"]}
+    for name in ("[vdso]", "[kernel.kallsyms]", "//anon", "/dev/zero", ""):
+        assert mappings[name]["reasons"] == {"not-a-file": 1}, name
+    assert mappings["[vdso]"]["details"] == [{"reason": "not-a-file", "detail": "[vdso] is not a file", "count": 1}]
+    assert mappings["[kernel.kallsyms]"]["details"][0]["detail"] == "kernel mapping"
     assert summary.named == 1 and summary.unnamed == 5
 
 
@@ -205,7 +208,9 @@ def test_failed_mapping_is_reported_and_the_run_goes_on() -> None:
     data = summary.to_json()
     gone = next(m for m in data["mappings"] if m["filename"] == "/lib/libgone.so")
     assert gone["unnamed"] == 1 and gone["binary"] is None
-    assert list(gone["reasons"]) == ["/lib/libgone.so: binary not found"]
+    assert gone["reasons"] == {"binary-not-found": 1}
+    detail = "/lib/libgone.so: binary not found"
+    assert gone["details"] == [{"reason": "binary-not-found", "detail": detail, "count": 1}]
     assert names(profile, 1) == ["fn_401001"]
 
 
@@ -214,7 +219,8 @@ def test_unknown_and_outside_addresses_are_counted() -> None:
     profile.mapping[0].memory_limit = TEXT_END + 0x1000
     summary = run(profile, Opener())
     mapping = summary.to_json()["mappings"][0]
-    assert mapping["reasons"] == {"no symbol covers it": 1, OUTSIDE_SEGMENTS: 1}
+    assert mapping["reasons"] == {"not-covered": 1, "outside-file": 1}
+    assert mapping["details"] == []
     assert (mapping["locations"], mapping["named"], mapping["unnamed"]) == (3, 1, 2)
     assert summary.to_json()["unnamed_value_share"] == {"cpu": pytest.approx(30 / 60)}
     assert profile.mapping[0].has_functions is False

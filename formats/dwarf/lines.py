@@ -26,6 +26,7 @@ from typing import Literal
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length, read_uleb, uint_reader
 from symbolize.formats.dwarf.unit import Unit
+from symbolize.formats.native import kernels
 
 
 def join_path(directory: str | None, name: str) -> str:
@@ -194,16 +195,30 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
     table = LineTable(files=files)
     program = (data, offset, program_start, end, unit, min_instruction_length, line_base, line_range, opcode_base,
                standard_lengths)
-    if not _run_program(table, *program, keep_every_row=False):
+    if not _run_fastest(table, program, keep_every_row=False):
         # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
         table = LineTable(files=files)
-        _run_program(table, *program, keep_every_row=True)
+        _run_fastest(table, program, keep_every_row=True)
     # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
     # on the rows kept, not per row; _run_program checks the rows it drops.
     if table.lines and min(table.lines) < 0:
         raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
     table.finish()
     return table
+
+
+def _run_fastest(table: LineTable, program: tuple[bytes, int, int, int, Unit, int, int, int, int, list[int]], *,
+                 keep_every_row: bool) -> bool:
+    """``_run_program``, by its compiled twin where built (``formats/native.py``).
+
+    The twin (``native/src/line_program.rs``) returns what ``_run_program`` returns, or None,
+    leaving ``table`` untouched, where a value outgrows 64 bits: hostile input only, decoded here.
+    """
+    if kernels is not None:
+        completed: bool | None = kernels.run_line_program(table, *program, keep_every_row=keep_every_row)
+        if completed is not None:
+            return completed
+    return _run_program(table, *program, keep_every_row=keep_every_row)
 
 
 def _special_opcodes(min_length: int, line_base: int, line_range: int, opcode_base: int) -> tuple[list[int], list[int]]:

@@ -7,6 +7,9 @@ Commands (promises to users' scripts)::
               [--json-summary]
     symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
               [--search-path DIR]... [--debug-dir DIR]... [ADDR...]
+    symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
+              [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
+              [--require-frame-pointers]   (exit codes: symbolize/cli/audit.py)
 
 Data goes to stdout, diagnostics to stderr. A SymbolizeError or OSError is one
 line ``symbolize: error: <message>`` and exit code 1 (``--debug`` shows the
@@ -28,9 +31,10 @@ from typing import Annotated
 
 import typer
 
+from symbolize.cli.audit import audit_command
 from symbolize.errors import SymbolizeError
 from symbolize.formats.types import Frame
-from symbolize.module import PerFrame, Unknown
+from symbolize.module import PerFrame, Reason, Unknown
 
 app = typer.Typer(
     name="symbolize",
@@ -74,10 +78,25 @@ class DemangleChoice(enum.StrEnum):
     none = "none"
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        from symbolize import native_status
+
+        typer.echo(f"symbolize {version('pprof-symbolize')}\n{native_status()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    _version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version,
+                     help="Print the version and whether the compiled kernels run, then exit."),
+    ] = False,
 ) -> None:
     ctx.obj = {"debug": debug}
 
@@ -185,6 +204,12 @@ def parse_address(text: str) -> int | None:
     return None
 
 
+def _unknown_json(result: Unknown) -> str:
+    """The ``"reason"`` (a Reason value) and ``"detail"`` (when there is one) of an unnamed address."""
+    detail = f', "detail": {encode_basestring_ascii(result.detail)}' if result.detail else ""
+    return f', "reason": "{result.reason.value}"{detail}'
+
+
 def _frame_json(frame: Frame) -> str:
     # json.dumps of the same dict, spelled out: five times faster, and the frames are many.
     function = "null" if frame.function is None else encode_basestring_ascii(frame.function)
@@ -237,11 +262,12 @@ def lookup_command(
     frame_text = PerFrame(_frame_json if as_json else _frame_text)
     lines = []
     for text, vaddr in zip(texts, parsed, strict=True):
-        result: list[Frame] | Unknown = Unknown("not an address") if vaddr is None else next(found)
+        result: list[Frame] | Unknown = Unknown(Reason.NOT_AN_ADDRESS) if vaddr is None else next(found)
         frames = [] if isinstance(result, Unknown) else result
         if as_json:
             shown = json.dumps(text) if vaddr is None else f'"{vaddr:#x}"'  # hex needs no escaping
-            lines.append(f'{{"address": {shown}, "frames": [{", ".join(map(frame_text, frames))}]}}')
+            why = _unknown_json(result) if isinstance(result, Unknown) else ""
+            lines.append(f'{{"address": {shown}, "frames": [{", ".join(map(frame_text, frames))}]{why}}}')
         else:
             lines.append("".join(map(frame_text, frames)) if frames else "??\n??:0:0\n")
     # One write: echoing 10,000 lines one by one costs more than looking them up from an index.
@@ -268,6 +294,8 @@ def index_command(
         ):
             typer.echo(str(path))
 
+
+app.command("audit")(audit_command)
 
 cache_app = typer.Typer(help="Show or clear the persistent index cache.", no_args_is_help=True)
 app.add_typer(cache_app, name="cache")

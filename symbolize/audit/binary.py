@@ -1,0 +1,282 @@
+"""Auditing one binary: gather what its reader and discovery can say, then judge (``verdict.py``).
+
+Debug files come from the project's discovery: each hint the image lists
+(``Image.debug_hints()``: build ID, ``.gnu_debuglink``, ...) goes through the
+locator registered for its kind (``symbolize.discovery.locate``), which finds
+and verifies the file (build ID, CRC32) and says why it refused the others;
+each hint is reported on its own. Files given with ``--debug-file`` are
+checked by the same locators' verification. Only files found and matching
+count toward coverage: that is what a symbolizer will use.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Protocol, TypeGuard
+
+from symbolize.audit.frames import UNWIND_SECTIONS, audit_frame_pointers
+from symbolize.audit.report import (
+    BinaryAudit,
+    CoverageReport,
+    DebugFileReport,
+    DebugInfoReport,
+    Identity,
+    SplitUnitReport,
+    SymbolReport,
+    SymbolTableKind,
+    UnreadableBinary,
+)
+from symbolize.audit.verdict import judge
+from symbolize.discovery import DiscoveryOptions, LookupContext, locate
+from symbolize.discovery.elf_locators import BuildIdLocator, DebugLinkLocator
+from symbolize.discovery.paths import build_id_path
+from symbolize.discovery.registry import READER_HINTS
+from symbolize.formats.errors import (
+    MalformedInputError,
+    MissingDebugInfoError,
+    SymbolizeError,
+    UnsupportedFormatError,
+)
+from symbolize.formats.facts import AddressRange, Coverage, SectionFact, covered_bytes, merge_ranges
+from symbolize.formats.types import DebugHint, DebugInfoSummary, HintKind, ObjectFile, Symbol
+
+
+class AuditableFile(ObjectFile, Protocol):
+    """A reader that can tell the auditor its sections and what its name sources cover."""
+
+    def section_facts(self) -> Sequence[SectionFact]: ...
+
+    def coverage(self) -> Coverage: ...
+
+
+# Rust's legacy mangling ends in a 17h<16 hex digits>E hash; v0 starts with _R.
+_RUST_SYMBOL = re.compile(r"^_ZN.*17h[0-9a-f]{16}E$|^_R")
+
+
+def audit_binary(
+    path: Path,
+    *,
+    debug_files: Sequence[Path] = (),
+    search_paths: Sequence[Path] = (),
+    debug_dirs: Sequence[Path] | None = None,
+) -> BinaryAudit | UnreadableBinary:
+    """The audit of ``path``, or why it cannot be audited (missing, malformed, no reader yet)."""
+    options = DiscoveryOptions(search_paths=tuple(search_paths))
+    if debug_dirs is not None:
+        options.debug_dirs = tuple(debug_dirs)
+    try:
+        image = options.open(path)
+        if not _auditable(image):
+            from symbolize.audit.sampled import audit_by_lookups
+
+            return audit_by_lookups(image, debug_files, options)
+        return _audit(image, debug_files, options)
+    except UnsupportedFormatError as err:
+        return UnreadableBinary(str(path), f"no reader yet: {err.reason}")
+    except SymbolizeError as err:
+        return UnreadableBinary(str(path), err.reason)
+    finally:
+        options.cache.close()
+
+
+def _auditable(opened: ObjectFile) -> TypeGuard[AuditableFile]:
+    return callable(getattr(opened, "section_facts", None)) and callable(getattr(opened, "coverage", None))
+
+
+def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptions) -> BinaryAudit:
+    sections = binary.section_facts()
+    code = merge_ranges(
+        (section.vaddr, section.vaddr + section.size)
+        for section in sections
+        if section.executable and not section.without_bytes
+    )
+    file_reports, sources = _located_files(binary, sections, options)
+    for given_path in given:
+        report, opened = _given_debug_file(binary, given_path, options)
+        file_reports.append(report)
+        if opened is not None and all(opened.path.resolve() != source.path.resolve() for source in sources):
+            sources.append(opened)
+
+    coverages = [source.coverage() for source in sources]
+    summaries = [_summary(source) for source in sources]
+    symbols = _union(coverage.symbols for coverage in coverages)
+    lines = _union(coverage.lines for coverage in coverages)
+    functions = _union(coverage.functions for coverage in coverages)
+    inlined = _union(coverage.inlined for coverage in coverages)
+    best = max(coverages, key=lambda coverage: covered_bytes(coverage.functions, code))
+    coverage_report = CoverageReport(
+        code_bytes=sum(high - low for low, high in code),
+        symbol_bytes=covered_bytes(symbols, code),
+        line_bytes=covered_bytes(lines, code),
+        function_bytes=covered_bytes(functions, code),
+        inlined_bytes=covered_bytes(inlined, code),
+        name_bytes=covered_bytes(_union([symbols, functions]), code),
+        inlined_calls=best.inlined_entries,
+        llvm_bytes_within_functions=best.function_range_bytes,
+        llvm_bytes_within_inlined_functions=best.inlined_range_bytes,
+    )
+    split_units = tuple(
+        SplitUnitReport(name, resolved) for coverage in coverages for name, resolved in coverage.split_units
+    )
+    if split_units:
+        file_reports.append(_split_report(binary, split_units))
+    debug_info = DebugInfoReport(
+        files=tuple(file_reports),
+        dwarf_versions=tuple(sorted({v for summary in summaries for v in summary.dwarf_versions})),
+        compressed_sections=tuple(
+            f"{source.path.name}:{section.name}"
+            for source in sources
+            for section in source.section_facts()
+            if section.compressed
+        ),
+        split_units=split_units,
+        broken_units=tuple(unit for coverage in coverages for unit in coverage.broken_units),
+        file_bytes=binary.path.stat().st_size,
+        debug_section_bytes=sum(
+            section.size for section in sections if section.name.startswith((".debug_", ".zdebug_"))
+        ),
+        line_table_bytes=sum(
+            section.size
+            for section in sections
+            if section.name in (".debug_line", ".debug_line_str", ".zdebug_line", ".zdebug_line_str")
+        ),
+    )
+    all_symbols = _function_symbols(sources)
+    symbol_report = SymbolReport(_symbol_table_kind(sources, all_symbols), len(all_symbols))
+    unwind = tuple(name for name in UNWIND_SECTIONS if any(section.name == name for section in sections))
+    frame_pointers = audit_frame_pointers(binary, unwind, code, all_symbols, functions)
+    identity = Identity(
+        path=str(binary.path),
+        format=binary.format,
+        arch=binary.arch,
+        debug_id=str(binary.debug_id) if binary.debug_id is not None else None,
+        debug_id_kind=binary.debug_id.kind.value if binary.debug_id is not None else None,
+    )
+    rust = any(_RUST_SYMBOL.match(symbol.name) for symbol in all_symbols)
+    verdict = judge(identity, symbol_report, debug_info, coverage_report, frame_pointers, rust=rust)
+    return BinaryAudit(identity, symbol_report, debug_info, coverage_report, frame_pointers, verdict)
+
+
+def _union(range_lists: Iterable[Iterable[AddressRange]]) -> tuple[AddressRange, ...]:
+    return merge_ranges(pair for ranges in range_lists for pair in ranges)
+
+
+def _function_symbols(sources: Sequence[ObjectFile]) -> list[Symbol]:
+    found: dict[tuple[str, int], Symbol] = {}
+    for source in sources:
+        for symbol in source.symbols():
+            found.setdefault((symbol.name, symbol.vaddr), symbol)
+    return sorted(found.values(), key=lambda symbol: (symbol.vaddr, symbol.name))
+
+
+def _symbol_table_kind(sources: Sequence[AuditableFile], symbols: Sequence[Symbol]) -> SymbolTableKind:
+    names = {section.name for source in sources for section in source.section_facts()}
+    if not symbols:
+        return SymbolTableKind.NONE
+    if ".symtab" in names:
+        return SymbolTableKind.FULL
+    if ".gnu_debugdata" in names:
+        return SymbolTableKind.MINIDEBUGINFO
+    return SymbolTableKind.DYNAMIC_ONLY
+
+
+def _located_files(
+    binary: AuditableFile, sections: Sequence[SectionFact], options: DiscoveryOptions
+) -> tuple[list[DebugFileReport], list[AuditableFile]]:
+    """Where the binary's debug info lives: in itself, and where each of its hints leads."""
+    reports: list[DebugFileReport] = []
+    sources: list[AuditableFile] = [binary]
+    summary = _summary(binary)
+    if summary.has_dwarf:
+        versions = ", ".join(str(version) for version in summary.dwarf_versions)
+        reports.append(DebugFileReport("embedded", str(binary.path), True, None, f"DWARF {versions}".strip()))
+    if any(section.name == ".gnu_debugdata" for section in sections):
+        reports.append(
+            DebugFileReport("minidebuginfo", str(binary.path), True, None, "local function symbols in .gnu_debugdata")
+        )
+    context = LookupContext(options, binary.path, binary.path, binary.arch, binary.debug_id)
+    hints = list(binary.debug_hints())
+    for hint in hints:
+        if hint.kind in READER_HINTS:
+            continue  # asked for by the reader while decoding (split DWARF is reported from the units)
+        refused: list[str] = []
+        located = locate(hint, context, refused)
+        how = hint.kind.value
+        if located is not None:
+            reports.append(DebugFileReport(how, str(located.path), True, True, _match_detail(hint.kind)))
+            opened = located.opened
+            if _auditable(opened) and all(opened.path.resolve() != s.path.resolve() for s in sources):
+                sources.append(opened)
+        elif refused:
+            path, _colon, why = refused[0].partition(": ")
+            reports.append(DebugFileReport(how, path if why else None, True, False, why or refused[0]))
+        elif hint.kind is HintKind.BUILD_ID and (summary.has_dwarf or len(hints) > 1):
+            continue  # only where debug info could also have been: not a claim the binary makes
+        else:
+            reports.append(DebugFileReport(how, None, False, None, _missing_detail(hint, options)))
+    return reports, sources
+
+
+def _summary(source: ObjectFile) -> DebugInfoSummary:
+    """What ``source`` carries; DWARF that cannot be walked counts as present and empty."""
+    try:
+        return source.debug_info()
+    except MalformedInputError:
+        return DebugInfoSummary(
+            has_symbols=bool(source.symbols()), has_dwarf=True, has_line_info=False, has_inline_info=False
+        )
+
+
+def _match_detail(kind: HintKind) -> str:
+    return {
+        HintKind.BUILD_ID: "build ID matches",
+        HintKind.DEBUGLINK: "build ID and CRC32 match",
+    }.get(kind, "matches")
+
+
+def _missing_detail(hint: DebugHint, options: DiscoveryOptions) -> str:
+    if hint.kind is HintKind.BUILD_ID:
+        relative = build_id_path(hint.debug_id)
+        places = ", ".join(str(directory / relative) for directory in options.debug_dirs) if relative else ""
+        return f"not in {places}" if places else "no debug directory to look in"
+    return f"{hint.name} not found" if hint.name else "not found"
+
+
+def _split_report(binary: ObjectFile, units: Sequence[SplitUnitReport]) -> DebugFileReport:
+    resolved = sum(unit.resolved for unit in units)
+    package = Path(f"{binary.path}.dwp")
+    where = str(package) if package.is_file() else ", ".join(sorted({unit.dwo_name for unit in units}))
+    return DebugFileReport(
+        "split-dwarf",
+        where,
+        resolved > 0,
+        resolved == len(units) if resolved else None,
+        f"{resolved} of {len(units)} split units found",
+    )
+
+
+def _given_debug_file(
+    binary: AuditableFile, path: Path, options: DiscoveryOptions
+) -> tuple[DebugFileReport, AuditableFile | None]:
+    """A ``--debug-file``: used when the binary's debuglink (else build ID) locator would accept it."""
+    try:
+        opened = options.open(path, image_path=binary.path)
+    except MissingDebugInfoError:
+        return DebugFileReport("given", str(path), False, None, "file not found"), None
+    except SymbolizeError as err:
+        return DebugFileReport("given", str(path), True, False, err.reason), None
+    context = LookupContext(options, binary.path, binary.path, binary.arch, binary.debug_id)
+    hints = {hint.kind: hint for hint in binary.debug_hints()}
+    if HintKind.DEBUGLINK in hints:
+        refusal = DebugLinkLocator().refusal(hints[HintKind.DEBUGLINK], opened, context)
+    elif HintKind.BUILD_ID in hints:
+        refusal = BuildIdLocator().refusal(hints[HintKind.BUILD_ID], opened, context)
+    else:
+        return DebugFileReport("given", str(path), True, None, "the binary has no build ID or debuglink"), None
+    if refusal is not None:
+        return DebugFileReport("given", str(path), True, False, refusal), None
+    if not _auditable(opened):
+        return DebugFileReport("given", str(path), True, None, f"no auditor yet for {opened.format} files"), None
+    return DebugFileReport("given", str(path), True, True, "matches"), opened

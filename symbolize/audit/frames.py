@@ -1,0 +1,124 @@
+"""Frame pointers and unwind tables: will a stack walk get past each frame?
+
+A sample of the binary's functions (every one up to ``SAMPLE_SIZE``, else
+evenly spread over the address order) has its prologue decoded
+(``prologue.py``). Function starts come from the symbols, else from the debug
+info's function entries (merged ranges: functions laid out back to back
+count as one). The C runtime's start-up functions (crt1.o, crti.o,
+crtbegin.o: ``_start``, ``_init``, ``frame_dummy``, ...) are left out: they
+are the toolchain's, not the program's, are built without frame pointers on
+most systems, and sit only at the bottom of a stack. So are the cold parts
+GCC splits off functions (``foo.cold``): they run inside ``foo``'s frame.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import BinaryIO
+
+from symbolize.audit.prologue import PROLOGUE_BYTES, SUPPORTED_ARCHES, PrologueDecoder
+from symbolize.audit.report import FramePointerReport
+from symbolize.formats.facts import AddressRange, covered_bytes
+from symbolize.formats.types import ObjectFile, Segment, Symbol
+
+SAMPLE_SIZE = 256
+# How much of a function without a frame pointer is searched for calls.
+MAX_BODY_BYTES = 4096
+# Names listed in the report among the functions without a frame pointer.
+SHOWN_WITHOUT = 8
+
+C_RUNTIME_FUNCTIONS = frozenset(
+    {
+        "_start",
+        "_init",
+        "_fini",
+        "deregister_tm_clones",
+        "register_tm_clones",
+        "__do_global_dtors_aux",
+        "frame_dummy",
+        "__libc_csu_init",
+        "__libc_csu_fini",
+        "_dl_relocate_static_pie",
+        "call_weak_fn",
+    }
+)
+UNWIND_SECTIONS = (".eh_frame", ".eh_frame_hdr", ".debug_frame", ".pdata", "__unwind_info", "__eh_frame")
+
+
+def audit_frame_pointers(
+    binary: ObjectFile,
+    unwind: tuple[str, ...],
+    code: Sequence[AddressRange],
+    symbols: Sequence[Symbol],
+    debug_functions: Sequence[AddressRange],
+) -> FramePointerReport:
+    """Prologues of a sample of ``binary``'s functions decoded; ``unwind`` names its unwind tables."""
+    if binary.arch not in SUPPORTED_ARCHES:
+        return FramePointerReport(0, 0, (), unwind, f"no prologue decoder for {binary.arch}")
+    starts = _function_starts(code, symbols, debug_functions)
+    if not starts:
+        return FramePointerReport(0, 0, (), unwind, "no function starts known (no symbols, no debug info)")
+    sample = starts
+    if len(starts) > SAMPLE_SIZE:
+        sample = [starts[i * len(starts) // SAMPLE_SIZE] for i in range(SAMPLE_SIZE)]
+    decoder = PrologueDecoder(binary.arch)
+    segments = binary.segments()
+    with_frame_pointer = leaves = decoded = 0
+    without: list[str] = []
+    with binary.path.open("rb") as stream:
+        for vaddr, name, size in sample:
+            code_bytes = _read_at(stream, segments, vaddr, PROLOGUE_BYTES)
+            if not code_bytes:
+                continue
+            decoded += 1
+            if decoder.decode(name, vaddr, code_bytes).sets_frame_pointer:
+                with_frame_pointer += 1
+                continue
+            body = _read_at(stream, segments, vaddr, min(size, MAX_BODY_BYTES))
+            if not decoder.calls_other_functions(vaddr, body):
+                leaves += 1
+            if len(without) < SHOWN_WITHOUT:
+                without.append(name)
+    note = f"{len(sample)} of {len(starts)} functions sampled" if len(sample) < len(starts) else ""
+    return FramePointerReport(decoded, with_frame_pointer, tuple(without), unwind, note, leaves)
+
+
+def _function_starts(
+    code: Sequence[AddressRange], symbols: Sequence[Symbol], debug_functions: Sequence[AddressRange]
+) -> list[tuple[int, str, int]]:
+    """(vaddr, name, size) of each function to consider, by address."""
+    starts: dict[int, tuple[str, int]] = {}
+    for symbol in symbols:
+        if symbol.name in C_RUNTIME_FUNCTIONS or _is_split_part(symbol.name):
+            continue
+        if not covered_bytes(((symbol.vaddr, symbol.vaddr + 1),), code):
+            continue
+        starts.setdefault(symbol.vaddr, (symbol.name, symbol.size or MAX_BODY_BYTES))
+    if not starts:
+        for low, high in debug_functions:
+            if covered_bytes(((low, low + 1),), code):
+                starts.setdefault(low, (f"function at {low:#x}", high - low))
+    return [(vaddr, name, size) for vaddr, (name, size) in sorted(starts.items())]
+
+
+def _is_split_part(name: str) -> bool:
+    """A GCC hot/cold split's cold part (``foo.cold``, ``foo.cold.3``) runs in its function's frame."""
+    return name.endswith(".cold") or ".cold." in name
+
+
+def _read_at(stream: BinaryIO, segments: Sequence[Segment], vaddr: int, size: int) -> bytes:
+    """Up to ``size`` of the bytes loaded at ``vaddr``, from the segment holding them.
+
+    b"" when no segment holds it or the segment points outside the file (a hostile header).
+    """
+    file_size = os.fstat(stream.fileno()).st_size
+    for segment in segments:
+        if segment.vaddr <= vaddr < segment.vaddr + segment.filesz:
+            file_offset = segment.file_offset + vaddr - segment.vaddr
+            if not 0 <= file_offset < file_size:
+                return b""
+            available = min(segment.vaddr + segment.filesz - vaddr, file_size - file_offset)
+            stream.seek(file_offset)
+            return stream.read(max(0, min(available, size)))
+    return b""

@@ -1,0 +1,163 @@
+"""The auditor's typed report: what one binary (or one Cargo project) will look like in a profile.
+
+Value types are NamedTuples, as everywhere in the project. ``to_json`` of
+:class:`AuditReport` gives the versioned JSON document described in
+``symbolize/audit/__init__.py`` (``{"schema": 1, ...}``).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import NamedTuple
+
+# Function symbols (lines: line tables; inlines: inline information) must cover at least this
+# share of the executable code bytes for `--require names` (lines, inlines) to hold.
+COVERAGE_THRESHOLD = 0.5
+
+
+class ProfileView(Enum):
+    """What the frames of a profile of this binary will show, from least to most."""
+
+    BARE_HEX = "bare-hex"
+    NAMES = "names"
+    NAMES_LINES = "names+lines"
+    WITH_INLINES = "with-inlines"
+
+    @property
+    def rank(self) -> int:
+        return list(ProfileView).index(self)
+
+
+class Requirement(Enum):
+    """What ``--require`` can ask for; each is met by a ProfileView of at least its rank."""
+
+    NAMES = "names"
+    LINES = "lines"
+    INLINES = "inlines"
+
+    @property
+    def view(self) -> ProfileView:
+        return {
+            Requirement.NAMES: ProfileView.NAMES,
+            Requirement.LINES: ProfileView.NAMES_LINES,
+            Requirement.INLINES: ProfileView.WITH_INLINES,
+        }[self]
+
+
+class SymbolTableKind(Enum):
+    FULL = "full"  # .symtab (or a Mach-O/PE equivalent) with local functions
+    MINIDEBUGINFO = "minidebuginfo"  # only .dynsym, plus local functions in .gnu_debugdata
+    DYNAMIC_ONLY = "dynamic-only"  # only exported/dynamic symbols
+    NONE = "none"
+
+
+class Identity(NamedTuple):
+    path: str
+    format: str  # "elf", "pe", "macho"
+    arch: str
+    debug_id: str | None
+    debug_id_kind: str | None  # "gnu-build-id", "pdb", "macho-uuid"
+
+
+class SymbolReport(NamedTuple):
+    kind: SymbolTableKind
+    function_symbols: int
+
+
+class DebugFileReport(NamedTuple):
+    """One place debug info lives or should live, and whether it is there and belongs to this build.
+
+    ``how``: ``embedded``, ``build-id``, ``debuglink``, ``minidebuginfo``,
+    ``split-dwarf``, ``given`` (``--debug-file``). ``matches`` is None when
+    there is nothing to compare (not found, or embedded).
+    """
+
+    how: str
+    path: str | None
+    found: bool
+    matches: bool | None
+    detail: str = ""
+
+
+class SplitUnitReport(NamedTuple):
+    dwo_name: str
+    resolved: bool
+
+
+class DebugInfoReport(NamedTuple):
+    """Where the debug info is and what it is. Sizes are of the binary's own file, as stored."""
+
+    files: tuple[DebugFileReport, ...]
+    dwarf_versions: tuple[int, ...]
+    compressed_sections: tuple[str, ...]
+    split_units: tuple[SplitUnitReport, ...]
+    broken_units: tuple[str, ...]
+    file_bytes: int = 0
+    debug_section_bytes: int = 0  # every .debug_*/.zdebug_* section
+    line_table_bytes: int = 0  # .debug_line (and .debug_line_str)
+
+
+class CoverageReport(NamedTuple):
+    """Shares of the executable code bytes that each name source covers, as the readers measured.
+
+    ``functions`` counts the debug info's function entries (where inline chains
+    come from); ``inlined`` the bytes inside at least one inlined call. The
+    ``llvm_*`` figures count as ``llvm-dwarfdump --statistics`` does.
+    """
+
+    code_bytes: int
+    symbol_bytes: int
+    line_bytes: int
+    function_bytes: int
+    inlined_bytes: int
+    name_bytes: int  # symbols or debug-info functions: what can be named at all
+    inlined_calls: int
+    llvm_bytes_within_functions: int
+    llvm_bytes_within_inlined_functions: int
+
+    def share(self, covered: int) -> float:
+        return covered / self.code_bytes if self.code_bytes else 0.0
+
+
+class FramePointerReport(NamedTuple):
+    """Prologues decoded on a sample of functions (None when no decoder or no function starts)."""
+
+    sampled: int
+    with_frame_pointer: int
+    without: tuple[str, ...]  # names of sampled functions that do not set one up (first few)
+    unwind_tables: tuple[str, ...]  # .eh_frame, .eh_frame_hdr, .debug_frame, .pdata, __unwind_info
+    note: str = ""
+    leaves_without: int = 0  # of the functions without one, those that call nothing
+
+    @property
+    def share(self) -> float | None:
+        """Share of the sampled functions that set up a frame pointer."""
+        return self.with_frame_pointer / self.sampled if self.sampled else None
+
+    @property
+    def non_leaf_share(self) -> float | None:
+        """The same among functions that call others: a walk loses everything above one of those."""
+        callers = self.sampled - self.leaves_without
+        return self.with_frame_pointer / callers if callers else None
+
+
+class Verdict(NamedTuple):
+    shows: ProfileView
+    reasons: tuple[str, ...]
+    fixes: tuple[str, ...]
+
+
+class BinaryAudit(NamedTuple):
+    identity: Identity
+    symbols: SymbolReport
+    debug_info: DebugInfoReport
+    coverage: CoverageReport
+    frame_pointers: FramePointerReport
+    verdict: Verdict
+
+
+class UnreadableBinary(NamedTuple):
+    """A binary the auditor could not read (exit code 3): missing, malformed, or no reader yet."""
+
+    path: str
+    reason: str

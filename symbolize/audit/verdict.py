@@ -1,0 +1,191 @@
+"""The verdict: what a profile of this binary will show, why, and the smallest change that fixes it.
+
+Thresholds (``COVERAGE_THRESHOLD`` = half of the executable code bytes):
+
+- *names* when function symbols or the debug info's function entries cover
+  at least half of the code bytes;
+- *names and lines* when line tables cover at least half as well;
+- *with inlines* when, besides, the debug info's function entries (the DIE
+  trees inline chains are read from) cover at least half and record at
+  least one inlined call (optimised code always inlines something);
+- else *bare hex*.
+
+Debug files count only when found and matching: the coverage figures come
+from those alone. Frame pointers do not change what frames are named, only
+how many frames a frame-pointer walk records: ``--require-frame-pointers``
+holds when at least ``FRAME_POINTER_THRESHOLD`` of the sampled functions that
+call others set one up. Leaf functions are left out of that share: GCC gives
+a leaf that needs no stack frame none, whatever the flags, and a frameless
+leaf costs a walk only its caller; hand-written assembly and thunks leave a
+few percent out even in builds that ask for frame pointers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from symbolize.audit.report import (
+    COVERAGE_THRESHOLD,
+    BinaryAudit,
+    CoverageReport,
+    DebugFileReport,
+    DebugInfoReport,
+    FramePointerReport,
+    Identity,
+    ProfileView,
+    Requirement,
+    SymbolReport,
+    SymbolTableKind,
+    Verdict,
+)
+
+FRAME_POINTER_THRESHOLD = 0.9
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def judge(
+    identity: Identity,
+    symbols: SymbolReport,
+    debug_info: DebugInfoReport,
+    coverage: CoverageReport,
+    frame_pointers: FramePointerReport,
+    *,
+    rust: bool = False,
+) -> Verdict:
+    reasons: list[str] = []
+    fixes: list[str] = []
+    names = coverage.share(coverage.name_bytes)
+    lines = coverage.share(coverage.line_bytes)
+    functions = coverage.share(coverage.function_bytes)
+    # A build-ID row is only where debug info could have been; a debuglink or a given file is a
+    # claim. Neither matters once some separate debug file was found and matches.
+    separate = ("build-id", "debuglink", "given")
+    served = any(f.how in separate and f.found and f.matches for f in debug_info.files)
+    missing = [] if served else [f for f in debug_info.files if f.how in ("debuglink", "given") and not f.found]
+    wrong = [] if served else [f for f in debug_info.files if f.found and f.matches is False]
+    unresolved_split = [unit for unit in debug_info.split_units if not unit.resolved]
+
+    if coverage.code_bytes == 0:
+        return Verdict(ProfileView.BARE_HEX, ("the file holds no executable code",), ())
+
+    if names >= COVERAGE_THRESHOLD:
+        shows = ProfileView.NAMES
+        if lines >= COVERAGE_THRESHOLD:
+            shows = ProfileView.NAMES_LINES
+            if functions >= COVERAGE_THRESHOLD and coverage.inlined_calls > 0:
+                shows = ProfileView.WITH_INLINES
+    else:
+        shows = ProfileView.BARE_HEX
+
+    # Why, from the most basic to the finest.
+    if shows is ProfileView.BARE_HEX:
+        if symbols.kind is SymbolTableKind.NONE:
+            reasons.append("no function symbols and no debug info that names functions")
+        else:
+            reasons.append(
+                f"function symbols ({symbols.kind.value}, {symbols.function_symbols}) name only "
+                f"{_percent(names)} of the code bytes"
+            )
+    for report in missing:
+        reasons.append(f"the {report.how} debug file is not found ({report.detail})")
+    for report in wrong:
+        reasons.append(f"the {report.how} debug file {report.path or ''} belongs to another build: {report.detail}")
+    if unresolved_split:
+        reasons.append(
+            f"{len(unresolved_split)} of {len(debug_info.split_units)} split-DWARF units are not found "
+            f"({', '.join(sorted({unit.dwo_name for unit in unresolved_split})[:3])})"
+        )
+    if shows.rank >= ProfileView.NAMES.rank and lines < COVERAGE_THRESHOLD:
+        reasons.append(
+            "no line tables" if coverage.line_bytes == 0 else f"line tables cover only {_percent(lines)} of the code"
+        )
+    if shows is ProfileView.NAMES_LINES:
+        if coverage.inlined_calls == 0 and functions >= COVERAGE_THRESHOLD:
+            reasons.append("the debug info records no inlined calls")
+        else:
+            reasons.append(f"the debug info's function entries cover only {_percent(functions)} of the code")
+    if debug_info.broken_units:
+        reasons.append(f"{len(debug_info.broken_units)} compile units cannot be decoded")
+    if shows is ProfileView.WITH_INLINES and not reasons:
+        reasons.append(
+            f"symbols cover {_percent(coverage.share(coverage.symbol_bytes))}, line tables {_percent(lines)}, "
+            f"function entries {_percent(functions)} of the code; {coverage.inlined_calls} inlined calls recorded"
+        )
+
+    fixes.extend(_fixes(identity, shows, missing, wrong, bool(unresolved_split), rust))
+    fp_share = frame_pointers.non_leaf_share
+    if fp_share is not None and fp_share < FRAME_POINTER_THRESHOLD:
+        callers = frame_pointers.sampled - frame_pointers.leaves_without
+        reasons.append(
+            f"only {_percent(fp_share)} of {callers} sampled non-leaf functions set up a frame pointer: "
+            "frame-pointer stack walks will skip callers"
+        )
+        fixes.append(
+            "frame pointers: -C force-frame-pointers=yes (RUSTFLAGS)"
+            if rust
+            else "frame pointers: -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer"
+        )
+    return Verdict(shows, tuple(reasons), tuple(fixes))
+
+
+def _fixes(
+    identity: Identity,
+    shows: ProfileView,
+    missing: Sequence[DebugFileReport],
+    wrong: Sequence[DebugFileReport],
+    unresolved_split: bool,
+    rust: bool,
+) -> list[str]:
+    """The smallest change that gets to names and lines (and the inline chains, when one step away)."""
+    fixes: list[str] = []
+    name = identity.path.rsplit("/", 1)[-1]
+    if missing or wrong:
+        fixes.append(
+            "ship the debug file made from this very build beside the binary, or under "
+            "<debug dir>/.build-id/, or pass it with --debug-file"
+        )
+    if unresolved_split:
+        fixes.append(f"ship {name}.dwp beside the binary (or the .dwo files at their DW_AT_dwo_name paths)")
+    if missing or wrong or unresolved_split:
+        return fixes
+    if shows is ProfileView.BARE_HEX:
+        fixes.append(
+            'keep the symbol table: strip = "debuginfo" at most ([profile.release]), not "symbols"'
+            if rust
+            else "keep the symbol table (strip --strip-debug or objcopy --only-keep-debug + --add-gnu-debuglink, "
+            "not strip --strip-all)"
+        )
+    if shows.rank < ProfileView.NAMES_LINES.rank:
+        fixes.append(
+            'line tables: debug = "line-tables-only" in [profile.release] (split-debuginfo = "packed" to ship '
+            "them beside the binary)"
+            if rust
+            else "line tables: build with -g1 or -gline-tables-only (objcopy --only-keep-debug to ship them apart)"
+        )
+    elif shows is ProfileView.NAMES_LINES:
+        fixes.append(
+            'inline chains: debug = "line-tables-only" or higher' if rust else "inline chains: -gline-tables-only or -g"
+        )
+    return fixes
+
+
+def shortfalls(audit: BinaryAudit, require: Requirement | None, require_frame_pointers: bool) -> list[str]:
+    """Why ``audit`` falls short of the requirements ([] when it meets them all)."""
+    found: list[str] = []
+    shows = audit.verdict.shows
+    if require is not None and shows.rank < require.view.rank:
+        why = "; ".join(audit.verdict.reasons) or "see the report"
+        found.append(f"{audit.identity.path}: --require {require.value}: a profile will show {shows.value} ({why})")
+    if require_frame_pointers:
+        share = audit.frame_pointers.non_leaf_share
+        if share is None:
+            found.append(f"{audit.identity.path}: --require-frame-pointers: cannot tell ({audit.frame_pointers.note})")
+        elif share < FRAME_POINTER_THRESHOLD:
+            found.append(
+                f"{audit.identity.path}: --require-frame-pointers: {_percent(share)} of the sampled "
+                f"non-leaf functions set up a frame pointer (needs {_percent(FRAME_POINTER_THRESHOLD)})"
+            )
+    return found

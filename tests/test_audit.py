@@ -1,0 +1,355 @@
+"""The auditor on real binaries: each report against what the fixture's build recipe implies.
+
+The recipes are in fixtures/audit/manifest.json (``settings``: what each variant was built
+with) and fixtures/README.md; the coverage figures are checked against llvm-dwarfdump's,
+stored in fixtures/audit/expected-coverage.json (re-checked live where llvm-dwarfdump is
+installed).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from symbolize.audit import AuditReport, ProfileView, Requirement, audit_binaries, audit_binary
+from symbolize.audit.prologue import PrologueDecoder
+from symbolize.audit.report import COVERAGE_THRESHOLD, BinaryAudit, SymbolTableKind, UnreadableBinary
+from symbolize.formats.elf import ElfFile
+from symbolize.formats.facts import covered_bytes, merge_ranges
+from tests.fixtures_data import BIN, DEBUG_DIR, FIXTURES
+
+AUDIT = FIXTURES / "audit"
+MANIFEST: dict[str, Any] = json.loads((AUDIT / "manifest.json").read_text())
+EXPECTED_COVERAGE: dict[str, Any] = json.loads((AUDIT / "expected-coverage.json").read_text())
+
+
+def _audit(path: Path, **options: Any) -> BinaryAudit:
+    result = audit_binary(path, **options)
+    assert not isinstance(result, UnreadableBinary), result
+    return result
+
+
+def _implied_view(settings: dict[str, Any]) -> ProfileView:
+    """What a profile shows, from the build settings alone (the recipe), not from the auditor."""
+    if settings["strip"] == "symbols":
+        return ProfileView.BARE_HEX
+    if settings.get("debug_file") in ("missing", "other-build"):
+        return ProfileView.NAMES  # stripped with --strip-debug: the symbol table stays
+    if settings["debuginfo"] in ("0", "minidebuginfo") or settings["strip"] == "debuginfo":
+        return ProfileView.NAMES
+    if settings.get("dwp_shipped") is False:
+        return ProfileView.NAMES_LINES  # the skeleton units keep the line tables, the .dwp had the rest
+    if settings["debuginfo"] in ("1", "2", "line-tables-only"):
+        # fpdemo.c marks every function noinline: nothing is inlined, so no chains to show.
+        return ProfileView.NAMES_LINES if settings.get("nothing_inlined") else ProfileView.WITH_INLINES
+    raise AssertionError(f"no rule for {settings}")
+
+
+VARIANTS = sorted(MANIFEST["variants"])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_verdict_is_what_the_recipe_implies(variant: str) -> None:
+    settings = MANIFEST["variants"][variant]["settings"]
+    audit = _audit(AUDIT / variant)
+    assert audit.verdict.shows is _implied_view(settings), audit.verdict
+    assert audit.identity.format == "elf"
+    assert audit.identity.debug_id_kind == "gnu-build-id"  # every recipe links with --build-id=sha1
+    if audit.verdict.shows is not ProfileView.WITH_INLINES:
+        assert audit.verdict.reasons and audit.verdict.fixes
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_symbols_and_debug_files_follow_the_recipe(variant: str) -> None:
+    settings = MANIFEST["variants"][variant]["settings"]
+    audit = _audit(AUDIT / variant)
+    kinds = {found.how: found for found in audit.debug_info.files}
+    if settings["strip"] == "symbols":
+        assert audit.symbols.kind is SymbolTableKind.NONE
+        assert audit.symbols.function_symbols == 0
+    elif settings["debuginfo"] == "minidebuginfo":
+        assert audit.symbols.kind is SymbolTableKind.MINIDEBUGINFO
+        assert kinds["minidebuginfo"].found
+    else:
+        assert audit.symbols.kind is SymbolTableKind.FULL
+    embedded = settings["debuginfo"] in ("1", "2", "line-tables-only") and settings["strip"] == "none"
+    assert ("embedded" in kinds) is embedded
+    if settings.get("split_debuginfo") == "packed":
+        split = kinds["split-dwarf"]
+        shipped = settings.get("dwp_shipped", True)
+        assert split.found is shipped
+        assert all(unit.resolved is shipped for unit in audit.debug_info.split_units)
+        if shipped:
+            assert split.path == str(AUDIT / f"{variant}.dwp")
+    if settings.get("debug_file") == "missing":
+        assert not kinds["debuglink"].found
+    if settings.get("debug_file") == "other-build":
+        assert kinds["debuglink"].found and kinds["debuglink"].matches is False
+        assert "does not match" in kinds["debuglink"].detail
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_frame_pointers_follow_the_recipe(variant: str) -> None:
+    settings = MANIFEST["variants"][variant]["settings"]
+    frames = _audit(AUDIT / variant).frame_pointers
+    assert ".eh_frame" in frames.unwind_tables or ".debug_frame" in frames.unwind_tables
+    if settings["strip"] == "symbols":
+        assert frames.sampled == 0 and frames.share is None  # no function starts left to decode
+        return
+    assert frames.sampled > 0
+    # Every function of these programs was compiled with the recipe's setting (the C runtime's
+    # start-up code, which is not, is left out of the sample).
+    if not settings["frame_pointers"]:
+        assert frames.share == 0.0, frames
+        return
+    assert frames.non_leaf_share == 1.0, frames
+    tool = MANIFEST["variants"][variant]["tool"]
+    if tool in ("rustc", "clang"):
+        assert frames.share == 1.0, frames  # LLVM's frame-pointer=all gives leaves a frame too
+    else:
+        # GCC gives no frame to a leaf that needs no stack, -mno-omit-leaf-frame-pointer or not.
+        assert frames.leaves_without == frames.sampled - frames.with_frame_pointer > 0, frames
+
+
+@pytest.mark.parametrize("binary", sorted(EXPECTED_COVERAGE["files"]))
+def test_coverage_agrees_with_llvm_dwarfdump(binary: str) -> None:
+    expected = EXPECTED_COVERAGE["files"][binary]
+    coverage = _audit(FIXTURES / binary).coverage
+    assert coverage.code_bytes == expected["code_bytes"]
+    assert coverage.line_bytes == expected["line_table_bytes_in_code"]
+    assert coverage.inlined_calls == expected["#inlined functions"]
+    assert coverage.llvm_bytes_within_functions == expected["#bytes within functions"]
+    assert coverage.llvm_bytes_within_inlined_functions == expected["#bytes within inlined functions"]
+
+
+@pytest.mark.skipif(shutil.which("llvm-dwarfdump") is None, reason="llvm-dwarfdump not installed")
+def test_stored_llvm_figures_are_current() -> None:
+    run = subprocess.run([sys.executable, str(FIXTURES / "make_audit_expected.py"), "--check"], check=False)
+    assert run.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "how", "shows"),
+    [
+        # fixtures/README.md: stripped with --strip-debug + .gnu_debuglink to the file beside it.
+        ("cdemo-gcc-debuglink", {}, "debuglink", ProfileView.WITH_INLINES),
+        # Stripped, debug file only under bin/debug/.build-id/.
+        ("cppdemo-gcc-buildid", {"debug_dirs": [DEBUG_DIR]}, "build-id", ProfileView.WITH_INLINES),
+        # -g0: symbol table only.
+        ("cdemo-gcc-symtab", {}, None, ProfileView.NAMES),
+        # -gsplit-dwarf with the .dwp beside it.
+        ("cdemo-clang-split", {}, "split-dwarf", ProfileView.WITH_INLINES),
+    ],
+)
+def test_c_fixtures(name: str, options: dict[str, Any], how: str | None, shows: ProfileView) -> None:
+    audit = _audit(BIN / name, **options)
+    assert audit.verdict.shows is shows
+    if how is not None:
+        found = next(found for found in audit.debug_info.files if found.how == how)
+        assert found.found and found.matches is True
+
+
+def test_build_id_debug_file_missing_without_its_directory() -> None:
+    audit = _audit(BIN / "cppdemo-gcc-buildid", debug_dirs=[])
+    assert audit.verdict.shows is ProfileView.NAMES  # --strip-debug keeps .symtab
+    assert any(found.how == "build-id" and not found.found for found in audit.debug_info.files)
+
+
+def test_compressed_sections_are_named() -> None:
+    audit = _audit(BIN / "cdemo-gcc-gz-zlib")  # -gz=zlib
+    assert "cdemo-gcc-gz-zlib:.debug_info" in audit.debug_info.compressed_sections
+    assert audit.debug_info.dwarf_versions == (5,)
+    assert _audit(BIN / "cdemo-gcc-dwarf4-pie").debug_info.compressed_sections == ()
+
+
+def test_given_debug_file_counts_only_when_it_matches() -> None:
+    missing = AUDIT / "debuglink-missing" / "c-debuglink"
+    right = AUDIT / "debuglink-other-build" / "c-debuglink.debug"  # of another build
+    audit = _audit(missing, debug_files=[right])
+    given_report = next(found for found in audit.debug_info.files if found.how == "given")
+    assert given_report.found and given_report.matches is False
+    assert audit.verdict.shows is ProfileView.NAMES
+    # The binary's own debug file, given explicitly, brings the lines back.
+    debuglink = BIN / "cdemo-gcc-debuglink"
+    audit = _audit(debuglink, debug_files=[BIN / "cdemo-gcc-debuglink.debug"])
+    assert audit.verdict.shows is ProfileView.WITH_INLINES
+
+
+def test_requirements_and_exit_codes() -> None:
+    names_only = AUDIT / "rs-strip-debuginfo"
+    full = AUDIT / "rs-debug2-fp"
+    report = audit_binaries([full], require=Requirement.INLINES, require_frame_pointers=True)
+    assert report.exit_code == 0 and report.shortfalls == ()
+    report = audit_binaries([names_only, full], require=Requirement.LINES)
+    assert report.exit_code == 1
+    assert len(report.shortfalls) == 1 and "rs-strip-debuginfo" in report.shortfalls[0]
+    assert audit_binaries([names_only], require=Requirement.NAMES).exit_code == 0
+    report = audit_binaries([AUDIT / "rs-debug2"], require_frame_pointers=True)
+    assert report.exit_code == 1 and "frame pointer" in report.shortfalls[0]
+
+
+def test_unreadable_and_no_reader_yet(tmp_path: Path) -> None:
+    fake_pe = tmp_path / "app.exe"
+    fake_pe.write_bytes(b"MZ" + bytes(62))  # hand-made: a DOS header and nothing more
+    report: AuditReport = audit_binaries([tmp_path / "absent", fake_pe, AUDIT / "rs-debug2"])
+    assert report.exit_code == 3
+    assert [entry.path for entry in report.unreadable] == [str(tmp_path / "absent"), str(fake_pe)]
+    assert len(report.binaries) == 1
+
+
+def test_json_schema_1() -> None:
+    report = audit_binaries([AUDIT / "rs-lines"], require=Requirement.LINES)
+    data = json.loads(json.dumps(report.to_json()))
+    assert data["schema"] == 1 and data["exit_code"] == 0
+    binary = data["binaries"][0]
+    assert binary["verdict"]["shows"] == "with-inlines"
+    assert binary["symbols"]["kind"] == "full"
+    assert binary["coverage"]["shares"]["lines"] >= COVERAGE_THRESHOLD
+    assert set(binary) == {"identity", "symbols", "debug_info", "coverage", "frame_pointers", "verdict"}
+
+
+# --- the pieces --------------------------------------------------------------------------------
+
+_ranges = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 200)), max_size=12)
+
+
+@given(_ranges, _ranges)
+def test_covered_bytes_is_set_intersection(ranges: list[tuple[int, int]], within: list[tuple[int, int]]) -> None:
+    covered = {address for low, high in ranges for address in range(low, high)}
+    area = {address for low, high in within for address in range(low, high)}
+    assert covered_bytes(merge_ranges(ranges), merge_ranges(within)) == len(covered & area)
+    merged = merge_ranges(ranges)
+    assert all(a[1] < b[0] for a, b in pairwise(merged))
+
+
+@pytest.mark.parametrize(
+    ("arch", "code", "expected"),
+    [
+        ("x86_64", "f30f1efa" "55" "4889e5", True),  # endbr64; push rbp; mov rbp, rsp
+        ("x86_64", "55" "4156" "4889e5", True),  # push rbp; push r14; mov rbp, rsp
+        ("x86_64", "4889e5" "c3", False),  # mov rbp, rsp without the push
+        ("x86_64", "53" "e800000000" "55" "4889e5", False),  # a call before the frame is set up
+        ("x86_64", "55", False),  # cut short
+        ("aarch64", "fd7bbfa9" "fd030091", True),  # stp x29, x30, [sp, #-16]!; mov x29, sp
+        ("aarch64", "ff8301d1" "fd7b04a9" "fd030191", True),  # sub sp; stp x29, x30, [sp, #64]; add x29
+        ("aarch64", "fe4f04a9" "c0035fd6", False),  # stp x30, x19, ...; ret
+        ("aarch64", "fd7b", False),  # half an instruction
+    ],
+)
+def test_prologue_shapes(arch: str, code: str, expected: bool) -> None:
+    decoded = PrologueDecoder(arch).decode("f", 0x1000, bytes.fromhex(code))
+    assert decoded.sets_frame_pointer is expected
+
+
+@given(st.binary(max_size=64))
+def test_prologue_decoder_takes_any_bytes(code: bytes) -> None:
+    for arch in ("x86_64", "aarch64"):
+        PrologueDecoder(arch).decode("f", 0, code)
+
+
+# --- hostile input -----------------------------------------------------------------------------
+
+
+def _section_offset(path: Path, name: str) -> int:
+    from elftools.elf.elffile import ELFFile
+
+    with path.open("rb") as stream:
+        section = ELFFile(stream).get_section_by_name(name)
+        assert section is not None
+        return int(section["sh_offset"])
+
+
+def test_truncated_binary_is_unreadable(tmp_path: Path) -> None:
+    cut = tmp_path / "cut"
+    cut.write_bytes((AUDIT / "rs-debug2").read_bytes()[:3000])
+    report = audit_binaries([cut])
+    assert report.exit_code == 3 and report.unreadable[0].path == str(cut)
+
+
+def test_broken_debug_info_leaves_the_symbols(tmp_path: Path) -> None:
+    broken = tmp_path / "rs-debug2"
+    data = bytearray((AUDIT / "rs-debug2").read_bytes())
+    offset = _section_offset(AUDIT / "rs-debug2", ".debug_info")
+    data[offset : offset + 4] = (0xFFFFFF00).to_bytes(4, "little")  # a first unit longer than the file
+    broken.write_bytes(bytes(data))
+    audit = _audit(broken)
+    assert audit.debug_info.broken_units
+    assert audit.symbols.kind is SymbolTableKind.FULL
+    assert audit.verdict.shows is ProfileView.NAMES
+    assert any("cannot be decoded" in reason for reason in audit.verdict.reasons)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["rs-strip-symbols", "rs-lines", "c-minidebuginfo"]), st.data())
+def test_mutated_binaries_give_a_report_or_one_reason(tmp_path: Path, variant: str, data: st.DataObject) -> None:
+    original = (AUDIT / variant).read_bytes()
+    mutated = bytearray(original)
+    for _ in range(data.draw(st.integers(1, 16))):
+        position = data.draw(st.integers(0, len(mutated) - 1))
+        mutated[position] = data.draw(st.integers(0, 255))
+    path = tmp_path / variant.replace("/", "_")
+    path.write_bytes(bytes(mutated))
+    result = audit_binary(path)
+    assert isinstance(result, BinaryAudit | UnreadableBinary)
+
+
+# --- the verdict against the symbolizer itself -------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_verdict_agrees_with_lookups(variant: str) -> None:
+    """Look every code byte up with symbolize's own lookup: the shares named, with lines and with
+    inlined frames must agree with the coverage the audit measured and with its verdict."""
+    from symbolize.api import lookup
+
+    path = AUDIT / variant
+    audit = _audit(path)
+    with ElfFile(path) as opened:
+        code = merge_ranges((s.vaddr, s.vaddr + s.size) for s in opened.section_facts() if s.executable)
+    vaddrs = [vaddr for low, high in code for vaddr in range(low, high)]
+    results = lookup(path, vaddrs, demangle="none", use_cache=False)
+    frames = [result for result in results if isinstance(result, list)]
+    named = sum(1 for result in frames if result[-1].function) / len(vaddrs)
+    lined = sum(1 for result in frames if result[0].line > 0) / len(vaddrs)
+    inlined = sum(1 for result in frames if len(result) > 1) / len(vaddrs)
+    coverage = audit.coverage
+    assert named == pytest.approx(coverage.share(coverage.name_bytes), abs=0.02)
+    assert lined == pytest.approx(coverage.share(coverage.line_bytes), abs=0.02)
+    assert inlined == pytest.approx(coverage.share(coverage.inlined_bytes), abs=0.02)
+    shows = audit.verdict.shows
+    assert (named >= COVERAGE_THRESHOLD) is (shows.rank >= ProfileView.NAMES.rank)
+    assert (lined >= COVERAGE_THRESHOLD) is (shows.rank >= ProfileView.NAMES_LINES.rank)
+    if shows is ProfileView.WITH_INLINES:
+        assert inlined > 0
+
+
+@pytest.mark.parametrize(
+    "binary",
+    ["audit/rs-debug2", "audit/rs-strip-debuginfo", "audit/rs-strip-symbols", "bin/cdemo-gcc-debuglink"],
+)
+def test_audit_by_lookups_agrees_with_the_exact_audit(binary: str) -> None:
+    """The path PE and Mach-O take until their readers measure coverage: estimated from lookups."""
+    from symbolize.audit.sampled import audit_by_lookups
+    from symbolize.discovery import DiscoveryOptions
+
+    exact = _audit(FIXTURES / binary)
+    options = DiscoveryOptions()
+    try:
+        estimated = audit_by_lookups(options.open(FIXTURES / binary), (), options)
+    finally:
+        options.cache.close()
+    assert estimated.verdict.shows is exact.verdict.shows
+    for field in ("name_bytes", "line_bytes"):
+        share, exact_share = (report.share(getattr(report, field)) for report in (estimated.coverage, exact.coverage))
+        assert share == pytest.approx(exact_share, abs=0.03)
+    assert [f.how for f in estimated.debug_info.files] == [f.how for f in exact.debug_info.files]
+    assert estimated.frame_pointers.with_frame_pointer == exact.frame_pointers.with_frame_pointer

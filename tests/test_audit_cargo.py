@@ -1,0 +1,170 @@
+"""The Cargo part of the auditor on the workspaces in fixtures/cargo/: what each one's TOML says.
+
+Expected values come from the fixture files themselves and Cargo's documented defaults
+(the Cargo book, "Profiles"; Cargo 1.77's implicit strip), never from the auditor's output.
+The environment is pinned so that the machine's own ~/.cargo/config.toml and RUSTFLAGS
+cannot leak in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from symbolize.audit import ProfileView, Requirement, audit_binaries
+from symbolize.audit.cargo import CargoAudit, TargetPrediction, audit_cargo, cfg_matches
+from symbolize.errors import MalformedInputError
+from tests.fixtures_data import FIXTURES
+
+CARGO = FIXTURES / "cargo"
+LINUX, MSVC, MACOS = "x86_64-unknown-linux-gnu", "x86_64-pc-windows-msvc", "aarch64-apple-darwin"
+
+
+def _audit(project: str, environment: dict[str, str] | None = None, **options: object) -> CargoAudit:
+    env = {"HOME": "/nonexistent", "CARGO_HOME": "/nonexistent", **(environment or {})}
+    return audit_cargo(CARGO / project / "Cargo.toml", (), environment=env, **options)  # type: ignore[arg-type]
+
+
+def _prediction(audit: CargoAudit, target: str, profile: str = "release") -> TargetPrediction:
+    return next(p for p in audit.predictions if p.target == target and p.profile == profile)
+
+
+def test_no_release_profile_explains_cargo_defaults() -> None:
+    audit = _audit("no-release-profile")
+    assert [profile.name for profile in audit.profiles] == ["release"]
+    linux, msvc, macos = (_prediction(audit, target) for target in (LINUX, MSVC, MACOS))
+    for prediction in (linux, msvc, macos):
+        assert prediction.debuginfo == "none"  # debug = false by default in release
+        assert prediction.shows is ProfileView.NAMES  # symbols (or the PDB's publics), no lines
+        assert any('debug = "line-tables-only"' in fix for fix in prediction.fixes)
+        # The implicit strip goes away once debug is set: the one line to add is enough.
+        assert not any('strip = "none"' in fix for fix in prediction.fixes)
+    assert linux.strip.value == "debuginfo" and "1.77" in linux.strip.source
+    assert macos.strip.value == "debuginfo"
+    assert msvc.strip.value == "none" and "msvc" in msvc.strip.source
+    assert linux.split_debuginfo.value == "off"
+    assert msvc.split_debuginfo.value == "packed" and any(".pdb" in item for item in msvc.emits)
+    assert linux.frame_pointers == "target default: may be omitted"
+    assert macos.frame_pointers == "target default: kept"
+
+
+def test_line_tables_and_inheritance() -> None:
+    audit = _audit("line-tables")
+    chains = {profile.name: profile.inherits for profile in audit.profiles}
+    # dev-fast inherits from dev, so it is not a release profile.
+    assert chains == {
+        "release": ("release",),
+        "dist": ("dist", "release"),
+        "profiling": ("profiling", "dist", "release"),
+    }
+    linux = _prediction(audit, LINUX)
+    assert linux.debuginfo == "line-tables-only" and linux.split_debuginfo.value == "packed"
+    assert linux.shows is ProfileView.WITH_INLINES and linux.shows_when_shipped == "the .dwp"
+    assert _prediction(audit, MACOS).shows_when_shipped == "the .dSYM"
+    # dist: strip = true is strip = "symbols": nothing left to name functions with, anywhere.
+    for target in (LINUX, MSVC, MACOS):
+        dist = _prediction(audit, target, "dist")
+        assert dist.strip.value == "symbols" and dist.shows is ProfileView.BARE_HEX
+        assert any(fix.startswith('[profile.dist] strip = "none"') for fix in dist.fixes)
+    profiling = _prediction(audit, LINUX, "profiling")
+    settings = {s.key: s.value for s in next(p for p in audit.profiles if p.name == "profiling").settings}
+    assert settings["lto"] == "fat"  # from dist
+    assert settings["split-debuginfo"] == "packed"  # from release
+    assert profiling.debuginfo == "limited" and profiling.strip.value == "none"
+    assert profiling.shows is ProfileView.WITH_INLINES
+
+
+def test_workspace_member_leads_to_the_root() -> None:
+    audit = _audit("workspace/crates/app")
+    assert audit.workspace_root == str(CARGO / "workspace" / "Cargo.toml")
+    assert sorted(audit.members) == ["crates/app", "crates/util"]
+    assert any("ignored" in note for note in audit.notes)  # the member's own [profile.release]
+    release = audit.profiles[0]
+    settings = {s.key: s.value for s in release.settings}
+    assert settings == {
+        "opt-level": "3",
+        "debug": "full",
+        "lto": "thin",
+        "codegen-units": "1",
+        "panic": "abort",
+        "strip": "debuginfo",
+    }
+    overrides = {o.package: {s.key: s.value for s in o.settings} for o in release.overrides}
+    assert overrides == {"*": {"debug": "none", "opt-level": "3"}, "util": {"debug": "line-tables-only"}}
+    linux = _prediction(audit, LINUX)
+    assert linux.shows is ProfileView.NAMES  # strip = "debuginfo" drops the full debug info
+    assert any("every dependency" in reason for reason in linux.reasons)
+    # rustc links with /DEBUG:NONE when stripping on MSVC: no PDB at all.
+    assert _prediction(audit, MSVC).shows is ProfileView.BARE_HEX
+    assert _prediction(audit, MACOS).split_debuginfo.value == "unpacked"  # Cargo's macOS default
+
+
+def test_config_rustflags_and_profile() -> None:
+    audit = _audit("config-rustflags")
+    linux, msvc, macos = (_prediction(audit, target) for target in (LINUX, MSVC, MACOS))
+    assert linux.frame_pointers == "forced"  # [build] rustflags
+    # [target.x86_64-pc-windows-msvc] rustflags replace [build] ones: stripped, no frame pointers.
+    assert msvc.strip.value == "symbols" and msvc.strip.source == "rustflags -C strip"
+    assert msvc.frame_pointers != "forced" and msvc.shows is ProfileView.BARE_HEX
+    # The cfg(target_os = "macos") table applies to macOS and says no.
+    assert macos.frame_pointers == "target default: kept"
+    # The config's [profile.release] split-debuginfo wins over Cargo.toml's "off".
+    assert linux.split_debuginfo.value == "packed" and linux.split_debuginfo.source.startswith(".cargo/config.toml")
+
+
+def test_environment_overrides() -> None:
+    audit = _audit(
+        "no-release-profile",
+        {"CARGO_PROFILE_RELEASE_DEBUG": "2", "RUSTFLAGS": "-C force-frame-pointers=yes"},
+    )
+    linux = _prediction(audit, LINUX)
+    assert linux.debuginfo == "full" and linux.strip.value == "none"  # no implicit strip once debug is on
+    assert linux.shows is ProfileView.WITH_INLINES and linux.frame_pointers == "forced"
+    encoded = _audit("config-rustflags", {"CARGO_ENCODED_RUSTFLAGS": "-C\x1fdebuginfo=0", "RUSTFLAGS": "-g"})
+    assert encoded.rustflags == ("-C", "debuginfo=0")  # the encoded form wins over RUSTFLAGS and config
+    assert _prediction(encoded, LINUX).shows is ProfileView.NAMES
+
+
+def test_prediction_against_binaries() -> None:
+    # line-tables predicts a Linux .dwp with inline chains and no forced frame pointers: rs-packed.
+    packed = FIXTURES / "audit" / "rs-packed"
+    report = audit_binaries([packed], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", targets=[LINUX])
+    assert report.cargo is not None
+    assert report.cargo.differences == ()
+    assert report.cargo.size_costs and "line tables" in report.cargo.size_costs[0]
+    # The same prediction against a build without debug info: the difference is reported.
+    report = audit_binaries(
+        [FIXTURES / "audit" / "rs-debug0"], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", targets=[LINUX]
+    )
+    assert report.cargo is not None
+    assert any("predicted with-inlines" in difference for difference in report.cargo.differences)
+
+
+def test_cargo_requirements_without_binaries() -> None:
+    report = audit_binaries([], cargo_manifest=CARGO / "no-release-profile" / "Cargo.toml", require=Requirement.LINES)
+    assert report.exit_code == 1 and len(report.shortfalls) == 3  # one per default target
+    report = audit_binaries([], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", require=Requirement.LINES)
+    assert report.exit_code == 0
+
+
+def test_malformed_manifest(tmp_path: Path) -> None:
+    (tmp_path / "Cargo.toml").write_text("[profile.release\ndebug = ")
+    with pytest.raises(MalformedInputError):
+        audit_cargo(tmp_path / "Cargo.toml", (), environment={})
+
+
+@pytest.mark.parametrize(
+    ("expression", "target", "expected"),
+    [
+        ('cfg(target_os = "macos")', MACOS, True),
+        ('cfg(target_os = "macos")', LINUX, False),
+        ('cfg(all(unix, not(target_os = "macos")))', LINUX, True),
+        ("cfg(windows)", MSVC, True),
+        ('cfg(any(target_env = "msvc", target_arch = "aarch64"))', "aarch64-unknown-linux-gnu", True),
+        ('cfg(target_env = "msvc")', LINUX, False),
+        ("cfg(" * 40 + ")" * 40, LINUX, False),  # absurd nesting: no answer, no crash
+    ],
+)
+def test_cfg_expressions(expression: str, target: str, expected: bool) -> None:
+    assert cfg_matches(expression, target) is expected
