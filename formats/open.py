@@ -54,7 +54,9 @@ def open_object(path: Path, *, arch: str | None = None, resolver: HintResolver |
     if magic == ELF_MAGIC:
         return ElfFile(path, resolver=resolver)
     if magic in _MACHO_MAGICS:
-        raise UnsupportedFormatError("Mach-O files are not supported yet", path)
+        from symbolize.formats.macho import MachOFile
+
+        return MachOFile(path, arch, resolver)
     if magic[:2] == MZ_MAGIC:
         return PeFile(path)
     if is_pdb_magic(head):

@@ -240,6 +240,8 @@ def test_covered_bytes_is_set_intersection(ranges: list[tuple[int, int]], within
         ("x86_64", "53" "e800000000" "55" "4889e5", False),  # a call before the frame is set up
         ("x86_64", "55", False),  # cut short
         ("aarch64", "fd7bbfa9" "fd030091", True),  # stp x29, x30, [sp, #-16]!; mov x29, sp
+        ("aarch64", "3f2303d5" "fd7bbfa9" "fd030091", True),  # paciasp first (pointer authentication)
+        ("aarch64", "e0000034" "fd7bbfa9" "fd030091", True),  # cbz w0 (shrink-wrapped early exit) first
         ("aarch64", "ff8301d1" "fd7b04a9" "fd030191", True),  # sub sp; stp x29, x30, [sp, #64]; add x29
         ("aarch64", "fe4f04a9" "c0035fd6", False),  # stp x30, x19, ...; ret
         ("aarch64", "fd7b", False),  # half an instruction

@@ -33,6 +33,7 @@ from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.lines import LineTable, decode_line_table
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.elf import ElfFile
+from symbolize.formats.macho import MachOFile, list_slices
 from symbolize.formats.native import PURE_PYTHON_VARIABLE
 from tests.dwarf_builder import sleb, uleb
 
@@ -40,7 +41,9 @@ _kernels = pytest.importorskip("symbolize.formats._kernels", reason="the compile
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin"
-ELF_FILES = sorted(path for path in FIXTURES.rglob("*") if path.is_file() and path.read_bytes()[:4] == b"\x7fELF")
+# ELF files and Mach-O files (thin, universal, dSYM DWARF files and objects): every reader of DWARF.
+MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+OBJECT_FILES = sorted(path for path in FIXTURES.rglob("*") if path.is_file() and path.read_bytes()[:4] in MAGICS)
 
 # The arguments of _run_program after the table.
 Program = tuple[bytes, int, int, int, Unit, int, int, int, int, list[int]]
@@ -95,14 +98,23 @@ class _RecordingKernels:
         return returned
 
 
+DWARF_SECTIONS = ("debug_info", "debug_abbrev", "debug_str", "debug_line_str", "debug_str_offsets", "debug_addr",
+                  "debug_line", "debug_ranges", "debug_rnglists", "debug_aranges")
+
+
 def _line_units(path: Path) -> list[Unit]:
-    with ElfFile(path) as elf:
-        sections = {name: bytes(data) for name in ("debug_info", "debug_abbrev", "debug_str", "debug_line_str",
-                                                    "debug_str_offsets", "debug_addr", "debug_line", "debug_ranges",
-                                                    "debug_rnglists", "debug_aranges")
-                    if (data := elf.section_data(name)) is not None}
-        info = DwarfInfo(sections.get, path, address_size=elf.address_size, little_endian=elf.little_endian)
-    return [state.unit for state in info._load_units() if state.unit.stmt_list is not None]
+    """The units with a line program, of every slice of ``path``."""
+    if path.read_bytes()[:4] == b"\x7fELF":
+        readers: list[ElfFile | MachOFile] = [ElfFile(path)]
+    else:
+        readers = [MachOFile(path, arch=piece.arch) for piece in list_slices(path)]
+    units = []
+    for reader in readers:
+        with reader:
+            sections = {name: bytes(data) for name in DWARF_SECTIONS if (data := reader.section_data(name)) is not None}
+            info = DwarfInfo(sections.get, path, address_size=reader.address_size, little_endian=reader.little_endian)
+        units += [state.unit for state in info._load_units() if state.unit.stmt_list is not None]
+    return units
 
 
 def _decoded(unit: Unit) -> tuple[object, ...]:
@@ -113,7 +125,7 @@ def _decoded(unit: Unit) -> tuple[object, ...]:
         return ("raised", type(error), str(error))
 
 
-@pytest.mark.parametrize("path", ELF_FILES, ids=lambda path: str(path.relative_to(FIXTURES)))
+@pytest.mark.parametrize("path", OBJECT_FILES, ids=lambda path: str(path.relative_to(FIXTURES)))
 def test_every_fixture_program_decodes_alike(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     units = _line_units(path)
     if not units:
@@ -321,3 +333,16 @@ def test_the_environment_variable_forces_the_python_path(variable: str | None, e
     printed = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True,
                              check=True).stdout.split("\n")[0]
     assert printed == f"{expected} {variable is not None}"
+
+
+def test_version_names_the_kernels_status() -> None:
+    from importlib.metadata import version
+
+    from typer.testing import CliRunner
+
+    from symbolize import native_status
+    from symbolize.cli.app import app
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"symbolize {version('pprof-symbolize')}\n{native_status()}\n"

@@ -277,7 +277,8 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
     add_column = table.columns.append
     sequences = table.sequences
     addr_size = unit.addr_size
-    byteorder: Literal["little", "big"] = "little" if unit.sections.little_endian else "big"
+    little = unit.sections.little_endian
+    byteorder: Literal["little", "big"] = "little" if little else "big"
     address_advance, line_advance = _special_opcodes(min_length, line_base, line_range, opcode_base)
     const_add_pc = address_advance[255]
     # Locals: a module attribute is two lookups per comparison, and these are made per opcode.
@@ -413,7 +414,10 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                     advance = _next_uleb(advance, stream)
                 address += advance * min_length
             elif opcode == fixed_advance_pc:
-                address += read(stream) | read(stream) << 8
+                # A uhalf operand, in the file's byte order like every other fixed-size value.
+                first = read(stream)
+                second = read(stream)
+                address += first | second << 8 if little else first << 8 | second
             else:
                 # basic_block, prologue/epilogue, isa and opcodes of later versions: none changes
                 # which source position a row names, so their operands are skipped.

@@ -360,10 +360,11 @@ pub fn run(header: &Header, program: &[u8], keep_every_row: bool, rows: &mut Row
                 address = wide!(address.checked_add(advance));
             }
             DW_LNS_FIXED_ADVANCE_PC => {
-                // As the reference reads it today: little-endian whatever the unit's byte order.
-                let low = cursor.byte()?;
-                let high = cursor.byte()?;
-                address = wide!(address.checked_add(u64::from(low) | u64::from(high) << 8));
+                // A uhalf operand, in the file's byte order like every other fixed-size value.
+                let first = u64::from(cursor.byte()?);
+                let second = u64::from(cursor.byte()?);
+                let advance = if header.little_endian { first | second << 8 } else { first << 8 | second };
+                address = wide!(address.checked_add(advance));
             }
             _ => {
                 // basic_block, prologue/epilogue, isa and opcodes of later versions: none changes

@@ -27,7 +27,17 @@ only ever added within a version::
         "verdict": {"shows": "bare-hex|names|names+lines|with-inlines",
                     "reasons": [...], "fixes": [...]}}],
      "unreadable": [{"path", "reason"}],
-     "cargo": {...} | null,             (see symbolize/audit/cargo.py)
+     "cargo": null | {
+        "manifest", "workspace_root", "members": [dirs], "rustflags": [flags], "rustflags_source",
+        "profiles": [{"name", "inherits": [chain down to "release"],
+                      "settings": [{"key", "value", "source"}],
+                      "overrides": [{"package", "settings": [{"key", "value", "source"}]}]}],
+        "predictions": [{"profile", "target", "platform": "elf|windows-msvc|windows-gnu|macos",
+                         "debuginfo", "strip": {"key", "value", "source"},
+                         "split_debuginfo": {"key", "value", "source"},
+                         "frame_pointers", "emits": [...], "shows", "shows_when_shipped",
+                         "reasons": [...], "fixes": [...]}],
+        "differences": [...], "size_costs": [...], "notes": [...]},
      "requirements": {"require": "names|lines|inlines"|null, "frame_pointers": bool},
      "shortfalls": ["..."],
      "exit_code": 0|1|3}

@@ -64,6 +64,10 @@ def audit_frame_pointers(
         sample = [starts[i * len(starts) // SAMPLE_SIZE] for i in range(SAMPLE_SIZE)]
     decoder = PrologueDecoder(binary.arch)
     segments = binary.segments()
+    # A universal Mach-O's segments are placed relative to their slice.
+    base = getattr(getattr(binary, "slice", None), "file_offset", 0)
+    if base:
+        segments = [segment._replace(file_offset=segment.file_offset + base) for segment in segments]
     with_frame_pointer = leaves = decoded = 0
     without: list[str] = []
     with binary.path.open("rb") as stream:

@@ -40,8 +40,7 @@ SAMPLE_ADDRESSES = 4096
 
 def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: DiscoveryOptions) -> BinaryAudit:
     """The audit of ``image`` from its segments, symbols, hints and lookups (see the module docstring)."""
-    segments = image.segments()
-    code = merge_ranges((s.vaddr, s.vaddr + s.filesz) for s in segments if s.executable and s.filesz)
+    code, section_names = _code_ranges(image)
     code_bytes = sum(high - low for low, high in code)
     reports: list[DebugFileReport] = []
     debug_files: list[ObjectFile] = []
@@ -57,7 +56,7 @@ def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: Discover
         located = locate(hint, context, refused)
         if located is not None:
             reports.append(DebugFileReport(hint.kind.value, str(located.path), True, True, "debug ID matches"))
-            debug_files.append(located.opened)
+            debug_files.append(_bound(located.opened, image))
         elif refused:
             where, _colon, why = refused[0].partition(": ")
             reports.append(DebugFileReport(hint.kind.value, where if why else None, True, False, why or refused[0]))
@@ -69,7 +68,7 @@ def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: Discover
         report, opened = _given(image, path, options)
         reports.append(report)
         if opened is not None:
-            debug_files.append(opened)
+            debug_files.append(_bound(opened, image))
     module = Module(image, list(debug_files))
     sample = _spread(code, SAMPLE_ADDRESSES)
     results = module.lookup(sample) if sample else []
@@ -103,7 +102,7 @@ def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: Discover
     )
     kind = SymbolTableKind.FULL if symbols else SymbolTableKind.NONE
     symbol_report = SymbolReport(kind, len(symbols))
-    unwind = tuple(name for name in UNWIND_SECTIONS if any(segment.name == name for segment in segments))
+    unwind = tuple(name for name in UNWIND_SECTIONS if name in section_names)
     frame_pointers = audit_frame_pointers(image, unwind, code, symbols, ())
     frame_pointers = frame_pointers._replace(
         note="; ".join(filter(None, [frame_pointers.note, f"coverage estimated from {len(sample)} lookups"]))
@@ -117,6 +116,37 @@ def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: Discover
     )
     verdict = judge(identity, symbol_report, debug_info, coverage, frame_pointers)
     return BinaryAudit(identity, symbol_report, debug_info, coverage, frame_pointers, verdict)
+
+
+def _code_ranges(image: ObjectFile) -> tuple[tuple[tuple[int, int], ...], set[str]]:
+    """The image's code, and the names of its sections (or segments).
+
+    From the reader's sections when it lists them with an instruction flag (Mach-O's
+    ``__TEXT`` segment also holds the headers and constants), else from the executable
+    segments: what is both loaded and stored (a PE section's raw size is padded).
+    """
+    segments = image.segments()
+    names = {segment.name for segment in segments}
+    listed = getattr(image, "sections", None)
+    sections = list(listed()) if callable(listed) else []
+    if sections and all(hasattr(section, "has_instructions") for section in sections):
+        names |= {str(section.name) for section in sections}
+        code = merge_ranges(
+            (section.vaddr, section.vaddr + section.size) for section in sections if section.has_instructions
+        )
+        return code, names
+    code = merge_ranges(
+        (s.vaddr, s.vaddr + min(s.memsz, s.filesz)) for s in segments if s.executable and min(s.memsz, s.filesz)
+    )
+    return code, names
+
+
+def _bound(source: ObjectFile, image: ObjectFile) -> ObjectFile:
+    """``source`` answering at ``image``'s vaddrs: a PDB adds its RVAs to the image's ImageBase."""
+    bind = getattr(source, "bind_image", None)
+    if callable(bind):
+        bind(image)
+    return source
 
 
 def _has_dwarf(image: ObjectFile) -> bool:
