@@ -85,3 +85,13 @@ def test_frame_pointers_and_unwind_tables() -> None:
         frames = _audit(MACOS / name).frame_pointers
         assert frames.sampled > 0 and frames.non_leaf_share == 1.0, frames
     assert "__unwind_info" in _audit(MACOS / "cppdemo-x86_64").frame_pointers.unwind_tables
+
+
+def test_universal_binary_is_audited_per_slice() -> None:
+    from symbolize.audit import audit_binaries
+
+    report = audit_binaries([MACOS / "cppdemo-universal"])
+    assert sorted(audit.identity.arch for audit in report.binaries) == ["arm64", "x86_64"]
+    assert all(audit.verdict.shows is ProfileView.WITH_INLINES for audit in report.binaries)
+    uuids = {audit.identity.debug_id for audit in report.binaries}
+    assert len(uuids) == 2  # each slice has its own UUID, matched in the universal dSYM

@@ -50,7 +50,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from symbolize.audit.binary import audit_binary
+from symbolize.audit.binary import architectures, audit_binary
 from symbolize.audit.report import (
     COVERAGE_THRESHOLD,
     BinaryAudit,
@@ -116,8 +116,11 @@ def audit_binaries(
     audited: list[BinaryAudit] = []
     unreadable: list[UnreadableBinary] = []
     for path in paths:
-        result = audit_binary(path, debug_files=debug_files, search_paths=search_paths, debug_dirs=debug_dirs)
-        (unreadable if isinstance(result, UnreadableBinary) else audited).append(result)  # type: ignore[arg-type]
+        for arch in architectures(path):  # every slice of a universal Mach-O
+            result = audit_binary(
+                path, debug_files=debug_files, search_paths=search_paths, debug_dirs=debug_dirs, arch=arch
+            )
+            (unreadable if isinstance(result, UnreadableBinary) else audited).append(result)  # type: ignore[arg-type]
     found: list[str] = []
     for audit in audited:
         found.extend(shortfalls(audit, require, require_frame_pointers))
