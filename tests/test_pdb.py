@@ -278,3 +278,31 @@ def test_pdb_frames_agree_with_the_image_for_exports() -> None:
     pdb.bind_image(image)
     for export in image.exports():
         assert pdb.frames_at(export.vaddr)[-1].function == export.name
+
+
+def test_a_stripped_pdb_names_functions_and_says_why_lines_are_missing(tmp_path: Path) -> None:
+    """What /PDBSTRIPPED leaves: publics, no module streams, the DBI's stripped flag (lld-link cannot
+    write one, so it is made from the fixture: module streams dropped, flag set)."""
+    streams = _streams("winapp.pdb")
+    dbi = bytearray(streams[3] or b"")
+    position = 64
+    modules_end = 64 + struct.unpack_from("<i", dbi, 24)[0]
+    while position + 64 <= modules_end:
+        stream = struct.unpack_from("<H", dbi, position + 34)[0]
+        if stream != 0xFFFF:
+            streams[stream] = None
+        struct.pack_into("<H", dbi, position + 34, 0xFFFF)
+        names_end = dbi.index(b"\0", dbi.index(b"\0", position + 64) + 1) + 1
+        position = (names_end + 3) & ~3
+    struct.pack_into("<H", dbi, 56, struct.unpack_from("<H", dbi, 56)[0] | 0x2)  # DBI Flags: stripped
+    streams[3] = bytes(dbi)
+    pdb = PdbFile(tmp_path / "stripped.pdb", image_base=IMAGE_BASE, data=build_msf(streams, 4096))
+    full = PdbFile(BIN / "winapp.pdb", image_base=IMAGE_BASE)
+    assert not pdb.debug_info().has_line_info and pdb.debug_info().has_symbols
+    reason = pdb.lines_missing_reason()
+    assert reason is not None and "stripped" in reason
+    starts = [a for a in _addresses("winapp.exe") if full.frames_at(a) and full.frames_at(a)[-1].function
+              and full.frames_at(a)[-1].function.startswith("?")]  # fmt: skip
+    assert starts
+    for vaddr in starts:
+        assert [(f.function, f.line) for f in pdb.frames_at(vaddr)] == [(full.frames_at(vaddr)[-1].function, 0)]
