@@ -14,6 +14,8 @@ from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
+from symbolize import native_status
+
 REPO_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -36,7 +38,7 @@ def describe_environment(
         ("llvm-symbolizer", command_version(["llvm-symbolizer", "--version"], "version")),
         ("addr2line", command_version(["addr2line", "--version"], "")),
         ("symbolic", package_version("symbolic")),
-        ("symbolize", f"{package_version('pprof-symbolize')} (git {revision})"),
+        ("symbolize", f"{package_version('pprof-symbolize')} (git {revision}), {native_status()}"),
         ("rustc", command_version(["rustc", "--version"], "rustc")),
         ("g++", command_version(["g++", "--version"], "g++")),
         *(("binary", describe_binary(binary, count)) for binary, count in binaries),

@@ -10,6 +10,7 @@ of a 10,000-location bare-hex profile of the first binary is timed, cold and war
     python bench/run.py                                  # libpython, bench/work/rustgen, bench/work/cppcheck
     python bench/run.py --binary fixtures/bin/<x> --sizes 100,1000 --repeat 3
     python bench/run.py --markdown                       # a section for bench/RESULTS.md
+    python bench/run.py --sizes 1000 --pure-python       # cold with and without the compiled kernels
 """
 
 from __future__ import annotations
@@ -76,14 +77,19 @@ def default_binaries() -> list[tuple[Path, str]]:
     ]
 
 
-def make_tools(binary: Path, cache_dir: Path, index: Prepared, symcache: Path, symcache_ready: Prepared) -> list[Tool]:
+def make_tools(
+    binary: Path, cache_dir: Path, index: Prepared, symcache: Path, symcache_ready: Prepared, pure_python: bool
+) -> list[Tool]:
     python = sys.executable
     symbolic_script = str(BENCH_DIR / "symbolic_lookup.py")
     llvm_symbolizer = shutil.which("llvm-symbolizer")
     addr2line = shutil.which("addr2line")
     lookup = [*SYMBOLIZE, "lookup", "--obj", str(binary), "--json"]
+    # The same cold run on the Python readers alone, without the compiled kernels (native/).
+    pure = [Tool("symbolize (cold, Python only)", ["env", "SYMBOLIZE_PURE_PYTHON=1", *lookup, *cold_flags()])]
     return [
         Tool("symbolize (cold)", [*lookup, *cold_flags()]),
+        *(pure if pure_python else []),
         Tool(
             "symbolize (warm)",
             None if index.failure else [*lookup, "--cache-dir", str(cache_dir), "--no-background-index"],
@@ -232,7 +238,7 @@ def measure_binary(
         print(f"{binary}: {len(functions)} functions; preparing caches (untimed)", file=sys.stderr)
         index = prepare_symbolize_index(binary, symbolize_cache, scratch, args.timeout)
         symcache_ready = prepare_symcache(binary, symcache, scratch, args.timeout)
-        tools = make_tools(binary, symbolize_cache, index, symcache, symcache_ready)
+        tools = make_tools(binary, symbolize_cache, index, symcache, symcache_ready, args.pure_python)
         cells = benchmark(tools, functions, args.sizes, args)
         rows = table_rows(label, tools, args.sizes, cells)
         profile_rows: list[list[str]] = []
@@ -273,6 +279,9 @@ def main() -> int:
     )
     parser.add_argument("--profile-repeat", type=int, default=3, help="runs per mode of `symbolize profile`")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown section for RESULTS.md")
+    parser.add_argument(
+        "--pure-python", action="store_true", help="add a cold row with SYMBOLIZE_PURE_PYTHON=1 (no compiled kernels)"
+    )
     args = parser.parse_args()
 
     start_revision = git_revision()

@@ -36,7 +36,8 @@ class Coverage(NamedTuple):
     """The object addresses each name source of one file covers, merged and sorted.
 
     ``symbols``: function symbols, as the symbol index reads them (a size-0
-    symbol reaches the next one). ``lines``: line-table sequences.
+    symbol reaches the next one). ``lines``: line-table rows that name a
+    source line (line 0 rows, code no line owns, left out).
     ``functions``: the debug info's out-of-line function entries
     (DW_TAG_subprogram with code), from which inline chains are decoded.
     ``inlined``: addresses inside at least one inlined call.

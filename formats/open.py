@@ -50,7 +50,9 @@ def open_object(path: Path, *, arch: str | None = None, resolver: HintResolver |
     if magic == ELF_MAGIC:
         return ElfFile(path, resolver=resolver)
     if magic in _MACHO_MAGICS:
-        raise UnsupportedFormatError("Mach-O files are not supported yet", path)
+        from symbolize.formats.macho import MachOFile
+
+        return MachOFile(path, arch, resolver)
     if magic[:2] == b"MZ":
         raise UnsupportedFormatError("PE files are not supported yet", path)
     raise UnsupportedFormatError("not an object file", path)

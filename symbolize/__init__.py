@@ -80,12 +80,20 @@ __all__ = [
     "demangle",
     "discovery_options",
     "lookup",
+    "native_status",
     "open_module",
     "read_profile",
     "symbolize_file",
     "symbolize_profile",
     "write_profile",
 ]
+
+
+def native_status() -> str:
+    """``compiled kernels: yes``, or ``no (why)``: whether readers run their Rust twins (``native/``)."""
+    from symbolize.formats.native import status
+
+    return status()
 
 
 def __getattr__(name: str) -> Any:

@@ -17,6 +17,7 @@ from symbolize.demangle import DemangleMode
 from symbolize.demangle import demangle as demangle_name
 from symbolize.discovery import DiscoveryOptions, ObjectCache
 from symbolize.discovery import open_module as discovery_open_module
+from symbolize.formats.macho import ARCH_NAMES as MACHO_ARCH_NAMES
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module, PerFrame, Unknown
@@ -70,15 +71,28 @@ def open_module(
     debug_dirs: Iterable[PathLike] | None = None,
     cache_dir: PathLike | None = None,
     use_cache: bool = True,
+    arch: str | None = None,
 ) -> Module:
-    """Open a binary with its debug file (found by build ID, debuglink, search paths).
+    """Open a binary with its debug file (found by build ID, debuglink, dSYM, search paths).
 
-    Raises SymbolizeError when the file cannot be read.
+    ``arch`` picks the slice of a universal Mach-O file (also written ``FILE:ARCH``, as
+    llvm-symbolizer takes it). Raises SymbolizeError when the file cannot be read.
     """
     options = discovery_options(
         search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
     )
-    return discovery_open_module(Path(path), options)
+    binary, slice_arch = path_and_arch(path, arch)
+    return discovery_open_module(binary, options, arch=slice_arch)
+
+
+def path_and_arch(path: PathLike, arch: str | None = None) -> tuple[Path, str | None]:
+    """``path`` and the slice it names: ``arch``, or the ``:ARCH`` suffix llvm-symbolizer accepts
+    (``app:arm64``) when no file has the whole name and the suffix is a Mach-O arch name."""
+    text = str(path)
+    head, colon, tail = text.rpartition(":")
+    if arch is None and colon and tail in MACHO_ARCH_NAMES and not Path(text).exists():
+        return Path(head), tail
+    return Path(text), arch
 
 
 def lookup(
@@ -92,6 +106,7 @@ def lookup(
     cache_dir: PathLike | None = None,
     use_cache: bool = True,
     background_index: bool = False,
+    arch: str | None = None,
 ) -> list[list[Frame] | Unknown]:
     """Frames at each object address of the binary at ``path``: one result per address, in order.
 
@@ -100,13 +115,15 @@ def lookup(
     holds one frame, as ``llvm-symbolizer --no-inlines`` prints it: the
     outermost function's name with the innermost frame's file, line and column.
     ``background_index`` starts a detached process that builds the indexes
-    found missing, for later calls (see :func:`index_in_background`).
+    found missing, for later calls (see :func:`index_in_background`). ``arch`` picks the
+    slice of a universal Mach-O file, as in :func:`open_module`.
     """
     options = discovery_options(
         search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
     )
     try:
-        module = discovery_open_module(Path(path), options)
+        binary, slice_arch = path_and_arch(path, arch)
+        module = discovery_open_module(binary, options, arch=slice_arch)
         shaper = FrameShaper(demangle, inlines)
         results = [shaper.shape(result) for result in module.lookup(vaddrs)]
         if background_index:

@@ -49,6 +49,8 @@ class Reason(Enum):
     NO_MAPPING = "no-mapping"  # the location names no mapping
     NOT_A_FILE = "not-a-file"  # [vdso], //anon, the kernel, a mapping without a file name
     BINARY_NOT_FOUND = "binary-not-found"
+    # A macOS system library missing from disk: it lives only in the dyld shared cache.
+    IN_SHARED_CACHE = "in-shared-cache"
     DEBUG_ID_MISMATCH = "debug-id-mismatch"  # files of that name exist, none of that build
     UNSUPPORTED_FILE = "unsupported-file"  # a format not read (yet), or not an object file
     UNREADABLE_FILE = "unreadable-file"  # permissions, I/O errors

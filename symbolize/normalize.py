@@ -48,6 +48,9 @@ segments carry their names):
   stands for the lowest segment: ``slide = memory_start - low``.
 - A nonzero file offset is read as for ELF, through the segments' file
   offsets (slice-relative in a fat file).
+- On arm64 (arm64e above all), return addresses may carry a pointer-
+  authentication signature above the 47-bit user address space; those bits
+  are cleared first (what ``ptrauth_strip`` does), before any other rule.
 
 In every format a vaddr that falls in no segment's memory (``__PAGEZERO``
 excluded) is None: the caller reports it as outside the file.
@@ -63,6 +66,8 @@ from symbolize.formats.types import Image, Segment
 # first PT_LOAD's vaddr and file offset agree modulo any page size the loader used.
 PAGE_SIZE = 0x1000
 PAGEZERO = "__PAGEZERO"
+# macOS arm64 user addresses fit in 47 bits; a pointer-authentication signature sits above them.
+ARM64_ADDRESS_MASK = (1 << 47) - 1
 
 # runtime address -> vaddr, or None when no segment holds it; built once per mapping.
 Translator = Callable[[int], "int | None"]
@@ -94,13 +99,19 @@ def translator(image: Image, memory_start: int, memory_limit: int, file_offset: 
         rule = _macho_rule(image, segments, memory_start, memory_limit, file_offset)
     else:
         rule = _elf_rule(image, segments, memory_start, memory_limit, file_offset)
-    if not has_limit:
-        return rule
+    if has_limit:
+        unbounded = rule
 
-    def bounded(runtime_addr: int) -> int | None:
-        return rule(runtime_addr) if memory_start <= runtime_addr < memory_limit else None
+        def rule(runtime_addr: int) -> int | None:
+            return unbounded(runtime_addr) if memory_start <= runtime_addr < memory_limit else None
 
-    return bounded
+    if image.format == "macho" and image.arch.startswith("arm64"):
+        authenticated = rule
+
+        def rule(runtime_addr: int) -> int | None:
+            return authenticated(runtime_addr & ARM64_ADDRESS_MASK)
+
+    return rule
 
 
 def _nowhere(runtime_addr: int) -> int | None:

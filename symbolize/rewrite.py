@@ -110,6 +110,18 @@ def skip_reason(filename: str, memory_start: int) -> str | None:
     return None
 
 
+# Where macOS keeps the libraries that, since macOS 11, exist only inside the dyld shared cache.
+_SHARED_CACHE_DIRS = ("/usr/lib/", "/System/Library/", "/System/iOSSupport/")
+
+
+def in_dyld_shared_cache(filename: str) -> bool:
+    """Whether a mapping names a macOS system library (a dylib or framework binary under the system
+    directories), which a Mac no longer has as a file: it is in the dyld shared cache."""
+    if not filename.startswith(_SHARED_CACHE_DIRS):
+        return False
+    return filename.endswith(".dylib") or ".framework/" in filename
+
+
 def is_on_cpu(profile: Profile, strings: StringTable) -> bool:
     """True for profiles whose leaf frame is the exact interrupted PC (pprof CPU profiles)."""
     names = {strings.get(value_type.type) for value_type in profile.sample_type}
@@ -230,8 +242,11 @@ def _symbolize_mapping(
     try:
         module = _open_module(options, summary.filename, build_id)
     except (SymbolizeError, OSError) as exc:
+        reason, detail = reason_for_error(exc), str(exc)
+        if reason is Reason.BINARY_NOT_FOUND and in_dyld_shared_cache(summary.filename):
+            reason, detail = Reason.IN_SHARED_CACHE, f"{summary.filename}: a macOS system library, not on disk"
         for _ in entry.pending:
-            summary.count_unnamed(reason_for_error(exc), str(exc))
+            summary.count_unnamed(reason, detail)
         return
     summary.binary = str(module.image.path)
     if module.debug_files:
@@ -267,6 +282,9 @@ def _symbolize_mapping(
         _attach_lines(pending.location, result, functions)
         summary.count_named()
         named.append(result)
+    if named and not module.debug_files and not any(frame.line > 0 for frames in named for frame in frames):
+        missing = "dSYM" if module.image.format == "macho" else "debug file"
+        summary.missing_lines = f"named from the symbol table only: no {missing} was found"
     if summary.unnamed == 0:
         mapping.has_functions = any(frame.function for frames in named for frame in frames)
         mapping.has_filenames = any(frame.file for frames in named for frame in frames)

@@ -4,7 +4,8 @@
 
     {"mappings": [{"filename": str, "binary": str|null, "debug_file": str|null,
                    "locations": N, "named": N, "unnamed": N, "reasons": {reason: N},
-                   "details": [{"reason": reason, "detail": str, "count": N}]}],
+                   "details": [{"reason": reason, "detail": str, "count": N}],
+                   "missing_lines": str|null}],
      "locations": N, "named": N, "unnamed": N,
      "unnamed_value_share": {sample_type_name: float 0..1}}
 
@@ -14,6 +15,8 @@ first. ``"details"`` says more where there is more to say (an error's message,
 what a mapping is), one entry per distinct (reason, detail), most first; a
 location counted under a reason with no detail has no entry there.
 Locations that already had lines before the run count as named.
+``"missing_lines"`` says why named locations have no file or line, when none has one and
+discovery found no debug file (a stripped binary without its dSYM or debug file), else null.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class MappingSummary:
     already_symbolized: int = 0
     reasons: Counter[Reason] = field(default_factory=Counter)
     details: Counter[tuple[Reason, str]] = field(default_factory=Counter)
+    # Why the names came without lines (no debug file found), when that is so.
+    missing_lines: str | None = None
 
     @property
     def unnamed(self) -> int:
@@ -65,6 +70,7 @@ class MappingSummary:
                 {"reason": reason.value, "detail": detail, "count": count}
                 for (reason, detail), count in self.details.most_common()
             ],
+            "missing_lines": self.missing_lines,
         }
 
 
@@ -117,6 +123,8 @@ class Summary:
             lines.append(
                 f"{mapping.filename or '<no file>'}{via}: {mapping.named}/{mapping.locations} named{already}"
             )
+            if mapping.missing_lines:
+                lines.append(f"  no lines: {mapping.missing_lines}")
             for reason, count in mapping.reasons.most_common():
                 lines.append(f"  {count} unnamed: {reason.value}")
                 for (detailed, detail), times in mapping.details.most_common():

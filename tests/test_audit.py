@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symbolize.audit import AuditReport, ProfileView, Requirement, audit_binaries, audit_binary
 from symbolize.audit.prologue import PrologueDecoder
 from symbolize.audit.report import COVERAGE_THRESHOLD, BinaryAudit, SymbolTableKind, UnreadableBinary
+from symbolize.formats.elf import ElfFile
 from symbolize.formats.facts import covered_bytes, merge_ranges
 from tests.fixtures_data import BIN, DEBUG_DIR, FIXTURES
 
@@ -239,6 +240,8 @@ def test_covered_bytes_is_set_intersection(ranges: list[tuple[int, int]], within
         ("x86_64", "53" "e800000000" "55" "4889e5", False),  # a call before the frame is set up
         ("x86_64", "55", False),  # cut short
         ("aarch64", "fd7bbfa9" "fd030091", True),  # stp x29, x30, [sp, #-16]!; mov x29, sp
+        ("aarch64", "3f2303d5" "fd7bbfa9" "fd030091", True),  # paciasp first (pointer authentication)
+        ("aarch64", "e0000034" "fd7bbfa9" "fd030091", True),  # cbz w0 (shrink-wrapped early exit) first
         ("aarch64", "ff8301d1" "fd7b04a9" "fd030191", True),  # sub sp; stp x29, x30, [sp, #64]; add x29
         ("aarch64", "fe4f04a9" "c0035fd6", False),  # stp x30, x19, ...; ret
         ("aarch64", "fd7b", False),  # half an instruction
@@ -253,3 +256,102 @@ def test_prologue_shapes(arch: str, code: str, expected: bool) -> None:
 def test_prologue_decoder_takes_any_bytes(code: bytes) -> None:
     for arch in ("x86_64", "aarch64"):
         PrologueDecoder(arch).decode("f", 0, code)
+
+
+# --- hostile input -----------------------------------------------------------------------------
+
+
+def _section_offset(path: Path, name: str) -> int:
+    from elftools.elf.elffile import ELFFile
+
+    with path.open("rb") as stream:
+        section = ELFFile(stream).get_section_by_name(name)
+        assert section is not None
+        return int(section["sh_offset"])
+
+
+def test_truncated_binary_is_unreadable(tmp_path: Path) -> None:
+    cut = tmp_path / "cut"
+    cut.write_bytes((AUDIT / "rs-debug2").read_bytes()[:3000])
+    report = audit_binaries([cut])
+    assert report.exit_code == 3 and report.unreadable[0].path == str(cut)
+
+
+def test_broken_debug_info_leaves_the_symbols(tmp_path: Path) -> None:
+    broken = tmp_path / "rs-debug2"
+    data = bytearray((AUDIT / "rs-debug2").read_bytes())
+    offset = _section_offset(AUDIT / "rs-debug2", ".debug_info")
+    data[offset : offset + 4] = (0xFFFFFF00).to_bytes(4, "little")  # a first unit longer than the file
+    broken.write_bytes(bytes(data))
+    audit = _audit(broken)
+    assert audit.debug_info.broken_units
+    assert audit.symbols.kind is SymbolTableKind.FULL
+    assert audit.verdict.shows is ProfileView.NAMES
+    assert any("cannot be decoded" in reason for reason in audit.verdict.reasons)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["rs-strip-symbols", "rs-lines", "c-minidebuginfo"]), st.data())
+def test_mutated_binaries_give_a_report_or_one_reason(tmp_path: Path, variant: str, data: st.DataObject) -> None:
+    original = (AUDIT / variant).read_bytes()
+    mutated = bytearray(original)
+    for _ in range(data.draw(st.integers(1, 16))):
+        position = data.draw(st.integers(0, len(mutated) - 1))
+        mutated[position] = data.draw(st.integers(0, 255))
+    path = tmp_path / variant.replace("/", "_")
+    path.write_bytes(bytes(mutated))
+    result = audit_binary(path)
+    assert isinstance(result, BinaryAudit | UnreadableBinary)
+
+
+# --- the verdict against the symbolizer itself -------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_verdict_agrees_with_lookups(variant: str) -> None:
+    """Look every code byte up with symbolize's own lookup: the shares named, with lines and with
+    inlined frames must agree with the coverage the audit measured and with its verdict."""
+    from symbolize.api import lookup
+
+    path = AUDIT / variant
+    audit = _audit(path)
+    with ElfFile(path) as opened:
+        code = merge_ranges((s.vaddr, s.vaddr + s.size) for s in opened.section_facts() if s.executable)
+    vaddrs = [vaddr for low, high in code for vaddr in range(low, high)]
+    results = lookup(path, vaddrs, demangle="none", use_cache=False)
+    frames = [result for result in results if isinstance(result, list)]
+    named = sum(1 for result in frames if result[-1].function) / len(vaddrs)
+    lined = sum(1 for result in frames if result[0].line > 0) / len(vaddrs)
+    inlined = sum(1 for result in frames if len(result) > 1) / len(vaddrs)
+    coverage = audit.coverage
+    assert named == pytest.approx(coverage.share(coverage.name_bytes), abs=0.02)
+    assert lined == pytest.approx(coverage.share(coverage.line_bytes), abs=0.02)
+    assert inlined == pytest.approx(coverage.share(coverage.inlined_bytes), abs=0.02)
+    shows = audit.verdict.shows
+    assert (named >= COVERAGE_THRESHOLD) is (shows.rank >= ProfileView.NAMES.rank)
+    assert (lined >= COVERAGE_THRESHOLD) is (shows.rank >= ProfileView.NAMES_LINES.rank)
+    if shows is ProfileView.WITH_INLINES:
+        assert inlined > 0
+
+
+@pytest.mark.parametrize(
+    "binary",
+    ["audit/rs-debug2", "audit/rs-strip-debuginfo", "audit/rs-strip-symbols", "bin/cdemo-gcc-debuglink"],
+)
+def test_audit_by_lookups_agrees_with_the_exact_audit(binary: str) -> None:
+    """The path PE and Mach-O take until their readers measure coverage: estimated from lookups."""
+    from symbolize.audit.sampled import audit_by_lookups
+    from symbolize.discovery import DiscoveryOptions
+
+    exact = _audit(FIXTURES / binary)
+    options = DiscoveryOptions()
+    try:
+        estimated = audit_by_lookups(options.open(FIXTURES / binary), (), options)
+    finally:
+        options.cache.close()
+    assert estimated.verdict.shows is exact.verdict.shows
+    for field in ("name_bytes", "line_bytes"):
+        share, exact_share = (report.share(getattr(report, field)) for report in (estimated.coverage, exact.coverage))
+        assert share == pytest.approx(exact_share, abs=0.03)
+    assert [f.how for f in estimated.debug_info.files] == [f.how for f in exact.debug_info.files]
+    assert estimated.frame_pointers.with_frame_pointer == exact.frame_pointers.with_frame_pointer

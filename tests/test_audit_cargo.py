@@ -8,6 +8,7 @@ cannot leak in.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,21 @@ def test_prediction_against_binaries() -> None:
     )
     assert report.cargo is not None
     assert any("predicted with-inlines" in difference for difference in report.cargo.differences)
+
+
+def test_a_binary_under_target_profile_is_compared_with_that_profile(tmp_path: Path) -> None:
+    # rs-strip-symbols stands for what `cargo build --profile dist` (strip = true) leaves in
+    # target/dist/: bare hex, as dist predicts; release would have predicted inline chains.
+    built = tmp_path / "target" / "dist" / "app"
+    built.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "audit" / "rs-strip-symbols", built)
+    report = audit_binaries([built], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", targets=[LINUX])
+    assert report.cargo is not None and report.cargo.differences == ()
+    elsewhere = tmp_path / "app"
+    shutil.copy(built, elsewhere)
+    report = audit_binaries([elsewhere], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", targets=[LINUX])
+    assert report.cargo is not None
+    assert any("(release, " in difference for difference in report.cargo.differences)
 
 
 def test_cargo_requirements_without_binaries() -> None:

@@ -58,11 +58,13 @@ def test_each_shortfall_is_printed() -> None:
 
 
 def test_no_reader_yet(tmp_path: Path) -> None:
-    macho = tmp_path / "app"
-    macho.write_bytes(bytes.fromhex("cffaedfe") + bytes(28))  # hand-made: a Mach-O magic, nothing more
-    code, _out, err = _run(str(macho), str(AUDIT / "rs-debug2"))
+    # Hand-made: a WebAssembly module's magic, a format no reader reads (Mach-O, which this test
+    # used before, now has one).
+    other = tmp_path / "app"
+    other.write_bytes(b"\0asm\x01\0\0\0" + bytes(24))
+    code, _out, err = _run(str(other), str(AUDIT / "rs-debug2"))
     assert code == 3
-    assert str(macho) in err
+    assert str(other) in err
 
 
 def test_table_names_the_verdict_and_the_fix() -> None:
@@ -91,3 +93,11 @@ def test_subprocess() -> None:
     assert run.returncode == 1
     assert json.loads(run.stdout)["binaries"][0]["verdict"]["shows"] == "bare-hex"
     assert "bare-hex" in run.stderr
+
+
+def test_plain_text_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("rich", "rich.console", "rich.table", "rich.text"):
+        monkeypatch.setitem(sys.modules, name, None)  # importing it raises ImportError
+    code, out, _err = _run(str(AUDIT / "rs-debug0"))
+    assert code == 0
+    assert "a profile shows" in out and "names" in out and "┌" not in out

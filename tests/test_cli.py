@@ -48,7 +48,7 @@ class FakeModule(Module):
 
 @pytest.fixture
 def fake_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fake_open(path: Path, options: DiscoveryOptions) -> Module:
+    def fake_open(path: Path, options: DiscoveryOptions, arch: str | None = None) -> Module:
         if not path.name.startswith("fake"):
             raise MissingDebugInfoError("binary not found", path)
         return FakeModule(image=None)  # type: ignore[arg-type]

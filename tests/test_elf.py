@@ -228,8 +228,6 @@ def test_mini_debug_info(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("magic", "what"),
     [
-        (bytes.fromhex("cffaedfe"), "Mach-O"),
-        (bytes.fromhex("cafebabe"), "Mach-O"),
         (b"MZ\x90\x00", "PE"),
         (b"#!/bin/sh\n", "not an object file"),
         (b"", "not an object file"),

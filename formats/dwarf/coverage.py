@@ -1,8 +1,9 @@
 """The addresses a file's DWARF covers: line-table sequences, function entries, inlined calls.
 
 Measured over the same decode the persistent index stores (``export.py``):
-line sequences as the line program gives them (DWARF 5, 6.2.5: each sequence
-ends at its ``DW_LNE_end_sequence``), ``DW_TAG_subprogram`` entries with code
+the line-table rows that name a line (DWARF 5, 6.2.5: a row reaches the next
+row of its sequence, the last one the ``DW_LNE_end_sequence``; line 0 means
+no source line), ``DW_TAG_subprogram`` entries with code
 and ``DW_TAG_inlined_subroutine`` entries (3.3.8.2) with their ranges. A unit
 that fails to decode is named in ``broken_units`` and covers nothing; a
 skeleton unit (3.1.2) is listed with whether its split unit was found.
@@ -13,6 +14,19 @@ from __future__ import annotations
 from symbolize.formats.dwarf.export import export_dwarf
 from symbolize.formats.dwarf.info import DwarfInfo
 from symbolize.formats.facts import AddressRange, Coverage, merge_ranges
+
+
+def _rows_with_lines(
+    sequences: list[tuple[int, int, int, int]], addresses: list[int], lines: list[int]
+) -> list[AddressRange]:
+    """The ranges of the rows that name a source line: each row reaches the next row of its
+    sequence (the last one, the sequence's end); line 0 (code no source line owns) names none."""
+    found: list[AddressRange] = []
+    for _low, high, first, end in sequences:
+        for row in range(first, end):
+            if lines[row] > 0:
+                found.append((addresses[row], addresses[row + 1] if row + 1 < end else high))
+    return found
 
 
 def dwarf_coverage(info: DwarfInfo) -> Coverage:
@@ -29,7 +43,7 @@ def dwarf_coverage(info: DwarfInfo) -> Coverage:
         if unit.error is not None:
             broken.append(unit.error)
             continue
-        lines.extend((low, high) for low, high, _first, _end in unit.sequences)
+        lines.extend(_rows_with_lines(unit.sequences, unit.row_addresses, unit.row_lines))
         for parent, ranges in zip(unit.node_parent, unit.node_ranges, strict=True):
             size = sum(max(0, high - low) for low, high in ranges)
             if parent < 0:

@@ -26,6 +26,7 @@ from typing import Literal
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length, read_uleb, uint_reader
 from symbolize.formats.dwarf.unit import Unit
+from symbolize.formats.native import kernels
 
 
 def join_path(directory: str | None, name: str) -> str:
@@ -194,16 +195,30 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
     table = LineTable(files=files)
     program = (data, offset, program_start, end, unit, min_instruction_length, line_base, line_range, opcode_base,
                standard_lengths)
-    if not _run_program(table, *program, keep_every_row=False):
+    if not _run_fastest(table, program, keep_every_row=False):
         # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
         table = LineTable(files=files)
-        _run_program(table, *program, keep_every_row=True)
+        _run_fastest(table, program, keep_every_row=True)
     # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
     # on the rows kept, not per row; _run_program checks the rows it drops.
     if table.lines and min(table.lines) < 0:
         raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
     table.finish()
     return table
+
+
+def _run_fastest(table: LineTable, program: tuple[bytes, int, int, int, Unit, int, int, int, int, list[int]], *,
+                 keep_every_row: bool) -> bool:
+    """``_run_program``, by its compiled twin where built (``formats/native.py``).
+
+    The twin (``native/src/line_program.rs``) returns what ``_run_program`` returns, or None,
+    leaving ``table`` untouched, where a value outgrows 64 bits: hostile input only, decoded here.
+    """
+    if kernels is not None:
+        completed: bool | None = kernels.run_line_program(table, *program, keep_every_row=keep_every_row)
+        if completed is not None:
+            return completed
+    return _run_program(table, *program, keep_every_row=keep_every_row)
 
 
 def _special_opcodes(min_length: int, line_base: int, line_range: int, opcode_base: int) -> tuple[list[int], list[int]]:
@@ -262,7 +277,8 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
     add_column = table.columns.append
     sequences = table.sequences
     addr_size = unit.addr_size
-    byteorder: Literal["little", "big"] = "little" if unit.sections.little_endian else "big"
+    little = unit.sections.little_endian
+    byteorder: Literal["little", "big"] = "little" if little else "big"
     address_advance, line_advance = _special_opcodes(min_length, line_base, line_range, opcode_base)
     const_add_pc = address_advance[255]
     # Locals: a module attribute is two lookups per comparison, and these are made per opcode.
@@ -398,7 +414,10 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                     advance = _next_uleb(advance, stream)
                 address += advance * min_length
             elif opcode == fixed_advance_pc:
-                address += read(stream) | read(stream) << 8
+                # A uhalf operand, in the file's byte order like every other fixed-size value.
+                first = read(stream)
+                second = read(stream)
+                address += first | second << 8 if little else first << 8 | second
             else:
                 # basic_block, prologue/epilogue, isa and opcodes of later versions: none changes
                 # which source position a row names, so their operands are skipped.

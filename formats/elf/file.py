@@ -348,6 +348,11 @@ class ElfFile:
         from symbolize.formats.dwarf.coverage import dwarf_coverage
 
         starts, ends, _symbols = self._symbol_index()
-        dwarf = self._dwarf_info()
-        found = dwarf_coverage(dwarf) if dwarf is not None else Coverage()
-        return found._replace(symbols=merge_ranges(zip(starts, ends, strict=True)))
+        symbols = merge_ranges(zip(starts, ends, strict=True))
+        try:
+            dwarf = self._dwarf_info()
+            found = dwarf_coverage(dwarf) if dwarf is not None else Coverage()
+        except MalformedInputError as err:
+            # Broken DWARF covers nothing; the symbol table still names what it names.
+            found = Coverage(broken_units=(str(err),))
+        return found._replace(symbols=symbols)

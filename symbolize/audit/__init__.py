@@ -27,7 +27,17 @@ only ever added within a version::
         "verdict": {"shows": "bare-hex|names|names+lines|with-inlines",
                     "reasons": [...], "fixes": [...]}}],
      "unreadable": [{"path", "reason"}],
-     "cargo": {...} | null,             (see symbolize/audit/cargo.py)
+     "cargo": null | {
+        "manifest", "workspace_root", "members": [dirs], "rustflags": [flags], "rustflags_source",
+        "profiles": [{"name", "inherits": [chain down to "release"],
+                      "settings": [{"key", "value", "source"}],
+                      "overrides": [{"package", "settings": [{"key", "value", "source"}]}]}],
+        "predictions": [{"profile", "target", "platform": "elf|windows-msvc|windows-gnu|macos",
+                         "debuginfo", "strip": {"key", "value", "source"},
+                         "split_debuginfo": {"key", "value", "source"},
+                         "frame_pointers", "emits": [...], "shows", "shows_when_shipped",
+                         "reasons": [...], "fixes": [...]}],
+        "differences": [...], "size_costs": [...], "notes": [...]},
      "requirements": {"require": "names|lines|inlines"|null, "frame_pointers": bool},
      "shortfalls": ["..."],
      "exit_code": 0|1|3}
@@ -40,7 +50,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from symbolize.audit.binary import audit_binary
+from symbolize.audit.binary import architectures, audit_binary
 from symbolize.audit.report import (
     COVERAGE_THRESHOLD,
     BinaryAudit,
@@ -106,8 +116,11 @@ def audit_binaries(
     audited: list[BinaryAudit] = []
     unreadable: list[UnreadableBinary] = []
     for path in paths:
-        result = audit_binary(path, debug_files=debug_files, search_paths=search_paths, debug_dirs=debug_dirs)
-        (unreadable if isinstance(result, UnreadableBinary) else audited).append(result)  # type: ignore[arg-type]
+        for arch in architectures(path):  # every slice of a universal Mach-O
+            result = audit_binary(
+                path, debug_files=debug_files, search_paths=search_paths, debug_dirs=debug_dirs, arch=arch
+            )
+            (unreadable if isinstance(result, UnreadableBinary) else audited).append(result)  # type: ignore[arg-type]
     found: list[str] = []
     for audit in audited:
         found.extend(shortfalls(audit, require, require_frame_pointers))

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, TypeGuard
 
-from symbolize.audit.frames import audit_frame_pointers
+from symbolize.audit.frames import UNWIND_SECTIONS, audit_frame_pointers
 from symbolize.audit.report import (
     BinaryAudit,
     CoverageReport,
@@ -33,7 +33,12 @@ from symbolize.discovery import DiscoveryOptions, LookupContext, locate
 from symbolize.discovery.elf_locators import BuildIdLocator, DebugLinkLocator
 from symbolize.discovery.paths import build_id_path
 from symbolize.discovery.registry import READER_HINTS
-from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
+from symbolize.formats.errors import (
+    MalformedInputError,
+    MissingDebugInfoError,
+    SymbolizeError,
+    UnsupportedFormatError,
+)
 from symbolize.formats.facts import AddressRange, Coverage, SectionFact, covered_bytes, merge_ranges
 from symbolize.formats.types import DebugHint, DebugInfoSummary, HintKind, ObjectFile, Symbol
 
@@ -56,15 +61,18 @@ def audit_binary(
     debug_files: Sequence[Path] = (),
     search_paths: Sequence[Path] = (),
     debug_dirs: Sequence[Path] | None = None,
+    arch: str | None = None,
 ) -> BinaryAudit | UnreadableBinary:
-    """The audit of ``path``, or why it cannot be audited (missing, malformed, no reader yet)."""
+    """The audit of ``path`` (its ``arch`` slice when universal), or why it cannot be audited."""
     options = DiscoveryOptions(search_paths=tuple(search_paths))
     if debug_dirs is not None:
         options.debug_dirs = tuple(debug_dirs)
     try:
-        image = options.open(path)
+        image = options.open(path, arch=arch)
         if not _auditable(image):
-            return UnreadableBinary(str(path), f"no auditor yet for {image.format} files")
+            from symbolize.audit.sampled import audit_by_lookups
+
+            return audit_by_lookups(image, debug_files, options)
         return _audit(image, debug_files, options)
     except UnsupportedFormatError as err:
         return UnreadableBinary(str(path), f"no reader yet: {err.reason}")
@@ -72,6 +80,19 @@ def audit_binary(
         return UnreadableBinary(str(path), err.reason)
     finally:
         options.cache.close()
+
+
+def architectures(path: Path) -> list[str | None]:
+    """The slices to audit in ``path``: each architecture of a universal file, else [None] (the file)."""
+    options = DiscoveryOptions()
+    try:
+        slices = getattr(options.open(path), "slices", None)
+        arches = [str(item.arch) for item in slices] if isinstance(slices, list) else []
+    except SymbolizeError:
+        return [None]  # audit_binary says why
+    finally:
+        options.cache.close()
+    return list(arches) if len(arches) > 1 else [None]
 
 
 def _auditable(opened: ObjectFile) -> TypeGuard[AuditableFile]:
@@ -93,7 +114,7 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
             sources.append(opened)
 
     coverages = [source.coverage() for source in sources]
-    summaries = [source.debug_info() for source in sources]
+    summaries = [_summary(source) for source in sources]
     symbols = _union(coverage.symbols for coverage in coverages)
     lines = _union(coverage.lines for coverage in coverages)
     functions = _union(coverage.functions for coverage in coverages)
@@ -138,7 +159,8 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
     )
     all_symbols = _function_symbols(sources)
     symbol_report = SymbolReport(_symbol_table_kind(sources, all_symbols), len(all_symbols))
-    frame_pointers = audit_frame_pointers(binary, sections, code, all_symbols, functions)
+    unwind = tuple(name for name in UNWIND_SECTIONS if any(section.name == name for section in sections))
+    frame_pointers = audit_frame_pointers(binary, unwind, code, all_symbols, functions)
     identity = Identity(
         path=str(binary.path),
         format=binary.format,
@@ -149,7 +171,6 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
     rust = any(_RUST_SYMBOL.match(symbol.name) for symbol in all_symbols)
     verdict = judge(identity, symbol_report, debug_info, coverage_report, frame_pointers, rust=rust)
     return BinaryAudit(identity, symbol_report, debug_info, coverage_report, frame_pointers, verdict)
-
 
 
 def _union(range_lists: Iterable[Iterable[AddressRange]]) -> tuple[AddressRange, ...]:
@@ -181,7 +202,7 @@ def _located_files(
     """Where the binary's debug info lives: in itself, and where each of its hints leads."""
     reports: list[DebugFileReport] = []
     sources: list[AuditableFile] = [binary]
-    summary: DebugInfoSummary = binary.debug_info()
+    summary = _summary(binary)
     if summary.has_dwarf:
         versions = ", ".join(str(version) for version in summary.dwarf_versions)
         reports.append(DebugFileReport("embedded", str(binary.path), True, None, f"DWARF {versions}".strip()))
@@ -210,6 +231,16 @@ def _located_files(
         else:
             reports.append(DebugFileReport(how, None, False, None, _missing_detail(hint, options)))
     return reports, sources
+
+
+def _summary(source: ObjectFile) -> DebugInfoSummary:
+    """What ``source`` carries; DWARF that cannot be walked counts as present and empty."""
+    try:
+        return source.debug_info()
+    except MalformedInputError:
+        return DebugInfoSummary(
+            has_symbols=bool(source.symbols()), has_dwarf=True, has_line_info=False, has_inline_info=False
+        )
 
 
 def _match_detail(kind: HintKind) -> str:

@@ -489,6 +489,7 @@ def _predict(profile: str, target: str, resolved: _Resolved, rustflags: Sequence
     elif platform == "macos":
         frame_pointers = "target default: kept"  # Apple's ABIs require them; rustc keeps them there
     else:
+        # In the crates built; the prebuilt std keeps them since Rust 1.79 (rust-lang/rust#122646).
         frame_pointers = "target default: may be omitted"
     emits, shows, shipped, reasons = _what_is_emitted(platform, debug, strip.value, split.value)
     dependency_note = _dependency_debug_note(resolved.overrides, debug)
@@ -619,7 +620,10 @@ def _cargo_fixes(
         if platform == "windows-msvc":
             fixes.append("ship the .pdb with the .exe (or publish it to a symbol server)")
     if not forced and platform != "macos":
-        fixes.append('.cargo/config.toml: [build] rustflags = ["-C", "force-frame-pointers=yes"]')
+        fixes.append(
+            '.cargo/config.toml: [build] rustflags = ["-C", "force-frame-pointers=yes"] (for your crates: '
+            "the prebuilt std has frame pointers since Rust 1.79)"
+        )
     return fixes
 
 
@@ -646,29 +650,34 @@ def _size_costs(binaries: Sequence[BinaryAudit]) -> list[str]:
 
 
 def _compare(predictions: Sequence[TargetPrediction], binaries: Sequence[BinaryAudit]) -> list[str]:
-    """Each way a binary differs from the release prediction for its platform."""
+    """Each way a binary differs from the prediction for its platform and profile.
+
+    Not a difference: frame pointers in most functions of a build that does not force them
+    (the prebuilt std has them since Rust 1.79, rust-lang/rust#122646, and a small program is
+    mostly std).
+    """
     differences = []
-    by_platform = {p.platform: p for p in predictions if p.profile == "release"}
+    profiles = {p.profile for p in predictions}
     for audit in binaries:
         platform = {"elf": "elf", "pe": "windows-msvc", "macho": "macos"}.get(audit.identity.format, "")
-        prediction = by_platform.get(platform)
+        # Cargo puts a profile's output in target/<profile>/ (target/<triple>/<profile>/): that names
+        # the profile a binary was built with; anything else is compared with release.
+        parts = Path(audit.identity.path).parts
+        profile = next((part for part in reversed(parts[:-1]) if part in profiles), "release")
+        prediction = next((p for p in predictions if p.platform == platform and p.profile == profile), None)
         name = audit.identity.path
         if prediction is None:
             differences.append(f"{name}: no prediction for {audit.identity.format} (add a --target for it)")
             continue
         if audit.verdict.shows != prediction.shows:
             differences.append(
-                f"{name}: predicted {prediction.shows.value} ({prediction.target}), the binary shows "
-                f"{audit.verdict.shows.value}"
+                f"{name}: predicted {prediction.shows.value} ({prediction.profile}, {prediction.target}), "
+                f"the binary shows {audit.verdict.shows.value}"
             )
         share = audit.frame_pointers.non_leaf_share
         if prediction.frame_pointers == "forced" and share is not None and share < 0.9:
             differences.append(
                 f"{name}: frame pointers forced, but only {share:.0%} of sampled non-leaf functions set one up"
-            )
-        if prediction.frame_pointers != "forced" and share is not None and share >= 0.9:
-            differences.append(
-                f"{name}: frame pointers not forced, yet {share:.0%} of sampled non-leaf functions set one up"
             )
         embedded = any(f.how == "embedded" for f in audit.debug_info.files)
         split = any(f.how == "split-dwarf" for f in audit.debug_info.files)

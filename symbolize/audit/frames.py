@@ -13,16 +13,14 @@ GCC splits off functions (``foo.cold``): they run inside ``foo``'s frame.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from symbolize.audit.prologue import PROLOGUE_BYTES, SUPPORTED_ARCHES, PrologueDecoder
 from symbolize.audit.report import FramePointerReport
-from symbolize.formats.facts import AddressRange, SectionFact, covered_bytes
-from symbolize.formats.types import Segment, Symbol
-
-if TYPE_CHECKING:
-    from symbolize.audit.binary import AuditableFile
+from symbolize.formats.facts import AddressRange, covered_bytes
+from symbolize.formats.types import ObjectFile, Segment, Symbol
 
 SAMPLE_SIZE = 256
 # How much of a function without a frame pointer is searched for calls.
@@ -49,13 +47,13 @@ UNWIND_SECTIONS = (".eh_frame", ".eh_frame_hdr", ".debug_frame", ".pdata", "__un
 
 
 def audit_frame_pointers(
-    binary: AuditableFile,
-    sections: Sequence[SectionFact],
+    binary: ObjectFile,
+    unwind: tuple[str, ...],
     code: Sequence[AddressRange],
     symbols: Sequence[Symbol],
     debug_functions: Sequence[AddressRange],
 ) -> FramePointerReport:
-    unwind = tuple(name for name in UNWIND_SECTIONS if any(section.name == name for section in sections))
+    """Prologues of a sample of ``binary``'s functions decoded; ``unwind`` names its unwind tables."""
     if binary.arch not in SUPPORTED_ARCHES:
         return FramePointerReport(0, 0, (), unwind, f"no prologue decoder for {binary.arch}")
     starts = _function_starts(code, symbols, debug_functions)
@@ -66,6 +64,10 @@ def audit_frame_pointers(
         sample = [starts[i * len(starts) // SAMPLE_SIZE] for i in range(SAMPLE_SIZE)]
     decoder = PrologueDecoder(binary.arch)
     segments = binary.segments()
+    # A universal Mach-O's segments are placed relative to their slice.
+    base = getattr(getattr(binary, "slice", None), "file_offset", 0)
+    if base:
+        segments = [segment._replace(file_offset=segment.file_offset + base) for segment in segments]
     with_frame_pointer = leaves = decoded = 0
     without: list[str] = []
     with binary.path.open("rb") as stream:
@@ -110,10 +112,17 @@ def _is_split_part(name: str) -> bool:
 
 
 def _read_at(stream: BinaryIO, segments: Sequence[Segment], vaddr: int, size: int) -> bytes:
-    """Up to ``size`` of the bytes loaded at ``vaddr``, from the segment holding them (b"" if none)."""
+    """Up to ``size`` of the bytes loaded at ``vaddr``, from the segment holding them.
+
+    b"" when no segment holds it or the segment points outside the file (a hostile header).
+    """
+    file_size = os.fstat(stream.fileno()).st_size
     for segment in segments:
         if segment.vaddr <= vaddr < segment.vaddr + segment.filesz:
-            available = segment.vaddr + segment.filesz - vaddr
-            stream.seek(segment.file_offset + vaddr - segment.vaddr)
+            file_offset = segment.file_offset + vaddr - segment.vaddr
+            if not 0 <= file_offset < file_size:
+                return b""
+            available = min(segment.vaddr + segment.filesz - vaddr, file_size - file_offset)
+            stream.seek(file_offset)
             return stream.read(max(0, min(available, size)))
     return b""

@@ -62,9 +62,10 @@ def judge(
     functions = coverage.share(coverage.function_bytes)
     # A build-ID row is only where debug info could have been; a debuglink or a given file is a
     # claim. Neither matters once some separate debug file was found and matches.
-    separate = ("build-id", "debuglink", "given")
+    separate = ("build-id", "debuglink", "given", "pdb", "dsym")
     served = any(f.how in separate and f.found and f.matches for f in debug_info.files)
-    missing = [] if served else [f for f in debug_info.files if f.how in ("debuglink", "given") and not f.found]
+    claims = ("debuglink", "given", "pdb", "dsym")
+    missing = [] if served else [f for f in debug_info.files if f.how in claims and not f.found]
     wrong = [] if served else [f for f in debug_info.files if f.found and f.matches is False]
     unresolved_split = [unit for unit in debug_info.split_units if not unit.resolved]
 
@@ -143,33 +144,55 @@ def _fixes(
     fixes: list[str] = []
     name = identity.path.rsplit("/", 1)[-1]
     if missing or wrong:
-        fixes.append(
-            "ship the debug file made from this very build beside the binary, or under "
-            "<debug dir>/.build-id/, or pass it with --debug-file"
-        )
+        fixes.append(_ship_fix(identity.format))
     if unresolved_split:
         fixes.append(f"ship {name}.dwp beside the binary (or the .dwo files at their DW_AT_dwo_name paths)")
     if missing or wrong or unresolved_split:
         return fixes
-    if shows is ProfileView.BARE_HEX:
-        fixes.append(
-            'keep the symbol table: strip = "debuginfo" at most ([profile.release]), not "symbols"'
-            if rust
-            else "keep the symbol table (strip --strip-debug or objcopy --only-keep-debug + --add-gnu-debuglink, "
-            "not strip --strip-all)"
-        )
-    if shows.rank < ProfileView.NAMES_LINES.rank:
-        fixes.append(
+    if rust:
+        steps = (
+            'keep the symbol table: strip = "debuginfo" at most ([profile.release]), not "symbols"',
             'line tables: debug = "line-tables-only" in [profile.release] (split-debuginfo = "packed" to ship '
-            "them beside the binary)"
-            if rust
-            else "line tables: build with -g1 or -gline-tables-only (objcopy --only-keep-debug to ship them apart)"
+            "them beside the binary)",
+            'inline chains: debug = "line-tables-only" or higher',
         )
+    elif identity.format == "pe":
+        steps = (
+            "write a PDB: link with /DEBUG (lld-link, link.exe) and ship it, or keep the COFF symbols (MinGW: no -s)",
+            "line tables: compile with /Zi or /Z7 (clang-cl, cl), -g (MinGW), link with /DEBUG",
+            "inline chains: /Zi or /Z7 (clang-cl: -gline-tables-only at least)",
+        )
+    elif identity.format == "macho":
+        steps = (
+            "keep the symbol table: strip -x at most (strip -S keeps it too), not a full strip",
+            "line tables: build with -g1 or -gline-tables-only and run dsymutil; ship the .dSYM",
+            "inline chains: -gline-tables-only or -g, then dsymutil",
+        )
+    else:
+        steps = (
+            "keep the symbol table (strip --strip-debug or objcopy --only-keep-debug + --add-gnu-debuglink, "
+            "not strip --strip-all)",
+            "line tables: build with -g1 or -gline-tables-only (objcopy --only-keep-debug to ship them apart)",
+            "inline chains: -gline-tables-only or -g",
+        )
+    if shows is ProfileView.BARE_HEX:
+        fixes.append(steps[0])
+    if shows.rank < ProfileView.NAMES_LINES.rank:
+        fixes.append(steps[1])
     elif shows is ProfileView.NAMES_LINES:
-        fixes.append(
-            'inline chains: debug = "line-tables-only" or higher' if rust else "inline chains: -gline-tables-only or -g"
-        )
+        fixes.append(steps[2])
     return fixes
+
+
+def _ship_fix(file_format: str) -> str:
+    if file_format == "pe":
+        return "ship the .pdb this very build wrote beside the binary or on a symbol server, or give it (--debug-file)"
+    if file_format == "macho":
+        return "ship the .dSYM dsymutil made from this very build beside the binary, or pass it with --debug-file"
+    return (
+        "ship the debug file made from this very build beside the binary, or under <debug dir>/.build-id/, "
+        "or pass it with --debug-file"
+    )
 
 
 def shortfalls(audit: BinaryAudit, require: Requirement | None, require_frame_pointers: bool) -> list[str]:

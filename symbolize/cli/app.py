@@ -6,7 +6,7 @@ Commands (promises to users' scripts)::
               [--debug-dir DIR]... [--demangle full|short|none] [--no-return-address-adjust]
               [--json-summary]
     symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
-              [--search-path DIR]... [--debug-dir DIR]... [ADDR...]
+              [--search-path DIR]... [--debug-dir DIR]... [--arch ARCH] [ADDR...]
     symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
               [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
               [--require-frame-pointers]   (exit codes: symbolize/cli/audit.py)
@@ -78,10 +78,25 @@ class DemangleChoice(enum.StrEnum):
     none = "none"
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        from symbolize import native_status
+
+        typer.echo(f"symbolize {version('pprof-symbolize')}\n{native_status()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    _version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version,
+                     help="Print the version and whether the compiled kernels run, then exit."),
+    ] = False,
 ) -> None:
     ctx.obj = {"debug": debug}
 
@@ -221,6 +236,9 @@ def lookup_command(
     cache_dir: CacheDirOption = None,
     no_cache: NoCacheOption = False,
     background_index: BackgroundIndexOption = True,
+    arch: Annotated[
+        str | None, typer.Option("--arch", metavar="ARCH", help="Slice of a universal Mach-O (or --obj FILE:ARCH).")
+    ] = None,
 ) -> None:
     """Print the frames at object addresses, like llvm-symbolizer --obj.
 
@@ -241,6 +259,7 @@ def lookup_command(
             cache_dir=cache_dir,
             use_cache=not no_cache,
             background_index=background_index,
+            arch=arch,
         )
     found = iter(results)
     # Each distinct frame's text made once (see symbolize.module.PerFrame).

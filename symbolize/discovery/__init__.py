@@ -12,12 +12,14 @@
 - :mod:`symbolize.discovery.paths`: what a name from an untrusted file may
   make discovery open.
 - :mod:`symbolize.discovery.elf_locators`: build ID, GNU debuglink, dwz
-  supplementary file, split DWARF. Imported here so they register.
+  supplementary file, split DWARF; :mod:`symbolize.discovery.macho_locators`:
+  dSYM, debug-map objects. Imported here so they register.
 """
 
 from __future__ import annotations
 
 from symbolize.discovery import elf_locators as _elf_locators  # noqa: F401  (registers the ELF locators)
+from symbolize.discovery import macho_locators as _macho_locators  # noqa: F401  (registers dSYM, debug map)
 from symbolize.discovery.modules import find_module, module_for, open_module
 from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, DiscoveryOptions, ObjectCache, Resolver
 from symbolize.discovery.registry import Candidate, Locator, LookupContext, locate, register_locator

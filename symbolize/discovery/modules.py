@@ -1,6 +1,7 @@
 """A mapping's binary, and a binary's debug files: the two questions discovery answers for a Module.
 
 The binary behind a mapping named ``filename`` with debug ID text ``debug_id``
+(for a universal Mach-O file, the slice with that UUID)
 is, in this order: a ``--binary`` file with the mapping's base name, any other
 ``--binary`` (when there is an ID to match), the file at the recorded path,
 and the base name in each ``--search-path`` (exact, else case-insensitively:
@@ -41,6 +42,8 @@ def find_module(filename: str, debug_id: str | None, options: DiscoveryOptions) 
     mismatch: DebugIdMismatchError | None = None
     for candidate, by_name in _binary_candidates(filename, name, wanted is not None, options):
         image = options.open(candidate)
+        if wanted is not None and not _matches(image, wanted):
+            image = _slice_with_id(candidate, image, wanted, options) or image
         if wanted is None or _matches(image, wanted):
             return module_for(image, options)
         if by_name and mismatch is None:
@@ -56,9 +59,9 @@ def find_module(filename: str, debug_id: str | None, options: DiscoveryOptions) 
     raise MissingDebugInfoError("binary not found (give it with --binary or --search-path)", filename)
 
 
-def open_module(path: Path, options: DiscoveryOptions) -> Module:
-    """``path`` as the binary, with the debug files discovery finds for it."""
-    return module_for(options.open(path), options)
+def open_module(path: Path, options: DiscoveryOptions, arch: str | None = None) -> Module:
+    """``path`` as the binary (its ``arch`` slice, for a universal file), with the debug files discovery finds."""
+    return module_for(options.open(path, arch=arch), options)
 
 
 def module_for(image: ObjectFile, options: DiscoveryOptions) -> Module:
@@ -73,7 +76,8 @@ def module_for(image: ObjectFile, options: DiscoveryOptions) -> Module:
         if found is not None:
             debug_files.append(options.open_source(found.path, image_path=image.path, arch=image.arch))
             break
-    own = options.open_source(image.path, arch=None)
+    # A universal Mach-O file answers for the image's slice; other formats have one.
+    own = options.open_source(image.path, arch=image.arch if image.format == "macho" else None)
     if own.debug_info().has_dwarf:
         debug_files.append(own)
     return Module(image, debug_files, refused, own_source=own)
@@ -82,6 +86,16 @@ def module_for(image: ObjectFile, options: DiscoveryOptions) -> Module:
 def _image_hints(image: ObjectFile) -> list[DebugHint]:
     hints = getattr(image, "debug_hints", None)
     return list(hints()) if callable(hints) else []
+
+
+def _slice_with_id(path: Path, image: ObjectFile, wanted: str, options: DiscoveryOptions) -> ObjectFile | None:
+    """The slice of a universal Mach-O file whose UUID is ``wanted`` (the mapping's), if another is."""
+    for other in getattr(image, "slices", ()):
+        if other.arch != image.arch:
+            opened = options.open(path, arch=other.arch)
+            if _matches(opened, wanted):
+                return opened
+    return None
 
 
 def _matches(image: ObjectFile, wanted: str) -> bool:

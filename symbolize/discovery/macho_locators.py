@@ -1,0 +1,150 @@
+"""The Mach-O locators: a binary's dSYM, and the object files its debug map names.
+
+- DSYM: ``X.dSYM/Contents/Resources/DWARF/X`` (X the binary's file name) beside the binary and
+  in each search path, as lldb and llvm-symbolizer look; then any dSYM under a search path
+  whose UUID is the binary's (a renamed bundle, one made on another machine), found by a walk
+  that reads only load commands (:func:`symbolize.formats.macho.read_uuids`) and is done once
+  per search path per run. A dSYM whose UUID differs is refused with both UUIDs. The slice is
+  the binary's: the registry opens a universal dSYM with the image's ``arch``.
+- DEBUG_MAP_OBJECT (an N_OSO stab): the recorded path relative to the binary's directory and
+  each search path (``-oso_prefix`` builds record such paths), the base name there, and an
+  absolute recorded path only when the stab records an mtime to check it by. The file must be
+  a Mach-O object (``MH_OBJECT``), and its mtime the one the stab records, when it records
+  one (0, as ``ZERO_AR_DATE`` links write, records none): an object rebuilt since the link
+  describes other code. Archive members (``libx.a(member.o)``) are not read.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+from symbolize.discovery.options import ObjectCache
+from symbolize.discovery.paths import base_name, is_file_name, normalized_dir, relative_path
+from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
+from symbolize.formats.errors import SymbolizeError
+from symbolize.formats.macho import MH_OBJECT, MachOFile, read_uuids
+from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
+
+# How far the UUID walk goes: dSYMs sit near the top of a build or symbols directory.
+MAX_WALK_DEPTH = 6
+MAX_WALK_ENTRIES = 20000
+
+# Per run (per ObjectCache, which lives as long as one run's options): search path -> the DWARF
+# files of the dSYMs under it and their UUIDs.
+_WALKS: weakref.WeakKeyDictionary[ObjectCache, dict[Path, list[tuple[Path, frozenset[DebugId]]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def dsym_dwarf_path(directory: Path, name: str) -> Path:
+    """Where a dSYM bundle keeps the DWARF of the binary called ``name``."""
+    return directory / f"{name}.dSYM" / "Contents" / "Resources" / "DWARF" / name
+
+
+def _dsym_dwarf_files(root: Path) -> Iterator[Path]:
+    """The files in ``*.dSYM/Contents/Resources/DWARF/`` under ``root``, bounded in depth and entries."""
+    seen = 0
+    pending = [(root, 0)]
+    while pending:
+        directory, depth = pending.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = sorted(entries, key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in listed:
+            seen += 1
+            if seen > MAX_WALK_ENTRIES:
+                return
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            path = Path(entry.path)
+            if entry.name.endswith(".dSYM"):
+                dwarf_dir = path / "Contents" / "Resources" / "DWARF"
+                try:
+                    yield from sorted(child for child in dwarf_dir.iterdir() if child.is_file())
+                except OSError:
+                    continue
+            elif depth + 1 < MAX_WALK_DEPTH:
+                pending.append((path, depth + 1))
+
+
+def dsyms_under(root: Path, cache: ObjectCache) -> list[tuple[Path, frozenset[DebugId]]]:
+    """(DWARF file, its slices' UUIDs) of every dSYM under ``root``; walked once per run."""
+    walks = _WALKS.setdefault(cache, {})
+    key = root.resolve()
+    found = walks.get(key)
+    if found is None:
+        found = []
+        for path in _dsym_dwarf_files(root):
+            try:
+                found.append((path, frozenset(read_uuids(path).values())))
+            except SymbolizeError:
+                continue  # not Mach-O, or broken: a name match would report it, a walk skips it
+        walks[key] = found
+    return found
+
+
+class DsymLocator:
+    """A Mach-O image's dSYM: by name beside it and in the search paths, then by UUID under them."""
+
+    def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
+        name = hint.name
+        if is_file_name(name):
+            directory = normalized_dir(context.image_path)
+            yield Candidate(dsym_dwarf_path(directory, name), directory)
+            for search_path in context.options.search_paths:
+                yield Candidate(dsym_dwarf_path(search_path, name), search_path)
+        if hint.debug_id is None:
+            return
+        for search_path in context.options.search_paths:
+            for path, uuids in dsyms_under(search_path, context.options.cache):
+                if hint.debug_id in uuids:
+                    yield Candidate(path, search_path)
+
+    def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
+        if not isinstance(found, MachOFile):
+            return "not a Mach-O file"
+        if not found.has_dwarf():
+            return "holds no DWARF"
+        return debug_id_refusal(hint.debug_id, found.debug_id, "the binary's")
+
+
+class DebugMapObjectLocator:
+    """An object file named by an N_OSO stab, checked by the mtime the stab records."""
+
+    def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
+        recorded = hint.name
+        if recorded.endswith(")") or "\0" in recorded:
+            return  # an archive member, ``lib.a(member.o)``: not read
+        relative = relative_path(recorded)
+        roots = [normalized_dir(context.image_path), *context.options.search_paths]
+        if relative is not None:
+            for root in roots:
+                yield Candidate(root / relative, root)
+        elif recorded.startswith("/") and hint.mtime is not None:
+            yield Candidate(Path(recorded), None)
+        name = base_name(recorded)
+        if is_file_name(name):
+            for root in roots:
+                yield Candidate(root / name, root)
+
+    def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
+        if not isinstance(found, MachOFile) or found.filetype != MH_OBJECT:
+            return "not a Mach-O object file"
+        if hint.mtime is None:
+            return None
+        try:
+            actual = int(found.path.stat().st_mtime)
+        except OSError as err:
+            return f"cannot read: {err.strerror or err}"
+        if actual != hint.mtime:
+            return f"modified since the link: mtime {actual} is not the {hint.mtime} the debug map records"
+        return None
+
+
+register_locator(HintKind.DSYM, DsymLocator())
+register_locator(HintKind.DEBUG_MAP_OBJECT, DebugMapObjectLocator())
