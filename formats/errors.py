@@ -29,6 +29,22 @@ class MalformedInputError(SymbolizeError):
         super().__init__(message + where, path)
 
 
+class InputLimitError(MalformedInputError):
+    """An input would take more memory than a cap allows (a decompression bomb, an absurd count).
+
+    ``limit`` is the cap in bytes or items and ``setting`` the environment variable that
+    raises it, if any; both are in the message too.
+    """
+
+    def __init__(
+        self, message: str, path: Path | str | None, offset: int | None, *, limit: int, setting: str | None = None
+    ) -> None:
+        self.limit = limit
+        self.setting = setting
+        hint = f"; {setting} raises the limit" if setting else ""
+        super().__init__(f"{message} (limit {limit} bytes{hint})", path, offset)
+
+
 class UnsupportedFormatError(SymbolizeError):
     """The file is well formed but of a kind or version this toolkit does not read."""
 

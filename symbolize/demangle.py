@@ -5,6 +5,12 @@
 pprof shows by default: no parameter list, no template arguments, no return
 type, no clone suffix, no Rust hash, while namespaces and class qualifiers stay.
 
+Only a name with a mangling prefix is demangled: ``_Z`` (Itanium, and the Rust
+legacy form, which is ``_ZN...E``), ``_R`` (Rust v0), ``?`` (MSVC), and the same
+with Mach-O's extra leading underscore (``__Z``, ``__R``). LLVM's Itanium
+demangler also reads bare *types*, so without this rule a C function ``f`` would
+read ``float``, ``i`` ``int`` and ``Ss`` ``std::string``.
+
 Short-mode rules (on the fully demangled text):
 
 - ``void ns::Foo<int>::bar(int) const`` -> ``ns::Foo::bar``
@@ -35,8 +41,10 @@ __all__ = ["DEMANGLER", "DEMANGLE_MODES", "DemangleMode", "demangle", "remember"
 DemangleMode = Literal["full", "short", "none"]
 DEMANGLE_MODES: tuple[str, ...] = get_args(DemangleMode)
 
-# What makes full-mode names: indexes that store demangled names are keyed by it.
-DEMANGLER = f"llvm {pycxxfilt.LLVM_VERSION}"
+# What makes full-mode names: indexes that store demangled names are keyed by it, so an index
+# made before the prefix rule (which stored ``f`` as ``float``) is not read.
+DEMANGLER = f"llvm {pycxxfilt.LLVM_VERSION}, prefixed names only"
+MANGLING_PREFIXES = ("_Z", "_R", "?", "__Z", "__R")
 
 # name -> full demangling; bounded, since a library caller may symbolize binary after binary.
 _MEMO_LIMIT = 1 << 18
@@ -91,6 +99,8 @@ def _demangle_full(name: str) -> str:
 
 
 def _llvm_demangle(name: str) -> str:
+    if not name.startswith(MANGLING_PREFIXES):
+        return name
     try:
         demangled: str | None = pycxxfilt.demangle(name)
     except ValueError:

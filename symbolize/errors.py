@@ -6,6 +6,7 @@ the public place to import them from.
 
 from symbolize.formats.errors import (
     DebugIdMismatchError,
+    InputLimitError,
     MalformedInputError,
     MissingDebugInfoError,
     SymbolizeError,
@@ -14,6 +15,7 @@ from symbolize.formats.errors import (
 
 __all__ = [
     "DebugIdMismatchError",
+    "InputLimitError",
     "MalformedInputError",
     "MissingDebugInfoError",
     "SymbolizeError",

@@ -6,6 +6,12 @@ heap (``heap_v2``, ``heapprofile``) and CPU profiles are recognised by their byt
 parsed into the same message (:mod:`symbolize.profiles`); other text is refused, saying
 what it looked like.
 Fields this toolkit does not know are kept by protobuf and written back as read.
+
+Inflating is capped (issue 9): a profile may inflate to at most
+:data:`INFLATE_FACTOR` times its compressed size and never past
+:data:`MAX_PROFILE_SIZE` (1 GiB; ``SYMBOLIZE_MAX_PROFILE_SIZE``, in bytes, or the
+module attribute changes it). The stream is inflated piece by piece, so a gzip
+bomb stops at the cap with :class:`InputLimitError`, its memory never allocated.
 """
 
 from __future__ import annotations
@@ -19,13 +25,20 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.errors import InputLimitError, MalformedInputError
 from symbolize.profiles import describe_text, parse_foreign_profile
 from symbolize.proto.profile_pb2 import Profile
+from symbolize.tempfiles import PROFILE_TEMPORARY, remove_stale_temporaries
 
 __all__ = ["GZIP_MAGIC", "Profile", "StringTable", "parse_profile", "read_profile", "write_profile"]
 
 GZIP_MAGIC = b"\x1f\x8b"
+# The absolute cap on an inflated profile, in bytes; SYMBOLIZE_MAX_PROFILE_SIZE overrides it.
+MAX_PROFILE_SIZE = 1 << 30
+MAX_SIZE_SETTING = "SYMBOLIZE_MAX_PROFILE_SIZE"
+# A profile inflates to at most this many times its compressed size (real ones: 5-20x).
+INFLATE_FACTOR = 128
+_INFLATE_STEP = 1 << 20
 
 
 def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, bool]:
@@ -37,10 +50,7 @@ def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, 
     """
     was_gzipped = data[:2] == GZIP_MAGIC
     if was_gzipped:
-        try:
-            data = gzip_module.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise MalformedInputError(f"corrupt gzip stream: {exc}", path) from exc
+        data = gunzip(data, path)
     foreign = parse_foreign_profile(data, path)
     if foreign is not None:
         return foreign, was_gzipped
@@ -59,6 +69,56 @@ def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, 
     if profile.string_table and profile.string_table[0] != "":
         raise MalformedInputError("string_table[0] must be the empty string", path)
     return profile, was_gzipped
+
+
+def max_profile_size() -> int:
+    """The absolute cap in force: ``SYMBOLIZE_MAX_PROFILE_SIZE`` when set, else the module's."""
+    setting = os.environ.get(MAX_SIZE_SETTING)
+    if setting:
+        try:
+            return int(setting, 0)
+        except ValueError:
+            pass  # a setting that is not a number leaves the default
+    return MAX_PROFILE_SIZE
+
+
+def gunzip(data: bytes, path: Path | str = "<memory>") -> bytes:
+    """Inflate gzip ``data`` (RFC 1952, members one after another, as gzip.decompress reads them).
+
+    Raises MalformedInputError for a corrupt or truncated stream and InputLimitError past the
+    cap (module docstring), checked on every megabyte inflated.
+    """
+    absolute = max_profile_size()
+    limit = min(absolute, INFLATE_FACTOR * len(data))
+    setting = MAX_SIZE_SETTING if limit == absolute else None
+    out = bytearray()
+    rest = memoryview(data)
+    try:
+        while rest:
+            # wbits 31: a gzip member, header and CRC-32/size trailer checked by zlib.
+            inflater = zlib.decompressobj(31)
+            pending = rest
+            while not inflater.eof:
+                piece = inflater.decompress(pending, min(_INFLATE_STEP, limit + 1 - len(out)))
+                pending = memoryview(inflater.unconsumed_tail)
+                if not piece and not pending and not inflater.eof:
+                    raise MalformedInputError("corrupt gzip stream: truncated", path)
+                out += piece
+                if len(out) > limit:
+                    raise InputLimitError(
+                        f"gzip profile of {len(data)} bytes inflates past {limit} bytes"
+                        + ("" if setting else f", {INFLATE_FACTOR} times its size"),
+                        path,
+                        None,
+                        limit=limit,
+                        setting=setting,
+                    )
+            rest = memoryview(inflater.unused_data)
+            if bytes(rest[:2]) != GZIP_MAGIC and not any(rest):
+                break  # zero padding after the last member, as gzip tolerates
+    except zlib.error as exc:
+        raise MalformedInputError(f"corrupt gzip stream: {exc}", path) from exc
+    return bytes(out)
 
 
 def read_profile(path: Path | str) -> tuple[Profile, bool]:
@@ -84,10 +144,13 @@ def write_profile(profile: Profile, path: Path | str, *, gzip: bool) -> None:
 
     The bytes go to a temporary file in the same directory, are fsynced, then
     renamed over ``path`` with ``os.replace``: readers see the old file or the
-    new one, never half of one. On failure the temporary file is removed.
+    new one, never half of one. On failure the temporary file is removed; one a
+    killed process left behind is removed by a later write in the same directory
+    (:func:`symbolize.tempfiles.remove_stale_temporaries`).
     """
     path = Path(path)
     data = serialize_profile(profile, gzip=gzip)
+    remove_stale_temporaries(path.parent, PROFILE_TEMPORARY)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp_path = Path(tmp_name)
     try:

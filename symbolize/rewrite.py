@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from symbolize.demangle import DemangleMode, demangle
@@ -46,6 +46,29 @@ ModuleOpener = Callable[[str, str | None, DiscoveryOptions], Module]
 KERNEL_ADDRESS_START = 0xFFFF800000000000
 ON_CPU_SAMPLE_TYPES = frozenset({"cpu", "samples"})
 ALREADY_SYMBOLIZED = "already symbolized"
+
+
+# pprof ids are uint64, and 0 means "none".
+MAX_ID = (1 << 64) - 1
+
+
+def fresh_ids(used: Iterable[int]) -> Iterator[int]:
+    """Ids not in ``used``: after the largest, then (when that reaches 2^64-1) the lowest free ones.
+
+    A profile may already use the largest id (pprof does not forbid it), and the next one would
+    not fit the uint64 field; there are always free ids below, and finding them costs at most one
+    step per id in use.
+    """
+    taken = set(used)
+    candidate = max(taken, default=0) + 1
+    while candidate <= MAX_ID:
+        yield candidate
+        candidate += 1
+    candidate = 1
+    while True:
+        if candidate not in taken:
+            yield candidate
+        candidate += 1
 
 
 class _Role(enum.Enum):
@@ -196,7 +219,7 @@ def _split_mixed_roles(
 ) -> None:
     """Give each location used both as an exact PC and as a return address a twin.
 
-    The original keeps the exact-PC use; a new location (next free id, same
+    The original keeps the exact-PC use; a new location (a free id, see :func:`fresh_ids`; same
     mapping and address) takes the return-address use, and the samples that
     use it as a return address (any position but the leaf) are repointed.
     Only locations this run will name are split.
@@ -211,23 +234,23 @@ def _split_mixed_roles(
         mixed.add(location.id)
     if not mixed:
         return
-    next_id = max(location.id for location in profile.location) + 1
+    new_ids = fresh_ids(location.id for location in profile.location)
     twins: dict[int, int] = {}
     for location in list(profile.location):
         if location.id in mixed:
+            twin_id = next(new_ids)
             twin = profile.location.add()
             twin.CopyFrom(location)
-            twin.id = next_id
-            twins[location.id] = next_id
-            roles[next_id] = {_Role.RETURN}
+            twin.id = twin_id
+            twins[location.id] = twin_id
+            roles[twin_id] = {_Role.RETURN}
             roles[location.id] = {_Role.EXACT}
-            next_id += 1
     for sample in profile.sample:
         # Only the leaf can be an exact PC; mixed roles exist only in on-CPU profiles.
         for position in range(1, len(sample.location_id)):
-            twin_id = twins.get(sample.location_id[position])
-            if twin_id is not None:
-                sample.location_id[position] = twin_id
+            found = twins.get(sample.location_id[position])
+            if found is not None:
+                sample.location_id[position] = found
 
 
 def _symbolize_mapping(
@@ -320,7 +343,7 @@ class _FunctionTable:
                 function.start_line,
             )
             self._ids.setdefault(key, function.id)
-        self._next_id = max((function.id for function in profile.function), default=0) + 1
+        self._new_ids = fresh_ids(function.id for function in profile.function)
         # The id of the Function entry for a frame's function, its name demangled as ``mode`` asks.
         self.id_of = PerFrame(self._function_id)
 
@@ -332,8 +355,7 @@ class _FunctionTable:
         key = (name, system_name, filename, start_line)
         function_id = self._ids.get(key)
         if function_id is None:
-            function_id = self._next_id
-            self._next_id += 1
+            function_id = next(self._new_ids)
             self._profile.function.append(
                 Function(
                     id=function_id,

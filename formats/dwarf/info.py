@@ -25,7 +25,7 @@ from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, parse_abbrev_table
 from symbolize.formats.dwarf.lines import LineTable, decode_line_table
 from symbolize.formats.dwarf.ranges import decode_ranges_attribute
-from symbolize.formats.dwarf.reader import DwarfFormatError
+from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
 from symbolize.formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
 from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter, section_bytes
 from symbolize.formats.dwarf.split import load_split_sections
@@ -43,6 +43,16 @@ SplitDwarfResolver = Callable[[str, "str | None", "int | None"], "tuple[SectionG
 # section offset belongs), which surfaces as TypeError where the value is used.
 _DECODE_ERRORS = (DwarfFormatError, UnknownFormError, IndexError, ValueError, struct.error, TypeError, OverflowError)
 _MAX_REFERENCE_DEPTH = 16
+# Source lines and columns are unsigned 32-bit values in llvm-symbolizer (DILineInfo) and in the
+# answers stored downstream; a DW_AT_call_line, DW_AT_call_column or DW_AT_decl_line outside that
+# range (a negative sdata, a data8 of 2^64-1) is damage, and reads 0, "unknown", as a missing one
+# does, rather than reaching protobuf's int64 fields or the index's unsigned arrays.
+_MAX_SOURCE_LINE = (1 << 32) - 1
+
+
+def source_line(value: Any) -> int:
+    """A line or column attribute's value as a Frame carries it: 0 when absent or out of range."""
+    return value if isinstance(value, int) and 0 <= value <= _MAX_SOURCE_LINE else 0
 
 
 class _UnitState:
@@ -74,6 +84,7 @@ class DwarfInfo:
     ) -> None:
         self.path = path
         self._getter = sections
+        self._address_size = address_size
         self._little_endian = little_endian
         self._split_resolver = split_resolver
         self._supplementary_resolver = supplementary_resolver
@@ -83,7 +94,12 @@ class DwarfInfo:
         self._sections: DwarfSections | None = None
         self._states: list[_UnitState] | None = None
         self._unit_offsets: list[int] = []
-        self._abbrev_cache: dict[int, dict[int, Any]] = {}
+        # Tables by (section, offset): units of a file often share one, and each is parsed once.
+        self._abbrev_cache: dict[tuple[int, int], dict[int, Any]] = {}
+        # An error whose addresses are not known: the chain of unit headers broke off (a length ran
+        # past the section), or a unit's header is unreadable and .debug_aranges does not place it.
+        # It is the answer for an address no readable unit covers.
+        self._unplaced_error: str | None = None
         self._abbrev_shapes: ShapeBytes = {}
         # Sorted (low, high, state index) over every unit's ranges.
         self._unit_ranges: list[tuple[int, int, int]] = []
@@ -112,12 +128,13 @@ class DwarfInfo:
             if frames:
                 return frames
             error = error or state.error
+        error = error or self._unplaced_error
         if error is not None:
             raise MalformedInputError(error, self.path)
         return None
 
     def versions(self) -> tuple[int, ...]:
-        return tuple(sorted({state.unit.version for state in self._load_units()}))
+        return tuple(sorted({state.unit.version for state in self._load_units() if state.unit.version}))
 
     def has_split_units(self) -> bool:
         """Whether any unit is a skeleton whose DIEs live in a .dwo or .dwp."""
@@ -128,7 +145,7 @@ class DwarfInfo:
     def _load_units(self) -> list[_UnitState]:
         if self._states is not None:
             return self._states
-        sections = DwarfSections.from_getter(self._getter, self.path, self._little_endian)
+        sections = DwarfSections.from_getter(self._getter, self.path, self._little_endian, self._address_size)
         if self._supplementary_resolver is not None:
             self._supplementary_found = self._supplementary_resolver()
             if self._supplementary_found is not None:
@@ -141,9 +158,22 @@ class DwarfInfo:
         info = sections.info
         while offset < len(info):
             try:
+                _, _, end = read_initial_length(info, offset, self._little_endian, "unit")
+            except DwarfFormatError as error:
+                if offset == 0:
+                    raise MalformedInputError(f".debug_info: {error}", self.path, offset) from error
+                # Without a length there is no next unit to find: the units before stay.
+                self._unplaced_error = f".debug_info: {error}"
+                break
+            try:
                 unit = parse_unit_header(sections, offset)
             except _DECODE_ERRORS as error:
-                raise MalformedInputError(f".debug_info: {error}", self.path, offset) from error
+                # A header this reader cannot read (a version or address size it does not know)
+                # with its length intact: the unit is skipped, its error kept for the addresses
+                # .debug_aranges gives it, and the units after it read as usual.
+                states.append(_broken_unit(sections, offset, end, f"unit at {offset:#x}: {error}"))
+                offset = end
+                continue
             offset = unit.end
             if unit.unit_type not in (c.DW_UT_compile, c.DW_UT_partial, c.DW_UT_skeleton):
                 continue
@@ -155,6 +185,10 @@ class DwarfInfo:
             except _DECODE_ERRORS as error:
                 state.error = f"compile unit at {unit.offset:#x}: {error}"
         self._add_aranges(states, ranges)
+        placed = {state_index for _, _, state_index in ranges}
+        for state_index, state in enumerate(states):
+            if not state.unit.version and state_index not in placed:
+                self._unplaced_error = self._unplaced_error or state.error
         ranges.sort()
         self._unit_ranges = ranges
         self._unit_lows = [low for low, _, _ in ranges]
@@ -167,7 +201,7 @@ class DwarfInfo:
         return states
 
     def _abbrevs(self, sections: DwarfSections, offset: int) -> dict[int, Any]:
-        key = id(sections.abbrev) ^ offset
+        key = (id(sections.abbrev), offset)
         table = self._abbrev_cache.get(key)
         if table is None:
             if offset >= len(sections.abbrev):
@@ -274,8 +308,12 @@ class DwarfInfo:
             unit.addr_base = skeleton.addr_base
             unit.ranges_base = skeleton.ranges_base
             unit.low_pc = skeleton.low_pc
-            unit.str_offsets_base = 8 if unit.version >= 5 else 0
-            unit.rnglists_base = 12 if unit.version >= 5 else 0
+            # Without the attributes, the bases are just past the tables' headers (DWARF 5, 7.26
+            # and 7.28): an initial length (4 bytes, or 12 in 64-bit DWARF), then 4 bytes of
+            # version and padding, or 8 of version, sizes and offset count.
+            length_size = 4 if unit.offset_size == 4 else 12
+            unit.str_offsets_base = length_size + 4 if unit.version >= 5 else 0
+            unit.rnglists_base = length_size + 8 if unit.version >= 5 else 0
             _apply_bases(unit, values)
             unit.comp_dir = skeleton.comp_dir
             return unit
@@ -326,7 +364,7 @@ class DwarfInfo:
             index.node_die[node],
             attrs.get(2),
             attrs.get(1),
-            int(decl[1]) if decl is not None and isinstance(decl[1], int) else 0,
+            source_line(decl[1]) if decl is not None else 0,
             attrs.get(6) or attrs.get(7),
             0,
         )
@@ -337,8 +375,8 @@ class DwarfInfo:
         attrs = state.index.node_attrs[node]
         call_file = attrs.get(8)
         file = self._call_file(state, int(call_file[1])) if call_file is not None else None
-        line = int(attrs[9][1]) if 9 in attrs else 0
-        column = int(attrs[10][1]) if 10 in attrs else 0
+        line = source_line(attrs[9][1]) if 9 in attrs else 0
+        column = source_line(attrs[10][1]) if 10 in attrs else 0
         return file, line, column
 
     def _call_file(self, state: _UnitState, file_index: int) -> str | None:
@@ -456,7 +494,18 @@ class DwarfInfo:
 
 def _decl_line(values: dict[int, tuple[int, Any]]) -> int:
     found = values.get(c.DW_AT_decl_line)
-    return int(found[1]) if found is not None and isinstance(found[1], int) else 0
+    return source_line(found[1]) if found is not None else 0
+
+
+def _broken_unit(sections: DwarfSections, offset: int, end: int, error: str) -> _UnitState:
+    """The state of a unit whose header could not be read: no DIEs, only its extent and error."""
+    unit = Unit(
+        sections=sections, offset=offset, end=end, version=0, unit_type=c.DW_UT_compile, addr_size=8,
+        offset_size=4, abbrev_offset=0, first_die=end,
+    )
+    state = _UnitState(unit)
+    state.error = error
+    return state
 
 
 def _apply_bases(unit: Unit, values: dict[int, tuple[int, Any]]) -> None:

@@ -73,9 +73,11 @@ class LineTable:
         return None
 
 
-def _entry_formats(data: bytes, offset: int) -> tuple[list[tuple[int, int]], int]:
+def _entry_formats(data: bytes, offset: int, end: int) -> tuple[list[tuple[int, int]], int]:
     count = data[offset]
     offset += 1
+    if 2 * count > end - offset:
+        raise DwarfFormatError(f"line table header at {offset:#x} lists {count} entry formats in {end - offset} bytes")
     formats = []
     for _ in range(count):
         content_type, offset = read_uleb(data, offset)
@@ -84,10 +86,17 @@ def _entry_formats(data: bytes, offset: int) -> tuple[list[tuple[int, int]], int
     return formats, offset
 
 
-def _read_entries(unit: Unit, data: bytes, offset: int, offset_size: int) -> tuple[list[tuple[str, int]], int]:
-    """DWARF 5 directory or file-name entries: (path, directory index)."""
-    formats, offset = _entry_formats(data, offset)
+def _read_entries(
+    unit: Unit, data: bytes, offset: int, limit: int, offset_size: int
+) -> tuple[list[tuple[str, int]], int]:
+    """DWARF 5 directory or file-name entries: (path, directory index), read before ``limit``."""
+    formats, offset = _entry_formats(data, offset, limit)
     count, offset = read_uleb(data, offset)
+    # Every form an entry can use takes at least one byte, so the bytes left bound the count;
+    # an entry with no formats takes none, and so is allowed only as one of as many as there are
+    # bytes left (a header of zero formats and 2^32-1 directories would append billions of them).
+    if count * max(1, len(formats)) > limit - offset:
+        raise DwarfFormatError(f"line table header at {offset:#x} lists {count} entries in {limit - offset} bytes")
     read_offset = uint_reader(offset_size, unit.sections.little_endian)
     entries = []
     for _ in range(count):
@@ -166,9 +175,9 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
 
     files: list[str | None]
     if version >= 5:
-        directories, position = _read_entries(unit, data, position, offset_size)
+        directories, position = _read_entries(unit, data, position, end, offset_size)
         dir_names = [name for name, _ in directories]
-        file_entries, position = _read_entries(unit, data, position, offset_size)
+        file_entries, position = _read_entries(unit, data, position, end, offset_size)
         files = []
         for name, dir_index in file_entries:
             directory = dir_names[dir_index] if 0 <= dir_index < len(dir_names) else None

@@ -10,12 +10,25 @@ Ranges = list[tuple[int, int]]
 
 
 def decode_ranges_attribute(unit: Unit, form: int, value: int) -> Ranges:
-    """The ranges a ``DW_AT_ranges`` attribute names, empty ones dropped."""
+    """The ranges a ``DW_AT_ranges`` attribute names, empty ones dropped.
+
+    A range that ends past the container's last address (a base plus an offset can) ends at
+    that address, so every bound fits the unsigned arrays the index stores.
+    """
     if unit.version >= 5:
-        if form == c.DW_FORM_rnglistx:
-            return _rnglist(unit, _rnglistx_offset(unit, value))
-        return _rnglist(unit, value)
-    return _debug_ranges(unit, value + unit.ranges_base)
+        offset = _rnglistx_offset(unit, value) if form == c.DW_FORM_rnglistx else value
+        ranges = _rnglist(unit, offset)
+    else:
+        ranges = _debug_ranges(unit, value + unit.ranges_base)
+    return clamp_ranges(ranges, unit.sections.last_address)
+
+
+def clamp_ranges(ranges: Ranges, last_address: int) -> Ranges:
+    """``ranges`` ending at ``last_address`` at the latest, the ones left empty dropped."""
+    if all(high <= last_address for _, high in ranges):
+        return ranges
+    clamped = [(low, min(high, last_address)) for low, high in ranges]
+    return [(low, high) for low, high in clamped if high > low]
 
 
 def _rnglistx_offset(unit: Unit, index: int) -> int:

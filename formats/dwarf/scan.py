@@ -151,6 +151,18 @@ class SharedTables:
 
     plans: dict[ShapeKey, Plan] = field(default_factory=dict)
     skip_layouts: dict[ShapeKey, SkipLayout] = field(default_factory=dict)
+    # (abbreviation table, encoding, .debug_info) -> the skipper of every unit that has them; the
+    # table and section are held so their ids stay theirs.
+    skippers: dict[tuple[int, tuple[int, int, int, bool], int], tuple[object, SubtreeSkipper]] = field(
+        default_factory=dict
+    )
+
+    def skipper_for(self, unit: Unit) -> SubtreeSkipper:
+        key = (id(unit.abbrevs), unit.encoding, id(unit.sections.info))
+        found = self.skippers.get(key)
+        if found is None:
+            found = self.skippers[key] = ((unit.abbrevs, unit.sections.info), SubtreeSkipper(unit, self.skip_layouts))
+        return found[1]
 
 
 @dataclass
@@ -313,7 +325,7 @@ def _walk(
     whole = index.whole
     skipper = index.skipper
     if skipper is None:
-        skipper = index.skipper = SubtreeSkipper(unit, index.shared.skip_layouts)
+        skipper = index.skipper = index.shared.skipper_for(unit)
     subtree_end_at = skipper.subtree_end
     # How many entries of ``stack`` are functions: a scope inside one is not recorded.
     functions_open = sum(1 for entry in stack if entry[0] == ROLE_FUNCTION)

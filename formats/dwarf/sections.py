@@ -41,12 +41,20 @@ class DwarfSections:
     little_endian: bool = True
     # .debug_str of the dwz supplementary file, for DW_FORM_GNU_strp_alt.
     supplementary_str: bytes = b""
+    # The container's address size in bytes: no address range reaches past its last address.
+    address_size: int = 8
+
+    @property
+    def last_address(self) -> int:
+        return (1 << (8 * self.address_size)) - 1
 
     @classmethod
-    def from_getter(cls, getter: SectionGetter, path: Path, little_endian: bool = True) -> DwarfSections:
+    def from_getter(
+        cls, getter: SectionGetter, path: Path, little_endian: bool = True, address_size: int = 8
+    ) -> DwarfSections:
         names = ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "ranges", "rnglists", "line", "aranges")
         values = {name: section_bytes(getter, "debug_" + name) for name in names}
-        return cls(path=path, little_endian=little_endian, **values)
+        return cls(path=path, little_endian=little_endian, address_size=address_size, **values)
 
     @classmethod
     def from_dwo_getter(cls, getter: SectionGetter, path: Path, skeleton: DwarfSections) -> DwarfSections:

@@ -202,7 +202,8 @@ class Unit:
         low_pc = self.address(*low)
         high_form, high_value = high
         high_pc = low_pc + high_value if high_form in _CONSTANT_FORMS else self.address(high_form, high_value)
-        return low_pc, high_pc
+        # An offset can carry the end past the address space; it ends at the last address.
+        return low_pc, min(high_pc, self.sections.last_address)
 
 
 def _cstring_at(data: bytes, offset: int) -> str:

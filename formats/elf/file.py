@@ -190,12 +190,15 @@ class ElfFile:
                     little_endian=self.little_endian,
                     path=self.path,
                     file_offset=section.sh_offset,
+                    file_size=len(self._buf),
                 )
         else:
             legacy = headers.by_name.get(".z" + dwarf_name)
             raw = headers.raw(legacy) if legacy is not None else None
             if legacy is not None and raw is not None:
-                data = decompress_zdebug(raw, path=self.path, file_offset=legacy.sh_offset)
+                data = decompress_zdebug(
+                    raw, path=self.path, file_offset=legacy.sh_offset, file_size=len(self._buf)
+                )
         self._decoded[dwarf_name] = data
         return data
 
@@ -301,8 +304,16 @@ class ElfFile:
         frame names the function and, for a local symbol, the STT_FILE source
         it follows, with line 0.
         """
-        dwarf = self._dwarf_info()
-        frames = dwarf.frames_at(vaddr) if dwarf is not None else None
+        try:
+            dwarf = self._dwarf_info()
+            frames = dwarf.frames_at(vaddr) if dwarf is not None else None
+        except MalformedInputError:
+            # Broken debug info hides nothing the symbol table knows (issue 9): the error is the
+            # answer only where no symbol covers the address.
+            covering = self.symbol_at(vaddr)
+            if covering is None:
+                raise
+            return [Frame(function=covering.name, file=covering.source_file)]
         symbol = self.symbol_at(vaddr)
         if not frames:
             return [Frame(function=symbol.name, file=symbol.source_file)] if symbol is not None else []

@@ -11,9 +11,11 @@ Commands (promises to users' scripts)::
               [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
               [--require-frame-pointers]   (exit codes: symbolize/cli/audit.py)
 
-Data goes to stdout, diagnostics to stderr. A SymbolizeError or OSError is one
-line ``symbolize: error: <message>`` and exit code 1 (``--debug`` shows the
-traceback instead); usage errors exit with 2.
+Data goes to stdout, diagnostics to stderr. Exit codes: 0 done; 1 an error the
+input caused (a SymbolizeError or OSError: one line ``symbolize: error: <message>``);
+2 a usage error; 3 an internal error, any other exception (a bug, or an input that
+found one: one line ``symbolize: error: internal error: <type>: <message>``).
+``--debug``, before or after the command name, shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from symbolize.cli.audit import audit_command
@@ -67,6 +70,10 @@ BackgroundIndexOption = Annotated[
         help="After answering, index the files found without an index, in a detached process, for next time.",
     ),
 ]
+
+# Exit codes (module docstring).
+EXIT_INPUT_ERROR = 1
+EXIT_INTERNAL_ERROR = 3
 
 # Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
 PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
@@ -109,12 +116,22 @@ def _errors_as_one_line(ctx: typer.Context) -> Iterator[None]:
             yield
         for warning in caught:
             typer.echo(f"symbolize: warning: {warning.message}", err=True)
+    except (click.exceptions.Exit, click.ClickException):
+        raise
     except (SymbolizeError, OSError) as exc:
         if (ctx.obj or {}).get("debug"):
             raise
         message = str(exc).replace("\n", " ")
         typer.echo(f"symbolize: error: {message}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
+    except Exception as exc:
+        # The one boundary for everything else: one line and its own exit code, never a traceback
+        # unless asked for.
+        if (ctx.obj or {}).get("debug"):
+            raise
+        message = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+        typer.echo(f"symbolize: error: internal error: {message} (--debug shows the traceback)", err=True)
+        raise typer.Exit(EXIT_INTERNAL_ERROR) from None
 
 
 def default_output_path(in_path: Path) -> Path:
@@ -306,25 +323,39 @@ app.add_typer(cache_app, name="cache")
 
 
 @cache_app.command("show")
-def cache_show_command(cache_dir: CacheDirOption = None) -> None:
+def cache_show_command(ctx: typer.Context, cache_dir: CacheDirOption = None) -> None:
     """List the indexes in the cache: size and what each was built for."""
     from symbolize.cache import cache_entries, default_cache_dir
 
-    directory = cache_dir or default_cache_dir()
-    entries = cache_entries(directory)
-    for entry in entries:
-        typer.echo(f"{entry.size:>12}  {entry.path.name}  {entry.key or '(unreadable)'}")
-    total = sum(entry.size for entry in entries)
-    typer.echo(f"{len(entries)} indexes, {total} bytes in {directory}", err=True)
+    with _errors_as_one_line(ctx):
+        directory = cache_dir or default_cache_dir()
+        entries = cache_entries(directory)
+        for entry in entries:
+            typer.echo(f"{entry.size:>12}  {entry.path.name}  {entry.key or '(unreadable)'}")
+        total = sum(entry.size for entry in entries)
+        typer.echo(f"{len(entries)} indexes, {total} bytes in {directory}", err=True)
 
 
 @cache_app.command("clear")
-def cache_clear_command(cache_dir: CacheDirOption = None) -> None:
+def cache_clear_command(ctx: typer.Context, cache_dir: CacheDirOption = None) -> None:
     """Delete every index in the cache."""
     from symbolize.cache import clear_cache, default_cache_dir
 
-    directory = cache_dir or default_cache_dir()
-    typer.echo(f"removed {clear_cache(directory)} files from {directory}", err=True)
+    with _errors_as_one_line(ctx):
+        directory = cache_dir or default_cache_dir()
+        typer.echo(f"removed {clear_cache(directory)} files from {directory}", err=True)
+
+
+def hoist_debug(argv: list[str]) -> list[str]:
+    """``argv`` with a ``--debug`` given after the command name moved before it, where it is defined.
+
+    Only up to a ``--`` (after which every word is an argument).
+    """
+    end = argv.index("--") if "--" in argv else len(argv)
+    if "--debug" not in argv[:end]:
+        return argv
+    rest = [word for word in argv[:end] if word != "--debug"]
+    return ["--debug", *rest, *argv[end:]]
 
 
 def main() -> None:
@@ -336,4 +367,4 @@ def main() -> None:
     # nothing, in a process that ends when the command does. (An index build frees each unit
     # by reference counting; its peak memory is the same either way.)
     gc.disable()
-    app(prog_name="symbolize")
+    app(args=hoist_debug(sys.argv[1:]), prog_name="symbolize")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from symbolize.formats.errors import MalformedInputError
+from symbolize.tempfiles import INDEX_TEMPORARY, remove_stale_temporaries
 
 MAGIC = b"SYMIDX\0"
 FORMAT_VERSION = 1
@@ -59,6 +60,7 @@ def write_index(path: Path, key: str, arrays: Mapping[str, array[int] | bytes]) 
     header += b"\0" * (-(len(header) + _PREFIX.size) % 8)
     prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header), len(entries), zlib.crc32(header))
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path.parent, INDEX_TEMPORARY)  # a killed build's (symbolize/tempfiles.py)
     handle, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as output:

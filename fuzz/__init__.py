@@ -1,0 +1,1 @@
+"""Coverage-guided fuzz targets (atheris); see fuzz/README.md."""

@@ -1,0 +1,169 @@
+"""Run one hostile reproducer through the public API or the CLI, in a 3 GiB address space.
+
+``python tests/hostile_run.py CASE``: exits 0 and prints one ``ok`` line when the case gave an
+answer or one typed error; anything else (a traceback, MemoryError, RecursionError) exits 1.
+tests/test_hostile_limits.py runs every case in its own process with a 20 s timeout.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import resource
+import struct
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+ADDRESS_SPACE = 3 << 30
+MAX_ID = (1 << 64) - 1
+
+
+def _elf_case(make: Callable[[], tuple[dict[str, bytes], object]]) -> Callable[[Path], str]:
+    def run(directory: Path) -> str:
+        from symbolize import api
+        from symbolize.errors import SymbolizeError
+        from tests.test_malformed_elf import SHT_PROGBITS, Section, build_elf, symtab
+
+        sections, where = make()
+        vaddrs = list(where) if isinstance(where, list) else [int(str(where))]
+        elf_sections = [*symtab(b"sym"), *(Section("." + name, SHT_PROGBITS, data) for name, data in sections.items())]
+        path = directory / "case.so"
+        path.write_bytes(build_elf(elf_sections))
+        try:
+            results = api.lookup(path, vaddrs, use_cache=False)
+        except SymbolizeError as error:
+            return f"typed error: {error}"
+        named = sum(1 for result in results if isinstance(result, list))
+        return f"{named} of {len(results)} named"
+
+    return run
+
+
+def _compressed_sections(directory: Path) -> str:
+    """Three zstd sections each claiming 4 GiB (was 12 GiB resident)."""
+    import pyzstd
+
+    from symbolize import api
+    from symbolize.errors import SymbolizeError
+    from tests.test_malformed_elf import SHF_COMPRESSED, SHT_PROGBITS, Section, build_elf, symtab
+
+    stream = pyzstd.compress(b"\0" * (1 << 20))
+    chdr = struct.pack("<IIQQ", 2, 0, 4 << 30, 1) + stream
+    names = (".debug_info", ".debug_line", ".debug_str")
+    path = directory / "bomb.so"
+    bombs = [Section(name, SHT_PROGBITS, chdr, flags=SHF_COMPRESSED) for name in names]
+    path.write_bytes(build_elf([*symtab(b"sym"), *bombs]))
+    try:
+        results = api.lookup(path, [0x1004], use_cache=False)
+    except SymbolizeError as error:
+        return f"typed error: {error}"
+    return f"answered {results}"
+
+
+def _cli(arguments: list[str]) -> str:
+    """``symbolize ARGS`` in this process; the CLI must end in one line and a known exit code."""
+    from symbolize.cli.app import main
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    sys.argv = ["symbolize", *arguments]
+    code: object = 0
+    with redirect_stdout(stdout), redirect_stderr(stderr):
+        try:
+            main()
+        except SystemExit as exit_:
+            code = exit_.code
+    errors = stderr.getvalue()
+    if "Traceback" in errors or code not in (0, 1, None):
+        raise AssertionError(f"exit {code}: {errors}")
+    return f"exit {code}: {errors.strip().splitlines()[-1] if errors.strip() else ''}"
+
+
+def _gzip_bomb(directory: Path) -> str:
+    """A 4 MB gzip profile that inflates to 4 GiB."""
+    member = gzip.compress(b"\0" * (1 << 20), mtime=0)
+    path = directory / "bomb.pb.gz"
+    with path.open("wb") as out:
+        for _ in range(4096):
+            out.write(member)
+    return _cli(["profile", str(path), "-o", str(directory / "out.pb.gz"), "--no-cache", "--no-background-index"])
+
+
+def _profile_ids_at_max(directory: Path) -> str:
+    """Location and function ids already 2^64-1, a location split into leaf and caller twins."""
+    from symbolize.proto.profile_pb2 import Profile
+
+    binary = ROOT / "fixtures" / "bin" / "cdemo-gcc-dwarf5-pie"
+    expected = json.loads((ROOT / "fixtures" / "expected" / (binary.name + ".json")).read_text())
+    vaddr = int(expected["addresses"][5]["address"], 16)
+    base = 0x555555554000
+    profile = Profile(string_table=["", "cpu", "nanoseconds", binary.name])
+    profile.sample_type.add(type=1, unit=2)
+    profile.mapping.add(id=MAX_ID, memory_start=base, memory_limit=base + 0x100000, filename=3)
+    profile.location.add(id=MAX_ID, mapping_id=MAX_ID, address=base + vaddr)
+    profile.location.add(id=MAX_ID - 1, mapping_id=MAX_ID, address=base + vaddr + 4)
+    profile.function.add(id=MAX_ID, name=3)
+    profile.sample.add(location_id=[MAX_ID, MAX_ID - 1], value=[1])
+    profile.sample.add(location_id=[MAX_ID - 1, MAX_ID], value=[1])
+    path = directory / "ids.pb"
+    path.write_bytes(profile.SerializeToString())
+    out = directory / "ids.symbolized.pb"
+    result = _cli(["profile", str(path), "-o", str(out), "--binary", str(binary), "--no-cache",
+                   "--no-background-index"])
+    written = Profile.FromString(out.read_bytes())
+    ids = [location.id for location in written.location]
+    if len(set(ids)) != len(ids) or not all(0 < i <= MAX_ID for i in ids):
+        raise AssertionError(f"bad location ids {ids}")
+    return result
+
+
+def _cases() -> dict[str, Callable[[Path], str]]:
+    from tests import hostile_dwarf as h
+
+    def line_header_bomb() -> tuple[dict[str, bytes], object]:
+        lines = h.line_header_v5(directory_formats=b"\0", directory_count=(1 << 32) - 1)
+        body = h.cu_lines_die("a.c", 0x2000, 0x100) + h.function_die("f", 0x2000, 0x100) + b"\0"
+        return {"debug_info": h.unit(body, h.Encoding(version=5)), "debug_abbrev": h.common_abbrevs(),
+                "debug_line": lines}, 0x2010
+
+    return {
+        "deep_skip": _elf_case(h.deep_skip_case),
+        "shared_table": _elf_case(h.shared_table_case),
+        "nested_inlines": _elf_case(h.nested_inlines_case),
+        "huge_lines": _elf_case(h.huge_lines_case),
+        "past_address_space": _elf_case(h.past_address_space_case),
+        "bad_version": _elf_case(lambda: h.bad_header_case(version=9)),
+        "bad_address_size": _elf_case(lambda: h.bad_header_case(addr_size=3)),
+        "line_header_bomb": _elf_case(line_header_bomb),
+        "compressed_sections": _compressed_sections,
+        "gzip_bomb": _gzip_bomb,
+        "profile_ids_at_max": _profile_ids_at_max,
+    }
+
+
+def main() -> int:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+    cases = _cases()
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(cases))
+        return 0
+    name = sys.argv[1]
+    with tempfile.TemporaryDirectory() as directory:
+        try:
+            outcome = cases[name](Path(directory))
+        except BaseException:
+            traceback.print_exc()
+            return 1
+    print(f"ok {name}: {outcome}"[:500])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
