@@ -7,6 +7,7 @@ what ``llvm-symbolizer --obj`` takes.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -179,6 +180,7 @@ def symbolize_profile(
     cache_dir: PathLike | None = None,
     use_cache: bool = True,
     background_index: bool = False,
+    drop_frames: str | None = None,
 ) -> tuple[Profile, Summary]:
     """Name the bare addresses of a profile; returns ``(profile, summary)``.
 
@@ -186,7 +188,9 @@ def symbolize_profile(
     first (gzipped or not) and the rewritten message returned, the file left
     alone. ``binaries`` are candidate files for the profile's mappings (matched
     by build ID or name). Raises MalformedInputError for an unreadable profile;
-    mappings whose files are missing are reported in the summary.
+    mappings whose files are missing are reported in the summary. ``drop_frames``
+    (a regex) becomes the profile's ``drop_frames`` and is skipped by the
+    summary's top functions; an invalid one raises ``re.error``.
     """
     from symbolize.pprof import Profile, read_profile
     from symbolize.rewrite import RewriteOptions
@@ -199,8 +203,13 @@ def symbolize_profile(
     discovery = discovery_options(
         binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
     )
+    if drop_frames is not None:
+        re.compile(drop_frames)  # refuse a bad pattern before any work
     options = RewriteOptions(
-        discovery=discovery, demangle=demangle, adjust_return_addresses=adjust_return_addresses
+        discovery=discovery,
+        demangle=demangle,
+        adjust_return_addresses=adjust_return_addresses,
+        drop_frames=drop_frames,
     )
     try:
         summary = rewrite_profile(profile, options)
@@ -224,6 +233,7 @@ def symbolize_file(
     cache_dir: PathLike | None = None,
     use_cache: bool = True,
     background_index: bool = False,
+    drop_frames: str | None = None,
 ) -> Summary:
     """Read the profile at ``in_path``, symbolize it, write it atomically to ``out_path``.
 
@@ -243,6 +253,7 @@ def symbolize_file(
         cache_dir=cache_dir,
         use_cache=use_cache,
         background_index=background_index,
+        drop_frames=drop_frames,
     )
     if gzip is None:
         gzip = was_gzipped or str(out_path).endswith(".gz")

@@ -17,6 +17,9 @@ iff none of the mapping's locations stayed unnamed and at least one location
 got that kind of data (a function name; a file; a line > 0; more than one
 frame). Mappings the run did not touch keep their flags.
 
+A mapping given without a build ID gets the build ID of the binary found for it.
+Locations named only ``module+0xOFFSET`` are named by :mod:`symbolize.offset_frames`.
+
 Everything else (samples, values, labels, comments, unknown fields, string
 table order) is kept; new strings are appended.
 """
@@ -24,7 +27,8 @@ table order) is kept; new strings are appended.
 from __future__ import annotations
 
 import enum
-from collections import Counter, defaultdict
+import re
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -34,9 +38,11 @@ from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.module import Module, PerFrame, Reason, Unknown, reason_for_error
 from symbolize.normalize import translator
+from symbolize.offset_frames import name_offset_frames
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Function, Location, Mapping, Profile
 from symbolize.summary import MappingSummary, Summary
+from symbolize.top_functions import top_leaf_functions
 
 __all__ = ["ModuleOpener", "RewriteOptions", "normalize_build_id", "symbolize_profile"]
 
@@ -84,13 +90,16 @@ class RewriteOptions:
     ``open_module`` replaces ``discovery.find_module``
     (an embedding program's cache, or a fake in tests).
     ``adjust_return_addresses=False`` is for producers that already
-    subtracted 1 from return addresses.
+    subtracted 1 from return addresses. ``drop_frames`` (a regex) is written
+    to the profile's ``drop_frames`` so pprof hides those frames, and the
+    summary's top functions skip them.
     """
 
     discovery: DiscoveryOptions = field(default_factory=DiscoveryOptions)
     demangle: DemangleMode = "full"
     adjust_return_addresses: bool = True
     open_module: ModuleOpener | None = None
+    drop_frames: str | None = None
 
 
 @dataclass
@@ -169,10 +178,23 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
         work[mapping.id] = _MappingWork(mapping, MappingSummary(filename))
     no_mapping = _MappingWork(None, MappingSummary(""))
 
-    roles = _location_roles(profile, is_on_cpu(profile, strings), options.adjust_return_addresses)
+    on_cpu = is_on_cpu(profile, strings)
+    # Locations named only "module+0xOFFSET" (no address): named first, and not counted again below.
+    offset_owned, offset_summaries = name_offset_frames(
+        profile,
+        strings,
+        functions.id_of,
+        lambda name, debug_id: _open_module(options, name, debug_id),
+        fresh_ids(location.id for location in profile.location),
+        on_cpu=on_cpu,
+        adjust_return_addresses=options.adjust_return_addresses,
+    )
+    roles = _location_roles(profile, on_cpu, options.adjust_return_addresses)
     _split_mixed_roles(profile, roles, mappings, strings)
 
     for location in list(profile.location):
+        if location.id in offset_owned:
+            continue
         entry = work.get(location.mapping_id, no_mapping)
         if len(location.line) > 0:
             entry.summary.count_named()
@@ -195,10 +217,12 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
     summary = Summary(mappings=[entry.summary for entry in work.values() if entry.summary.locations])
     if no_mapping.summary.locations:
         summary.mappings.append(no_mapping.summary)
+    summary.mappings.extend(offset_summaries)
     summary.unnamed_value_share = _unnamed_value_share(profile, strings)
-    summary.top_functions = _top_leaf_functions(profile, strings)
-    if len(profile.sample_type) > 0:
-        summary.top_functions_value_type = strings.get(profile.sample_type[0].type)
+    if options.drop_frames:
+        profile.drop_frames = strings.intern(options.drop_frames)
+    drop_frames = _compiled(strings.get(profile.drop_frames)) if profile.drop_frames else None
+    summary.top_functions_by_type = top_leaf_functions(profile, strings, drop_frames)
     return summary
 
 
@@ -272,6 +296,9 @@ def _symbolize_mapping(
             summary.count_unnamed(reason, detail)
         return
     summary.binary = str(module.image.path)
+    if not build_id and module.image.debug_id is not None:
+        # Keep what was found, so pprof and later runs can verify the binary.
+        mapping.build_id = strings.intern(str(module.image.debug_id))
     if module.debug_files:
         summary.debug_file = str(module.debug_files[0].path)
 
@@ -386,19 +413,9 @@ def _unnamed_value_share(profile: Profile, strings: StringTable) -> dict[str, fl
     return shares
 
 
-def _top_leaf_functions(profile: Profile, strings: StringTable, count: int = 10) -> list[tuple[str, int]]:
-    """Leaf functions (innermost inlined frame of the leaf location) by the first sample value."""
-    function_names = {function.id: strings.get(function.name) for function in profile.function}
-    leaf_names = {
-        location.id: function_names.get(location.line[0].function_id, "")
-        for location in profile.location
-        if len(location.line) > 0
-    }
-    totals: Counter[str] = Counter()
-    for sample in profile.sample:
-        if len(sample.location_id) == 0 or len(sample.value) == 0:
-            continue
-        name = leaf_names.get(sample.location_id[0])
-        if name:
-            totals[name] += sample.value[0]
-    return totals.most_common(count)
+def _compiled(pattern: str) -> re.Pattern[str] | None:
+    """A profile's own ``drop_frames``; one that is no Python regex skips nothing (RE2 syntax may differ)."""
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None

@@ -7,14 +7,20 @@
                    "details": [{"reason": reason, "detail": str, "count": N}],
                    "missing_lines": str|null}],
      "locations": N, "named": N, "unnamed": N,
-     "unnamed_value_share": {sample_type_name: float 0..1}}
+     "nothing_to_name": bool,
+     "unnamed_value_share": {sample_type_name: float 0..1},
+     "top_functions": {sample_type_name: [{"function": str, "value": N, "share": float}]}}
 
 ``reason`` is a :class:`symbolize.module.Reason` value (``"binary-not-found"``,
 ``"not-covered"``, ...); ``"reasons"`` counts unnamed locations by it, most
 first. ``"details"`` says more where there is more to say (an error's message,
 what a mapping is), one entry per distinct (reason, detail), most first; a
 location counted under a reason with no detail has no entry there.
-Locations that already had lines before the run count as named.
+Locations that already had lines before the run count as named; ``nothing_to_name`` is true
+when every location had (the profile came named). ``top_functions`` lists, for each sample type,
+the leaf functions with the highest total value, highest first, each with its share of the
+type's total absolute value; frames matching the profile's ``drop_frames`` are skipped as pprof
+drops them (the frame and its callees), so the leaf is the first caller kept.
 ``"missing_lines"`` says why named locations have no file or line, when none has one and
 discovery found no debug file (a stripped binary without its dSYM or debug file), else null.
 """
@@ -23,9 +29,17 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from symbolize.module import Reason
+
+
+class TopFunction(NamedTuple):
+    """A leaf function's total for one sample type, and its share (0..1) of that type's total."""
+
+    function: str
+    value: int
+    share: float
 
 
 @dataclass
@@ -80,14 +94,28 @@ class Summary:
 
     ``unnamed_value_share`` maps each sample type name to the share (0..1) of that
     type's total absolute value carried by samples whose leaf location has no
-    name. ``top_functions`` holds ``(function, value)`` pairs: the leaf
-    functions with the highest first sample value, highest first.
+    name. ``top_functions_by_type`` maps each sample type name to its leaf
+    functions with the highest value, highest first.
     """
 
     mappings: list[MappingSummary] = field(default_factory=list)
     unnamed_value_share: dict[str, float] = field(default_factory=dict)
-    top_functions: list[tuple[str, int]] = field(default_factory=list)
-    top_functions_value_type: str = ""
+    top_functions_by_type: dict[str, list[TopFunction]] = field(default_factory=dict)
+
+    @property
+    def top_functions(self) -> list[tuple[str, int]]:
+        """``(function, value)`` for the first sample type."""
+        first = next(iter(self.top_functions_by_type.values()), [])
+        return [(top.function, top.value) for top in first]
+
+    @property
+    def top_functions_value_type(self) -> str:
+        return next(iter(self.top_functions_by_type), "")
+
+    @property
+    def nothing_to_name(self) -> bool:
+        """True when every location was named before the run."""
+        return sum(mapping.already_symbolized for mapping in self.mappings) == self.locations
 
     @property
     def locations(self) -> int:
@@ -108,7 +136,11 @@ class Summary:
             "locations": self.locations,
             "named": self.named,
             "unnamed": self.unnamed,
+            "nothing_to_name": self.nothing_to_name,
             "unnamed_value_share": dict(self.unnamed_value_share),
+            "top_functions": {
+                sample_type: [top._asdict() for top in tops] for sample_type, tops in self.top_functions_by_type.items()
+            },
         }
 
     def format_text(self, *, top: int = 10) -> str:
@@ -131,11 +163,15 @@ class Summary:
                     if detailed is reason:
                         lines.append(f"    {times}: {detail}")
         lines.append(f"total: {self.named}/{self.locations} locations named, {self.unnamed} unnamed")
+        if self.nothing_to_name:
+            lines.append("nothing to name: every location already had its function names")
         for sample_type, share in self.unnamed_value_share.items():
             lines.append(f"unnamed {sample_type}: {share:.1%} of the value")
-        if self.top_functions and top > 0:
-            lines.append(f"top leaf functions by {self.top_functions_value_type or 'value'}:")
-            width = max(len(str(value)) for _, value in self.top_functions[:top])
-            for name, value in self.top_functions[:top]:
-                lines.append(f"  {value:>{width}}  {name}")
+        for sample_type, tops in self.top_functions_by_type.items():
+            if not tops or top <= 0:
+                continue
+            lines.append(f"top leaf functions by {sample_type or 'value'}:")
+            width = max(len(str(entry.value)) for entry in tops[:top])
+            for entry in tops[:top]:
+                lines.append(f"  {entry.value:>{width}} {entry.share:6.1%}  {entry.function}")
         return "\n".join(lines)

@@ -114,29 +114,59 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
             sources.append(opened)
 
     coverages = [source.coverage() for source in sources]
-    summaries = [_summary(source) for source in sources]
-    symbols = _union(coverage.symbols for coverage in coverages)
-    lines = _union(coverage.lines for coverage in coverages)
-    functions = _union(coverage.functions for coverage in coverages)
-    inlined = _union(coverage.inlined for coverage in coverages)
-    best = max(coverages, key=lambda coverage: covered_bytes(coverage.functions, code))
-    coverage_report = CoverageReport(
-        code_bytes=sum(high - low for low, high in code),
-        symbol_bytes=covered_bytes(symbols, code),
-        line_bytes=covered_bytes(lines, code),
-        function_bytes=covered_bytes(functions, code),
-        inlined_bytes=covered_bytes(inlined, code),
-        name_bytes=covered_bytes(_union([symbols, functions]), code),
-        inlined_calls=best.inlined_entries,
-        llvm_bytes_within_functions=best.function_range_bytes,
-        llvm_bytes_within_inlined_functions=best.inlined_range_bytes,
-    )
+    coverage_report = _coverage_report(coverages, code)
     split_units = tuple(
         SplitUnitReport(name, resolved) for coverage in coverages for name, resolved in coverage.split_units
     )
     if split_units:
         file_reports.append(_split_report(binary, split_units))
-    debug_info = DebugInfoReport(
+    debug_info = _debug_info_report(binary, sections, sources, coverages, file_reports, split_units)
+    functions = _union(coverage.functions for coverage in coverages)
+    all_symbols = _function_symbols(sources)
+    symbol_report = SymbolReport(_symbol_table_kind(sources, all_symbols), len(all_symbols))
+    unwind = tuple(name for name in UNWIND_SECTIONS if any(section.name == name for section in sections))
+    frame_pointers = audit_frame_pointers(binary, unwind, code, all_symbols, functions)
+    identity = Identity(
+        path=str(binary.path),
+        format=binary.format,
+        arch=binary.arch,
+        debug_id=str(binary.debug_id) if binary.debug_id is not None else None,
+        debug_id_kind=binary.debug_id.kind.value if binary.debug_id is not None else None,
+    )
+    rust = any(_RUST_SYMBOL.match(symbol.name) for symbol in all_symbols)
+    verdict = judge(identity, symbol_report, debug_info, coverage_report, frame_pointers, rust=rust)
+    return BinaryAudit(identity, symbol_report, debug_info, coverage_report, frame_pointers, verdict)
+
+
+def _coverage_report(coverages: Sequence[Coverage], code: Sequence[AddressRange]) -> CoverageReport:
+    """What every source together covers of ``code`` (a debug file and the binary's own symbols)."""
+    symbols = _union(coverage.symbols for coverage in coverages)
+    functions = _union(coverage.functions for coverage in coverages)
+    # The llvm-dwarfdump-style figures of the one source whose DWARF covers most.
+    best = max(coverages, key=lambda coverage: covered_bytes(coverage.functions, code))
+    return CoverageReport(
+        code_bytes=sum(high - low for low, high in code),
+        symbol_bytes=covered_bytes(symbols, code),
+        line_bytes=covered_bytes(_union(coverage.lines for coverage in coverages), code),
+        function_bytes=covered_bytes(functions, code),
+        inlined_bytes=covered_bytes(_union(coverage.inlined for coverage in coverages), code),
+        name_bytes=covered_bytes(_union([symbols, functions]), code),
+        inlined_calls=best.inlined_entries,
+        llvm_bytes_within_functions=best.function_range_bytes,
+        llvm_bytes_within_inlined_functions=best.inlined_range_bytes,
+    )
+
+
+def _debug_info_report(
+    binary: AuditableFile,
+    sections: Sequence[SectionFact],
+    sources: Sequence[AuditableFile],
+    coverages: Sequence[Coverage],
+    file_reports: Sequence[DebugFileReport],
+    split_units: tuple[SplitUnitReport, ...],
+) -> DebugInfoReport:
+    summaries = [_summary(source) for source in sources]
+    return DebugInfoReport(
         files=tuple(file_reports),
         dwarf_versions=tuple(sorted({v for summary in summaries for v in summary.dwarf_versions})),
         compressed_sections=tuple(
@@ -157,20 +187,6 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
             if section.name in (".debug_line", ".debug_line_str", ".zdebug_line", ".zdebug_line_str")
         ),
     )
-    all_symbols = _function_symbols(sources)
-    symbol_report = SymbolReport(_symbol_table_kind(sources, all_symbols), len(all_symbols))
-    unwind = tuple(name for name in UNWIND_SECTIONS if any(section.name == name for section in sections))
-    frame_pointers = audit_frame_pointers(binary, unwind, code, all_symbols, functions)
-    identity = Identity(
-        path=str(binary.path),
-        format=binary.format,
-        arch=binary.arch,
-        debug_id=str(binary.debug_id) if binary.debug_id is not None else None,
-        debug_id_kind=binary.debug_id.kind.value if binary.debug_id is not None else None,
-    )
-    rust = any(_RUST_SYMBOL.match(symbol.name) for symbol in all_symbols)
-    verdict = judge(identity, symbol_report, debug_info, coverage_report, frame_pointers, rust=rust)
-    return BinaryAudit(identity, symbol_report, debug_info, coverage_report, frame_pointers, verdict)
 
 
 def _union(range_lists: Iterable[Iterable[AddressRange]]) -> tuple[AddressRange, ...]:

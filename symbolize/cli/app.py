@@ -4,7 +4,7 @@ Commands (promises to users' scripts)::
 
     symbolize [--debug] profile IN [-o OUT] [--binary FILE]... [--search-path DIR]...
               [--debug-dir DIR]... [--demangle full|short|none] [--no-return-address-adjust]
-              [--json-summary]
+              [--json-summary] [--drop-frames REGEX]
     symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
               [--search-path DIR]... [--debug-dir DIR]... [--arch ARCH] [ADDR...]
     symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import gc
 import json
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -179,6 +180,15 @@ def profile_command(
     json_summary: Annotated[
         bool, typer.Option("--json-summary", help="Print the summary as JSON on stdout.")
     ] = False,
+    drop_frames: Annotated[
+        str | None,
+        typer.Option(
+            "--drop-frames",
+            metavar="REGEX",
+            help="Set the profile's drop_frames (pprof hides matching frames and their callees); "
+            "the summary's top functions skip them too.",
+        ),
+    ] = None,
     cache_dir: CacheDirOption = None,
     no_cache: NoCacheOption = False,
     background_index: BackgroundIndexOption = True,
@@ -189,6 +199,11 @@ def profile_command(
     """
     from symbolize.api import symbolize_file
 
+    if drop_frames is not None:
+        try:
+            re.compile(drop_frames)
+        except re.error as exc:
+            raise typer.BadParameter(f"not a regular expression: {exc}", param_hint="--drop-frames") from exc
     with _errors_as_one_line(ctx):
         summary = symbolize_file(
             in_path,
@@ -201,6 +216,7 @@ def profile_command(
             cache_dir=cache_dir,
             use_cache=not no_cache,
             background_index=background_index,
+            drop_frames=drop_frames,
         )
     if json_summary:
         typer.echo(json.dumps(summary.to_json(), indent=2))

@@ -1,0 +1,72 @@
+"""The summary's top leaf functions: per sample type, with shares, skipping ``drop_frames``.
+
+A sample's leaf function is the innermost inlined frame of its first location. With a
+``drop_frames`` pattern (profile.proto: "frames with Function.function_name fully matching the
+regexp will be dropped from the samples, along with their successors"), each stack is walked
+from its root as pprof's ``Prune`` walks it: at the first frame whose function name (or system
+name) fully matches, that frame and every frame it called are dropped, and the leaf is the
+innermost frame kept. A sample whose root frame matches has no leaf and counts in no top list,
+only in the totals the shares are taken of (the sum of every sample's absolute value).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from symbolize.pprof import StringTable
+from symbolize.proto.profile_pb2 import Profile
+from symbolize.summary import TopFunction
+
+__all__ = ["top_leaf_functions"]
+
+
+def top_leaf_functions(
+    profile: Profile, strings: StringTable, drop_frames: re.Pattern[str] | None = None, count: int = 10
+) -> dict[str, list[TopFunction]]:
+    """Sample type name -> its ``count`` leaf functions with the highest value, highest first."""
+    names = {
+        function.id: (strings.get(function.name), strings.get(function.system_name)) for function in profile.function
+    }
+    # Each location's frames, innermost first, as (name, system name).
+    frames = {
+        location.id: [names.get(line.function_id, ("", "")) for line in location.line] for location in profile.location
+    }
+    type_count = len(profile.sample_type)
+    totals = [0] * type_count
+    by_leaf: list[Counter[str]] = [Counter() for _ in range(type_count)]
+    leaf_cache: dict[tuple[int, ...], str] = {}
+    for sample in profile.sample:
+        values = list(sample.value[:type_count])
+        for index, value in enumerate(values):
+            totals[index] += abs(value)
+        stack = tuple(sample.location_id)
+        leaf = leaf_cache.get(stack)
+        if leaf is None:
+            leaf = leaf_cache[stack] = _leaf_name(stack, frames, drop_frames)
+        if leaf:
+            for index, value in enumerate(values):
+                by_leaf[index][leaf] += value
+    tops: dict[str, list[TopFunction]] = {}
+    for index, value_type in enumerate(profile.sample_type):
+        name = strings.get(value_type.type) or f"#{index}"
+        total = totals[index]
+        tops[name] = [
+            TopFunction(function, value, value / total if total else 0.0)
+            for function, value in by_leaf[index].most_common(count)
+        ]
+    return tops
+
+
+def _leaf_name(
+    stack: tuple[int, ...], frames: dict[int, list[tuple[str, str]]], drop_frames: re.Pattern[str] | None
+) -> str:
+    kept: list[tuple[str, str]] = []  # frames from the root inward
+    for location_id in reversed(stack):
+        for name, system_name in reversed(frames.get(location_id, [])):
+            if drop_frames is not None and (drop_frames.fullmatch(name) or drop_frames.fullmatch(system_name)):
+                return kept[-1][0] if kept else ""
+            kept.append((name, system_name))
+        if not frames.get(location_id):
+            kept.append(("", ""))  # an unnamed location ends the named part of the stack
+    return kept[-1][0] if kept else ""
