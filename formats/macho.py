@@ -21,6 +21,7 @@ walks over many candidate files.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import mmap
 import os
@@ -378,7 +379,9 @@ class MachOFile:
         self._dwarf = None
         self._debug_map = None
         if self._map is not None:
-            self._map.close()
+            # A view may still be held (by an error's traceback): the mmap is freed with it.
+            with contextlib.suppress(BufferError):
+                self._map.close()
             self._map = None
         if self._file is not None:
             self._file.close()

@@ -24,12 +24,20 @@ ADDRESS_COUNT = 48
 
 
 def addresses_for(reader: str) -> list[int]:
-    """Addresses the seeds' peer answers name (fixtures/expected), spread evenly, plus edge values."""
+    """Addresses the seeds' peer answers name (fixtures/expected, any file whose ``binary`` or
+    ``dsym`` is a seed or holds one), spread evenly, plus edge values."""
+    seeds = {str(seed.resolve()) for seed in seed_files(reader)}
     found: set[int] = set()
-    for seed in seed_files(reader):
-        expected = REPO / "fixtures" / "expected" / (seed.name + ".json")
-        if expected.exists():
-            found.update(int(entry["address"], 16) for entry in json.loads(expected.read_text())["addresses"])
+    for expected in (REPO / "fixtures" / "expected").rglob("*.json"):
+        try:
+            answers = json.loads(expected.read_text())
+        except ValueError:
+            continue
+        if not isinstance(answers, dict) or "addresses" not in answers:
+            continue
+        named = [str((REPO / "fixtures" / answers[key]).resolve()) for key in ("binary", "dsym") if answers.get(key)]
+        if any(seed == name or seed.startswith(name + "/") for seed in seeds for name in named):
+            found.update(int(entry["address"], 16) for entry in answers["addresses"])
     ordered = sorted(found)
     step = max(1, len(ordered) // ADDRESS_COUNT)
     return [0, 1, *ordered[::step][:ADDRESS_COUNT], (1 << 64) - 1]

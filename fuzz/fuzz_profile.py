@@ -1,6 +1,8 @@
-"""Fuzz target: a pprof profile (gzipped or not) read and symbolized.
+"""Fuzz target: a profile (pprof, gzipped or not, or a gperftools format) read and symbolized.
 
-``python fuzz/fuzz_profile.py [libFuzzer options] [corpus dir]``: each input goes
+``python fuzz/fuzz_profile.py SEEDS [libFuzzer options] [corpus dir]``: SEEDS names the seed
+directory ``fuzz/seeds/<SEEDS>/`` (``pprof``, ``gperftools-cpu``, ``gperftools-heap``: one per
+profile parser, all reached through the same sniffing reader). Each input goes
 through :func:`symbolize.pprof.parse_profile`, then the profile rewrite with no
 filesystem search: every mapping, whatever its name, is answered by one fixture
 binary opened once (so names, new Function ids and location splits are made from
@@ -16,8 +18,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fuzz.harness import REPO, Target, main
-
-TARGET = "pprof"
 
 
 def make_target() -> Target:
@@ -37,4 +37,4 @@ def make_target() -> Target:
 
 
 if __name__ == "__main__":
-    main(TARGET, make_target, sys.argv)
+    main(sys.argv[1], make_target, [sys.argv[0], *sys.argv[2:]])

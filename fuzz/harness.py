@@ -129,7 +129,7 @@ def main(target_name: str, make_target: Callable[[], Target], argv: list[str]) -
     corpora = [arg for arg in argv[1:] if not arg.startswith("-")]
     if not corpora:
         corpora = [str(seed_corpus(target_name, Path(tempfile.mkdtemp(prefix=f"fuzz-{target_name}-"))))]
-    else:
+    elif not Path(corpora[0]).is_file():  # a file argument replays that input alone
         seed_corpus(target_name, Path(corpora[0]))
     defaults = [f"-timeout={TIMEOUT_SECONDS}", f"-rss_limit_mb={RSS_LIMIT_MB}", "-print_final_stats=1"]
     biggest = max((len(path.read_bytes()) for path in seed_files(target_name)), default=4096)

@@ -401,3 +401,20 @@ def test_debug_works_after_the_command_name(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(sys, "argv", ["symbolize", "lookup", "--obj", "whatever", "--debug", "0x10"])
     with pytest.raises(RuntimeError, match="boom"):
         main()
+
+
+# Fuzz findings ----------------------------------------------------------------------------
+
+
+def test_truncated_macho_string_table_is_a_typed_error_not_a_buffer_error(tmp_path: Path) -> None:
+    # fuzz_object.py macho: a string table past the end of the file raised MalformedInputError
+    # while a view into the mapping was alive, and closing the mapping then raised BufferError.
+    data = (Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos" / "cdemo-x86_64").read_bytes()
+    path = tmp_path / "truncated"
+    path.write_bytes(data[:-1])
+    try:
+        results = api.lookup(path, [0x100003F00], use_cache=False)
+    except MalformedInputError as error:
+        assert error.path == path
+    else:
+        assert len(results) == 1
