@@ -254,7 +254,6 @@ def test_mini_debug_info_is_read_one_level_deep(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("magic", "what"),
     [
-        (b"MZ\x90\x00", "PE"),
         (b"#!/bin/sh\n", "not an object file"),
         (b"", "not an object file"),
     ],
