@@ -99,9 +99,15 @@ class ObjectCache:
         from symbolize.cache import is_indexable, worth_indexing
         from symbolize.index.background import start_background_indexing
 
-        # With an index directory, a source comes back unindexed only when it has no index.
+        # With an index directory, a source comes back unindexed only when it has no index. The
+        # builder reopens files by path alone, so a source whose answers depend on the image it
+        # was bound to (a PDB: ``bind_image``) is left to ``symbolize index IMAGE``, which binds it.
         sources = [source for _stamp, source in self._sources.values()]
-        missing = [source for source in sources if is_indexable(source) and worth_indexing(source)]
+        missing = [
+            source
+            for source in sources
+            if is_indexable(source) and worth_indexing(source) and not callable(getattr(source, "bind_image", None))
+        ]
         return start_background_indexing(missing, self.index_dir) if missing else []
 
     def close(self) -> None:
