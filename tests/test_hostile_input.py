@@ -418,3 +418,22 @@ def test_truncated_macho_string_table_is_a_typed_error_not_a_buffer_error(tmp_pa
         assert error.path == path
     else:
         assert len(results) == 1
+
+
+def test_a_name_longer_than_the_demangler_cap_is_left_as_it_is() -> None:
+    # LLVM's demangler recursed once per pointer level: 100,000 of them crashed the process (that
+    # name runs in a subprocess, tests/hostile_run.py's deep_mangled_name); this one is harmless.
+    from symbolize.demangle import MAX_DEMANGLE_LENGTH
+
+    long_name = "_Z1f" + "P" * MAX_DEMANGLE_LENGTH + "i"
+    assert demangle(long_name, "full") == long_name
+    assert demangle(long_name, "short") == long_name
+    assert demangle("_Z1f" + "P" * 1000 + "i", "full").startswith("f(int*")
+
+
+def test_shortening_deeply_nested_brackets_leaves_the_name_whole() -> None:
+    from symbolize.demangle import shorten
+
+    text = "f" + "{a" * 5_000 + "}" * 5_000  # recursed once per brace: RecursionError
+    assert shorten(text) == text
+    assert shorten("ns::f<int>(char)") == "ns::f"
