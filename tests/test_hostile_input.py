@@ -367,7 +367,7 @@ def test_names_with_a_mangling_prefix_are_demangled(name: str, full: str) -> Non
 # The CLI's one boundary --------------------------------------------------------------------
 
 
-def test_unexpected_exception_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unexpected_exception_is_one_line_and_exit_70(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
     from symbolize.cli.app import EXIT_INTERNAL_ERROR, app
@@ -377,7 +377,7 @@ def test_unexpected_exception_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(api, "lookup", broken)
     result = CliRunner().invoke(app, ["lookup", "--obj", "whatever", "0x10"])
-    assert result.exit_code == EXIT_INTERNAL_ERROR == 3
+    assert result.exit_code == EXIT_INTERNAL_ERROR == 70
     assert result.stderr == (
         "symbolize: error: internal error: RecursionError: maximum recursion depth exceeded"
         " (--debug shows the traceback)\n"
@@ -401,6 +401,26 @@ def test_debug_works_after_the_command_name(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(sys, "argv", ["symbolize", "lookup", "--obj", "whatever", "--debug", "0x10"])
     with pytest.raises(RuntimeError, match="boom"):
         main()
+
+
+def test_a_command_outside_the_boundary_still_ends_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    import symbolize.audit
+    from symbolize.cli.app import main
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(symbolize.audit, "audit_binaries", broken)
+    monkeypatch.setattr(sys, "argv", ["symbolize", "audit", "whatever"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 70
+    expected = "symbolize: error: internal error: KeyError: 'boom' (--debug shows the traceback)\n"
+    assert capsys.readouterr().err == expected
 
 
 # Fuzz findings ----------------------------------------------------------------------------
