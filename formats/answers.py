@@ -4,46 +4,175 @@ A reader lists its regions (cheap) and decodes one region's runs on demand
 (``SymbolSource.answers``); :class:`AnswerLookup` finds the regions holding an
 address, decodes each at most once (failures included, so a broken region
 costs one attempt) and bisects the runs. The persistent index stores the same
-runs, so both paths give the same answer by construction.
+runs, flattened by :func:`flatten_answers` into one disjoint list with the
+regions' precedence already applied, so both paths give the same answer by
+construction.
+
+:class:`RunTable` holds runs as columns: a large unit has hundreds of thousands
+of runs, and a Frame per run would cost more than decoding the unit. Runs that
+share everything but the innermost frame's place (file, line, column) share a
+:class:`ChainHead`.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from heapq import heappop, heappush
+from itertools import compress, pairwise
+from operator import ne
+from typing import NamedTuple, Protocol, TypeVar, overload
 
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 
-# key -> the region's runs, sorted and disjoint; raises MalformedInputError for a broken region.
-RunDecoder = Callable[[int], Sequence[AnswerRun]]
+T = TypeVar("T")
+
+# The greatest address a run may hold (its end is exclusive, so 2^64 - 1 itself is never named).
+ADDRESS_MAX = (1 << 64) - 1
+_INT64_MAX = (1 << 63) - 1
 
 
-class _DecodedRegion:
-    __slots__ = ("error", "lows", "runs")
+class ChainHead(NamedTuple):
+    """What the frames of a run are, but for the innermost frame's place.
 
-    def __init__(self, runs: Sequence[AnswerRun] = (), error: MalformedInputError | None = None) -> None:
-        self.runs = runs
-        self.lows = [run.low for run in runs]
-        self.error = error
+    The innermost frame is ``Frame(function, file or default_file, line,
+    column, start_line)`` with the run's own file, line and column; ``outer``
+    are the frames that called it, innermost first.
+    """
+
+    function: str | None
+    start_line: int = 0
+    outer: tuple[Frame, ...] = ()
+    default_file: str | None = None
+
+
+class RunTable(Sequence[AnswerRun]):
+    """Disjoint runs sorted by low, as parallel columns; ``table[i]`` is an :class:`AnswerRun`.
+
+    ``files[i]`` indexes ``file_names`` (out of range: no file); ``heads[i]``
+    indexes ``chain_heads``.
+    """
+
+    __slots__ = ("chain_heads", "columns", "file_names", "files", "heads", "highs", "lines", "lows")
+
+    def __init__(
+        self,
+        file_names: Sequence[str | None] = (),
+        chain_heads: Sequence[ChainHead] = (),
+    ) -> None:
+        # Typed arrays: a large unit has hundreds of thousands of runs, and copying rows in and runs
+        # out stays in C. Addresses are 64-bit (see append); lines and columns fit int64.
+        self.lows = array("Q")
+        self.highs = array("Q")
+        self.files = array("q")
+        self.lines = array("q")
+        self.columns = array("q")
+        self.heads = array("q")
+        self.file_names = file_names
+        self.chain_heads = chain_heads
+
+    @classmethod
+    def from_runs(cls, runs: Iterable[AnswerRun]) -> RunTable:
+        """Runs of any source as a table (each run's frames must be non-empty)."""
+        file_ids: dict[str | None, int] = {}
+        head_ids: dict[ChainHead, int] = {}
+        file_names: list[str | None] = []
+        heads: list[ChainHead] = []
+        table = cls(file_names, heads)
+        for run in runs:
+            inner = run.frames[0]
+            head = ChainHead(inner.function, inner.start_line, tuple(run.frames[1:]))
+            file_id = file_ids.get(inner.file)
+            if file_id is None:
+                file_id = file_ids[inner.file] = len(file_names)
+                file_names.append(inner.file)
+            head_id = head_ids.get(head)
+            if head_id is None:
+                head_id = head_ids[head] = len(heads)
+                heads.append(head)
+            table.append(run.low, run.high, file_id, inner.line, inner.column, head_id)
+        return table
+
+    def append(self, low: int, high: int, file: int, line: int, column: int, head: int) -> None:
+        """Add a run; one starting past the 64-bit address space is dropped and an end past it is
+        cut there (hostile debug info: no address out there can be asked), a line or column
+        out of int64 range clamped."""
+        if low > ADDRESS_MAX:
+            return
+        self.lows.append(low)
+        self.highs.append(min(high, ADDRESS_MAX))
+        self.files.append(file)
+        self.lines.append(line if 0 <= line <= _INT64_MAX else min(max(line, 0), _INT64_MAX))
+        self.columns.append(column if 0 <= column <= _INT64_MAX else min(max(column, 0), _INT64_MAX))
+        self.heads.append(head)
+
+    def file_name(self, file: int) -> str | None:
+        return self.file_names[file] if 0 <= file < len(self.file_names) else None
+
+    def frames(self, position: int) -> tuple[Frame, ...]:
+        head = self.chain_heads[self.heads[position]]
+        file = self.file_name(self.files[position]) or head.default_file
+        inner = Frame(head.function, file, self.lines[position], self.columns[position], head.start_line)
+        return (inner, *head.outer)
+
+    def __len__(self) -> int:
+        return len(self.lows)
+
+    @overload
+    def __getitem__(self, position: int) -> AnswerRun: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> Sequence[AnswerRun]: ...
+
+    def __getitem__(self, position: int | slice) -> AnswerRun | Sequence[AnswerRun]:
+        if isinstance(position, slice):
+            return [self[i] for i in range(*position.indices(len(self)))]
+        if position < 0:
+            position += len(self)
+        return AnswerRun(self.lows[position], self.highs[position], self.frames(position))
 
     def run_at(self, vaddr: int) -> AnswerRun | None:
         position = bisect_right(self.lows, vaddr) - 1
-        if position >= 0 and vaddr < self.runs[position].high:
-            return self.runs[position]
+        if position >= 0 and vaddr < self.highs[position]:
+            return self[position]
         return None
+
+
+class LazyRuns(Protocol):
+    """A region's runs decoded piecemeal: what a reader's own lookups may use instead of all runs."""
+
+    def run_at(self, vaddr: int) -> AnswerRun | None:
+        """The run holding ``vaddr``; raises MalformedInputError when the part holding it is broken."""
+        ...
+
+
+# key -> the region's runs, sorted and disjoint; raises MalformedInputError for a broken region.
+RunDecoder = Callable[[int], Sequence[AnswerRun]]
+LazyRunDecoder = Callable[[int], "Sequence[AnswerRun] | LazyRuns"]
+
+
+class _DecodedRegion:
+    __slots__ = ("error", "runs")
+
+    def __init__(self, runs: Sequence[AnswerRun] | LazyRuns = (), error: MalformedInputError | None = None) -> None:
+        self.runs: LazyRuns = runs if hasattr(runs, "run_at") else RunTable.from_runs(runs)
+        self.error = error
 
 
 class AnswerLookup:
     """``frames_at`` over ``regions``, decoding each region with ``decode`` on first use.
 
     Among the regions holding an address, non-fallback ones are asked first,
-    greatest ``low`` first, then fallback ones the same way; the first run that
-    holds the address answers. When none does and a region holding it is
-    broken, that region's error is raised.
+    greatest ``low`` first (equal lows: the later one listed first), then
+    fallback ones the same way; the first run that holds the address answers.
+    When none does and a region holding it is broken, that region's error is
+    raised. ``decode`` may return a :class:`LazyRuns`, whose errors then break
+    its region from the first one on.
     """
 
-    def __init__(self, regions: Sequence[AnswerRegion], decode: RunDecoder) -> None:
+    def __init__(self, regions: Sequence[AnswerRegion], decode: RunDecoder | LazyRunDecoder) -> None:
         self._decode = decode
         self._decoded: dict[int, _DecodedRegion] = {}
         primary = [region for region in regions if not region.fallback]
@@ -56,9 +185,14 @@ class AnswerLookup:
         for tier in self._tiers:
             for region in tier.holding(vaddr):
                 decoded = self._region(region.key)
-                run = decoded.run_at(vaddr)
-                if run is not None:
-                    return list(run.frames)
+                if decoded.error is None:
+                    try:
+                        run = decoded.runs.run_at(vaddr)
+                    except MalformedInputError as err:
+                        decoded.runs, decoded.error = RunTable(), err
+                        run = None
+                    if run is not None:
+                        return list(run.frames)
                 error = error or decoded.error
         if error is not None:
             raise error
@@ -97,3 +231,193 @@ class _RegionTier:
                 found.append(region)
             position -= 1
         return found
+
+
+# --- Flattening: every region's answer at once, for the index ------------------------------
+
+
+class Block(NamedTuple):
+    """Runs ``first`` to ``end`` (exclusive) of ``table``, contiguous, cut to ``[low, high)``.
+
+    An error block (``table`` None) stands for addresses only a broken region holds.
+    """
+
+    low: int
+    high: int
+    table: RunTable | None
+    first: int = 0
+    end: int = 0
+    error: MalformedInputError | None = None
+
+
+def flatten_answers(regions: Sequence[AnswerRegion], decode: RunDecoder) -> list[Block]:
+    """What :class:`AnswerLookup` answers at every address, as sorted disjoint blocks.
+
+    Each region's runs are cut to the region; a region overlapping no other of
+    its tier keeps them whole, overlapping ones are settled run by run. Then
+    fallback blocks fill what primary runs leave, and broken regions what runs
+    leave. Linear in the runs but for the overlapping regions.
+    """
+    tables: dict[int, RunTable | MalformedInputError] = {}
+    for region in regions:
+        if region.key not in tables:
+            try:
+                runs = decode(region.key)
+                tables[region.key] = runs if isinstance(runs, RunTable) else RunTable.from_runs(runs)
+            except MalformedInputError as err:
+                tables[region.key] = err
+    layers: list[list[Block]] = []
+    errors: list[tuple[int, int, int, MalformedInputError]] = []
+    for tier, fallback in enumerate((False, True)):
+        ordered = sorted((region for region in regions if region.fallback is fallback), key=lambda r: r.low)
+        blocks: list[Block] = []
+        for cluster in _overlap_clusters(ordered):
+            live = [(rank, region) for rank, region in cluster if isinstance(tables[region.key], RunTable)]
+            for rank, region in cluster:
+                found = tables[region.key]
+                if isinstance(found, MalformedInputError):
+                    errors.append((region.low, region.high, tier * len(regions) + rank, found))
+            if len(live) == 1 and len(cluster) == 1:
+                region = live[0][1]
+                table = tables[region.key]
+                assert isinstance(table, RunTable)
+                blocks += _contiguous_blocks(table, region.low, region.high)
+            elif live:
+                blocks += _settled_blocks([(rank, region, tables[region.key]) for rank, region in live])  # type: ignore[misc]
+        layers.append(blocks)
+    result = _fill(layers[0], layers[1])
+    if errors:
+        error_blocks = [Block(low, high, None, error=error) for low, high, error in owned_pieces(errors)]
+        result = _fill(result, error_blocks)
+    return result
+
+
+def _overlap_clusters(ordered: list[AnswerRegion]) -> Iterator[list[tuple[int, AnswerRegion]]]:
+    """Regions sorted by low, grouped where they overlap, each with its rank (lower wins)."""
+    cluster: list[tuple[int, AnswerRegion]] = []
+    reach = 0
+    for position, region in enumerate(ordered):
+        if region.high <= region.low:
+            continue
+        if cluster and region.low >= reach:
+            yield cluster
+            cluster = []
+        if not cluster:
+            reach = region.high
+        cluster.append((-position, region))
+        reach = max(reach, region.high)
+    if cluster:
+        yield cluster
+
+
+def _contiguous_blocks(table: RunTable, low: int, high: int) -> list[Block]:
+    """The runs of ``table`` inside ``[low, high)``, cut there, split where a gap opens."""
+    first = bisect_right(table.highs, low)
+    end = bisect_left(table.lows, high)
+    lows, highs = table.lows, table.highs
+    blocks: list[Block] = []
+    start = first
+    # Where a run does not start at the previous one's end, found without a Python loop per run.
+    for position in compress(range(first + 1, end), map(ne, lows[first + 1 : end], highs[first : end - 1])):
+        blocks.append(Block(max(lows[start], low), min(highs[position - 1], high), table, start, position))
+        start = position
+    if start < end:
+        blocks.append(Block(max(lows[start], low), min(highs[end - 1], high), table, start, end))
+    return [block for block in blocks if block.low < block.high]
+
+
+def _settled_blocks(cluster: list[tuple[int, AnswerRegion, RunTable]]) -> list[Block]:
+    """Overlapping regions settled at every address: the best-ranked region's run holding it."""
+    items = []
+    for rank, region, table in cluster:
+        for block in _contiguous_blocks(table, region.low, region.high):
+            for position in range(block.first, block.end):
+                low = max(table.lows[position], block.low)
+                high = min(table.highs[position], block.high)
+                if low < high:
+                    items.append((low, high, rank, (table, position)))
+    return [
+        Block(low, high, table, position, position + 1)
+        for low, high, (table, position) in owned_pieces(items, join=False)
+    ]
+
+
+def _fill(upper: list[Block], lower: list[Block]) -> list[Block]:
+    """``upper``, with the parts of ``lower`` it does not cover; both sorted and disjoint."""
+    if not lower or not upper:
+        return upper or lower
+    result = list(upper)
+    skipped = 0
+    for block in lower:
+        cursor = block.low
+        while skipped < len(upper) and upper[skipped].high <= cursor:
+            skipped += 1
+        position = skipped
+        while cursor < block.high:
+            if position < len(upper) and upper[position].low < block.high:
+                above = upper[position]
+                if cursor < above.low:
+                    result.append(_cut(block, cursor, above.low))
+                cursor = max(cursor, above.high)
+                position += 1
+            else:
+                result.append(_cut(block, cursor, block.high))
+                break
+    result.sort(key=lambda block: block.low)
+    return result
+
+
+def _cut(block: Block, low: int, high: int) -> Block:
+    """``block`` cut to ``[low, high)``, within its bounds."""
+    if block.table is None:
+        return block._replace(low=low, high=high)
+    table = block.table
+    first = max(block.first, bisect_right(table.highs, low, block.first, block.end))
+    end = min(block.end, bisect_left(table.lows, high, block.first, block.end))
+    return Block(low, high, table, first, end)
+
+
+def owned_pieces(owners: Sequence[tuple[int, int, int, T]], join: bool = True) -> list[tuple[int, int, T]]:
+    """``(low, high, item)`` where, of the ``(low, high, rank, item)`` ranges holding an address,
+    the one of least rank owns it; in address order, adjacent pieces of one item joined
+    (unless ``join`` is False). A sweep over the range ends: the work
+    grows with the number of ranges, not with ranges times their overlap."""
+    starts = sorted(owners, key=lambda owner: (owner[0], owner[2]))
+    if all(map(_ends_before, starts, starts[1:])):
+        return _joined(starts, join)  # nothing overlaps: the common case, settled in one pass
+    points = sorted({point for low, high, _, _ in owners for point in (low, high)})
+    active: list[tuple[int, int, int]] = []  # heap of (rank, high, position in starts)
+    pieces: list[tuple[int, int, T]] = []
+    next_start = 0
+    for low, high in pairwise(points):
+        while next_start < len(starts) and starts[next_start][0] <= low:
+            _, start_high, rank, _ = starts[next_start]
+            heappush(active, (rank, start_high, next_start))
+            next_start += 1
+        while active and active[0][1] <= low:
+            heappop(active)
+        if not active:
+            continue
+        # A range that ended below ``low`` may still sit under the top; only the top matters.
+        item = starts[active[0][2]][3]
+        if join and pieces and pieces[-1][1] == low and pieces[-1][2] == item:
+            pieces[-1] = (pieces[-1][0], high, item)
+        else:
+            pieces.append((low, high, item))
+    return pieces
+
+
+def _ends_before(first: tuple[int, int, int, object], second: tuple[int, int, int, object]) -> bool:
+    return first[1] <= second[0]
+
+
+def _joined(ordered: list[tuple[int, int, int, T]], join: bool) -> list[tuple[int, int, T]]:
+    pieces: list[tuple[int, int, T]] = []
+    for low, high, _, item in ordered:
+        if low >= high:
+            continue
+        if join and pieces and pieces[-1][1] == low and pieces[-1][2] == item:
+            pieces[-1] = (pieces[-1][0], high, item)
+        else:
+            pieces.append((low, high, item))
+    return pieces

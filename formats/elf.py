@@ -25,7 +25,6 @@ import lzma
 import mmap
 import os
 import struct
-from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
@@ -33,7 +32,10 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
 from symbolize.formats.facts import Coverage, SectionFact, merge_ranges
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
+    AnswerRegion,
+    AnswerRun,
     DebugHint,
     DebugId,
     DebugIdKind,
@@ -170,7 +172,8 @@ class ElfFile:
         self._buf = memoryview(data if data is not None else self._map_file())
         self._decoded: dict[str, bytes | memoryview | None] = {}
         self._symbols: list[_FunctionSymbol] | None = None
-        self._index: tuple[list[int], list[int], list[Symbol]] | None = None
+        self._index: SymbolIndex | None = None
+        self._answer_source: SymbolAnswers | None = None
         self._dwarf: DwarfInfo | None = None
         self._dwarf_error: MalformedInputError | None = None
         self._dwarf_built = False
@@ -209,6 +212,7 @@ class ElfFile:
     def close(self) -> None:
         self._decoded.clear()
         self._dwarf = None
+        self._answer_source = None
         if self._map is not None:
             try:
                 self._buf.release()
@@ -572,37 +576,15 @@ class ElfFile:
         """Function symbols from .symtab, .dynsym and MiniDebugInfo, deduplicated, by address."""
         return [entry.symbol for entry in self._all_function_symbols()]
 
-    def _symbol_index(self) -> tuple[list[int], list[int], list[Symbol]]:
-        """Parallel (start, end, symbol) lists, one entry per distinct address."""
+    def _symbol_index(self) -> SymbolIndex:
         if self._index is None:
-            best: dict[int, _FunctionSymbol] = {}
-            for entry in self._all_function_symbols():
-                current = best.get(entry.symbol.vaddr)
-                if current is None or _preference(entry) > _preference(current):
-                    best[entry.symbol.vaddr] = entry
-            chosen = [best[vaddr] for vaddr in sorted(best)]
-            starts = [entry.symbol.vaddr for entry in chosen]
-            ends = []
-            for i, entry in enumerate(chosen):
-                if entry.symbol.size > 0:
-                    ends.append(entry.symbol.vaddr + entry.symbol.size)
-                    continue
-                # A size-0 symbol (hand-written assembly, _init) reaches the next symbol, across
-                # sections, as llvm-symbolizer reads it (so PLT stubs after _init are named _init).
-                if i + 1 < len(starts):
-                    ends.append(starts[i + 1])
-                else:
-                    ends.append(entry.section_end if entry.section_end is not None else entry.symbol.vaddr + 1)
-            self._index = (starts, ends, [entry.symbol for entry in chosen])
+            entries = self._all_function_symbols()
+            self._index = SymbolIndex(RankedSymbol(e.symbol, e.section_end, e.order) for e in entries)
         return self._index
 
     def symbol_at(self, vaddr: int) -> Symbol | None:
         """The function symbol covering ``vaddr``, or None."""
-        starts, ends, symbols = self._symbol_index()
-        i = bisect_right(starts, vaddr) - 1
-        if i >= 0 and vaddr < ends[i]:
-            return symbols[i]
-        return None
+        return self._symbol_index().symbol_at(vaddr)
 
     # --- debug info ----------------------------------------------------------
 
@@ -635,34 +617,33 @@ class ElfFile:
                     raise
         return self._dwarf
 
-    def frames_at(self, vaddr: int) -> list[Frame]:
-        """Frames at ``vaddr``, innermost first: from DWARF, else from the symbol table; [] if none.
+    def _answers(self) -> SymbolAnswers:
+        """This file as a symbol source: its DWARF units and symbol table (formats/dwarf/answers.py)."""
+        if self._answer_source is None:
+            try:
+                dwarf = self._dwarf_info()
+            except MalformedInputError as err:
+                # Broken debug info hides nothing the symbol table knows (issue 9): the error is the
+                # answer only where no symbol covers the address.
+                self._answer_source = SymbolAnswers(self.path, self._symbol_index(), broken=err)
+                return self._answer_source
+            if dwarf is None:
+                self._answer_source = SymbolAnswers(self.path, self._symbol_index())
+            else:
+                from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 
-        As llvm-symbolizer does, the outermost frame (the function that holds
-        the code) takes its name from the symbol covering the address when
-        there is one: the symbol names what the linker actually placed there
-        (``foo.cold``, ``bar.constprop.0``, one of several identical folded
-        functions), where the DWARF names the source function. A symbol-table
-        frame names the function and, for a local symbol, the STT_FILE source
-        it follows, with line 0.
-        """
-        try:
-            dwarf = self._dwarf_info()
-            frames = dwarf.frames_at(vaddr) if dwarf is not None else None
-        except MalformedInputError:
-            # Broken debug info hides nothing the symbol table knows (issue 9): the error is the
-            # answer only where no symbol covers the address.
-            covering = self.symbol_at(vaddr)
-            if covering is None:
-                raise
-            return [Frame(function=covering.name, file=covering.source_file)]
-        symbol = self.symbol_at(vaddr)
-        if not frames:
-            return [Frame(function=symbol.name, file=symbol.source_file)] if symbol is not None else []
-        outer = frames[-1]
-        if symbol is not None:
-            frames[-1] = outer._replace(function=symbol.name, file=outer.file or symbol.source_file)
-        return frames
+                self._answer_source = DwarfSymbolAnswers(self.path, dwarf, self._symbol_index())
+        return self._answer_source
+
+    def answer_regions(self) -> Sequence[AnswerRegion]:
+        return self._answers().answer_regions()
+
+    def answers(self, key: int) -> Sequence[AnswerRun]:
+        return self._answers().answers(key)
+
+    def frames_at(self, vaddr: int) -> list[Frame]:
+        """Frames at ``vaddr``, innermost first, from DWARF and the symbol table; [] if none."""
+        return self._answers().frames_at(vaddr)
 
     def _resolve_supplementary(self) -> tuple[SectionGetter, Path] | None:
         """Sections of the dwz common file, as the resolver finds and verifies it."""
@@ -716,8 +697,8 @@ class ElfFile:
         """What this file's symbol index and DWARF cover (see symbolize.formats.facts)."""
         from symbolize.formats.dwarf.coverage import dwarf_coverage
 
-        starts, ends, _symbols = self._symbol_index()
-        symbols = merge_ranges(zip(starts, ends, strict=True))
+        index = self._symbol_index()
+        symbols = merge_ranges(zip(index.starts, index.ends, strict=True))
         try:
             dwarf = self._dwarf_info()
             found = dwarf_coverage(dwarf) if dwarf is not None else Coverage()

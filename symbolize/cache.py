@@ -16,13 +16,14 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard, TypeVar, cast
 
 from symbolize.demangle import DEMANGLER
-from symbolize.formats.elf import ElfFile
 from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.types import ObjectFile
-from symbolize.index.indexed import SCHEMA_VERSION, IndexedObject, build_index_arrays
+from symbolize.index.indexed import SCHEMA_VERSION, IndexableSource, IndexedObject, build_index_arrays
 from symbolize.index.store import FORMAT_VERSION, IndexFile, write_index
+
+Opened = TypeVar("Opened")
 
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
@@ -42,29 +43,49 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "symbolize"
 
 
-def index_key(elf: ElfFile) -> str:
-    stat = elf.path.stat()
-    identity = (
-        f"build-id {elf.debug_id} size {stat.st_size}"
-        if elf.debug_id is not None
-        else f"path {elf.path.resolve()} size {stat.st_size} mtime {stat.st_mtime_ns}"
+def is_indexable(opened: object) -> TypeGuard[IndexableSource]:
+    """Whether ``opened`` is a symbol source that can list its answers (and is not an index already)."""
+    return (
+        not isinstance(opened, IndexedObject)
+        and callable(getattr(opened, "answer_regions", None))
+        and callable(getattr(opened, "answers", None))
     )
+
+
+def worth_indexing(source: IndexableSource) -> bool:
+    """Whether a source holds debug info whose decode an index saves (a symbol table alone is quick)."""
+    summary = source.debug_info()
+    return summary.has_dwarf or summary.has_line_info or summary.has_inline_info
+
+
+def index_key(source: IndexableSource) -> str:
+    """What an index answers for: the source's identity (debug ID fields, else path, size and
+    mtime), its kind and architecture (slices of one file differ), and every version that shapes
+    the stored answers."""
+    stat = source.path.stat()
+    debug_id = source.debug_id
+    identity = (
+        f"{debug_id.kind.value} {debug_id.value.hex()} age {debug_id.age} size {stat.st_size}"
+        if debug_id is not None
+        else f"path {source.path.resolve()} size {stat.st_size} mtime {stat.st_mtime_ns}"
+    )
+    kind = f"{type(source).__name__} {getattr(source, 'format', '-')} {getattr(source, 'arch', '-')}"
     # Indexes store demangled names (symbolize/index/indexed.py): a new demangler makes new ones.
-    return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {DEMANGLER} {identity}"
+    return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {DEMANGLER} {kind} {identity}"
 
 
 def index_path(cache_dir: Path, key: str) -> Path:
     return cache_dir / "index" / (hashlib.sha256(key.encode()).hexdigest()[:40] + ".idx")
 
 
-def load_index(elf: ElfFile, cache_dir: Path) -> IndexedObject | None:
-    """``elf`` answered from its index in ``cache_dir``, or None when there is no usable index."""
-    key = index_key(elf)
+def load_index(source: IndexableSource, cache_dir: Path) -> IndexedObject | None:
+    """``source`` answered from its index in ``cache_dir``, or None when there is no usable index."""
+    key = index_key(source)
     path = index_path(cache_dir, key)
     if not path.is_file():
         return None
     try:
-        return IndexedObject(elf, IndexFile(path, key))
+        return IndexedObject(source, IndexFile(path, key))
     except MalformedInputError:
         path.unlink(missing_ok=True)  # damaged or foreign: never trusted, rebuilt next time
         return None
@@ -72,23 +93,28 @@ def load_index(elf: ElfFile, cache_dir: Path) -> IndexedObject | None:
         return None
 
 
-def build_index(elf: ElfFile, cache_dir: Path) -> Path:
-    """Decode everything ``elf`` can answer and store it; returns the index's path."""
-    key = index_key(elf)
+def build_index(source: IndexableSource, cache_dir: Path) -> Path:
+    """Store every answer ``source`` gives; returns the index's path."""
+    key = index_key(source)
     path = index_path(cache_dir, key)
-    write_index(path, key, build_index_arrays(elf))
+    write_index(path, key, build_index_arrays(source))
     return path
 
 
-def with_index(opened: ObjectFile, cache_dir: Path | None, build_missing: bool) -> ObjectFile:
-    """``opened`` answered from its index when there is one (built first if asked)."""
-    if cache_dir is None or not isinstance(opened, ElfFile):
+def with_index(opened: Opened, cache_dir: Path | None, build_missing: bool) -> Opened:
+    """``opened`` answered from its index when there is one (built first if asked).
+
+    Any symbol source that lists its answers is indexed; anything else comes back as it is.
+    The indexed object stands in for ``opened`` (it delegates everything but answers).
+    """
+    source = opened
+    if cache_dir is None or not is_indexable(source):
         return opened
-    indexed = load_index(opened, cache_dir)
+    indexed = load_index(source, cache_dir)
     if indexed is None and build_missing:
-        build_index(opened, cache_dir)
-        indexed = load_index(opened, cache_dir)
-    return indexed if indexed is not None else opened
+        build_index(source, cache_dir)
+        indexed = load_index(source, cache_dir)
+    return cast(Opened, indexed) if indexed is not None else opened
 
 
 @dataclass(frozen=True)
@@ -107,10 +133,11 @@ def cache_entries(cache_dir: Path) -> list[CacheEntry]:
 
 
 def clear_cache(cache_dir: Path) -> int:
-    """Delete every index (and leftover temporary file and build marker); returns how many files were removed."""
+    """Delete every index, leftover temporary file, build marker and failure record; returns how many."""
     removed = 0
     index_dir = cache_dir / "index"
-    for path in [*index_dir.glob("*.idx"), *index_dir.glob("*.tmp"), *index_dir.glob("*.building")]:
+    patterns = ("*.idx", "*.tmp", "*.building", "*.failed")
+    for path in [found for pattern in patterns for found in index_dir.glob(pattern)]:
         path.unlink(missing_ok=True)
         removed += 1
     return removed

@@ -63,7 +63,7 @@ def _built(tmp_path: Path, name: str = "cppdemo-gcc-dwarf5-pie") -> tuple[ElfFil
 def test_damaged_index_is_never_believed(tmp_path: Path) -> None:
     elf, path = _built(tmp_path, "cdemo-clang-dwarf5-pie")
     index = IndexFile(path, index_key(elf))
-    code, start, items, _ = index._entries["row_addr"]  # an array every line lookup reads
+    code, start, items, _ = index._entries["run_line"]  # an array every lookup reads
     index.close()
     data = bytearray(path.read_bytes())
     data[start + array(code).itemsize * (items // 2)] ^= 0xFF
@@ -224,7 +224,7 @@ def test_index_stores_each_names_full_demangling(tmp_path: Path, name: str) -> N
         def text(string_id: int) -> str:
             return bytes(blob[offsets[string_id] : offsets[string_id + 1]]).decode("utf-8", "surrogateescape")
 
-        names = (set(index.array("sym_name")) | set(index.array("node_name"))) - {0}
+        names = (set(index.array("chain_name")) | set(index.array("frame_name"))) - {0}
         assert any(text(name_full[i]) != text(i) for i in names)  # something here is mangled
         for string_id in range(len(offsets) - 1):
             if string_id in names:

@@ -50,6 +50,8 @@ class LineTable:
     # (low, high, first row, end row), sorted by low; high is the end_sequence address.
     sequences: list[tuple[int, int, int, int]] = field(default_factory=list)
     _sequence_lows: list[int] = field(default_factory=list)
+    # Whether addresses strictly increase within every sequence (False: the program steps back).
+    increasing: bool = True
 
     def file_name(self, index: int) -> str | None:
         return self.files[index] if 0 <= index < len(self.files) else None
@@ -206,7 +208,7 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
                standard_lengths)
     if not _run_fastest(table, program, keep_every_row=False):
         # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
-        table = LineTable(files=files)
+        table = LineTable(files=files, increasing=False)
         _run_fastest(table, program, keep_every_row=True)
     # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
     # on the rows kept, not per row; _run_program checks the rows it drops.

@@ -82,13 +82,12 @@ class ObjectCache:
         """
         if self.index_dir is None:
             return []
-        from symbolize.formats.elf import ElfFile
+        from symbolize.cache import is_indexable, worth_indexing
         from symbolize.index.background import start_background_indexing
 
-        # With an index directory, a source comes back as an ElfFile only when it has no index.
-        missing = [
-            opened for _stamp, opened in self._sources.values() if isinstance(opened, ElfFile) and opened.has_dwarf()
-        ]
+        # With an index directory, a source comes back unindexed only when it has no index.
+        sources = [source for _stamp, source in self._sources.values()]
+        missing = [source for source in sources if is_indexable(source) and worth_indexing(source)]
         return start_background_indexing(missing, self.index_dir) if missing else []
 
     def close(self) -> None:

@@ -11,8 +11,12 @@ A marker file beside each index being built keeps two runs from starting two
 builders for one file; a marker older than :data:`STALE_MARKER_SECONDS` is
 taken to be left by a builder that died and is ignored. Index writes are
 atomic (symbolize/index/store.py), so a builder killed halfway leaves no index
-rather than half of one. A builder's failures go to ``background.log`` in the
-cache directory: it has no terminal to print them on.
+rather than half of one. A builder's failures, whatever they are, go to
+``background.log`` in the cache directory (it has no terminal to print them
+on), and a failure record keyed like the index (``.failed``) keeps later runs
+from starting a builder for that file again: the same file, the same toolkit
+would fail the same way. ``symbolize cache clear`` or an explicit ``symbolize
+index`` removes the record.
 """
 
 from __future__ import annotations
@@ -25,29 +29,37 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from symbolize.cache import build_index, index_key, index_path, load_index
-from symbolize.formats.elf import ElfFile
+from symbolize.cache import build_index, index_key, index_path, is_indexable, load_index
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.open import open_object
+from symbolize.index.indexed import IndexableSource
 
 STALE_MARKER_SECONDS = 3600.0
 LOG_NAME = "background.log"
 
 
-def marker_path(cache_dir: Path, elf: ElfFile) -> Path:
-    return index_path(cache_dir, index_key(elf)).with_suffix(".building")
+def marker_path(cache_dir: Path, source: IndexableSource) -> Path:
+    return index_path(cache_dir, index_key(source)).with_suffix(".building")
 
 
-def start_background_indexing(files: Iterable[ElfFile], cache_dir: Path) -> list[Path]:
-    """Start one detached builder for those of ``files`` that no builder is indexing; returns their paths.
+def failure_path(cache_dir: Path, source: IndexableSource) -> Path:
+    """Where a builder records that it could not index ``source`` (keyed like its index)."""
+    return index_path(cache_dir, index_key(source)).with_suffix(".failed")
+
+
+def start_background_indexing(sources: Iterable[IndexableSource], cache_dir: Path) -> list[Path]:
+    """Start one detached builder for those of ``sources`` that no builder is indexing and none
+    failed to index; returns their paths.
 
     Raises OSError when the builder cannot be started (its markers are removed).
     """
     claimed: list[tuple[Path, Path]] = []
-    for elf in files:
-        marker = marker_path(cache_dir, elf)
+    for source in sources:
+        if failure_path(cache_dir, source).exists():
+            continue
+        marker = marker_path(cache_dir, source)
         if _claim(marker):
-            claimed.append((elf.path, marker))
+            claimed.append((source.path, marker))
     if not claimed:
         return []
     # Absolute paths: the builder must not depend on a working directory that may go away.
@@ -97,16 +109,21 @@ def _windows_creation_flags() -> int:
 
 
 def build_missing(paths: Sequence[Path], cache_dir: Path) -> int:
-    """The builder's work: index each file that still has no index; returns how many failed."""
+    """The builder's work: index each file that still has no index; returns how many failed.
+
+    Every failure is contained to its file: logged, and recorded so that no later run starts a
+    builder for it again. A bug (an exception that is no SymbolizeError) counts too: it would
+    recur on every run.
+    """
     failures = 0
     for path in paths:
         try:
             opened = open_object(path)
-        except (SymbolizeError, OSError) as error:
-            failures += _log(cache_dir, f"{path}: {error}")
+        except Exception as error:  # the builder has no caller to raise to
+            failures += _log(cache_dir, f"{path}: {_describe(error)}")
             continue
         try:
-            if not isinstance(opened, ElfFile):
+            if not is_indexable(opened):
                 continue
             marker = marker_path(cache_dir, opened)
             try:
@@ -115,8 +132,9 @@ def build_missing(paths: Sequence[Path], cache_dir: Path) -> int:
                     build_index(opened, cache_dir)
                 else:
                     existing.index.close()
-            except (SymbolizeError, OSError, MemoryError) as error:
-                failures += _log(cache_dir, f"{path}: {error}")
+            except Exception as error:
+                failures += _log(cache_dir, f"{path}: {_describe(error)}")
+                _record_failure(failure_path(cache_dir, opened), _describe(error))
             finally:
                 marker.unlink(missing_ok=True)
         finally:
@@ -124,9 +142,22 @@ def build_missing(paths: Sequence[Path], cache_dir: Path) -> int:
     return failures
 
 
+def _describe(error: BaseException) -> str:
+    return str(error) if isinstance(error, SymbolizeError | OSError) else f"{type(error).__name__}: {error}"
+
+
+def _record_failure(path: Path, reason: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(reason + "\n", encoding="utf-8")
+    except OSError:
+        pass  # without the record the next run tries again: slower, never wrong
+
+
 def _log(cache_dir: Path, message: str) -> int:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
         with (cache_dir / LOG_NAME).open("a", encoding="utf-8") as log:
             log.write(f"{stamp} index not built: {message}\n")
     except OSError:

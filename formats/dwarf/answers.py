@@ -1,0 +1,452 @@
+"""Answer runs of DWARF units, named as llvm-symbolizer names them with a symbol table beside.
+
+For every address a unit covers, the answer is decided here once, for whole
+runs of addresses: the line row that holds it (DWARF 5, 6.2: the last row at
+or before it in the sequence holding it), the inline chain (3.3.8: the
+function range with the greatest low that holds it, then at each level the
+first child in DIE order whose ranges hold it), and the covering symbol, which
+names the outermost frame (the symbol names what the linker placed there:
+``foo.cold``, ``bar.constprop.0``, one of several folded functions), its
+STT_FILE source standing in for a missing row file. Where a unit covers an
+address with a row but no function, the frame is the symbol's (or nameless).
+
+Any container that pairs DWARF with a symbol table (ELF, Mach-O, MinGW PE)
+answers through :class:`DwarfSymbolAnswers`. The persistent index asks for
+whole units (:meth:`DwarfSymbolAnswers.answers`); the reader's own lookups
+decode a unit's runs one top-level function at a time
+(:class:`UnitRuns`), since a batch of lookups touches few functions of a unit;
+both build runs with the same code, so they agree.
+
+Inline trees are walked with an explicit stack, never recursion: the depth of
+nesting comes from the input.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from itertools import pairwise
+from pathlib import Path
+
+from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable, owned_pieces
+from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
+from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
+from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.symbols import SYMBOL_TABLE_KEY, SymbolAnswers, SymbolIndex
+from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
+
+# Past every address: the end of the span after a unit's last function.
+_END = 1 << 65
+# Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
+_MEMO_DEPTH = 64
+
+
+class DwarfSymbolAnswers(SymbolAnswers):
+    """Regions: each unit's address ranges (key: the unit's number), then the symbol table as fallback."""
+
+    def __init__(self, path: Path, dwarf: DwarfInfo, symbols: SymbolIndex) -> None:
+        super().__init__(path, symbols)
+        self.dwarf = dwarf
+
+    def answer_regions(self) -> list[AnswerRegion]:
+        self.dwarf._load_units()
+        units = [AnswerRegion(low, high, unit) for low, high, unit in self.dwarf._unit_ranges]
+        return units + super().answer_regions()
+
+    def answers(self, key: int) -> RunTable:
+        """All runs of unit ``key``; raises MalformedInputError when the unit is broken.
+
+        A unit decoded only for this is dropped afterwards, so that indexing a large
+        file never holds more than one unit's decode at once.
+        """
+        if key == SYMBOL_TABLE_KEY:
+            return super().answers(key)
+        state = self.dwarf._load_units()[key]
+        was_decoded = state.index is not None
+        runs = self._unit(key, whole=True).all_runs()
+        if not was_decoded:
+            state.index = state.lines = None
+        return runs
+
+    def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
+        if key == SYMBOL_TABLE_KEY:
+            return super().answers(key)
+        return self._unit(key, whole=False)
+
+    def _unit(self, key: int, whole: bool) -> UnitRuns:
+        state = self.dwarf._load_units()[key]
+        if not self.dwarf._ensure_decoded(state, whole):
+            raise MalformedInputError(state.error or "unit cannot be decoded", self.path)
+        return UnitRuns(self.dwarf, state, self.symbols, self.path)
+
+
+class UnitRuns:
+    """The runs of one decoded unit: all at once (:meth:`all_runs`) or by top-level function (``run_at``).
+
+    The unit's addresses fall into spans: a piece of a top-level function (the
+    ranges it owns among the unit's functions), or a gap between them, where
+    only rows answer. A span's runs depend on nothing outside it, so building
+    them span by span gives the runs a whole-unit build gives.
+    """
+
+    def __init__(self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path) -> None:
+        assert state.index is not None
+        self._info = info
+        self._state = state
+        self._index: UnitIndex = state.index
+        self._symbols = symbols
+        self._path = path
+        lines = state.lines
+        self._heads: list[ChainHead] = []
+        self._head_ids: dict[tuple[int, int], int] = {}
+        self._names: dict[int, tuple[str | None, int]] = {}
+        self._call_frames: dict[int, Frame] = {}
+        self._outer: dict[int, tuple[Frame, ...]] = {}
+        self._file_names: Sequence[str | None] = lines.files if lines is not None else ()
+        # The line table's answer, as disjoint (low, high, sequence) pieces: among overlapping
+        # sequences (code the linker discarded, all at 0) the one a lookup's backward walk finds first.
+        sequences = lines.sequences if lines is not None else []
+        self._row_pieces = owned_pieces([(low, high, -position, position) for position, (low, high, _, _) in
+                                         enumerate(sequences)])
+        self._row_lows = [low for low, _, _ in self._row_pieces]
+        self._function_count = -1
+        self._pieces: list[tuple[int, int, int]] = []
+        self._piece_lows: list[int] = []
+        self._spans: dict[tuple[int, int, int], RunTable] = {}
+        self._levels: dict[int, tuple[list[int], list[tuple[int, int, int]]]] = {}
+        self._node_spans: dict[int, list[tuple[int, int]]] = {}
+
+    # Spans ----------------------------------------------------------------------
+
+    def _settle_pieces(self) -> None:
+        """Which top-level function owns which addresses; again whenever expansion found more functions."""
+        ranges = self._index.function_ranges
+        if len(ranges) == self._function_count:
+            return
+        self._function_count = len(ranges)
+        # Later entries (greater low) win where function ranges overlap, as UnitIndex.function_at.
+        self._pieces = owned_pieces([(low, high, -position, node) for position, (low, high, node) in enumerate(ranges)])
+        self._piece_lows = [low for low, _, _ in self._pieces]
+        self._spans.clear()
+        self._levels.clear()
+        self._node_spans = {}
+        for low, high, node in self._pieces:
+            self._node_spans.setdefault(node, []).append((low, high))
+
+    def _gap(self, after: int) -> tuple[int, int, int]:
+        """The span between top-level pieces ``after - 1`` and ``after``, where only rows answer."""
+        pieces = self._pieces
+        low = pieces[after - 1][1] if after > 0 else 0
+        high = pieces[after][0] if after < len(pieces) else _END
+        return low, high, -1
+
+    def run_at(self, vaddr: int) -> AnswerRun | None:
+        try:
+            while True:
+                self._settle_pieces()
+                span = self._leaf_at(vaddr)
+                table = self._spans.get(span)
+                if table is None:
+                    table = RunTable(self._file_names, self._heads)
+                    self._build(table, *span)
+                    if len(self._index.function_ranges) != self._function_count:
+                        continue  # expansion found a nested function: the pieces change
+                    self._spans[span] = table
+                return table.run_at(vaddr)
+        except _DECODE_ERRORS as error:
+            raise self._broken(error) from error
+
+    def _leaf_at(self, vaddr: int) -> tuple[int, int, int]:
+        """The span holding ``vaddr`` whose runs share one inline node: down the tree, one level at a time."""
+        position = bisect_right(self._piece_lows, vaddr) - 1
+        if position < 0 or vaddr >= self._pieces[position][1]:
+            return self._gap(position + 1)
+        node = self._pieces[position][2]
+        while True:
+            lows, pieces = self._level(node)
+            low, high, owner = pieces[bisect_right(lows, vaddr) - 1]
+            if owner == node:
+                return low, high, node
+            node = owner
+
+    def all_runs(self) -> RunTable:
+        """Every run of the unit, in address order."""
+        index = self._index
+        try:
+            while index.deferred:
+                index._expand(next(iter(index.deferred)))
+            self._settle_pieces()
+            spans = [self._gap(after) for after in range(len(self._pieces) + 1)]
+            pending = list(self._node_spans)
+            seen = set(pending)
+            while pending:
+                node = pending.pop()
+                for low, high, owner in self._level(node)[1]:
+                    if owner == node:
+                        spans.append((low, high, node))
+                    elif owner not in seen:
+                        seen.add(owner)
+                        pending.append(owner)
+            spans.sort()
+            return self._build_all(spans)
+        except _DECODE_ERRORS as error:
+            raise self._broken(error) from error
+
+    def _build_all(self, spans: list[tuple[int, int, int]]) -> RunTable:
+        """:meth:`_build` over sorted disjoint ``spans``, with cursors over the row and symbol pieces
+        in place of a bisection per span (the same runs: a span inside one piece is that piece's)."""
+        table = RunTable(self._file_names, self._heads)
+        lows, highs, files, line_numbers, columns, heads = (
+            table.lows, table.highs, table.files, table.lines, table.columns, table.heads
+        )
+        lines = self._state.lines
+        increasing = lines is not None and lines.increasing
+        sequences = lines.sequences if lines is not None else []
+        addresses = lines.addresses if lines is not None else array("Q")
+        file_indexes = lines.file_indexes if lines is not None else array("q")
+        row_lines = lines.lines if lines is not None else array("q")
+        row_columns = lines.columns if lines is not None else array("q")
+        head_ids = self._head_ids
+        row_pieces, row_count, row_at = self._row_pieces, len(self._row_pieces), 0
+        symbols = self._symbols
+        starts, stops, symbol_count, symbol_at = symbols.starts, symbols.stops, len(symbols.starts), 0
+        for low, high, leaf in spans:
+            if low >= high:
+                continue  # the gap between two functions that touch
+            while row_at < row_count and row_pieces[row_at][1] <= low:
+                row_at += 1
+            parts: Sequence[tuple[int, int, int]]
+            if row_at < row_count and row_pieces[row_at][0] <= low and high <= row_pieces[row_at][1]:
+                parts = ((low, high, row_pieces[row_at][2]),)
+            elif row_at >= row_count or row_pieces[row_at][0] >= high:
+                if leaf < 0:
+                    continue
+                parts = ((low, high, -1),)
+            else:
+                parts = self._row_parts(low, high)
+            for part_low, part_high, sequence in parts:
+                if sequence < 0 and leaf < 0:
+                    continue
+                while symbol_at < symbol_count and stops[symbol_at] <= part_low:
+                    symbol_at += 1
+                symbol_parts: Sequence[tuple[int, int, int]]
+                if symbol_at >= symbol_count or starts[symbol_at] >= part_high:
+                    symbol_parts = ((part_low, part_high, -1),)
+                elif starts[symbol_at] <= part_low and part_high <= stops[symbol_at]:
+                    symbol_parts = ((part_low, part_high, symbol_at),)
+                else:
+                    symbol_parts = symbols.pieces(part_low, part_high)
+                for symbol_low, symbol_high, symbol in symbol_parts:
+                    head = head_ids.get((leaf, symbol))
+                    if head is None:
+                        head = self._head(leaf, symbol)
+                    if sequence < 0:
+                        table.append(symbol_low, symbol_high, -1, 0, 0, head)
+                    elif increasing and symbol_high <= ADDRESS_MAX:
+                        # _append_rows, inline: this runs once per span of a whole unit.
+                        _, _, first, end = sequences[sequence]
+                        row = bisect_right(addresses, symbol_low, first, end) - 1
+                        stop = bisect_left(addresses, symbol_high, first, end)
+                        inner = addresses[row + 1 : stop]
+                        lows.append(symbol_low)
+                        lows += inner
+                        highs += inner
+                        highs.append(symbol_high)
+                        files += file_indexes[row:stop]
+                        line_numbers += row_lines[row:stop]
+                        columns += row_columns[row:stop]
+                        heads += array("q", [head]) * (stop - row)
+                    else:
+                        self._append_rows(table, symbol_low, symbol_high, sequence, head)
+        return table
+
+    def _broken(self, error: BaseException) -> MalformedInputError:
+        state = self._state
+        state.error = state.error or f"compile unit at {state.unit.offset:#x}: {error}"
+        return MalformedInputError(state.error, self._path)
+
+    # Runs -----------------------------------------------------------------------
+
+    def _build(self, table: RunTable, low: int, high: int, leaf: int) -> None:
+        """Append the runs of ``[low, high)``, where the innermost inline node is ``leaf`` (-1: none)."""
+        if low >= high:
+            return
+        for part_low, part_high, sequence in self._row_parts(low, high):
+            if sequence < 0 and leaf < 0:
+                continue  # neither a function nor a row: the unit does not answer here
+            for symbol_low, symbol_high, symbol in self._symbols.pieces(part_low, part_high):
+                head = self._head(leaf, symbol)
+                if sequence < 0:
+                    table.append(symbol_low, symbol_high, -1, 0, 0, head)
+                else:
+                    self._append_rows(table, symbol_low, symbol_high, sequence, head)
+
+    def _row_parts(self, low: int, high: int) -> list[tuple[int, int, int]]:
+        """``[low, high)`` cut where the line sequence answering changes (-1: none)."""
+        parts: list[tuple[int, int, int]] = []
+        pieces = self._row_pieces
+        position = max(bisect_right(self._row_lows, low) - 1, 0)
+        cursor = low
+        while position < len(pieces) and pieces[position][0] < high:
+            piece_low, piece_high, sequence = pieces[position]
+            position += 1
+            if piece_high <= cursor:
+                continue
+            if cursor < piece_low:
+                parts.append((cursor, piece_low, -1))
+                cursor = piece_low
+            end = min(piece_high, high)
+            parts.append((cursor, end, sequence))
+            cursor = end
+        if cursor < high:
+            parts.append((cursor, high, -1))
+        return parts
+
+    def _append_rows(self, table: RunTable, low: int, high: int, sequence: int, head: int) -> None:
+        """One run per row of ``sequence`` in ``[low, high)``: the row a lookup's bisection finds."""
+        lines = self._state.lines
+        assert lines is not None
+        _, _, first, end = lines.sequences[sequence]
+        addresses = lines.addresses
+        if lines.increasing and high <= ADDRESS_MAX:
+            row = bisect_right(addresses, low, first, end) - 1
+            stop = bisect_left(addresses, high, first, end)
+            inner = addresses[row + 1 : stop]
+            table.lows.append(low)
+            table.lows += inner
+            table.highs += inner
+            table.highs.append(high)
+            table.files += lines.file_indexes[row:stop]
+            table.lines += lines.lines[row:stop]
+            table.columns += lines.columns[row:stop]
+            table.heads += array("q", [head]) * (stop - row)
+            return
+        # A program that steps back: its rows are not sorted, and a lookup bisects them anyway.
+        points = sorted({address for address in addresses[first:end] if low < address < high})
+        points.insert(0, low)
+        points.append(high)
+        for point, next_point in pairwise(points):
+            row = bisect_right(addresses, point, first, end) - 1
+            table.append(point, next_point, lines.file_indexes[row], lines.lines[row], lines.columns[row], head)
+
+    def _level(self, node: int) -> tuple[list[int], list[tuple[int, int, int]]]:
+        """The spans ``node`` owns, cut among its children: sorted (low, high, owner), owner ``node``
+        where no child holds the address. The first child in DIE order whose ranges hold an address
+        owns it. One level per call: a lookup walks down only the chain that holds it."""
+        found = self._levels.get(node)
+        if found is not None:
+            return found
+        children = self._children(node)
+        if not children:  # most inlined calls: nothing below them
+            pieces = sorted((low, high, node) for low, high in self._node_spans[node])
+            found = self._levels[node] = ([low for low, _, _ in pieces], pieces)
+            return found
+        pieces = []
+        by_child: dict[int, list[tuple[int, int]]] = {}
+        for span_low, span_high in self._node_spans[node]:
+            owners = [
+                (max(child_low, span_low), min(child_high, span_high), order, child)
+                for order, child in enumerate(children)
+                for child_low, child_high in self._ranges(child)
+                if child_low < span_high and child_high > span_low
+            ]
+            cursor = span_low
+            for piece_low, piece_high, child in owned_pieces(owners) if owners else ():
+                if cursor < piece_low:
+                    pieces.append((cursor, piece_low, node))
+                by_child.setdefault(child, []).append((piece_low, piece_high))
+                pieces.append((piece_low, piece_high, child))
+                cursor = piece_high
+            if cursor < span_high:
+                pieces.append((cursor, span_high, node))
+        pieces.sort()
+        self._node_spans.update(by_child)
+        found = self._levels[node] = ([low for low, _, _ in pieces], pieces)
+        return found
+
+    def _children(self, node: int) -> list[int]:
+        index = self._index
+        if node in index.deferred:
+            index._expand(node)
+        children = []
+        parents, node_next = index.node_parent, index.node_next
+        position, end = index.node_first[node], index.node_end[node]
+        while position < end:
+            if parents[position] == node:
+                children.append(position)
+            position = node_next[position]
+        return children
+
+    def _ranges(self, node: int) -> list[tuple[int, int]]:
+        index = self._index
+        ranges = index.node_ranges[node]
+        if ranges is None:
+            ranges = index.node_ranges[node] = _node_ranges(index.unit, index.node_attrs[node])
+        return ranges
+
+    # Names ----------------------------------------------------------------------
+
+    def _head(self, leaf: int, symbol: int) -> int:
+        """The chain head of runs under inline node ``leaf`` (-1: none) covered by ``symbol`` (-1: none)."""
+        key = (leaf, symbol)
+        found = self._head_ids.get(key)
+        if found is not None:
+            return found
+        covering = self._symbols.symbols[symbol] if symbol >= 0 else None
+        if leaf < 0:
+            head = ChainHead(covering.name, 0, (), covering.source_file) if covering else ChainHead(None)
+        else:
+            name, start_line = self._name(leaf)
+            outer = self._outer_frames(leaf)
+            default_file = None
+            if covering is not None:
+                if outer:
+                    outermost = outer[-1]
+                    renamed = outermost._replace(function=covering.name, file=outermost.file or covering.source_file)
+                    outer = (*outer[:-1], renamed)
+                else:
+                    name, default_file = covering.name, covering.source_file
+            head = ChainHead(name, start_line, outer, default_file)
+        found = self._head_ids[key] = len(self._heads)
+        self._heads.append(head)
+        return found
+
+    def _name(self, node: int) -> tuple[str | None, int]:
+        found = self._names.get(node)
+        if found is None:
+            found = self._names[node] = self._info.node_name(self._state, node)
+        return found
+
+    def _outer_frames(self, node: int) -> tuple[Frame, ...]:
+        """The frames that called inline node ``node``, innermost first (a walk up its parents).
+
+        Remembered per node up to a depth of :data:`_MEMO_DEPTH`, so siblings share their callers'
+        tuple; deeper chains (hostile nesting) are rebuilt from the deepest remembered one, so memory
+        stays linear in the nodes.
+        """
+        found = self._outer.get(node)
+        if found is not None:
+            return found
+        parents = self._index.node_parent
+        path = []
+        callee = node
+        outer: tuple[Frame, ...] = ()
+        while parents[callee] >= 0:
+            path.append(callee)
+            remembered = self._outer.get(parents[callee])
+            if remembered is not None:
+                outer = remembered
+                break
+            callee = parents[callee]
+        for callee in reversed(path):
+            frame = self._call_frames.get(callee)
+            if frame is None:
+                caller = parents[callee]
+                name, start_line = self._name(caller)
+                file, line, column = self._info.call_site(self._state, callee)
+                frame = self._call_frames[callee] = Frame(name, file, line, column, start_line)
+            outer = (frame, *outer)
+            if len(outer) <= _MEMO_DEPTH:
+                self._outer[callee] = outer
+        return outer

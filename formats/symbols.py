@@ -1,0 +1,162 @@
+"""A symbol table as an address index: which function symbol names an address.
+
+Shared by every container that carries a symbol table (ELF ``.symtab``,
+``.dynsym`` and MiniDebugInfo; Mach-O ``LC_SYMTAB``; a MinGW PE's COFF
+symbols). The reader collects its function symbols, each with a rank (which
+table, which entry) and the end of its section; the rules that pick one symbol
+per address and decide how far a size-0 symbol reaches are llvm-symbolizer's
+(``SymbolizableObjectFile``: stable-sort by address and size, keep the last of
+each address; a size-0 symbol reaches the next symbol).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from symbolize.formats.answers import AnswerLookup, ChainHead, LazyRuns, RunTable
+from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
+
+
+class RankedSymbol(NamedTuple):
+    """A function symbol as a reader found it, with what choosing among symbols needs."""
+
+    symbol: Symbol
+    # End of the symbol's section: how far a size-0 symbol at the end of the table may reach.
+    section_end: int | None
+    # Greater wins among symbols of one address and size: (table rank, index in table).
+    order: tuple[int, int] = (0, 0)
+
+
+def preference(entry: RankedSymbol) -> tuple[int, tuple[int, int]]:
+    """Among symbols at one address, the one llvm-symbolizer names: the largest, then the last in
+    the symbol table (it stable-sorts by address and size and keeps the last of each address).
+    Identical code folded by the linker is where this matters: several names, one address."""
+    return entry.symbol.size, entry.order
+
+
+class SymbolIndex:
+    """One symbol per distinct address, as parallel ``starts``, ``ends`` and ``symbols`` lists.
+
+    ``ends[i]`` is where symbol ``i`` stops naming addresses: its size, or for a
+    size-0 symbol (hand-written assembly, ``_init``) the next symbol's start,
+    across sections, as llvm-symbolizer reads it (so PLT stubs after ``_init``
+    are named ``_init``). ``stops[i]`` is ``ends[i]`` cut at the next start:
+    ``[starts[i], stops[i])`` are the disjoint runs a lookup's bisection gives.
+    """
+
+    __slots__ = ("ends", "starts", "stops", "symbols")
+
+    def __init__(self, entries: Iterable[RankedSymbol]) -> None:
+        best: dict[int, RankedSymbol] = {}
+        for entry in entries:
+            current = best.get(entry.symbol.vaddr)
+            if current is None or preference(entry) > preference(current):
+                best[entry.symbol.vaddr] = entry
+        chosen = [best[vaddr] for vaddr in sorted(best)]
+        self.starts = [entry.symbol.vaddr for entry in chosen]
+        self.symbols = [entry.symbol for entry in chosen]
+        self.ends: list[int] = []
+        for position, entry in enumerate(chosen):
+            if entry.symbol.size > 0:
+                self.ends.append(entry.symbol.vaddr + entry.symbol.size)
+            elif position + 1 < len(chosen):
+                self.ends.append(self.starts[position + 1])
+            else:
+                self.ends.append(entry.section_end if entry.section_end is not None else entry.symbol.vaddr + 1)
+        self.stops = [
+            min(end, self.starts[position + 1]) if position + 1 < len(self.starts) else end
+            for position, end in enumerate(self.ends)
+        ]
+
+    def position_at(self, vaddr: int) -> int:
+        """Index of the symbol covering ``vaddr``, -1 for none."""
+        position = bisect_right(self.starts, vaddr) - 1
+        return position if position >= 0 and vaddr < self.ends[position] else -1
+
+    def symbol_at(self, vaddr: int) -> Symbol | None:
+        """The function symbol covering ``vaddr``, or None."""
+        position = self.position_at(vaddr)
+        return self.symbols[position] if position >= 0 else None
+
+    def pieces(self, low: int, high: int) -> list[tuple[int, int, int]]:
+        """``[low, high)`` cut where the covering symbol changes: (low, high, symbol index or -1)."""
+        pieces: list[tuple[int, int, int]] = []
+        starts, stops = self.starts, self.stops
+        position = max(bisect_right(starts, low) - 1, 0)
+        cursor = low
+        while position < len(starts) and starts[position] < high and cursor < high:
+            start, stop = max(starts[position], low), min(stops[position], high)
+            if stop > cursor and start < stop:
+                if cursor < start:
+                    pieces.append((cursor, start, -1))
+                start = max(start, cursor)
+                pieces.append((start, stop, position))
+                cursor = stop
+            position += 1
+        if cursor < high:
+            pieces.append((cursor, high, -1))
+        return pieces
+
+    def bounds(self) -> tuple[int, int] | None:
+        """The lowest start and highest end: the span a symbol-table region covers; None if empty."""
+        if not self.starts:
+            return None
+        return self.starts[0], max(self.ends)
+
+
+SYMBOL_TABLE_KEY = -1
+# The region standing for debug info that cannot be read at all.
+BROKEN_KEY = -2
+
+
+def symbol_runs(index: SymbolIndex) -> RunTable:
+    """The symbol table's answers: one frame per run, the symbol's name and (local symbols) source."""
+    heads = [ChainHead(symbol.name, 0, (), symbol.source_file) for symbol in index.symbols]
+    table = RunTable((), heads)
+    for position, (start, stop) in enumerate(zip(index.starts, index.stops, strict=True)):
+        if start < stop:
+            table.append(start, stop, -1, 0, 0, position)
+    return table
+
+
+class SymbolAnswers:
+    """A symbol source's answers from a symbol table alone (a stripped binary, a file without DWARF).
+
+    Readers that pair debug info with a symbol table extend :meth:`answer_regions` and
+    :meth:`answers`; the symbol table is always the fallback region, key :data:`SYMBOL_TABLE_KEY`.
+    """
+
+    def __init__(self, path: Path, symbols: SymbolIndex, broken: MalformedInputError | None = None) -> None:
+        """``broken``: why the file's debug info cannot be read at all; it is then the answer
+        wherever no symbol covers an address."""
+        self.path = path
+        self.symbols = symbols
+        self.broken = broken
+        self._lookup: AnswerLookup | None = None
+
+    def answer_regions(self) -> list[AnswerRegion]:
+        bounds = self.symbols.bounds()
+        regions = [AnswerRegion(bounds[0], bounds[1], SYMBOL_TABLE_KEY, fallback=True)] if bounds else []
+        if self.broken is not None:
+            regions.append(AnswerRegion(0, 1 << 64, BROKEN_KEY))
+        return regions
+
+    def answers(self, key: int) -> RunTable:
+        if key == BROKEN_KEY and self.broken is not None:
+            raise self.broken
+        if key != SYMBOL_TABLE_KEY:
+            raise KeyError(key)  # a caller's bug: keys come from answer_regions
+        return symbol_runs(self.symbols)
+
+    def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
+        """What this source's own lookups decode a region into (:meth:`answers` unless lazier)."""
+        return self.answers(key)
+
+    def frames_at(self, vaddr: int) -> list[Frame]:
+        if self._lookup is None:
+            self._lookup = AnswerLookup(self.answer_regions(), self.lookup_runs)
+        return self._lookup.frames_at(vaddr)
