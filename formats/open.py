@@ -3,7 +3,8 @@
 Magic numbers: ELF ``\\x7fELF`` (gABI "ELF Identification"); Mach-O
 ``MH_MAGIC``/``MH_MAGIC_64`` in either byte order and ``FAT_MAGIC``/``FAT_MAGIC_64``
 (``<mach-o/loader.h>``, ``<mach-o/fat.h>``); PE's DOS stub ``MZ`` (PE/COFF
-specification, "MS-DOS Stub").
+specification, "MS-DOS Stub"); a PDB's container signature (MSF 7.00, and the MSFZ and PDB 2.0
+ones, which the PDB reader refuses with a reason).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 
 from symbolize.formats.elf import ELF_MAGIC, ElfFile
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
+from symbolize.formats.pdb import PdbFile, is_pdb_magic
+from symbolize.formats.pe import MZ_MAGIC, PeFile
 from symbolize.formats.types import HintResolver, ObjectFile
 
 _MACHO_MAGICS = {
@@ -42,7 +45,8 @@ def open_object(path: Path, *, arch: str | None = None, resolver: HintResolver |
     """
     try:
         with path.open("rb") as stream:
-            magic = stream.read(4)
+            head = stream.read(64)
+            magic = head[:4]
     except FileNotFoundError as err:
         raise MissingDebugInfoError("file not found", path) from err
     except OSError as err:
@@ -53,6 +57,9 @@ def open_object(path: Path, *, arch: str | None = None, resolver: HintResolver |
         from symbolize.formats.macho import MachOFile
 
         return MachOFile(path, arch, resolver)
-    if magic[:2] == b"MZ":
-        raise UnsupportedFormatError("PE files are not supported yet", path)
+    if magic[:2] == MZ_MAGIC:
+        return PeFile(path)
+    if is_pdb_magic(head):
+        # A PDB on its own answers at RVAs; discovery binds it to its image's ImageBase.
+        return PdbFile(path)
     raise UnsupportedFormatError("not an object file", path)

@@ -112,7 +112,23 @@ def _llvm_demangle(name: str) -> str:
     except ValueError:
         # A name with a mangling prefix that does not parse: llvm-symbolizer prints it as is.
         return name
-    return demangled if demangled else name
+    if not demangled:
+        return name
+    return _as_llvm_symbolizer_prints_msvc(demangled) if name.startswith("?") else demangled
+
+
+# llvm-symbolizer demangles MSVC names without access specifier, member kind, calling convention
+# and return type (MSDF_NoAccessSpecifier | MSDF_NoMemberType | MSDF_NoCallingConvention |
+# MSDF_NoReturnType); pycxxfilt's demangler prints them all, so they are dropped from its text.
+_MSVC_ACCESS = re.compile(r"^(?:(?:public|private|protected): )?(?:(?:virtual|static) )?")
+_MSVC_CALLING_CONVENTION = re.compile(r"\b__(?:cdecl|stdcall|fastcall|thiscall|vectorcall|clrcall|regcall) ")
+
+
+def _as_llvm_symbolizer_prints_msvc(text: str) -> str:
+    text = _MSVC_ACCESS.sub("", text, count=1)
+    convention = _MSVC_CALLING_CONVENTION.search(text)
+    # A function: what precedes its calling convention is its return type. Data has neither.
+    return text[convention.end() :] if convention is not None else text
 
 
 def remember(name: str, full: str) -> None:

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from symbolize.api import symbolize_profile
 from symbolize.cli.app import app
 from symbolize.formats.errors import MissingDebugInfoError
+from symbolize.formats.open import open_object
 from symbolize.formats.types import Frame, Segment
 from symbolize.module import Module, Unknown
 from symbolize.offset_frames import OffsetFrame, parse_offset_frame
@@ -238,3 +239,57 @@ def test_renaming_conserves_every_sample_value(stacks: list[tuple[list[tuple[str
     assert len(keys) == len(set(keys))
     assert sum(leaf_totals.values()) == sum(value for _, value in stacks)
     assert summary.locations == summary.named + summary.unnamed
+
+
+# --- the rel convention per format, against llvm-symbolizer's stored answers ----------------------
+
+EXPECTED = FIXTURES / "expected"
+
+
+@pytest.mark.parametrize(
+    ("expected_file", "search_dir"),
+    [
+        (EXPECTED / "cppdemo-gcc-dwarf5-pie.json", BIN),  # ELF PIE: rel is the vaddr
+        (EXPECTED / "cppdemo-clang-dwarf5-nopie.json", BIN),  # ELF ET_EXEC: rel is the vaddr too
+        (EXPECTED / "macos" / "cppdemo-macho-x86_64.json", BIN / "macos"),  # Mach-O: rel from __TEXT
+        (EXPECTED / "macos" / "cppdemo-macho-arm64.json", BIN / "macos"),
+        # Not the dylibs: their stored answers differ by the rule test_macho_differential.py keeps
+        # (llvm-symbolizer names a -x-stripped static function by the nearest exported symbol).
+    ],
+    ids=lambda value: value.name,
+)
+def test_rel_is_named_as_llvm_symbolizer_names_its_vaddr(expected_file: Path, search_dir: Path) -> None:
+    if not expected_file.is_file():
+        pytest.skip(f"{expected_file.name} is not in this checkout")
+    expected = json.loads(expected_file.read_text())
+    binary = FIXTURES / expected["binary"]
+    image = open_object(binary)
+    try:
+        text_base = 0 if image.format == "elf" else image.load_base
+    finally:
+        image.close()
+    answers = [entry for entry in expected["addresses"] if entry["frames"] and entry["frames"][0]["function"]]
+    profile = Profile()
+    profile.string_table.extend(["", "samples", "count"])
+    profile.sample_type.add(type=1, unit=2)
+    profile.period_type.type = 1  # on-CPU: each one-frame sample's leaf is looked up as is
+    for index, entry in enumerate(answers, 1):
+        profile.string_table.append(f"{binary.name}+0x{int(entry['address'], 16) - text_base:x}")
+        profile.function.add(id=index, name=len(profile.string_table) - 1)
+        profile.location.add(id=index).line.add(function_id=index)
+        profile.sample.add(location_id=[index], value=[1])
+    named, _ = symbolize_profile(profile, search_paths=[search_dir])
+    strings = StringTable(named)
+    functions = {f.id: strings.get(f.system_name) for f in named.function}
+    lines = {loc.id: [(functions[line.function_id], line.line) for line in loc.line] for loc in named.location}
+    differences = []
+    for entry, sample in zip(answers, named.sample, strict=True):
+        ours = lines[sample.location_id[0]]
+        theirs = [(frame["function"] or "??", frame["line"]) for frame in entry["frames"]]
+        same = len(ours) == len(theirs) and all(
+            o == t or (o[1] == t[1] and o[0].endswith("::" + t[0])) for o, t in zip(ours, theirs, strict=True)
+        )
+        if not same:
+            differences.append((entry["address"], ours, theirs))
+    assert len(answers) > 100
+    assert differences == []

@@ -11,6 +11,7 @@
   its docstring says how to add one.
 - :mod:`symbolize.discovery.paths`: what a name from an untrusted file may
   make discovery open.
+- :mod:`symbolize.discovery.pdb_locator`: a PE image's PDB (beside it, search paths, symbol stores).
 - :mod:`symbolize.discovery.elf_locators`: build ID, GNU debuglink, dwz
   supplementary file, split DWARF; :mod:`symbolize.discovery.macho_locators`:
   dSYM, debug-map objects. Imported here so they register.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from symbolize.discovery import elf_locators as _elf_locators  # noqa: F401  (registers the ELF locators)
 from symbolize.discovery import macho_locators as _macho_locators  # noqa: F401  (registers dSYM, debug map)
+from symbolize.discovery import pdb_locator as _pdb_locator  # noqa: F401  (registers the PDB locator)
 from symbolize.discovery.modules import find_module, module_for, open_module
 from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, DiscoveryOptions, ObjectCache, Resolver
 from symbolize.discovery.registry import Candidate, Locator, LookupContext, locate, register_locator

@@ -1,0 +1,350 @@
+"""CodeView inside a PDB module stream: symbol records, C13 line subsections, inline annotations.
+
+From LLVM's "The Module Information Stream" and "CodeView Symbol Records" pages and the
+CodeView headers they describe (cvinfo.h): a module stream is the C13 signature (4), the symbol
+records (each ``u16 length, u16 kind``, 4-aligned; ``S_*PROC32*``, ``S_BLOCK32`` and
+``S_INLINESITE`` name the offset of their closing record in ``End``), the C11 lines (not read:
+no current toolchain writes them), then the C13 subsections (``u32 kind, u32 length``):
+``DEBUG_S_LINES`` (a code range, then per file a block of ``(offset, line flags)`` rows and,
+with ``CV_LINES_HAVE_COLUMNS``, ``(start, end)`` columns), ``DEBUG_S_FILECHKSMS`` (per file: its
+``/names`` offset and checksum, found by the entry's own offset) and ``DEBUG_S_INLINEELINES``
+(per inlinee: its file and first line).
+
+``S_INLINESITE`` binary annotations are decoded by :func:`annotation_rows` (cvinfo.h's
+``CV_BinaryAnnotationOpcode`` and ``CVCompressData``): every opcode is read, those that move
+the code offset, the line or the file make rows, the column and range-kind ones are read
+and left aside (llvm-symbolizer reports no columns for inlined frames either).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import NamedTuple
+
+S_END = 0x0006
+S_THUNK32 = 0x1102
+S_BLOCK32 = 0x1103
+S_TRAMPOLINE = 0x112C
+S_LPROC32 = 0x110F
+S_GPROC32 = 0x1110
+S_LPROC32_ID = 0x1146
+S_GPROC32_ID = 0x1147
+S_LPROC32_DPC = 0x1155
+S_LPROC32_DPC_ID = 0x1156
+S_INLINESITE = 0x114D
+S_INLINESITE_END = 0x114E
+S_PROC_ID_END = 0x114F
+S_INLINESITE2 = 0x115D
+PROC_KINDS = frozenset({S_LPROC32, S_GPROC32, S_LPROC32_ID, S_GPROC32_ID, S_LPROC32_DPC, S_LPROC32_DPC_ID})
+INLINE_SITE_KINDS = frozenset({S_INLINESITE, S_INLINESITE2})
+
+DEBUG_S_LINES = 0xF2
+DEBUG_S_FILECHKSMS = 0xF4
+DEBUG_S_INLINEELINES = 0xF6
+_DEBUG_S_IGNORE = 0x80000000
+CV_LINES_HAVE_COLUMNS = 0x0001
+C13_SIGNATURE = 4
+
+_PROC = struct.Struct("<IIIIIIIIHB")  # Parent, End, Next, CodeSize, DbgStart, DbgEnd, Type, CodeOffset, Segment, Flags
+_THUNK = struct.Struct("<IIIIHHB")  # Parent, End, Next, Offset, Segment, Length, Ordinal
+_TRAMPOLINE = struct.Struct("<HHIIHH")  # Type, Size, ThunkOffset, TargetOffset, ThunkSection, TargetSection
+_INLINE_SITE = struct.Struct("<III")  # Parent, End, Inlinee
+
+
+class CodeViewError(Exception):
+    """Bytes that do not decode; the reader turns it into MalformedInputError with its path."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+class SymbolRecord(NamedTuple):
+    offset: int  # from the start of the module stream, as End fields count
+    kind: int
+    body: bytes  # after the kind
+
+
+def iter_symbol_records(stream: bytes, start: int, end: int) -> Iterator[SymbolRecord]:
+    """The records in ``stream[start:end]``; raises CodeViewError on a record that runs past ``end``."""
+    position = start
+    while position + 4 <= end:
+        length, kind = struct.unpack_from("<HH", stream, position)
+        if length < 2:
+            raise CodeViewError(f"symbol record of length {length}", position)
+        if position + 2 + length > end:
+            raise CodeViewError("symbol record runs past the module's symbols", position)
+        yield SymbolRecord(position, kind, stream[position + 4 : position + 2 + length])
+        position += 2 + length
+
+
+class Procedure(NamedTuple):
+    record_offset: int
+    end_offset: int
+    section: int
+    offset: int
+    size: int
+    name: str
+
+
+def parse_procedure(record: SymbolRecord) -> Procedure:
+    if len(record.body) < _PROC.size:
+        raise CodeViewError("procedure record is truncated", record.offset)
+    _parent, end, _next, size, _dbg_start, _dbg_end, _type, offset, section, _flags = _PROC.unpack_from(record.body)
+    return Procedure(record.offset, end, section, offset, size, _name(record.body, _PROC.size))
+
+
+class Thunk(NamedTuple):
+    section: int
+    offset: int
+    size: int
+    name: str
+
+
+def parse_thunk(record: SymbolRecord) -> Thunk | None:
+    """An S_THUNK32 (named) or S_TRAMPOLINE (named after its kind) code range; None when truncated."""
+    if record.kind == S_THUNK32 and len(record.body) >= _THUNK.size:
+        _parent, _end, _next, offset, section, size, _ordinal = _THUNK.unpack_from(record.body)
+        return Thunk(section, offset, size, _name(record.body, _THUNK.size))
+    if record.kind == S_TRAMPOLINE and len(record.body) >= _TRAMPOLINE.size:
+        _type, size, offset, _target, section, _target_section = _TRAMPOLINE.unpack_from(record.body)
+        return Thunk(section, offset, size, "")
+    return None
+
+
+class InlineSite(NamedTuple):
+    end_offset: int
+    inlinee: int
+    annotations: bytes
+
+
+def parse_inline_site(record: SymbolRecord) -> InlineSite:
+    header = _INLINE_SITE.size + (4 if record.kind == S_INLINESITE2 else 0)  # S_INLINESITE2 adds invocations
+    if len(record.body) < header:
+        raise CodeViewError("inline site record is truncated", record.offset)
+    _parent, end, inlinee = _INLINE_SITE.unpack_from(record.body)
+    return InlineSite(end, inlinee, record.body[header:])
+
+
+def end_of(record: SymbolRecord) -> int:
+    """The End field of a scope-opening record (procedure, block, thunk, inline site)."""
+    if len(record.body) < 8:
+        raise CodeViewError("scope record is truncated", record.offset)
+    return int(struct.unpack_from("<I", record.body, 4)[0])
+
+
+def _name(body: bytes, offset: int) -> str:
+    end = body.find(b"\0", offset)
+    return body[offset : end if end >= 0 else len(body)].decode("utf-8", "replace")
+
+
+# --- C13 subsections --------------------------------------------------------------------------
+
+
+def iter_subsections(stream: bytes, start: int, end: int) -> Iterator[tuple[int, bytes, int]]:
+    """(kind, data, offset) of each C13 subsection in ``stream[start:end]``; ignored ones skipped."""
+    position = start
+    while position + 8 <= end:
+        kind, length = struct.unpack_from("<II", stream, position)
+        if position + 8 + length > end:
+            raise CodeViewError(f"C13 subsection {kind:#x} of {length} bytes runs past the module", position)
+        if not kind & _DEBUG_S_IGNORE:
+            yield kind, stream[position + 8 : position + 8 + length], position
+        position += 8 + ((length + 3) & ~3)
+
+
+class LineBlock(NamedTuple):
+    """One file's rows of a DEBUG_S_LINES subsection: ``rows`` are (offset, line, column)."""
+
+    file_id: int  # offset of the file's entry in DEBUG_S_FILECHKSMS
+    rows: list[tuple[int, int, int]]
+
+
+class LineFragment(NamedTuple):
+    section: int
+    offset: int
+    code_size: int
+    blocks: list[LineBlock]
+
+
+def parse_lines(data: bytes, subsection_offset: int) -> LineFragment:
+    if len(data) < 12:
+        raise CodeViewError("DEBUG_S_LINES header is truncated", subsection_offset)
+    offset, section, flags, code_size = struct.unpack_from("<IHHI", data, 0)
+    has_columns = bool(flags & CV_LINES_HAVE_COLUMNS)
+    blocks = []
+    position = 12
+    while position + 12 <= len(data):
+        file_id, count, block_size = struct.unpack_from("<III", data, position)
+        row_bytes = count * (12 if has_columns else 8)
+        if block_size < 12 + row_bytes or position + block_size > len(data):
+            raise CodeViewError(f"line block of {count} rows does not fit its {block_size} bytes", subsection_offset)
+        rows_at = position + 12
+        columns_at = rows_at + 8 * count
+        rows = []
+        for index in range(count):
+            row_offset, line_flags = struct.unpack_from("<II", data, rows_at + 8 * index)
+            column = struct.unpack_from("<H", data, columns_at + 4 * index)[0] if has_columns else 0
+            rows.append((row_offset, line_flags & 0xFFFFFF, column))
+        blocks.append(LineBlock(file_id, rows))
+        position += block_size
+    return LineFragment(section, offset, code_size, blocks)
+
+
+def parse_checksums(data: bytes) -> dict[int, int]:
+    """DEBUG_S_FILECHKSMS: entry offset (what line blocks name) -> the file's /names offset."""
+    files = {}
+    position = 0
+    while position + 6 <= len(data):
+        name_offset, checksum_size, _kind = struct.unpack_from("<IBB", data, position)
+        files[position] = name_offset
+        position = (position + 6 + checksum_size + 3) & ~3
+    return files
+
+
+def parse_inlinee_lines(data: bytes, subsection_offset: int) -> dict[int, tuple[int, int]]:
+    """DEBUG_S_INLINEELINES: inlinee item ID -> (file ID, first line); the first entry of an ID wins."""
+    if len(data) < 4:
+        raise CodeViewError("DEBUG_S_INLINEELINES is truncated", subsection_offset)
+    (signature,) = struct.unpack_from("<I", data, 0)
+    extra_files = signature == 1
+    found: dict[int, tuple[int, int]] = {}
+    position = 4
+    while position + 12 <= len(data):
+        inlinee, file_id, line = struct.unpack_from("<III", data, position)
+        position += 12
+        if extra_files:
+            if position + 4 > len(data):
+                raise CodeViewError("inlinee entry's extra file count is truncated", subsection_offset)
+            (extra,) = struct.unpack_from("<I", data, position)
+            position += 4 + 4 * extra
+        found.setdefault(inlinee, (file_id, line))
+    return found
+
+
+# --- binary annotations -----------------------------------------------------------------------
+
+BA_INVALID = 0
+BA_CODE_OFFSET = 1
+BA_CHANGE_CODE_OFFSET_BASE = 2
+BA_CHANGE_CODE_OFFSET = 3
+BA_CHANGE_CODE_LENGTH = 4
+BA_CHANGE_FILE = 5
+BA_CHANGE_LINE_OFFSET = 6
+BA_CHANGE_LINE_END_DELTA = 7
+BA_CHANGE_RANGE_KIND = 8
+BA_CHANGE_COLUMN_START = 9
+BA_CHANGE_COLUMN_END_DELTA = 10
+BA_CHANGE_CODE_OFFSET_AND_LINE_OFFSET = 11
+BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET = 12
+BA_CHANGE_COLUMN_END = 13
+_LAST_OPCODE = BA_CHANGE_COLUMN_END
+
+
+def _compressed(data: bytes, position: int) -> tuple[int, int]:
+    """A CVCompressData integer at ``position`` (1, 2 or 4 bytes) and the position after it."""
+    if position >= len(data):
+        raise CodeViewError("binary annotation operand is cut off", position)
+    first = data[position]
+    if first & 0x80 == 0:
+        return first, position + 1
+    if first & 0xC0 == 0x80:
+        if position + 2 > len(data):
+            raise CodeViewError("binary annotation operand is cut off", position)
+        return (first & 0x3F) << 8 | data[position + 1], position + 2
+    if first & 0xE0 == 0xC0:
+        if position + 4 > len(data):
+            raise CodeViewError("binary annotation operand is cut off", position)
+        value = (first & 0x1F) << 24 | data[position + 1] << 16 | data[position + 2] << 8 | data[position + 3]
+        return value, position + 4
+    raise CodeViewError(f"bad compressed annotation byte {first:#x}", position)
+
+
+def _signed(value: int) -> int:
+    return -(value >> 1) if value & 1 else value >> 1
+
+
+class Annotation(NamedTuple):
+    opcode: int
+    first: int
+    second: int = 0
+
+
+def iter_annotations(data: bytes) -> Iterator[Annotation]:
+    """Each annotation, operands decoded (line/column deltas signed); stops at BA_INVALID padding."""
+    position = 0
+    while position < len(data):
+        opcode, position = _compressed(data, position)
+        if opcode == BA_INVALID:
+            return
+        if opcode > _LAST_OPCODE:
+            raise CodeViewError(f"unknown binary annotation opcode {opcode}", position)
+        first, position = _compressed(data, position)
+        if opcode == BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET:
+            second, position = _compressed(data, position)
+            yield Annotation(opcode, first, second)
+        elif opcode in (BA_CHANGE_LINE_OFFSET, BA_CHANGE_LINE_END_DELTA, BA_CHANGE_COLUMN_END_DELTA):
+            yield Annotation(opcode, _signed(first))
+        else:
+            yield Annotation(opcode, first)
+
+
+class InlineRow(NamedTuple):
+    """``[low, high)`` code offsets (from the procedure's start) at ``line`` of file ``file_id``."""
+
+    low: int
+    high: int
+    line: int
+    file_id: int
+
+
+def annotation_rows(data: bytes, first_line: int, file_id: int) -> list[InlineRow]:
+    """The code ranges an inline site covers, with their lines, from its binary annotations.
+
+    A row starts where an annotation moves the code offset, at the line and file then current;
+    it ends at the next row's start or where ChangeCodeLength closes it (the offset then moves
+    past the range, as llvm-pdbutil reads it). A last row never closed has no known end and
+    is dropped (llvm-symbolizer does not count it as covered either). CodeOffset and
+    ChangeCodeOffsetBase move the offset like ChangeCodeOffset: no toolchain we know writes them.
+    """
+    rows: list[InlineRow] = []
+    code = 0
+    line = first_line
+    file = file_id
+    open_row: tuple[int, int, int] | None = None  # (low, line, file) of a row without its end yet
+
+    def start_row() -> None:
+        nonlocal open_row
+        if open_row is not None and code > open_row[0]:
+            rows.append(InlineRow(open_row[0], code, open_row[1], open_row[2]))
+        open_row = (code, line, file)
+
+    def close_row(length: int) -> None:
+        nonlocal open_row, code
+        if open_row is not None and code + length > open_row[0]:
+            rows.append(InlineRow(open_row[0], code + length, open_row[1], open_row[2]))
+        open_row = None
+        code += length
+
+    for annotation in iter_annotations(data):
+        opcode = annotation.opcode
+        if opcode in (BA_CODE_OFFSET, BA_CHANGE_CODE_OFFSET_BASE, BA_CHANGE_CODE_OFFSET):
+            code += annotation.first
+            start_row()
+        elif opcode == BA_CHANGE_CODE_OFFSET_AND_LINE_OFFSET:
+            line += _signed(annotation.first >> 4)
+            code += annotation.first & 0xF
+            start_row()
+        elif opcode == BA_CHANGE_CODE_LENGTH:
+            close_row(annotation.first)
+        elif opcode == BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET:
+            code += annotation.second
+            start_row()
+            close_row(annotation.first)
+        elif opcode == BA_CHANGE_LINE_OFFSET:
+            line += annotation.first
+        elif opcode == BA_CHANGE_FILE:
+            file = annotation.first
+        # Line end, range kind and column annotations describe the rows further; none is reported.
+    return rows

@@ -1,0 +1,580 @@
+"""A PDB as a symbol source: frames, inlined ones included, at the vaddrs of the image it describes.
+
+Hand-written, because no Python library reads what naming addresses needs: the C13 line
+subsections and the ``S_INLINESITE`` annotations with their inlinee lines and IPI names.
+The layouts come from LLVM's "The PDB File Format" pages (see the sibling modules).
+
+Regions are the modules' section contributions (DBI); a module's symbols and lines are decoded
+on the first lookup inside it. A fallback region per image section answers the rest from the
+publics (``S_PUB32``), as llvm-symbolizer does for addresses in no module.
+
+Naming follows llvm-symbolizer 14 reading a PDB natively:
+
+- the outermost frame is the procedure (``S_GPROC32``/``S_LPROC32``, and the ``_ID`` and DPC
+  forms, which llvm does not look at but which mean the same) holding the address; it takes
+  the name of the last public at or before the address when that public starts where the
+  procedure starts (the public holds the linkage, MSVC-decorated name), else the procedure's
+  own name; outside any procedure it takes that public's name, whatever its distance;
+- identical-code folding puts several publics at one address: the last of them in the
+  publics address map wins, which is the entry llvm-symbolizer's binary search lands on;
+- the outermost line is the module's C13 row holding the address (rows of one file block run
+  until the next row or the end of the fragment's code);
+- inlined frames come from the ``S_INLINESITE`` chain holding the address, innermost first,
+  named from the IPI stream (``LF_FUNC_ID`` scope + name, ``LF_MFUNC_ID`` class + name), with
+  the line of the annotation row holding the address and column 0; the chain stops outward at
+  the first site whose inlinee has no ``DEBUG_S_INLINEELINES`` entry, as llvm's does;
+- in a 32-bit PDB, public names lose their C decorations (``_f``, ``_f@8``, ``@f@8``,
+  ``f@@8``), which llvm-symbolizer drops when it demangles.
+
+One deliberate difference: llvm-symbolizer 14 reads an inlined frame's line as the line that
+becomes current at the first annotation at or past the address, one row late for an address
+inside a row (fixed in later LLVM); we report the row that holds the address.
+"""
+
+from __future__ import annotations
+
+import struct
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import NamedTuple
+
+from symbolize.formats.answers import AnswerLookup
+from symbolize.formats.errors import (
+    MalformedInputError,
+    MissingDebugInfoError,
+    SymbolizeError,
+    UnsupportedFormatError,
+)
+from symbolize.formats.pdb import codeview
+from symbolize.formats.pdb.codeview import CodeViewError, InlineRow
+from symbolize.formats.pdb.msf import MsfFile
+from symbolize.formats.pdb.streams import (
+    DBI_STREAM,
+    FEATURE_MINIMAL_DEBUG_INFO,
+    IPI_STREAM,
+    PDB_INFO_STREAM,
+    TPI_STREAM,
+    ImageSection,
+    ModuleInfo,
+    StringTable,
+    TypeRecords,
+    inlinee_name,
+    iter_public_records,
+    parse_dbi_stream,
+    parse_info_stream,
+    parse_public_address_map,
+    parse_section_headers,
+)
+from symbolize.formats.types import (
+    AnswerRegion,
+    AnswerRun,
+    DebugHint,
+    DebugId,
+    DebugIdKind,
+    DebugInfoSummary,
+    Frame,
+    Image,
+    Segment,
+    Symbol,
+)
+
+_MACHINE_I386 = 0x14C
+_DBI_FLAG_STRIPPED = 0x2
+_NO_STREAM = 0xFFFF
+PUBLICS_KEY = -1
+# Bounds on what one hostile module can make us build.
+_MAX_INLINE_DEPTH = 64
+
+
+class _Public(NamedTuple):
+    section: int
+    offset: int
+    name: str
+
+
+class _Site(NamedTuple):
+    """An inline site: its rows (vaddrs), inlinee, and the sites nested in it."""
+
+    rows: list[InlineRow]
+    inlinee: int
+    children: list[_Site]
+    annotations: bytes
+    first_line: int
+
+
+class _Procedure(NamedTuple):
+    low: int
+    high: int
+    name: str
+    sites: list[_Site]
+
+
+class _LineEntry(NamedTuple):
+    vaddr: int
+    line: int
+    column: int
+    file_id: int
+    terminal: bool
+
+
+class _DecodedModule(NamedTuple):
+    procedures: list[_Procedure]  # by low
+    lines: list[_LineEntry]
+    files: dict[int, str | None]  # checksum entry offset -> file name
+    inlinee_lines: dict[int, tuple[int, int]]
+
+
+class PdbFile:
+    """A PDB's answers at ``image_base + RVA`` vaddrs (the image's ``ImageBase``, given by the caller).
+
+    Raises UnsupportedFormatError for an MSFZ, PDB 2.0 or /DEBUG:FASTLINK PDB,
+    MalformedInputError when its container or fixed streams are broken.
+    """
+
+    format = "pdb"
+    position_dependent = False
+
+    def __init__(self, path: Path, image_base: int = 0, data: bytes | None = None) -> None:
+        self.path = path
+        self.image_base = image_base
+        self.load_base = image_base
+        if data is None:
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError as err:
+                raise MissingDebugInfoError("file not found", path) from err
+            except OSError as err:
+                raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
+        self._msf = MsfFile(data, path)
+        self.info = parse_info_stream(self._msf.stream(PDB_INFO_STREAM), path)
+        if FEATURE_MINIMAL_DEBUG_INFO in self.info.features:
+            raise UnsupportedFormatError(
+                "PDB written by /DEBUG:FASTLINK: it holds no symbols or lines of its own (they stay in "
+                "the object files); relink with /DEBUG:FULL or merge it with `mspdbcmf`",
+                path,
+            )
+        self.dbi = parse_dbi_stream(self._msf.stream(DBI_STREAM), path)
+        self.debug_id: DebugId | None = DebugId(DebugIdKind.PDB, self.info.guid, self.dbi.age)
+        self.is_32bit = self.dbi.machine == _MACHINE_I386
+        self.arch = {0x8664: "x86_64", _MACHINE_I386: "i386", 0xAA64: "aarch64"}.get(self.dbi.machine, "unknown")
+        self.sections: list[ImageSection] = (
+            parse_section_headers(self._msf.stream(self.dbi.section_header_stream))
+            if self.dbi.section_header_stream != _NO_STREAM
+            else []
+        )
+        names_stream = self.info.named_streams.get("/names")
+        self._strings = StringTable(self._msf.stream(names_stream), path) if names_stream is not None else None
+        self._ids: TypeRecords | None = None
+        self._types: TypeRecords | None = None
+        self._publics: list[_Public] | None = None
+        self._public_keys: list[tuple[int, int]] = []
+        self._decoded: dict[int, _DecodedModule] = {}
+        self._lookup = AnswerLookup(self.answer_regions(), self.answers)
+
+    def bind_image(self, image: Image) -> None:
+        """Answer at the vaddrs of ``image`` (its ``load_base`` is the ImageBase the PDB's RVAs add to)."""
+        if image.load_base != self.image_base:
+            self.image_base = self.load_base = image.load_base
+            self._lookup = AnswerLookup(self.answer_regions(), self.answers)
+            self._decoded.clear()
+
+    def segments(self) -> Sequence[Segment]:
+        """The image's sections as the PDB records them (no file offsets: a PDB holds no code)."""
+        return [
+            Segment(self.image_base + s.rva, s.virtual_size, 0, 0, bool(s.characteristics & 0x20000000), s.name)
+            for s in self.sections
+        ]
+
+    def debug_hints(self) -> Sequence[DebugHint]:
+        return []
+
+    # --- addresses -------------------------------------------------------------
+
+    def vaddr_of(self, section: int, offset: int) -> int | None:
+        """The vaddr of ``section:offset`` (1-based section), None when the section is unknown."""
+        if not 0 < section <= len(self.sections):
+            return None
+        return self.image_base + self.sections[section - 1].rva + offset
+
+    def _section_offset(self, vaddr: int) -> tuple[int, int] | None:
+        rva = vaddr - self.image_base
+        for number, section in enumerate(self.sections, start=1):
+            if section.rva <= rva < section.rva + max(section.virtual_size, 1):
+                return number, rva - section.rva
+        return None
+
+    # --- publics ---------------------------------------------------------------
+
+    def _load_publics(self) -> list[_Public]:
+        if self._publics is None:
+            offsets: list[int] = []
+            records = b""
+            if self.dbi.public_stream != _NO_STREAM:
+                offsets = parse_public_address_map(self._msf.stream(self.dbi.public_stream), self.path)
+                records = self._msf.stream(self.dbi.symbol_record_stream)
+            publics = [
+                _Public(section, offset, self._undecorated(name))
+                for _flags, section, offset, name in iter_public_records(records, offsets)
+            ]
+            # The address map is sorted by (section, offset); keep that order even if a file is not,
+            # so that bisecting stays meaningful.
+            publics.sort(key=lambda public: (public.section, public.offset))
+            self._publics = publics
+            self._public_keys = [(public.section, public.offset) for public in publics]
+        return self._publics
+
+    def _undecorated(self, name: str) -> str:
+        """A 32-bit C name without its calling-convention decoration; other names as they are."""
+        if not self.is_32bit or not name or name[0] == "?":
+            return name
+        body = name[1:] if name[0] in "_@" else name
+        at = body.rfind("@")
+        if at >= 0 and body[at + 1 :].isdigit():
+            body = body[:at]
+        if body.endswith("@"):
+            body = body[:-1]  # vectorcall: f@@8
+        return body or name
+
+    def _public_at_or_before(self, section: int, offset: int) -> _Public | None:
+        publics = self._load_publics()
+        position = bisect_right(self._public_keys, (section, offset)) - 1
+        return publics[position] if position >= 0 else None
+
+    def symbols(self) -> Sequence[Symbol]:
+        """The publics as function symbols, each reaching the next public or its section's end."""
+        found = []
+        publics = [p for p in self._load_publics() if self.vaddr_of(p.section, p.offset) is not None]
+        for index, public in enumerate(publics):
+            vaddr = self.vaddr_of(public.section, public.offset)
+            assert vaddr is not None
+            section = self.sections[public.section - 1]
+            end = self.image_base + section.rva + section.virtual_size
+            following = publics[index + 1] if index + 1 < len(publics) else None
+            if following is not None and following.section == public.section:
+                end = min(end, self.image_base + section.rva + following.offset)
+            found.append(Symbol(public.name, vaddr, max(end - vaddr, 0)))
+        return found
+
+    # --- regions and answers -----------------------------------------------------
+
+    def answer_regions(self) -> Sequence[AnswerRegion]:
+        regions = []
+        modules = self.dbi.modules
+        for contribution in self.dbi.contributions:
+            low = self.vaddr_of(contribution.section, contribution.offset)
+            if low is None or not 0 <= contribution.module < len(modules):
+                continue
+            if modules[contribution.module].stream == _NO_STREAM:
+                continue
+            regions.append(AnswerRegion(low, low + contribution.size, contribution.module))
+        for section in self.sections:
+            low = self.image_base + section.rva
+            regions.append(AnswerRegion(low, low + section.virtual_size, PUBLICS_KEY, fallback=True))
+        return regions
+
+    def answers(self, key: int) -> Sequence[AnswerRun]:
+        if key == PUBLICS_KEY:
+            return self._public_runs()
+        if not 0 <= key < len(self.dbi.modules):
+            return []
+        return self._module_runs(key)
+
+    def frames_at(self, vaddr: int) -> list[Frame]:
+        """Frames at ``vaddr``, innermost first; [] when nothing names it."""
+        return self._lookup.frames_at(vaddr)
+
+    def _public_runs(self) -> list[AnswerRun]:
+        return [
+            AnswerRun(symbol.vaddr, symbol.vaddr + symbol.size, (Frame(symbol.name),))
+            for symbol in self.symbols()
+            if symbol.size > 0
+        ]
+
+    def _module_runs(self, key: int) -> list[AnswerRun]:
+        module = self.dbi.modules[key]
+        decoded = self._decode_module(module)
+        spans = []
+        for contribution in self.dbi.contributions:
+            if contribution.module != key:
+                continue
+            low = self.vaddr_of(contribution.section, contribution.offset)
+            if low is not None:
+                spans.append((low, low + contribution.size))
+        cuts: set[int] = set()
+        for low, high in spans:
+            cuts.update((low, high))
+        for procedure in decoded.procedures:
+            cuts.update((procedure.low, procedure.high))
+            pending = list(procedure.sites)
+            while pending:
+                site = pending.pop()
+                pending.extend(site.children)
+                for row in site.rows:
+                    cuts.update((row.low, row.high))
+        cuts.update(entry.vaddr for entry in decoded.lines)
+        # Rows sharing an address: the first answers at the address itself, the last after it.
+        cuts.update(a.vaddr + 1 for a, b in zip(decoded.lines, decoded.lines[1:], strict=False) if a.vaddr == b.vaddr)
+        for public in self._load_publics():
+            vaddr = self.vaddr_of(public.section, public.offset)
+            if vaddr is not None:
+                cuts.add(vaddr)
+        points = sorted(cuts)
+        runs: list[AnswerRun] = []
+        for low, high in sorted(spans):
+            start = bisect_right(points, low) - 1
+            inside = [low, *(p for p in points[start + 1 :] if p < high)] if start >= 0 else [low]
+            bounds = [*sorted(set(inside)), high]
+            for run_low, run_high in pairwise(bounds):
+                frames = self._frames_in_module(decoded, run_low)
+                if not frames:
+                    continue
+                if runs and runs[-1].high == run_low and runs[-1].frames == frames:
+                    runs[-1] = runs[-1]._replace(high=run_high)
+                else:
+                    runs.append(AnswerRun(run_low, run_high, frames))
+        runs.sort(key=lambda run: run.low)
+        return runs
+
+    # --- one module ------------------------------------------------------------
+
+    def _frames_in_module(self, decoded: _DecodedModule, vaddr: int) -> tuple[Frame, ...]:
+        procedure = _procedure_at(decoded.procedures, vaddr)
+        name = self._outer_name(procedure, vaddr)
+        line = _line_at(decoded.lines, vaddr)
+        outer_file = decoded.files.get(line.file_id) if line is not None else None
+        outer = Frame(name, outer_file, line.line if line else 0, line.column if line else 0)
+        if name is None and line is None:
+            return ()
+        if procedure is None:
+            return (outer,)
+        inlined: list[Frame] = []
+        for site in reversed(_site_chain(procedure.sites, vaddr)):  # innermost first
+            if site.inlinee not in decoded.inlinee_lines:
+                break
+            row = next(row for row in site.rows if row.low <= vaddr < row.high)
+            inlined.append(Frame(self._inlinee_name(site.inlinee), decoded.files.get(row.file_id), row.line, 0))
+        return (*inlined, outer)
+
+    def _outer_name(self, procedure: _Procedure | None, vaddr: int) -> str | None:
+        place = self._section_offset(vaddr)
+        public = self._public_at_or_before(*place) if place is not None else None
+        if public is not None:
+            public_vaddr = self.vaddr_of(public.section, public.offset)
+            if procedure is None or procedure.low == public_vaddr:
+                return public.name
+        return procedure.name if procedure is not None else None
+
+    def _inlinee_name(self, item_id: int) -> str | None:
+        if self._ids is None:
+            self._ids = TypeRecords(self._msf.stream(IPI_STREAM), self.path, "IPI")
+            self._types = TypeRecords(self._msf.stream(TPI_STREAM), self.path, "TPI")
+        assert self._types is not None
+        try:
+            return inlinee_name(self._ids, self._types, item_id)
+        except struct.error:
+            return None
+
+    def _decode_module(self, module: ModuleInfo) -> _DecodedModule:
+        decoded = self._decoded.get(module.number)
+        if decoded is None:
+            stream = self._msf.stream(module.stream)
+            try:
+                decoded = self._decode_module_stream(stream, module)
+            except (CodeViewError, struct.error) as err:
+                offset = err.offset if isinstance(err, CodeViewError) else None
+                raise MalformedInputError(
+                    f"module {module.number} ({module.name}) stream {module.stream}: {err}", self.path, offset
+                ) from err
+            self._decoded[module.number] = decoded
+        return decoded
+
+    def _decode_module_stream(self, stream: bytes, module: ModuleInfo) -> _DecodedModule:
+        symbols_end = module.symbols_size
+        c13_start = symbols_end + module.c11_size
+        c13_end = c13_start + module.c13_size
+        if c13_end > len(stream) or (symbols_end < 4 and module.symbols_size):
+            raise CodeViewError(
+                f"symbols, C11 and C13 sizes ({module.symbols_size}, {module.c11_size}, {module.c13_size}) "
+                f"exceed the {len(stream)}-byte stream",
+                0,
+            )
+        files: dict[int, str | None] = {}
+        inlinee_lines: dict[int, tuple[int, int]] = {}
+        fragments: list[codeview.LineFragment] = []
+        for kind, data, offset in codeview.iter_subsections(stream, c13_start, c13_end):
+            if kind == codeview.DEBUG_S_LINES:
+                fragments.append(codeview.parse_lines(data, offset))
+            elif kind == codeview.DEBUG_S_FILECHKSMS:
+                for entry, name_offset in codeview.parse_checksums(data).items():
+                    files[entry] = self._strings.get(name_offset) if self._strings is not None else None
+            elif kind == codeview.DEBUG_S_INLINEELINES:
+                for inlinee, place in codeview.parse_inlinee_lines(data, offset).items():
+                    inlinee_lines.setdefault(inlinee, place)
+        procedures = self._procedures(stream, 4 if symbols_end >= 4 else 0, symbols_end, inlinee_lines)
+        return _DecodedModule(procedures, self._line_table(fragments), files, inlinee_lines)
+
+    def _procedures(
+        self, stream: bytes, start: int, end: int, inlinee_lines: dict[int, tuple[int, int]]
+    ) -> list[_Procedure]:
+        """Top-level procedures with their inline-site trees (vaddrs resolved)."""
+        records = list(codeview.iter_symbol_records(stream, start, end))
+        offsets = [record.offset for record in records]
+        procedures = []
+        position = 0
+        while position < len(records):
+            record = records[position]
+            position += 1
+            if record.kind not in codeview.PROC_KINDS:
+                continue
+            procedure = codeview.parse_procedure(record)
+            low = self.vaddr_of(procedure.section, procedure.offset)
+            closing = bisect_right(offsets, procedure.end_offset) - 1
+            # End must point forward; one that does not (or a cycle) leaves the procedure empty.
+            last = closing if closing >= position else position
+            if low is not None:
+                sites = self._sites(records, position, last, low, inlinee_lines, 0)
+                procedures.append(_Procedure(low, low + procedure.size, procedure.name, sites))
+            position = max(position, last + 1)
+        procedures.sort(key=lambda procedure: procedure.low)
+        return procedures
+
+    def _sites(
+        self,
+        records: list[codeview.SymbolRecord],
+        start: int,
+        stop: int,
+        base: int,
+        inlinee_lines: dict[int, tuple[int, int]],
+        depth: int,
+    ) -> list[_Site]:
+        """The inline sites directly inside records[start:stop] (blocks looked through)."""
+        if depth > _MAX_INLINE_DEPTH:
+            raise CodeViewError(f"inline sites nested more than {_MAX_INLINE_DEPTH} deep", records[start].offset)
+        offsets = [record.offset for record in records]
+        sites = []
+        position = start
+        while position < stop:
+            record = records[position]
+            position += 1
+            if record.kind not in codeview.INLINE_SITE_KINDS:
+                continue
+            site = codeview.parse_inline_site(record)
+            closing = bisect_right(offsets, site.end_offset) - 1
+            last = min(closing, stop) if closing >= position else position
+            file_id, first_line = inlinee_lines.get(site.inlinee, (0, 0))
+            rows = [
+                row._replace(low=base + row.low, high=base + row.high)
+                for row in codeview.annotation_rows(site.annotations, first_line, file_id)
+            ]
+            children = self._sites(records, position, last, base, inlinee_lines, depth + 1)
+            sites.append(_Site(rows, site.inlinee, children, site.annotations, first_line))
+            position = max(position, last + 1)
+        return sites
+
+    def _line_table(self, fragments: list[codeview.LineFragment]) -> list[_LineEntry]:
+        """Per file block: an entry at its fragment's start, its rows, a terminal entry at the fragment's
+        end; blocks ordered by their first address, as llvm-symbolizer 14 flattens a module's lines."""
+        groups: list[list[_LineEntry]] = []
+        for fragment in fragments:
+            base = self.vaddr_of(fragment.section, fragment.offset)
+            if base is None:
+                continue
+            for block in fragment.blocks:
+                if not block.rows:
+                    continue
+                # A file block's code is taken to start at its fragment's start, at its first row's
+                # line (llvm-symbolizer 14 reads it so: code before the first row is not unnamed).
+                rows = block.rows
+                first, last = rows[0], rows[-1]
+                group = [_LineEntry(base, first[1], first[2], block.file_id, False)]
+                file_id = block.file_id
+                group += [_LineEntry(base + offset, line, column, file_id, False) for offset, line, column in rows]
+                group.append(_LineEntry(base + fragment.code_size, last[1], last[2], block.file_id, True))
+                groups.append(group)
+        groups.sort(key=lambda group: group[0].vaddr)
+        return [entry for group in groups for entry in group]
+
+    def inline_sites_at(self, vaddr: int) -> list[tuple[int, int, bytes]]:
+        """(procedure start, inlinee's first line, binary annotations) of each inline site holding
+        ``vaddr``, innermost first: what another tool's reading of the annotations can be checked on."""
+        for region in self.answer_regions():
+            if region.fallback or not region.low <= vaddr < region.high:
+                continue
+            procedure = _procedure_at(self._decode_module(self.dbi.modules[region.key]).procedures, vaddr)
+            if procedure is not None:
+                chain = _site_chain(procedure.sites, vaddr)
+                return [(procedure.low, site.first_line, site.annotations) for site in reversed(chain)]
+        return []
+
+    # --- summary ---------------------------------------------------------------
+
+    def debug_info(self) -> DebugInfoSummary:
+        has_lines = any(module.c13_size > 0 for module in self.dbi.modules if module.stream != _NO_STREAM)
+        return DebugInfoSummary(
+            has_symbols=bool(self._load_publics()),
+            has_dwarf=False,
+            has_line_info=has_lines,
+            has_inline_info=bool(self._msf.stream(IPI_STREAM)),
+        )
+
+    def lines_missing_reason(self) -> str | None:
+        """Why this PDB names functions but no lines, or None when it has lines."""
+        if self.debug_info().has_line_info:
+            return None
+        if self.dbi.flags & _DBI_FLAG_STRIPPED:
+            return "the PDB is stripped (public symbols only, as /PDBSTRIPPED writes it): no lines"
+        return "the PDB has no module line information"
+
+    def close(self) -> None:
+        self._decoded.clear()
+
+    def __enter__(self) -> PdbFile:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PdbFile({str(self.path)!r})"
+
+
+def _procedure_at(procedures: list[_Procedure], vaddr: int) -> _Procedure | None:
+    for procedure in procedures:  # few per module; the first holding the address wins, as in llvm
+        if procedure.low <= vaddr < procedure.high:
+            return procedure
+    return None
+
+
+def _site_chain(sites: list[_Site], vaddr: int) -> list[_Site]:
+    """The inline sites holding ``vaddr``, outermost first (at each level the first that holds it)."""
+    chain: list[_Site] = []
+    level = sites
+    while level and len(chain) <= _MAX_INLINE_DEPTH:
+        holding = next((site for site in level if any(row.low <= vaddr < row.high for row in site.rows)), None)
+        if holding is None:
+            break
+        chain.append(holding)
+        level = holding.children
+    return chain
+
+
+def _line_at(lines: list[_LineEntry], vaddr: int) -> _LineEntry | None:
+    """The row holding ``vaddr`` as llvm-symbolizer finds it in the flattened module table."""
+    low, high = 0, len(lines)
+    while low < high:  # first entry past vaddr, or at vaddr and not terminal
+        middle = (low + high) // 2
+        entry = lines[middle]
+        if entry.vaddr < vaddr or (entry.vaddr == vaddr and entry.terminal):
+            low = middle + 1
+        else:
+            high = middle
+    position = low
+    if position == len(lines) or lines[position].vaddr > vaddr:
+        if position == 0 or lines[position - 1].terminal:
+            return None
+        position -= 1
+    while position < len(lines) and lines[position].terminal:
+        position += 1
+    return lines[position] if position < len(lines) else None

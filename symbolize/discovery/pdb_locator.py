@@ -1,0 +1,101 @@
+"""The PDB locator: the file a PE image's CodeView RSDS record names, checked by GUID and DBI age.
+
+Search order (the debuggers' and llvm-symbolizer's places, without their network servers):
+
+- an explicit ``--binary`` argument with the PDB's base name (compared ignoring case);
+- the recorded path as is, when it lies under a search path or debug directory (a PDB path is
+  the build machine's: followed only where the user said to look);
+- the base name of the recorded path (a Windows path: ``C:\\build\\app.pdb`` -> ``app.pdb``)
+  beside the image, then in each ``--search-path`` directory, matched ignoring case;
+- symbol stores in the symsrv layout, ``<root>/<name>/<GUID><age>/<name>`` (GUID upper- or
+  lower-case, age in hex), under every search path, every debug directory, and the local parts
+  of ``_NT_SYMBOL_PATH`` (``srv*<cache>*https://...`` and ``cache*<dir>`` give their local
+  directories, plain entries are directories; servers are left out).
+
+The file found must be a PDB whose info-stream GUID and DBI age are the RSDS record's; another
+is refused with both IDs in the reason (llvm-symbolizer uses any PDB it finds unchecked).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from symbolize.discovery.paths import base_name, is_file_name, lies_under, normalized_dir
+from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
+from symbolize.formats.types import DebugHint, HintKind, ObjectFile
+
+
+def symbol_path_directories(value: str | None) -> list[Path]:
+    """The local directories of an ``_NT_SYMBOL_PATH`` value, in order (remote servers left out)."""
+    directories: list[Path] = []
+    for element in (value or "").split(";"):
+        element = element.strip()
+        if not element:
+            continue
+        parts = element.split("*")
+        head = parts[0].lower()
+        if head in ("srv", "symsrv", "cache"):
+            parts = parts[1:] if head != "symsrv" else parts[2:]
+        for part in parts:
+            if part and "://" not in part and not part.lower().endswith(".dll"):
+                directories.append(Path(part))
+    return directories
+
+
+class PdbLocator:
+    """Follows a ``HintKind.PDB`` hint (the RSDS record's path, GUID and age)."""
+
+    def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
+        name = base_name(hint.name)
+        if not is_file_name(name):
+            return
+        options = context.options
+        wanted = name.casefold()
+        for path in options.binaries:
+            if path.name.casefold() == wanted:
+                yield Candidate(path, None)
+        roots = [*options.search_paths, *options.debug_dirs]
+        if hint.name.startswith("/"):
+            recorded = Path(hint.name)
+            for root in roots:
+                if lies_under(recorded, root):
+                    yield Candidate(recorded, root)
+                    break
+        image_dir = normalized_dir(context.image_path)
+        for directory in (image_dir, *options.search_paths):
+            yield from _named_in(directory, name)
+        if hint.debug_id is None:
+            return
+        store_key = str(hint.debug_id)  # <GUID as Windows prints it><age in hex>
+        keys = dict.fromkeys([store_key, store_key.lower(), store_key[:32] + store_key[32:].lower()])
+        nt_symbol_path = symbol_path_directories(os.environ.get("_NT_SYMBOL_PATH"))
+        stores = [*options.search_paths, *options.debug_dirs, *nt_symbol_path]
+        for store in dict.fromkeys(stores):
+            for key in keys:
+                yield Candidate(store / name / key / name, store)
+            if name != name.lower():
+                for key in keys:
+                    yield Candidate(store / name.lower() / key / name.lower(), store)
+
+    def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
+        if found.format != "pdb":
+            return f"not a PDB ({found.format})"
+        return debug_id_refusal(hint.debug_id, found.debug_id, "the image's RSDS record")
+
+
+def _named_in(directory: Path, name: str) -> Iterator[Candidate]:
+    """``directory/name``, then the entries of ``directory`` whose name matches ignoring case."""
+    yield Candidate(directory / name, directory)
+    wanted = name.casefold()
+    try:
+        with os.scandir(directory) as entries:
+            matches = sorted(entry.name for entry in entries if entry.name.casefold() == wanted and entry.name != name)
+    except OSError:
+        return
+    for match in matches:
+        yield Candidate(directory / match, directory)
+
+
+register_locator(HintKind.PDB, PdbLocator())
