@@ -458,3 +458,12 @@ def test_shortening_deeply_nested_brackets_leaves_the_name_whole() -> None:
     text = "f" + "{a" * 5_000 + "}" * 5_000  # recursed once per brace: RecursionError
     assert shorten(text) == text
     assert shorten("ns::f<int>(char)") == "ns::f"
+
+
+def test_gperftools_cpu_count_past_int64_with_period_zero_is_malformed() -> None:
+    # fuzz_profile.py gperftools-cpu: a period of 0 let a count of 2^64-... through the product
+    # check, and protobuf refused it (ValueError) as an int64 sample value.
+    words = [0, 3, 0, 0, 0, (1 << 64) - 2, 1, 0x1000, 0, 1, 0]
+    data = struct.pack(f"<{len(words)}Q", *words)
+    with pytest.raises(MalformedInputError, match="count"):
+        parse_profile(data, "cpu.prof")
