@@ -296,6 +296,8 @@ def _symbolize_mapping(
             summary.count_unnamed(reason, detail)
         return
     summary.binary = str(module.image.path)
+    if getattr(module.image, "universal", False):
+        summary.slice = module.image.arch
     if not build_id and module.image.debug_id is not None:
         # Keep what was found, so pprof and later runs can verify the binary.
         mapping.build_id = strings.intern(str(module.image.debug_id))

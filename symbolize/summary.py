@@ -5,7 +5,7 @@
     {"mappings": [{"filename": str, "binary": str|null, "debug_file": str|null,
                    "locations": N, "named": N, "unnamed": N, "reasons": {reason: N},
                    "details": [{"reason": reason, "detail": str, "count": N}],
-                   "missing_lines": str|null}],
+                   "missing_lines": str|null, "slice": str|null}],
      "locations": N, "named": N, "unnamed": N,
      "nothing_to_name": bool,
      "unnamed_value_share": {sample_type_name: float 0..1},
@@ -21,6 +21,7 @@ when every location had (the profile came named). ``top_functions`` lists, for e
 the leaf functions with the highest total value, highest first, each with its share of the
 type's total absolute value; frames matching the profile's ``drop_frames`` are skipped as pprof
 drops them (the frame and its callees), so the leaf is the first caller kept.
+``"slice"`` is the architecture used of a universal (fat) Mach-O binary, else null.
 ``"missing_lines"`` says why named locations have no file or line, when none has one and
 discovery found no debug file (a stripped binary without its dSYM or debug file), else null.
 """
@@ -56,6 +57,8 @@ class MappingSummary:
     details: Counter[tuple[Reason, str]] = field(default_factory=Counter)
     # Why the names came without lines (no debug file found), when that is so.
     missing_lines: str | None = None
+    # The slice of a universal binary the mapping was read from (the one with its UUID, else the host's).
+    slice: str | None = None
 
     @property
     def unnamed(self) -> int:
@@ -85,6 +88,7 @@ class MappingSummary:
                 for (reason, detail), count in self.details.most_common()
             ],
             "missing_lines": self.missing_lines,
+            "slice": self.slice,
         }
 
 
@@ -149,6 +153,8 @@ class Summary:
         for mapping in self.mappings:
             source = mapping.debug_file or mapping.binary
             via = f" (via {source})" if source and source != mapping.filename else ""
+            if mapping.slice:
+                via += f" [{mapping.slice} slice]"
             already = ""
             if mapping.already_symbolized:
                 already = f", {mapping.already_symbolized} already symbolized"

@@ -147,3 +147,23 @@ def test_owned_pieces_give_the_least_rank_holding_each_address(ranges: list[tupl
         assert (found.get(vaddr) in {item for rank, item in holding if rank == holding[0][0]}) if holding else (
             vaddr not in found
         )
+
+
+def test_deep_inline_nesting_builds_runs_without_recursion() -> None:
+    """6,000 nested inlined calls at one address (issue 9: the index builder's recursive descent
+    overflowed at 1,200): the whole-unit runs and the lazy lookup give the same 6,001 frames."""
+    from symbolize.formats.dwarf import DwarfInfo
+    from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
+    from symbolize.formats.symbols import SymbolIndex
+    from tests.hostile_dwarf import nested_inlines_case
+
+    sections, vaddr = nested_inlines_case(6_000)
+
+    def answers() -> DwarfSymbolAnswers:
+        return DwarfSymbolAnswers(Path("nested"), DwarfInfo(sections.get, Path("nested")), SymbolIndex([]))
+
+    (region,) = answers().answer_regions()
+    run = answers().answers(region.key).run_at(vaddr)
+    assert run is not None and len(run.frames) == 6_001
+    assert list(run.frames) == answers().frames_at(vaddr)
+    assert [frame.function for frame in run.frames[:2]] == ["i5999", "i5998"] and run.frames[-1].function == "outer"

@@ -128,3 +128,5 @@ def test_the_slice_of_a_universal_binary_is_the_one_with_the_mappings_uuid() -> 
         [(frame.function, frame.line) for frame in result] for result in expected if not isinstance(result, Unknown)
     ]
     assert summary.mappings[0].debug_file is not None and "cppdemo-universal.dSYM" in summary.mappings[0].debug_file
+    assert summary.mappings[0].slice == "arm64"
+    assert "[arm64 slice]" in summary.format_text()

@@ -242,3 +242,4 @@ def test_mutated_fixtures_fail_typed(
         pass
     finally:
         image.close()
+

@@ -127,3 +127,17 @@ def test_without_its_pdb_a_dll_is_named_from_exports(tmp_path: Path) -> None:
     exports = {"winlib_checksum", "winlib_scramble", "winlib_histogram"}
     named = [(o, t) for o, t in zip(ours, names, strict=True) if t in exports]
     assert named and all(o == t for o, t in named)
+
+
+def test_cli_lookup_finds_the_pdb_by_itself() -> None:
+    """``symbolize lookup --obj app.exe`` in a real process: the PDB beside it, llvm-symbolizer's names."""
+    import subprocess
+    import sys
+
+    entry = next(e for e in _expected("winapp.exe")["addresses"] if len(e["frames"]) > 2)
+    out = subprocess.run([sys.executable, "-m", "symbolize", "lookup", "--json", "--no-cache", "--demangle", "none",
+                          "--obj", str(BIN / "winapp.exe"), entry["address"]],
+                         capture_output=True, text=True, check=True, cwd="/").stdout  # fmt: skip
+    frames = json.loads(out)["frames"]
+    assert [f["function"] for f in frames] == [f["function"] for f in entry["frames"]]
+    assert frames[-1]["line"] == entry["frames"][-1]["line"]

@@ -439,14 +439,17 @@ class UnitRuns:
                 outer = remembered
                 break
             callee = parents[callee]
-        for callee in reversed(path):
+        frames = []
+        for callee in path:
             frame = self._call_frames.get(callee)
             if frame is None:
                 caller = parents[callee]
                 name, start_line = self._name(caller)
                 file, line, column = self._info.call_site(self._state, callee)
                 frame = self._call_frames[callee] = Frame(name, file, line, column, start_line)
-            outer = (frame, *outer)
-            if len(outer) <= _MEMO_DEPTH:
-                self._outer[callee] = outer
+            frames.append(frame)
+        # Remember the shallow ones (the path's outer end), each a short tuple: linear in all.
+        for position in range(max(len(path) - max(_MEMO_DEPTH - len(outer), 0), 0), len(path)):
+            self._outer[path[position]] = (*frames[position:], *outer)
+        outer = (*frames, *outer)
         return outer
