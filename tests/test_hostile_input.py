@@ -467,3 +467,19 @@ def test_gperftools_cpu_count_past_int64_with_period_zero_is_malformed() -> None
     data = struct.pack(f"<{len(words)}Q", *words)
     with pytest.raises(MalformedInputError, match="count"):
         parse_profile(data, "cpu.prof")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        struct.pack(">II", 0xCAFEBABE, 0),  # a universal header listing no slice (IndexError)
+        struct.pack("<II", 0xFEEDFACF, 7),  # a thin header cut after its cputype (struct.error)
+    ],
+)
+def test_macho_headers_cut_short_are_typed_errors(tmp_path: Path, data: bytes) -> None:
+    # fuzz_object.py macho findings.
+    path = tmp_path / "short.macho"
+    path.write_bytes(data)
+    with pytest.raises(MalformedInputError) as raised:
+        api.lookup(path, [0x1000], use_cache=False)
+    assert raised.value.path == path
