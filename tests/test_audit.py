@@ -239,6 +239,8 @@ def test_covered_bytes_is_set_intersection(ranges: list[tuple[int, int]], within
         ("x86_64", "4889e5" "c3", False),  # mov rbp, rsp without the push
         ("x86_64", "53" "e800000000" "55" "4889e5", False),  # a call before the frame is set up
         ("x86_64", "55", False),  # cut short
+        ("i386", "55" "89e5", True),  # push ebp; mov ebp, esp
+        ("i386", "56" "8b442408" "c3", False),  # push esi; mov eax, [esp+8]; ret
         ("aarch64", "fd7bbfa9" "fd030091", True),  # stp x29, x30, [sp, #-16]!; mov x29, sp
         ("aarch64", "3f2303d5" "fd7bbfa9" "fd030091", True),  # paciasp first (pointer authentication)
         ("aarch64", "e0000034" "fd7bbfa9" "fd030091", True),  # cbz w0 (shrink-wrapped early exit) first
@@ -254,7 +256,7 @@ def test_prologue_shapes(arch: str, code: str, expected: bool) -> None:
 
 @given(st.binary(max_size=64))
 def test_prologue_decoder_takes_any_bytes(code: bytes) -> None:
-    for arch in ("x86_64", "aarch64"):
+    for arch in ("x86_64", "i386", "aarch64"):
         PrologueDecoder(arch).decode("f", 0, code)
 
 

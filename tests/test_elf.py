@@ -225,6 +225,32 @@ def test_mini_debug_info(tmp_path: Path) -> None:
         assert elf.frames_at(local.vaddr) == [Frame(function="hash_phase")]
 
 
+def test_mini_debug_info_is_read_one_level_deep(tmp_path: Path) -> None:
+    # A payload that itself carries .gnu_debugdata (an xz nest, one more decompression per level)
+    # is read for its own tables only: the inner payload's symbols do not appear.
+    objcopy = shutil.which("objcopy")
+    if objcopy is None:
+        pytest.skip("binutils objcopy not installed")
+    source = BIN / "cdemo-gcc-symtab"
+    inner, outer_mini, stripped, out = (tmp_path / name for name in ("inner", "outer", "stripped", "out"))
+    subprocess.run([objcopy, "--strip-debug", "--remove-section=.dynsym", str(source), str(inner)], check=True)
+    (tmp_path / "inner.xz").write_bytes(lzma.compress(inner.read_bytes(), format=lzma.FORMAT_XZ))
+    # The outer payload: no symbol tables of its own, the inner payload as its .gnu_debugdata.
+    subprocess.run([objcopy, "--strip-all", str(source), str(stripped)], check=True)
+    subprocess.run(
+        [objcopy, f"--add-section=.gnu_debugdata={tmp_path / 'inner.xz'}", str(stripped), str(outer_mini)],
+        check=True,
+    )
+    (tmp_path / "outer.xz").write_bytes(lzma.compress(outer_mini.read_bytes(), format=lzma.FORMAT_XZ))
+    subprocess.run(
+        [objcopy, f"--add-section=.gnu_debugdata={tmp_path / 'outer.xz'}", str(stripped), str(out)], check=True
+    )
+    with ElfFile(out) as elf, ElfFile(source) as original:
+        local = next(s for s in original.symbols() if s.name == "hash_phase")
+        assert "hash_phase" not in {s.name for s in elf.symbols()}
+        assert elf.frames_at(local.vaddr) == []
+
+
 @pytest.mark.parametrize(
     ("magic", "what"),
     [

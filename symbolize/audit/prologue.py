@@ -7,7 +7,7 @@ frame hides its caller. The shapes recognised, before the first branch:
 
 - x86-64 (System V ABI, 3.3.2 "The Stack Frame"): ``push rbp`` then
   ``mov rbp, rsp``, optionally after ``endbr64`` (CET) and pushes of other
-  registers; or ``enter``.
+  registers; or ``enter``. i386 the same with ``ebp``/``esp``.
 - arm64 (AAPCS64, 6.4.6 "The Frame Pointer"): ``stp x29, x30, [sp, ...]``
   (pre-indexed or after ``sub sp, sp, #N``) then ``mov x29, sp`` or
   ``add x29, sp, #N``, optionally after ``bti``/``paciasp``/``pacibsp``.
@@ -42,7 +42,7 @@ _ARM64_HINTS = frozenset({"bti", "paciasp", "pacibsp", "hint", "nop"})
 _ARM64_STOPS = frozenset({"b", "bl", "br", "blr", "ret", "brk", "udf", "braa", "blraa", "retaa", "retab"})
 _ARM64_CALLS = frozenset({"bl", "blr", "blraa", "blrab"})
 
-SUPPORTED_ARCHES = ("x86_64", "aarch64", "arm64")
+SUPPORTED_ARCHES = ("x86_64", "i386", "aarch64", "arm64")
 
 
 class Prologue(NamedTuple):
@@ -61,6 +61,10 @@ class PrologueDecoder:
         if arch == "x86_64":
             self._engine = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
             self._check = _x86_64_sets_frame_pointer
+            self._calls = _X86_CALLS
+        elif arch == "i386":
+            self._engine = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_32)
+            self._check = _i386_sets_frame_pointer
             self._calls = _X86_CALLS
         elif arch in ("aarch64", "arm64"):
             self._engine = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
@@ -85,14 +89,22 @@ class PrologueDecoder:
 
 
 def _x86_64_sets_frame_pointer(instructions: Iterable[tuple[str, str]]) -> bool:
-    pushed_rbp = False
+    return _x86_sets_frame_pointer(instructions, "rbp", "rsp")
+
+
+def _i386_sets_frame_pointer(instructions: Iterable[tuple[str, str]]) -> bool:
+    return _x86_sets_frame_pointer(instructions, "ebp", "esp")
+
+
+def _x86_sets_frame_pointer(instructions: Iterable[tuple[str, str]], frame: str, stack: str) -> bool:
+    pushed = False
     for mnemonic, operands in instructions:
         if mnemonic == "enter":
             return True
-        if mnemonic == "push" and operands == "rbp":
-            pushed_rbp = True
-        elif mnemonic == "mov" and operands == "rbp,rsp":
-            return pushed_rbp
+        if mnemonic == "push" and operands == frame:
+            pushed = True
+        elif mnemonic == "mov" and operands == f"{frame},{stack}":
+            return pushed
         elif mnemonic in _X86_STOPS:
             return False
     return False

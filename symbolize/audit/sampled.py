@@ -62,6 +62,8 @@ def audit_by_lookups(image: ObjectFile, given: Sequence[Path], options: Discover
             reports.append(DebugFileReport(hint.kind.value, where if why else None, True, False, why or refused[0]))
         elif hint.kind is HintKind.BUILD_ID and (own_dwarf or len(hints) > 1):
             continue  # only where debug info could also have been: not a claim the image makes
+        elif not hint.name and own_dwarf:
+            continue  # an RSDS record naming no PDB (MinGW's --build-id): the DWARF is in the image
         else:
             reports.append(DebugFileReport(hint.kind.value, None, False, None, f"{hint.name or 'file'} not found"))
     for path in given:

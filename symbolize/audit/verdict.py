@@ -118,7 +118,9 @@ def judge(
 
     fixes.extend(_fixes(identity, shows, missing, wrong, bool(unresolved_split), rust))
     fp_share = frame_pointers.non_leaf_share
-    if fp_share is not None and fp_share < FRAME_POINTER_THRESHOLD:
+    # Windows x64 stacks are walked through .pdata, not frame pointers.
+    unwound_by_tables = identity.format == "pe" and ".pdata" in frame_pointers.unwind_tables
+    if fp_share is not None and fp_share < FRAME_POINTER_THRESHOLD and not unwound_by_tables:
         callers = frame_pointers.sampled - frame_pointers.leaves_without
         reasons.append(
             f"only {_percent(fp_share)} of {callers} sampled non-leaf functions set up a frame pointer: "

@@ -1,0 +1,350 @@
+"""``ElfFile``: an ELF image and symbol source over a read-only mmap.
+
+What it ties together, each concern in its own module: the tables
+(``headers.py``), identity and links (``notes.py``), function symbols and
+MiniDebugInfo (``symtab.py``), hints and resolver callbacks (``hints.py``).
+Here: the file's lifetime (mmap, plain reads of large sections), section
+bytes for the DWARF reader (SHF_COMPRESSED and ``.zdebug`` decompressed on
+first request, see formats/sections.py), and the file as a
+symbol source (its answers decided by formats/dwarf/answers.py and formats/symbols.py).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+from symbolize.formats.elf.headers import PF_X, PT_LOAD, SHF_COMPRESSED, SHF_EXECINSTR, SHT_NOBITS, ElfHeaders
+from symbolize.formats.elf.hints import debug_hints, split_resolver, supplementary_hint, supplementary_resolver
+from symbolize.formats.elf.notes import find_build_id, read_debug_link, read_supplementary_link
+from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols
+from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
+from symbolize.formats.facts import Coverage, SectionFact, merge_ranges
+from symbolize.formats.sections import decompress_chdr, decompress_zdebug
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
+from symbolize.formats.types import (
+    AnswerRegion,
+    AnswerRun,
+    DebugHint,
+    DebugInfoSummary,
+    DebugLink,
+    Frame,
+    HintResolver,
+    Segment,
+    Symbol,
+)
+
+if TYPE_CHECKING:
+    from symbolize.formats.dwarf import DwarfInfo
+
+# The smallest page of every ELF target: segments are mapped from page boundaries of at least this.
+_PAGE_SIZE = 0x1000
+ET_EXEC = 2
+
+
+class ElfFile:
+    """An ELF executable, shared object, separate debug file, ``.dwo`` or ``.dwp``.
+
+    Frames lists are innermost first. ``section_data`` is the DWARF reader's
+    section getter. Call :meth:`close` (or use ``with``) to release the mmap.
+    """
+
+    format = "elf"
+
+    def __init__(self, path: Path, data: bytes | None = None, resolver: HintResolver | None = None) -> None:
+        """Open ``path`` (mmap, read only), or parse ``data`` in memory and name it ``path``.
+
+        ``resolver`` finds the files the DWARF refers to (``.dwo``/``.dwp``, the dwz
+        common file); without one, split units and supplementary references stay unresolved.
+        """
+        self.path = path
+        self._resolver = resolver
+        self._file: BinaryIO | None = None
+        self._map: mmap.mmap | None = None
+        self._buf = memoryview(data if data is not None else self._map_file())
+        self._decoded: dict[str, bytes | memoryview | None] = {}
+        self._symbols: list[FunctionSymbol] | None = None
+        self._index: SymbolIndex | None = None
+        self._answer_source: SymbolAnswers | None = None
+        self._dwarf: DwarfInfo | None = None
+        self._dwarf_error: MalformedInputError | None = None
+        self._dwarf_built = False
+        self._summary: DebugInfoSummary | None = None
+        self._segments: tuple[Segment, ...] | None = None
+        try:
+            self._headers = headers = ElfHeaders(self._buf, path)
+            self.little_endian = headers.little_endian
+            self.address_size = headers.address_size
+            self.e_type = headers.e_type
+            self.e_machine = headers.e_machine
+            self.arch = headers.arch
+            # ET_EXEC is loaded at its vaddrs; ET_DYN (PIE, shared objects) anywhere (gABI "Base Address").
+            self.position_dependent = headers.e_type == ET_EXEC
+            loads = [header for header in headers.program_headers if header.p_type == PT_LOAD]
+            # The address the lowest page of the first PT_LOAD stands for: where a whole-module mapping starts.
+            self.load_base = min((header.p_vaddr for header in loads), default=0) // _PAGE_SIZE * _PAGE_SIZE
+            self.debug_id = find_build_id(headers)
+        except BaseException:
+            self.close()
+            raise
+
+    def _map_file(self) -> mmap.mmap | bytes:
+        try:
+            self._file = self.path.open("rb")
+            size = os.fstat(self._file.fileno()).st_size
+        except FileNotFoundError as err:
+            raise MissingDebugInfoError("file not found", self.path) from err
+        except OSError as err:
+            raise SymbolizeError(f"cannot read file: {err.strerror or err}", self.path) from err
+        if size == 0:
+            return b""  # mmap refuses empty files; the header check reports it
+        try:
+            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as err:
+            self._file.close()
+            raise SymbolizeError(f"cannot map file: {err}", self.path) from err
+        return self._map
+
+    def __enter__(self) -> ElfFile:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._decoded.clear()
+        self._dwarf = None
+        self._answer_source = None
+        if self._map is not None:
+            try:
+                self._buf.release()
+                self._map.close()
+            except BufferError:
+                pass  # a caller still holds a section view; the mmap is freed with it
+            self._map = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __repr__(self) -> str:
+        return f"ElfFile({str(self.path)!r})"
+
+    # --- image ---------------------------------------------------------------
+
+    def segments(self) -> Sequence[Segment]:
+        # Asked once per mapping when a profile is normalized: computed once, immutable.
+        if self._segments is None:
+            self._segments = tuple(
+                sorted(
+                    (
+                        Segment(
+                            header.p_vaddr,
+                            header.p_memsz,
+                            header.p_offset,
+                            header.p_filesz,
+                            bool(header.p_flags & PF_X),
+                        )
+                        for header in self._headers.program_headers
+                        if header.p_type == PT_LOAD
+                    ),
+                    key=lambda segment: segment.vaddr,
+                )
+            )
+        return self._segments
+
+    def debug_link(self) -> DebugLink | None:
+        return read_debug_link(self._headers)
+
+    def supplementary_link(self) -> tuple[str, bytes] | None:
+        """``.gnu_debugaltlink``: the dwz common file (path, build ID) this file's DWARF refers into."""
+        return read_supplementary_link(self._headers)
+
+    def debug_hints(self) -> list[DebugHint]:
+        """Where this file says its debug info lives: build ID, ``.gnu_debuglink``, ``.gnu_debugaltlink``.
+
+        Split-DWARF ``.dwo`` files are not listed: their names live in the DWARF
+        units and are asked for (``HintKind.SPLIT_DWARF``) when a unit is decoded.
+        """
+        return debug_hints(self.debug_id, self.debug_link(), supplementary_hint(self.supplementary_link()))
+
+    # --- sections for the DWARF reader ---------------------------------------
+
+    def section_data(self, dwarf_name: str) -> bytes | memoryview | None:
+        """Decompressed bytes of ``.<dwarf_name>`` or ``.z<dwarf_name>``; None when absent.
+
+        ``dwarf_name`` has no leading dot: ``"debug_info"``, ``"debug_info.dwo"``,
+        ``"debug_cu_index"``. SHT_NOBITS sections (left in stripped debug files)
+        count as absent.
+        """
+        if dwarf_name in self._decoded:
+            return self._decoded[dwarf_name]
+        headers = self._headers
+        data: bytes | memoryview | None = None
+        section = headers.by_name.get("." + dwarf_name)
+        raw = headers.raw(section) if section is not None else None
+        if section is not None and raw is not None:
+            data = self._read_bytes(section.sh_offset, len(raw)) if self._file is not None else raw
+            if section.sh_flags & SHF_COMPRESSED:
+                data = decompress_chdr(
+                    raw,
+                    is_64=headers.layout.is_64,
+                    little_endian=self.little_endian,
+                    path=self.path,
+                    file_offset=section.sh_offset,
+                    file_size=len(self._buf),
+                )
+        else:
+            legacy = headers.by_name.get(".z" + dwarf_name)
+            raw = headers.raw(legacy) if legacy is not None else None
+            if legacy is not None and raw is not None:
+                data = decompress_zdebug(
+                    raw, path=self.path, file_offset=legacy.sh_offset, file_size=len(self._buf)
+                )
+        self._decoded[dwarf_name] = data
+        return data
+
+    def _read_bytes(self, file_offset: int, size: int) -> bytes:
+        """Read a range with a plain read, not through the mapping.
+
+        The DWARF reader wants ``bytes`` (it searches them); copying from the
+        mapping would fault the pages in and keep both the pages and the copy
+        resident, twice the memory for the largest sections of a binary.
+        """
+        assert self._file is not None
+        self._file.seek(file_offset)
+        data = self._file.read(size)
+        if len(data) != size:
+            raise self._headers.fail("section is cut short: the file shrank while open", file_offset)
+        return data
+
+    # --- symbols -------------------------------------------------------------
+
+    def _all_function_symbols(self) -> list[FunctionSymbol]:
+        if self._symbols is None:
+            self._symbols = all_function_symbols(self._headers)
+        return self._symbols
+
+    def symbols(self) -> Sequence[Symbol]:
+        """Function symbols from .symtab, .dynsym and MiniDebugInfo, deduplicated, by address."""
+        return [entry.symbol for entry in self._all_function_symbols()]
+
+    def _symbol_index(self) -> SymbolIndex:
+        if self._index is None:
+            entries = self._all_function_symbols()
+            self._index = SymbolIndex(RankedSymbol(e.symbol, e.section_end, e.order) for e in entries)
+        return self._index
+
+    def symbol_at(self, vaddr: int) -> Symbol | None:
+        """The function symbol covering ``vaddr``, or None."""
+        return self._symbol_index().symbol_at(vaddr)
+
+    # --- debug info ----------------------------------------------------------
+
+    def has_dwarf(self) -> bool:
+        info = self.section_data("debug_info")
+        return info is not None and len(info) > 0
+
+    def _dwarf_info(self) -> DwarfInfo | None:
+        if self._dwarf_error is not None:
+            raise self._dwarf_error
+        if not self._dwarf_built:
+            self._dwarf_built = True
+            if self.has_dwarf():
+                # Imported here so a reader without DWARF never loads the DWARF package.
+                from symbolize.formats.dwarf import DwarfInfo
+
+                resolver = self._resolver
+                try:
+                    self._dwarf = DwarfInfo(
+                        self.section_data,
+                        self.path,
+                        address_size=self.address_size,
+                        little_endian=self.little_endian,
+                        split_resolver=split_resolver(resolver) if resolver is not None else None,
+                        supplementary_resolver=(
+                            supplementary_resolver(resolver, supplementary_hint(self.supplementary_link()))
+                            if resolver is not None
+                            else None
+                        ),
+                    )
+                except MalformedInputError as err:
+                    self._dwarf_error = err
+                    raise
+        return self._dwarf
+
+    def _answers(self) -> SymbolAnswers:
+        """This file as a symbol source: its DWARF units and symbol table (formats/dwarf/answers.py)."""
+        if self._answer_source is None:
+            try:
+                dwarf = self._dwarf_info()
+            except MalformedInputError as err:
+                # Broken debug info hides nothing the symbol table knows (issue 9): the error is the
+                # answer only where no symbol covers the address.
+                self._answer_source = SymbolAnswers(self.path, self._symbol_index(), broken=err)
+                return self._answer_source
+            if dwarf is None:
+                self._answer_source = SymbolAnswers(self.path, self._symbol_index())
+            else:
+                from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
+
+                self._answer_source = DwarfSymbolAnswers(self.path, dwarf, self._symbol_index())
+        return self._answer_source
+
+    def answer_regions(self) -> Sequence[AnswerRegion]:
+        return self._answers().answer_regions()
+
+    def answers(self, key: int) -> Sequence[AnswerRun]:
+        return self._answers().answers(key)
+
+    def frames_at(self, vaddr: int) -> list[Frame]:
+        """Frames at ``vaddr``, innermost first, from DWARF and the symbol table; [] if none."""
+        return self._answers().frames_at(vaddr)
+
+    def debug_info(self) -> DebugInfoSummary:
+        """What this file carries. ``has_inline_info`` is always False: knowing it needs a DIE walk."""
+        if self._summary is None:
+            dwarf = self._dwarf_info()
+            versions = dwarf.versions() if dwarf is not None else ()
+            split = dwarf.has_split_units() if dwarf is not None else False
+            self._summary = DebugInfoSummary(
+                has_symbols=bool(self._all_function_symbols()),
+                has_dwarf=self.has_dwarf(),
+                has_line_info=bool(self.section_data("debug_line")),
+                has_inline_info=False,
+                dwarf_versions=versions,
+                split_dwarf=split,
+            )
+        return self._summary
+
+    # --- facts for the auditor (symbolize/audit) -------------------------------
+
+    def section_facts(self) -> tuple[SectionFact, ...]:
+        """Every section: name, address, size, whether it holds code, whether it is compressed."""
+        return tuple(
+            SectionFact(
+                section.name,
+                section.sh_addr,
+                section.sh_size,
+                bool(section.sh_flags & SHF_EXECINSTR),
+                bool(section.sh_flags & SHF_COMPRESSED) or section.name.startswith(".zdebug"),
+                section.sh_type == SHT_NOBITS,
+            )
+            for section in self._headers.sections
+        )
+
+    def coverage(self) -> Coverage:
+        """What this file's symbol index and DWARF cover (see symbolize.formats.facts)."""
+        from symbolize.formats.dwarf.coverage import dwarf_coverage
+
+        index = self._symbol_index()
+        symbols = merge_ranges(zip(index.starts, index.ends, strict=True))
+        try:
+            dwarf = self._dwarf_info()
+            found = dwarf_coverage(dwarf) if dwarf is not None else Coverage()
+        except MalformedInputError as err:
+            # Broken DWARF covers nothing; the symbol table still names what it names.
+            found = Coverage(broken_units=(str(err),))
+        return found._replace(symbols=symbols)

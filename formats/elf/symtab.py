@@ -1,0 +1,134 @@
+"""Function symbols from ``.symtab``, ``.dynsym`` and MiniDebugInfo (gABI chapter 4, "Symbol Table").
+
+MiniDebugInfo (GDB manual, "MiniDebugInfo") is an xz-compressed ELF in
+``.gnu_debugdata`` whose ``.symtab`` holds the local function symbols a
+stripped binary dropped; its tables are read one level deep (a payload's own
+``.gnu_debugdata`` is not followed), and its size is capped against xz bombs.
+"""
+
+from __future__ import annotations
+
+import lzma
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from symbolize.formats.elf.headers import SHT_DYNSYM, SHT_SYMTAB, ElfHeaders, Section, c_string
+from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.types import Symbol
+
+SHN_UNDEF = 0
+SHN_LORESERVE = 0xFF00
+STT_FUNC = 2
+STT_FILE = 4
+STT_GNU_IFUNC = 10
+STB_LOCAL = 0
+EM_ARM = 40
+
+# A MiniDebugInfo payload is a few hundred KiB; refuse an xz bomb well before memory runs out.
+MAX_DEBUGDATA_SIZE = 1 << 30
+
+
+class FunctionSymbol(NamedTuple):
+    symbol: Symbol
+    is_local: bool
+    # End of the symbol's section: how far a size-0 symbol may reach.
+    section_end: int | None
+    # (table rank, index in table): .symtab ranks above MiniDebugInfo, which ranks above .dynsym.
+    order: tuple[int, int] = (0, 0)
+
+
+def all_function_symbols(headers: ElfHeaders, mini_debug_info: bool = True) -> list[FunctionSymbol]:
+    """Every function symbol, one per (name, address) (the preferred one), sorted by address and name."""
+    found: dict[tuple[str, int], FunctionSymbol] = {}
+    sources: list[Iterator[FunctionSymbol]] = [
+        _function_symbols(headers, section)
+        for section in headers.sections
+        if section.sh_type in (SHT_SYMTAB, SHT_DYNSYM)
+    ]
+    if mini_debug_info:
+        sources.append(iter(_mini_debug_info_symbols(headers)))
+    for source in sources:
+        for entry in source:
+            key = (entry.symbol.name, entry.symbol.vaddr)
+            if key not in found or preference(entry) > preference(found[key]):
+                found[key] = entry
+    return sorted(found.values(), key=lambda e: (e.symbol.vaddr, e.symbol.name))
+
+
+def preference(entry: FunctionSymbol) -> tuple[int, tuple[int, int]]:
+    """Among symbols at one address, the one llvm-symbolizer names: the largest, then the last in
+    the symbol table (it stable-sorts by address and size and keeps the last of each address).
+    Identical code folded by the linker is where this matters: several names, one address."""
+    return entry.symbol.size, entry.order
+
+
+def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[FunctionSymbol]:
+    data = headers.raw(section)
+    if data is None:
+        return
+    sections = headers.sections
+    if not 0 < section.sh_link < len(sections):
+        raise headers.fail(f"{section.name} links to missing string table {section.sh_link}", section.sh_offset)
+    strings = bytes(headers.raw(sections[section.sh_link]) or b"")
+    layout = headers.layout.sym
+    stride = section.sh_entsize or layout.size
+    if stride < layout.size:
+        raise headers.fail(f"{section.name} entry size {stride} is too small", section.sh_offset)
+    thumb_mask = ~1 if headers.e_machine == EM_ARM else ~0
+    source_file = None
+    rank = 2 if section.sh_type == SHT_SYMTAB else 0
+    count = (len(data) - layout.size) // stride + 1 if len(data) >= layout.size else 0
+    # One unpack over the whole table when entries are packed, as they always are in practice.
+    entries = (
+        layout.iter_unpack(data[: count * stride])
+        if stride == layout.size
+        else (layout.unpack_from(data, position * stride) for position in range(count))
+    )
+    # A symbol's section bounds how far a size-0 symbol may reach.
+    homes = sections[: min(SHN_LORESERVE, len(sections))]
+    section_ends = [home.sh_addr + home.sh_size for home in homes]
+    is_64 = headers.layout.is_64
+    for position, entry in enumerate(entries):
+        if is_64:
+            st_name, st_info, _other, st_shndx, st_value, st_size = entry
+        else:
+            st_name, st_value, st_size, st_info, _other, st_shndx = entry
+        symbol_type = st_info & 0xF
+        if symbol_type == STT_FILE:
+            # Local symbols follow the STT_FILE entry of the source they came from.
+            source_file = c_string(strings, st_name) or None
+            continue
+        if (symbol_type != STT_FUNC and symbol_type != STT_GNU_IFUNC) or st_shndx == SHN_UNDEF:
+            continue
+        name = c_string(strings, st_name)
+        if not name:
+            continue
+        is_local = st_info >> 4 == STB_LOCAL
+        section_end = section_ends[st_shndx] if st_shndx < len(section_ends) else None
+        symbol = Symbol(name, st_value & thumb_mask, st_size, source_file if is_local else None)
+        yield FunctionSymbol(symbol, is_local, section_end, (rank, position))
+
+
+def _mini_debug_info_symbols(headers: ElfHeaders) -> list[FunctionSymbol]:
+    found = headers.named_raw(".gnu_debugdata")
+    if found is None:
+        return []
+    section, data = found
+    payload = _unxz(headers, data, section.sh_offset)
+    try:
+        mini = ElfHeaders(memoryview(payload), headers.path)
+        return [entry._replace(order=(1, entry.order[1])) for entry in all_function_symbols(mini, False)]
+    except MalformedInputError as err:
+        # Offsets inside the payload mean nothing in the outer file; name the section instead.
+        raise headers.fail(f"in .gnu_debugdata: {err.reason}", section.sh_offset) from err
+
+
+def _unxz(headers: ElfHeaders, data: memoryview, file_offset: int) -> bytes:
+    decompressor = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+    try:
+        payload = decompressor.decompress(data, MAX_DEBUGDATA_SIZE)
+    except lzma.LZMAError as err:
+        raise headers.fail(f"bad xz data in .gnu_debugdata: {err}", file_offset) from err
+    if not decompressor.eof:
+        raise headers.fail("truncated xz data in .gnu_debugdata", file_offset)
+    return payload
