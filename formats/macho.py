@@ -279,6 +279,8 @@ def list_slices(path: Path) -> list[Slice]:
         order = "<" if little in (MH_MAGIC, MH_MAGIC_64) else ">"
         if struct.unpack_from(order + "I", head)[0] not in (MH_MAGIC, MH_MAGIC_64):
             raise UnsupportedFormatError("not a Mach-O file", path)
+        if len(head) < 12:
+            raise MalformedInputError("truncated Mach-O header", path, 0)
         cputype, subtype = struct.unpack_from(order + "II", head, 4)
         return [Slice(arch_name(cputype, subtype), cputype, subtype, 0, file_size)]
 
@@ -294,6 +296,8 @@ def choose_slice(path: Path, slices: Sequence[Slice], arch: str | None) -> Slice
                 return candidate
         names = ", ".join(candidate.arch for candidate in slices)
         raise UnsupportedFormatError(f"no {arch} slice (the file holds {names})", path)
+    if not slices:
+        raise MalformedInputError("universal Mach-O file holds no slice", path, 0)
     host = host_arch()
     return next((candidate for candidate in slices if candidate.arch == host), slices[0])
 

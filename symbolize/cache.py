@@ -69,7 +69,9 @@ def index_key(source: IndexableSource) -> str:
         if debug_id is not None
         else f"path {source.path.resolve()} size {stat.st_size} mtime {stat.st_mtime_ns}"
     )
-    kind = f"{type(source).__name__} {getattr(source, 'format', '-')} {getattr(source, 'arch', '-')}"
+    # The base its answers are at: a PDB's vaddrs are its image's ImageBase plus RVAs (bind_image).
+    base = getattr(source, "load_base", None)
+    kind = f"{type(source).__name__} {getattr(source, 'format', '-')} {getattr(source, 'arch', '-')} base {base}"
     # Indexes store demangled names (symbolize/index/indexed.py): a new demangler makes new ones.
     return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {DEMANGLER} {kind} {identity}"
 

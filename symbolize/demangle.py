@@ -9,7 +9,10 @@ Only a name with a mangling prefix is demangled: ``_Z`` (Itanium, and the Rust
 legacy form, which is ``_ZN...E``), ``_R`` (Rust v0), ``?`` (MSVC), and the same
 with Mach-O's extra leading underscore (``__Z``, ``__R``). LLVM's Itanium
 demangler also reads bare *types*, so without this rule a C function ``f`` would
-read ``float``, ``i`` ``int`` and ``Ss`` ``std::string``.
+read ``float``, ``i`` ``int`` and ``Ss`` ``std::string``. A name longer than
+:data:`MAX_DEMANGLE_LENGTH` is left as it is: LLVM's demangler recurses once per nesting
+level on the C stack, and a hostile name 100,000 pointers deep (``_Z1fPPPP...i``) crashes the
+process; real names stay far below.
 
 Short-mode rules (on the fully demangled text):
 
@@ -45,6 +48,9 @@ DEMANGLE_MODES: tuple[str, ...] = get_args(DemangleMode)
 # made before the prefix rule (which stored ``f`` as ``float``) is not read.
 DEMANGLER = f"llvm {pycxxfilt.LLVM_VERSION}, prefixed names only"
 MANGLING_PREFIXES = ("_Z", "_R", "?", "__Z", "__R")
+MAX_DEMANGLE_LENGTH = 16384
+# How deep shorten() follows nested brackets before leaving a name whole.
+_MAX_NESTING = 256
 
 # name -> full demangling; bounded, since a library caller may symbolize binary after binary.
 _MEMO_LIMIT = 1 << 18
@@ -99,7 +105,7 @@ def _demangle_full(name: str) -> str:
 
 
 def _llvm_demangle(name: str) -> str:
-    if not name.startswith(MANGLING_PREFIXES):
+    if not name.startswith(MANGLING_PREFIXES) or len(name) > MAX_DEMANGLE_LENGTH:
         return name
     try:
         demangled: str | None = pycxxfilt.demangle(name)
@@ -149,7 +155,7 @@ def shorten(text: str) -> str:
         text = _decode_rust_legacy(text)
     text = _ABI_TAG.sub("", text)
     try:
-        short, _ = _strip(text, 0, "")
+        short, _ = _strip(text, 0, "", 0)
     except IndexError:
         # Unbalanced brackets: not a name we understand, so leave it whole.
         return text
@@ -167,8 +173,14 @@ def _decode_rust_legacy(text: str) -> str:
     return _RUST_ESCAPE.sub(replace, "::".join(parts)).replace("..", "::")
 
 
-def _strip(text: str, start: int, closer: str) -> tuple[str, int]:
-    """Copy ``text`` from ``start`` up to ``closer`` without parameters or template arguments."""
+def _strip(text: str, start: int, closer: str, depth: int) -> tuple[str, int]:
+    """Copy ``text`` from ``start`` up to ``closer`` without parameters or template arguments.
+
+    ``depth``: how many brackets enclose ``start``; past _MAX_NESTING the name is left whole
+    (IndexError, as for unbalanced brackets), so no input nests the recursion deeper.
+    """
+    if depth > _MAX_NESTING:
+        raise IndexError("brackets nested too deep")
     out: list[str] = []
     index = start
     while index < len(text):
@@ -185,7 +197,7 @@ def _strip(text: str, start: int, closer: str) -> tuple[str, int]:
             index += len("(anonymous namespace)")
         elif char == "<":
             if _at_component_start(out):
-                inner, index = _strip(text, index + 1, ">")
+                inner, index = _strip(text, index + 1, ">", depth + 1)
                 # <Type as Trait> names the trait impl; a bare <Type> (an inherent impl) is just Type.
                 out.append(f"<{inner}>" if " as " in inner else inner)
                 index += 1
@@ -196,7 +208,7 @@ def _strip(text: str, start: int, closer: str) -> tuple[str, int]:
             qualifiers = _QUALIFIERS.match(text, index)
             index = qualifiers.end() if qualifiers else index
         elif char == "{":
-            inner, index = _strip(text, index + 1, "}")
+            inner, index = _strip(text, index + 1, "}", depth + 1)
             out.append(f"{{{inner}}}")
             index += 1
         else:

@@ -124,6 +124,15 @@ def _profile_ids_at_max(directory: Path) -> str:
     return result
 
 
+def _deep_mangled_name(directory: Path) -> str:
+    """A symbol 100,000 pointer levels deep, looked up through the CLI (crashed LLVM's demangler)."""
+    from tests.test_malformed_elf import build_elf, symtab
+
+    path = directory / "deep.so"
+    path.write_bytes(build_elf(symtab(b"_Z1f" + b"P" * 100_000 + b"i")))
+    return _cli(["lookup", "--obj", str(path), "--no-cache", "--no-background-index", "0x1004"])[:80]
+
+
 def _cases() -> dict[str, Callable[[Path], str]]:
     from tests import hostile_dwarf as h
 
@@ -145,6 +154,7 @@ def _cases() -> dict[str, Callable[[Path], str]]:
         "compressed_sections": _compressed_sections,
         "gzip_bomb": _gzip_bomb,
         "profile_ids_at_max": _profile_ids_at_max,
+        "deep_mangled_name": _deep_mangled_name,
     }
 
 

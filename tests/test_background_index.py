@@ -124,3 +124,17 @@ def test_the_builder_is_given_absolute_paths(tmp_path: Path, monkeypatch: pytest
     cache_dir, binary = argv[argv.index("--cache-dir") + 1], argv[-1]
     assert Path(cache_dir) == tmp_path.resolve() / "cache"
     assert Path(binary) == BINARY.resolve()
+
+
+def test_a_pdb_is_left_to_an_explicit_index_not_a_background_builder(tmp_path: Path) -> None:
+    """The builder reopens files by path alone, which cannot bind a PDB to its image's ImageBase."""
+    cache_dir = tmp_path / "cache"
+    binary = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows" / "winapp.exe"
+    options = DiscoveryOptions(cache=ObjectCache(cache_dir))
+    module = open_module(binary, options)
+    assert any(callable(getattr(source, "bind_image", None)) for source in module.debug_files)
+    try:
+        assert options.cache.index_in_background() == []
+    finally:
+        options.cache.close()
+    assert not (cache_dir / "index").exists() or not any((cache_dir / "index").iterdir())

@@ -368,7 +368,7 @@ def test_names_with_a_mangling_prefix_are_demangled(name: str, full: str) -> Non
 # The CLI's one boundary --------------------------------------------------------------------
 
 
-def test_unexpected_exception_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unexpected_exception_is_one_line_and_exit_70(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
     from symbolize.cli.app import EXIT_INTERNAL_ERROR, app
@@ -378,7 +378,7 @@ def test_unexpected_exception_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(api, "lookup", broken)
     result = CliRunner().invoke(app, ["lookup", "--obj", "whatever", "0x10"])
-    assert result.exit_code == EXIT_INTERNAL_ERROR == 3
+    assert result.exit_code == EXIT_INTERNAL_ERROR == 70
     assert result.stderr == (
         "symbolize: error: internal error: RecursionError: maximum recursion depth exceeded"
         " (--debug shows the traceback)\n"
@@ -404,6 +404,26 @@ def test_debug_works_after_the_command_name(monkeypatch: pytest.MonkeyPatch) -> 
         main()
 
 
+def test_a_command_outside_the_boundary_still_ends_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    import symbolize.audit
+    from symbolize.cli.app import main
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(symbolize.audit, "audit_binaries", broken)
+    monkeypatch.setattr(sys, "argv", ["symbolize", "audit", "whatever"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 70
+    expected = "symbolize: error: internal error: KeyError: 'boom' (--debug shows the traceback)\n"
+    assert capsys.readouterr().err == expected
+
+
 # Fuzz findings ----------------------------------------------------------------------------
 
 
@@ -419,3 +439,47 @@ def test_truncated_macho_string_table_is_a_typed_error_not_a_buffer_error(tmp_pa
         assert error.path == path
     else:
         assert len(results) == 1
+
+
+def test_a_name_longer_than_the_demangler_cap_is_left_as_it_is() -> None:
+    # LLVM's demangler recursed once per pointer level: 100,000 of them crashed the process (that
+    # name runs in a subprocess, tests/hostile_run.py's deep_mangled_name); this one is harmless.
+    from symbolize.demangle import MAX_DEMANGLE_LENGTH
+
+    long_name = "_Z1f" + "P" * MAX_DEMANGLE_LENGTH + "i"
+    assert demangle(long_name, "full") == long_name
+    assert demangle(long_name, "short") == long_name
+    assert demangle("_Z1f" + "P" * 1000 + "i", "full").startswith("f(int*")
+
+
+def test_shortening_deeply_nested_brackets_leaves_the_name_whole() -> None:
+    from symbolize.demangle import shorten
+
+    text = "f" + "{a" * 5_000 + "}" * 5_000  # recursed once per brace: RecursionError
+    assert shorten(text) == text
+    assert shorten("ns::f<int>(char)") == "ns::f"
+
+
+def test_gperftools_cpu_count_past_int64_with_period_zero_is_malformed() -> None:
+    # fuzz_profile.py gperftools-cpu: a period of 0 let a count of 2^64-... through the product
+    # check, and protobuf refused it (ValueError) as an int64 sample value.
+    words = [0, 3, 0, 0, 0, (1 << 64) - 2, 1, 0x1000, 0, 1, 0]
+    data = struct.pack(f"<{len(words)}Q", *words)
+    with pytest.raises(MalformedInputError, match="count"):
+        parse_profile(data, "cpu.prof")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        struct.pack(">II", 0xCAFEBABE, 0),  # a universal header listing no slice (IndexError)
+        struct.pack("<II", 0xFEEDFACF, 7),  # a thin header cut after its cputype (struct.error)
+    ],
+)
+def test_macho_headers_cut_short_are_typed_errors(tmp_path: Path, data: bytes) -> None:
+    # fuzz_object.py macho findings.
+    path = tmp_path / "short.macho"
+    path.write_bytes(data)
+    with pytest.raises(MalformedInputError) as raised:
+        api.lookup(path, [0x1000], use_cache=False)
+    assert raised.value.path == path

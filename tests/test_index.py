@@ -254,3 +254,33 @@ def test_an_index_made_by_another_demangler_is_not_used(tmp_path: Path, monkeypa
     assert load_index(elf, tmp_path) is not None
     monkeypatch.setattr("symbolize.cache.DEMANGLER", "llvm 0.0.0")
     assert load_index(elf, tmp_path) is None
+
+
+PE_BINARIES = sorted(
+    FIXTURES / json.loads(path.read_text())["binary"] for path in (FIXTURES / "expected" / "windows").glob("*.json")
+)
+
+
+@pytest.mark.parametrize("binary", PE_BINARIES, ids=lambda p: p.name)
+def test_indexed_pe_answers_are_identical_to_the_uncached_path(binary: Path, tmp_path: Path) -> None:
+    """A PDB answers at ImageBase + RVA once bound to its image: its index must hold those answers."""
+    from symbolize.formats.open import open_object
+
+    expected = json.loads((FIXTURES / "expected" / "windows" / f"{binary.name}.json").read_text())
+    vaddrs = [int(entry["address"], 16) for entry in expected["addresses"]]
+    rng = random.Random(binary.name)
+    image = open_object(binary)
+    try:
+        for segment in image.segments():
+            if segment.executable:
+                vaddrs += [rng.randrange(segment.vaddr, segment.vaddr + segment.memsz) for _ in range(500)]
+    finally:
+        image.close()
+    uncached = _module(binary, ObjectCache())
+    indexed = _module(binary, ObjectCache(tmp_path, build_missing_indexes=True))
+    uncached_results = uncached.lookup(vaddrs)
+    assert indexed.lookup(vaddrs) == uncached_results
+    assert sum(not isinstance(result, Unknown) for result in uncached_results) > len(vaddrs) // 2
+    # Warm: a new cache reading the index built above answers the same.
+    warm = _module(binary, ObjectCache(tmp_path))
+    assert warm.lookup(vaddrs) == uncached_results

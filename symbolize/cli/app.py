@@ -13,8 +13,9 @@ Commands (promises to users' scripts)::
 
 Data goes to stdout, diagnostics to stderr. Exit codes: 0 done; 1 an error the
 input caused (a SymbolizeError or OSError: one line ``symbolize: error: <message>``);
-2 a usage error; 3 an internal error, any other exception (a bug, or an input that
-found one: one line ``symbolize: error: internal error: <type>: <message>``).
+2 a usage error; 70 (sysexits' EX_SOFTWARE) an internal error, any other exception (a bug,
+or an input that found one: one line ``symbolize: error: internal error: <type>: <message>``),
+in every command, ``audit`` (whose own codes are in ``symbolize/cli/audit.py``) included.
 ``--debug``, before or after the command name, shows the traceback instead.
 """
 
@@ -74,7 +75,7 @@ BackgroundIndexOption = Annotated[
 
 # Exit codes (module docstring).
 EXIT_INPUT_ERROR = 1
-EXIT_INTERNAL_ERROR = 3
+EXIT_INTERNAL_ERROR = 70
 
 # Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
 PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
@@ -130,9 +131,13 @@ def _errors_as_one_line(ctx: typer.Context) -> Iterator[None]:
         # unless asked for.
         if (ctx.obj or {}).get("debug"):
             raise
-        message = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-        typer.echo(f"symbolize: error: internal error: {message} (--debug shows the traceback)", err=True)
+        typer.echo(_internal_error_line(exc), err=True)
         raise typer.Exit(EXIT_INTERNAL_ERROR) from None
+
+
+def _internal_error_line(exc: BaseException) -> str:
+    message = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return f"symbolize: error: internal error: {message} (--debug shows the traceback)"
 
 
 def default_output_path(in_path: Path) -> Path:
@@ -383,4 +388,12 @@ def main() -> None:
     # nothing, in a process that ends when the command does. (An index build frees each unit
     # by reference counting; its peak memory is the same either way.)
     gc.disable()
-    app(args=hoist_debug(sys.argv[1:]), prog_name="symbolize")
+    arguments = hoist_debug(sys.argv[1:])
+    try:
+        app(args=arguments, prog_name="symbolize")
+    except Exception as exc:
+        # The boundary again, for a command that does not run inside _errors_as_one_line.
+        if arguments[:1] == ["--debug"]:
+            raise
+        print(_internal_error_line(exc), file=sys.stderr)
+        sys.exit(EXIT_INTERNAL_ERROR)

@@ -74,12 +74,8 @@ def module_for(image: ObjectFile, options: DiscoveryOptions) -> Module:
             continue
         found = locate(hint, context, refused)
         if found is not None:
-            source = options.open_source(found.path, image_path=image.path, arch=image.arch)
             # A PDB answers at its image's vaddrs only once it knows the ImageBase its RVAs add to.
-            bind = getattr(source, "bind_image", None)
-            if callable(bind):
-                bind(image)
-            debug_files.append(source)
+            debug_files.append(options.open_source(found.path, image_path=image.path, arch=image.arch, image=image))
             break
     # A universal Mach-O file answers for the image's slice; other formats have one.
     own = options.open_source(image.path, arch=image.arch if image.format == "macho" else None)

@@ -49,13 +49,27 @@ class ObjectCache:
         self._objects[key] = (stamp, opened)
         return opened
 
-    def open_source(self, path: Path, arch: str | None = None, resolver: HintResolver | None = None) -> ObjectFile:
-        """``path`` answering lookups: from its index in ``index_dir`` when there is one, else the reader."""
+    def open_source(
+        self,
+        path: Path,
+        arch: str | None = None,
+        resolver: HintResolver | None = None,
+        image: ObjectFile | None = None,
+    ) -> ObjectFile:
+        """``path`` answering lookups: from its index in ``index_dir`` when there is one, else the reader.
+
+        A source that answers at an image's vaddrs only once it knows the image (a PDB
+        holds RVAs: ``bind_image``) is bound to ``image`` before its index is loaded or
+        built, so the index stores the answers lookups will ask for.
+        """
         opened = self.open(path, arch, resolver)
         key, stamp = self._key(path, arch)
         cached = self._sources.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
+        bind = getattr(opened, "bind_image", None)
+        if image is not None and callable(bind):
+            bind(image)
         source = with_index(opened, self.index_dir, self.build_missing_indexes)
         self._sources[key] = (stamp, source)
         return source
@@ -85,9 +99,15 @@ class ObjectCache:
         from symbolize.cache import is_indexable, worth_indexing
         from symbolize.index.background import start_background_indexing
 
-        # With an index directory, a source comes back unindexed only when it has no index.
+        # With an index directory, a source comes back unindexed only when it has no index. The
+        # builder reopens files by path alone, so a source whose answers depend on the image it
+        # was bound to (a PDB: ``bind_image``) is left to ``symbolize index IMAGE``, which binds it.
         sources = [source for _stamp, source in self._sources.values()]
-        missing = [source for source in sources if is_indexable(source) and worth_indexing(source)]
+        missing = [
+            source
+            for source in sources
+            if is_indexable(source) and worth_indexing(source) and not callable(getattr(source, "bind_image", None))
+        ]
         return start_background_indexing(missing, self.index_dir) if missing else []
 
     def close(self) -> None:
@@ -114,9 +134,11 @@ class DiscoveryOptions:
         """
         return self.cache.open(path, arch, Resolver(self, image_path or path, path, arch))
 
-    def open_source(self, path: Path, *, image_path: Path | None = None, arch: str | None = None) -> ObjectFile:
-        """Like :meth:`open`, answering from the persistent index when there is one."""
-        return self.cache.open_source(path, arch, Resolver(self, image_path or path, path, arch))
+    def open_source(
+        self, path: Path, *, image_path: Path | None = None, arch: str | None = None, image: ObjectFile | None = None
+    ) -> ObjectFile:
+        """Like :meth:`open`, answering from the persistent index when there is one (bound to ``image``)."""
+        return self.cache.open_source(path, arch, Resolver(self, image_path or path, path, arch), image)
 
 
 class Resolver:

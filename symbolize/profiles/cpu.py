@@ -95,7 +95,8 @@ def parse_cpu(data: bytes, path: Path | str = "<memory>") -> Profile:
             break
         if depth > MAX_FRAMES:
             raise MalformedInputError(f"record of {depth} PCs (more than {MAX_FRAMES})", path, offset=(at + 1) * size)
-        if count * period_ns > MAX_VALUE:
+        # The count is a value of its own too: with a period of 0 the product says nothing.
+        if count > MAX_VALUE or count * period_ns > MAX_VALUE:
             raise MalformedInputError(f"sample count {count} too large", path, offset=at * size)
         if len(pcs) > 1 and pcs[1] == pcs[0]:
             pcs = pcs[:1] + pcs[2:]
