@@ -22,9 +22,11 @@ from symbolize.proto.profile_pb2 import Mapping, Profile
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin"
-# pprof profiles from the fixture sampler, and gperftools' own formats (fixtures/make_gperf_profiles.py).
+# pprof profiles from the fixture sampler, and gperftools' own formats (fixtures/make_gperf_profiles.py),
+# of the ELF fixtures; the heap_v2 files of the PE and Mach-O fixtures are in test_foreign_heap_v2.py.
+FOREIGN_HEAP_V2 = {"winapp.windows.heap_v2", "usemshape-x86_64.macos.heap_v2"}
 PROFILES = sorted(p for p in (FIXTURES / "profiles").glob("*.pb*") if p.is_file()) + sorted(
-    (FIXTURES / "profiles" / "gperftools").iterdir()
+    p for p in (FIXTURES / "profiles" / "gperftools").iterdir() if p.name not in FOREIGN_HEAP_V2
 )
 LLVM_SYMBOLIZER = shutil.which("llvm-symbolizer")
 

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+import pefile
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -293,3 +294,63 @@ def test_rel_is_named_as_llvm_symbolizer_names_its_vaddr(expected_file: Path, se
             differences.append((entry["address"], ours, theirs))
     assert len(answers) > 100
     assert differences == []
+
+
+# --- the PE spelling: rel is the RVA (fixtures/make_offset_profiles.py, from the Windows profile) -----
+
+WINDOWS_BIN = BIN / "windows"
+WINDOWS_PROFILES = FIXTURES / "profiles" / "windows"
+
+
+def _windows_truth() -> dict[tuple[str, int], list[dict[str, object]]]:
+    """(module, vaddr) -> llvm-symbolizer's frames there, stored by make_windows_profiles.py at vaddr - 1."""
+    source, _ = read_profile(WINDOWS_PROFILES / "winapp.heap.pb.gz")
+    answers = json.loads((WINDOWS_PROFILES / "winapp.heap.truth.json").read_text())["locations"]
+    mappings = {m.id: m for m in source.mapping}
+    truth = {}
+    for location in source.location:
+        mapping = mappings[location.mapping_id]
+        module = source.string_table[mapping.filename].rsplit("\\", 1)[-1]
+        image_base = pefile.PE(str(WINDOWS_BIN / module), fast_load=True).OPTIONAL_HEADER.ImageBase
+        truth[(module, image_base + location.address - mapping.memory_start - 1)] = answers[str(location.id)]
+    return truth
+
+
+@pytest.mark.parametrize("spelling", ["module-offset", "module-base-offset"])
+def test_pe_rva_frames_are_named_as_llvm_symbolizer_names_image_base_plus_rel(spelling: str, tmp_path: Path) -> None:
+    """Each frame (a heap profile: all return addresses) named as llvm names ImageBase + rel - 1.
+
+    PDB-inlined frames compared by name, the outermost by name and line (the rule of
+    test_windows_profiles.py: llvm-symbolizer 14 misreads some inline line annotations).
+    """
+    path = FIXTURES / "profiles" / "offsets" / f"winapp.heap.{spelling}.pb"
+    out = tmp_path / "named.pb"
+    result = CliRunner().invoke(app, ["profile", str(path), "-o", str(out), "--search-path", str(WINDOWS_BIN),
+                                      "--no-cache"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    spelled, _ = read_profile(path)
+    named, _ = read_profile(out)
+    source, _ = read_profile(WINDOWS_PROFILES / "winapp.heap.pb.gz")
+    truth = _windows_truth()
+    spelled_names = {f.id: spelled.string_table[f.name] for f in spelled.function}
+    frame_of = {loc.id: parse_offset_frame(spelled_names[loc.line[0].function_id]) for loc in spelled.location}
+    named_functions = {f.id: named.string_table[f.name] for f in named.function}
+    lines = {loc.id: [(named_functions[line.function_id], line.line) for line in loc.line] for loc in named.location}
+    compared, differences = 0, []
+    for spelled_sample, named_sample in zip(spelled.sample, named.sample, strict=True):
+        for before, after in zip(spelled_sample.location_id, named_sample.location_id, strict=True):
+            frame = frame_of[before]
+            assert frame is not None and frame.module is not None and frame.rel is not None
+            module = frame.module.rsplit("\\", 1)[-1]
+            image_base = pefile.PE(str(WINDOWS_BIN / module), fast_load=True).OPTIONAL_HEADER.ImageBase
+            theirs, ours = truth[(module, image_base + frame.rel - 1)], lines[after]
+            compared += 1
+            if [name for name, _ in ours] != [f["function"] for f in theirs] or ours[-1][1] != theirs[-1]["line"]:
+                differences.append((frame, ours, theirs))
+    assert differences == []
+    assert compared == sum(len(s.location_id) for s in source.sample) > 50
+    # Values and stack depths conserved; locations naming the same frames merged.
+    assert [list(s.value) for s in named.sample] == [list(s.value) for s in source.sample]
+    assert [len(s.location_id) for s in named.sample] == [len(s.location_id) for s in source.sample]
+    keys = [tuple((line.function_id, line.line, line.column) for line in loc.line) for loc in named.location]
+    assert len(keys) == len(set(keys))
