@@ -2,7 +2,7 @@
 
 Commands (promises to users' scripts)::
 
-    symbolize [--debug] profile IN [-o OUT] [--binary FILE]... [--search-path DIR]...
+    symbolize [--debug] profile IN|- [-o OUT|-] [--binary FILE]... [--search-path DIR]...
               [--debug-dir DIR]... [--demangle full|short|none] [--no-return-address-adjust]
               [--json-summary] [--drop-frames REGEX]
     symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
@@ -208,7 +208,8 @@ def profile_command(
 ) -> None:
     """Rewrite a profile with function names, files and lines.
 
-    The output is gzipped when OUT ends in .gz or IN was gzipped.
+    The output is gzipped when OUT ends in .gz or IN was gzipped. IN - reads stdin;
+    OUT - (the default for IN -) writes stdout, whole, once the rewrite has succeeded.
     """
     from symbolize.api import symbolize_file
 
@@ -319,7 +320,8 @@ def lookup_command(
 ) -> None:
     """Print the frames at object addresses, like llvm-symbolizer --obj.
 
-    Addresses are hex with 0x or decimal, from the arguments or one per line on stdin.
+    Addresses are hex with 0x or decimal, from the arguments or one per line on stdin (each
+    line answered as it arrives); a non-address is echoed back, as llvm-symbolizer does.
     """
     from symbolize.api import lookup_batches
 
