@@ -23,7 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
+    AnswerRegion,
+    AnswerRun,
     DebugHint,
     DebugId,
     DebugIdKind,
@@ -99,6 +102,7 @@ class PeFile:
         self._dwarf_built = False
         self._decoded: dict[str, bytes | None] = {}
         self._symbol_index: tuple[list[int], list[int], list[Symbol]] | None = None
+        self._answer_source: SymbolAnswers | None = None
         self._parse()
 
     # --- headers -------------------------------------------------------------
@@ -328,20 +332,37 @@ class PeFile:
                 )
         return self._dwarf
 
-    def frames_at(self, vaddr: int) -> list[Frame]:
-        """Frames at ``vaddr``, innermost first, from DWARF (outermost named by the symbol), else a symbol.
+    def _answers(self) -> SymbolAnswers:
+        """This image as a symbol source: MinGW DWARF units and the COFF symbols (or exports).
 
-        As for ELF, and as llvm-symbolizer does for a COFF image with DWARF, the outermost
-        frame takes the name of the symbol covering the address.
+        The same run builder as ELF's (formats/dwarf/answers.py): as llvm-symbolizer does for a
+        COFF image with DWARF, the outermost frame takes the covering symbol's name.
         """
-        dwarf = self._dwarf_info()
-        frames = dwarf.frames_at(vaddr) if dwarf is not None else None
-        symbol = self.symbol_at(vaddr)
-        if not frames:
-            return [Frame(function=symbol.name)] if symbol is not None else []
-        if symbol is not None:
-            frames[-1] = frames[-1]._replace(function=symbol.name)
-        return frames
+        if self._answer_source is None:
+            symbols = self._symbols_by_address()[2]
+            index = SymbolIndex(RankedSymbol(symbol, None) for symbol in symbols)
+            try:
+                dwarf = self._dwarf_info()
+            except MalformedInputError as err:
+                self._answer_source = SymbolAnswers(self.path, index, broken=err)
+                return self._answer_source
+            if dwarf is None:
+                self._answer_source = SymbolAnswers(self.path, index)
+            else:
+                from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
+
+                self._answer_source = DwarfSymbolAnswers(self.path, dwarf, index)
+        return self._answer_source
+
+    def answer_regions(self) -> Sequence[AnswerRegion]:
+        return self._answers().answer_regions()
+
+    def answers(self, key: int) -> Sequence[AnswerRun]:
+        return self._answers().answers(key)
+
+    def frames_at(self, vaddr: int) -> list[Frame]:
+        """Frames at ``vaddr``, innermost first, from DWARF and the symbols; [] if none."""
+        return self._answers().frames_at(vaddr)
 
     def debug_info(self) -> DebugInfoSummary:
         has_dwarf = self.has_dwarf()
@@ -354,6 +375,7 @@ class PeFile:
 
     def close(self) -> None:
         self._dwarf = None
+        self._answer_source = None
         self._decoded.clear()
 
     def __enter__(self) -> PeFile:

@@ -279,6 +279,7 @@ def test_indexed_pe_answers_are_identical_to_the_uncached_path(binary: Path, tmp
     uncached = _module(binary, ObjectCache())
     indexed = _module(binary, ObjectCache(tmp_path, build_missing_indexes=True))
     uncached_results = uncached.lookup(vaddrs)
+    assert any(isinstance(source, IndexedObject) for source in [*indexed.debug_files, indexed.binary])
     assert indexed.lookup(vaddrs) == uncached_results
     assert sum(not isinstance(result, Unknown) for result in uncached_results) > len(vaddrs) // 2
     # Warm: a new cache reading the index built above answers the same.
