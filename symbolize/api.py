@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "discovery_options",
     "index_in_background",
     "lookup",
+    "lookup_batches",
     "open_module",
     "symbolize_file",
     "symbolize_profile",
@@ -119,17 +120,65 @@ def lookup(
     found missing, for later calls (see :func:`index_in_background`). ``arch`` picks the
     slice of a universal Mach-O file, as in :func:`open_module`.
     """
+    batches = lookup_batches(
+        path,
+        [vaddrs],
+        demangle=demangle,
+        inlines=inlines,
+        search_paths=search_paths,
+        debug_dirs=debug_dirs,
+        cache_dir=cache_dir,
+        use_cache=use_cache,
+        background_index=background_index,
+        arch=arch,
+    )
+    (results,) = batches  # exhausting the iterator closes the cache
+    return results
+
+
+def lookup_batches(
+    path: PathLike,
+    batches: Iterable[Sequence[int]],
+    *,
+    demangle: DemangleMode = "full",
+    inlines: bool = True,
+    search_paths: Iterable[PathLike] = (),
+    debug_dirs: Iterable[PathLike] | None = None,
+    cache_dir: PathLike | None = None,
+    use_cache: bool = True,
+    background_index: bool = False,
+    arch: str | None = None,
+) -> Iterator[list[list[Frame] | Unknown]]:
+    """:func:`lookup` of each batch of ``batches`` in turn, the binary opened once.
+
+    The binary is opened now (its errors raised here); each batch is looked up only when
+    the iterator is asked for its results, so a batch read from a pipe is answered before
+    the next one is read. ``background_index`` starts when the batches run out.
+    """
     options = discovery_options(
         search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
     )
     try:
         binary, slice_arch = path_and_arch(path, arch)
         module = discovery_open_module(binary, options, arch=slice_arch)
-        shaper = FrameShaper(demangle, inlines)
-        results = [shaper.shape(result) for result in module.lookup(vaddrs)]
+    except BaseException:
+        options.cache.close()
+        raise
+    return _looked_up_batches(module, FrameShaper(demangle, inlines), batches, options, background_index)
+
+
+def _looked_up_batches(
+    module: Module,
+    shaper: FrameShaper,
+    batches: Iterable[Sequence[int]],
+    options: DiscoveryOptions,
+    background_index: bool,
+) -> Iterator[list[list[Frame] | Unknown]]:
+    try:
+        for vaddrs in batches:
+            yield [shaper.shape(result) for result in module.lookup(vaddrs)]
         if background_index:
             index_in_background(options)
-        return results
     finally:
         options.cache.close()
 

@@ -2,7 +2,7 @@
 
 Commands (promises to users' scripts)::
 
-    symbolize [--debug] profile IN [-o OUT] [--binary FILE]... [--search-path DIR]...
+    symbolize [--debug] profile IN|- [-o OUT|-] [--binary FILE]... [--search-path DIR]...
               [--debug-dir DIR]... [--demangle full|short|none] [--no-return-address-adjust]
               [--json-summary] [--drop-frames REGEX]
     symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import enum
 import gc
+import io
 import json
 import re
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import click
 import typer
@@ -40,6 +41,9 @@ from symbolize.cli.audit import audit_command
 from symbolize.errors import SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.module import PerFrame, Reason, Unknown
+
+if TYPE_CHECKING:
+    from symbolize.summary import Summary
 
 app = typer.Typer(
     name="symbolize",
@@ -79,6 +83,9 @@ EXIT_INTERNAL_ERROR = 70
 
 # Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
 PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
+
+# IN or OUT spelled ``-``: stdin or stdout, as in most tools.
+STDIO_PATH = "-"
 
 
 class DemangleChoice(enum.StrEnum):
@@ -163,11 +170,12 @@ def default_output_path(in_path: Path) -> Path:
 @app.command("profile")
 def profile_command(
     ctx: typer.Context,
-    in_path: Annotated[Path, typer.Argument(metavar="IN", help="pprof profile, gzipped or not.")],
+    in_path: Annotated[Path, typer.Argument(metavar="IN", help="pprof profile, gzipped or not; - for stdin.")],
     out_path: Annotated[
         Path | None,
         typer.Option(
-            "-o", "--output", metavar="OUT", help="Output file (default: IN with .symbolized before its extension)."
+            "-o", "--output", metavar="OUT",
+            help="Output file; - for stdout (default: IN with .symbolized before its extension; stdout for IN -)."
         ),
     ] = None,
     binaries: Annotated[
@@ -200,7 +208,8 @@ def profile_command(
 ) -> None:
     """Rewrite a profile with function names, files and lines.
 
-    The output is gzipped when OUT ends in .gz or IN was gzipped.
+    The output is gzipped when OUT ends in .gz or IN was gzipped. IN - reads stdin;
+    OUT - (the default for IN -) writes stdout, whole, once the rewrite has succeeded.
     """
     from symbolize.api import symbolize_file
 
@@ -209,24 +218,55 @@ def profile_command(
             re.compile(drop_frames)
         except re.error as exc:
             raise typer.BadParameter(f"not a regular expression: {exc}", param_hint="--drop-frames") from exc
+    from_stdin = str(in_path) == STDIO_PATH
+    to_stdout = str(out_path) == STDIO_PATH or (out_path is None and from_stdin)
+    if to_stdout and json_summary:
+        raise typer.BadParameter("the profile goes to stdout: --json-summary cannot", param_hint="-o")
+    options: dict[str, Any] = dict(
+        binaries=binaries or (),
+        search_paths=search_paths or (),
+        debug_dirs=debug_dirs or None,
+        demangle=demangle.value,
+        adjust_return_addresses=not no_return_address_adjust,
+        cache_dir=cache_dir,
+        use_cache=not no_cache,
+        background_index=background_index,
+        drop_frames=drop_frames,
+    )
     with _errors_as_one_line(ctx):
-        summary = symbolize_file(
-            in_path,
-            out_path or default_output_path(in_path),
-            binaries=binaries or (),
-            search_paths=search_paths or (),
-            debug_dirs=debug_dirs or None,
-            demangle=demangle.value,
-            adjust_return_addresses=not no_return_address_adjust,
-            cache_dir=cache_dir,
-            use_cache=not no_cache,
-            background_index=background_index,
-            drop_frames=drop_frames,
-        )
+        if from_stdin or to_stdout:
+            summary = _profile_through_stdio(in_path, out_path, from_stdin, to_stdout, options)
+        else:
+            summary = symbolize_file(in_path, out_path or default_output_path(in_path), **options)
     if json_summary:
         typer.echo(json.dumps(summary.to_json(), indent=2))
     else:
         typer.echo(summary.format_text(), err=True)
+
+
+def _profile_through_stdio(
+    in_path: Path, out_path: Path | None, from_stdin: bool, to_stdout: bool, options: dict[str, Any]
+) -> Summary:
+    """``profile`` with ``-`` for IN (stdin) or OUT (stdout).
+
+    The output goes to stdout in one write after the rewrite succeeded: whoever reads it
+    gets a whole profile or nothing, as a file written atomically gives.
+    """
+    from symbolize.api import symbolize_profile
+    from symbolize.pprof import parse_profile, read_profile, serialize_profile, write_profile
+
+    if from_stdin:
+        profile, was_gzipped = parse_profile(sys.stdin.buffer.read(), "<stdin>")
+    else:
+        profile, was_gzipped = read_profile(in_path)
+    _, summary = symbolize_profile(profile, **options)
+    if to_stdout:
+        sys.stdout.buffer.write(serialize_profile(profile, gzip=was_gzipped))
+        sys.stdout.buffer.flush()
+    else:
+        assert out_path is not None  # no OUT for stdin means stdout
+        write_profile(profile, out_path, gzip=was_gzipped or str(out_path).endswith(".gz"))
+    return summary
 
 
 def parse_address(text: str) -> int | None:
@@ -280,16 +320,23 @@ def lookup_command(
 ) -> None:
     """Print the frames at object addresses, like llvm-symbolizer --obj.
 
-    Addresses are hex with 0x or decimal, from the arguments or one per line on stdin.
+    Addresses are hex with 0x or decimal, from the arguments or one per line on stdin (each
+    line answered as it arrives); a non-address is echoed back, as llvm-symbolizer does.
     """
-    from symbolize.api import lookup
+    from symbolize.api import lookup_batches
 
-    texts = addresses if addresses else [line.strip() for line in sys.stdin if line.strip()]
-    parsed = [parse_address(text) for text in texts]
+    # An empty argument is no question (llvm-symbolizer skips it); an empty stdin line is echoed.
+    batches: Iterable[list[str]] = [[text for text in addresses or () if text.strip()]]
+    if not addresses:
+        batches = iter_stdin_batches(cast("io.BufferedIOBase", sys.stdin.buffer))
+    # Each distinct frame's text made once (see symbolize.module.PerFrame).
+    frame_text = PerFrame(_frame_json if as_json else _frame_text)
     with _errors_as_one_line(ctx):
-        results = lookup(
+        pending: list[list[str]] = []
+        parsed_batches = _parsed(batches, pending)
+        answers = lookup_batches(
             obj,
-            [vaddr for vaddr in parsed if vaddr is not None],
+            parsed_batches,
             demangle=demangle.value,
             inlines=inlines,
             search_paths=search_paths or (),
@@ -299,24 +346,56 @@ def lookup_command(
             background_index=background_index,
             arch=arch,
         )
+        for results in answers:
+            texts = pending.pop(0)
+            lines = _answer_lines(texts, results, frame_text, as_json)
+            # One write a batch: echoing 10,000 lines one by one costs more than looking them up
+            # from an index. Not through typer.echo, which scans the whole text for ANSI codes to
+            # strip when stdout is not a terminal; there are none. Flushed, for whoever reads
+            # through a pipe and waits for this answer before writing the next address.
+            sys.stdout.write("".join(lines))
+            sys.stdout.flush()
+
+
+def iter_stdin_batches(stream: io.BufferedIOBase) -> Iterator[list[str]]:
+    """The lines of ``stream``, in batches of those already arrived; never waits for more.
+
+    ``read1`` returns what is buffered or can be read at once, so a line written to a pipe
+    is handed on before the writer sends the next (llvm-symbolizer answers a pipe this way).
+    """
+    pending = b""
+    while chunk := stream.read1(1 << 16):
+        *complete, pending = (pending + chunk).split(b"\n")
+        if complete:
+            yield [line.decode("utf-8", "replace").strip() for line in complete]
+    if pending:
+        yield [pending.decode("utf-8", "replace").strip()]
+
+
+def _parsed(batches: Iterable[list[str]], pending: list[list[str]]) -> Iterator[list[int]]:
+    """The addresses of each batch of texts; the texts are left in ``pending`` for the answer."""
+    for texts in batches:
+        pending.append(texts)
+        yield [vaddr for vaddr in map(parse_address, texts) if vaddr is not None]
+
+
+def _answer_lines(
+    texts: list[str], results: list[list[Frame] | Unknown], frame_text: PerFrame[str], as_json: bool
+) -> Iterator[str]:
+    """One answer per text: a non-address is echoed as llvm-symbolizer echoes it."""
     found = iter(results)
-    # Each distinct frame's text made once (see symbolize.module.PerFrame).
-    frame_text = PerFrame(_frame_json if as_json else _frame_text)
-    lines = []
-    for text, vaddr in zip(texts, parsed, strict=True):
+    for text in texts:
+        vaddr = parse_address(text)
         result: list[Frame] | Unknown = Unknown(Reason.NOT_AN_ADDRESS) if vaddr is None else next(found)
         frames = [] if isinstance(result, Unknown) else result
         if as_json:
             shown = json.dumps(text) if vaddr is None else f'"{vaddr:#x}"'  # hex needs no escaping
             why = _unknown_json(result) if isinstance(result, Unknown) else ""
-            lines.append(f'{{"address": {shown}, "frames": [{", ".join(map(frame_text, frames))}]{why}}}')
+            yield f'{{"address": {shown}, "frames": [{", ".join(map(frame_text, frames))}]{why}}}\n'
+        elif vaddr is None:
+            yield f"{text}\n"  # llvm-symbolizer's echo: the line alone, no blank line after it
         else:
-            lines.append("".join(map(frame_text, frames)) if frames else "??\n??:0:0\n")
-    # One write: echoing 10,000 lines one by one costs more than looking them up from an index.
-    # Not through typer.echo, which scans the whole text for ANSI codes to strip when stdout is
-    # not a terminal; there are none.
-    sys.stdout.write("\n".join(lines) + "\n")
-    sys.stdout.flush()
+            yield ("".join(map(frame_text, frames)) if frames else "??\n??:0:0\n") + "\n"
 
 
 @app.command("index")
