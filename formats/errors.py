@@ -8,6 +8,7 @@ subclass of :class:`SymbolizeError`. Third-party exceptions are wrapped with
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -60,3 +61,15 @@ class DebugIdMismatchError(SymbolizeError):
         self.expected = expected
         self.found = found
         super().__init__(f"debug ID {found or 'none'} does not match expected {expected}", path)
+
+
+def configured_limit(setting: str, default: int) -> int:
+    """The cap in force for an :class:`InputLimitError`: environment variable ``setting`` when it
+    holds a number (decimal or 0x hex), else ``default``."""
+    text = os.environ.get(setting)
+    if text:
+        try:
+            return int(text, 0)
+        except ValueError:
+            pass  # a setting that is not a number leaves the default
+    return default

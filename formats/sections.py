@@ -23,12 +23,11 @@ Real debug sections compress 3-10x; a file's own size bounds them all.
 
 from __future__ import annotations
 
-import os
 import struct
 import zlib
 from pathlib import Path
 
-from symbolize.formats.errors import InputLimitError, MalformedInputError
+from symbolize.formats.errors import InputLimitError, MalformedInputError, configured_limit
 
 ELFCOMPRESS_ZLIB = 1
 ELFCOMPRESS_ZSTD = 2
@@ -85,13 +84,7 @@ def decompress_zdebug(
 
 def max_decompressed_size() -> int:
     """The absolute cap in force: ``SYMBOLIZE_MAX_SECTION_SIZE`` when set, else the module's."""
-    setting = os.environ.get(MAX_SIZE_SETTING)
-    if setting:
-        try:
-            return int(setting, 0)
-        except ValueError:
-            pass  # a setting that is not a number leaves the default
-    return MAX_DECOMPRESSED_SIZE
+    return configured_limit(MAX_SIZE_SETTING, MAX_DECOMPRESSED_SIZE)
 
 
 def _check_size(size: int, path: Path, file_offset: int, file_size: int | None) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from symbolize.formats.errors import InputLimitError, MalformedInputError
+from symbolize.formats.errors import InputLimitError, MalformedInputError, configured_limit
 from symbolize.profiles import describe_text, parse_foreign_profile
 from symbolize.proto.profile_pb2 import Profile
 from symbolize.tempfiles import PROFILE_TEMPORARY, remove_stale_temporaries
@@ -73,13 +73,7 @@ def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, 
 
 def max_profile_size() -> int:
     """The absolute cap in force: ``SYMBOLIZE_MAX_PROFILE_SIZE`` when set, else the module's."""
-    setting = os.environ.get(MAX_SIZE_SETTING)
-    if setting:
-        try:
-            return int(setting, 0)
-        except ValueError:
-            pass  # a setting that is not a number leaves the default
-    return MAX_PROFILE_SIZE
+    return configured_limit(MAX_SIZE_SETTING, MAX_PROFILE_SIZE)
 
 
 def gunzip(data: bytes, path: Path | str = "<memory>") -> bytes:
