@@ -8,6 +8,9 @@
 #![forbid(unsafe_code)]
 
 mod line_program;
+mod warm;
+mod warm_index;
+mod warm_text;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -130,5 +133,6 @@ fn run_line_program(
 #[pymodule]
 fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(run_line_program, module)?)?;
+    warm::register(module)?;
     Ok(())
 }

@@ -23,7 +23,7 @@ import struct
 import tempfile
 import zlib
 from array import array
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -147,6 +147,27 @@ class IndexFile:
                 raise IndexDamagedError(f"index array {name} is damaged", self.path)
             view = self._checked[name] = raw.cast(_CASTS[code])
         return view
+
+    def checked_contents(
+        self, names: Iterable[str], crc32: Callable[[bytes, int, int], int]
+    ) -> tuple[bytes, dict[str, tuple[str, int, int]]]:
+        """The whole file, read, and the type code, byte offset and item count of each array of
+        ``names``, each checked against its CRC32 by ``crc32(data, start, length)``.
+
+        For the compiled lookup kernel, which reads bytes, not mapped memory; the checks are
+        those :meth:`array` makes, with the kernel's faster CRC32.
+        """
+        data = bytes(self._view)
+        places = {}
+        for name in names:
+            entry = self._entries.get(name)
+            if entry is None:
+                raise IndexDamagedError(f"index has no array {name}", self.path)
+            code, start, items, crc = entry
+            if crc32(data, start, items * _ITEM_SIZES[code]) != crc:
+                raise IndexDamagedError(f"index array {name} is damaged", self.path)
+            places[name] = (code, start, items)
+        return data, places
 
     def close(self) -> None:
         for view in getattr(self, "_checked", {}).values():
