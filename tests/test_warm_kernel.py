@@ -8,6 +8,7 @@ hypothesis-made input lines (non-addresses, odd spellings, numbers past 64 bits)
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -16,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.memory_source import MemorySource
 from symbolize.answer_text import AnswerText
 from symbolize.api import FrameShaper
 from symbolize.cache import build_index, index_key, index_path, load_index
@@ -27,6 +27,7 @@ from symbolize.formats.native import kernels
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module
+from tests.memory_source import MemorySource
 
 pytestmark = pytest.mark.skipif(kernels is None, reason="compiled kernels not built")
 
@@ -104,7 +105,7 @@ def _regions_and_runs(draw: st.DrawFn) -> tuple[list[AnswerRegion], dict[int, li
             cuts = sorted(draw(st.sets(st.integers(low + 1, low + size - 1), max_size=3)) | {low, low + size})
             runs[key] = [
                 AnswerRun(start, end, tuple(draw(st.lists(_FRAME, min_size=1, max_size=4))))
-                for start, end in zip(cuts, cuts[1:], strict=False)
+                for start, end in itertools.pairwise(cuts)
                 if draw(st.integers(0, 4))  # some pieces left out: gaps inside a region
             ]
         low += size + draw(st.integers(0, 16))
