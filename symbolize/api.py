@@ -18,7 +18,6 @@ from symbolize.demangle import DemangleMode
 from symbolize.demangle import demangle as demangle_name
 from symbolize.discovery import DiscoveryOptions, ObjectCache
 from symbolize.discovery import open_module as discovery_open_module
-from symbolize.formats.macho import ARCH_NAMES as MACHO_ARCH_NAMES
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module, PerFrame, Unknown
@@ -95,9 +94,15 @@ def path_and_arch(path: PathLike, arch: str | None = None) -> tuple[Path, str | 
     (``app:arm64``) when no file has the whole name and the suffix is a Mach-O arch name."""
     text = str(path)
     head, colon, tail = text.rpartition(":")
-    if arch is None and colon and tail in MACHO_ARCH_NAMES and not Path(text).exists():
+    if arch is None and colon and tail in _macho_arch_names() and not Path(text).exists():
         return Path(head), tail
     return Path(text), arch
+
+
+def _macho_arch_names() -> frozenset[str]:
+    from symbolize.formats.macho import ARCH_NAMES  # the Mach-O reader, only for a FILE:ARCH
+
+    return ARCH_NAMES
 
 
 def lookup(

@@ -33,7 +33,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
-import click
 import typer
 
 from symbolize.cli.audit import audit_command
@@ -42,13 +41,14 @@ from symbolize.errors import SymbolizeError
 if TYPE_CHECKING:
     from symbolize.summary import Summary
 
-app = typer.Typer(
+_APP_SETTINGS: dict[str, Any] = dict(
     name="symbolize",
     help="Name the bare addresses of native pprof profiles, or of an object file.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app = typer.Typer(**_APP_SETTINGS)
 
 # Options several commands share.
 SearchPathsOption = Annotated[
@@ -73,6 +73,15 @@ BackgroundIndexOption = Annotated[
         help="After answering, index the files found without an index, in a detached process, for next time.",
     ),
 ]
+
+# What typer raises to end a command or report a usage error, passed through as they are. typer
+# 0.2x carries its own copy of click (typer._click), older versions use click: BadParameter derives
+# from that click's ClickException either way.
+_CLICK_ERRORS: tuple[type[BaseException], ...] = (
+    typer.Exit,
+    typer.Abort,
+    next(base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException"),
+)
 
 # Exit codes (module docstring).
 EXIT_INPUT_ERROR = 1
@@ -122,7 +131,7 @@ def _errors_as_one_line(ctx: typer.Context) -> Iterator[None]:
             yield
         for warning in caught:
             typer.echo(f"symbolize: warning: {warning.message}", err=True)
-    except (click.exceptions.Exit, click.ClickException):
+    except _CLICK_ERRORS:
         raise
     except (SymbolizeError, OSError) as exc:
         if (ctx.obj or {}).get("debug"):
@@ -394,6 +403,25 @@ def hoist_debug(argv: list[str]) -> list[str]:
     return ["--debug", *rest, *argv[end:]]
 
 
+def app_for(arguments: list[str]) -> typer.Typer:
+    """``app`` with only the command ``arguments`` name (after the global options), when they name one.
+
+    typer turns every registered command into a click command, parameter by parameter, before
+    it runs any: building the one that runs is most of typer's work on a quick lookup. Help
+    for the whole program (no command, ``--help``) and a mistyped command get every command.
+    """
+    name = next((word for word in arguments if not word.startswith("-")), None)
+    commands = [command for command in app.registered_commands if command.name == name]
+    groups = [group for group in app.registered_groups if group.name == name]
+    if not (commands or groups):
+        return app
+    only = typer.Typer(**_APP_SETTINGS)
+    only.registered_callback = app.registered_callback
+    only.registered_commands = commands
+    only.registered_groups = groups
+    return only
+
+
 def main() -> None:
     """Console-script entry point."""
     # One run allocates a few hundred thousand small objects (frames, names, pprof lines) that
@@ -405,7 +433,7 @@ def main() -> None:
     gc.disable()
     arguments = hoist_debug(sys.argv[1:])
     try:
-        app(args=arguments, prog_name="symbolize")
+        app_for(arguments)(args=arguments, prog_name="symbolize")
     except Exception as exc:
         # The boundary again, for a command that does not run inside _errors_as_one_line.
         if arguments[:1] == ["--debug"]:

@@ -35,14 +35,16 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from symbolize.demangle import demangle, remember
-from symbolize.formats.answers import Block, ChainHead, RunTable, flatten_answers
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.native import kernels
 from symbolize.formats.types import AnswerRegion, AnswerRun, DebugId, DebugInfoSummary, Frame, Symbol
 from symbolize.index.store import IndexDamagedError, IndexFile
+
+if TYPE_CHECKING:
+    from symbolize.formats.answers import Block, ChainHead
 
 # The arrays an index holds and what they mean; part of every index's key (symbolize/cache.py).
 SCHEMA_VERSION = 5
@@ -228,6 +230,8 @@ def _error_text(block: Block) -> str:
 
 def build_index_arrays(source: IndexableSource) -> dict[str, array[int] | bytes]:
     """Every answer ``source`` gives, as named flat arrays (see the module docstring)."""
+    from symbolize.formats.answers import flatten_answers  # building only: a warm run reads
+
     regions = source.answer_regions()
     blocks = flatten_answers(regions, source.answers)
     builder = _Builder()
@@ -374,6 +378,8 @@ class IndexedObject:
 
     def answers(self, key: int) -> Sequence[AnswerRun]:
         """The stored runs (key 0, the one region), gaps and broken parts left out."""
+        from symbolize.formats.answers import RunTable
+
         return RunTable.from_runs(self.runs())
 
     def runs(self) -> list[AnswerRun]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-import tempfile
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Mapping
@@ -28,7 +27,6 @@ from pathlib import Path
 from typing import Literal
 
 from symbolize.formats.errors import MalformedInputError
-from symbolize.tempfiles import INDEX_TEMPORARY, remove_stale_temporaries
 
 MAGIC = b"SYMIDX\0"
 FORMAT_VERSION = 1
@@ -57,6 +55,11 @@ def write_index(path: Path, key: str, arrays: Mapping[str, array[int] | bytes]) 
     header = bytearray(_short_bytes(key.encode()))
     for name, code, array_offset, count, crc in entries:
         header += _short_bytes(name.encode("ascii")) + _ENTRY.pack(code.encode(), array_offset, count, crc)
+    # Imported here: a warm run reads indexes and never writes one.
+    import tempfile
+
+    from symbolize.tempfiles import INDEX_TEMPORARY, remove_stale_temporaries
+
     header += b"\0" * (-(len(header) + _PREFIX.size) % 8)
     prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header), len(entries), zlib.crc32(header))
     path.parent.mkdir(parents=True, exist_ok=True)
