@@ -34,13 +34,13 @@ inside a row (fixed in later LLVM); we report the row that holds the address.
 from __future__ import annotations
 
 import struct
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
-from symbolize.formats.answers import AnswerLookup
+from symbolize.formats.answers import AnswerLookup, LazyRuns
 from symbolize.formats.errors import (
     MalformedInputError,
     MissingDebugInfoError,
@@ -105,10 +105,13 @@ class _Site(NamedTuple):
 
 
 class _Procedure(NamedTuple):
+    """A top-level procedure; its inline sites are decoded on the first lookup inside it."""
+
     low: int
     high: int
     name: str
-    sites: list[_Site]
+    body_start: int  # stream offset of the first record after the procedure's own
+    end_offset: int  # its End field: the offset of its closing record
 
 
 class _LineEntry(NamedTuple):
@@ -121,9 +124,14 @@ class _LineEntry(NamedTuple):
 
 class _DecodedModule(NamedTuple):
     procedures: list[_Procedure]  # by low
+    procedure_lows: list[int]
+    procedure_reach: list[int]  # running maximum of the procedures' highs, for bisecting overlaps
     lines: list[_LineEntry]
     files: dict[int, str | None]  # checksum entry offset -> file name
     inlinee_lines: dict[int, tuple[int, int]]
+    stream: bytes
+    symbols_end: int
+    sites: dict[int, list[_Site]]  # procedure position -> its inline-site tree, once decoded
 
 
 class PdbFile:
@@ -170,15 +178,18 @@ class PdbFile:
         self._types: TypeRecords | None = None
         self._publics: list[_Public] | None = None
         self._public_keys: list[tuple[int, int]] = []
+        self._public_vaddr_list: list[int] | None = None
+        self._inlinee_names: dict[int, str | None] = {}
         self._decoded: dict[int, _DecodedModule] = {}
-        self._lookup = AnswerLookup(self.answer_regions(), self.answers)
+        self._lookup = AnswerLookup(self.answer_regions(), self._lookup_answers)
 
     def bind_image(self, image: Image) -> None:
         """Answer at the vaddrs of ``image`` (its ``load_base`` is the ImageBase the PDB's RVAs add to)."""
         if image.load_base != self.image_base:
             self.image_base = self.load_base = image.load_base
-            self._lookup = AnswerLookup(self.answer_regions(), self.answers)
             self._decoded.clear()
+            self._public_vaddr_list = None
+            self._lookup = AnswerLookup(self.answer_regions(), self._lookup_answers)
 
     def segments(self) -> Sequence[Segment]:
         """The image's sections as the PDB records them (no file offsets: a PDB holds no code)."""
@@ -285,12 +296,26 @@ class PdbFile:
         """Frames at ``vaddr``, innermost first; [] when nothing names it."""
         return self._lookup.frames_at(vaddr)
 
+    def _lookup_answers(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
+        """What lookups decode: the publics' runs whole, a module's frames one address at a time
+        (its symbols and lines read once, a procedure's inline sites on the first lookup in it)."""
+        if key == PUBLICS_KEY or not 0 <= key < len(self.dbi.modules):
+            return self.answers(key)
+        return _ModuleFrames(self, self._decode_module(self.dbi.modules[key]))
+
     def _public_runs(self) -> list[AnswerRun]:
         return [
             AnswerRun(symbol.vaddr, symbol.vaddr + symbol.size, (Frame(symbol.name),))
             for symbol in self.symbols()
             if symbol.size > 0
         ]
+
+    def _public_vaddrs(self) -> list[int]:
+        """The publics' vaddrs, sorted (where a procedure's name may change to a public's)."""
+        if self._public_vaddr_list is None:
+            found = (self.vaddr_of(public.section, public.offset) for public in self._load_publics())
+            self._public_vaddr_list = sorted(vaddr for vaddr in found if vaddr is not None)
+        return self._public_vaddr_list
 
     def _module_runs(self, key: int) -> list[AnswerRun]:
         module = self.dbi.modules[key]
@@ -305,9 +330,9 @@ class PdbFile:
         cuts: set[int] = set()
         for low, high in spans:
             cuts.update((low, high))
-        for procedure in decoded.procedures:
+        for position, procedure in enumerate(decoded.procedures):
             cuts.update((procedure.low, procedure.high))
-            pending = list(procedure.sites)
+            pending = list(self._sites_of(decoded, position))
             while pending:
                 site = pending.pop()
                 pending.extend(site.children)
@@ -316,10 +341,9 @@ class PdbFile:
         cuts.update(entry.vaddr for entry in decoded.lines)
         # Rows sharing an address: the first answers at the address itself, the last after it.
         cuts.update(a.vaddr + 1 for a, b in zip(decoded.lines, decoded.lines[1:], strict=False) if a.vaddr == b.vaddr)
-        for public in self._load_publics():
-            vaddr = self.vaddr_of(public.section, public.offset)
-            if vaddr is not None:
-                cuts.add(vaddr)
+        public_vaddrs = self._public_vaddrs()
+        for low, high in spans:
+            cuts.update(public_vaddrs[bisect_left(public_vaddrs, low) : bisect_left(public_vaddrs, high)])
         points = sorted(cuts)
         runs: list[AnswerRun] = []
         for low, high in sorted(spans):
@@ -340,17 +364,18 @@ class PdbFile:
     # --- one module ------------------------------------------------------------
 
     def _frames_in_module(self, decoded: _DecodedModule, vaddr: int) -> tuple[Frame, ...]:
-        procedure = _procedure_at(decoded.procedures, vaddr)
+        position = _procedure_at(decoded, vaddr)
+        procedure = decoded.procedures[position] if position is not None else None
         name = self._outer_name(procedure, vaddr)
         line = _line_at(decoded.lines, vaddr)
         outer_file = decoded.files.get(line.file_id) if line is not None else None
         outer = Frame(name, outer_file, line.line if line else 0, line.column if line else 0)
         if name is None and line is None:
             return ()
-        if procedure is None:
+        if position is None:
             return (outer,)
         inlined: list[Frame] = []
-        for site in reversed(_site_chain(procedure.sites, vaddr)):  # innermost first
+        for site in reversed(_site_chain(self._sites_of(decoded, position), vaddr)):  # innermost first
             if site.inlinee not in decoded.inlinee_lines:
                 break
             row = next(row for row in site.rows if row.low <= vaddr < row.high)
@@ -367,14 +392,18 @@ class PdbFile:
         return procedure.name if procedure is not None else None
 
     def _inlinee_name(self, item_id: int) -> str | None:
+        if item_id in self._inlinee_names:
+            return self._inlinee_names[item_id]
         if self._ids is None:
             self._ids = TypeRecords(self._msf.stream(IPI_STREAM), self.path, "IPI")
             self._types = TypeRecords(self._msf.stream(TPI_STREAM), self.path, "TPI")
         assert self._types is not None
         try:
-            return inlinee_name(self._ids, self._types, item_id)
+            name = inlinee_name(self._ids, self._types, item_id)
         except struct.error:
-            return None
+            name = None
+        self._inlinee_names[item_id] = name
+        return name
 
     def _decode_module(self, module: ModuleInfo) -> _DecodedModule:
         decoded = self._decoded.get(module.number)
@@ -412,33 +441,58 @@ class PdbFile:
             elif kind == codeview.DEBUG_S_INLINEELINES:
                 for inlinee, place in codeview.parse_inlinee_lines(data, offset).items():
                     inlinee_lines.setdefault(inlinee, place)
-        procedures = self._procedures(stream, 4 if symbols_end >= 4 else 0, symbols_end, inlinee_lines)
-        return _DecodedModule(procedures, self._line_table(fragments), files, inlinee_lines)
+        procedures = self._procedures(stream, 4 if symbols_end >= 4 else 0, symbols_end)
+        reach: list[int] = []
+        for procedure in procedures:
+            reach.append(max(reach[-1], procedure.high) if reach else procedure.high)
+        return _DecodedModule(
+            procedures,
+            [procedure.low for procedure in procedures],
+            reach,
+            self._line_table(fragments),
+            files,
+            inlinee_lines,
+            stream,
+            symbols_end,
+            {},
+        )
 
-    def _procedures(
-        self, stream: bytes, start: int, end: int, inlinee_lines: dict[int, tuple[int, int]]
-    ) -> list[_Procedure]:
-        """Top-level procedures with their inline-site trees (vaddrs resolved)."""
-        records = list(codeview.iter_symbol_records(stream, start, end))
-        offsets = [record.offset for record in records]
+    def _procedures(self, stream: bytes, start: int, end: int) -> list[_Procedure]:
+        """The top-level procedures (vaddrs resolved), stepping over each one's body by its End."""
         procedures = []
-        position = 0
-        while position < len(records):
-            record = records[position]
-            position += 1
+        position = start
+        while (record := next(codeview.iter_symbol_records(stream, position, end), None)) is not None:
+            position = body_start = record.offset + 4 + len(record.body)
             if record.kind not in codeview.PROC_KINDS:
                 continue
             procedure = codeview.parse_procedure(record)
             low = self.vaddr_of(procedure.section, procedure.offset)
-            closing = bisect_right(offsets, procedure.end_offset) - 1
-            # End must point forward; one that does not (or a cycle) leaves the procedure empty.
-            last = closing if closing >= position else position
             if low is not None:
-                sites = self._sites(records, position, last, low, inlinee_lines, 0)
-                procedures.append(_Procedure(low, low + procedure.size, procedure.name, sites))
-            position = max(position, last + 1)
+                high = low + procedure.size
+                procedures.append(_Procedure(low, high, procedure.name, body_start, procedure.end_offset))
+            # Resume after the closing record. An End that does not point forward at one (hostile, or
+            # a cycle) leaves the procedure empty and the scan goes on from the record after it.
+            position = _after_closing_record(stream, procedure.end_offset, body_start, end) or position
         procedures.sort(key=lambda procedure: procedure.low)
         return procedures
+
+    def _sites_of(self, decoded: _DecodedModule, position: int) -> list[_Site]:
+        """The inline-site tree of procedure ``position``, decoded on first use. A tree that does not
+        decode leaves the procedure without inlined frames (its name and lines still answer)."""
+        sites = decoded.sites.get(position)
+        if sites is None:
+            procedure = decoded.procedures[position]
+            try:
+                records = list(
+                    codeview.iter_symbol_records(
+                        decoded.stream, procedure.body_start, min(procedure.end_offset, decoded.symbols_end)
+                    )
+                )
+                sites = self._sites(records, 0, len(records), procedure.low, decoded.inlinee_lines)
+            except (CodeViewError, struct.error):
+                sites = []
+            decoded.sites[position] = sites
+        return sites
 
     def _sites(
         self,
@@ -447,31 +501,33 @@ class PdbFile:
         stop: int,
         base: int,
         inlinee_lines: dict[int, tuple[int, int]],
-        depth: int,
     ) -> list[_Site]:
-        """The inline sites directly inside records[start:stop] (blocks looked through)."""
-        if depth > _MAX_INLINE_DEPTH:
-            raise CodeViewError(f"inline sites nested more than {_MAX_INLINE_DEPTH} deep", records[start].offset)
-        offsets = [record.offset for record in records]
-        sites = []
-        position = start
-        while position < stop:
-            record = records[position]
-            position += 1
+        """The inline sites in records[start:stop] (blocks looked through), nested as their End fields say.
+
+        Iterative: a site opens a level that its End (the offset of its S_INLINESITE_END) closes; a
+        record past the End of the innermost open site closes it. At most _MAX_INLINE_DEPTH levels.
+        """
+        top: list[_Site] = []
+        open_sites: list[tuple[int, list[_Site]]] = []  # (End offset, children) of each open site
+        for record in records[start:stop]:
+            while open_sites and record.offset >= open_sites[-1][0]:
+                open_sites.pop()
             if record.kind not in codeview.INLINE_SITE_KINDS:
                 continue
+            if len(open_sites) >= _MAX_INLINE_DEPTH:
+                raise CodeViewError(f"inline sites nested more than {_MAX_INLINE_DEPTH} deep", record.offset)
             site = codeview.parse_inline_site(record)
-            closing = bisect_right(offsets, site.end_offset) - 1
-            last = min(closing, stop) if closing >= position else position
             file_id, first_line = inlinee_lines.get(site.inlinee, (0, 0))
             rows = [
                 row._replace(low=base + row.low, high=base + row.high)
                 for row in codeview.annotation_rows(site.annotations, first_line, file_id)
             ]
-            children = self._sites(records, position, last, base, inlinee_lines, depth + 1)
-            sites.append(_Site(rows, site.inlinee, children, site.annotations, first_line))
-            position = max(position, last + 1)
-        return sites
+            node = _Site(rows, site.inlinee, [], site.annotations, first_line)
+            (open_sites[-1][1] if open_sites else top).append(node)
+            end_offset = min(site.end_offset, open_sites[-1][0]) if open_sites else site.end_offset
+            if end_offset > record.offset:
+                open_sites.append((end_offset, node.children))
+        return top
 
     def _line_table(self, fragments: list[codeview.LineFragment]) -> list[_LineEntry]:
         """Per file block: an entry at its fragment's start, its rows, a terminal entry at the fragment's
@@ -502,10 +558,12 @@ class PdbFile:
         for region in self.answer_regions():
             if region.fallback or not region.low <= vaddr < region.high:
                 continue
-            procedure = _procedure_at(self._decode_module(self.dbi.modules[region.key]).procedures, vaddr)
-            if procedure is not None:
-                chain = _site_chain(procedure.sites, vaddr)
-                return [(procedure.low, site.first_line, site.annotations) for site in reversed(chain)]
+            decoded = self._decode_module(self.dbi.modules[region.key])
+            position = _procedure_at(decoded, vaddr)
+            if position is not None:
+                chain = _site_chain(self._sites_of(decoded, position), vaddr)
+                low = decoded.procedures[position].low
+                return [(low, site.first_line, site.annotations) for site in reversed(chain)]
         return []
 
     # --- summary ---------------------------------------------------------------
@@ -540,11 +598,39 @@ class PdbFile:
         return f"PdbFile({str(self.path)!r})"
 
 
-def _procedure_at(procedures: list[_Procedure], vaddr: int) -> _Procedure | None:
-    for procedure in procedures:  # few per module; the first holding the address wins, as in llvm
-        if procedure.low <= vaddr < procedure.high:
-            return procedure
+class _ModuleFrames:
+    """A module's answers asked one address at a time (:class:`LazyRuns`): the cold lookup path."""
+
+    def __init__(self, pdb: PdbFile, decoded: _DecodedModule) -> None:
+        self._pdb = pdb
+        self._decoded = decoded
+
+    def run_at(self, vaddr: int) -> AnswerRun | None:
+        frames = self._pdb._frames_in_module(self._decoded, vaddr)
+        return AnswerRun(vaddr, vaddr + 1, frames) if frames else None
+
+
+def _procedure_at(decoded: _DecodedModule, vaddr: int) -> int | None:
+    """The position of the first procedure (by low) holding ``vaddr``, as llvm's search finds it."""
+    stop = bisect_right(decoded.procedure_lows, vaddr)
+    position = bisect_right(decoded.procedure_reach, vaddr, 0, stop)  # the first that may reach past it
+    for candidate in range(position, stop):
+        if vaddr < decoded.procedures[candidate].high:
+            return candidate
     return None
+
+
+def _after_closing_record(stream: bytes, end_offset: int, body_start: int, symbols_end: int) -> int | None:
+    """The offset after the scope's closing record (S_END, S_PROC_ID_END) at ``end_offset``, when one
+    is there at or past ``body_start``; None otherwise."""
+    if not body_start <= end_offset <= symbols_end - 4:
+        return None
+    length: int
+    kind: int
+    length, kind = struct.unpack_from("<HH", stream, end_offset)
+    if kind not in (codeview.S_END, codeview.S_PROC_ID_END) or end_offset + 2 + length > symbols_end:
+        return None
+    return end_offset + 2 + length
 
 
 def _site_chain(sites: list[_Site], vaddr: int) -> list[_Site]:
