@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the PDB benchmark image: generated freestanding C++ (bench/gen_pdb.py) compiled by clang for
 # x86_64-pc-windows-msvc (-O2, CodeView) and linked by lld-link /debug into bench/work/pdbgen.exe
-# and bench/work/pdbgen.pdb (about 23 MB with the default 80 units). No Windows SDK or C runtime.
-# Environment: JOBS (default 2), UNITS (default 80), FUNCTIONS (default 60), PYTHON (default python3).
+# and bench/work/pdbgen.pdb (about 21 MB with the default 90 units). No Windows SDK or C runtime.
+# Environment: JOBS (default 2), UNITS (default 90), FUNCTIONS (default 60), PYTHON (default python3).
 # Objects are rebuilt only when their source changed, so a second run only relinks.
 set -euo pipefail
 
@@ -12,7 +12,7 @@ src_dir="${work_dir}/pdbgen_src"
 jobs="${JOBS:-2}"
 
 mkdir -p "${work_dir}"
-"${PYTHON:-python3}" "${bench_dir}/gen_pdb.py" "${src_dir}" --units "${UNITS:-80}" --functions "${FUNCTIONS:-60}"
+"${PYTHON:-python3}" "${bench_dir}/gen_pdb.py" "${src_dir}" --units "${UNITS:-90}" --functions "${FUNCTIONS:-60}"
 
 # Reproducible: relative source names, a fixed Windows compilation directory, lld-link /Brepro.
 windir='C:\bench\pdbgen'

@@ -94,14 +94,52 @@ class _Public(NamedTuple):
     name: str
 
 
-class _Site(NamedTuple):
-    """An inline site: its rows (vaddrs), inlinee, and the sites nested in it."""
+class _SiteScope(NamedTuple):
+    """What the inline sites of one procedure are read against."""
 
-    rows: list[InlineRow]
-    inlinee: int
-    children: list[_Site]
-    annotations: bytes
-    first_line: int
+    stream: bytes
+    base: int  # the procedure's vaddr, which annotation offsets count from
+    inlinee_lines: dict[int, tuple[int, int]]
+
+
+class _Site:
+    """An inline site: its inlinee, and, decoded on first use (a lookup decodes only the sites it
+    passes), its rows (vaddrs) from its annotations and the sites nested in its body."""
+
+    __slots__ = ("_body", "_children", "_file_id", "_rows", "_scope", "annotations", "first_line", "inlinee")
+
+    def __init__(self, scope: _SiteScope, inlinee: int, annotations: bytes, body: tuple[int, int], level: int) -> None:
+        self._scope = scope
+        self.inlinee = inlinee
+        self.annotations = annotations
+        self._file_id, self.first_line = scope.inlinee_lines.get(inlinee, (0, 0))
+        self._body = (body[0], body[1], level)
+        self._rows: list[InlineRow] | None = None
+        self._children: list[_Site] | None = None
+
+    @property
+    def rows(self) -> list[InlineRow]:
+        if self._rows is None:
+            try:
+                rows = codeview.annotation_rows(self.annotations, self.first_line, self._file_id)
+            except CodeViewError:
+                rows = []  # annotations that do not decode: the site covers nothing, the rest answers
+            base = self._scope.base
+            self._rows = [InlineRow(base + row.low, base + row.high, row.line, row.file_id) for row in rows]
+        return self._rows
+
+    @property
+    def children(self) -> list[_Site]:
+        if self._children is None:
+            start, end, level = self._body
+            try:
+                self._children = _sites_in(self._scope, start, end, level + 1)
+            except (CodeViewError, struct.error):
+                self._children = []  # a body that does not decode: the site has no nested sites
+        return self._children
+
+    def holds(self, vaddr: int) -> bool:
+        return any(row.low <= vaddr < row.high for row in self.rows)
 
 
 class _Procedure(NamedTuple):
@@ -394,16 +432,24 @@ class PdbFile:
     def _inlinee_name(self, item_id: int) -> str | None:
         if item_id in self._inlinee_names:
             return self._inlinee_names[item_id]
-        if self._ids is None:
-            self._ids = TypeRecords(self._msf.stream(IPI_STREAM), self.path, "IPI")
-            self._types = TypeRecords(self._msf.stream(TPI_STREAM), self.path, "TPI")
-        assert self._types is not None
+        if self._ids is None or self._types is None:
+            self._ids = self._type_records(IPI_STREAM, "IPI")
+            self._types = self._type_records(TPI_STREAM, "TPI")
         try:
             name = inlinee_name(self._ids, self._types, item_id)
         except struct.error:
             name = None
         self._inlinee_names[item_id] = name
         return name
+
+    def _type_records(self, stream: int, what: str) -> TypeRecords:
+        """The TPI or IPI records; an empty table when the stream is broken, so that a damaged type
+        stream leaves inlined frames unnamed (their files and lines stay) instead of every module
+        broken."""
+        try:
+            return TypeRecords(self._msf.stream(stream), self.path, what)
+        except MalformedInputError:
+            return TypeRecords(b"", self.path, what)
 
     def _decode_module(self, module: ModuleInfo) -> _DecodedModule:
         decoded = self._decoded.get(module.number)
@@ -472,62 +518,27 @@ class PdbFile:
                 procedures.append(_Procedure(low, high, procedure.name, body_start, procedure.end_offset))
             # Resume after the closing record. An End that does not point forward at one (hostile, or
             # a cycle) leaves the procedure empty and the scan goes on from the record after it.
-            position = _after_closing_record(stream, procedure.end_offset, body_start, end) or position
+            closing = codeview.after_closing_record(
+                stream, procedure.end_offset, body_start, end, codeview.PROC_END_KINDS
+            )
+            position = closing if closing is not None else position
         procedures.sort(key=lambda procedure: procedure.low)
         return procedures
 
     def _sites_of(self, decoded: _DecodedModule, position: int) -> list[_Site]:
-        """The inline-site tree of procedure ``position``, decoded on first use. A tree that does not
-        decode leaves the procedure without inlined frames (its name and lines still answer)."""
+        """The inline sites directly in procedure ``position``, found on first use. A body whose records
+        do not decode leaves the procedure without inlined frames (its name and lines still answer)."""
         sites = decoded.sites.get(position)
         if sites is None:
             procedure = decoded.procedures[position]
+            scope = _SiteScope(decoded.stream, procedure.low, decoded.inlinee_lines)
+            end = min(procedure.end_offset, decoded.symbols_end)
             try:
-                records = list(
-                    codeview.iter_symbol_records(
-                        decoded.stream, procedure.body_start, min(procedure.end_offset, decoded.symbols_end)
-                    )
-                )
-                sites = self._sites(records, 0, len(records), procedure.low, decoded.inlinee_lines)
+                sites = _sites_in(scope, procedure.body_start, end, 0)
             except (CodeViewError, struct.error):
                 sites = []
             decoded.sites[position] = sites
         return sites
-
-    def _sites(
-        self,
-        records: list[codeview.SymbolRecord],
-        start: int,
-        stop: int,
-        base: int,
-        inlinee_lines: dict[int, tuple[int, int]],
-    ) -> list[_Site]:
-        """The inline sites in records[start:stop] (blocks looked through), nested as their End fields say.
-
-        Iterative: a site opens a level that its End (the offset of its S_INLINESITE_END) closes; a
-        record past the End of the innermost open site closes it. At most _MAX_INLINE_DEPTH levels.
-        """
-        top: list[_Site] = []
-        open_sites: list[tuple[int, list[_Site]]] = []  # (End offset, children) of each open site
-        for record in records[start:stop]:
-            while open_sites and record.offset >= open_sites[-1][0]:
-                open_sites.pop()
-            if record.kind not in codeview.INLINE_SITE_KINDS:
-                continue
-            if len(open_sites) >= _MAX_INLINE_DEPTH:
-                raise CodeViewError(f"inline sites nested more than {_MAX_INLINE_DEPTH} deep", record.offset)
-            site = codeview.parse_inline_site(record)
-            file_id, first_line = inlinee_lines.get(site.inlinee, (0, 0))
-            rows = [
-                row._replace(low=base + row.low, high=base + row.high)
-                for row in codeview.annotation_rows(site.annotations, first_line, file_id)
-            ]
-            node = _Site(rows, site.inlinee, [], site.annotations, first_line)
-            (open_sites[-1][1] if open_sites else top).append(node)
-            end_offset = min(site.end_offset, open_sites[-1][0]) if open_sites else site.end_offset
-            if end_offset > record.offset:
-                open_sites.append((end_offset, node.children))
-        return top
 
     def _line_table(self, fragments: list[codeview.LineFragment]) -> list[_LineEntry]:
         """Per file block: an entry at its fragment's start, its rows, a terminal entry at the fragment's
@@ -620,17 +631,25 @@ def _procedure_at(decoded: _DecodedModule, vaddr: int) -> int | None:
     return None
 
 
-def _after_closing_record(stream: bytes, end_offset: int, body_start: int, symbols_end: int) -> int | None:
-    """The offset after the scope's closing record (S_END, S_PROC_ID_END) at ``end_offset``, when one
-    is there at or past ``body_start``; None otherwise."""
-    if not body_start <= end_offset <= symbols_end - 4:
-        return None
-    length: int
-    kind: int
-    length, kind = struct.unpack_from("<HH", stream, end_offset)
-    if kind not in (codeview.S_END, codeview.S_PROC_ID_END) or end_offset + 2 + length > symbols_end:
-        return None
-    return end_offset + 2 + length
+def _sites_in(scope: _SiteScope, start: int, end: int, level: int) -> list[_Site]:
+    """The inline sites directly in ``stream[start:end]`` (blocks looked through), each one's body
+    stepped over by its End (the offset of its S_INLINESITE_END); an End that does not point at one
+    inside ``end`` leaves that site without nested sites, and the scan goes on after its record."""
+    if level > _MAX_INLINE_DEPTH:
+        raise CodeViewError(f"inline sites nested more than {_MAX_INLINE_DEPTH} deep", start)
+    sites = []
+    position = start
+    kinds = codeview.INLINE_SITE_KINDS
+    while (record := codeview.next_symbol_record_of(scope.stream, position, end, kinds)) is not None:
+        site = codeview.parse_inline_site(record)
+        position = body_start = record.offset + 4 + len(record.body)
+        closing = codeview.after_closing_record(
+            scope.stream, site.end_offset, body_start, end, codeview.INLINE_SITE_END_KINDS
+        )
+        body_end = site.end_offset if closing is not None else body_start
+        sites.append(_Site(scope, site.inlinee, site.annotations, (body_start, body_end), level))
+        position = closing if closing is not None else body_start
+    return sites
 
 
 def _site_chain(sites: list[_Site], vaddr: int) -> list[_Site]:
@@ -638,7 +657,7 @@ def _site_chain(sites: list[_Site], vaddr: int) -> list[_Site]:
     chain: list[_Site] = []
     level = sites
     while level and len(chain) <= _MAX_INLINE_DEPTH:
-        holding = next((site for site in level if any(row.low <= vaddr < row.high for row in site.rows)), None)
+        holding = next((site for site in level if site.holds(vaddr)), None)
         if holding is None:
             break
         chain.append(holding)
