@@ -19,7 +19,7 @@ and left aside (llvm-symbolizer reports no columns for inlined frames either).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 S_END = 0x0006
@@ -191,10 +191,10 @@ def iter_subsections(stream: bytes, start: int, end: int) -> Iterator[tuple[int,
 
 
 class LineBlock(NamedTuple):
-    """One file's rows of a DEBUG_S_LINES subsection: ``rows`` are (offset, line, column)."""
+    """One file's rows of a DEBUG_S_LINES subsection: ``rows`` are their (offsets, lines, columns)."""
 
     file_id: int  # offset of the file's entry in DEBUG_S_FILECHKSMS
-    rows: list[tuple[int, int, int]]
+    rows: tuple[Sequence[int], Sequence[int], Sequence[int]]
 
 
 class LineFragment(NamedTuple):
@@ -221,7 +221,7 @@ def parse_lines(data: bytes, subsection_offset: int) -> LineFragment:
         pairs = struct.unpack_from(f"<{2 * count}I", data, rows_at)
         lines = [flags & 0xFFFFFF for flags in pairs[1::2]]
         columns = struct.unpack_from(f"<{2 * count}H", data, rows_at + 8 * count)[::2] if has_columns else [0] * count
-        rows = list(zip(pairs[::2], lines, columns, strict=True))
+        rows = (pairs[::2], lines, columns)
         blocks.append(LineBlock(file_id, rows))
         position += block_size
     return LineFragment(section, offset, code_size, blocks)

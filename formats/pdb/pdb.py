@@ -160,11 +160,30 @@ class _LineEntry(NamedTuple):
     terminal: bool
 
 
+class _LineTable(NamedTuple):
+    """A module's flattened line entries as columns (tens of thousands per module: no tuple each)."""
+
+    vaddrs: list[int]
+    lines: list[int]
+    columns: list[int]
+    file_ids: list[int]
+    terminal: set[int]  # positions of the entries that end a file block
+
+    def entry(self, position: int) -> _LineEntry:
+        return _LineEntry(
+            self.vaddrs[position],
+            self.lines[position],
+            self.columns[position],
+            self.file_ids[position],
+            position in self.terminal,
+        )
+
+
 class _DecodedModule(NamedTuple):
     procedures: list[_Procedure]  # by low
     procedure_lows: list[int]
     procedure_reach: list[int]  # running maximum of the procedures' highs, for bisecting overlaps
-    lines: list[_LineEntry]
+    lines: _LineTable
     files: dict[int, str | None]  # checksum entry offset -> file name
     inlinee_lines: dict[int, tuple[int, int]]
     stream: bytes
@@ -337,8 +356,10 @@ class PdbFile:
     def _lookup_answers(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
         """What lookups decode: the publics' runs whole, a module's frames one address at a time
         (its symbols and lines read once, a procedure's inline sites on the first lookup in it)."""
-        if key == PUBLICS_KEY or not 0 <= key < len(self.dbi.modules):
-            return self.answers(key)
+        if key == PUBLICS_KEY:
+            return _PublicFrames([symbol for symbol in self.symbols() if symbol.size > 0])
+        if not 0 <= key < len(self.dbi.modules):
+            return []
         return _ModuleFrames(self, self._decode_module(self.dbi.modules[key]))
 
     def _public_runs(self) -> list[AnswerRun]:
@@ -376,9 +397,10 @@ class PdbFile:
                 pending.extend(site.children)
                 for row in site.rows:
                     cuts.update((row.low, row.high))
-        cuts.update(entry.vaddr for entry in decoded.lines)
+        line_vaddrs = decoded.lines.vaddrs
+        cuts.update(line_vaddrs)
         # Rows sharing an address: the first answers at the address itself, the last after it.
-        cuts.update(a.vaddr + 1 for a, b in zip(decoded.lines, decoded.lines[1:], strict=False) if a.vaddr == b.vaddr)
+        cuts.update(a + 1 for a, b in pairwise(line_vaddrs) if a == b)
         public_vaddrs = self._public_vaddrs()
         for low, high in spans:
             cuts.update(public_vaddrs[bisect_left(public_vaddrs, low) : bisect_left(public_vaddrs, high)])
@@ -507,10 +529,8 @@ class PdbFile:
         """The top-level procedures (vaddrs resolved), stepping over each one's body by its End."""
         procedures = []
         position = start
-        while (record := next(codeview.iter_symbol_records(stream, position, end), None)) is not None:
+        while (record := codeview.next_symbol_record_of(stream, position, end, codeview.PROC_KINDS)) is not None:
             position = body_start = record.offset + 4 + len(record.body)
-            if record.kind not in codeview.PROC_KINDS:
-                continue
             procedure = codeview.parse_procedure(record)
             low = self.vaddr_of(procedure.section, procedure.offset)
             if low is not None:
@@ -540,28 +560,29 @@ class PdbFile:
             decoded.sites[position] = sites
         return sites
 
-    def _line_table(self, fragments: list[codeview.LineFragment]) -> list[_LineEntry]:
+    def _line_table(self, fragments: list[codeview.LineFragment]) -> _LineTable:
         """Per file block: an entry at its fragment's start, its rows, a terminal entry at the fragment's
         end; blocks ordered by their first address, as llvm-symbolizer 14 flattens a module's lines."""
-        groups: list[list[_LineEntry]] = []
+        groups: list[tuple[int, int, codeview.LineBlock]] = []  # (start vaddr, end vaddr, block)
         for fragment in fragments:
             base = self.vaddr_of(fragment.section, fragment.offset)
             if base is None:
                 continue
-            for block in fragment.blocks:
-                if not block.rows:
-                    continue
-                # A file block's code is taken to start at its fragment's start, at its first row's
-                # line (llvm-symbolizer 14 reads it so: code before the first row is not unnamed).
-                rows = block.rows
-                first, last = rows[0], rows[-1]
-                group = [_LineEntry(base, first[1], first[2], block.file_id, False)]
-                file_id = block.file_id
-                group += [_LineEntry(base + offset, line, column, file_id, False) for offset, line, column in rows]
-                group.append(_LineEntry(base + fragment.code_size, last[1], last[2], block.file_id, True))
-                groups.append(group)
-        groups.sort(key=lambda group: group[0].vaddr)
-        return [entry for group in groups for entry in group]
+            groups += [(base, base + fragment.code_size, block) for block in fragment.blocks if block.rows[0]]
+        groups.sort(key=lambda group: group[0])
+        table = _LineTable([], [], [], [], set())
+        for base, end, block in groups:
+            # A file block's code is taken to start at its fragment's start, at its first row's
+            # line (llvm-symbolizer 14 reads it so: code before the first row is not unnamed).
+            offsets, lines, columns = block.rows
+            table.vaddrs.append(base)
+            table.vaddrs.extend([base + offset for offset in offsets])
+            table.vaddrs.append(end)
+            table.lines.extend((lines[0], *lines, lines[-1]))
+            table.columns.extend((columns[0], *columns, columns[-1]))
+            table.file_ids.extend([block.file_id] * (len(offsets) + 2))
+            table.terminal.add(len(table.vaddrs) - 1)
+        return table
 
     def inline_sites_at(self, vaddr: int) -> list[tuple[int, int, bytes]]:
         """(procedure start, inlinee's first line, binary annotations) of each inline site holding
@@ -621,6 +642,24 @@ class _ModuleFrames:
         return AnswerRun(vaddr, vaddr + 1, frames) if frames else None
 
 
+class _PublicFrames:
+    """The publics' runs (:meth:`PdbFile._public_runs`) found by the same bisection, without building
+    a run per public: most lookups land in modules, and the fallback is asked for few addresses."""
+
+    def __init__(self, symbols: list[Symbol]) -> None:
+        self._symbols = symbols
+        self._lows = [symbol.vaddr for symbol in symbols]
+
+    def run_at(self, vaddr: int) -> AnswerRun | None:
+        position = bisect_right(self._lows, vaddr) - 1
+        if position < 0:
+            return None
+        symbol = self._symbols[position]
+        if not vaddr < symbol.vaddr + symbol.size:
+            return None
+        return AnswerRun(symbol.vaddr, symbol.vaddr + symbol.size, (Frame(symbol.name),))
+
+
 def _procedure_at(decoded: _DecodedModule, vaddr: int) -> int | None:
     """The position of the first procedure (by low) holding ``vaddr``, as llvm's search finds it."""
     stop = bisect_right(decoded.procedure_lows, vaddr)
@@ -665,21 +704,21 @@ def _site_chain(sites: list[_Site], vaddr: int) -> list[_Site]:
     return chain
 
 
-def _line_at(lines: list[_LineEntry], vaddr: int) -> _LineEntry | None:
+def _line_at(table: _LineTable, vaddr: int) -> _LineEntry | None:
     """The row holding ``vaddr`` as llvm-symbolizer finds it in the flattened module table."""
-    low, high = 0, len(lines)
+    vaddrs, terminal = table.vaddrs, table.terminal
+    low, high = 0, len(vaddrs)
     while low < high:  # first entry past vaddr, or at vaddr and not terminal
         middle = (low + high) // 2
-        entry = lines[middle]
-        if entry.vaddr < vaddr or (entry.vaddr == vaddr and entry.terminal):
+        if vaddrs[middle] < vaddr or (vaddrs[middle] == vaddr and middle in terminal):
             low = middle + 1
         else:
             high = middle
     position = low
-    if position == len(lines) or lines[position].vaddr > vaddr:
-        if position == 0 or lines[position - 1].terminal:
+    if position == len(vaddrs) or vaddrs[position] > vaddr:
+        if position == 0 or position - 1 in terminal:
             return None
         position -= 1
-    while position < len(lines) and lines[position].terminal:
+    while position < len(vaddrs) and position in terminal:
         position += 1
-    return lines[position] if position < len(lines) else None
+    return table.entry(position) if position < len(vaddrs) else None
