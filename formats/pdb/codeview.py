@@ -244,6 +244,10 @@ def parse_inlinee_lines(data: bytes, subsection_offset: int) -> dict[int, tuple[
         raise CodeViewError("DEBUG_S_INLINEELINES is truncated", subsection_offset)
     (signature,) = struct.unpack_from("<I", data, 0)
     extra_files = signature == 1
+    if not extra_files:  # fixed 12-byte entries: unpacked whole, the first of an ID kept
+        whole = (len(data) - 4) // 12 * 12
+        entries = list(struct.iter_unpack("<III", data[4 : 4 + whole]))
+        return {inlinee: (file_id, line) for inlinee, file_id, line in reversed(entries)}
     found: dict[int, tuple[int, int]] = {}
     position = 4
     while position + 12 <= len(data):
