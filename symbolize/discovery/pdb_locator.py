@@ -10,8 +10,9 @@ Search order (the debuggers' and llvm-symbolizer's places, without their network
 - symbol stores in the symsrv layout, ``<root>/<name>/<GUID><age>/<name>`` (GUID upper- or
   lower-case, age in hex), or ``<root>/<first two letters of name>/<name>/<GUID><age>/<name>`` in
   a two-tier store (one with an ``index2.txt`` at its root), under every search path, every
-  debug directory, and the local parts of ``_NT_SYMBOL_PATH`` (``srv*<cache>*https://...`` and ``cache*<dir>`` give their local
-  directories, plain entries are directories; servers are left out).
+  debug directory, and the local parts of ``_NT_SYMBOL_PATH`` (``srv*<cache>*https://...`` and
+  ``cache*<dir>`` give their local directories, plain entries are directories; servers are left
+  out).
 
 The file found must be a PDB whose info-stream GUID and DBI age are the RSDS record's; another
 is refused with both IDs in the reason (llvm-symbolizer uses any PDB it finds unchecked).
