@@ -66,7 +66,7 @@ def _answers(pdb: PdbFile, addresses: list[int]) -> list[list[tuple[str | None, 
 
 
 @pytest.mark.skipif(PDBUTIL is None, reason="llvm-pdbutil not installed")
-@pytest.mark.parametrize("name", ["winapp.pdb", "winlib.pdb", "win32demo.pdb"])
+@pytest.mark.parametrize("name", ["winapp.pdb", "winlib.pdb", "win32demo.pdb", "winarm64.pdb"])
 def test_identity_and_streams_agree_with_llvm_pdbutil(name: str) -> None:
     assert PDBUTIL is not None
     pdb = PdbFile(BIN / name)

@@ -39,7 +39,7 @@ def test_lookup_finds_the_pdb_beside_the_image() -> None:
 
 
 def test_demangled_names_are_llvm_symbolizers() -> None:
-    for variant in ("winapp.exe", "winlib.dll", "win32demo.exe"):
+    for variant in ("winapp.exe", "winlib.dll", "win32demo.exe", "winarm64.exe"):
         entries = _expected(variant)["addresses"]
         addresses = [int(e["address"], 16) for e in entries]
         results = lookup(BIN / variant, addresses, demangle="full", use_cache=False)
