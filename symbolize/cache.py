@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import sys
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard, TypeVar, cast
@@ -75,6 +76,11 @@ def index_key(source: IndexableSource) -> str:
     # The base its answers are at: a PDB's vaddrs are its image's ImageBase plus RVAs (bind_image).
     base = getattr(source, "load_base", None)
     kind = f"{type(source).__name__} {getattr(source, 'format', '-')} {getattr(source, 'arch', '-')} base {base}"
+    # The other files its answers come from, when it names them (a debug map's objects): an
+    # index built while they were found must not answer a run that cannot find them, nor the reverse.
+    inputs = getattr(source, "answer_inputs", None)
+    if callable(inputs) and (described := inputs()):
+        kind += f" inputs {hashlib.sha256(str(described).encode()).hexdigest()[:32]}"
     # Indexes store demangled names (symbolize/index/indexed.py): a new demangler makes new ones.
     return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {DEMANGLER} {kind} {identity}"
 
@@ -102,9 +108,10 @@ def build_index(source: IndexableSource, cache_dir: Path) -> Path:
     """Store every answer ``source`` gives; returns the index's path."""
     key = index_key(source)
     path = index_path(cache_dir, key)
-    arrays = build_index_arrays(source)
     # Not part of the key (any copy of a build shares its index): what `cache show` names it by.
-    arrays[SOURCE_PATH_ARRAY] = os.fsencode(source.path.resolve())
+    # First, so the answers' arrays keep their place at the end of the file.
+    arrays: dict[str, array[int] | bytes] = {SOURCE_PATH_ARRAY: os.fsencode(source.path.resolve())}
+    arrays.update(build_index_arrays(source))
     write_index(path, key, arrays)
     return path
 
