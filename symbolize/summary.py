@@ -25,10 +25,11 @@ drops them (the frame and its callees), so the leaf is the first caller kept.
 ``"damaged_debug_info"`` says why a part of the debug info of the mapping's files cannot be read
 at all, when that is so: the DWARF (a section past the decompression cap, a first unit without a
 length; the symbol table still names) or the MiniDebugInfo (the other tables and the DWARF still
-name). Addresses nothing else names are counted under ``"damaged-debug-info"``. ``"refused"`` lists the candidate debug files found and turned
-down, each ``"path: why"`` (a build ID, CRC32 or DWO ID that differs, a file outside the
-directory it was looked up in): debug files, dSYMs and PDBs, and the ``.dwo``/``.dwp`` and dwz
-files the DWARF asked for while the mapping's addresses were looked up.
+name). Addresses nothing else names are counted under ``"damaged-debug-info"``.
+``"refused"`` lists the candidate debug files found and turned down, each ``"path: why"`` (a
+build ID, CRC32 or DWO ID that differs, a file that cannot be read, a file outside the directory
+it was looked up in): debug files, dSYMs and PDBs, and the ``.dwo``/``.dwp`` and dwz files the
+DWARF asked for while the mapping's addresses were looked up.
 ``"slice"`` is the architecture used of a universal (fat) Mach-O binary, else null.
 ``"missing_lines"`` says why named locations have no file or line, when none has one and
 discovery found no debug file (a stripped binary without its dSYM or debug file), else null.
