@@ -146,12 +146,13 @@ class Module:
                 return frames
         if error is not None:
             return Unknown(Reason.DAMAGED_DEBUG_INFO, str(error))
-        return Unknown(Reason.NOT_COVERED if self._anything_has_names() else Reason.NO_DEBUG_INFO)
+        return Unknown(self.unnamed_reason())
 
-    def _anything_has_names(self) -> bool:
+    def unnamed_reason(self) -> Reason:
+        """The reason of an address no source names (and none failed on): not covered, or no names at all."""
         if self._has_names is None:
             self._has_names = any(summary.has_symbols or summary.has_dwarf for summary in self._summaries())
-        return self._has_names
+        return Reason.NOT_COVERED if self._has_names else Reason.NO_DEBUG_INFO
 
     def refusals(self) -> list[str]:
         """Every candidate file refused so far, once each, in the order refused: the module's
