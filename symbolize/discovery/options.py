@@ -33,6 +33,8 @@ class ObjectCache:
         self._sources: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
         # How each source was opened, for a background builder to open it alike.
         self._jobs: dict[_Key, IndexJob] = {}
+        # The resolver each object was opened with: what it refused is asked for in summaries.
+        self._resolvers: dict[_Key, HintResolver] = {}
         # Where persistent indexes are read from (None: not used); see symbolize/cache.py.
         self.index_dir = index_dir
         self.build_missing_indexes = build_missing_indexes
@@ -50,7 +52,18 @@ class ObjectCache:
             self._forget(key)
         opened = open_object(path, arch=arch, resolver=resolver)
         self._objects[key] = (stamp, opened)
+        if resolver is not None:
+            self._resolvers[key] = resolver
         return opened
+
+    def refused(self, path: Path, arch: str | None = None) -> list[str]:
+        """What the resolver ``path`` was opened with has refused so far, as ``"path: reason"``.
+
+        The list itself, not a copy: a split unit's ``.dwo`` is asked for when the unit is
+        first decoded, so refusals keep arriving while lookups run.
+        """
+        resolver = self._resolvers.get((path.resolve(), arch))
+        return resolver.refused if isinstance(resolver, Resolver) else []
 
     def open_source(
         self,
@@ -91,6 +104,7 @@ class ObjectCache:
 
     def _forget(self, key: _Key) -> None:
         self._jobs.pop(key, None)
+        self._resolvers.pop(key, None)
         for table in (self._sources, self._objects):
             entry = table.pop(key, None)
             if entry is not None:
@@ -122,6 +136,7 @@ class ObjectCache:
                 opened.close()
             table.clear()
         self._jobs.clear()
+        self._resolvers.clear()
 
 
 @dataclass
