@@ -22,8 +22,9 @@ the leaf functions with the highest total value, highest first, each with its sh
 type's total absolute value; frames matching the profile's ``drop_frames`` are skipped as pprof
 drops them (the frame and its callees), so the leaf is the first caller kept.
 ``"slice"`` is the architecture used of a universal (fat) Mach-O binary, else null.
-``"missing_lines"`` says why named locations have no file or line, when none has one and
-discovery found no debug file (a stripped binary without its dSYM or debug file), else null.
+``"missing_lines"`` says why named locations have no file or line, when none has one: discovery
+found no debug file (a stripped binary without its dSYM or debug file), or the debug file found
+says why it has none (a publics-only PDB); else null.
 """
 
 from __future__ import annotations

@@ -301,10 +301,10 @@ def test_pdb_frames_agree_with_the_image_for_exports() -> None:
         assert pdb.frames_at(export.vaddr)[-1].function == export.name
 
 
-def test_a_stripped_pdb_names_functions_and_says_why_lines_are_missing(tmp_path: Path) -> None:
-    """What /PDBSTRIPPED leaves: publics, no module streams, the DBI's stripped flag (lld-link cannot
-    write one, so it is made from the fixture: module streams dropped, flag set)."""
-    streams = _streams("winapp.pdb")
+def stripped_pdb(name: str = "winapp.pdb") -> bytes:
+    """What /PDBSTRIPPED leaves of a fixture PDB: publics, no module streams, the DBI's stripped flag
+    (lld-link cannot write one, so it is made from the fixture: module streams dropped, flag set)."""
+    streams = _streams(name)
     dbi = bytearray(streams[3] or b"")
     position = 64
     modules_end = 64 + struct.unpack_from("<i", dbi, 24)[0]
@@ -317,7 +317,11 @@ def test_a_stripped_pdb_names_functions_and_says_why_lines_are_missing(tmp_path:
         position = (names_end + 3) & ~3
     struct.pack_into("<H", dbi, 56, struct.unpack_from("<H", dbi, 56)[0] | 0x2)  # DBI Flags: stripped
     streams[3] = bytes(dbi)
-    pdb = PdbFile(tmp_path / "stripped.pdb", image_base=IMAGE_BASE, data=build_msf(streams, 4096))
+    return build_msf(streams, 4096)
+
+
+def test_a_stripped_pdb_names_functions_and_says_why_lines_are_missing(tmp_path: Path) -> None:
+    pdb = PdbFile(tmp_path / "stripped.pdb", image_base=IMAGE_BASE, data=stripped_pdb())
     full = PdbFile(BIN / "winapp.pdb", image_base=IMAGE_BASE)
     assert not pdb.debug_info().has_line_info and pdb.debug_info().has_symbols
     reason = pdb.lines_missing_reason()
