@@ -336,6 +336,8 @@ def _symbolize_mapping(
         named.append(result)
     if named and not any(frame.line > 0 for frames in named for frame in frames):
         summary.missing_lines = _lines_missing_reason(module)
+    summary.damaged_debug_info = module.damaged_debug_info() or None
+    summary.refused = module.refusals()
     if summary.unnamed == 0:
         mapping.has_functions = any(frame.function for frames in named for frame in frames)
         mapping.has_filenames = any(frame.file for frames in named for frame in frames)

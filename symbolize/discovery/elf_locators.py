@@ -28,7 +28,6 @@ from pathlib import Path
 
 from symbolize.discovery.paths import base_name, build_id_path, is_file_name, normalized_dir, relative_path
 from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
-from symbolize.formats.dwarf.split import holds_split_unit
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.types import DebugHint, DebugIdKind, HintKind, ObjectFile
 
@@ -98,7 +97,11 @@ class SupplementaryLocator:
         yield from _build_id_candidates(hint, context)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
-        return debug_id_refusal(hint.debug_id, found.debug_id, ".gnu_debugaltlink's")
+        mismatch = debug_id_refusal(hint.debug_id, found.debug_id, ".gnu_debugaltlink's")
+        if mismatch is not None:
+            return mismatch
+        # Every unit of the file referring into it would break with it: refused, it leaves them named.
+        return damage_refusal(found)
 
 
 class SplitDwarfLocator:
@@ -127,9 +130,20 @@ class SplitDwarfLocator:
         if not isinstance(found, ElfFile):
             return "not an ELF file"
         dwo_id = int.from_bytes(hint.debug_id.value, "big")
+        from symbolize.formats.dwarf.split import holds_split_unit  # the DWARF decoder, only here
+
         if holds_split_unit(found.section_data, found.path, dwo_id, found.little_endian):
             return None
         return f"holds no split unit with DWO ID {dwo_id:#018x}"
+
+
+def damage_refusal(found: ObjectFile) -> str | None:
+    """Why ``found``'s DWARF cannot be read at all (a section past the decompression cap), or None."""
+    damaged = found.debug_info().damaged
+    if not damaged:
+        return None
+    prefix = f"{found.path}: "
+    return "its debug info cannot be read: " + (damaged[len(prefix) :] if damaged.startswith(prefix) else damaged)
 
 
 def _by_base_name(recorded: str, context: LookupContext) -> Iterator[Candidate]:
