@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from symbolize.formats.dwarf import DwarfInfo, scan
+from symbolize.formats.dwarf import DwarfInfo, ranges, scan
 from symbolize.formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.elf import ElfFile
@@ -89,3 +89,15 @@ def scan_outcome(unit: Unit, whole: bool, kernels: Any) -> tuple[object, ...]:
         except Exception as error:  # any type: the two sides must raise the same one
             return ("raised", type(error), str(error), index_state(index) if index is not None else None)
     return ("scanned", index_state(index))
+
+
+def ranges_outcome(unit: Unit, form: Any, value: Any, kernels: Any) -> tuple[object, ...]:
+    """``decode_ranges_attribute`` with ``kernels`` in ranges.py: the ranges, or what it raised."""
+    saved = ranges.kernels
+    ranges.kernels = kernels
+    try:
+        return ("decoded", ranges.decode_ranges_attribute(unit, form, value))
+    except Exception as error:  # any type: the two sides must raise the same one
+        return ("raised", type(error), str(error))
+    finally:
+        ranges.kernels = saved

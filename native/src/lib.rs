@@ -9,6 +9,7 @@
 
 mod die_walk;
 mod line_program;
+mod ranges;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -133,5 +134,6 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(run_line_program, module)?)?;
     module.add_function(wrap_pyfunction!(die_walk::walk_dies, module)?)?;
     module.add_class::<die_walk::WalkPlans>()?;
+    module.add_function(wrap_pyfunction!(ranges::decode_ranges, module)?)?;
     Ok(())
 }
