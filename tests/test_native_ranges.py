@@ -23,7 +23,7 @@ from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.native import kernels
 from tests.dwarf_builder import uleb
-from tests.kernel_twins import object_units, ranges_outcome, scan_outcome
+from tests.kernel_twins import node_ranges_outcome, object_units, ranges_outcome, scan_outcome
 
 if kernels is None:
     pytest.skip("the compiled kernels are not built or not enabled", allow_module_level=True)
@@ -34,14 +34,22 @@ OBJECT_FILES = sorted(path for path in FIXTURES.rglob("*") if path.is_file() and
 
 
 class _Recording:
+    """Stands for the kernels module in scan.py and ranges.py; records what each twin returned."""
+
     def __init__(self) -> None:
         self.returned: list[object] = []
 
-    def decode_ranges(self, *args: Any) -> object:
+    def _record(self, twin: Any, *args: Any) -> object:
         self.returned.append("raised")
-        returned = kernels.decode_ranges(*args)  # type: ignore[union-attr]
+        returned = twin(*args)
         self.returned[-1] = returned
         return returned
+
+    def decode_ranges(self, *args: Any) -> object:
+        return self._record(kernels.decode_ranges, *args)  # type: ignore[union-attr]
+
+    def node_ranges(self, *args: Any) -> object:
+        return self._record(kernels.node_ranges, *args)  # type: ignore[union-attr]
 
 
 def _assert_alike(unit: Unit, form: Any, value: Any) -> object:
@@ -51,20 +59,28 @@ def _assert_alike(unit: Unit, form: Any, value: Any) -> object:
     return recording.returned[0]
 
 
+def _assert_nodes_alike(unit: Unit, values: dict[int, tuple[int, Any]]) -> object:
+    recording = _Recording()
+    reference = node_ranges_outcome(unit, values, None)
+    assert node_ranges_outcome(unit, values, recording) == reference
+    return recording.returned[0]
+
+
 @pytest.mark.parametrize("path", OBJECT_FILES, ids=lambda path: str(path.relative_to(FIXTURES)))
-def test_every_fixture_range_list_decodes_alike(path: Path) -> None:
+def test_every_fixture_node_and_range_list_decodes_alike(path: Path) -> None:
     checked = 0
     for unit in object_units(path):
         outcome = scan_outcome(unit, True, None)
         if outcome[0] != "scanned":
             continue
         for attributes in outcome[1][6]:  # type: ignore[union-attr]
-            found = dict(attributes).get(5)
-            if found is not None:
-                assert _assert_alike(unit, *found) is not None  # decided by the kernel itself
-                checked += 1
+            values = dict(attributes)
+            assert _assert_nodes_alike(unit, values) is not None  # decided by the kernel itself
+            checked += 1
+            if 5 in values:
+                assert _assert_alike(unit, *values[5]) is not None
     if not checked:
-        pytest.skip("no DW_AT_ranges in this file")
+        pytest.skip("no functions with code in this file")
 
 
 @cache
@@ -116,11 +132,35 @@ def _made(draw: st.DrawFn) -> tuple[Unit, int, Any]:
                    low_pc=draw(value_int), addr_base=draw(st.integers(0, 16)), rnglists_base=draw(st.integers(0, 8)),
                    ranges_base=draw(st.integers(0, 16)))
     form = draw(st.sampled_from([c.DW_FORM_sec_offset, c.DW_FORM_rnglistx, c.DW_FORM_data4, c.DW_FORM_udata]))
-    value = draw(st.one_of(st.integers(0, 24), st.sampled_from([1 << 64, -1, b"\x01"]), st.integers(0, 1 << 66)))
-    return made, form, value
+    return made, form, draw(_raw_value())
+
+
+def _raw_value() -> st.SearchStrategy[Any]:
+    return st.one_of(st.integers(0, 24), st.sampled_from([1 << 64, -1, -(1 << 63) - 1, b"\x01", b"12", True]),
+                     st.integers(-(1 << 66), 1 << 66))
+
+
+_ADDRESS_FORMS = [c.DW_FORM_addr, c.DW_FORM_addrx, c.DW_FORM_addrx1, c.DW_FORM_addrx4, c.DW_FORM_GNU_addr_index,
+                  c.DW_FORM_data1, c.DW_FORM_data8, c.DW_FORM_udata, c.DW_FORM_sdata, c.DW_FORM_implicit_const,
+                  c.DW_FORM_block1, c.DW_FORM_string]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_made())
 def test_made_range_lists_decode_alike(case: tuple[Unit, int, Any]) -> None:
     _assert_alike(*case)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_made(), data=st.data())
+def test_made_node_attributes_decode_alike(case: tuple[Unit, int, Any], data: st.DataObject) -> None:
+    unit, form, value = case
+    values: dict[int, tuple[int, Any]] = {}
+    for slot in data.draw(st.permutations([3, 4, 5, 1]))[: data.draw(st.integers(0, 4))]:
+        if slot == 5:
+            values[5] = (form, value)
+        elif slot == 1:
+            values[1] = (c.DW_FORM_strp, 0)
+        else:
+            values[slot] = (data.draw(st.sampled_from(_ADDRESS_FORMS)), data.draw(_raw_value()))
+    _assert_nodes_alike(unit, values)

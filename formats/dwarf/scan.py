@@ -531,6 +531,17 @@ def _walk(
 
 
 def _node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]]:
+    """A node's ranges, from its kept attributes; by the compiled twin where built (``native/src/ranges.rs``),
+    which returns None where this function must decide."""
+    if kernels is not None:
+        decoded: list[tuple[int, int]] | None = kernels.node_ranges(unit, values)
+        if decoded is not None:
+            return decoded
+    return node_ranges(unit, values)
+
+
+def node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]]:
+    """The reference :func:`_node_ranges`: ``DW_AT_ranges``, else ``DW_AT_low_pc`` and ``DW_AT_high_pc``."""
     ranges_value = values.get(5)
     if ranges_value is not None:
         return decode_ranges_attribute(unit, *ranges_value)

@@ -21,6 +21,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use crate::ranges::{Failure, Raw, RangeSource};
+
 // Layout kinds (`abbrev.py`).
 const KIND_FIXED: u8 = 0;
 const KIND_ULEB: u8 = 1;
@@ -476,6 +478,8 @@ struct Context<'py, 'a> {
     subtree_end_at: Bound<'py, PyAny>,
     unit_string: Bound<'py, PyAny>,
     node_ranges_of: Bound<'py, PyAny>,
+    /// What the range decoder reads of the unit (None: the reference's function decodes).
+    ranges: Option<RangeSource<'py>>,
 }
 
 impl<'py> Context<'py, '_> {
@@ -511,6 +515,28 @@ fn subtree_end_or_walk(
         return Ok(Some(u64::try_from(found).map_err(|_| Stop::Reference)?));
     }
     Ok(None)
+}
+
+/// `_node_ranges(unit, values)` of a subprogram: decoded here, or by the reference's own function
+/// where this decoder leaves it to the reference; an error is the reference's to raise.
+fn subprogram_ranges<'py>(context: &Context<'py, '_>, kept: &Kept, attrs: &Bound<'py, PyDict>) -> Walked<Bound<'py, PyAny>> {
+    if let Some(source) = &context.ranges {
+        let raw = |slot: usize| {
+            kept.slots[slot].map(|(form, value)| {
+                (form, match value {
+                    Value::Unsigned(value) => Raw::Unsigned(value),
+                    Value::Signed(value) => Raw::Signed(value),
+                    Value::Bytes(..) => Raw::Other,
+                })
+            })
+        };
+        match source.unit().node_ranges(raw(5), raw(3), raw(4)) {
+            Ok(ranges) => return Ok(PyList::new(context.py, ranges)?.into_any()),
+            Err(Failure::Format(_)) => return Err(Stop::Reference),
+            Err(Failure::Reference) => {}
+        }
+    }
+    context.node_ranges_of.call1((&context.unit, attrs)).map_err(|_| Stop::Reference)
 }
 
 /// The kept attributes of one DIE in the order the reference inserts them in its dict.
@@ -633,11 +659,7 @@ fn walk<'py>(
                     let inlined = tag == TAG_INLINED_SUBROUTINE;
                     let attrs = kept.dict(context)?;
                     // An inlined call's ranges are decoded only if a lookup reaches it (chain_at).
-                    let ranges = if inlined {
-                        None
-                    } else {
-                        Some(context.node_ranges_of.call1((&context.unit, &attrs)).map_err(|_| Stop::Reference)?)
-                    };
+                    let ranges = if inlined { None } else { Some(subprogram_ranges(context, &kept, &attrs)?) };
                     let has_ranges = match &ranges {
                         Some(ranges) => ranges.is_truthy().map_err(|_| Stop::Reference)?,
                         None => false,
@@ -830,6 +852,7 @@ pub fn walk_dies<'py>(
         subtree_end_at: skipper.getattr(intern!(py, "subtree_end"))?,
         unit_string: unit.getattr(intern!(py, "string"))?,
         node_ranges_of: node_ranges_of.clone(),
+        ranges: RangeSource::of(&unit)?,
         unit,
     };
     let length = |name| -> PyResult<i64> { Ok(index.getattr(name)?.len()? as i64) };

@@ -135,5 +135,6 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(die_walk::walk_dies, module)?)?;
     module.add_class::<die_walk::WalkPlans>()?;
     module.add_function(wrap_pyfunction!(ranges::decode_ranges, module)?)?;
+    module.add_function(wrap_pyfunction!(ranges::node_ranges, module)?)?;
     Ok(())
 }

@@ -10,7 +10,7 @@
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict, PyInt};
 
 const FORM_RNGLISTX: u64 = 0x23;
 
@@ -209,56 +209,177 @@ impl RangeUnit<'_> {
     }
 }
 
+/// `Unit.address`'s forms that index `.debug_addr` (`unit._ADDRX_FORMS`).
+fn is_addrx(form: u64) -> bool {
+    matches!(form, 0x1B | 0x29 | 0x2A | 0x2B | 0x2C | 0x1F01)
+}
+
+/// `unit._CONSTANT_FORMS`: a `DW_AT_high_pc` of these is an offset from `DW_AT_low_pc`.
+fn is_constant(form: u64) -> bool {
+    matches!(form, 0x0B | 0x05 | 0x06 | 0x07 | 0x0F | 0x0D | 0x21)
+}
+
+/// A raw attribute value as the walk read it: an unsigned or signed integer, or anything else
+/// (bytes), which the reference turns into an integer its own way or rejects.
+#[derive(Clone, Copy)]
+pub enum Raw {
+    Unsigned(u64),
+    Signed(i64),
+    Other,
+}
+
+impl RangeUnit<'_> {
+    /// `Unit.address(form, value)`.
+    fn address(&self, form: u64, value: Raw) -> Decoded<i128> {
+        match value {
+            Raw::Unsigned(value) if is_addrx(form) => Ok(i128::from(self.indexed_address(value)?)),
+            Raw::Unsigned(value) => Ok(i128::from(value)),
+            Raw::Signed(value) if !is_addrx(form) => Ok(i128::from(value)),
+            _ => Err(Failure::Reference),
+        }
+    }
+
+    /// `scan._node_ranges`: a node's ranges from its `DW_AT_ranges`, else its low and high pc.
+    pub fn node_ranges(
+        &self,
+        ranges: Option<(u64, Raw)>,
+        low: Option<(u64, Raw)>,
+        high: Option<(u64, Raw)>,
+    ) -> Decoded<Vec<(u64, u64)>> {
+        if let Some((form, value)) = ranges {
+            let Raw::Unsigned(value) = value else { return Err(Failure::Reference) };
+            return self.decode(form, value);
+        }
+        let (Some((low_form, low_value)), Some((high_form, high_value))) = (low, high) else {
+            return Ok(Vec::new());
+        };
+        // Unit.pc_bounds
+        let low_pc = self.address(low_form, low_value)?;
+        let high_pc = if is_constant(high_form) {
+            match high_value {
+                Raw::Unsigned(value) => low_pc + i128::from(value),
+                Raw::Signed(value) => low_pc + i128::from(value),
+                Raw::Other => return Err(Failure::Reference),
+            }
+        } else {
+            self.address(high_form, high_value)?
+        };
+        let high_pc = high_pc.min(i128::from(self.last_address));
+        if high_pc <= low_pc {
+            return Ok(Vec::new());
+        }
+        // A negative low (a signed form) is the reference's to keep.
+        let low_pc = u64::try_from(low_pc).map_err(|_| Failure::Reference)?;
+        Ok(vec![(low_pc, high_pc as u64)])
+    }
+}
+
 pyo3::import_exception!(symbolize.formats.dwarf.reader, DwarfFormatError);
 
-/// Twin of `ranges.decode_ranges_attribute(unit, form, value)`: the same list of (low, high), or
-/// the same DwarfFormatError; None where the reference must decide (see the module's comment).
-#[pyfunction]
-pub fn decode_ranges(py: Python<'_>, unit: &Bound<'_, PyAny>, form: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Option<Vec<(u64, u64)>>> {
-    let (Ok(form), Ok(value)) = (form.extract::<u64>(), value.extract::<u64>()) else { return Ok(None) };
-    let sections = unit.getattr(intern!(py, "sections"))?;
-    let section = |name| -> PyResult<Option<Bound<'_, PyBytes>>> { Ok(sections.getattr(name)?.cast_into::<PyBytes>().ok()) };
-    let (Some(rnglists), Some(ranges), Some(addr)) =
-        (section(intern!(py, "rnglists"))?, section(intern!(py, "ranges"))?, section(intern!(py, "addr"))?)
-    else {
-        return Ok(None);
-    };
-    let number = |name| -> PyResult<Option<u64>> { Ok(unit.getattr(name)?.extract::<u64>().ok()) };
-    let (Some(version), Some(addr_size), Some(offset_size), Some(low_pc), Some(addr_base), Some(rnglists_base), Some(ranges_base)) = (
-        number(intern!(py, "version"))?,
-        number(intern!(py, "addr_size"))?,
-        number(intern!(py, "offset_size"))?,
-        number(intern!(py, "low_pc"))?,
-        number(intern!(py, "addr_base"))?,
-        number(intern!(py, "rnglists_base"))?,
-        number(intern!(py, "ranges_base"))?,
-    ) else {
-        return Ok(None);
-    };
-    let Some(last_address) = sections.getattr(intern!(py, "last_address"))?.extract::<u64>().ok() else { return Ok(None) };
-    // The reference reads addresses of 2, 4 or 8 bytes (uint_reader) and offsets of 4 or 8.
-    if !matches!(addr_size, 2 | 4 | 8) || !matches!(offset_size, 4 | 8) {
-        return Ok(None);
+/// The sections and fields of a `Unit` that a range decode reads, held while a `RangeUnit` borrows them.
+pub struct RangeSource<'py> {
+    rnglists: Bound<'py, PyBytes>,
+    ranges: Bound<'py, PyBytes>,
+    addr: Bound<'py, PyBytes>,
+    numbers: [u64; 8],
+    little_endian: bool,
+}
+
+impl<'py> RangeSource<'py> {
+    /// None where some field is not what the decode can read (then the reference decides).
+    pub fn of(unit: &Bound<'py, PyAny>) -> PyResult<Option<Self>> {
+        let py = unit.py();
+        let sections = unit.getattr(intern!(py, "sections"))?;
+        let section = |name| -> PyResult<Option<Bound<'py, PyBytes>>> { Ok(sections.getattr(name)?.cast_into::<PyBytes>().ok()) };
+        let (Some(rnglists), Some(ranges), Some(addr)) =
+            (section(intern!(py, "rnglists"))?, section(intern!(py, "ranges"))?, section(intern!(py, "addr"))?)
+        else {
+            return Ok(None);
+        };
+        let mut numbers = [0u64; 8];
+        let names = [
+            intern!(py, "version"), intern!(py, "addr_size"), intern!(py, "offset_size"), intern!(py, "low_pc"),
+            intern!(py, "addr_base"), intern!(py, "rnglists_base"), intern!(py, "ranges_base"),
+        ];
+        for (number, name) in numbers.iter_mut().zip(names) {
+            let Ok(value) = unit.getattr(name)?.extract::<u64>() else { return Ok(None) };
+            *number = value;
+        }
+        let Ok(last_address) = sections.getattr(intern!(py, "last_address"))?.extract::<u64>() else { return Ok(None) };
+        numbers[7] = last_address;
+        // The reference reads addresses of 2, 4 or 8 bytes (uint_reader) and offsets of 4 or 8.
+        if !matches!(numbers[1], 2 | 4 | 8) || !matches!(numbers[2], 4 | 8) {
+            return Ok(None);
+        }
+        let little_endian = sections.getattr(intern!(py, "little_endian"))?.is_truthy()?;
+        Ok(Some(RangeSource { rnglists, ranges, addr, numbers, little_endian }))
     }
-    let range_unit = RangeUnit {
-        version,
-        addr_size: addr_size as u8,
-        offset_size: offset_size as u8,
-        little_endian: sections.getattr(intern!(py, "little_endian"))?.is_truthy()?,
-        low_pc,
-        addr_base,
-        rnglists_base,
-        ranges_base,
-        last_address,
-        rnglists: rnglists.as_bytes(),
-        ranges: ranges.as_bytes(),
-        addr: addr.as_bytes(),
-    };
-    match range_unit.decode(form, value) {
+
+    pub fn unit(&self) -> RangeUnit<'_> {
+        let [version, addr_size, offset_size, low_pc, addr_base, rnglists_base, ranges_base, last_address] = self.numbers;
+        RangeUnit {
+            version,
+            addr_size: addr_size as u8,
+            offset_size: offset_size as u8,
+            little_endian: self.little_endian,
+            low_pc,
+            addr_base,
+            rnglists_base,
+            ranges_base,
+            last_address,
+            rnglists: self.rnglists.as_bytes(),
+            ranges: self.ranges.as_bytes(),
+            addr: self.addr.as_bytes(),
+        }
+    }
+}
+
+fn answered(decoded: Decoded<Vec<(u64, u64)>>) -> PyResult<Option<Vec<(u64, u64)>>> {
+    match decoded {
         Ok(decoded) => Ok(Some(decoded)),
         Err(Failure::Format(message)) => Err(DwarfFormatError::new_err(message)),
         Err(Failure::Reference) => Ok(None),
     }
+}
+
+/// Twin of `ranges.decode_ranges(unit, form, value)`: the same list of (low, high), or the same
+/// DwarfFormatError; None where the reference must decide (see the module's comment).
+#[pyfunction]
+pub fn decode_ranges(unit: &Bound<'_, PyAny>, form: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Option<Vec<(u64, u64)>>> {
+    let (Ok(form), Ok(value)) = (form.extract::<u64>(), value.extract::<u64>()) else { return Ok(None) };
+    let Some(source) = RangeSource::of(unit)? else { return Ok(None) };
+    answered(source.unit().decode(form, value))
+}
+
+fn raw_attribute(values: &Bound<'_, PyDict>, slot: u8) -> PyResult<Result<Option<(u64, Raw)>, ()>> {
+    let Some(found) = values.get_item(slot)? else { return Ok(Ok(None)) };
+    let Ok((form, value)) = found.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>() else { return Ok(Err(())) };
+    let Ok(form) = form.extract::<u64>() else { return Ok(Err(())) };
+    let raw = if value.is_instance_of::<PyInt>() {
+        if let Ok(value) = value.extract::<u64>() {
+            Raw::Unsigned(value)
+        } else if let Ok(value) = value.extract::<i64>() {
+            Raw::Signed(value)
+        } else {
+            return Ok(Err(()));
+        }
+    } else {
+        Raw::Other
+    };
+    Ok(Ok(Some((form, raw))))
+}
+
+/// Twin of `scan._node_ranges(unit, values)` (values: slot -> (form, raw value), as the walk keeps
+/// them): the same ranges or DwarfFormatError; None where the reference must decide.
+#[pyfunction]
+pub fn node_ranges(unit: &Bound<'_, PyAny>, values: &Bound<'_, PyAny>) -> PyResult<Option<Vec<(u64, u64)>>> {
+    let Ok(values) = values.cast::<PyDict>() else { return Ok(None) };
+    let (Ok(ranges), Ok(low), Ok(high)) = (raw_attribute(values, 5)?, raw_attribute(values, 3)?, raw_attribute(values, 4)?)
+    else {
+        return Ok(None);
+    };
+    let Some(source) = RangeSource::of(unit)? else { return Ok(None) };
+    answered(source.unit().node_ranges(ranges, low, high))
 }
 
 #[cfg(test)]
