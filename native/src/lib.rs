@@ -10,6 +10,9 @@
 mod die_walk;
 mod line_program;
 mod ranges;
+mod warm;
+mod warm_index;
+mod warm_text;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -136,5 +139,6 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<die_walk::WalkPlans>()?;
     module.add_function(wrap_pyfunction!(ranges::decode_ranges, module)?)?;
     module.add_function(wrap_pyfunction!(ranges::node_ranges, module)?)?;
+    warm::register(module)?;
     Ok(())
 }
