@@ -63,12 +63,15 @@ class RecordingWalk:
 @contextmanager
 def scan_kernels(kernels: Any) -> Iterator[None]:
     """``kernels`` in scan.py and ranges.py (None: the Python reference alone)."""
-    saved = scan.kernels, ranges.kernels
-    scan.kernels = ranges.kernels = kernels
+    modules = (vars(scan), vars(ranges))
+    saved = [module["kernels"] for module in modules]
+    for module in modules:
+        module["kernels"] = kernels
     try:
         yield
     finally:
-        scan.kernels, ranges.kernels = saved
+        for module, value in zip(modules, saved, strict=True):
+            module["kernels"] = value
 
 
 def index_state(index: UnitIndex) -> tuple[object, ...]:
