@@ -24,6 +24,13 @@ def walk_dies(index: Any, plans: WalkPlans, offset: int, end: int, stack: list[t
 def decode_ranges(unit: Unit, form: int, value: Any) -> list[tuple[int, int]] | None: ...
 def node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]] | None: ...
 
+# The index builder's sweep over a whole unit (native/src/unit_runs.rs), twin of UnitRuns._sweep.
+
+class SymbolBounds:
+    def __init__(self, starts: list[int], stops: list[int]) -> None: ...
+
+def build_unit_runs(runs: Any, table: Any, spans: list[tuple[int, int, int]], symbols: SymbolBounds) -> bool: ...
+
 # The warm lookup kernel (native/src/warm.rs), the twin of symbolize/answer_text.py's AnswerText.
 
 INDEXED_RUNS_ARRAYS: list[str]

@@ -10,6 +10,7 @@
 mod die_walk;
 mod line_program;
 mod ranges;
+mod unit_runs;
 mod warm;
 mod warm_index;
 mod warm_text;
@@ -139,6 +140,8 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<die_walk::WalkPlans>()?;
     module.add_function(wrap_pyfunction!(ranges::decode_ranges, module)?)?;
     module.add_function(wrap_pyfunction!(ranges::node_ranges, module)?)?;
+    module.add_function(wrap_pyfunction!(unit_runs::build_unit_runs, module)?)?;
+    module.add_class::<unit_runs::SymbolBounds>()?;
     warm::register(module)?;
     Ok(())
 }
