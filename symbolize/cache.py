@@ -53,8 +53,14 @@ def is_indexable(opened: object) -> TypeGuard[IndexableSource]:
 
 
 def worth_indexing(source: IndexableSource) -> bool:
-    """Whether a source holds debug info whose decode an index saves (a symbol table alone is quick)."""
+    """Whether a source holds debug info whose decode an index saves (a symbol table alone is quick).
+
+    Debug info that cannot be read at all (``damaged``) saves nothing: such a file answers from
+    its symbol table, and its own answers keep saying why the rest is unnamed.
+    """
     summary = source.debug_info()
+    if summary.damaged:
+        return False
     return summary.has_dwarf or summary.has_line_info or summary.has_inline_info
 
 
@@ -72,6 +78,11 @@ def index_key(source: IndexableSource) -> str:
     # The base its answers are at: a PDB's vaddrs are its image's ImageBase plus RVAs (bind_image).
     base = getattr(source, "load_base", None)
     kind = f"{type(source).__name__} {getattr(source, 'format', '-')} {getattr(source, 'arch', '-')} base {base}"
+    # The other files its answers come from, when it names them (a debug map's objects): an
+    # index built while they were found must not answer a run that cannot find them, nor the reverse.
+    inputs = getattr(source, "answer_inputs", None)
+    if callable(inputs) and (described := inputs()):
+        kind += f" inputs {hashlib.sha256(str(described).encode()).hexdigest()[:32]}"
     # Indexes store demangled names (symbolize/index/indexed.py): a new demangler makes new ones.
     return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {DEMANGLER} {kind} {identity}"
 

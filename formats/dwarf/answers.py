@@ -33,7 +33,7 @@ from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
 from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.symbols import SYMBOL_TABLE_KEY, SymbolAnswers, SymbolIndex
+from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 
 # Past every address: the end of the span after a unit's last function.
@@ -45,12 +45,23 @@ _MEMO_DEPTH = 64
 class DwarfSymbolAnswers(SymbolAnswers):
     """Regions: each unit's address ranges (key: the unit's number), then the symbol table as fallback."""
 
-    def __init__(self, path: Path, dwarf: DwarfInfo, symbols: SymbolIndex) -> None:
+    def __init__(self, path: Path, dwarf: DwarfInfo, symbols: SymbolIndex, functions_only: bool = False) -> None:
+        """``functions_only``: line rows answer only inside a function's ranges, as in a dSYM
+        (dsymutil keeps the rows inside each function's ranges); for the DWARF of an object file
+        read through a debug map, whose line table also covers the padding between functions."""
         super().__init__(path, symbols)
         self.dwarf = dwarf
+        self.functions_only = functions_only
 
     def answer_regions(self) -> list[AnswerRegion]:
-        self.dwarf._load_units()
+        """The units' regions and the symbol table's; DWARF that cannot be read at all (a section
+        past its file, a first unit without a length) leaves the symbol table answering, and its
+        error the answer where no symbol is (issue 9)."""
+        try:
+            self.dwarf.load()
+        except MalformedInputError as err:
+            self.broken = err
+            return super().answer_regions()
         units = [AnswerRegion(low, high, unit) for low, high, unit in self.dwarf._unit_ranges]
         return units + super().answer_regions()
 
@@ -60,7 +71,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         A unit decoded only for this is dropped afterwards, so that indexing a large
         file never holds more than one unit's decode at once.
         """
-        if key == SYMBOL_TABLE_KEY:
+        if key < 0:  # the symbol table, or the region standing for debug info that cannot be read
             return super().answers(key)
         state = self.dwarf._load_units()[key]
         was_decoded = state.index is not None
@@ -70,7 +81,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         return runs
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
-        if key == SYMBOL_TABLE_KEY:
+        if key < 0:
             return super().answers(key)
         return self._unit(key, whole=False)
 
@@ -78,7 +89,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         state = self.dwarf._load_units()[key]
         if not self.dwarf._ensure_decoded(state, whole):
             raise MalformedInputError(state.error or "unit cannot be decoded", self.path)
-        return UnitRuns(self.dwarf, state, self.symbols, self.path)
+        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only)
 
 
 class UnitRuns:
@@ -90,9 +101,13 @@ class UnitRuns:
     them span by span gives the runs a whole-unit build gives.
     """
 
-    def __init__(self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path) -> None:
+    def __init__(
+        self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path, functions_only: bool = False
+    ) -> None:
+        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing)."""
         assert state.index is not None
         self._info = info
+        self._functions_only = functions_only
         self._state = state
         self._index: UnitIndex = state.index
         self._symbols = symbols
@@ -177,7 +192,7 @@ class UnitRuns:
             while index.deferred:
                 index._expand(next(iter(index.deferred)))
             self._settle_pieces()
-            spans = [self._gap(after) for after in range(len(self._pieces) + 1)]
+            spans = [] if self._functions_only else [self._gap(after) for after in range(len(self._pieces) + 1)]
             pending = list(self._node_spans)
             seen = set(pending)
             while pending:
@@ -270,7 +285,7 @@ class UnitRuns:
 
     def _build(self, table: RunTable, low: int, high: int, leaf: int) -> None:
         """Append the runs of ``[low, high)``, where the innermost inline node is ``leaf`` (-1: none)."""
-        if low >= high:
+        if low >= high or (leaf < 0 and self._functions_only):
             return
         for part_low, part_high, sequence in self._row_parts(low, high):
             if sequence < 0 and leaf < 0:
