@@ -1,11 +1,12 @@
-"""The compiled DIE walk and range decoders against their Python twins, on every unit of a binary.
+"""The compiled DIE walk, range decoders and whole-unit sweep against their Python twins, on a binary.
 
 Times, in one process and in alternation (the machine may be shared), each side over the same
 units: the whole-unit scan (``scan_unit(unit, whole=True)``: the walk with every subtree entered,
 what the index builder does), the lazy scan with every deferred subtree expanded afterwards (what
-cold lookups do, one subtree at a time), ``_node_ranges`` over every node the scan found, and a
-whole index build's runs (``DwarfSymbolAnswers.answers`` of every unit). The scans are compared
-first; a difference stops the run. Prints min and median over the repetitions and the ratio.
+cold lookups do, one subtree at a time), every unit's runs (``DwarfSymbolAnswers.answers``, with
+and without the sweep's kernel, the walk's kernels on both ways) and ``_node_ranges`` over every
+node the scan found. Results are compared first; a difference stops the run. Prints min / median
+over the repetitions and the ratio of medians.
 
     python bench/dwarf_kernels.py                         # this Python's libpython
     python bench/dwarf_kernels.py --binary bench/work/cppcheck --repeat 3
@@ -19,11 +20,13 @@ import statistics
 import sys
 import sysconfig
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from symbolize.formats.dwarf import DwarfInfo, scan
+from symbolize.formats.dwarf import answers as dwarf_answers
 from symbolize.formats.dwarf.scan import SharedTables, scan_unit
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.elf import ElfFile
@@ -76,11 +79,30 @@ def node_ranges(cases: list[tuple[Unit, dict[int, Any]]]) -> object:
     return [scan._node_ranges(unit, values) for unit, values in cases]
 
 
-def timed(repeat: int, sides: dict[str, Callable[[], object]]) -> dict[str, list[float]]:
+def unit_answers(path: Path) -> int:
+    """Every unit's runs (``DwarfSymbolAnswers.answers``), as an index build asks for them."""
+    with ElfFile(path) as elf:
+        keys = dict.fromkeys(region.key for region in elf.answer_regions() if region.key >= 0)
+        return sum(len(elf.answers(key)) for key in keys)
+
+
+@contextmanager
+def sweep_kernels(value: Any) -> Iterator[None]:
+    """``value`` as the kernels of answers.py alone (the walk's and ranges' kernels stay on)."""
+    module = vars(dwarf_answers)
+    saved = module["kernels"]
+    module["kernels"] = value
+    try:
+        yield
+    finally:
+        module["kernels"] = saved
+
+
+def timed(repeat: int, sides: dict[str, Callable[[], object]], swap: Any = None) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {name: [] for name in sides}
     for _ in range(repeat):
         for name, run in sides.items():
-            with scan_kernels(kernels if name == "kernel" else None):
+            with (swap or scan_kernels)(kernels if name == "kernel" else None):
                 start = time.perf_counter()
                 run()
                 times[name].append(time.perf_counter() - start)
@@ -124,6 +146,12 @@ def main() -> int:
                                                        "kernel": lambda: whole_scans(units)}))
     report("scan_unit, lazy + every expansion", timed(arguments.repeat, {"python": lambda: lazy_scans(units),
                                                                        "kernel": lambda: lazy_scans(units)}))
+    with sweep_kernels(None):
+        expected_runs = unit_answers(arguments.binary)
+    assert unit_answers(arguments.binary) == expected_runs
+    report(f"unit runs, whole ({expected_runs} runs)",
+           timed(arguments.repeat, {"python": lambda: unit_answers(arguments.binary),
+                                    "kernel": lambda: unit_answers(arguments.binary)}, sweep_kernels))
     report("_node_ranges, every node", timed(arguments.repeat, {"python": lambda: node_ranges(cases),
                                                                "kernel": lambda: node_ranges(cases)}))
     return 0
