@@ -231,6 +231,8 @@ class UnitIndex:
     skipper: SubtreeSkipper | None = None
     # Walk every function subtree at once instead of deferring it (see scan_unit).
     whole: bool = False
+    # The compiled walk's plans of this unit's abbreviations (walk_dies), once it ran.
+    walk_plans: Any = None
 
     def finish(self) -> None:
         self.function_ranges.sort()
@@ -327,10 +329,12 @@ def walk_dies(
     The twin (``native/src/die_walk.rs``) appends what ``_walk`` appends, or returns False with
     nothing touched where ``_walk`` would raise or a value outgrows 64 bits; ``_walk`` then runs.
     """
-    if kernels is not None and kernels.walk_dies(
-        index, index.shared.walk_plans_for(index.unit), offset, end, stack, current_node, current_scope, _node_ranges
-    ):
-        return
+    if kernels is not None:
+        plans = index.walk_plans
+        if plans is None:
+            plans = index.walk_plans = index.shared.walk_plans_for(index.unit)
+        if kernels.walk_dies(index, plans, offset, end, stack, current_node, current_scope, _node_ranges):
+            return
     _walk(index, offset, end, stack, current_node, current_scope)
 
 

@@ -478,8 +478,9 @@ struct Context<'py, 'a> {
     subtree_end_at: Bound<'py, PyAny>,
     unit_string: Bound<'py, PyAny>,
     node_ranges_of: Bound<'py, PyAny>,
-    /// What the range decoder reads of the unit (None: the reference's function decodes).
-    ranges: Option<RangeSource<'py>>,
+    /// What the range decoder reads of the unit, read at the first subprogram (most walks are
+    /// expansions of one function's subtree, and meet none); inner None: the reference's function decodes.
+    ranges: std::cell::OnceCell<Option<RangeSource<'py>>>,
 }
 
 impl<'py> Context<'py, '_> {
@@ -520,7 +521,11 @@ fn subtree_end_or_walk(
 /// `_node_ranges(unit, values)` of a subprogram: decoded here, or by the reference's own function
 /// where this decoder leaves it to the reference; an error is the reference's to raise.
 fn subprogram_ranges<'py>(context: &Context<'py, '_>, kept: &Kept, attrs: &Bound<'py, PyDict>) -> Walked<Bound<'py, PyAny>> {
-    if let Some(source) = &context.ranges {
+    if context.ranges.get().is_none() {
+        let source = RangeSource::of(&context.unit)?;
+        let _ = context.ranges.set(source);
+    }
+    if let Some(Some(source)) = context.ranges.get() {
         let raw = |slot: usize| {
             kept.slots[slot].map(|(form, value)| {
                 (form, match value {
@@ -761,6 +766,9 @@ fn walk<'py>(
 }
 
 fn extend<'py, T: IntoPyObject<'py> + Clone>(list: &Bound<'py, PyAny>, items: &[T]) -> PyResult<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
     let items = PyList::new(list.py(), items.iter().cloned())?;
     list.call_method1(intern!(list.py(), "extend"), (items,))?;
     Ok(())
@@ -770,6 +778,17 @@ fn extend<'py, T: IntoPyObject<'py> + Clone>(list: &Bound<'py, PyAny>, items: &[
 fn commit<'py>(index: &Bound<'py, PyAny>, stack: &Bound<'py, PyList>, found: Found<'py>) -> PyResult<()> {
     let py = index.py();
     let field = |name: &Bound<'py, pyo3::types::PyString>| index.getattr(name);
+    if !found.stack.is_empty() || stack.len() != 0 {
+        stack.del_slice(0, stack.len())?;
+        for entry in &found.stack {
+            stack.append((entry.role, entry.item, entry.node, entry.scope))?;
+        }
+    }
+    if found.node_ranges.is_empty() && found.earlier_node_ends.is_empty() && found.scope_start.is_empty()
+        && found.earlier_scope_ends.is_empty()
+    {
+        return Ok(()); // nothing found: most expansions of a leaf-heavy subtree
+    }
     extend(&field(intern!(py, "node_ranges"))?, &found.node_ranges)?;
     extend(&field(intern!(py, "node_parent"))?, &found.node_parent)?;
     extend(&field(intern!(py, "node_first"))?, &found.node_first)?;
@@ -797,10 +816,6 @@ fn commit<'py>(index: &Bound<'py, PyAny>, stack: &Bound<'py, PyList>, found: Fou
     extend(&field(intern!(py, "scope_name"))?, &found.scope_name)?;
     extend(&field(intern!(py, "scope_parent"))?, &found.scope_parent)?;
     extend(&field(intern!(py, "scope_is_namespace"))?, &found.scope_is_namespace)?;
-    stack.del_slice(0, stack.len())?;
-    for entry in &found.stack {
-        stack.append((entry.role, entry.item, entry.node, entry.scope))?;
-    }
     Ok(())
 }
 
@@ -852,7 +867,7 @@ pub fn walk_dies<'py>(
         subtree_end_at: skipper.getattr(intern!(py, "subtree_end"))?,
         unit_string: unit.getattr(intern!(py, "string"))?,
         node_ranges_of: node_ranges_of.clone(),
-        ranges: RangeSource::of(&unit)?,
+        ranges: std::cell::OnceCell::new(),
         unit,
     };
     let length = |name| -> PyResult<i64> { Ok(index.getattr(name)?.len()? as i64) };
