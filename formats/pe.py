@@ -40,6 +40,7 @@ from symbolize.formats.types import (
 
 if TYPE_CHECKING:
     from symbolize.formats.dwarf import DwarfInfo
+    from symbolize.formats.facts import Coverage, SectionFact
 
 MZ_MAGIC = b"MZ"
 
@@ -372,6 +373,19 @@ class PeFile:
             has_line_info=bool(self.section_data("debug_line")),
             has_inline_info=False,
         )
+
+    # --- facts for the auditor (formats/pe_coverage.py) ---------------------------
+
+    def section_facts(self) -> tuple[SectionFact, ...]:
+        from symbolize.formats.pe_coverage import pe_section_facts
+
+        return pe_section_facts(self)
+
+    def coverage(self) -> Coverage:
+        """What the COFF symbols (else exports) and the MinGW DWARF cover (see symbolize.formats.facts)."""
+        from symbolize.formats.pe_coverage import pe_coverage
+
+        return pe_coverage(self, self._dwarf_info)
 
     def close(self) -> None:
         self._dwarf = None

@@ -12,7 +12,8 @@ only ever added within a version::
     {"schema": 1,
      "binaries": [{
         "identity": {"path", "format", "arch", "debug_id", "debug_id_kind"},
-        "symbols": {"kind": "full|minidebuginfo|dynamic-only|none", "function_symbols": N},
+        "symbols": {"kind": "full|minidebuginfo|dynamic-only|none", "function_symbols": N,
+                    "table": "full|minidebuginfo|external|dynamic|exports|none"},
         "debug_info": {
             "files": [{"how": "embedded|build-id|debuglink|minidebuginfo|split-dwarf|given",
                        "path", "found": bool, "matches": bool|null, "detail"}],
