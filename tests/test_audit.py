@@ -320,6 +320,33 @@ def test_mutated_binaries_give_a_report_or_one_reason(tmp_path: Path, variant: s
     assert isinstance(result, BinaryAudit | UnreadableBinary)
 
 
+# A debug file mutated beside its (intact) binary: the PDB, the dSYM's DWARF file.
+MUTATED_DEBUG_FILES = [
+    ("bin/windows/winapp.exe", "winapp.pdb", "bin/windows/winapp.pdb"),
+    ("bin/macos/cppdemo-x86_64", "cppdemo-x86_64.dSYM/Contents/Resources/DWARF/cppdemo-x86_64",
+     "bin/macos/cppdemo-x86_64.dSYM/Contents/Resources/DWARF/cppdemo-x86_64"),
+]  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(MUTATED_DEBUG_FILES), st.data())
+def test_mutated_debug_files_give_a_report_or_one_reason(
+    tmp_path_factory: pytest.TempPathFactory, case: tuple[str, str, str], data: st.DataObject
+) -> None:
+    binary_name, debug_name, original_name = case
+    mutated = bytearray((FIXTURES / original_name).read_bytes())
+    for _ in range(data.draw(st.integers(1, 32))):
+        position = data.draw(st.integers(0, len(mutated) - 1))
+        mutated[position] = data.draw(st.integers(0, 255))
+    directory = tmp_path_factory.mktemp("mutated")
+    binary = directory / Path(binary_name).name
+    shutil.copy(FIXTURES / binary_name, binary)
+    (directory / debug_name).parent.mkdir(parents=True, exist_ok=True)
+    (directory / debug_name).write_bytes(bytes(mutated))
+    result = audit_binary(binary)
+    assert isinstance(result, BinaryAudit | UnreadableBinary)
+
+
 # --- the verdict against the symbolizer itself -------------------------------------------------
 
 

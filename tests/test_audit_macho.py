@@ -47,13 +47,17 @@ def test_debug_map(tmp_path: Path, arch: str) -> None:
     # No dSYM: the DWARF is in obj/cdemo-<arch>.o, which the build machine has...
     audit = _audit(MACOS / f"cdemo-{arch}")
     assert _files(audit)["dsym"] == (False, None)
+    assert _files(audit)["debug-map-object"] == (True, True)
+    assert "embedded" not in _files(audit)  # the DWARF is in the object, not the binary
     assert audit.verdict.shows is ProfileView.WITH_INLINES
     assert any("dsym" in reason for reason in audit.verdict.reasons)
     assert any(".dSYM" in fix for fix in audit.verdict.fixes)
     # ...and a user's machine, with the binary alone, does not: symbols only.
     shipped = tmp_path / f"cdemo-{arch}"
     shutil.copy(MACOS / f"cdemo-{arch}", shipped)
-    assert _audit(shipped).verdict.shows is ProfileView.NAMES
+    alone = _audit(shipped)
+    assert alone.verdict.shows is ProfileView.NAMES
+    assert _files(alone)["debug-map-object"] == (False, None)
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])

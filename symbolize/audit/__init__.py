@@ -15,7 +15,8 @@ only ever added within a version::
         "symbols": {"kind": "full|minidebuginfo|dynamic-only|none", "function_symbols": N,
                     "table": "full|minidebuginfo|external|dynamic|exports|none"},
         "debug_info": {
-            "files": [{"how": "embedded|build-id|debuglink|minidebuginfo|split-dwarf|given",
+            "files": [{"how": "embedded|build-id|debuglink|minidebuginfo|split-dwarf|pdb|dsym|"
+                              "debug-map-object|given",
                        "path", "found": bool, "matches": bool|null, "detail"}],
             "dwarf_versions": [N], "compressed_sections": ["file:section"],
             "split_units": [{"dwo_name", "resolved": bool}], "broken_units": ["..."]},

@@ -65,6 +65,7 @@ class AuditableFile(ObjectFile, Protocol):
 
 
 _Source = TypeVar("_Source", bound=ObjectFile)
+_DWARF_INFO_SECTIONS = frozenset({".debug_info", ".zdebug_info", "__debug_info"})
 
 # Rust's legacy mangling ends in a 17h<16 hex digits>E hash; v0 starts with _R.
 _RUST_SYMBOL = re.compile(r"^_ZN.*17h[0-9a-f]{16}E$|^_R")
@@ -133,6 +134,10 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
     )
     if split_units:
         file_reports.append(_split_report(binary, split_units))
+    dsym_served = any(report.how == HintKind.DSYM.value and report.matches for report in file_reports)
+    debug_map = None if dsym_served else _debug_map_report(binary)
+    if debug_map is not None:
+        file_reports.append(debug_map)
     debug_info = _debug_info_report(binary, sections, sources, coverages, file_reports, split_units)
     functions = _union(coverage.functions for coverage in coverages)
     all_symbols = _function_symbols(sources)
@@ -233,7 +238,9 @@ def _located_files(
     reports: list[DebugFileReport] = []
     sources: list[AuditableFile] = [binary]
     summary = _summary(binary)
-    if summary.has_dwarf:
+    # Its own DWARF sections: a Mach-O binary's summary also counts its debug map's objects.
+    own_dwarf = summary.has_dwarf and any(section.name in _DWARF_INFO_SECTIONS for section in sections)
+    if own_dwarf:
         versions = ", ".join(str(version) for version in summary.dwarf_versions)
         reports.append(DebugFileReport("embedded", str(binary.path), True, None, f"DWARF {versions}".strip()))
     if any(section.name == ".gnu_debugdata" for section in sections):
@@ -256,9 +263,9 @@ def _located_files(
         elif refused:
             path, _colon, why = refused[0].partition(": ")
             reports.append(DebugFileReport(how, path if why else None, True, False, why or refused[0]))
-        elif hint.kind is HintKind.BUILD_ID and (summary.has_dwarf or len(hints) > 1):
+        elif hint.kind is HintKind.BUILD_ID and (own_dwarf or len(hints) > 1):
             continue  # only where debug info could also have been: not a claim the binary makes
-        elif not hint.name and summary.has_dwarf:
+        elif not hint.name and own_dwarf:
             continue  # an RSDS record naming no PDB (MinGW's --build-id): the DWARF is in the image
         else:
             reports.append(DebugFileReport(how, None, False, None, _missing_detail(hint, options)))
@@ -302,6 +309,24 @@ def _split_report(binary: ObjectFile, units: Sequence[SplitUnitReport]) -> Debug
         resolved > 0,
         resolved == len(units) if resolved else None,
         f"{resolved} of {len(units)} split units found",
+    )
+
+
+def _debug_map_report(binary: ObjectFile) -> DebugFileReport | None:
+    """A Mach-O binary's debug map: how many of the object files it names were found (their
+    DWARF is what the binary's coverage counts when it has no dSYM)."""
+    debug_map = getattr(binary, "debug_map", None)
+    found = debug_map() if callable(debug_map) else None
+    if found is None:
+        return None
+    names = found.object_names()
+    refused: dict[str, str] = found.refused
+    present = len(names) - sum(1 for name in names if name in refused)
+    where = ", ".join(names[:3]) + (f", ... ({len(names)} objects)" if len(names) > 3 else "")
+    reasons = sorted(set(refused.values()))
+    detail = f"{present} of {len(names)} object files found" + (f" ({'; '.join(reasons)})" if reasons else "")
+    return DebugFileReport(
+        HintKind.DEBUG_MAP_OBJECT.value, where, present > 0, present == len(names) if present else None, detail
     )
 
 
