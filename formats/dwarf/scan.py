@@ -39,6 +39,7 @@ from symbolize.formats.dwarf.ranges import decode_ranges_attribute
 from symbolize.formats.dwarf.reader import DwarfFormatError, UIntReader, read_uleb
 from symbolize.formats.dwarf.skip import ShapeKey, SkipLayout, SubtreeSkipper, shape_key
 from symbolize.formats.dwarf.unit import Unit
+from symbolize.formats.native import kernels
 
 _FUNCTION_TAGS = frozenset({c.DW_TAG_subprogram, c.DW_TAG_inlined_subroutine})
 _SCOPE_TAGS = frozenset(
@@ -157,6 +158,17 @@ class SharedTables:
         default_factory=dict
     )
 
+    # The same key -> the compiled twin's plans (``native/src/die_walk.rs``), when it runs.
+    walk_plans: dict[tuple[int, tuple[int, int, int, bool]], tuple[object, Any]] = field(default_factory=dict)
+
+    def walk_plans_for(self, unit: Unit) -> Any:
+        key = (id(unit.abbrevs), unit.encoding)
+        found = self.walk_plans.get(key)
+        if found is None:
+            assert kernels is not None
+            found = self.walk_plans[key] = (unit.abbrevs, kernels.WalkPlans(unit.abbrevs, *unit.encoding))
+        return found[1]
+
     def skipper_for(self, unit: Unit) -> SubtreeSkipper:
         key = (id(unit.abbrevs), unit.encoding, id(unit.sections.info))
         found = self.skippers.get(key)
@@ -258,7 +270,7 @@ class UnitIndex:
         functions_before = len(self.function_ranges)
         # No node on the stack: the node's own place (node_next) is already set.
         stack = [(ROLE_FUNCTION, -1, -1, -1)]
-        _walk(self, children_start, subtree_end, stack, node, -1)
+        walk_dies(self, children_start, subtree_end, stack, node, -1)
         self.node_first[node] = first
         self.node_end[node] = len(self.node_ranges)
         if len(self.function_ranges) != functions_before:
@@ -282,10 +294,30 @@ def scan_unit(unit: Unit, whole: bool = False, shared: SharedTables | None = Non
     index.whole = whole
     if shared is not None:
         index.shared = shared
-    _walk(index, unit.first_die, unit.end, [], -1, -1)
+    walk_dies(index, unit.first_die, unit.end, [], -1, -1)
     index.top_end = len(index.node_ranges)
     index.finish()
     return index
+
+
+def walk_dies(
+    index: UnitIndex,
+    offset: int,
+    end: int,
+    stack: list[tuple[int, int, int, int]],
+    current_node: int,
+    current_scope: int,
+) -> None:
+    """:func:`_walk`, by its compiled twin where built (``formats/native.py``).
+
+    The twin (``native/src/die_walk.rs``) appends what ``_walk`` appends, or returns False with
+    nothing touched where ``_walk`` would raise or a value outgrows 64 bits; ``_walk`` then runs.
+    """
+    if kernels is not None and kernels.walk_dies(
+        index, index.shared.walk_plans_for(index.unit), offset, end, stack, current_node, current_scope, _node_ranges
+    ):
+        return
+    _walk(index, offset, end, stack, current_node, current_scope)
 
 
 def _walk(

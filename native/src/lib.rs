@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+mod die_walk;
 mod line_program;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -130,5 +131,7 @@ fn run_line_program(
 #[pymodule]
 fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(run_line_program, module)?)?;
+    module.add_function(wrap_pyfunction!(die_walk::walk_dies, module)?)?;
+    module.add_class::<die_walk::WalkPlans>()?;
     Ok(())
 }

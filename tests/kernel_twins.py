@@ -1,0 +1,91 @@
+"""Running a compiled kernel and its Python twin on the same input, for tests and the fuzz target.
+
+Each ``*_outcome`` function runs one side (``compiled`` True: the kernel where the dispatcher
+offers it; False: the Python reference alone) and returns what it produced, or the exception it
+raised as (type, message) together with whatever it had appended by then. The two sides must give
+equal outcomes on any input (``tests/test_native_walk.py``, ``fuzz/fuzz_kernels.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from symbolize.formats.dwarf import DwarfInfo, scan
+from symbolize.formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
+from symbolize.formats.dwarf.unit import Unit
+from symbolize.formats.elf import ElfFile
+from symbolize.formats.macho import MachOFile, list_slices
+
+DWARF_SECTIONS = ("debug_info", "debug_abbrev", "debug_str", "debug_line_str", "debug_str_offsets", "debug_addr",
+                  "debug_line", "debug_ranges", "debug_rnglists", "debug_aranges")
+
+
+def object_units(path: Path) -> list[Unit]:
+    """The units of every slice of ``path`` whose DIEs are in the file itself (not a .dwo)."""
+    if path.read_bytes()[:4] == b"\x7fELF":
+        readers: list[ElfFile | MachOFile] = [ElfFile(path)]
+    else:
+        readers = [MachOFile(path, arch=piece.arch) for piece in list_slices(path)]
+    units = []
+    for reader in readers:
+        with reader:
+            sections = {name: bytes(data) for name in DWARF_SECTIONS if (data := reader.section_data(name)) is not None}
+            info = DwarfInfo(sections.get, path, address_size=reader.address_size, little_endian=reader.little_endian)
+        units += [state.unit for state in info._load_units() if state.error is None and state.unit.dwo_name is None]
+    return units
+
+
+def with_info(unit: Unit, info: bytes) -> Unit:
+    """``unit`` reading its DIEs from ``info`` in place of its own .debug_info."""
+    return replace(unit, sections=replace(unit.sections, info=info), abbrevs=dict(unit.abbrevs))
+
+
+class RecordingWalk:
+    """Stands for the kernels module in scan.py; records what ``walk_dies`` returned."""
+
+    def __init__(self, kernels: Any) -> None:
+        self._kernels = kernels
+        self.WalkPlans = kernels.WalkPlans
+        self.returned: list[bool] = []
+
+    def walk_dies(self, *args: Any) -> bool:
+        returned: bool = self._kernels.walk_dies(*args)
+        self.returned.append(returned)
+        return returned
+
+
+@contextmanager
+def scan_kernels(kernels: Any) -> Iterator[None]:
+    saved = scan.kernels
+    scan.kernels = kernels
+    try:
+        yield
+    finally:
+        scan.kernels = saved
+
+
+def index_state(index: UnitIndex) -> tuple[object, ...]:
+    """Everything a scan leaves in ``index`` (attribute dicts with their order)."""
+    return (
+        index.node_ranges, index.node_parent, index.node_first, index.node_end, index.node_next, index.node_die,
+        [list(attributes.items()) for attributes in index.node_attrs], list(index.deferred.items()),
+        index.function_ranges, index.function_lows, index.function_max_high, index.scope_start, index.scope_end,
+        index.scope_name, index.scope_parent, index.scope_is_namespace, index.top_end,
+    )
+
+
+def scan_outcome(unit: Unit, whole: bool, kernels: Any) -> tuple[object, ...]:
+    """Scan ``unit`` (``whole`` or lazily) and expand every deferred subtree, with ``kernels`` in scan.py."""
+    index: UnitIndex | None = None
+    with scan_kernels(kernels):
+        try:
+            index = scan_unit(unit, whole, SharedTables())
+            while index.deferred:
+                index._expand(next(iter(index.deferred)))
+        except Exception as error:  # any type: the two sides must raise the same one
+            return ("raised", type(error), str(error), index_state(index) if index is not None else None)
+    return ("scanned", index_state(index))
