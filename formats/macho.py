@@ -33,7 +33,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
+    AnswerRegion,
+    AnswerRun,
     DebugHint,
     DebugId,
     DebugIdKind,
@@ -359,7 +362,8 @@ class MachOFile:
         self._dwarf_error: MalformedInputError | None = None
         self._dwarf_built = False
         self._symbols: list[Symbol] | None = None
-        self._symbol_index: tuple[list[int], list[int], list[Symbol]] | None = None
+        self._symbol_index: SymbolIndex | None = None
+        self._answer_source: SymbolAnswers | DebugMapSource | None = None
         self._nlists: list[_Nlist] | None = None
         self._summary: DebugInfoSummary | None = None
         self.slices = list_slices(path)
@@ -383,6 +387,7 @@ class MachOFile:
     def close(self) -> None:
         self._dwarf = None
         self._debug_map = None
+        self._answer_source = None
         if self._map is not None:
             # A view may still be held (by an error's traceback): the mmap is freed with it.
             with contextlib.suppress(BufferError):
@@ -645,25 +650,14 @@ class MachOFile:
             self._symbols = sorted(found.values(), key=lambda symbol: (symbol.vaddr, symbol.name))
         return self._symbols
 
-    def _index(self) -> tuple[list[int], list[int], list[Symbol]]:
-        """One symbol per address (the largest, then the last), and how far each one reaches."""
+    def symbol_index(self) -> SymbolIndex:
+        """The function symbols as an address index (formats/symbols.py): one per address, the
+        largest, then the last by name; a size-0 one reaching the next symbol, or its section's end."""
         if self._symbol_index is None:
-            best: dict[int, Symbol] = {}
-            for symbol in self.symbols():
-                current = best.get(symbol.vaddr)
-                if current is None or symbol.size >= current.size:
-                    best[symbol.vaddr] = symbol
-            chosen = [best[vaddr] for vaddr in sorted(best)]
-            starts = [symbol.vaddr for symbol in chosen]
-            ends = []
-            for position, symbol in enumerate(chosen):
-                if symbol.size > 0:
-                    ends.append(symbol.vaddr + symbol.size)
-                elif position + 1 < len(chosen):
-                    ends.append(starts[position + 1])
-                else:
-                    ends.append(self._section_end(symbol.vaddr))
-            self._symbol_index = (starts, ends, chosen)
+            self._symbol_index = SymbolIndex(
+                RankedSymbol(symbol, self._section_end(symbol.vaddr), (0, position))
+                for position, symbol in enumerate(self.symbols())
+            )
         return self._symbol_index
 
     def _section_end(self, vaddr: int) -> int:
@@ -673,9 +667,7 @@ class MachOFile:
         return vaddr + 1
 
     def symbol_at(self, vaddr: int) -> Symbol | None:
-        starts, ends, symbols = self._index()
-        position = bisect_right(starts, vaddr) - 1
-        return symbols[position] if position >= 0 and vaddr < ends[position] else None
+        return self.symbol_index().symbol_at(vaddr)
 
     # --- debug info ------------------------------------------------------------------
 
@@ -721,24 +713,47 @@ class MachOFile:
                 self._debug_map = DebugMapSource(self, objects)
         return self._debug_map
 
+    def _answers(self) -> SymbolAnswers | DebugMapSource:
+        """This slice as a symbol source: its debug map's objects, else its own DWARF (a dSYM's,
+        an object file's) and symbols, through the run builder ELF and PE use
+        (formats/dwarf/answers.py). As llvm-symbolizer does, the outermost frame takes its name
+        from the symbol covering the address when there is one."""
+        if self._answer_source is None:
+            debug_map = self.debug_map()
+            if debug_map is not None:
+                self._answer_source = debug_map
+                return debug_map
+            index = self.symbol_index()
+            try:
+                dwarf = self.dwarf_info()
+            except MalformedInputError as err:
+                # DWARF that cannot be read at all: the symbols answer where they cover.
+                self._answer_source = SymbolAnswers(self.path, index, broken=err)
+                return self._answer_source
+            if dwarf is None:
+                self._answer_source = SymbolAnswers(self.path, index)
+            else:
+                from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
+
+                self._answer_source = DwarfSymbolAnswers(self.path, dwarf, index)
+        return self._answer_source
+
+    def answer_regions(self) -> Sequence[AnswerRegion]:
+        return self._answers().answer_regions()
+
+    def answers(self, key: int) -> Sequence[AnswerRun]:
+        return self._answers().answers(key)
+
     def frames_at(self, vaddr: int) -> list[Frame]:
         """Frames at ``vaddr``, innermost first: from DWARF (this file's, else its debug map's
-        objects'), else from the symbol table; [] if none.
+        objects'), else from the symbol table; [] if none."""
+        return self._answers().frames_at(vaddr)
 
-        As for ELF (and as llvm-symbolizer does), the outermost frame takes its name from the
-        symbol covering the address when there is one.
-        """
+    def answer_inputs(self) -> str:
+        """What this slice's answers depend on besides the file itself (part of its index key):
+        the objects its debug map found, each with its size and mtime, or why it was not used."""
         debug_map = self.debug_map()
-        if debug_map is not None:
-            return debug_map.frames_at(vaddr)
-        dwarf = self.dwarf_info()
-        frames = dwarf.frames_at(vaddr) if dwarf is not None else None
-        symbol = self.symbol_at(vaddr)
-        if not frames:
-            return [Frame(function=symbol.name)] if symbol is not None else []
-        if symbol is not None:
-            frames[-1] = frames[-1]._replace(function=symbol.name)
-        return frames
+        return debug_map.inputs() if debug_map is not None else ""
 
     def debug_info(self) -> DebugInfoSummary:
         if self._summary is None:

@@ -15,6 +15,13 @@ relocated as lldb does: ``object vaddr = object symbol vaddr + (vaddr - final va
 object's DWARF answers for it. The outermost frame takes the binary's symbol name, as
 everywhere.
 
+Answers go through the run builder every DWARF container shares (formats/dwarf/answers.py):
+each object's units answer in object space, beside the binary's symbols moved there, and each
+mapped function is a region whose runs are the object's over the function, moved back. Only
+addresses inside the object's functions answer from its DWARF: its line table also covers the
+padding between functions, which a linked dSYM does not (dsymutil keeps each function's rows),
+and there the binary's symbol alone names the address, as with a dSYM.
+
 Finding the objects (by path, beside the binary, under search paths) and checking their
 mtimes is discovery's job (symbolize/); this module gets them opened, or the reason they could
 not be.
@@ -22,14 +29,15 @@ not be.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from symbolize.formats.answers import AnswerLookup, Block, LazyRuns, RunTable, flatten_answers
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.macho import N_FUN, N_OSO, N_SECT, N_SO, N_STAB, N_TYPE, MachOFile, Stab
-from symbolize.formats.types import DebugInfoSummary, Frame, Symbol
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
+from symbolize.formats.types import AnswerRegion, AnswerRun, DebugInfoSummary, Frame, Symbol
 
 
 class MappedFunction(NamedTuple):
@@ -89,12 +97,78 @@ def _object_symbols(obj: MachOFile) -> dict[str, int]:
     return found
 
 
+class _MappedRegion(NamedTuple):
+    """A function of the map whose object answers: ``[low, high)`` in the binary, ``object_low`` there."""
+
+    low: int
+    high: int
+    object_low: int
+    object_name: str
+
+
+class _ObjectAnswers:
+    """One object's answers in object space: its DWARF units, and the binary's symbols over the
+    object's mapped functions moved to object addresses (so the outermost frame takes the
+    binary's name, through the shared run builder)."""
+
+    def __init__(self, obj: MachOFile, regions: Sequence[_MappedRegion], binary_symbols: SymbolIndex) -> None:
+        entries = []
+        for region in regions:
+            shift = region.object_low - region.low
+            for low, high, position in binary_symbols.pieces(region.low, region.high):
+                if position >= 0:
+                    name = binary_symbols.symbols[position].name
+                    entries.append(RankedSymbol(Symbol(name, low + shift, high - low), None))
+        index = SymbolIndex(entries)
+        self.source: SymbolAnswers
+        try:
+            dwarf = obj.dwarf_info()
+        except MalformedInputError as err:
+            self.source = SymbolAnswers(obj.path, index, broken=err)
+        else:
+            if dwarf is None:
+                self.source = SymbolAnswers(obj.path, index)
+            else:
+                from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
+
+                self.source = DwarfSymbolAnswers(obj.path, dwarf, index, functions_only=True)
+        self._lookup: AnswerLookup | None = None
+        self._blocks: list[Block] | None = None
+
+    def frames_at(self, object_vaddr: int) -> list[Frame]:
+        if self._lookup is None:
+            self._lookup = AnswerLookup(self.source.answer_regions(), self.source.lookup_runs)
+        return self._lookup.frames_at(object_vaddr)
+
+    def blocks(self) -> list[Block]:
+        """Every answer of the object, flattened (formats/answers.py): decoded once for all its functions."""
+        if self._blocks is None:
+            self._blocks = flatten_answers(self.source.answer_regions(), self.source.answers)
+        return self._blocks
+
+
+class _RelocatedRuns:
+    """A mapped function's runs for a lookup: the object's answer at the object address (LazyRuns)."""
+
+    def __init__(self, region: _MappedRegion, answers: _ObjectAnswers) -> None:
+        self._region = region
+        self._answers = answers
+
+    def run_at(self, vaddr: int) -> AnswerRun | None:
+        region = self._region
+        if not region.low <= vaddr < region.high:
+            return None
+        frames = self._answers.frames_at(region.object_low + (vaddr - region.low))
+        return AnswerRun(vaddr, vaddr + 1, tuple(frames)) if frames else None
+
+
 class DebugMapSource:
     """Frames of a binary's addresses from the objects its debug map names.
 
     ``objects`` maps an N_OSO name to the opened object, or to the reason it is not used
     (missing, another mtime): functions from such an object name nothing but their symbol.
-    Frames lists are innermost first.
+    Regions: one per mapped function whose object answers (key: its position), then the
+    binary's symbol table as fallback. Frames lists are innermost first.
     """
 
     def __init__(self, binary: MachOFile, objects: Mapping[str, MachOFile | str]) -> None:
@@ -102,19 +176,24 @@ class DebugMapSource:
         self.debug_id = binary.debug_id
         self._binary = binary
         self._objects = objects
+        self._symbol_answers = SymbolAnswers(binary.path, binary.symbol_index())
         self.map = parse_debug_map(binary.stabs(), binary.path)
-        # Sorted (final vaddr, end, object vaddr or -1, object name) of every mapped function.
-        rows: list[tuple[int, int, int, str]] = []
         self.refused: dict[str, str] = {name: reason for name, reason in objects.items() if isinstance(reason, str)}
+        regions: list[_MappedRegion] = []
         for entry in self.map:
             obj = objects.get(entry.name)
-            symbols = _object_symbols(obj) if isinstance(obj, MachOFile) else {}
+            if not isinstance(obj, MachOFile):
+                continue
+            symbols = _object_symbols(obj)
             for function in entry.functions:
-                object_vaddr = symbols.get(function.name, -1)
-                rows.append((function.vaddr, function.vaddr + function.size, object_vaddr, entry.name))
-        rows.sort()
-        self._rows = rows
-        self._lows = [row[0] for row in rows]
+                object_low = symbols.get(function.name)
+                if object_low is not None and function.size > 0:
+                    high = function.vaddr + function.size
+                    regions.append(_MappedRegion(function.vaddr, high, object_low, entry.name))
+        regions.sort()
+        self._regions = regions
+        self._object_answers: dict[str, _ObjectAnswers] = {}
+        self._lookup: AnswerLookup | None = None
 
     def symbols(self) -> Sequence[Symbol]:
         return self._binary.symbols()
@@ -122,36 +201,70 @@ class DebugMapSource:
     def object_names(self) -> list[str]:
         return [entry.name for entry in self.map]
 
-    def object_vaddr(self, vaddr: int) -> tuple[MachOFile, int] | None:
-        """The object whose DWARF describes ``vaddr``, and the address there; None if unmapped."""
-        position = bisect_right(self._lows, vaddr) - 1
-        if position < 0:
-            return None
-        low, high, object_low, name = self._rows[position]
-        obj = self._objects.get(name)
-        if vaddr >= high or object_low < 0 or not isinstance(obj, MachOFile):
-            return None
-        return obj, object_low + (vaddr - low)
+    def inputs(self) -> str:
+        """The objects the answers come from (path, size, mtime), or the reason each is not used."""
+        described = []
+        for name, obj in sorted(self._objects.items()):
+            if isinstance(obj, MachOFile):
+                try:
+                    stat = obj.path.stat()
+                    state = f"{stat.st_size} {stat.st_mtime_ns}"
+                except OSError as err:
+                    state = f"unreadable: {err.strerror or err}"
+                described.append(f"{name} = {obj.path.resolve()} {obj.slice.file_offset} {state}")
+            else:
+                described.append(f"{name}: {obj}")
+        return "\n".join(described)
+
+    def _answers_of(self, name: str) -> _ObjectAnswers:
+        found = self._object_answers.get(name)
+        if found is None:
+            obj = self._objects[name]
+            assert isinstance(obj, MachOFile)
+            mine = [region for region in self._regions if region.object_name == name]
+            found = self._object_answers[name] = _ObjectAnswers(obj, mine, self._symbol_answers.symbols)
+        return found
+
+    def answer_regions(self) -> list[AnswerRegion]:
+        mapped = [AnswerRegion(region.low, region.high, key) for key, region in enumerate(self._regions)]
+        return mapped + self._symbol_answers.answer_regions()
+
+    def answers(self, key: int) -> RunTable:
+        """The runs of mapped function ``key``: the object's over the function, moved to the binary.
+
+        Raises MalformedInputError when the object's debug info there is broken.
+        """
+        if key < 0:
+            return self._symbol_answers.answers(key)
+        region = self._regions[key]
+        shift = region.low - region.object_low
+        object_high = region.object_low + (region.high - region.low)
+        runs: list[AnswerRun] = []
+        for block in self._answers_of(region.object_name).blocks():
+            if block.high <= region.object_low or block.low >= object_high:
+                continue
+            if block.table is None:
+                assert block.error is not None
+                raise block.error
+            table = block.table
+            for position in range(block.first, block.end):
+                low = max(table.lows[position], block.low, region.object_low)
+                high = min(table.highs[position], block.high, object_high)
+                if low < high:
+                    runs.append(AnswerRun(low + shift, high + shift, table.frames(position)))
+        return RunTable.from_runs(runs)
+
+    def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
+        if key < 0:
+            return self._symbol_answers.answers(key)
+        region = self._regions[key]
+        return _RelocatedRuns(region, self._answers_of(region.object_name))
 
     def frames_at(self, vaddr: int) -> list[Frame]:
         """Frames at ``vaddr``, innermost first; the binary's symbol alone where no object answers."""
-        found = self.object_vaddr(vaddr)
-        symbol = self._binary.symbol_at(vaddr)
-        frames: list[Frame] | None = None
-        if found is not None:
-            obj, object_vaddr = found
-            dwarf = obj.dwarf_info()
-            frames = dwarf.frames_at(object_vaddr) if dwarf is not None else None
-        if frames and frames[-1].function is None:
-            # Line rows but no function: the alignment padding after a function, which the
-            # object's line table covers and a linked dSYM does not (dsymutil keeps the rows
-            # inside each function's DWARF ranges). Named by its symbol alone, as with a dSYM.
-            frames = None
-        if not frames:
-            return [Frame(function=symbol.name)] if symbol is not None else []
-        if symbol is not None:
-            frames[-1] = frames[-1]._replace(function=symbol.name)
-        return frames
+        if self._lookup is None:
+            self._lookup = AnswerLookup(self.answer_regions(), self.lookup_runs)
+        return self._lookup.frames_at(vaddr)
 
     def debug_info(self) -> DebugInfoSummary:
         opened = [obj for obj in self._objects.values() if isinstance(obj, MachOFile)]
@@ -164,3 +277,5 @@ class DebugMapSource:
 
     def close(self) -> None:
         """Nothing to release: the objects belong to whoever opened them (discovery's cache)."""
+        self._object_answers.clear()
+        self._lookup = None

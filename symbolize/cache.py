@@ -72,6 +72,11 @@ def index_key(source: IndexableSource) -> str:
     # The base its answers are at: a PDB's vaddrs are its image's ImageBase plus RVAs (bind_image).
     base = getattr(source, "load_base", None)
     kind = f"{type(source).__name__} {getattr(source, 'format', '-')} {getattr(source, 'arch', '-')} base {base}"
+    # The other files its answers come from, when it names them (a debug map's objects): an
+    # index built while they were found must not answer a run that cannot find them, nor the reverse.
+    inputs = getattr(source, "answer_inputs", None)
+    if callable(inputs) and (described := inputs()):
+        kind += f" inputs {hashlib.sha256(str(described).encode()).hexdigest()[:32]}"
     # Indexes store demangled names (symbolize/index/indexed.py): a new demangler makes new ones.
     return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {DEMANGLER} {kind} {identity}"
 

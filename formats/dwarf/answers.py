@@ -45,9 +45,13 @@ _MEMO_DEPTH = 64
 class DwarfSymbolAnswers(SymbolAnswers):
     """Regions: each unit's address ranges (key: the unit's number), then the symbol table as fallback."""
 
-    def __init__(self, path: Path, dwarf: DwarfInfo, symbols: SymbolIndex) -> None:
+    def __init__(self, path: Path, dwarf: DwarfInfo, symbols: SymbolIndex, functions_only: bool = False) -> None:
+        """``functions_only``: line rows answer only inside a function's ranges, as in a dSYM
+        (dsymutil keeps the rows inside each function's ranges); for the DWARF of an object file
+        read through a debug map, whose line table also covers the padding between functions."""
         super().__init__(path, symbols)
         self.dwarf = dwarf
+        self.functions_only = functions_only
 
     def answer_regions(self) -> list[AnswerRegion]:
         self.dwarf._load_units()
@@ -78,7 +82,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         state = self.dwarf._load_units()[key]
         if not self.dwarf._ensure_decoded(state, whole):
             raise MalformedInputError(state.error or "unit cannot be decoded", self.path)
-        return UnitRuns(self.dwarf, state, self.symbols, self.path)
+        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only)
 
 
 class UnitRuns:
@@ -90,9 +94,13 @@ class UnitRuns:
     them span by span gives the runs a whole-unit build gives.
     """
 
-    def __init__(self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path) -> None:
+    def __init__(
+        self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path, functions_only: bool = False
+    ) -> None:
+        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing)."""
         assert state.index is not None
         self._info = info
+        self._functions_only = functions_only
         self._state = state
         self._index: UnitIndex = state.index
         self._symbols = symbols
@@ -177,7 +185,7 @@ class UnitRuns:
             while index.deferred:
                 index._expand(next(iter(index.deferred)))
             self._settle_pieces()
-            spans = [self._gap(after) for after in range(len(self._pieces) + 1)]
+            spans = [] if self._functions_only else [self._gap(after) for after in range(len(self._pieces) + 1)]
             pending = list(self._node_spans)
             seen = set(pending)
             while pending:
@@ -270,7 +278,7 @@ class UnitRuns:
 
     def _build(self, table: RunTable, low: int, high: int, leaf: int) -> None:
         """Append the runs of ``[low, high)``, where the innermost inline node is ``leaf`` (-1: none)."""
-        if low >= high:
+        if low >= high or (leaf < 0 and self._functions_only):
             return
         for part_low, part_high, sequence in self._row_parts(low, high):
             if sequence < 0 and leaf < 0:
