@@ -4,9 +4,9 @@
   (``S_ATTR_PURE_INSTRUCTIONS``/``S_ATTR_SOME_INSTRUCTIONS``: ``__text``, ``__stubs``; the
   ``__TEXT`` segment also holds headers and constants). A dSYM keeps the binary's section
   headers without their bytes (file offset 0), zero-fill sections have none either.
-- Symbols: the function symbols as the reader names addresses (a symbol with a size from
-  ``LC_FUNCTION_STARTS`` covers that far, one without reaches the next symbol or its section's
-  end). The table is full when it keeps local functions (an nlist without ``N_EXT``,
+- Symbols: the function symbols as the reader's symbol index names addresses (a symbol with
+  a size from ``LC_FUNCTION_STARTS`` covers that far, one without reaches the next symbol or
+  its section's end). The table is full when it keeps local functions (an nlist without ``N_EXT``,
   ``<mach-o/nlist.h>``); ``strip -x`` leaves the external ones only.
 - DWARF: this file's own (a dSYM's, an object file's), measured as ELF's is
   (``formats/dwarf/coverage.py``); else that of the objects the binary's debug map names
@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symbolize.formats.errors import MalformedInputError
@@ -66,20 +66,9 @@ def macho_coverage(binary: MachOFile) -> Coverage:
 
 
 def _symbol_ranges(binary: MachOFile) -> tuple[AddressRange, ...]:
-    """How far each function symbol names addresses: its size, else up to the next symbol."""
-    symbols = binary.symbols()
-    starts = sorted({symbol.vaddr for symbol in symbols})
-    code = [(s.vaddr, s.vaddr + s.size) for s in binary.sections() if s.has_instructions]
-    ranges = []
-    for symbol in symbols:
-        if symbol.size > 0:
-            ranges.append((symbol.vaddr, symbol.vaddr + symbol.size))
-            continue
-        section_end = next((high for low, high in code if low <= symbol.vaddr < high), symbol.vaddr + 1)
-        position = bisect_right(starts, symbol.vaddr)
-        following = starts[position] if position < len(starts) else section_end
-        ranges.append((symbol.vaddr, min(following, section_end)))
-    return merge_ranges(ranges)
+    """How far each function symbol names addresses, as the reader's symbol index answers them."""
+    index = binary.symbol_index()
+    return merge_ranges(zip(index.starts, index.ends, strict=True))
 
 
 def _symbol_table(binary: MachOFile) -> SymbolTable:
@@ -99,7 +88,7 @@ def _debug_map_coverage(debug_map: DebugMapSource) -> Coverage:
     """The debug map's objects measured, each range moved to the binary's addresses.
 
     The llvm-dwarfdump-style counts are the objects' own, summed: what
-    ``llvm-dwarfdump --statistics`` says of each object file.
+    ``llvm-dwarfdump --statistics`` says of each object file (and of the dSYM dsymutil links).
     """
     from symbolize.formats.dwarf.coverage import dwarf_coverage
 
@@ -108,42 +97,36 @@ def _debug_map_coverage(debug_map: DebugMapSource) -> Coverage:
     inlined: list[AddressRange] = []
     totals = Coverage()
     broken: list[str] = []
-    measured: dict[str, Coverage | None] = {}
-    for entry in debug_map.map:
-        for function in entry.functions:
-            located = debug_map.object_vaddr(function.vaddr)
-            if located is None or function.size <= 0:
+    measured: dict[Path, Coverage | None] = {}
+    for low, high, object_low, obj in debug_map.mapped_regions():
+        if obj.path not in measured:
+            measured[obj.path] = None
+            try:
+                info = obj.dwarf_info()
+            except MalformedInputError as err:
+                broken.append(str(err))
                 continue
-            obj, object_low = located
-            key = str(obj.path)
-            if key not in measured:
-                measured[key] = None
-                try:
-                    info = obj.dwarf_info()
-                except MalformedInputError as err:
-                    broken.append(str(err))
-                    continue
-                if info is None:
-                    continue
-                one = dwarf_coverage(info)
-                # dsymutil keeps only the line rows inside a function's DWARF ranges.
-                one = one._replace(lines=_intersection(one.lines, one.functions))
-                measured[key] = one
-                broken.extend(one.broken_units)
-                totals = totals._replace(
-                    function_entries=totals.function_entries + one.function_entries,
-                    inlined_entries=totals.inlined_entries + one.inlined_entries,
-                    function_range_bytes=totals.function_range_bytes + one.function_range_bytes,
-                    inlined_range_bytes=totals.inlined_range_bytes + one.inlined_range_bytes,
-                )
-            one_coverage = measured[key]
-            if one_coverage is None:
+            if info is None:
                 continue
-            window = (object_low, object_low + function.size)
-            shift = function.vaddr - object_low
-            lines += _moved(one_coverage.lines, window, shift)
-            functions += _moved(one_coverage.functions, window, shift)
-            inlined += _moved(one_coverage.inlined, window, shift)
+            one = dwarf_coverage(info)
+            # dsymutil keeps only the line rows inside a function's DWARF ranges.
+            one = one._replace(lines=_intersection(one.lines, one.functions))
+            measured[obj.path] = one
+            broken.extend(one.broken_units)
+            totals = totals._replace(
+                function_entries=totals.function_entries + one.function_entries,
+                inlined_entries=totals.inlined_entries + one.inlined_entries,
+                function_range_bytes=totals.function_range_bytes + one.function_range_bytes,
+                inlined_range_bytes=totals.inlined_range_bytes + one.inlined_range_bytes,
+            )
+        found = measured[obj.path]
+        if found is None:
+            continue
+        window = (object_low, object_low + high - low)
+        shift = low - object_low
+        lines += _moved(found.lines, window, shift)
+        functions += _moved(found.functions, window, shift)
+        inlined += _moved(found.inlined, window, shift)
     return totals._replace(
         lines=merge_ranges(lines),
         functions=merge_ranges(functions),
