@@ -13,7 +13,6 @@ from pathlib import Path
 
 from symbolize.formats.elf import ELF_MAGIC, ElfFile
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
-from symbolize.formats.pdb import PdbFile, is_pdb_magic
 from symbolize.formats.pe import MZ_MAGIC, PeFile
 from symbolize.formats.types import HintResolver, ObjectFile
 
@@ -59,6 +58,8 @@ def open_object(path: Path, *, arch: str | None = None, resolver: HintResolver |
         return MachOFile(path, arch, resolver)
     if magic[:2] == MZ_MAGIC:
         return PeFile(path)
+    from symbolize.formats.pdb import PdbFile, is_pdb_magic  # the PDB reader, only for what is no other
+
     if is_pdb_magic(head):
         # A PDB on its own answers at RVAs; discovery binds it to its image's ImageBase.
         return PdbFile(path)

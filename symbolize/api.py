@@ -18,12 +18,13 @@ from symbolize.demangle import DemangleMode
 from symbolize.demangle import demangle as demangle_name
 from symbolize.discovery import DiscoveryOptions, ObjectCache
 from symbolize.discovery import open_module as discovery_open_module
-from symbolize.formats.macho import ARCH_NAMES as MACHO_ARCH_NAMES
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module, PerFrame, Unknown
 
 if TYPE_CHECKING:
+    from symbolize.answer_text import AnswerText
+
     # Imported where used: looking addresses up should not pay for protobuf.
     from symbolize.pprof import Profile
     from symbolize.summary import Summary
@@ -34,6 +35,7 @@ __all__ = [
     "index_in_background",
     "lookup",
     "lookup_batches",
+    "lookup_text_batches",
     "open_module",
     "symbolize_file",
     "symbolize_profile",
@@ -92,9 +94,15 @@ def path_and_arch(path: PathLike, arch: str | None = None) -> tuple[Path, str | 
     (``app:arm64``) when no file has the whole name and the suffix is a Mach-O arch name."""
     text = str(path)
     head, colon, tail = text.rpartition(":")
-    if arch is None and colon and tail in MACHO_ARCH_NAMES and not Path(text).exists():
+    if arch is None and colon and tail in _macho_arch_names() and not Path(text).exists():
         return Path(head), tail
     return Path(text), arch
+
+
+def _macho_arch_names() -> frozenset[str]:
+    from symbolize.formats.macho import ARCH_NAMES  # the Mach-O reader, only for a FILE:ARCH
+
+    return ARCH_NAMES
 
 
 def lookup(
@@ -165,6 +173,57 @@ def lookup_batches(
         options.cache.close()
         raise
     return _looked_up_batches(module, FrameShaper(demangle, inlines), batches, options, background_index)
+
+
+def lookup_text_batches(
+    path: PathLike,
+    batches: Iterable[Sequence[str]],
+    *,
+    as_json: bool = False,
+    demangle: DemangleMode = "full",
+    inlines: bool = True,
+    search_paths: Iterable[PathLike] = (),
+    debug_dirs: Iterable[PathLike] | None = None,
+    cache_dir: PathLike | None = None,
+    use_cache: bool = True,
+    background_index: bool = False,
+    arch: str | None = None,
+) -> Iterator[str]:
+    """What ``symbolize lookup`` prints for each batch of input lines (see symbolize/answer_text.py):
+    JSON lines (``as_json``) or llvm-symbolizer's text, one answer per line, a non-address echoed.
+
+    Opens the binary now and answers each batch when asked, as :func:`lookup_batches` does.
+    """
+    from symbolize.answer_text import AnswerText
+
+    options = discovery_options(
+        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
+    )
+    try:
+        binary, slice_arch = path_and_arch(path, arch)
+        module = discovery_open_module(binary, options, arch=slice_arch)
+    except BaseException:
+        options.cache.close()
+        raise
+    return _answered_text_batches(
+        module, AnswerText(FrameShaper(demangle, inlines), as_json), batches, options, background_index
+    )
+
+
+def _answered_text_batches(
+    module: Module,
+    text: AnswerText,
+    batches: Iterable[Sequence[str]],
+    options: DiscoveryOptions,
+    background_index: bool,
+) -> Iterator[str]:
+    try:
+        for texts in batches:
+            yield text.render(module, texts)
+        if background_index:
+            index_in_background(options)
+    finally:
+        options.cache.close()
 
 
 def _looked_up_batches(

@@ -143,13 +143,14 @@ class Module:
                 return frames
         if error is not None:
             return Unknown(Reason.DAMAGED_DEBUG_INFO, str(error))
-        return Unknown(Reason.NOT_COVERED if self._anything_has_names() else Reason.NO_DEBUG_INFO)
+        return Unknown(self.unnamed_reason())
 
-    def _anything_has_names(self) -> bool:
+    def unnamed_reason(self) -> Reason:
+        """The reason of an address no source names (and none failed on): not covered, or no names at all."""
         if self._has_names is None:
             summaries = [source.debug_info() for source in self.sources]
             self._has_names = any(summary.has_symbols or summary.has_dwarf for summary in summaries)
-        return self._has_names
+        return Reason.NOT_COVERED if self._has_names else Reason.NO_DEBUG_INFO
 
     def describe(self) -> dict[str, str | None]:
         """A short summary: binary path, best debug file path, debug ID."""

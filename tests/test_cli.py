@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from symbolize import api
-from symbolize.cli.app import _frame_json, app, default_output_path, parse_address
+from symbolize.answer_text import frame_json as _frame_json
+from symbolize.answer_text import parse_address
+from symbolize.cli.app import app, default_output_path
 from symbolize.discovery import DiscoveryOptions
 from symbolize.formats.errors import MissingDebugInfoError
 from symbolize.formats.types import Frame

@@ -9,6 +9,9 @@
 
 mod die_walk;
 mod line_program;
+mod warm;
+mod warm_index;
+mod warm_text;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -133,5 +136,6 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(run_line_program, module)?)?;
     module.add_function(wrap_pyfunction!(die_walk::walk_dies, module)?)?;
     module.add_class::<die_walk::WalkPlans>()?;
+    warm::register(module)?;
     Ok(())
 }

@@ -30,28 +30,25 @@ import sys
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
-import click
 import typer
 
 from symbolize.cli.audit import audit_command
 from symbolize.errors import SymbolizeError
-from symbolize.formats.types import Frame
-from symbolize.module import PerFrame, Reason, Unknown
 
 if TYPE_CHECKING:
     from symbolize.summary import Summary
 
-app = typer.Typer(
+_APP_SETTINGS: dict[str, Any] = dict(
     name="symbolize",
     help="Name the bare addresses of native pprof profiles, or of an object file.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app = typer.Typer(**_APP_SETTINGS)
 
 # Options several commands share.
 SearchPathsOption = Annotated[
@@ -76,6 +73,15 @@ BackgroundIndexOption = Annotated[
         help="After answering, index the files found without an index, in a detached process, for next time.",
     ),
 ]
+
+# What typer raises to end a command or report a usage error, passed through as they are. typer
+# 0.2x carries its own copy of click (typer._click), older versions use click: BadParameter derives
+# from that click's ClickException either way.
+_CLICK_ERRORS: tuple[type[BaseException], ...] = (
+    typer.Exit,
+    typer.Abort,
+    next(base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException"),
+)
 
 # Exit codes (module docstring).
 EXIT_INPUT_ERROR = 1
@@ -125,7 +131,7 @@ def _errors_as_one_line(ctx: typer.Context) -> Iterator[None]:
             yield
         for warning in caught:
             typer.echo(f"symbolize: warning: {warning.message}", err=True)
-    except (click.exceptions.Exit, click.ClickException):
+    except _CLICK_ERRORS:
         raise
     except (SymbolizeError, OSError) as exc:
         if (ctx.obj or {}).get("debug"):
@@ -269,36 +275,6 @@ def _profile_through_stdio(
     return summary
 
 
-def parse_address(text: str) -> int | None:
-    """``0x``-prefixed hex or decimal, like llvm-symbolizer; None when it is neither."""
-    text = text.strip()
-    try:
-        if text[:2].lower() == "0x":
-            return int(text[2:], 16)
-        if text.isdecimal():
-            return int(text, 10)
-    except ValueError:
-        return None
-    return None
-
-
-def _unknown_json(result: Unknown) -> str:
-    """The ``"reason"`` (a Reason value) and ``"detail"`` (when there is one) of an unnamed address."""
-    detail = f', "detail": {encode_basestring_ascii(result.detail)}' if result.detail else ""
-    return f', "reason": "{result.reason.value}"{detail}'
-
-
-def _frame_json(frame: Frame) -> str:
-    # json.dumps of the same dict, spelled out: five times faster, and the frames are many.
-    function = "null" if frame.function is None else encode_basestring_ascii(frame.function)
-    file = "null" if frame.file is None else encode_basestring_ascii(frame.file)
-    return f'{{"function": {function}, "file": {file}, "line": {frame.line}, "column": {frame.column}}}'
-
-
-def _frame_text(frame: Frame) -> str:
-    return f"{frame.function or '??'}\n{frame.file or '??'}:{frame.line}:{frame.column}\n"
-
-
 @app.command("lookup")
 def lookup_command(
     ctx: typer.Context,
@@ -323,20 +299,17 @@ def lookup_command(
     Addresses are hex with 0x or decimal, from the arguments or one per line on stdin (each
     line answered as it arrives); a non-address is echoed back, as llvm-symbolizer does.
     """
-    from symbolize.api import lookup_batches
+    from symbolize.api import lookup_text_batches
 
     # An empty argument is no question (llvm-symbolizer skips it); an empty stdin line is echoed.
     batches: Iterable[list[str]] = [[text for text in addresses or () if text.strip()]]
     if not addresses:
         batches = iter_stdin_batches(cast("io.BufferedIOBase", sys.stdin.buffer))
-    # Each distinct frame's text made once (see symbolize.module.PerFrame).
-    frame_text = PerFrame(_frame_json if as_json else _frame_text)
     with _errors_as_one_line(ctx):
-        pending: list[list[str]] = []
-        parsed_batches = _parsed(batches, pending)
-        answers = lookup_batches(
+        answers = lookup_text_batches(
             obj,
-            parsed_batches,
+            batches,
+            as_json=as_json,
             demangle=demangle.value,
             inlines=inlines,
             search_paths=search_paths or (),
@@ -346,14 +319,12 @@ def lookup_command(
             background_index=background_index,
             arch=arch,
         )
-        for results in answers:
-            texts = pending.pop(0)
-            lines = _answer_lines(texts, results, frame_text, as_json)
+        for text in answers:
             # One write a batch: echoing 10,000 lines one by one costs more than looking them up
             # from an index. Not through typer.echo, which scans the whole text for ANSI codes to
             # strip when stdout is not a terminal; there are none. Flushed, for whoever reads
             # through a pipe and waits for this answer before writing the next address.
-            sys.stdout.write("".join(lines))
+            sys.stdout.write(text)
             sys.stdout.flush()
 
 
@@ -370,32 +341,6 @@ def iter_stdin_batches(stream: io.BufferedIOBase) -> Iterator[list[str]]:
             yield [line.decode("utf-8", "replace").strip() for line in complete]
     if pending:
         yield [pending.decode("utf-8", "replace").strip()]
-
-
-def _parsed(batches: Iterable[list[str]], pending: list[list[str]]) -> Iterator[list[int]]:
-    """The addresses of each batch of texts; the texts are left in ``pending`` for the answer."""
-    for texts in batches:
-        pending.append(texts)
-        yield [vaddr for vaddr in map(parse_address, texts) if vaddr is not None]
-
-
-def _answer_lines(
-    texts: list[str], results: list[list[Frame] | Unknown], frame_text: PerFrame[str], as_json: bool
-) -> Iterator[str]:
-    """One answer per text: a non-address is echoed as llvm-symbolizer echoes it."""
-    found = iter(results)
-    for text in texts:
-        vaddr = parse_address(text)
-        result: list[Frame] | Unknown = Unknown(Reason.NOT_AN_ADDRESS) if vaddr is None else next(found)
-        frames = [] if isinstance(result, Unknown) else result
-        if as_json:
-            shown = json.dumps(text) if vaddr is None else f'"{vaddr:#x}"'  # hex needs no escaping
-            why = _unknown_json(result) if isinstance(result, Unknown) else ""
-            yield f'{{"address": {shown}, "frames": [{", ".join(map(frame_text, frames))}]{why}}}\n'
-        elif vaddr is None:
-            yield f"{text}\n"  # llvm-symbolizer's echo: the line alone, no blank line after it
-        else:
-            yield ("".join(map(frame_text, frames)) if frames else "??\n??:0:0\n") + "\n"
 
 
 @app.command("index")
@@ -458,6 +403,25 @@ def hoist_debug(argv: list[str]) -> list[str]:
     return ["--debug", *rest, *argv[end:]]
 
 
+def app_for(arguments: list[str]) -> typer.Typer:
+    """``app`` with only the command ``arguments`` name (after the global options), when they name one.
+
+    typer turns every registered command into a click command, parameter by parameter, before
+    it runs any: building the one that runs is most of typer's work on a quick lookup. Help
+    for the whole program (no command, ``--help``) and a mistyped command get every command.
+    """
+    name = next((word for word in arguments if not word.startswith("-")), None)
+    commands = [command for command in app.registered_commands if command.name == name]
+    groups = [group for group in app.registered_groups if group.name == name]
+    if not (commands or groups):
+        return app
+    only = typer.Typer(**_APP_SETTINGS)
+    only.registered_callback = app.registered_callback
+    only.registered_commands = commands
+    only.registered_groups = groups
+    return only
+
+
 def main() -> None:
     """Console-script entry point."""
     # One run allocates a few hundred thousand small objects (frames, names, pprof lines) that
@@ -469,7 +433,7 @@ def main() -> None:
     gc.disable()
     arguments = hoist_debug(sys.argv[1:])
     try:
-        app(args=arguments, prog_name="symbolize")
+        app_for(arguments)(args=arguments, prog_name="symbolize")
     except Exception as exc:
         # The boundary again, for a command that does not run inside _errors_as_one_line.
         if arguments[:1] == ["--debug"]:

@@ -28,7 +28,6 @@ from pathlib import Path
 
 from symbolize.discovery.paths import base_name, build_id_path, is_file_name, normalized_dir, relative_path
 from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
-from symbolize.formats.dwarf.split import holds_split_unit
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.types import DebugHint, DebugIdKind, HintKind, ObjectFile
 
@@ -127,6 +126,8 @@ class SplitDwarfLocator:
         if not isinstance(found, ElfFile):
             return "not an ELF file"
         dwo_id = int.from_bytes(hint.debug_id.value, "big")
+        from symbolize.formats.dwarf.split import holds_split_unit  # the DWARF decoder, only here
+
         if holds_split_unit(found.section_data, found.path, dwo_id, found.little_endian):
             return None
         return f"holds no split unit with DWO ID {dwo_id:#018x}"

@@ -35,13 +35,16 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from symbolize.demangle import demangle, remember
-from symbolize.formats.answers import Block, ChainHead, RunTable, flatten_answers
 from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.native import kernels
 from symbolize.formats.types import AnswerRegion, AnswerRun, DebugId, DebugInfoSummary, Frame, Symbol
 from symbolize.index.store import IndexDamagedError, IndexFile
+
+if TYPE_CHECKING:
+    from symbolize.formats.answers import Block, ChainHead
 
 # The arrays an index holds and what they mean; part of every index's key (symbolize/cache.py).
 SCHEMA_VERSION = 5
@@ -227,6 +230,8 @@ def _error_text(block: Block) -> str:
 
 def build_index_arrays(source: IndexableSource) -> dict[str, array[int] | bytes]:
     """Every answer ``source`` gives, as named flat arrays (see the module docstring)."""
+    from symbolize.formats.answers import flatten_answers  # building only: a warm run reads
+
     regions = source.answer_regions()
     blocks = flatten_answers(regions, source.answers)
     builder = _Builder()
@@ -315,14 +320,14 @@ class IndexedObject:
     error_text: Sequence[int]
     name_full: Sequence[int]
     facts: Sequence[int]
+    _blob: memoryview
+    _offsets: memoryview
 
     def __init__(self, source: IndexableSource, index: IndexFile) -> None:
         self.file = source
         self.index = index
         self.path: Path = source.path
         self.debug_id: DebugId | None = source.debug_id
-        self._blob = index.array("str_blob")
-        self._offsets = index.array("str_offsets")
         self._strings: dict[int, str] = {}
         self._names: dict[int, str | None] = {}
         facts = index.array("facts")
@@ -336,6 +341,9 @@ class IndexedObject:
         )
         self._damaged = False
         self._bound = False
+        # The compiled kernel's view of the index (compiled_runs): None until asked, False when
+        # the kernels are not built or do not read this index.
+        self._compiled: Any = None
         # Calling frames by chain, and frames by id: one Frame object per distinct frame, which
         # the layers above memoize on (symbolize/module.py's PerFrame).
         self._outer: dict[int, tuple[Frame, ...]] = {}
@@ -370,6 +378,8 @@ class IndexedObject:
 
     def answers(self, key: int) -> Sequence[AnswerRun]:
         """The stored runs (key 0, the one region), gaps and broken parts left out."""
+        from symbolize.formats.answers import RunTable
+
         return RunTable.from_runs(self.runs())
 
     def runs(self) -> list[AnswerRun]:
@@ -406,9 +416,43 @@ class IndexedObject:
                 raise MalformedInputError(self._string(self.error_text[chain - 1]) or "", self.path)
             return self._frames_of(position, chain)
         except IndexDamagedError:
-            self._damaged = True
-            self.index.path.unlink(missing_ok=True)
+            self.give_up_index()
             return self.file.frames_at(vaddr)
+
+    def give_up_index(self) -> None:
+        """Stop answering from the index, found damaged: it is deleted (a later run that finds
+        it missing builds it again, as does ``symbolize index``) and the source answers."""
+        self._damaged = True
+        self._compiled = False
+        self.index.path.unlink(missing_ok=True)
+
+    def compiled_runs(self) -> Any:
+        """The index as the compiled lookup kernel reads it (``symbolize.formats._kernels.IndexedRuns``,
+        used by symbolize/answer_text.py); None without the kernels or once the index is given up.
+
+        The file is read whole and each array the kernel reads checked against its CRC32, as
+        :meth:`_bind` checks the arrays it maps.
+        """
+        if self._compiled is None:
+            self._compiled = self._load_compiled() or False
+        return self._compiled or None
+
+    def _load_compiled(self) -> Any:
+        if kernels is None or self._damaged:
+            return None
+        try:
+            data, places = self.index.checked_contents(kernels.INDEXED_RUNS_ARRAYS, kernels.crc32)
+            details: list[str] = []
+            if places["error_text"][2]:  # broken regions: their messages, made as frames_at makes them
+                self._bind()
+                details = [str(MalformedInputError(self._string(text) or "", self.path)) for text in self.error_text]
+        except IndexDamagedError:
+            self.give_up_index()
+            return None
+        try:
+            return kernels.IndexedRuns(data, places, details)
+        except kernels.IndexInconsistentError:
+            return None  # arrays the kernel does not read (a type it has no width for): Python answers
 
     def _bind(self) -> None:
         """Map every array once (checking its CRC32): lookups then read plain attributes."""
@@ -417,6 +461,8 @@ class IndexedObject:
         for name in _ARRAYS:
             view = self.index.array(name)
             setattr(self, name, view.tolist() if name in _LISTED and len(view) <= _LIST_LIMIT else view)
+        self._blob = self.index.array("str_blob")
+        self._offsets = self.index.array("str_offsets")
         self._bound = True
 
     def _frames_of(self, position: int, chain: int) -> list[Frame]:

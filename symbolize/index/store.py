@@ -20,15 +20,13 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-import tempfile
 import zlib
 from array import array
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
 from symbolize.formats.errors import MalformedInputError
-from symbolize.tempfiles import INDEX_TEMPORARY, remove_stale_temporaries
 
 MAGIC = b"SYMIDX\0"
 FORMAT_VERSION = 1
@@ -57,6 +55,11 @@ def write_index(path: Path, key: str, arrays: Mapping[str, array[int] | bytes]) 
     header = bytearray(_short_bytes(key.encode()))
     for name, code, array_offset, count, crc in entries:
         header += _short_bytes(name.encode("ascii")) + _ENTRY.pack(code.encode(), array_offset, count, crc)
+    # Imported here: a warm run reads indexes and never writes one.
+    import tempfile
+
+    from symbolize.tempfiles import INDEX_TEMPORARY, remove_stale_temporaries
+
     header += b"\0" * (-(len(header) + _PREFIX.size) % 8)
     prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header), len(entries), zlib.crc32(header))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -147,6 +150,27 @@ class IndexFile:
                 raise IndexDamagedError(f"index array {name} is damaged", self.path)
             view = self._checked[name] = raw.cast(_CASTS[code])
         return view
+
+    def checked_contents(
+        self, names: Iterable[str], crc32: Callable[[bytes, int, int], int]
+    ) -> tuple[bytes, dict[str, tuple[str, int, int]]]:
+        """The whole file, read, and the type code, byte offset and item count of each array of
+        ``names``, each checked against its CRC32 by ``crc32(data, start, length)``.
+
+        For the compiled lookup kernel, which reads bytes, not mapped memory; the checks are
+        those :meth:`array` makes, with the kernel's faster CRC32.
+        """
+        data = bytes(self._view)
+        places = {}
+        for name in names:
+            entry = self._entries.get(name)
+            if entry is None:
+                raise IndexDamagedError(f"index has no array {name}", self.path)
+            code, start, items, crc = entry
+            if crc32(data, start, items * _ITEM_SIZES[code]) != crc:
+                raise IndexDamagedError(f"index array {name} is damaged", self.path)
+            places[name] = (code, start, items)
+        return data, places
 
     def close(self) -> None:
         for view in getattr(self, "_checked", {}).values():

@@ -1,0 +1,411 @@
+//! The warm lookup kernel: `symbolize lookup`'s answers to a batch of address texts, from
+//! persistent indexes, as the text the command prints. The twin of `symbolize/answer_text.py`'s
+//! `answer_text` over a module whose every source is an index (`IndexedObject`), with the
+//! module's `lookup`, `FrameShaper.shape` and the line formatting in one pass.
+//!
+//! Where the Python path would take a turn this kernel does not (a text that is not a plain
+//! address, a number past 64 bits, a string that is not valid UTF-8), it returns None and the
+//! caller runs the reference for the batch. An index whose ids do not hold together raises
+//! `IndexInconsistentError(source, message)`; a panic raises it with source -1.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use crate::panic_message;
+use crate::warm_index::{self, Answer, Column, IndexError, Layout, ARRAYS};
+use crate::warm_text::{self as text, ShownFrame};
+
+create_exception!(
+    _kernels,
+    IndexInconsistentError,
+    PyException,
+    "An index whose numbers do not hold together: args are (source position, message)."
+);
+
+/// CRC-32 (zlib's) of `data[start:start + length]`: the index's per-array checksum.
+#[pyfunction]
+fn crc32(data: &Bound<'_, PyBytes>, start: usize, length: usize) -> PyResult<u32> {
+    let bytes = data.as_bytes();
+    let part = start
+        .checked_add(length)
+        .and_then(|end| bytes.get(start..end))
+        .ok_or_else(|| IndexInconsistentError::new_err((-1, "checksummed range runs past the data")))?;
+    Ok(crc32fast::hash(part))
+}
+
+/// A string of the index as the output needs it.
+#[derive(Debug, Clone)]
+enum Shown {
+    /// String id 0: Python's None.
+    Missing,
+    Text(String),
+    /// Not valid UTF-8: the Python path decodes it with surrogateescape; this kernel gives up.
+    Undecodable,
+}
+
+impl Shown {
+    fn as_option(&self) -> Option<&str> {
+        match self {
+            Shown::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+/// One index's arrays (the file's bytes, checked by the caller against their CRC32s) and what
+/// lookups have decoded from it.
+#[pyclass(module = "symbolize.formats._kernels")]
+pub struct IndexedRuns {
+    data: Py<PyBytes>,
+    layout: Layout,
+    /// `str(MalformedInputError(text, path))` of each broken region, by error number - 1.
+    error_details: Vec<String>,
+    files: HashMap<u64, Shown>,
+    /// Names as shown under `names_mode` (cleared when another mode asks).
+    names: HashMap<u64, Shown>,
+    names_mode: String,
+}
+
+#[pymethods]
+impl IndexedRuns {
+    /// `arrays` maps each name of `ARRAYS` and `str_blob` to `(type code, byte offset, count)`.
+    #[new]
+    fn new(data: Bound<'_, PyBytes>, arrays: &Bound<'_, PyDict>, error_details: Vec<String>) -> PyResult<Self> {
+        let data_len = data.as_bytes().len();
+        let inconsistent = |error: IndexError| IndexInconsistentError::new_err((-1, error.0));
+        let place = |name: &str| -> PyResult<(char, usize, usize)> {
+            arrays
+                .get_item(name)?
+                .ok_or_else(|| IndexInconsistentError::new_err((-1, format!("index has no array {name}"))))?
+                .extract()
+        };
+        let mut columns = Vec::with_capacity(ARRAYS.len());
+        for name in ARRAYS {
+            let (code, start, count) = place(name)?;
+            columns.push(Column::new(name, code, start, count, data_len).map_err(inconsistent)?);
+        }
+        let (_, blob_start, blob_length) = place("str_blob")?;
+        let layout = Layout::new(&columns, (blob_start, blob_length), data_len).map_err(inconsistent)?;
+        Ok(IndexedRuns {
+            data: data.unbind(),
+            layout,
+            error_details,
+            files: HashMap::new(),
+            names: HashMap::new(),
+            names_mode: String::new(),
+        })
+    }
+}
+
+/// How names are shown: a `demangle` mode, and the Python function that shows a name under it
+/// (`shown(name, full)`, `full` the stored full demangling or None) where this kernel cannot.
+struct Naming<'a, 'py> {
+    mode: &'a str,
+    shown: &'a Bound<'py, PyAny>,
+}
+
+fn decode(bytes: &[u8]) -> Shown {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Shown::Text(text.to_owned()),
+        Err(_) => Shown::Undecodable,
+    }
+}
+
+/// Why a batch stops: the reference should answer it, or an error to raise.
+enum Stop {
+    Fallback,
+    Raise(PyErr),
+}
+
+impl From<PyErr> for Stop {
+    fn from(error: PyErr) -> Self {
+        Stop::Raise(error)
+    }
+}
+
+/// An index error in source `source`, raised as the caller expects it.
+fn inconsistent(source: usize) -> impl Fn(IndexError) -> Stop {
+    move |error| Stop::Raise(IndexInconsistentError::new_err((source as i64, error.0)))
+}
+
+impl IndexedRuns {
+    fn file(&mut self, data: &[u8], string_id: u64) -> Result<&Shown, IndexError> {
+        if string_id == 0 {
+            return Ok(&Shown::Missing);
+        }
+        if !self.files.contains_key(&string_id) {
+            let shown = decode(warm_index::string_bytes(&self.layout, data, string_id)?);
+            self.files.insert(string_id, shown);
+        }
+        Ok(&self.files[&string_id])
+    }
+
+    /// The name with string id `name_id` as `FrameShaper` shows it under `naming.mode`.
+    fn name(&mut self, py: Python<'_>, data: &[u8], name_id: u64, naming: &Naming<'_, '_>, source: usize) -> Result<Shown, Stop> {
+        if name_id == 0 {
+            return Ok(Shown::Missing);
+        }
+        if self.names_mode != naming.mode {
+            self.names.clear();
+            self.names_mode = naming.mode.to_owned();
+        }
+        if let Some(shown) = self.names.get(&name_id) {
+            return Ok(shown.clone());
+        }
+        let shown = self.compute_name(data, name_id, naming).map_err(|stop| match stop {
+            Stop::Raise(error) if error.is_instance_of::<IndexInconsistentError>(py) => {
+                Stop::Raise(IndexInconsistentError::new_err((source as i64, error.to_string())))
+            }
+            other => other,
+        })?;
+        self.names.insert(name_id, shown.clone());
+        Ok(shown)
+    }
+
+    fn compute_name(&self, data: &[u8], name_id: u64, naming: &Naming<'_, '_>) -> Result<Shown, Stop> {
+        let index_error = |error: IndexError| Stop::Raise(IndexInconsistentError::new_err((-1, error.0)));
+        let Shown::Text(raw) = decode(warm_index::string_bytes(&self.layout, data, name_id).map_err(index_error)?) else {
+            return Err(Stop::Fallback);
+        };
+        // IndexedObject._name: the stored full demangling (the name itself when it is empty) goes
+        // to the demangler's memo; FrameShaper then demangles every non-empty name.
+        let full_id = warm_index::full_name_id(&self.layout, data, name_id).map_err(index_error)?;
+        let full = if full_id == 0 {
+            None
+        } else {
+            match decode(warm_index::string_bytes(&self.layout, data, full_id).map_err(index_error)?) {
+                Shown::Text(full) if full.is_empty() => Some(raw.clone()),
+                Shown::Text(full) => Some(full),
+                _ => return Err(Stop::Fallback),
+            }
+        };
+        if raw.is_empty() || naming.mode == "none" {
+            return Ok(Shown::Text(raw));
+        }
+        if naming.mode == "full" {
+            if let Some(full) = full {
+                return Ok(Shown::Text(full));
+            }
+        }
+        let shown = naming.shown.call1((raw, full))?;
+        match shown.cast::<PyString>().ok().map(|text| text.to_str().map(str::to_owned)) {
+            Some(Ok(text)) => Ok(Shown::Text(text)),
+            _ => Err(Stop::Fallback),
+        }
+    }
+}
+
+/// The address `text` names when it is plainly one (`0x` and 1-16 hex digits, or 1-19 decimal
+/// digits, ASCII spaces around); None when only Python's `parse_address` can say.
+fn plain_address(text: &str) -> Option<u64> {
+    // Python's str.strip() also strips \x0b and \x1c-\x1f, which trim_matches below does not.
+    if !text.is_ascii() || text.bytes().any(|byte| byte == 0x0b || (0x1c..=0x1f).contains(&byte)) {
+        return None;
+    }
+    let text = text.trim_matches(|character| matches!(character, ' ' | '\t' | '\n' | '\r' | '\x0c'));
+    if let Some(digits) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        if (1..=16).contains(&digits.len()) && digits.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+            return u64::from_str_radix(digits, 16).ok();
+        }
+        return None;
+    }
+    if (1..=19).contains(&text.len()) && text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return text.parse().ok();
+    }
+    None
+}
+
+/// The lines for one batch of texts, or why not.
+#[allow(clippy::too_many_arguments)]
+fn render(
+    py: Python<'_>,
+    texts: &Bound<'_, PyList>,
+    sources: &mut [PyRefMut<'_, IndexedRuns>],
+    as_json: bool,
+    inlines: bool,
+    naming: &Naming<'_, '_>,
+    parse_address: &Bound<'_, PyAny>,
+    unnamed_reason: &str,
+) -> Result<String, Stop> {
+    let datas: Vec<Py<PyBytes>> = sources.iter().map(|source| source.data.clone_ref(py)).collect();
+    let datas: Vec<&[u8]> = datas.iter().map(|data| data.bind(py).as_bytes()).collect();
+    let mut out = String::with_capacity(texts.len() * if as_json { 160 } else { 80 });
+    let mut outer_ids = Vec::new();
+    for item in texts.iter() {
+        let Ok(text) = item.cast::<PyString>() else { return Err(Stop::Fallback) };
+        let Ok(text_str) = text.to_str() else { return Err(Stop::Fallback) };
+        let vaddr = match plain_address(text_str) {
+            Some(vaddr) => vaddr,
+            None => {
+                let parsed = parse_address.call1((text,))?;
+                if parsed.is_none() {
+                    text::push_echo(&mut out, text_str, as_json);
+                    continue;
+                }
+                match parsed.extract::<u64>() {
+                    Ok(vaddr) => vaddr,
+                    Err(_) => return Err(Stop::Fallback), // negative, or past 64 bits
+                }
+            }
+        };
+        // Module._lookup_one: the first source that names the address; else the first error.
+        let mut first_error: Option<(usize, usize)> = None;
+        let mut named = false;
+        for (position, source) in sources.iter_mut().enumerate() {
+            let data = datas[position];
+            let found = warm_index::answer(&source.layout, data, vaddr).map_err(inconsistent(position))?;
+            let (run, chain) = match found {
+                Answer::Nothing => continue,
+                Answer::Broken(error) => {
+                    first_error.get_or_insert((position, error));
+                    continue;
+                }
+                Answer::Run { position: run, chain } => (run, chain),
+            };
+            let inner = warm_index::inner_frame(&source.layout, data, run, chain).map_err(inconsistent(position))?;
+            outer_ids.clear();
+            outer_ids.extend(warm_index::outer_frame_ids(&source.layout, data, chain).map_err(inconsistent(position))?);
+            let inner_name = source.name(py, data, inner.name, naming, position)?;
+            let own_file = source.file(data, inner.file).map_err(inconsistent(position))?.clone();
+            let inner_file = match own_file {
+                Shown::Text(file) if !file.is_empty() => Shown::Text(file),
+                Shown::Undecodable => return Err(Stop::Fallback),
+                _ => source.file(data, inner.default_file).map_err(inconsistent(position))?.clone(),
+            };
+            if matches!(inner_name, Shown::Undecodable) || matches!(inner_file, Shown::Undecodable) {
+                return Err(Stop::Fallback);
+            }
+            let mut frames: Vec<(Shown, Shown, u64, u64)> = Vec::with_capacity(1 + outer_ids.len());
+            frames.push((inner_name, inner_file, inner.line, inner.column));
+            for &frame_id in &outer_ids {
+                let frame = warm_index::outer_frame(&source.layout, data, frame_id).map_err(inconsistent(position))?;
+                let name = source.name(py, data, frame.name, naming, position)?;
+                let file = source.file(data, frame.file).map_err(inconsistent(position))?.clone();
+                if matches!(name, Shown::Undecodable) || matches!(file, Shown::Undecodable) {
+                    return Err(Stop::Fallback);
+                }
+                frames.push((name, file, frame.line, frame.column));
+            }
+            if !inlines {
+                // FrameShaper with inlines=False: the outermost function at the innermost place.
+                let (_, file, line, column) = frames[0].clone();
+                let (name, ..) = frames.pop().unwrap_or((Shown::Missing, Shown::Missing, 0, 0));
+                frames.clear();
+                frames.push((name, file, line, column));
+            }
+            if as_json {
+                text::push_json_address(&mut out, vaddr);
+            }
+            for (index, (name, file, line, column)) in frames.iter().enumerate() {
+                let shown = ShownFrame { function: name.as_option(), file: file.as_option(), line: *line, column: *column };
+                if as_json {
+                    if index > 0 {
+                        out.push_str(", ");
+                    }
+                    text::push_frame_json(&mut out, &shown);
+                } else {
+                    text::push_frame_text(&mut out, &shown);
+                }
+            }
+            if as_json {
+                text::push_json_end(&mut out, None);
+            } else {
+                out.push('\n');
+            }
+            named = true;
+            break;
+        }
+        if named {
+            continue;
+        }
+        let (reason, detail) = match first_error {
+            Some((position, error)) => {
+                let detail = sources[position].error_details.get(error - 1).ok_or_else(|| {
+                    Stop::Raise(IndexInconsistentError::new_err((position as i64, format!("no text for broken region {error}"))))
+                })?;
+                ("damaged-debug-info", detail.as_str())
+            }
+            None => (unnamed_reason, ""),
+        };
+        if as_json {
+            text::push_json_address(&mut out, vaddr);
+            text::push_json_end(&mut out, Some((reason, detail)));
+        } else {
+            out.push_str(text::UNNAMED_TEXT);
+        }
+    }
+    Ok(out)
+}
+
+/// The text `symbolize lookup` prints for `texts` (one line each, as read), every source an
+/// [`IndexedRuns`], best first; None where the reference must answer this batch.
+///
+/// `shown(name, full)` shows a name where the stored full demangling does not do (another
+/// `demangle_mode`, or no full name stored); `parse_address(text)` reads a text that is not a
+/// plain address; `unnamed_reason` is the reason of an address no source names.
+#[pyfunction]
+#[pyo3(signature = (texts, sources, *, as_json, inlines, demangle_mode, shown, parse_address, unnamed_reason))]
+#[allow(clippy::too_many_arguments)]
+fn render_lookup_answers(
+    py: Python<'_>,
+    texts: &Bound<'_, PyList>,
+    sources: &Bound<'_, PyList>,
+    as_json: bool,
+    inlines: bool,
+    demangle_mode: &str,
+    shown: &Bound<'_, PyAny>,
+    parse_address: &Bound<'_, PyAny>,
+    unnamed_reason: &str,
+) -> PyResult<Option<String>> {
+    let mut borrowed: Vec<PyRefMut<'_, IndexedRuns>> =
+        sources.iter().map(|source| source.extract::<PyRefMut<'_, IndexedRuns>>().map_err(PyErr::from)).collect::<Result<_, _>>()?;
+    let naming = Naming { mode: demangle_mode, shown };
+    let rendered = catch_unwind(AssertUnwindSafe(|| {
+        render(py, texts, &mut borrowed, as_json, inlines, &naming, parse_address, unnamed_reason)
+    }));
+    match rendered {
+        Ok(Ok(out)) => Ok(Some(out)),
+        Ok(Err(Stop::Fallback)) => Ok(None),
+        Ok(Err(Stop::Raise(error))) => Err(error),
+        Err(payload) => Err(IndexInconsistentError::new_err((
+            -1,
+            format!("the compiled lookup failed ({})", panic_message(payload.as_ref())),
+        ))),
+    }
+}
+
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<IndexedRuns>()?;
+    module.add_function(wrap_pyfunction!(render_lookup_answers, module)?)?;
+    module.add_function(wrap_pyfunction!(crc32, module)?)?;
+    module.add("IndexInconsistentError", module.py().get_type::<IndexInconsistentError>())?;
+    let mut arrays: Vec<&str> = ARRAYS.to_vec();
+    arrays.push("str_blob");
+    module.add("INDEXED_RUNS_ARRAYS", arrays)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_address;
+
+    #[test]
+    fn reads_plain_addresses_and_leaves_the_rest_to_python() {
+        assert_eq!(plain_address("0x1F"), Some(0x1f));
+        assert_eq!(plain_address(" 0Xffffffffffffffff\t"), Some(u64::MAX));
+        assert_eq!(plain_address("4096"), Some(4096));
+        assert_eq!(plain_address("0x"), None);
+        assert_eq!(plain_address("0x1_0"), None);
+        assert_eq!(plain_address("0x-5"), None);
+        assert_eq!(plain_address("0x00000000000000001"), None);
+        assert_eq!(plain_address("99999999999999999999"), None);
+        assert_eq!(plain_address("\u{b}12"), None);
+        assert_eq!(plain_address("١٢"), None);
+        assert_eq!(plain_address("main"), None);
+    }
+}

@@ -1,0 +1,146 @@
+"""What ``symbolize lookup`` prints: JSON lines, or llvm-symbolizer's text, one answer per input line.
+
+The text of a batch comes from the compiled kernel (``render_lookup_answers`` in
+``native/src/warm.rs``) when every source of the module answers from its
+persistent index and the kernels are built; otherwise, or where the kernel
+declines a batch (a line that is not a plain address, a name that is not UTF-8),
+from the Python code here, which is the reference the kernel is tested against
+(tests/test_warm_kernel.py): the same bytes either way.
+
+- JSON: ``{"address": "0x1f", "frames": [{"function": ..., "file": ..., "line": L,
+  "column": C}, ...]}``, frames innermost first, with ``"reason"`` (and ``"detail"``) when
+  nothing names the address; a line that is no address is echoed as ``"address"``.
+- Text: per frame ``function`` then ``file:line:column`` (``??`` when unknown), a blank
+  line after each address; a line that is no address is echoed alone, as
+  llvm-symbolizer 14 does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from json.encoder import encode_basestring_ascii
+from typing import TYPE_CHECKING
+
+from symbolize.demangle import DemangleMode, demangle, remember
+from symbolize.formats.native import kernels
+from symbolize.formats.types import Frame
+from symbolize.index.indexed import IndexedObject
+from symbolize.module import PerFrame, Reason, Unknown
+
+if TYPE_CHECKING:
+    from symbolize.api import FrameShaper
+    from symbolize.module import Module
+
+
+def parse_address(text: str) -> int | None:
+    """``0x``-prefixed hex or decimal, like llvm-symbolizer; None when it is neither."""
+    text = text.strip()
+    try:
+        if text[:2].lower() == "0x":
+            return int(text[2:], 16)
+        if text.isdecimal():
+            return int(text, 10)
+    except ValueError:
+        return None
+    return None
+
+
+def unknown_json(result: Unknown) -> str:
+    """The ``"reason"`` (a Reason value) and ``"detail"`` (when there is one) of an unnamed address."""
+    detail = f', "detail": {encode_basestring_ascii(result.detail)}' if result.detail else ""
+    return f', "reason": "{result.reason.value}"{detail}'
+
+
+def frame_json(frame: Frame) -> str:
+    # json.dumps of the same dict, spelled out: five times faster, and the frames are many.
+    function = "null" if frame.function is None else encode_basestring_ascii(frame.function)
+    file = "null" if frame.file is None else encode_basestring_ascii(frame.file)
+    return f'{{"function": {function}, "file": {file}, "line": {frame.line}, "column": {frame.column}}}'
+
+
+def frame_text(frame: Frame) -> str:
+    return f"{frame.function or '??'}\n{frame.file or '??'}:{frame.line}:{frame.column}\n"
+
+
+def answer_lines(
+    texts: Sequence[str], results: Sequence[list[Frame] | Unknown], shown_frame: Callable[[Frame], str], as_json: bool
+) -> Iterator[str]:
+    """One answer per text: ``results`` holds one per text that parses as an address, in order;
+    a non-address is echoed as llvm-symbolizer echoes it."""
+    found = iter(results)
+    for text in texts:
+        vaddr = parse_address(text)
+        result: list[Frame] | Unknown = Unknown(Reason.NOT_AN_ADDRESS) if vaddr is None else next(found)
+        frames = [] if isinstance(result, Unknown) else result
+        if as_json:
+            shown = json.dumps(text) if vaddr is None else f'"{vaddr:#x}"'  # hex needs no escaping
+            why = unknown_json(result) if isinstance(result, Unknown) else ""
+            yield f'{{"address": {shown}, "frames": [{", ".join(map(shown_frame, frames))}]{why}}}\n'
+        elif vaddr is None:
+            yield f"{text}\n"  # llvm-symbolizer's echo: the line alone, no blank line after it
+        else:
+            yield ("".join(map(shown_frame, frames)) if frames else "??\n??:0:0\n") + "\n"
+
+
+class AnswerText:
+    """The printed answers for batches of input lines, from one module, in one output format.
+
+    Each distinct frame's text is made once (see :class:`symbolize.module.PerFrame`).
+    """
+
+    def __init__(self, shaper: FrameShaper, as_json: bool) -> None:
+        self.shaper = shaper
+        self.as_json = as_json
+        self._shown_frame = PerFrame(frame_json if as_json else frame_text)
+
+    def render(self, module: Module, texts: Sequence[str]) -> str:
+        """The text printed for ``texts`` (one input line each)."""
+        compiled = self._compiled(module, texts) if kernels is not None else None
+        if compiled is not None:
+            return compiled
+        return self.render_reference(module, texts)
+
+    def render_reference(self, module: Module, texts: Sequence[str]) -> str:
+        """:meth:`render` through the Python path alone (the kernel's reference)."""
+        vaddrs = [vaddr for vaddr in map(parse_address, texts) if vaddr is not None]
+        results = [self.shaper.shape(result) for result in module.lookup(vaddrs)]
+        return "".join(answer_lines(texts, results, self._shown_frame, self.as_json))
+
+    def _compiled(self, module: Module, texts: Sequence[str]) -> str | None:
+        assert kernels is not None
+        sources = list(dict.fromkeys(module.sources))  # a source asked twice answers the same
+        runs = [source.compiled_runs() if isinstance(source, IndexedObject) else None for source in sources]
+        if not all(runs):
+            return None
+        try:
+            rendered: str | None = kernels.render_lookup_answers(
+                list(texts),
+                runs,
+                as_json=self.as_json,
+                inlines=self.shaper.inlines,
+                demangle_mode=self.shaper.mode,
+                shown=_name_shower(self.shaper.mode),
+                parse_address=parse_address,
+                unnamed_reason=module.unnamed_reason().value,
+            )
+            return rendered
+        except kernels.IndexInconsistentError as error:
+            position = error.args[0]
+            if 0 <= position < len(sources):
+                source = sources[position]
+                assert isinstance(source, IndexedObject)
+                source.give_up_index()
+            return None
+
+
+def _name_shower(mode: DemangleMode) -> Callable[[str, str | None], str]:
+    """What FrameShaper shows for a name the index stores with full demangling ``full`` (or None)."""
+
+    def shown(name: str, full: str | None) -> str:
+        if full is not None:
+            remember(name, full)  # as IndexedObject._name does on the Python path
+        return demangle(name, mode)
+
+    return shown
+
