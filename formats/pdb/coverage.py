@@ -165,10 +165,10 @@ def _measure_lines(pdb: PdbFile, fragment: codeview.LineFragment, found: _Module
     if base is None:
         return
     for block in fragment.blocks:
-        rows = block.rows
-        for index, (offset, line, _column) in enumerate(rows):
+        offsets, lines, _columns = block.rows
+        for index, line in enumerate(lines):
             if line in _HIDDEN_LINES:
                 continue
-            low = 0 if index == 0 else offset  # the block's code starts at its fragment's start
-            high = rows[index + 1][0] if index + 1 < len(rows) else fragment.code_size
+            low = 0 if index == 0 else offsets[index]  # the block's code starts at its fragment's start
+            high = offsets[index + 1] if index + 1 < len(offsets) else fragment.code_size
             found.lines.append((base + low, base + high))
