@@ -85,6 +85,8 @@ class Coverage(NamedTuple):
     # Split-DWARF skeleton units: (DW_AT_dwo_name, whether its .dwo/.dwp unit was found).
     split_units: tuple[tuple[str, bool], ...] = ()
     symbol_table: SymbolTable = SymbolTable.NONE
+    # The DWARF versions of the units measured (a debug map's objects' too).
+    dwarf_versions: tuple[int, ...] = ()
 
 
 def merge_ranges(ranges: Iterable[AddressRange]) -> tuple[AddressRange, ...]:

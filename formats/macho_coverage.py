@@ -127,7 +127,9 @@ def _debug_map_coverage(debug_map: DebugMapSource) -> Coverage:
         lines += _moved(found.lines, window, shift)
         functions += _moved(found.functions, window, shift)
         inlined += _moved(found.inlined, window, shift)
+    versions = sorted({version for found in measured.values() if found is not None for version in found.dwarf_versions})
     return totals._replace(
+        dwarf_versions=tuple(versions),
         lines=merge_ranges(lines),
         functions=merge_ranges(functions),
         inlined=merge_ranges(inlined),

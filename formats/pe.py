@@ -367,11 +367,17 @@ class PeFile:
 
     def debug_info(self) -> DebugInfoSummary:
         has_dwarf = self.has_dwarf()
+        try:
+            dwarf = self._dwarf_info()
+            versions = dwarf.versions() if dwarf is not None else ()
+        except MalformedInputError:
+            versions = ()  # the units that decode are named anyway; the auditor lists the broken ones
         return DebugInfoSummary(
             has_symbols=bool(self._symbols_by_address()[2]),
             has_dwarf=has_dwarf,
             has_line_info=bool(self.section_data("debug_line")),
             has_inline_info=False,
+            dwarf_versions=versions,
         )
 
     # --- facts for the auditor (formats/pe_coverage.py) ---------------------------

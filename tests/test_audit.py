@@ -220,6 +220,38 @@ def test_unreadable_and_no_reader_yet(tmp_path: Path) -> None:
     assert len(report.binaries) == 1
 
 
+# Schema 1 as symbolize/audit/__init__.py documents it: every object's keys, for each format.
+SCHEMA_1_KEYS = {
+    "identity": {"path", "format", "arch", "debug_id", "debug_id_kind"},
+    "symbols": {"kind", "function_symbols", "table"},
+    "debug_info": {
+        "files", "dwarf_versions", "compressed_sections", "split_units", "broken_units",
+        "file_bytes", "debug_section_bytes", "line_table_bytes",
+    },
+    "coverage": {
+        "code_bytes", "symbol_bytes", "line_bytes", "function_bytes", "inlined_bytes", "name_bytes",
+        "inlined_calls", "llvm_bytes_within_functions", "llvm_bytes_within_inlined_functions", "shares",
+    },
+    "frame_pointers": {"sampled", "with_frame_pointer", "share", "without", "unwind_tables", "note", "leaves_without"},
+    "verdict": {"shows", "reasons", "fixes"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "binary", ["audit/rs-packed", "bin/windows/winapp.exe", "bin/macos/cdemo-x86_64", "bin/macos/cppdemo-universal"]
+)
+def test_json_keys_are_schema_1_for_every_format(binary: str) -> None:
+    data = json.loads(json.dumps(audit_binaries([FIXTURES / binary]).to_json()))
+    assert set(data) == {"schema", "binaries", "unreadable", "cargo", "requirements", "shortfalls", "exit_code"}
+    for audited in data["binaries"]:
+        assert {key: set(audited[key]) for key in SCHEMA_1_KEYS} == SCHEMA_1_KEYS
+        assert set(audited["coverage"]["shares"]) == {"names", "symbols", "lines", "functions", "inlined"}
+        for found in audited["debug_info"]["files"]:
+            assert set(found) == {"how", "path", "found", "matches", "detail"}
+        assert audited["symbols"]["kind"] in {"full", "minidebuginfo", "dynamic-only", "none"}
+        assert audited["verdict"]["shows"] in {"bare-hex", "names", "names+lines", "with-inlines"}
+
+
 def test_json_schema_1() -> None:
     report = audit_binaries([AUDIT / "rs-lines"], require=Requirement.LINES)
     data = json.loads(json.dumps(report.to_json()))

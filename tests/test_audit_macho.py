@@ -49,6 +49,7 @@ def test_debug_map(tmp_path: Path, arch: str) -> None:
     assert _files(audit)["dsym"] == (False, None)
     assert _files(audit)["debug-map-object"] == (True, True)
     assert "embedded" not in _files(audit)  # the DWARF is in the object, not the binary
+    assert audit.debug_info.dwarf_versions == (4,)  # llvm-dwarfdump --debug-info obj/cdemo-<arch>.o: one v4 unit
     assert audit.verdict.shows is ProfileView.WITH_INLINES
     assert any("dsym" in reason for reason in audit.verdict.reasons)
     assert any(".dSYM" in fix for fix in audit.verdict.fixes)

@@ -70,6 +70,7 @@ def test_mingw_dwarf_needs_no_pdb() -> None:
     audit = _audit(WINDOWS / "mingwapp.exe")
     assert not any(found.how == "pdb" for found in audit.debug_info.files)
     assert any(found.how == "embedded" for found in audit.debug_info.files)
+    assert audit.debug_info.dwarf_versions == (5,)  # llvm-dwarfdump --debug-info: 4 units, all version 5
     assert audit.verdict.shows is ProfileView.WITH_INLINES
     assert ".pdata" in audit.frame_pointers.unwind_tables
     assert not any("frame pointer" in reason for reason in audit.verdict.reasons)  # .pdata unwinds x64

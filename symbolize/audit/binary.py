@@ -187,7 +187,12 @@ def _debug_info_report(
     summaries = [_summary(source) for source in sources]
     return DebugInfoReport(
         files=tuple(file_reports),
-        dwarf_versions=tuple(sorted({v for summary in summaries for v in summary.dwarf_versions})),
+        dwarf_versions=tuple(
+            sorted(
+                {v for summary in summaries for v in summary.dwarf_versions}
+                | {v for coverage in coverages for v in coverage.dwarf_versions}
+            )
+        ),
         compressed_sections=tuple(
             f"{source.path.name}:{section.name}"
             for source in sources
