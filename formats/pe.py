@@ -101,6 +101,7 @@ class PeFile:
         self._data = data
         self._dwarf: DwarfInfo | None = None
         self._dwarf_built = False
+        self._dwarf_error: MalformedInputError | None = None
         self._decoded: dict[str, bytes | None] = {}
         self._symbol_index: tuple[list[int], list[int], list[Symbol]] | None = None
         self._answer_source: SymbolAnswers | None = None
@@ -160,7 +161,8 @@ class PeFile:
             name = _c_string(self._string_table, int(name[1:])) or name
         file_offset: int = getattr(section, "PointerToRawData")  # noqa: B009
         raw_size: int = getattr(section, "SizeOfRawData")  # noqa: B009
-        if raw_size and file_offset + raw_size > len(self._data):
+        # A DWARF section past the file breaks only the DWARF: section_data raises when it is read.
+        if raw_size and file_offset + raw_size > len(self._data) and not name.startswith(".debug_"):
             raise self._fail(f"section {name} ({raw_size} bytes) extends past end of file", file_offset)
         return _Section(
             name=name,
@@ -320,17 +322,31 @@ class PeFile:
         return data
 
     def has_dwarf(self) -> bool:
-        return bool(self.section_data("debug_info"))
+        """Whether the image carries a non-empty ``.debug_info``, from the section table alone
+        (a section reaching past the file still counts: the DWARF is there, damaged)."""
+        return self._has_section("debug_info")
+
+    def _has_section(self, dwarf_name: str) -> bool:
+        section = self._by_name.get("." + dwarf_name)
+        return section is not None and min(section.virtual_size or section.raw_size, section.raw_size) > 0
 
     def _dwarf_info(self) -> DwarfInfo | None:
+        """The MinGW DWARF, its units' headers read; raises MalformedInputError (every time) when it
+        cannot be read at all, which leaves the COFF symbols answering (see :meth:`_answers`)."""
+        if self._dwarf_error is not None:
+            raise self._dwarf_error
         if not self._dwarf_built:
             self._dwarf_built = True
             if self.has_dwarf():
                 from symbolize.formats.dwarf import DwarfInfo
 
-                self._dwarf = DwarfInfo(
-                    self.section_data, self.path, address_size=8 if self.machine != 0x14C else 4
-                )
+                dwarf = DwarfInfo(self.section_data, self.path, address_size=8 if self.machine != 0x14C else 4)
+                try:
+                    dwarf.load()
+                except MalformedInputError as err:
+                    self._dwarf_error = err
+                    raise
+                self._dwarf = dwarf
         return self._dwarf
 
     def _answers(self) -> SymbolAnswers:
@@ -366,18 +382,22 @@ class PeFile:
         return self._answers().frames_at(vaddr)
 
     def debug_info(self) -> DebugInfoSummary:
-        has_dwarf = self.has_dwarf()
+        """What the image carries; DWARF that cannot be read is reported in ``damaged``, not raised."""
+        damaged = ""
+        versions: tuple[int, ...] = ()
         try:
             dwarf = self._dwarf_info()
+        except MalformedInputError as err:
+            damaged = str(err)
+        else:
             versions = dwarf.versions() if dwarf is not None else ()
-        except MalformedInputError:
-            versions = ()  # the units that decode are named anyway; the auditor lists the broken ones
         return DebugInfoSummary(
             has_symbols=bool(self._symbols_by_address()[2]),
-            has_dwarf=has_dwarf,
-            has_line_info=bool(self.section_data("debug_line")),
+            has_dwarf=self.has_dwarf(),
+            has_line_info=self._has_section("debug_line"),
             has_inline_info=False,
             dwarf_versions=versions,
+            damaged=damaged,
         )
 
     # --- facts for the auditor (formats/pe_coverage.py) ---------------------------

@@ -152,6 +152,10 @@ class DebugInfoSummary(NamedTuple):
     has_inline_info: bool
     dwarf_versions: tuple[int, ...] = ()
     split_dwarf: bool = False
+    # Why a part of the debug info cannot be read at all, "" when it can: the DWARF (a section past
+    # the decompression cap, a broken first unit; the file answers from its symbols alone) or the
+    # MiniDebugInfo (bad xz; the other symbol tables and the DWARF answer).
+    damaged: str = ""
 
 
 class HintKind(Enum):

@@ -53,8 +53,14 @@ def is_indexable(opened: object) -> TypeGuard[IndexableSource]:
 
 
 def worth_indexing(source: IndexableSource) -> bool:
-    """Whether a source holds debug info whose decode an index saves (a symbol table alone is quick)."""
+    """Whether a source holds debug info whose decode an index saves (a symbol table alone is quick).
+
+    Debug info that cannot be read at all (``damaged``) saves nothing: such a file answers from
+    its symbol table, and its own answers keep saying why the rest is unnamed.
+    """
     summary = source.debug_info()
+    if summary.damaged:
+        return False
     return summary.has_dwarf or summary.has_line_info or summary.has_inline_info
 
 

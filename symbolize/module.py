@@ -90,13 +90,16 @@ class Module:
     case, for its symbol table. ``own_source`` is the image answering lookups
     (from its persistent index when there is one); None when the image answers
     itself. ``refused`` lists candidate debug files discovery rejected, with
-    the reason.
+    the reason (``"path: reason"``); ``reader_refusals`` are the lists the
+    sources' readers fill as they ask for the files their debug info refers to
+    (a ``.dwo`` whose DWO ID differs, a dwz file of another build), live.
     """
 
     image: Image
     debug_files: list[Source] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     own_source: Source | None = None
+    reader_refusals: list[list[str]] = field(default_factory=list)
     _results: dict[int, list[Frame] | Unknown] = field(default_factory=dict, init=False, repr=False, compare=False)
     _has_names: bool | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -148,9 +151,23 @@ class Module:
     def unnamed_reason(self) -> Reason:
         """The reason of an address no source names (and none failed on): not covered, or no names at all."""
         if self._has_names is None:
-            summaries = [source.debug_info() for source in self.sources]
-            self._has_names = any(summary.has_symbols or summary.has_dwarf for summary in summaries)
+            self._has_names = any(summary.has_symbols or summary.has_dwarf for summary in self._summaries())
         return Reason.NOT_COVERED if self._has_names else Reason.NO_DEBUG_INFO
+
+    def refusals(self) -> list[str]:
+        """Every candidate file refused so far, once each, in the order refused: the module's
+        debug files, then what the readers refused while answering."""
+        seen: dict[str, None] = dict.fromkeys(self.refused)
+        for refused in self.reader_refusals:
+            seen.update(dict.fromkeys(refused))
+        return list(seen)
+
+    def damaged_debug_info(self) -> str:
+        """Why a source's debug info cannot be read at all (so only symbols name its addresses); "" if none."""
+        return next((summary.damaged for summary in self._summaries() if summary.damaged), "")
+
+    def _summaries(self) -> list[DebugInfoSummary]:
+        return [source.debug_info() for source in self.sources]
 
     def describe(self) -> dict[str, str | None]:
         """A short summary: binary path, best debug file path, debug ID."""

@@ -337,6 +337,8 @@ def _symbolize_mapping(
     if named and not module.debug_files and not any(frame.line > 0 for frames in named for frame in frames):
         missing = "dSYM" if module.image.format == "macho" else "debug file"
         summary.missing_lines = f"named from the symbol table only: no {missing} was found"
+    summary.damaged_debug_info = module.damaged_debug_info() or None
+    summary.refused = module.refusals()
     if summary.unnamed == 0:
         mapping.has_functions = any(frame.function for frames in named for frame in frames)
         mapping.has_filenames = any(frame.file for frames in named for frame in frames)

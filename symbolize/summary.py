@@ -5,7 +5,8 @@
     {"mappings": [{"filename": str, "binary": str|null, "debug_file": str|null,
                    "locations": N, "named": N, "unnamed": N, "reasons": {reason: N},
                    "details": [{"reason": reason, "detail": str, "count": N}],
-                   "missing_lines": str|null, "slice": str|null}],
+                   "missing_lines": str|null, "damaged_debug_info": str|null,
+                   "refused": [str], "slice": str|null}],
      "locations": N, "named": N, "unnamed": N,
      "nothing_to_name": bool,
      "unnamed_value_share": {sample_type_name: float 0..1},
@@ -21,6 +22,14 @@ when every location had (the profile came named). ``top_functions`` lists, for e
 the leaf functions with the highest total value, highest first, each with its share of the
 type's total absolute value; frames matching the profile's ``drop_frames`` are skipped as pprof
 drops them (the frame and its callees), so the leaf is the first caller kept.
+``"damaged_debug_info"`` says why a part of the debug info of the mapping's files cannot be read
+at all, when that is so: the DWARF (a section past the decompression cap, a first unit without a
+length; the symbol table still names) or the MiniDebugInfo (the other tables and the DWARF still
+name). Addresses nothing else names are counted under ``"damaged-debug-info"``.
+``"refused"`` lists the candidate debug files found and turned down, each ``"path: why"`` (a
+build ID, CRC32 or DWO ID that differs, a file that cannot be read, a file outside the directory
+it was looked up in): debug files, dSYMs and PDBs, and the ``.dwo``/``.dwp`` and dwz files the
+DWARF asked for while the mapping's addresses were looked up.
 ``"slice"`` is the architecture used of a universal (fat) Mach-O binary, else null.
 ``"missing_lines"`` says why named locations have no file or line, when none has one and
 discovery found no debug file (a stripped binary without its dSYM or debug file), else null.
@@ -59,6 +68,10 @@ class MappingSummary:
     missing_lines: str | None = None
     # The slice of a universal binary the mapping was read from (the one with its UUID, else the host's).
     slice: str | None = None
+    # Why the debug info cannot be read at all, when so (only the symbol table names addresses).
+    damaged_debug_info: str | None = None
+    # Candidate debug files turned down, "path: why".
+    refused: list[str] = field(default_factory=list)
 
     @property
     def unnamed(self) -> int:
@@ -88,6 +101,8 @@ class MappingSummary:
                 for (reason, detail), count in self.details.most_common()
             ],
             "missing_lines": self.missing_lines,
+            "damaged_debug_info": self.damaged_debug_info,
+            "refused": list(self.refused),
             "slice": self.slice,
         }
 
@@ -163,6 +178,11 @@ class Summary:
             )
             if mapping.missing_lines:
                 lines.append(f"  no lines: {mapping.missing_lines}")
+            if mapping.damaged_debug_info:
+                damaged = Reason.DAMAGED_DEBUG_INFO.value
+                lines.append(f"  {damaged}: {mapping.damaged_debug_info} (the rest of the file still names)")
+            for refusal in mapping.refused:
+                lines.append(f"  refused: {refusal}")
             for reason, count in mapping.reasons.most_common():
                 lines.append(f"  {count} unnamed: {reason.value}")
                 for (detailed, detail), times in mapping.details.most_common():

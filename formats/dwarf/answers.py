@@ -33,7 +33,7 @@ from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
 from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.symbols import SYMBOL_TABLE_KEY, SymbolAnswers, SymbolIndex
+from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 
 # Past every address: the end of the span after a unit's last function.
@@ -54,7 +54,14 @@ class DwarfSymbolAnswers(SymbolAnswers):
         self.functions_only = functions_only
 
     def answer_regions(self) -> list[AnswerRegion]:
-        self.dwarf._load_units()
+        """The units' regions and the symbol table's; DWARF that cannot be read at all (a section
+        past its file, a first unit without a length) leaves the symbol table answering, and its
+        error the answer where no symbol is (issue 9)."""
+        try:
+            self.dwarf.load()
+        except MalformedInputError as err:
+            self.broken = err
+            return super().answer_regions()
         units = [AnswerRegion(low, high, unit) for low, high, unit in self.dwarf._unit_ranges]
         return units + super().answer_regions()
 
@@ -64,7 +71,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         A unit decoded only for this is dropped afterwards, so that indexing a large
         file never holds more than one unit's decode at once.
         """
-        if key == SYMBOL_TABLE_KEY:
+        if key < 0:  # the symbol table, or the region standing for debug info that cannot be read
             return super().answers(key)
         state = self.dwarf._load_units()[key]
         was_decoded = state.index is not None
@@ -74,7 +81,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         return runs
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
-        if key == SYMBOL_TABLE_KEY:
+        if key < 0:
             return super().answers(key)
         return self._unit(key, whole=False)
 

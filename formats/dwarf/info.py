@@ -133,6 +133,15 @@ class DwarfInfo:
             raise MalformedInputError(error, self.path)
         return None
 
+    def load(self) -> None:
+        """Read every section the units need, and each unit's header and root DIE, now.
+
+        Raises MalformedInputError when the DWARF cannot be read at all (a section
+        that does not decompress, a first unit without a length); a broken unit
+        past the first is kept as its own error and raises nothing here.
+        """
+        self._load_units()
+
     def versions(self) -> tuple[int, ...]:
         return tuple(sorted({state.unit.version for state in self._load_units() if state.unit.version}))
 
@@ -149,7 +158,11 @@ class DwarfInfo:
         if self._supplementary_resolver is not None:
             self._supplementary_found = self._supplementary_resolver()
             if self._supplementary_found is not None:
-                common_strings = section_bytes(self._supplementary_found[0], "debug_str")
+                try:
+                    common_strings = section_bytes(self._supplementary_found[0], "debug_str")
+                except MalformedInputError:
+                    # A dwz file that cannot be read is as good as missing: this file's own DWARF stays.
+                    self._supplementary_found, common_strings = None, b""
                 sections = replace(sections, supplementary_str=common_strings)
         self._sections = sections
         states: list[_UnitState] = []
@@ -274,7 +287,9 @@ class DwarfInfo:
             state.index = (
                 scan_unit(die_unit, whole, self._shared_tables) if die_unit is not None else UnitIndex(unit)
             )
-        except _DECODE_ERRORS as error:
+        except (*_DECODE_ERRORS, MalformedInputError) as error:
+            # MalformedInputError: the unit's .dwo (or its slice of a .dwp) cannot be read. The unit
+            # alone breaks, with its reason; the other units and the symbol table stay.
             state.error = f"compile unit at {unit.offset:#x}: {error}"
             return False
         return True
@@ -448,7 +463,14 @@ class DwarfInfo:
     def _supplementary_info(self) -> DwarfInfo | None:
         if self._supplementary is None and self._supplementary_found is not None:
             getter, path = self._supplementary_found
-            self._supplementary = DwarfInfo(getter, path, little_endian=self._little_endian)
+            supplementary = DwarfInfo(getter, path, little_endian=self._little_endian)
+            try:
+                supplementary.load()
+            except MalformedInputError:
+                # Unreadable, it names nothing: the references into it stay unnamed, as when missing.
+                self._supplementary_found = None
+                return None
+            self._supplementary = supplementary
         return self._supplementary
 
     def _unit_for_reference(self, unit: Unit, target: int | None) -> tuple[Unit | None, int | None]:

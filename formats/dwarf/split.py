@@ -103,12 +103,18 @@ def holds_split_unit(getter: SectionGetter, path: Path, dwo_id: int, little_endi
 
     A package answers from its ``.debug_cu_index``; a ``.dwo`` from its units' DWO IDs
     (the DWARF 5 split unit header, or ``DW_AT_GNU_dwo_id`` on a DWARF 4 GNU unit's root DIE).
-    A file that cannot be read does not hold it.
+    A file that cannot be read does not hold it. The sections the unit would be read from are
+    read here, so a section that cannot be (past the decompression cap) raises
+    MalformedInputError now, refusing the file, rather than breaking the unit later.
     """
     try:
         index = getter("debug_cu_index")
         if index is not None and len(index) > 0:
-            return bool(package_contributions(_as_bytes(index), dwo_id, little_endian))
+            if not package_contributions(_as_bytes(index), dwo_id, little_endian):
+                return False
+            for name in sorted({*_SECTIONS_V5.values(), *_SECTIONS_V2.values()}):
+                getter(name)
+            return True
         empty = DwarfSections.from_getter(lambda _name: None, path, little_endian)
         sections = DwarfSections.from_dwo_getter(getter, path, empty)
         offset = 0

@@ -70,6 +70,8 @@ class ElfFile:
         self._buf = memoryview(data if data is not None else self._map_file())
         self._decoded: dict[str, bytes | memoryview | None] = {}
         self._symbols: list[FunctionSymbol] | None = None
+        # Why the MiniDebugInfo symbols are missing, when its .gnu_debugdata cannot be read.
+        self._symbols_error: MalformedInputError | None = None
         self._index: SymbolIndex | None = None
         self._answer_source: SymbolAnswers | None = None
         self._dwarf: DwarfInfo | None = None
@@ -227,7 +229,15 @@ class ElfFile:
 
     def _all_function_symbols(self) -> list[FunctionSymbol]:
         if self._symbols is None:
-            self._symbols = all_function_symbols(self._headers)
+            try:
+                self._symbols = all_function_symbols(self._headers)
+            except MalformedInputError as err:
+                if ".gnu_debugdata" not in self._headers.by_name:
+                    raise
+                # MiniDebugInfo that cannot be read (bad xz, a broken payload) takes only its own
+                # symbols with it (issue 9); a damaged .symtab raises again here.
+                self._symbols = all_function_symbols(self._headers, mini_debug_info=False)
+                self._symbols_error = err
         return self._symbols
 
     def symbols(self) -> Sequence[Symbol]:
@@ -247,10 +257,28 @@ class ElfFile:
     # --- debug info ----------------------------------------------------------
 
     def has_dwarf(self) -> bool:
-        info = self.section_data("debug_info")
-        return info is not None and len(info) > 0
+        """Whether the file carries a non-empty ``.debug_info`` (or ``.zdebug_info``), read or not.
+
+        Decided from the section headers alone, so a section that cannot be
+        decompressed (a bomb past the cap) still counts: the file has DWARF, damaged.
+        """
+        return self._has_section("debug_info")
+
+    def _has_section(self, dwarf_name: str) -> bool:
+        headers = self._headers
+        for name in ("." + dwarf_name, ".z" + dwarf_name):
+            section = headers.by_name.get(name)
+            if section is not None and section.sh_type != SHT_NOBITS and section.sh_size > 0:
+                return True
+        return False
 
     def _dwarf_info(self) -> DwarfInfo | None:
+        """The file's DWARF, its units' headers read; None without DWARF.
+
+        Raises MalformedInputError (every time) when the DWARF cannot be read at
+        all: a section past the decompression cap, a first unit without a length.
+        The symbol table does not depend on it (see :meth:`_answers`).
+        """
         if self._dwarf_error is not None:
             raise self._dwarf_error
         if not self._dwarf_built:
@@ -261,7 +289,7 @@ class ElfFile:
 
                 resolver = self._resolver
                 try:
-                    self._dwarf = DwarfInfo(
+                    dwarf = DwarfInfo(
                         self.section_data,
                         self.path,
                         address_size=self.address_size,
@@ -273,27 +301,33 @@ class ElfFile:
                             else None
                         ),
                     )
+                    # Every section the units need is read here, so that damage to any of them
+                    # shows now, once, and breaks the DWARF alone (issue 9).
+                    dwarf.load()
                 except MalformedInputError as err:
                     self._dwarf_error = err
                     raise
+                self._dwarf = dwarf
         return self._dwarf
 
     def _answers(self) -> SymbolAnswers:
         """This file as a symbol source: its DWARF units and symbol table (formats/dwarf/answers.py)."""
         if self._answer_source is None:
+            index = self._symbol_index()
             try:
                 dwarf = self._dwarf_info()
             except MalformedInputError as err:
                 # Broken debug info hides nothing the symbol table knows (issue 9): the error is the
                 # answer only where no symbol covers the address.
-                self._answer_source = SymbolAnswers(self.path, self._symbol_index(), broken=err)
+                self._answer_source = SymbolAnswers(self.path, index, broken=err)
                 return self._answer_source
             if dwarf is None:
-                self._answer_source = SymbolAnswers(self.path, self._symbol_index())
+                self._answer_source = SymbolAnswers(self.path, index, broken=self._symbols_error)
             else:
                 from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 
-                self._answer_source = DwarfSymbolAnswers(self.path, dwarf, self._symbol_index())
+                self._answer_source = DwarfSymbolAnswers(self.path, dwarf, index)
+                self._answer_source.broken = self._symbols_error
         return self._answer_source
 
     def answer_regions(self) -> Sequence[AnswerRegion]:
@@ -307,18 +341,27 @@ class ElfFile:
         return self._answers().frames_at(vaddr)
 
     def debug_info(self) -> DebugInfoSummary:
-        """What this file carries. ``has_inline_info`` is always False: knowing it needs a DIE walk."""
+        """What this file carries. ``has_inline_info`` is always False: knowing it needs a DIE walk.
+
+        DWARF or MiniDebugInfo that cannot be read is reported in ``damaged``,
+        never raised: the rest still names what it names.
+        """
         if self._summary is None:
-            dwarf = self._dwarf_info()
-            versions = dwarf.versions() if dwarf is not None else ()
-            split = dwarf.has_split_units() if dwarf is not None else False
+            has_symbols = bool(self._all_function_symbols())
+            try:
+                dwarf = self._dwarf_info()
+            except MalformedInputError as err:
+                dwarf, damaged = None, str(err)
+            else:
+                damaged = str(self._symbols_error) if self._symbols_error is not None else ""
             self._summary = DebugInfoSummary(
-                has_symbols=bool(self._all_function_symbols()),
+                has_symbols=has_symbols,
                 has_dwarf=self.has_dwarf(),
-                has_line_info=bool(self.section_data("debug_line")),
+                has_line_info=self._has_section("debug_line"),
                 has_inline_info=False,
-                dwarf_versions=versions,
-                split_dwarf=split,
+                dwarf_versions=dwarf.versions() if dwarf is not None else (),
+                split_dwarf=dwarf.has_split_units() if dwarf is not None else False,
+                damaged=damaged,
             )
         return self._summary
 

@@ -97,7 +97,11 @@ class SupplementaryLocator:
         yield from _build_id_candidates(hint, context)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
-        return debug_id_refusal(hint.debug_id, found.debug_id, ".gnu_debugaltlink's")
+        mismatch = debug_id_refusal(hint.debug_id, found.debug_id, ".gnu_debugaltlink's")
+        if mismatch is not None:
+            return mismatch
+        # Every unit of the file referring into it would break with it: refused, it leaves them named.
+        return damage_refusal(found)
 
 
 class SplitDwarfLocator:
@@ -131,6 +135,15 @@ class SplitDwarfLocator:
         if holds_split_unit(found.section_data, found.path, dwo_id, found.little_endian):
             return None
         return f"holds no split unit with DWO ID {dwo_id:#018x}"
+
+
+def damage_refusal(found: ObjectFile) -> str | None:
+    """Why ``found``'s DWARF cannot be read at all (a section past the decompression cap), or None."""
+    damaged = found.debug_info().damaged
+    if not damaged:
+        return None
+    prefix = f"{found.path}: "
+    return "its debug info cannot be read: " + (damaged[len(prefix) :] if damaged.startswith(prefix) else damaged)
 
 
 def _by_base_name(recorded: str, context: LookupContext) -> Iterator[Candidate]:

@@ -78,10 +78,14 @@ def module_for(image: ObjectFile, options: DiscoveryOptions) -> Module:
             debug_files.append(options.open_source(found.path, image_path=image.path, arch=image.arch, image=image))
             break
     # A universal Mach-O file answers for the image's slice; other formats have one.
-    own = options.open_source(image.path, arch=image.arch if image.format == "macho" else None)
+    own_arch = image.arch if image.format == "macho" else None
+    own = options.open_source(image.path, arch=own_arch)
     if own.debug_info().has_dwarf:
         debug_files.append(own)
-    return Module(image, debug_files, refused, own_source=own)
+    # What the sources' DWARF refuses later, as it asks for its .dwo files and dwz file.
+    reader_refusals = [options.cache.refused(source.path, image.arch) for source in debug_files if source is not own]
+    reader_refusals.append(options.cache.refused(image.path, own_arch))
+    return Module(image, debug_files, refused, own_source=own, reader_refusals=reader_refusals)
 
 
 def _image_hints(image: ObjectFile) -> list[DebugHint]:

@@ -30,6 +30,8 @@ class ObjectCache:
     def __init__(self, index_dir: Path | None = None, build_missing_indexes: bool = False) -> None:
         self._objects: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
         self._sources: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
+        # The resolver each object was opened with: what it refused is asked for in summaries.
+        self._resolvers: dict[_Key, HintResolver] = {}
         # Where persistent indexes are read from (None: not used); see symbolize/cache.py.
         self.index_dir = index_dir
         self.build_missing_indexes = build_missing_indexes
@@ -47,7 +49,18 @@ class ObjectCache:
             self._forget(key)
         opened = open_object(path, arch=arch, resolver=resolver)
         self._objects[key] = (stamp, opened)
+        if resolver is not None:
+            self._resolvers[key] = resolver
         return opened
+
+    def refused(self, path: Path, arch: str | None = None) -> list[str]:
+        """What the resolver ``path`` was opened with has refused so far, as ``"path: reason"``.
+
+        The list itself, not a copy: a split unit's ``.dwo`` is asked for when the unit is
+        first decoded, so refusals keep arriving while lookups run.
+        """
+        resolver = self._resolvers.get((path.resolve(), arch))
+        return resolver.refused if isinstance(resolver, Resolver) else []
 
     def open_source(
         self,
@@ -84,6 +97,7 @@ class ObjectCache:
         return (path.resolve(), arch), (stat.st_mtime_ns, stat.st_size)
 
     def _forget(self, key: _Key) -> None:
+        self._resolvers.pop(key, None)
         for table in (self._sources, self._objects):
             entry = table.pop(key, None)
             if entry is not None:
@@ -115,6 +129,7 @@ class ObjectCache:
             for _stamp, opened in table.values():
                 opened.close()
             table.clear()
+        self._resolvers.clear()
 
 
 @dataclass

@@ -123,10 +123,11 @@ def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Locat
         seen.add(key)
         try:
             opened = context.options.open(path, image_path=context.image_path, arch=context.arch)
+            # Verifying may read the candidate's sections (a .dwo's units): damage there refuses it.
+            reason = locator.refusal(hint, opened, context)
         except SymbolizeError as err:
             refused.append(str(err))
             continue
-        reason = locator.refusal(hint, opened, context)
         if reason is not None:
             refused.append(f"{path}: {reason}")
             continue

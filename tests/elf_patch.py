@@ -1,0 +1,48 @@
+"""Damage one section of a real ELF fixture, for containment tests: the rest of the file stays as built.
+
+Only the section header table is read (ELF64, little-endian: the fixtures' layout).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+SHF_COMPRESSED = 0x800
+ELFCOMPRESS_ZSTD = 2
+_SHDR = struct.Struct("<IIQQQQIIQQ")
+
+
+class SectionHeader(NamedTuple):
+    index: int
+    name: str
+    header_offset: int
+    flags: int
+    offset: int
+    size: int
+
+
+def section_headers(data: bytes) -> dict[str, SectionHeader]:
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    raw = [_SHDR.unpack_from(data, shoff + index * shentsize) for index in range(shnum)]
+    strings_offset = raw[shstrndx][4]
+    found = {}
+    for index, fields in enumerate(raw):
+        start = strings_offset + fields[0]
+        name = data[start : data.index(b"\0", start)].decode()
+        found[name] = SectionHeader(index, name, shoff + index * shentsize, fields[2], fields[4], fields[5])
+    return found
+
+
+def with_bomb(data: bytes, name: str, claimed: int = 4 << 30) -> bytes:
+    """``data`` with section ``name`` turned into a zstd SHF_COMPRESSED section claiming ``claimed`` bytes.
+
+    The claim is refused before anything is inflated (formats/sections.py), so the stream's bytes
+    (the section's old contents) are never read.
+    """
+    header = section_headers(data)[name]
+    out = bytearray(data)
+    struct.pack_into("<Q", out, header.header_offset + 8, header.flags | SHF_COMPRESSED)
+    struct.pack_into("<IIQQ", out, header.offset, ELFCOMPRESS_ZSTD, 0, claimed, 1)
+    return bytes(out)
