@@ -145,7 +145,10 @@ def test_coverage_agrees_with_llvm_dwarfdump(binary: str) -> None:
     assert coverage.llvm_bytes_within_inlined_functions == expected["#bytes within inlined functions"]
 
 
-@pytest.mark.skipif(shutil.which("llvm-dwarfdump") is None, reason="llvm-dwarfdump not installed")
+_LLVM_TOOLS = ("llvm-dwarfdump", "llvm-readelf", "llvm-readobj", "llvm-pdbutil", "dsymutil")
+
+
+@pytest.mark.skipif(any(shutil.which(tool) is None for tool in _LLVM_TOOLS), reason="LLVM's tools not installed")
 def test_stored_llvm_figures_are_current() -> None:
     run = subprocess.run([sys.executable, str(FIXTURES / "make_audit_expected.py"), "--check"], check=False)
     assert run.returncode == 0
