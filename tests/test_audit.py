@@ -390,6 +390,7 @@ OTHER_FORMATS = [
     "bin/windows/winapp.exe",
     "bin/windows/winlib.dll",
     "bin/windows/win32demo.exe",
+    "bin/windows/winarm64.exe",
     "bin/windows/mingwapp.exe",
     "bin/macos/cppdemo-x86_64",
     "bin/macos/cppdemo-arm64",

@@ -28,7 +28,8 @@ def _file(audit: BinaryAudit, how: str) -> tuple[bool, bool | None]:
 
 
 @pytest.mark.parametrize(
-    ("name", "arch"), [("winapp.exe", "x86_64"), ("winlib.dll", "x86_64"), ("win32demo.exe", "i386")]
+    ("name", "arch"),
+    [("winapp.exe", "x86_64"), ("winlib.dll", "x86_64"), ("win32demo.exe", "i386"), ("winarm64.exe", "aarch64")],
 )
 def test_pdb_beside_the_image(name: str, arch: str) -> None:
     # clang -g -gcodeview -O2, lld-link /DEBUG: the PDB beside the image names, lines, inlines.
