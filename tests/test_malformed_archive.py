@@ -53,10 +53,10 @@ def test_damaged_archives_are_malformed_input(tmp_path: Path, data: bytes) -> No
 
 
 def test_a_member_that_is_not_there_or_not_mach_o(tmp_path: Path) -> None:
-    with pytest.raises(MissingDebugInfoError, match="no member gone.o"):
+    with pytest.raises(MissingDebugInfoError, match=r"no member gone\.o"):
         find_member(ARCHIVE, "gone.o")
     path = _write(tmp_path, b"!<arch>\n" + _header(b"a.o", b"4") + b"abcd")
-    with pytest.raises(SymbolizeError, match="a.o is not a Mach-O"):
+    with pytest.raises(SymbolizeError, match=r"a\.o is not a Mach-O"):
         MachOFile(path, member="a.o")
 
 
@@ -91,7 +91,7 @@ def test_mutated_archive_fails_typed(
     except SymbolizeError:
         return
     for member in members[:4]:
-        assert 0 < member.file_offset and member.file_offset + member.size <= len(data)
+        assert member.file_offset > 0 and member.file_offset + member.size <= len(data)
         try:
             with MachOFile(path, member=member.name) as obj:
                 obj.frames_at(0x10)
