@@ -52,6 +52,7 @@ from symbolize.formats.types import (
 if TYPE_CHECKING:
     from symbolize.formats.archive import ArchiveMember
     from symbolize.formats.dwarf import DwarfInfo
+    from symbolize.formats.facts import Coverage, SectionFact
     from symbolize.formats.macho_debugmap import DebugMapSource
 
 FAT_MAGIC = 0xCAFEBABE
@@ -802,6 +803,19 @@ class MachOFile:
                 dwarf_versions=dwarf.versions() if dwarf is not None else (),
             )
         return self._summary
+
+    # --- facts for the auditor (formats/macho_coverage.py) -----------------------------
+
+    def section_facts(self) -> tuple[SectionFact, ...]:
+        from symbolize.formats.macho_coverage import macho_section_facts
+
+        return macho_section_facts(self)
+
+    def coverage(self) -> Coverage:
+        """What the function symbols and the DWARF (or the debug map's) cover (see symbolize.formats.facts)."""
+        from symbolize.formats.macho_coverage import macho_coverage
+
+        return macho_coverage(self)
 
 
 def _text16(value: Any) -> str:
