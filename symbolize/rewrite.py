@@ -32,7 +32,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from symbolize.demangle import DemangleMode, demangle
-from symbolize.discovery import DiscoveryOptions, find_module
+from symbolize.discovery import DiscoveryOptions, find_module, open_module
+from symbolize.discovery.slices import choose_mapping_slice
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.module import Module, Reason, Unknown, reason_for_error
@@ -310,9 +311,20 @@ def _symbolize_mapping(
         for _ in entry.pending:
             summary.count_unnamed(reason, detail)
         return
+    slice_by = "uuid" if build_id else None
+    if not build_id:
+        # No UUID to name the slice of a universal binary: the mapping's shape names it.
+        runtime_addrs = [pending.location.address for pending in entry.pending]
+        choice = choose_mapping_slice(module.image, options.discovery, mapping.memory_start, mapping.memory_limit,
+                                      mapping.file_offset, runtime_addrs)  # fmt: skip
+        if choice is not None:
+            slice_by = choice.decided_by
+            if choice.arch != module.image.arch:
+                module = open_module(module.image.path, options.discovery, arch=choice.arch)
     summary.binary = str(module.image.path)
     if getattr(module.image, "universal", False):
         summary.slice = module.image.arch
+        summary.slice_by = slice_by
     if not build_id and module.image.debug_id is not None:
         # Keep what was found, so pprof and later runs can verify the binary.
         mapping.build_id = strings.intern(str(module.image.debug_id))
