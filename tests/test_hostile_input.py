@@ -20,6 +20,7 @@ from symbolize import api
 from symbolize.demangle import demangle
 from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 from symbolize.formats.dwarf.skip import SubtreeSkipper
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.errors import InputLimitError, MalformedInputError
@@ -29,7 +30,7 @@ from symbolize.pprof import gunzip, parse_profile, write_profile
 from symbolize.proto.profile_pb2 import Function, Line, Profile
 from symbolize.rewrite import MAX_ID, fresh_ids
 from symbolize.tempfiles import STALE_AFTER_SECONDS
-from tests.dwarf_builder import getter, uleb
+from tests.dwarf_builder import answering, getter, uleb
 from tests.hostile_dwarf import (
     Encoding,
     abbrev,
@@ -52,8 +53,9 @@ from tests.test_rewrite import TEXT_START, Opener, location, make_profile, run
 PATH = Path("hostile.elf")
 
 
-def _info(sections: dict[str, bytes], **options: object) -> DwarfInfo:
-    return DwarfInfo(getter(sections), PATH, **options)  # type: ignore[arg-type]
+def _info(sections: dict[str, bytes], **options: object) -> DwarfSymbolAnswers:
+    """The sections' DWARF, answering through the run builder every container uses."""
+    return answering(DwarfInfo(getter(sections), PATH, **options))  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -209,7 +211,7 @@ def test_range_past_the_64_bit_address_space_ends_at_its_last_address() -> None:
     info = _info(sections)
     frames = info.frames_at(vaddr)
     assert frames is not None and frames[0].function == "wraps"
-    assert all(high <= MAX_ID for _, high, _ in info._unit_ranges)
+    assert all(high <= MAX_ID for _, high, _ in info.dwarf._unit_ranges)
 
 
 def test_address_size_of_the_container_bounds_ranges() -> None:
@@ -218,8 +220,8 @@ def test_address_size_of_the_container_bounds_ranges() -> None:
     info = _info(sections, address_size=4)
     frames = info.frames_at(vaddr)
     assert frames is not None and frames[0].function == "wraps"
-    assert max(high for _, high, _ in info._unit_ranges) == (1 << 32) - 1
-    assert info.frames_at(1 << 32) is None
+    assert max(high for _, high, _ in info.dwarf._unit_ranges) == (1 << 32) - 1
+    assert info.frames_at(1 << 32) == []
 
 
 def test_profile_ids_at_the_top_of_uint64_take_free_ids() -> None:

@@ -1,10 +1,13 @@
-"""Address to frames over a file's DWARF (DWARF 4 and 5), lazily, unit by unit.
+"""A file's DWARF (DWARF 4 and 5), decoded lazily, unit by unit: what answers are built from.
 
 Opening reads unit headers and each unit's root DIE to learn which addresses the
 unit covers. The first lookup inside a unit scans that unit's DIE tree
 (``scan.py``) and decodes its line program (``lines.py``); both are cached, as
 are failures, so a broken unit costs one attempt and makes only its own
 addresses unnamed. No lookup decodes a unit that does not hold its address.
+The answers themselves (which row, which inline chain, which name) are decided
+in ``answers.py``, for whole runs of addresses, for every container alike; this
+module names a unit's functions and call sites for it.
 
 Why not pyelftools' DIE objects: they parse every attribute of every DIE through
 a generic struct engine and keep them all, about 100x slower than
@@ -31,7 +34,6 @@ from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter, secti
 from symbolize.formats.dwarf.split import load_split_sections
 from symbolize.formats.dwarf.unit import Unit, parse_unit_header
 from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.types import Frame
 
 # () -> sections of the dwz supplementary file named by .gnu_debugaltlink, or None when not found.
 SupplementaryResolver = Callable[[], "tuple[SectionGetter, Path] | None"]
@@ -70,7 +72,7 @@ class _UnitState:
 
 
 class DwarfInfo:
-    """Frames at object-file addresses, from the DWARF sections ``sections`` serves."""
+    """The units, line tables and names of the DWARF sections ``sections`` serves."""
 
     def __init__(
         self,
@@ -110,29 +112,6 @@ class DwarfInfo:
 
     # Public ------------------------------------------------------------------
 
-    def frames_at(self, vaddr: int) -> list[Frame] | None:
-        """Frames at vaddr, innermost first; None when no unit covers vaddr.
-
-        Raises MalformedInputError when the unit covering vaddr is broken.
-        """
-        states = self._load_units()
-        position = bisect_right(self._unit_lows, vaddr) - 1
-        error: str | None = None
-        while position >= 0 and self._unit_max_high[position] > vaddr:
-            low, high, state_index = self._unit_ranges[position]
-            position -= 1
-            if not low <= vaddr < high:
-                continue
-            state = states[state_index]
-            frames = self._frames_in_unit(state, vaddr)
-            if frames:
-                return frames
-            error = error or state.error
-        error = error or self._unplaced_error
-        if error is not None:
-            raise MalformedInputError(error, self.path)
-        return None
-
     def load(self) -> None:
         """Read every section the units need, and each unit's header and root DIE, now.
 
@@ -141,6 +120,13 @@ class DwarfInfo:
         past the first is kept as its own error and raises nothing here.
         """
         self._load_units()
+
+    @property
+    def unplaced_error(self) -> str | None:
+        """Why some addresses cannot be named though no readable unit says which: the chain of unit
+        headers broke off, or a unit's header is unreadable and ``.debug_aranges`` does not place it."""
+        self._load_units()
+        return self._unplaced_error
 
     def versions(self) -> tuple[int, ...]:
         return tuple(sorted({state.unit.version for state in self._load_units() if state.unit.version}))
@@ -334,36 +320,7 @@ class DwarfInfo:
             return unit
         return None
 
-    # Frames ------------------------------------------------------------------
-
-    def _frames_in_unit(self, state: _UnitState, vaddr: int) -> list[Frame] | None:
-        if not self._ensure_decoded(state):
-            return None
-        index = state.index
-        assert index is not None
-        row = state.lines.lookup(vaddr) if state.lines is not None else None
-        try:
-            chain = index.chain_at(vaddr)
-        except _DECODE_ERRORS as error:
-            state.error = f"compile unit at {state.unit.offset:#x}: {error}"
-            return None
-        if not chain and row is None:
-            return None
-        file, line, column = row if row is not None else (None, 0, 0)
-        if not chain:
-            return [Frame(None, file, line, column)]
-        frames: list[Frame] = []
-        try:
-            for depth in range(len(chain) - 1, -1, -1):
-                node = chain[depth]
-                name, start_line = self.node_name(state, node)
-                frames.append(Frame(name, file, line, column, start_line))
-                if depth:
-                    file, line, column = self.call_site(state, node)
-        except _DECODE_ERRORS as error:
-            state.error = f"compile unit at {state.unit.offset:#x}: {error}"
-            return None
-        return frames
+    # Names -------------------------------------------------------------------
 
     def node_name(self, state: _UnitState, node: int) -> tuple[str | None, int]:
         """(name, decl line) of a function or inlined-call node of a decoded unit.
