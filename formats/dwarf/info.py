@@ -46,15 +46,20 @@ SplitDwarfResolver = Callable[[str, "str | None", "int | None"], "tuple[SectionG
 _DECODE_ERRORS = (DwarfFormatError, UnknownFormError, IndexError, ValueError, struct.error, TypeError, OverflowError)
 _MAX_REFERENCE_DEPTH = 16
 # Source lines and columns are unsigned 32-bit values in llvm-symbolizer (DILineInfo) and in the
-# answers stored downstream; a DW_AT_call_line, DW_AT_call_column or DW_AT_decl_line outside that
-# range (a negative sdata, a data8 of 2^64-1) is damage, and reads 0, "unknown", as a missing one
-# does, rather than reaching protobuf's int64 fields or the index's unsigned arrays.
-_MAX_SOURCE_LINE = (1 << 32) - 1
+# answers stored downstream. A DW_AT_call_line, DW_AT_call_column or DW_AT_decl_line is read as
+# llvm-symbolizer 14 reads it (DWARFFormValue::getAsUnsignedConstant, stored in a uint32_t): an
+# unsigned constant (data1-8, udata, implicit_const, a flag) modulo 2^32, so a data8 of 2^32 + 7
+# reads 7 and one of 2^64 - 1 reads 4294967295; DW_FORM_sdata, which LLVM does not take as an
+# unsigned constant whatever its sign, and any other form read 0, "unknown", as a missing one.
+# Either way the value fits protobuf's int64 fields and the index's unsigned arrays.
+_LINE_FORMS = frozenset({c.DW_FORM_data1, c.DW_FORM_data2, c.DW_FORM_data4, c.DW_FORM_data8, c.DW_FORM_udata,
+                         c.DW_FORM_implicit_const, c.DW_FORM_flag, c.DW_FORM_flag_present})
+_LINE_MASK = (1 << 32) - 1
 
 
-def source_line(value: Any) -> int:
-    """A line or column attribute's value as a Frame carries it: 0 when absent or out of range."""
-    return value if isinstance(value, int) and 0 <= value <= _MAX_SOURCE_LINE else 0
+def source_line(form: int, value: Any) -> int:
+    """A line or column attribute ``(form, value)`` as a Frame carries it (see :data:`_LINE_FORMS`)."""
+    return value & _LINE_MASK if form in _LINE_FORMS and isinstance(value, int) else 0
 
 
 class _UnitState:
@@ -336,7 +341,7 @@ class DwarfInfo:
             index.node_die[node],
             attrs.get(2),
             attrs.get(1),
-            source_line(decl[1]) if decl is not None else 0,
+            source_line(*decl) if decl is not None else 0,
             attrs.get(6) or attrs.get(7),
             0,
         )
@@ -347,8 +352,8 @@ class DwarfInfo:
         attrs = state.index.node_attrs[node]
         call_file = attrs.get(8)
         file = self._call_file(state, int(call_file[1])) if call_file is not None else None
-        line = source_line(attrs[9][1]) if 9 in attrs else 0
-        column = source_line(attrs[10][1]) if 10 in attrs else 0
+        line = source_line(*attrs[9]) if 9 in attrs else 0
+        column = source_line(*attrs[10]) if 10 in attrs else 0
         return file, line, column
 
     def _call_file(self, state: _UnitState, file_index: int) -> str | None:
@@ -473,7 +478,7 @@ class DwarfInfo:
 
 def _decl_line(values: dict[int, tuple[int, Any]]) -> int:
     found = values.get(c.DW_AT_decl_line)
-    return source_line(found[1]) if found is not None else 0
+    return source_line(*found) if found is not None else 0
 
 
 def _broken_unit(sections: DwarfSections, offset: int, end: int, error: str) -> _UnitState:
