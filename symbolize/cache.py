@@ -27,7 +27,7 @@ Opened = TypeVar("Opened")
 
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
-ANSWER_VERSION = 3
+ANSWER_VERSION = 4
 
 
 def default_cache_dir() -> Path:
