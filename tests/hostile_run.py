@@ -70,6 +70,25 @@ def _compressed_sections(directory: Path) -> str:
     return f"answered {results}"
 
 
+def _nested_inlines_indexed(directory: Path) -> str:
+    """6,000 nested inlined calls through the persistent index: built, stored, loaded, looked up
+    (the index builder's recursive descent overflowed at 1,200)."""
+    from symbolize import api
+    from tests import hostile_dwarf as h
+    from tests.test_malformed_elf import SHT_PROGBITS, Section, build_elf, symtab
+
+    sections, vaddr = h.nested_inlines_case(6_000)
+    path = directory / "nested.so"
+    path.write_bytes(build_elf([*symtab(b"sym"), *(Section("." + n, SHT_PROGBITS, d) for n, d in sections.items())]))
+    cache = directory / "cache"
+    if not api.build_indexes([path], cache_dir=cache):
+        raise AssertionError("no index was built")
+    (frames,) = api.lookup(path, [vaddr], cache_dir=cache, demangle="none")
+    if not isinstance(frames, list) or len(frames) != 6_001 or frames[0].function != "i5999":
+        raise AssertionError(f"indexed answer is not the 6,001-frame chain: {str(frames)[:200]}")
+    return "6001 frames from the index"
+
+
 def _cli(arguments: list[str]) -> str:
     """``symbolize ARGS`` in this process; the CLI must end in one line and a known exit code."""
     from symbolize.cli.app import main
@@ -148,6 +167,7 @@ def _cases() -> dict[str, Callable[[Path], str]]:
         "deep_skip": _elf_case(h.deep_skip_case),
         "shared_table": _elf_case(h.shared_table_case),
         "nested_inlines": _elf_case(h.nested_inlines_case),
+        "nested_inlines_indexed": _nested_inlines_indexed,
         "huge_lines": _elf_case(h.huge_lines_case),
         "past_address_space": _elf_case(h.past_address_space_case),
         "bad_version": _elf_case(lambda: h.bad_header_case(version=9)),
