@@ -512,3 +512,24 @@ def test_macho_headers_cut_short_are_typed_errors(tmp_path: Path, data: bytes) -
     with pytest.raises(MalformedInputError) as raised:
         api.lookup(path, [0x1000], use_cache=False)
     assert raised.value.path == path
+
+
+def test_pdb_with_a_broken_type_stream_still_names_inlined_frames_lines() -> None:
+    # fuzz_pdb.py finding: a TPI stream whose header runs past it raised MalformedInputError from the
+    # first inlinee name, after the IPI table was kept; the next lookup then failed an assertion
+    # (AssertionError escaped). A broken TPI or IPI now leaves inlined frames unnamed, their lines kept.
+    from symbolize.formats.pdb import PdbFile
+    from tests.msf_builder import build_msf, streams_of
+    from tests.test_pdb import BIN, IMAGE_BASE
+
+    streams: list[bytes | None] = list(streams_of((BIN / "winapp.pdb").read_bytes()))
+    tpi = bytearray(streams[2] or b"")
+    struct.pack_into("<I", tpi, 4, len(tpi))  # HeaderSize: the records would start past the stream
+    streams[2] = bytes(tpi)
+    pdb = PdbFile(Path("broken-tpi.pdb"), image_base=IMAGE_BASE, data=build_msf(streams, 4096))
+    intact = PdbFile(BIN / "winapp.pdb", image_base=IMAGE_BASE)
+    inlined = 0x140001009  # app::insertion_sort inlined into app::sort_values
+    for _ in range(2):
+        frames = pdb.frames_at(inlined)
+        assert [(f.file, f.line) for f in frames] == [(f.file, f.line) for f in intact.frames_at(inlined)]
+        assert len(frames) == 2 and frames[-1] == intact.frames_at(inlined)[-1]

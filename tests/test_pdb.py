@@ -15,14 +15,34 @@ import shutil
 import struct
 import subprocess
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from symbolize.formats.errors import MalformedInputError, SymbolizeError, UnsupportedFormatError
 from symbolize.formats.pdb import PdbFile
-from symbolize.formats.pdb.codeview import S_GPROC32, iter_symbol_records
+from symbolize.formats.pdb.codeview import (
+    BA_CHANGE_CODE_LENGTH,
+    BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET,
+    BA_CHANGE_CODE_OFFSET,
+    BA_CHANGE_CODE_OFFSET_AND_LINE_OFFSET,
+    BA_CHANGE_CODE_OFFSET_BASE,
+    BA_CHANGE_FILE,
+    BA_CHANGE_LINE_OFFSET,
+    BA_CODE_OFFSET,
+    INLINE_SITE_KINDS,
+    S_GPROC32,
+    CodeViewError,
+    InlineRow,
+    annotation_rows,
+    iter_annotations,
+    iter_symbol_records,
+    parse_inline_site,
+)
 from symbolize.formats.pdb.msf import MSFZ_MAGIC, MsfFile
 from symbolize.formats.pdb.streams import FEATURE_MINIMAL_DEBUG_INFO
 from symbolize.formats.pe import PeFile
@@ -46,10 +66,11 @@ def _answers(pdb: PdbFile, addresses: list[int]) -> list[list[tuple[str | None, 
 
 
 @pytest.mark.skipif(PDBUTIL is None, reason="llvm-pdbutil not installed")
-@pytest.mark.parametrize("name", ["winapp.pdb", "winlib.pdb", "win32demo.pdb"])
+@pytest.mark.parametrize("name", ["winapp.pdb", "winlib.pdb", "win32demo.pdb", "winarm64.pdb"])
 def test_identity_and_streams_agree_with_llvm_pdbutil(name: str) -> None:
     assert PDBUTIL is not None
     pdb = PdbFile(BIN / name)
+
     def dump(*what: str) -> str:
         assert PDBUTIL is not None
         return subprocess.run([PDBUTIL, "dump", *what, str(BIN / name)], capture_output=True, text=True,
@@ -219,8 +240,8 @@ def test_annotations_that_never_end_are_bounded(tmp_path: Path) -> None:
     [
         (lambda d: d[:100], "superblock|the file has|cut short"),
         (lambda d: d[:32] + struct.pack("<I", 3000) + d[36:], "block size"),
-        (lambda d: d[:32 + 20] + struct.pack("<I", 10**6) + d[56:], "past the end"),
-        (lambda d: d[:32 + 12] + struct.pack("<I", 10**7) + d[48:], "directory"),
+        (lambda d: d[: 32 + 20] + struct.pack("<I", 10**6) + d[56:], "past the end"),
+        (lambda d: d[: 32 + 12] + struct.pack("<I", 10**7) + d[48:], "directory"),
         (lambda d: d[: len(d) // 3], "the file has|past the end|cut short|fewer blocks"),
     ],
     ids=["truncated-superblock", "bad-block-size", "block-map-past-file", "huge-directory", "truncated-streams"],
@@ -306,3 +327,61 @@ def test_a_stripped_pdb_names_functions_and_says_why_lines_are_missing(tmp_path:
     assert starts
     for vaddr in starts:
         assert [(f.function, f.line) for f in pdb.frames_at(vaddr)] == [(full.frames_at(vaddr)[-1].function, 0)]
+
+
+def _reference_annotation_rows(data: bytes, first_line: int, file_id: int) -> list[InlineRow]:
+    """annotation_rows as it read the annotations before it was made one loop: through iter_annotations."""
+    rows: list[InlineRow] = []
+    code, line, file = 0, first_line, file_id
+    open_row: tuple[int, int, int] | None = None
+    for annotation in iter_annotations(data):
+        opcode, operand = annotation.opcode, annotation.first
+        moves = (BA_CODE_OFFSET, BA_CHANGE_CODE_OFFSET_BASE, BA_CHANGE_CODE_OFFSET)
+        if opcode in (*moves, BA_CHANGE_CODE_OFFSET_AND_LINE_OFFSET, BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET):
+            if opcode == BA_CHANGE_CODE_OFFSET_AND_LINE_OFFSET:
+                packed = operand >> 4
+                line += -(packed >> 1) if packed & 1 else packed >> 1
+                code += operand & 0xF
+            else:
+                code += annotation.second if opcode == BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET else operand
+            if open_row is not None and code > open_row[0]:
+                rows.append(InlineRow(open_row[0], code, open_row[1], open_row[2]))
+            open_row = (code, line, file)
+        if opcode in (BA_CHANGE_CODE_LENGTH, BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET):
+            if open_row is not None and code + operand > open_row[0]:
+                rows.append(InlineRow(open_row[0], code + operand, open_row[1], open_row[2]))
+            open_row = None
+            code += operand
+        elif opcode == BA_CHANGE_LINE_OFFSET:
+            line += operand
+        elif opcode == BA_CHANGE_FILE:
+            file = operand
+    return rows
+
+
+def _rows_or_error(read: Callable[[bytes, int, int], list[InlineRow]], data: bytes) -> object:
+    try:
+        return read(data, 10, 4)
+    except CodeViewError as err:
+        return ("error", str(err), err.offset)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 13), st.integers(0, 255)), max_size=40).map(bytes))
+def test_annotation_rows_read_what_iter_annotations_reads(data: bytes) -> None:
+    assert _rows_or_error(annotation_rows, data) == _rows_or_error(_reference_annotation_rows, data)
+
+
+def test_annotation_rows_of_every_fixture_site_match_the_reference() -> None:
+    checked = 0
+    for name in ("winapp.pdb", "winlib.pdb", "win32demo.pdb"):
+        streams = _streams(name)
+        for module in PdbFile(BIN / name).dbi.modules:
+            if module.stream == 0xFFFF:
+                continue
+            for record in iter_symbol_records(streams[module.stream] or b"", 4, module.symbols_size):
+                if record.kind in INLINE_SITE_KINDS:
+                    annotations = parse_inline_site(record).annotations
+                    assert annotation_rows(annotations, 7, 0) == _reference_annotation_rows(annotations, 7, 0)
+                    checked += 1
+    assert checked >= 40  # every inline site of the three fixtures

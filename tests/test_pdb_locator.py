@@ -39,7 +39,7 @@ def test_lookup_finds_the_pdb_beside_the_image() -> None:
 
 
 def test_demangled_names_are_llvm_symbolizers() -> None:
-    for variant in ("winapp.exe", "winlib.dll", "win32demo.exe"):
+    for variant in ("winapp.exe", "winlib.dll", "win32demo.exe", "winarm64.exe"):
         entries = _expected(variant)["addresses"]
         addresses = [int(e["address"], 16) for e in entries]
         results = lookup(BIN / variant, addresses, demangle="full", use_cache=False)
@@ -68,6 +68,24 @@ def test_symbol_store_layout_in_a_search_path(spelling: str, tmp_path: Path) -> 
     addresses, names = _theirs("winapp.exe")
     assert _outer_names(image, addresses[:20]) != names[:20]  # without the store: exports only
     assert _outer_names(image, addresses, search_paths=[store]) == names
+
+
+@pytest.mark.parametrize("via", ["search-path", "nt-symbol-path"])
+def test_two_tier_symbol_store_with_index2_txt(via: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """symsrv's two-tier layout, <root>/wi/winapp.pdb/<GUID><age>/winapp.pdb, used when the store's
+    root holds an index2.txt (its content does not matter)."""
+    image = _copy_image(tmp_path)
+    pdb = PdbFile(BIN / "winapp.pdb")
+    store = tmp_path / "store"
+    (store / "wi" / "winapp.pdb" / str(pdb.debug_id)).mkdir(parents=True)
+    shutil.copy(BIN / "winapp.pdb", store / "wi" / "winapp.pdb" / str(pdb.debug_id) / "winapp.pdb")
+    options: dict[str, object] = {"search_paths": [store]} if via == "search-path" else {}
+    if via == "nt-symbol-path":
+        monkeypatch.setenv("_NT_SYMBOL_PATH", f"srv*{store}*https://msdl.microsoft.com/download/symbols")
+    addresses, names = _theirs("winapp.exe")
+    assert _outer_names(image, addresses[:20], **options) != names[:20]  # no index2.txt: not a two-tier store
+    (store / "index2.txt").write_text("")
+    assert _outer_names(image, addresses, **options) == names
 
 
 def test_nt_symbol_path_local_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from symbolize.formats.pe import PeFile
 from symbolize.formats.types import DebugId, DebugIdKind, HintKind
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"
-IMAGES = ["winapp.exe", "winlib.dll", "win32demo.exe", "mingwapp.exe"]
+IMAGES = ["winapp.exe", "winlib.dll", "win32demo.exe", "winarm64.exe", "mingwapp.exe"]
 READOBJ = shutil.which("llvm-readobj")
 
 
@@ -58,7 +58,7 @@ def test_codeview_record_agrees_with_llvm_readobj(name: str) -> None:
     assert image.codeview.pdb_path == path.group(1).strip()
 
 
-@pytest.mark.parametrize("name", ["winapp.exe", "winlib.dll", "win32demo.exe"])
+@pytest.mark.parametrize("name", ["winapp.exe", "winlib.dll", "win32demo.exe", "winarm64.exe"])
 def test_image_and_its_pdb_share_guid_and_age(name: str) -> None:
     image = PeFile(BIN / name)
     pdb = PdbFile(BIN / name.replace(".exe", ".pdb").replace(".dll", ".pdb"))

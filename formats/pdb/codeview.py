@@ -19,7 +19,7 @@ and left aside (llvm-symbolizer reports no columns for inlined frames either).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 S_END = 0x0006
@@ -36,6 +36,8 @@ S_INLINESITE = 0x114D
 S_INLINESITE_END = 0x114E
 S_PROC_ID_END = 0x114F
 S_INLINESITE2 = 0x115D
+PROC_END_KINDS = frozenset({S_END, S_PROC_ID_END})
+INLINE_SITE_END_KINDS = frozenset({S_INLINESITE_END})
 PROC_KINDS = frozenset({S_LPROC32, S_GPROC32, S_LPROC32_ID, S_GPROC32_ID, S_LPROC32_DPC, S_LPROC32_DPC_ID})
 INLINE_SITE_KINDS = frozenset({S_INLINESITE, S_INLINESITE2})
 
@@ -77,6 +79,40 @@ def iter_symbol_records(stream: bytes, start: int, end: int) -> Iterator[SymbolR
             raise CodeViewError("symbol record runs past the module's symbols", position)
         yield SymbolRecord(position, kind, stream[position + 4 : position + 2 + length])
         position += 2 + length
+
+
+_RECORD_HEADER = struct.Struct("<HH")
+
+
+def next_symbol_record_of(stream: bytes, start: int, end: int, kinds: frozenset[int]) -> SymbolRecord | None:
+    """The first record of ``kinds`` in ``stream[start:end]``, None when there is none; every record's
+    length checked on the way as :func:`iter_symbol_records` checks it (the others are stepped over
+    without being copied)."""
+    position = start
+    unpack = _RECORD_HEADER.unpack_from
+    while position + 4 <= end:
+        length, kind = unpack(stream, position)
+        if length < 2:
+            raise CodeViewError(f"symbol record of length {length}", position)
+        if position + 2 + length > end:
+            raise CodeViewError("symbol record runs past the module's symbols", position)
+        if kind in kinds:
+            return SymbolRecord(position, kind, stream[position + 4 : position + 2 + length])
+        position += 2 + length
+    return None
+
+
+def after_closing_record(
+    stream: bytes, end_offset: int, body_start: int, end: int, kinds: frozenset[int]
+) -> int | None:
+    """The offset after the scope's closing record (of ``kinds``) at ``end_offset``, its End field,
+    when one is there between ``body_start`` and ``end``; None when the End points elsewhere."""
+    if not body_start <= end_offset <= end - 4:
+        return None
+    length, kind = _RECORD_HEADER.unpack_from(stream, end_offset)
+    if kind not in kinds or end_offset + 2 + length > end:
+        return None
+    return int(end_offset + 2 + length)
 
 
 class Procedure(NamedTuple):
@@ -155,10 +191,10 @@ def iter_subsections(stream: bytes, start: int, end: int) -> Iterator[tuple[int,
 
 
 class LineBlock(NamedTuple):
-    """One file's rows of a DEBUG_S_LINES subsection: ``rows`` are (offset, line, column)."""
+    """One file's rows of a DEBUG_S_LINES subsection: ``rows`` are their (offsets, lines, columns)."""
 
     file_id: int  # offset of the file's entry in DEBUG_S_FILECHKSMS
-    rows: list[tuple[int, int, int]]
+    rows: tuple[Sequence[int], Sequence[int], Sequence[int]]
 
 
 class LineFragment(NamedTuple):
@@ -181,12 +217,11 @@ def parse_lines(data: bytes, subsection_offset: int) -> LineFragment:
         if block_size < 12 + row_bytes or position + block_size > len(data):
             raise CodeViewError(f"line block of {count} rows does not fit its {block_size} bytes", subsection_offset)
         rows_at = position + 12
-        columns_at = rows_at + 8 * count
-        rows = []
-        for index in range(count):
-            row_offset, line_flags = struct.unpack_from("<II", data, rows_at + 8 * index)
-            column = struct.unpack_from("<H", data, columns_at + 4 * index)[0] if has_columns else 0
-            rows.append((row_offset, line_flags & 0xFFFFFF, column))
+        # (offset, line flags) pairs, then (start, end) column pairs: unpacked whole.
+        pairs = struct.unpack_from(f"<{2 * count}I", data, rows_at)
+        lines = [flags & 0xFFFFFF for flags in pairs[1::2]]
+        columns = struct.unpack_from(f"<{2 * count}H", data, rows_at + 8 * count)[::2] if has_columns else [0] * count
+        rows = (pairs[::2], lines, columns)
         blocks.append(LineBlock(file_id, rows))
         position += block_size
     return LineFragment(section, offset, code_size, blocks)
@@ -209,6 +244,10 @@ def parse_inlinee_lines(data: bytes, subsection_offset: int) -> dict[int, tuple[
         raise CodeViewError("DEBUG_S_INLINEELINES is truncated", subsection_offset)
     (signature,) = struct.unpack_from("<I", data, 0)
     extra_files = signature == 1
+    if not extra_files:  # fixed 12-byte entries: unpacked whole, the first of an ID kept
+        whole = (len(data) - 4) // 12 * 12
+        entries = list(struct.iter_unpack("<III", data[4 : 4 + whole]))
+        return {inlinee: (file_id, line) for inlinee, file_id, line in reversed(entries)}
     found: dict[int, tuple[int, int]] = {}
     position = 4
     while position + 12 <= len(data):
@@ -307,44 +346,74 @@ def annotation_rows(data: bytes, first_line: int, file_id: int) -> list[InlineRo
     past the range, as llvm-pdbutil reads it). A last row never closed has no known end and
     is dropped (llvm-symbolizer does not count it as covered either). CodeOffset and
     ChangeCodeOffsetBase move the offset like ChangeCodeOffset: no toolchain we know writes them.
+
+    One loop over the bytes, the CVCompressData integers decoded in place (:func:`iter_annotations`
+    reads the same stream one Annotation at a time): cold lookups decode thousands of sites.
     """
     rows: list[InlineRow] = []
     code = 0
     line = first_line
     file = file_id
-    open_row: tuple[int, int, int] | None = None  # (low, line, file) of a row without its end yet
-
-    def start_row() -> None:
-        nonlocal open_row
-        if open_row is not None and code > open_row[0]:
-            rows.append(InlineRow(open_row[0], code, open_row[1], open_row[2]))
-        open_row = (code, line, file)
-
-    def close_row(length: int) -> None:
-        nonlocal open_row, code
-        if open_row is not None and code + length > open_row[0]:
-            rows.append(InlineRow(open_row[0], code + length, open_row[1], open_row[2]))
-        open_row = None
-        code += length
-
-    for annotation in iter_annotations(data):
-        opcode = annotation.opcode
-        if opcode in (BA_CODE_OFFSET, BA_CHANGE_CODE_OFFSET_BASE, BA_CHANGE_CODE_OFFSET):
-            code += annotation.first
-            start_row()
-        elif opcode == BA_CHANGE_CODE_OFFSET_AND_LINE_OFFSET:
-            line += _signed(annotation.first >> 4)
-            code += annotation.first & 0xF
-            start_row()
-        elif opcode == BA_CHANGE_CODE_LENGTH:
-            close_row(annotation.first)
-        elif opcode == BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET:
-            code += annotation.second
-            start_row()
-            close_row(annotation.first)
+    open_low = -1  # start of the row without its end yet (-1: none), at open_line of open_file
+    open_line = open_file = 0
+    position = 0
+    size = len(data)
+    operands = [0, 0]
+    while position < size:
+        opcode = 0
+        for slot in range(3):  # the opcode, then one or two operands
+            if position >= size:
+                raise CodeViewError("binary annotation operand is cut off", position)
+            first = data[position]
+            if first < 0x80:
+                value = first
+                position += 1
+            elif first & 0xC0 == 0x80:
+                if position + 2 > size:
+                    raise CodeViewError("binary annotation operand is cut off", position)
+                value = (first & 0x3F) << 8 | data[position + 1]
+                position += 2
+            elif first & 0xE0 == 0xC0:
+                if position + 4 > size:
+                    raise CodeViewError("binary annotation operand is cut off", position)
+                value = (first & 0x1F) << 24 | data[position + 1] << 16 | data[position + 2] << 8 | data[position + 3]
+                position += 4
+            else:
+                raise CodeViewError(f"bad compressed annotation byte {first:#x}", position)
+            if slot == 0:
+                if value == BA_INVALID:
+                    return rows
+                if value > _LAST_OPCODE:
+                    raise CodeViewError(f"unknown binary annotation opcode {value}", position)
+                opcode = value
+            else:
+                operands[slot - 1] = value
+                if slot == 1 and opcode != BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET:
+                    break
+        operand = operands[0]
+        if opcode <= BA_CHANGE_CODE_OFFSET or opcode == BA_CHANGE_CODE_OFFSET_AND_LINE_OFFSET:
+            if opcode == BA_CHANGE_CODE_OFFSET_AND_LINE_OFFSET:
+                packed = operand >> 4
+                line += -(packed >> 1) if packed & 1 else packed >> 1
+                code += operand & 0xF
+            else:
+                code += operand
+            if open_low >= 0 and code > open_low:
+                rows.append(InlineRow(open_low, code, open_line, open_file))
+            open_low, open_line, open_file = code, line, file
+        elif opcode in (BA_CHANGE_CODE_LENGTH, BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET):
+            if opcode == BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET:
+                code += operands[1]
+                if open_low >= 0 and code > open_low:
+                    rows.append(InlineRow(open_low, code, open_line, open_file))
+                open_low, open_line, open_file = code, line, file
+            if open_low >= 0 and code + operand > open_low:
+                rows.append(InlineRow(open_low, code + operand, open_line, open_file))
+            open_low = -1
+            code += operand
         elif opcode == BA_CHANGE_LINE_OFFSET:
-            line += annotation.first
+            line += -(operand >> 1) if operand & 1 else operand >> 1
         elif opcode == BA_CHANGE_FILE:
-            file = annotation.first
+            file = operand
         # Line end, range kind and column annotations describe the rows further; none is reported.
     return rows

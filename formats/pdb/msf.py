@@ -91,16 +91,25 @@ class MsfFile:
         """``size`` bytes from ``blocks`` in order, each block checked to lie inside the file."""
         pieces = []
         remaining = size
+        run_start = run_end = -1  # file offsets of the run of consecutive blocks being gathered
         for block in blocks:
             offset = self._block_offset(block, what)
             take = min(remaining, self.block_size)
+            if take <= 0:
+                continue
             if offset + take > len(self._data):
                 raise MalformedInputError(f"{what} block {block} is cut short by the file's end", self.path, offset)
-            pieces.append(self._data[offset : offset + take])
+            if offset != run_end:  # blocks in file order are copied as one slice
+                if run_end > run_start:
+                    pieces.append(self._data[run_start:run_end])
+                run_start = offset
+            run_end = offset + take
             remaining -= take
         if remaining > 0:
             raise MalformedInputError(f"{what} has fewer blocks than its size needs", self.path)
-        return b"".join(pieces)
+        if run_end > run_start:
+            pieces.append(self._data[run_start:run_end])
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     def _parse_directory(self, directory: bytes) -> tuple[list[list[int]], list[int]]:
         if len(directory) < 4:

@@ -34,13 +34,13 @@ inside a row (fixed in later LLVM); we report the row that holds the address.
 from __future__ import annotations
 
 import struct
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
-from symbolize.formats.answers import AnswerLookup
+from symbolize.formats.answers import AnswerLookup, LazyRuns
 from symbolize.formats.errors import (
     MalformedInputError,
     MissingDebugInfoError,
@@ -94,21 +94,62 @@ class _Public(NamedTuple):
     name: str
 
 
-class _Site(NamedTuple):
-    """An inline site: its rows (vaddrs), inlinee, and the sites nested in it."""
+class _SiteScope(NamedTuple):
+    """What the inline sites of one procedure are read against."""
 
-    rows: list[InlineRow]
-    inlinee: int
-    children: list[_Site]
-    annotations: bytes
-    first_line: int
+    stream: bytes
+    base: int  # the procedure's vaddr, which annotation offsets count from
+    inlinee_lines: dict[int, tuple[int, int]]
+
+
+class _Site:
+    """An inline site: its inlinee, and, decoded on first use (a lookup decodes only the sites it
+    passes), its rows (vaddrs) from its annotations and the sites nested in its body."""
+
+    __slots__ = ("_body", "_children", "_file_id", "_rows", "_scope", "annotations", "first_line", "inlinee")
+
+    def __init__(self, scope: _SiteScope, inlinee: int, annotations: bytes, body: tuple[int, int], level: int) -> None:
+        self._scope = scope
+        self.inlinee = inlinee
+        self.annotations = annotations
+        self._file_id, self.first_line = scope.inlinee_lines.get(inlinee, (0, 0))
+        self._body = (body[0], body[1], level)
+        self._rows: list[InlineRow] | None = None
+        self._children: list[_Site] | None = None
+
+    @property
+    def rows(self) -> list[InlineRow]:
+        if self._rows is None:
+            try:
+                rows = codeview.annotation_rows(self.annotations, self.first_line, self._file_id)
+            except CodeViewError:
+                rows = []  # annotations that do not decode: the site covers nothing, the rest answers
+            base = self._scope.base
+            self._rows = [InlineRow(base + row.low, base + row.high, row.line, row.file_id) for row in rows]
+        return self._rows
+
+    @property
+    def children(self) -> list[_Site]:
+        if self._children is None:
+            start, end, level = self._body
+            try:
+                self._children = _sites_in(self._scope, start, end, level + 1)
+            except (CodeViewError, struct.error):
+                self._children = []  # a body that does not decode: the site has no nested sites
+        return self._children
+
+    def holds(self, vaddr: int) -> bool:
+        return any(row.low <= vaddr < row.high for row in self.rows)
 
 
 class _Procedure(NamedTuple):
+    """A top-level procedure; its inline sites are decoded on the first lookup inside it."""
+
     low: int
     high: int
     name: str
-    sites: list[_Site]
+    body_start: int  # stream offset of the first record after the procedure's own
+    end_offset: int  # its End field: the offset of its closing record
 
 
 class _LineEntry(NamedTuple):
@@ -119,11 +160,35 @@ class _LineEntry(NamedTuple):
     terminal: bool
 
 
+class _LineTable(NamedTuple):
+    """A module's flattened line entries as columns (tens of thousands per module: no tuple each)."""
+
+    vaddrs: list[int]
+    lines: list[int]
+    columns: list[int]
+    file_ids: list[int]
+    terminal: set[int]  # positions of the entries that end a file block
+
+    def entry(self, position: int) -> _LineEntry:
+        return _LineEntry(
+            self.vaddrs[position],
+            self.lines[position],
+            self.columns[position],
+            self.file_ids[position],
+            position in self.terminal,
+        )
+
+
 class _DecodedModule(NamedTuple):
     procedures: list[_Procedure]  # by low
-    lines: list[_LineEntry]
+    procedure_lows: list[int]
+    procedure_reach: list[int]  # running maximum of the procedures' highs, for bisecting overlaps
+    lines: _LineTable
     files: dict[int, str | None]  # checksum entry offset -> file name
     inlinee_lines: dict[int, tuple[int, int]]
+    stream: bytes
+    symbols_end: int
+    sites: dict[int, list[_Site]]  # procedure position -> its inline-site tree, once decoded
 
 
 class PdbFile:
@@ -170,15 +235,18 @@ class PdbFile:
         self._types: TypeRecords | None = None
         self._publics: list[_Public] | None = None
         self._public_keys: list[tuple[int, int]] = []
+        self._public_vaddr_list: list[int] | None = None
+        self._inlinee_names: dict[int, str | None] = {}
         self._decoded: dict[int, _DecodedModule] = {}
-        self._lookup = AnswerLookup(self.answer_regions(), self.answers)
+        self._lookup = AnswerLookup(self.answer_regions(), self._lookup_answers)
 
     def bind_image(self, image: Image) -> None:
         """Answer at the vaddrs of ``image`` (its ``load_base`` is the ImageBase the PDB's RVAs add to)."""
         if image.load_base != self.image_base:
             self.image_base = self.load_base = image.load_base
-            self._lookup = AnswerLookup(self.answer_regions(), self.answers)
             self._decoded.clear()
+            self._public_vaddr_list = None
+            self._lookup = AnswerLookup(self.answer_regions(), self._lookup_answers)
 
     def segments(self) -> Sequence[Segment]:
         """The image's sections as the PDB records them (no file offsets: a PDB holds no code)."""
@@ -285,12 +353,28 @@ class PdbFile:
         """Frames at ``vaddr``, innermost first; [] when nothing names it."""
         return self._lookup.frames_at(vaddr)
 
+    def _lookup_answers(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
+        """What lookups decode: the publics' runs whole, a module's frames one address at a time
+        (its symbols and lines read once, a procedure's inline sites on the first lookup in it)."""
+        if key == PUBLICS_KEY:
+            return _PublicFrames([symbol for symbol in self.symbols() if symbol.size > 0])
+        if not 0 <= key < len(self.dbi.modules):
+            return []
+        return _ModuleFrames(self, self._decode_module(self.dbi.modules[key]))
+
     def _public_runs(self) -> list[AnswerRun]:
         return [
             AnswerRun(symbol.vaddr, symbol.vaddr + symbol.size, (Frame(symbol.name),))
             for symbol in self.symbols()
             if symbol.size > 0
         ]
+
+    def _public_vaddrs(self) -> list[int]:
+        """The publics' vaddrs, sorted (where a procedure's name may change to a public's)."""
+        if self._public_vaddr_list is None:
+            found = (self.vaddr_of(public.section, public.offset) for public in self._load_publics())
+            self._public_vaddr_list = sorted(vaddr for vaddr in found if vaddr is not None)
+        return self._public_vaddr_list
 
     def _module_runs(self, key: int) -> list[AnswerRun]:
         module = self.dbi.modules[key]
@@ -305,21 +389,21 @@ class PdbFile:
         cuts: set[int] = set()
         for low, high in spans:
             cuts.update((low, high))
-        for procedure in decoded.procedures:
+        for position, procedure in enumerate(decoded.procedures):
             cuts.update((procedure.low, procedure.high))
-            pending = list(procedure.sites)
+            pending = list(self._sites_of(decoded, position))
             while pending:
                 site = pending.pop()
                 pending.extend(site.children)
                 for row in site.rows:
                     cuts.update((row.low, row.high))
-        cuts.update(entry.vaddr for entry in decoded.lines)
+        line_vaddrs = decoded.lines.vaddrs
+        cuts.update(line_vaddrs)
         # Rows sharing an address: the first answers at the address itself, the last after it.
-        cuts.update(a.vaddr + 1 for a, b in zip(decoded.lines, decoded.lines[1:], strict=False) if a.vaddr == b.vaddr)
-        for public in self._load_publics():
-            vaddr = self.vaddr_of(public.section, public.offset)
-            if vaddr is not None:
-                cuts.add(vaddr)
+        cuts.update(a + 1 for a, b in pairwise(line_vaddrs) if a == b)
+        public_vaddrs = self._public_vaddrs()
+        for low, high in spans:
+            cuts.update(public_vaddrs[bisect_left(public_vaddrs, low) : bisect_left(public_vaddrs, high)])
         points = sorted(cuts)
         runs: list[AnswerRun] = []
         for low, high in sorted(spans):
@@ -340,17 +424,18 @@ class PdbFile:
     # --- one module ------------------------------------------------------------
 
     def _frames_in_module(self, decoded: _DecodedModule, vaddr: int) -> tuple[Frame, ...]:
-        procedure = _procedure_at(decoded.procedures, vaddr)
+        position = _procedure_at(decoded, vaddr)
+        procedure = decoded.procedures[position] if position is not None else None
         name = self._outer_name(procedure, vaddr)
         line = _line_at(decoded.lines, vaddr)
         outer_file = decoded.files.get(line.file_id) if line is not None else None
         outer = Frame(name, outer_file, line.line if line else 0, line.column if line else 0)
         if name is None and line is None:
             return ()
-        if procedure is None:
+        if position is None:
             return (outer,)
         inlined: list[Frame] = []
-        for site in reversed(_site_chain(procedure.sites, vaddr)):  # innermost first
+        for site in reversed(_site_chain(self._sites_of(decoded, position), vaddr)):  # innermost first
             if site.inlinee not in decoded.inlinee_lines:
                 break
             row = next(row for row in site.rows if row.low <= vaddr < row.high)
@@ -367,14 +452,26 @@ class PdbFile:
         return procedure.name if procedure is not None else None
 
     def _inlinee_name(self, item_id: int) -> str | None:
-        if self._ids is None:
-            self._ids = TypeRecords(self._msf.stream(IPI_STREAM), self.path, "IPI")
-            self._types = TypeRecords(self._msf.stream(TPI_STREAM), self.path, "TPI")
-        assert self._types is not None
+        if item_id in self._inlinee_names:
+            return self._inlinee_names[item_id]
+        if self._ids is None or self._types is None:
+            self._ids = self._type_records(IPI_STREAM, "IPI")
+            self._types = self._type_records(TPI_STREAM, "TPI")
         try:
-            return inlinee_name(self._ids, self._types, item_id)
+            name = inlinee_name(self._ids, self._types, item_id)
         except struct.error:
-            return None
+            name = None
+        self._inlinee_names[item_id] = name
+        return name
+
+    def _type_records(self, stream: int, what: str) -> TypeRecords:
+        """The TPI or IPI records; an empty table when the stream is broken, so that a damaged type
+        stream leaves inlined frames unnamed (their files and lines stay) instead of every module
+        broken."""
+        try:
+            return TypeRecords(self._msf.stream(stream), self.path, what)
+        except MalformedInputError:
+            return TypeRecords(b"", self.path, what)
 
     def _decode_module(self, module: ModuleInfo) -> _DecodedModule:
         decoded = self._decoded.get(module.number)
@@ -412,89 +509,80 @@ class PdbFile:
             elif kind == codeview.DEBUG_S_INLINEELINES:
                 for inlinee, place in codeview.parse_inlinee_lines(data, offset).items():
                     inlinee_lines.setdefault(inlinee, place)
-        procedures = self._procedures(stream, 4 if symbols_end >= 4 else 0, symbols_end, inlinee_lines)
-        return _DecodedModule(procedures, self._line_table(fragments), files, inlinee_lines)
+        procedures = self._procedures(stream, 4 if symbols_end >= 4 else 0, symbols_end)
+        reach: list[int] = []
+        for procedure in procedures:
+            reach.append(max(reach[-1], procedure.high) if reach else procedure.high)
+        return _DecodedModule(
+            procedures,
+            [procedure.low for procedure in procedures],
+            reach,
+            self._line_table(fragments),
+            files,
+            inlinee_lines,
+            stream,
+            symbols_end,
+            {},
+        )
 
-    def _procedures(
-        self, stream: bytes, start: int, end: int, inlinee_lines: dict[int, tuple[int, int]]
-    ) -> list[_Procedure]:
-        """Top-level procedures with their inline-site trees (vaddrs resolved)."""
-        records = list(codeview.iter_symbol_records(stream, start, end))
-        offsets = [record.offset for record in records]
+    def _procedures(self, stream: bytes, start: int, end: int) -> list[_Procedure]:
+        """The top-level procedures (vaddrs resolved), stepping over each one's body by its End."""
         procedures = []
-        position = 0
-        while position < len(records):
-            record = records[position]
-            position += 1
-            if record.kind not in codeview.PROC_KINDS:
-                continue
+        position = start
+        while (record := codeview.next_symbol_record_of(stream, position, end, codeview.PROC_KINDS)) is not None:
+            position = body_start = record.offset + 4 + len(record.body)
             procedure = codeview.parse_procedure(record)
             low = self.vaddr_of(procedure.section, procedure.offset)
-            closing = bisect_right(offsets, procedure.end_offset) - 1
-            # End must point forward; one that does not (or a cycle) leaves the procedure empty.
-            last = closing if closing >= position else position
             if low is not None:
-                sites = self._sites(records, position, last, low, inlinee_lines, 0)
-                procedures.append(_Procedure(low, low + procedure.size, procedure.name, sites))
-            position = max(position, last + 1)
+                high = low + procedure.size
+                procedures.append(_Procedure(low, high, procedure.name, body_start, procedure.end_offset))
+            # Resume after the closing record. An End that does not point forward at one (hostile, or
+            # a cycle) leaves the procedure empty and the scan goes on from the record after it.
+            closing = codeview.after_closing_record(
+                stream, procedure.end_offset, body_start, end, codeview.PROC_END_KINDS
+            )
+            position = closing if closing is not None else position
         procedures.sort(key=lambda procedure: procedure.low)
         return procedures
 
-    def _sites(
-        self,
-        records: list[codeview.SymbolRecord],
-        start: int,
-        stop: int,
-        base: int,
-        inlinee_lines: dict[int, tuple[int, int]],
-        depth: int,
-    ) -> list[_Site]:
-        """The inline sites directly inside records[start:stop] (blocks looked through)."""
-        if depth > _MAX_INLINE_DEPTH:
-            raise CodeViewError(f"inline sites nested more than {_MAX_INLINE_DEPTH} deep", records[start].offset)
-        offsets = [record.offset for record in records]
-        sites = []
-        position = start
-        while position < stop:
-            record = records[position]
-            position += 1
-            if record.kind not in codeview.INLINE_SITE_KINDS:
-                continue
-            site = codeview.parse_inline_site(record)
-            closing = bisect_right(offsets, site.end_offset) - 1
-            last = min(closing, stop) if closing >= position else position
-            file_id, first_line = inlinee_lines.get(site.inlinee, (0, 0))
-            rows = [
-                row._replace(low=base + row.low, high=base + row.high)
-                for row in codeview.annotation_rows(site.annotations, first_line, file_id)
-            ]
-            children = self._sites(records, position, last, base, inlinee_lines, depth + 1)
-            sites.append(_Site(rows, site.inlinee, children, site.annotations, first_line))
-            position = max(position, last + 1)
+    def _sites_of(self, decoded: _DecodedModule, position: int) -> list[_Site]:
+        """The inline sites directly in procedure ``position``, found on first use. A body whose records
+        do not decode leaves the procedure without inlined frames (its name and lines still answer)."""
+        sites = decoded.sites.get(position)
+        if sites is None:
+            procedure = decoded.procedures[position]
+            scope = _SiteScope(decoded.stream, procedure.low, decoded.inlinee_lines)
+            end = min(procedure.end_offset, decoded.symbols_end)
+            try:
+                sites = _sites_in(scope, procedure.body_start, end, 0)
+            except (CodeViewError, struct.error):
+                sites = []
+            decoded.sites[position] = sites
         return sites
 
-    def _line_table(self, fragments: list[codeview.LineFragment]) -> list[_LineEntry]:
+    def _line_table(self, fragments: list[codeview.LineFragment]) -> _LineTable:
         """Per file block: an entry at its fragment's start, its rows, a terminal entry at the fragment's
         end; blocks ordered by their first address, as llvm-symbolizer 14 flattens a module's lines."""
-        groups: list[list[_LineEntry]] = []
+        groups: list[tuple[int, int, codeview.LineBlock]] = []  # (start vaddr, end vaddr, block)
         for fragment in fragments:
             base = self.vaddr_of(fragment.section, fragment.offset)
             if base is None:
                 continue
-            for block in fragment.blocks:
-                if not block.rows:
-                    continue
-                # A file block's code is taken to start at its fragment's start, at its first row's
-                # line (llvm-symbolizer 14 reads it so: code before the first row is not unnamed).
-                rows = block.rows
-                first, last = rows[0], rows[-1]
-                group = [_LineEntry(base, first[1], first[2], block.file_id, False)]
-                file_id = block.file_id
-                group += [_LineEntry(base + offset, line, column, file_id, False) for offset, line, column in rows]
-                group.append(_LineEntry(base + fragment.code_size, last[1], last[2], block.file_id, True))
-                groups.append(group)
-        groups.sort(key=lambda group: group[0].vaddr)
-        return [entry for group in groups for entry in group]
+            groups += [(base, base + fragment.code_size, block) for block in fragment.blocks if block.rows[0]]
+        groups.sort(key=lambda group: group[0])
+        table = _LineTable([], [], [], [], set())
+        for base, end, block in groups:
+            # A file block's code is taken to start at its fragment's start, at its first row's
+            # line (llvm-symbolizer 14 reads it so: code before the first row is not unnamed).
+            offsets, lines, columns = block.rows
+            table.vaddrs.append(base)
+            table.vaddrs.extend([base + offset for offset in offsets])
+            table.vaddrs.append(end)
+            table.lines.extend((lines[0], *lines, lines[-1]))
+            table.columns.extend((columns[0], *columns, columns[-1]))
+            table.file_ids.extend([block.file_id] * (len(offsets) + 2))
+            table.terminal.add(len(table.vaddrs) - 1)
+        return table
 
     def inline_sites_at(self, vaddr: int) -> list[tuple[int, int, bytes]]:
         """(procedure start, inlinee's first line, binary annotations) of each inline site holding
@@ -502,10 +590,12 @@ class PdbFile:
         for region in self.answer_regions():
             if region.fallback or not region.low <= vaddr < region.high:
                 continue
-            procedure = _procedure_at(self._decode_module(self.dbi.modules[region.key]).procedures, vaddr)
-            if procedure is not None:
-                chain = _site_chain(procedure.sites, vaddr)
-                return [(procedure.low, site.first_line, site.annotations) for site in reversed(chain)]
+            decoded = self._decode_module(self.dbi.modules[region.key])
+            position = _procedure_at(decoded, vaddr)
+            if position is not None:
+                chain = _site_chain(self._sites_of(decoded, position), vaddr)
+                low = decoded.procedures[position].low
+                return [(low, site.first_line, site.annotations) for site in reversed(chain)]
         return []
 
     # --- summary ---------------------------------------------------------------
@@ -540,11 +630,65 @@ class PdbFile:
         return f"PdbFile({str(self.path)!r})"
 
 
-def _procedure_at(procedures: list[_Procedure], vaddr: int) -> _Procedure | None:
-    for procedure in procedures:  # few per module; the first holding the address wins, as in llvm
-        if procedure.low <= vaddr < procedure.high:
-            return procedure
+class _ModuleFrames:
+    """A module's answers asked one address at a time (:class:`LazyRuns`): the cold lookup path."""
+
+    def __init__(self, pdb: PdbFile, decoded: _DecodedModule) -> None:
+        self._pdb = pdb
+        self._decoded = decoded
+
+    def run_at(self, vaddr: int) -> AnswerRun | None:
+        frames = self._pdb._frames_in_module(self._decoded, vaddr)
+        return AnswerRun(vaddr, vaddr + 1, frames) if frames else None
+
+
+class _PublicFrames:
+    """The publics' runs (:meth:`PdbFile._public_runs`) found by the same bisection, without building
+    a run per public: most lookups land in modules, and the fallback is asked for few addresses."""
+
+    def __init__(self, symbols: list[Symbol]) -> None:
+        self._symbols = symbols
+        self._lows = [symbol.vaddr for symbol in symbols]
+
+    def run_at(self, vaddr: int) -> AnswerRun | None:
+        position = bisect_right(self._lows, vaddr) - 1
+        if position < 0:
+            return None
+        symbol = self._symbols[position]
+        if not vaddr < symbol.vaddr + symbol.size:
+            return None
+        return AnswerRun(symbol.vaddr, symbol.vaddr + symbol.size, (Frame(symbol.name),))
+
+
+def _procedure_at(decoded: _DecodedModule, vaddr: int) -> int | None:
+    """The position of the first procedure (by low) holding ``vaddr``, as llvm's search finds it."""
+    stop = bisect_right(decoded.procedure_lows, vaddr)
+    position = bisect_right(decoded.procedure_reach, vaddr, 0, stop)  # the first that may reach past it
+    for candidate in range(position, stop):
+        if vaddr < decoded.procedures[candidate].high:
+            return candidate
     return None
+
+
+def _sites_in(scope: _SiteScope, start: int, end: int, level: int) -> list[_Site]:
+    """The inline sites directly in ``stream[start:end]`` (blocks looked through), each one's body
+    stepped over by its End (the offset of its S_INLINESITE_END); an End that does not point at one
+    inside ``end`` leaves that site without nested sites, and the scan goes on after its record."""
+    if level > _MAX_INLINE_DEPTH:
+        raise CodeViewError(f"inline sites nested more than {_MAX_INLINE_DEPTH} deep", start)
+    sites = []
+    position = start
+    kinds = codeview.INLINE_SITE_KINDS
+    while (record := codeview.next_symbol_record_of(scope.stream, position, end, kinds)) is not None:
+        site = codeview.parse_inline_site(record)
+        position = body_start = record.offset + 4 + len(record.body)
+        closing = codeview.after_closing_record(
+            scope.stream, site.end_offset, body_start, end, codeview.INLINE_SITE_END_KINDS
+        )
+        body_end = site.end_offset if closing is not None else body_start
+        sites.append(_Site(scope, site.inlinee, site.annotations, (body_start, body_end), level))
+        position = closing if closing is not None else body_start
+    return sites
 
 
 def _site_chain(sites: list[_Site], vaddr: int) -> list[_Site]:
@@ -552,7 +696,7 @@ def _site_chain(sites: list[_Site], vaddr: int) -> list[_Site]:
     chain: list[_Site] = []
     level = sites
     while level and len(chain) <= _MAX_INLINE_DEPTH:
-        holding = next((site for site in level if any(row.low <= vaddr < row.high for row in site.rows)), None)
+        holding = next((site for site in level if site.holds(vaddr)), None)
         if holding is None:
             break
         chain.append(holding)
@@ -560,21 +704,21 @@ def _site_chain(sites: list[_Site], vaddr: int) -> list[_Site]:
     return chain
 
 
-def _line_at(lines: list[_LineEntry], vaddr: int) -> _LineEntry | None:
+def _line_at(table: _LineTable, vaddr: int) -> _LineEntry | None:
     """The row holding ``vaddr`` as llvm-symbolizer finds it in the flattened module table."""
-    low, high = 0, len(lines)
+    vaddrs, terminal = table.vaddrs, table.terminal
+    low, high = 0, len(vaddrs)
     while low < high:  # first entry past vaddr, or at vaddr and not terminal
         middle = (low + high) // 2
-        entry = lines[middle]
-        if entry.vaddr < vaddr or (entry.vaddr == vaddr and entry.terminal):
+        if vaddrs[middle] < vaddr or (vaddrs[middle] == vaddr and middle in terminal):
             low = middle + 1
         else:
             high = middle
     position = low
-    if position == len(lines) or lines[position].vaddr > vaddr:
-        if position == 0 or lines[position - 1].terminal:
+    if position == len(vaddrs) or vaddrs[position] > vaddr:
+        if position == 0 or position - 1 in terminal:
             return None
         position -= 1
-    while position < len(lines) and lines[position].terminal:
+    while position < len(vaddrs) and position in terminal:
         position += 1
-    return lines[position] if position < len(lines) else None
+    return table.entry(position) if position < len(vaddrs) else None

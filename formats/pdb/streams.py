@@ -386,4 +386,7 @@ def iter_public_records(records: bytes, offsets: list[int]) -> Iterator[tuple[in
         if kind != 0x110E or length < 12 or position + 2 + length > len(records):
             continue
         flags, offset, section = struct.unpack_from("<IIH", records, position + 4)
-        yield flags, section, offset, c_string(records[: position + 2 + length], position + 14)[0]
+        # The name ends at its NUL or at the record's end (found in place: no copy of the stream).
+        name_end = records.find(b"\0", position + 14, position + 2 + length)
+        name = records[position + 14 : name_end if name_end >= 0 else position + 2 + length]
+        yield flags, section, offset, name.decode("utf-8", "replace")

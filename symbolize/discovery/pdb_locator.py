@@ -8,9 +8,11 @@ Search order (the debuggers' and llvm-symbolizer's places, without their network
 - the base name of the recorded path (a Windows path: ``C:\\build\\app.pdb`` -> ``app.pdb``)
   beside the image, then in each ``--search-path`` directory, matched ignoring case;
 - symbol stores in the symsrv layout, ``<root>/<name>/<GUID><age>/<name>`` (GUID upper- or
-  lower-case, age in hex), under every search path, every debug directory, and the local parts
-  of ``_NT_SYMBOL_PATH`` (``srv*<cache>*https://...`` and ``cache*<dir>`` give their local
-  directories, plain entries are directories; servers are left out).
+  lower-case, age in hex), or ``<root>/<first two letters of name>/<name>/<GUID><age>/<name>`` in
+  a two-tier store (one with an ``index2.txt`` at its root), under every search path, every
+  debug directory, and the local parts of ``_NT_SYMBOL_PATH`` (``srv*<cache>*https://...`` and
+  ``cache*<dir>`` give their local directories, plain entries are directories; servers are left
+  out).
 
 The file found must be a PDB whose info-stream GUID and DBI age are the RSDS record's; another
 is refused with both IDs in the reason (llvm-symbolizer uses any PDB it finds unchecked).
@@ -72,12 +74,14 @@ class PdbLocator:
         keys = dict.fromkeys([store_key, store_key.lower(), store_key[:32] + store_key[32:].lower()])
         nt_symbol_path = symbol_path_directories(os.environ.get("_NT_SYMBOL_PATH"))
         stores = [*options.search_paths, *options.debug_dirs, *nt_symbol_path]
+        spellings = dict.fromkeys([name, name.lower()])
         for store in dict.fromkeys(stores):
-            for key in keys:
-                yield Candidate(store / name / key / name, store)
-            if name != name.lower():
-                for key in keys:
-                    yield Candidate(store / name.lower() / key / name.lower(), store)
+            # A store with index2.txt at its root is two-tier: <root>/<first 2 letters>/<name>/...
+            tiers = [store / spelling[:2] for spelling in spellings] if (store / "index2.txt").is_file() else []
+            for spelling in spellings:
+                for directory in (*dict.fromkeys(tiers), store):
+                    for key in keys:
+                        yield Candidate(directory / spelling / key / spelling, store)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         if found.format != "pdb":
