@@ -154,6 +154,26 @@ def _deep_mangled_name(directory: Path) -> str:
     return _cli(["lookup", "--obj", str(path), "--no-cache", "--no-background-index", "0x1004"])[:80]
 
 
+def _gperftools_count_past_int64(directory: Path) -> str:
+    """fuzz_profile.py gperftools-cpu's finding through the CLI: a count past int64 with period 0."""
+    words = [0, 3, 0, 0, 0, (1 << 64) - 2, 1, 0x1000, 0, 1, 0]
+    path = directory / "cpu.prof"
+    path.write_bytes(struct.pack(f"<{len(words)}Q", *words))
+    return _cli(["profile", str(path), "-o", str(directory / "out.pb"), "--no-cache", "--no-background-index"])
+
+
+def _macho_cut_short(directory: Path) -> str:
+    """fuzz_object.py macho's findings through the CLI: headers cut short, a string table past the end."""
+    binary = (ROOT / "fixtures" / "bin" / "macos" / "cdemo-x86_64").read_bytes()
+    outcomes = []
+    for name, data in (("fat-without-slices", struct.pack(">II", 0xCAFEBABE, 0)),
+                       ("thin-cut", struct.pack("<II", 0xFEEDFACF, 7)), ("strings-cut", binary[:-1])):
+        path = directory / name
+        path.write_bytes(data)
+        outcomes.append(_cli(["lookup", "--obj", str(path), "--no-cache", "--no-background-index", "0x100003f00"]))
+    return "; ".join(outcome[:60] for outcome in outcomes)
+
+
 def _cases() -> dict[str, Callable[[Path], str]]:
     from tests import hostile_dwarf as h
 
@@ -177,6 +197,8 @@ def _cases() -> dict[str, Callable[[Path], str]]:
         "gzip_bomb": _gzip_bomb,
         "profile_ids_at_max": _profile_ids_at_max,
         "deep_mangled_name": _deep_mangled_name,
+        "gperftools_count_past_int64": _gperftools_count_past_int64,
+        "macho_cut_short": _macho_cut_short,
     }
 
 

@@ -219,9 +219,8 @@ def test_whole_unit_runs_after_a_lookup_match_the_model(tree: tuple[Die, list], 
         run = runs.run_at(vaddr)
         assert (_functions(run.frames) if run is not None else None) == _expected(functions, vaddr), hex(vaddr)
     model = {call.name for call in _model_nodes([call for _, _, _, calls in functions for call in calls])}
-    innermost = {run.frames[0].function for run in runs}
-    assert {"ns::" + name for name in model} | {"ns::" + name for name, _, _, _ in functions} >= innermost
-    assert {"ns::" + name for name in model} <= innermost
+    named = {frame.function for run in runs for frame in run.frames}
+    assert named == {"ns::" + name for name in model} | {"ns::" + name for name, _, _, _ in functions}
 
 
 def _model_nodes(calls: list[Call]):  # type: ignore[no-untyped-def]
