@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -22,6 +24,8 @@ from symbolize.index.background import (
     start_background_indexing,
 )
 from symbolize.index.indexed import IndexedObject
+from symbolize.index.job import IndexJob
+from symbolize.module import Module
 
 FIXTURE_BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 BINARY = FIXTURE_BIN / "cppdemo-gcc-dwarf5-pie"
@@ -121,20 +125,74 @@ def test_the_builder_is_given_absolute_paths(tmp_path: Path, monkeypatch: pytest
     with ElfFile(relative) as elf:
         assert start_background_indexing([elf], Path("cache")) == [relative]
     (argv,) = started
-    cache_dir, binary = argv[argv.index("--cache-dir") + 1], argv[-1]
+    cache_dir, job = argv[argv.index("--cache-dir") + 1], IndexJob.from_json(argv[argv.index("--job") + 1])
     assert Path(cache_dir) == tmp_path.resolve() / "cache"
-    assert Path(binary) == BINARY.resolve()
+    assert job.path == BINARY.resolve()
 
 
-def test_a_pdb_is_left_to_an_explicit_index_not_a_background_builder(tmp_path: Path) -> None:
-    """The builder reopens files by path alone, which cannot bind a PDB to its image's ImageBase."""
-    cache_dir = tmp_path / "cache"
-    binary = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows" / "winapp.exe"
-    options = DiscoveryOptions(cache=ObjectCache(cache_dir))
-    module = open_module(binary, options)
-    assert any(callable(getattr(source, "bind_image", None)) for source in module.debug_files)
+def _wait_for_builders(cache_dir: Path, timeout: float = 120.0) -> None:
+    """Until every builder has removed its markers (each does so last, whatever happened)."""
+    deadline = time.monotonic() + timeout
+    while list((cache_dir / "index").glob("*.building")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not list((cache_dir / "index").glob("*.building")), "a background builder did not finish"
+
+
+def _indexed_in_background(binary: Path, cache_dir: Path, **settings: Any) -> Module:
+    """The module of ``binary`` after a run's background builder indexed what the run opened."""
+    arch = settings.pop("arch", None)
+    options = DiscoveryOptions(cache=ObjectCache(cache_dir), **settings)
     try:
-        assert options.cache.index_in_background() == []
+        module = open_module(binary, options, arch=arch)
+        assert not any(isinstance(source, IndexedObject) for source in [*module.debug_files, module.binary])
+        assert options.cache.index_in_background()
     finally:
         options.cache.close()
-    assert not (cache_dir / "index").exists() or not any((cache_dir / "index").iterdir())
+    _wait_for_builders(cache_dir)
+    assert not (cache_dir / LOG_NAME).exists(), (cache_dir / LOG_NAME).read_text()
+    return open_module(binary, DiscoveryOptions(cache=ObjectCache(cache_dir), **settings), arch=arch)
+
+
+def test_a_pdb_is_indexed_in_the_background_bound_to_its_image(tmp_path: Path) -> None:
+    """The builder binds the PDB to the image the run bound it to, so its index is the one missed."""
+    binary = FIXTURE_BIN / "windows" / "winapp.exe"
+    module = _indexed_in_background(binary, tmp_path / "cache")
+    (pdb,) = [source for source in module.debug_files if callable(getattr(source, "bind_image", None))]
+    assert isinstance(pdb, IndexedObject)
+    expected = open_module(binary, DiscoveryOptions()).lookup(list(range(0x140001000, 0x140002000, 7)))
+    assert module.lookup(list(range(0x140001000, 0x140002000, 7))) == expected
+
+
+def test_a_slice_of_a_universal_binary_is_indexed_in_the_background(tmp_path: Path) -> None:
+    """The builder opens the slice the run opened (arm64 here, not the host's), and its dSYM's."""
+    binary = FIXTURE_BIN / "macos" / "cppdemo-universal"
+    module = _indexed_in_background(binary, tmp_path / "cache", arch="arm64")
+    indexed = [source for source in [*module.debug_files, module.binary] if isinstance(source, IndexedObject)]
+    assert {source.arch for source in indexed} == {"arm64"}
+    assert any(source.path.parent.name == "DWARF" for source in indexed)  # the dSYM's slice
+
+
+def test_a_debug_map_binary_is_indexed_with_the_objects_the_run_found(tmp_path: Path) -> None:
+    """Its objects were found through --search-path: the builder follows the same search settings."""
+    binary = tmp_path / "cdemo-arm64"
+    binary.write_bytes((FIXTURE_BIN / "macos" / "cdemo-arm64").read_bytes())
+    module = _indexed_in_background(binary, tmp_path / "cache", search_paths=[FIXTURE_BIN / "macos"])
+    assert isinstance(module.binary, IndexedObject)
+    vaddrs = list(range(0x100000338, 0x1000006E8, 3))
+    uncached = open_module(binary, DiscoveryOptions(search_paths=[FIXTURE_BIN / "macos"])).lookup(vaddrs)
+    assert module.lookup(vaddrs) == uncached
+    assert any(len(result) > 1 for result in uncached if isinstance(result, list))
+
+
+def test_a_job_travels_as_json_and_a_bad_one_is_logged_not_raised(tmp_path: Path) -> None:
+    job = IndexJob(Path("a/b"), "arm64", Path("c"), Path("d.exe"), "x86_64", (Path("e"),), (Path("f"),), None)
+    assert IndexJob.from_json(job.to_json()) == job._replace(
+        path=Path("a/b").resolve(), image_path=Path("c").resolve(), bound_image=Path("d.exe").resolve(),
+        binaries=(Path("e").resolve(),), search_paths=(Path("f").resolve(),),
+    )  # fmt: skip
+    for bad in ("[]", "{}", '{"path": 3}', "not json", '{"path": "x", "search_paths": [1]}'):
+        with pytest.raises(ValueError, match="not an index job"):
+            IndexJob.from_json(bad)
+    builder = [sys.executable, "-m", "symbolize.index.background", "--cache-dir", str(tmp_path), "--job", "{}"]
+    assert subprocess.run(builder, check=False).returncode == 0
+    assert "not an index job" in (tmp_path / LOG_NAME).read_text()

@@ -125,14 +125,14 @@ def test_background_indexing_is_generic_and_records_failures(tmp_path: Path, mon
     buggy = _source(tmp_path)
     buggy.answers = bug  # type: ignore[method-assign]
     # The detached builder reopens files by path; here it gets the synthetic source back.
-    monkeypatch.setattr("symbolize.index.background.open_object", lambda path: buggy)
+    monkeypatch.setattr("symbolize.index.background.open_object", lambda path, **opened_with: buggy)
     assert build_missing([source.path], index_dir) == 1
     assert "RuntimeError: a bug, not bad input" in (index_dir / "background.log").read_text()
     assert failure_path(index_dir, source).exists()
     # Recorded: no later run starts a builder for this file again (nothing is spawned here).
     assert start_background_indexing([source], index_dir) == []
 
-    monkeypatch.setattr("symbolize.index.background.open_object", lambda path: _source(tmp_path))
+    monkeypatch.setattr("symbolize.index.background.open_object", lambda path, **opened_with: _source(tmp_path))
     failure_path(index_dir, source).unlink()
     assert build_missing([source.path], index_dir) == 0
     assert isinstance(load_index(source, index_dir), IndexedObject)

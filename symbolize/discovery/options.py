@@ -10,6 +10,7 @@ from symbolize.cache import with_index
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
 from symbolize.formats.open import open_object
 from symbolize.formats.types import DebugHint, HintResolver, ObjectFile, SectionSource
+from symbolize.index.job import IndexJob
 
 DEFAULT_DEBUG_DIRS = (Path("/usr/lib/debug"),)
 
@@ -30,6 +31,8 @@ class ObjectCache:
     def __init__(self, index_dir: Path | None = None, build_missing_indexes: bool = False) -> None:
         self._objects: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
         self._sources: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
+        # How each source was opened, for a background builder to open it alike.
+        self._jobs: dict[_Key, IndexJob] = {}
         # The resolver each object was opened with: what it refused is asked for in summaries.
         self._resolvers: dict[_Key, HintResolver] = {}
         # Where persistent indexes are read from (None: not used); see symbolize/cache.py.
@@ -68,12 +71,14 @@ class ObjectCache:
         arch: str | None = None,
         resolver: HintResolver | None = None,
         image: ObjectFile | None = None,
+        job: IndexJob | None = None,
     ) -> ObjectFile:
         """``path`` answering lookups: from its index in ``index_dir`` when there is one, else the reader.
 
         A source that answers at an image's vaddrs only once it knows the image (a PDB
         holds RVAs: ``bind_image``) is bound to ``image`` before its index is loaded or
-        built, so the index stores the answers lookups will ask for.
+        built, so the index stores the answers lookups will ask for. ``job`` says how it
+        was opened, for :meth:`index_in_background` (default: by path and ``arch`` alone).
         """
         opened = self.open(path, arch, resolver)
         key, stamp = self._key(path, arch)
@@ -85,6 +90,7 @@ class ObjectCache:
             bind(image)
         source = with_index(opened, self.index_dir, self.build_missing_indexes)
         self._sources[key] = (stamp, source)
+        self._jobs[key] = job or IndexJob(path, arch)
         return source
 
     def _key(self, path: Path, arch: str | None) -> tuple[_Key, tuple[int, int]]:
@@ -97,6 +103,7 @@ class ObjectCache:
         return (path.resolve(), arch), (stat.st_mtime_ns, stat.st_size)
 
     def _forget(self, key: _Key) -> None:
+        self._jobs.pop(key, None)
         self._resolvers.pop(key, None)
         for table in (self._sources, self._objects):
             entry = table.pop(key, None)
@@ -114,13 +121,12 @@ class ObjectCache:
         from symbolize.index.background import start_background_indexing
 
         # With an index directory, a source comes back unindexed only when it has no index. The
-        # builder reopens files by path alone, so a source whose answers depend on the image it
-        # was bound to (a PDB: ``bind_image``) is left to ``symbolize index IMAGE``, which binds it.
-        sources = [source for _stamp, source in self._sources.values()]
+        # builder opens each as it was opened here (its slice, the image a PDB was bound to, the
+        # search settings its hints were followed with), so it builds the index this run missed.
         missing = [
-            source
-            for source in sources
-            if is_indexable(source) and worth_indexing(source) and not callable(getattr(source, "bind_image", None))
+            (source, self._jobs[key])
+            for key, (_stamp, source) in self._sources.items()
+            if is_indexable(source) and worth_indexing(source)
         ]
         return start_background_indexing(missing, self.index_dir) if missing else []
 
@@ -129,6 +135,7 @@ class ObjectCache:
             for _stamp, opened in table.values():
                 opened.close()
             table.clear()
+        self._jobs.clear()
         self._resolvers.clear()
 
 
@@ -153,7 +160,17 @@ class DiscoveryOptions:
         self, path: Path, *, image_path: Path | None = None, arch: str | None = None, image: ObjectFile | None = None
     ) -> ObjectFile:
         """Like :meth:`open`, answering from the persistent index when there is one (bound to ``image``)."""
-        return self.cache.open_source(path, arch, Resolver(self, image_path or path, path, arch), image)
+        job = IndexJob(
+            path,
+            arch,
+            image_path,
+            image.path if image is not None else None,
+            image.arch if image is not None else None,
+            tuple(self.binaries),
+            tuple(self.search_paths),
+            None if self.debug_dirs == DEFAULT_DEBUG_DIRS else tuple(self.debug_dirs),
+        )
+        return self.cache.open_source(path, arch, Resolver(self, image_path or path, path, arch), image, job)
 
 
 class Resolver:

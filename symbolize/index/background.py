@@ -5,7 +5,10 @@ cold path); building the index then would make that first run several times
 slower (a full decode: seconds to tens of seconds for large binaries). So the
 command line, once it has answered, hands the files it found without an index
 to a detached, low-priority ``python -m symbolize.index.background`` and exits;
-the run after that answers from the index.
+the run after that answers from the index. Each file goes as an
+:class:`~symbolize.index.job.IndexJob`: the builder opens it as the run did (the
+slice of a universal file, the image a PDB was bound to, the search settings
+its hints were followed with), so it builds the very index the run missed.
 
 A marker file beside each index being built keeps two runs from starting two
 builders for one file; a marker older than :data:`STALE_MARKER_SECONDS` is
@@ -27,12 +30,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 from symbolize.cache import build_index, index_key, index_path, is_indexable, load_index
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.open import open_object
+from symbolize.formats.types import ObjectFile
 from symbolize.index.indexed import IndexableSource
+from symbolize.index.job import IndexJob
 
 STALE_MARKER_SECONDS = 3600.0
 LOG_NAME = "background.log"
@@ -47,24 +53,29 @@ def failure_path(cache_dir: Path, source: IndexableSource) -> Path:
     return index_path(cache_dir, index_key(source)).with_suffix(".failed")
 
 
-def start_background_indexing(sources: Iterable[IndexableSource], cache_dir: Path) -> list[Path]:
+def start_background_indexing(
+    sources: Iterable[IndexableSource | tuple[IndexableSource, IndexJob]], cache_dir: Path
+) -> list[Path]:
     """Start one detached builder for those of ``sources`` that no builder is indexing and none
     failed to index; returns their paths.
 
+    Each source comes with the job that opens it as it was opened, or alone (opened by its path).
     Raises OSError when the builder cannot be started (its markers are removed).
     """
-    claimed: list[tuple[Path, Path]] = []
-    for source in sources:
+    claimed: list[tuple[IndexJob, Path]] = []
+    for item in sources:
+        source, job = item if isinstance(item, tuple) else (item, IndexJob(item.path))
         if failure_path(cache_dir, source).exists():
             continue
         marker = marker_path(cache_dir, source)
         if _claim(marker):
-            claimed.append((source.path, marker))
+            claimed.append((job, marker))
     if not claimed:
         return []
-    # Absolute paths: the builder must not depend on a working directory that may go away.
+    # Absolute paths (to_json): the builder must not depend on a working directory that may go away.
     argv = [sys.executable, "-m", "symbolize.index.background", "--cache-dir", str(cache_dir.resolve())]
-    argv += [str(path.resolve()) for path, _ in claimed]
+    for job, _ in claimed:
+        argv += ["--job", job.to_json()]
     try:
         subprocess.Popen(
             argv,
@@ -80,7 +91,7 @@ def start_background_indexing(sources: Iterable[IndexableSource], cache_dir: Pat
         for _, marker in claimed:
             marker.unlink(missing_ok=True)
         raise
-    return [path for path, _ in claimed]
+    return [job.path for job, _ in claimed]
 
 
 def _claim(marker: Path) -> bool:
@@ -108,7 +119,7 @@ def _windows_creation_flags() -> int:
     return flags
 
 
-def build_missing(paths: Sequence[Path], cache_dir: Path) -> int:
+def build_missing(jobs: Sequence[IndexJob | Path], cache_dir: Path) -> int:
     """The builder's work: index each file that still has no index; returns how many failed.
 
     Every failure is contained to its file: logged, and recorded so that no later run starts a
@@ -116,13 +127,14 @@ def build_missing(paths: Sequence[Path], cache_dir: Path) -> int:
     recur on every run.
     """
     failures = 0
-    for path in paths:
-        try:
-            opened = open_object(path)
-        except Exception as error:  # the builder has no caller to raise to
-            failures += _log(cache_dir, f"{path}: {_describe(error)}")
-            continue
-        try:
+    for item in jobs:
+        job = item if isinstance(item, IndexJob) else IndexJob(item)
+        with ExitStack() as opened_files:
+            try:
+                opened = _open(job, opened_files)
+            except Exception as error:  # the builder has no caller to raise to
+                failures += _log(cache_dir, f"{job.path}: {_describe(error)}")
+                continue
             if not is_indexable(opened):
                 continue
             marker = marker_path(cache_dir, opened)
@@ -133,13 +145,34 @@ def build_missing(paths: Sequence[Path], cache_dir: Path) -> int:
                 else:
                     existing.index.close()
             except Exception as error:
-                failures += _log(cache_dir, f"{path}: {_describe(error)}")
+                failures += _log(cache_dir, f"{job.path}: {_describe(error)}")
                 _record_failure(failure_path(cache_dir, opened), _describe(error))
             finally:
                 marker.unlink(missing_ok=True)
-        finally:
-            opened.close()
     return failures
+
+
+def _open(job: IndexJob, opened_files: ExitStack) -> ObjectFile:
+    """``job``'s file opened as the run opened it: its slice, its hints followed through the run's
+    search settings, bound to its image; everything opened is closed with ``opened_files``."""
+    from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, DiscoveryOptions, Resolver
+
+    options = DiscoveryOptions(
+        binaries=job.binaries,
+        search_paths=job.search_paths,
+        debug_dirs=DEFAULT_DEBUG_DIRS if job.debug_dirs is None else job.debug_dirs,
+    )
+    opened_files.callback(options.cache.close)
+    resolver = Resolver(options, job.image_path or job.path, job.path, job.arch)
+    if job.arch is None:
+        opened = open_object(job.path, resolver=resolver)
+    else:
+        opened = open_object(job.path, arch=job.arch, resolver=resolver)
+    opened_files.callback(opened.close)
+    bind = getattr(opened, "bind_image", None)
+    if job.bound_image is not None and callable(bind):
+        bind(options.open(job.bound_image, arch=job.image_arch))
+    return opened
 
 
 def _describe(error: BaseException) -> str:
@@ -168,11 +201,18 @@ def _log(cache_dir: Path, message: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m symbolize.index.background", description=__doc__)
     parser.add_argument("--cache-dir", type=Path, required=True)
-    parser.add_argument("paths", type=Path, nargs="+")
+    parser.add_argument("--job", action="append", default=[], help="an IndexJob as JSON (symbolize/index/job.py)")
+    parser.add_argument("paths", type=Path, nargs="*", help="files opened by path alone")
     args = parser.parse_args(argv)
     if hasattr(os, "nice"):
         os.nice(10)  # an optimisation for later runs must not slow down what the user runs now
-    return 1 if build_missing(args.paths, args.cache_dir) else 0
+    jobs: list[IndexJob | Path] = [*args.paths]
+    for text in args.job:
+        try:
+            jobs.append(IndexJob.from_json(text))
+        except ValueError as error:
+            _log(args.cache_dir, str(error))
+    return 1 if build_missing(jobs, args.cache_dir) else 0
 
 
 if __name__ == "__main__":
