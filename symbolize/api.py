@@ -18,6 +18,7 @@ from symbolize.demangle import DemangleMode
 from symbolize.demangle import demangle as demangle_name
 from symbolize.discovery import DiscoveryOptions, ObjectCache
 from symbolize.discovery import open_module as discovery_open_module
+from symbolize.errors import MissingDebugInfoError
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module, PerFrame, Unknown
@@ -56,16 +57,31 @@ def discovery_options(
 
     ``debug_dirs=None`` keeps the default (``/usr/lib/debug``). Indexes are read
     from ``cache_dir`` (default: :func:`symbolize.cache.default_cache_dir`)
-    unless ``use_cache`` is False; ``symbolize index`` builds them.
+    unless ``use_cache`` is False; ``symbolize index`` builds them. A binary that is
+    not a file, or a search path or debug directory that is not a directory, raises
+    MissingDebugInfoError naming it: a mistyped path would otherwise only leave
+    addresses unnamed.
     """
     arguments: dict[str, Any] = {
-        "binaries": tuple(Path(path) for path in binaries),
-        "search_paths": tuple(Path(path) for path in search_paths),
+        "binaries": tuple(_existing(path, "binary", directory=False) for path in binaries),
+        "search_paths": tuple(_existing(path, "search path", directory=True) for path in search_paths),
     }
     if debug_dirs is not None:
-        arguments["debug_dirs"] = tuple(Path(path) for path in debug_dirs)
+        arguments["debug_dirs"] = tuple(_existing(path, "debug directory", directory=True) for path in debug_dirs)
     index_dir = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     return DiscoveryOptions(**arguments, cache=ObjectCache(index_dir))
+
+
+def _existing(path: PathLike, role: str, *, directory: bool) -> Path:
+    """``path``, checked to be a directory (``directory``) or a file; the error names ``role``."""
+    path = Path(path)
+    if not path.exists():
+        raise MissingDebugInfoError(f"{role} not found", path)
+    if directory and not path.is_dir():
+        raise MissingDebugInfoError(f"{role} is not a directory", path)
+    if not directory and path.is_dir():
+        raise MissingDebugInfoError(f"{role} is a directory, not a file", path)
+    return path
 
 
 def open_module(
@@ -85,8 +101,33 @@ def open_module(
     options = discovery_options(
         search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
     )
+    return _open_with(options, path, arch)
+
+
+def _open_with(options: DiscoveryOptions, path: PathLike, arch: str | None) -> Module:
+    """The module at ``path`` (``FILE:ARCH`` read as in :func:`path_and_arch`), found with ``options``."""
     binary, slice_arch = path_and_arch(path, arch)
     return discovery_open_module(binary, options, arch=slice_arch)
+
+
+def _opened_for_lookups(
+    path: PathLike,
+    arch: str | None,
+    search_paths: Iterable[PathLike],
+    debug_dirs: Iterable[PathLike] | None,
+    cache_dir: PathLike | None,
+    use_cache: bool,
+) -> tuple[Module, DiscoveryOptions]:
+    """The module of :func:`lookup_batches` and :func:`lookup_text_batches`, with the options
+    whose cache the caller closes when done (closed here when opening fails)."""
+    options = discovery_options(
+        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
+    )
+    try:
+        return _open_with(options, path, arch), options
+    except BaseException:
+        options.cache.close()
+        raise
 
 
 def path_and_arch(path: PathLike, arch: str | None = None) -> tuple[Path, str | None]:
@@ -163,15 +204,7 @@ def lookup_batches(
     the iterator is asked for its results, so a batch read from a pipe is answered before
     the next one is read. ``background_index`` starts when the batches run out.
     """
-    options = discovery_options(
-        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
-    )
-    try:
-        binary, slice_arch = path_and_arch(path, arch)
-        module = discovery_open_module(binary, options, arch=slice_arch)
-    except BaseException:
-        options.cache.close()
-        raise
+    module, options = _opened_for_lookups(path, arch, search_paths, debug_dirs, cache_dir, use_cache)
     return _looked_up_batches(module, FrameShaper(demangle, inlines), batches, options, background_index)
 
 
@@ -196,15 +229,7 @@ def lookup_text_batches(
     """
     from symbolize.answer_text import AnswerText
 
-    options = discovery_options(
-        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
-    )
-    try:
-        binary, slice_arch = path_and_arch(path, arch)
-        module = discovery_open_module(binary, options, arch=slice_arch)
-    except BaseException:
-        options.cache.close()
-        raise
+    module, options = _opened_for_lookups(path, arch, search_paths, debug_dirs, cache_dir, use_cache)
     return _answered_text_batches(
         module, AnswerText(FrameShaper(demangle, inlines), as_json), batches, options, background_index
     )

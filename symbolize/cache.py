@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard, TypeVar, cast
@@ -28,6 +30,8 @@ Opened = TypeVar("Opened")
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
 ANSWER_VERSION = 4
+# The index array holding the path of the file an index was built from.
+SOURCE_PATH_ARRAY = "source_path"
 
 
 def default_cache_dir() -> Path:
@@ -110,7 +114,11 @@ def build_index(source: IndexableSource, cache_dir: Path) -> Path:
     """Store every answer ``source`` gives; returns the index's path."""
     key = index_key(source)
     path = index_path(cache_dir, key)
-    write_index(path, key, build_index_arrays(source))
+    # Not part of the key (any copy of a build shares its index): what `cache show` names it by.
+    # First, so the answers' arrays keep their place at the end of the file.
+    arrays: dict[str, array[int] | bytes] = {SOURCE_PATH_ARRAY: os.fsencode(source.path.resolve())}
+    arrays.update(build_index_arrays(source))
+    write_index(path, key, arrays)
     return path
 
 
@@ -132,16 +140,50 @@ def with_index(opened: Opened, cache_dir: Path | None, build_missing: bool) -> O
 
 @dataclass(frozen=True)
 class CacheEntry:
+    """An index file, with what its key and header say it answers for (None where unreadable)."""
+
     path: Path
     size: int
     key: str | None
+    # The file it was built from (any copy of the same build uses it).
+    source_path: Path | None = None
+    # The build's debug ID (hex), or None for a file identified by path, size and mtime.
+    debug_id: str | None = None
+    demangler: str | None = None
+    modified: float = 0.0
+
+
+# An index's key, as index_key spells it (demangler names hold spaces; the kind is 4 words).
+_KEY = re.compile(
+    r"symbolize index \S+ (?P<demangler>.+?) \w+ \S+ \S+ base \S+ "
+    r"(?:(?P<kind>[\w-]+) (?P<id>[0-9a-f]+) age (?P<age>\d+) size \d+|path .*)"
+)
 
 
 def cache_entries(cache_dir: Path) -> list[CacheEntry]:
-    """The index files in ``cache_dir`` with their sizes and keys (None when unreadable)."""
+    """The index files in ``cache_dir``, with what each answers for."""
     entries = []
     for path in sorted((cache_dir / "index").glob("*.idx")):
-        entries.append(CacheEntry(path, path.stat().st_size, _stored_key(path)))
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # removed meanwhile (a clear, a damaged index dropped by a lookup)
+        key = _stored_key(path)
+        fields = _KEY.fullmatch(key) if key is not None else None
+        debug_id = None
+        if fields is not None and fields["id"] is not None:
+            debug_id = fields["id"] + (f"-{fields['age']}" if fields["age"] != "0" else "")
+        entries.append(
+            CacheEntry(
+                path,
+                stat.st_size,
+                key,
+                _stored_source_path(path, key),
+                debug_id,
+                fields["demangler"] if fields is not None else None,
+                stat.st_mtime,
+            )
+        )
     return entries
 
 
@@ -164,3 +206,19 @@ def _stored_key(path: Path) -> str | None:
         return head[22 : 22 + length].decode()
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _stored_source_path(path: Path, key: str | None) -> Path | None:
+    """The path an index was built from; None for an index without one or one that cannot be read."""
+    if key is None:
+        return None
+    try:
+        index = IndexFile(path, key)
+    except (MalformedInputError, OSError):
+        return None
+    try:
+        return Path(os.fsdecode(bytes(index.array(SOURCE_PATH_ARRAY))))
+    except MalformedInputError:
+        return None  # an index written before the path was stored
+    finally:
+        index.close()

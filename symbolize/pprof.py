@@ -19,12 +19,14 @@ from __future__ import annotations
 import contextlib
 import gzip as gzip_module
 import os
+import stat
 import tempfile
 import zlib
 from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
+from symbolize.errors import os_error
 from symbolize.formats.errors import InputLimitError, MalformedInputError, configured_limit
 from symbolize.profiles import describe_text, parse_foreign_profile
 from symbolize.proto.profile_pb2 import Profile
@@ -51,6 +53,9 @@ def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, 
     was_gzipped = data[:2] == GZIP_MAGIC
     if was_gzipped:
         data = gunzip(data, path)
+    if not data:
+        # Protobuf reads no bytes as a Profile with nothing in it; no producer writes that.
+        raise MalformedInputError("not a profile: the file is empty", path)
     foreign = parse_foreign_profile(data, path)
     if foreign is not None:
         return foreign, was_gzipped
@@ -121,7 +126,11 @@ def read_profile(path: Path | str) -> tuple[Profile, bool]:
     Raises MalformedInputError (naming the file) for truncated or garbage input.
     """
     path = Path(path)
-    return parse_profile(path.read_bytes(), path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise os_error(error, "read", path) from error
+    return parse_profile(data, path)
 
 
 def serialize_profile(profile: Profile, *, gzip: bool) -> bytes:
@@ -134,29 +143,48 @@ def serialize_profile(profile: Profile, *, gzip: bool) -> bytes:
 
 
 def write_profile(profile: Profile, path: Path | str, *, gzip: bool) -> None:
-    """Write ``profile`` to ``path`` atomically.
+    """Write ``profile`` to ``path`` atomically, with the mode a plain write would give.
 
     The bytes go to a temporary file in the same directory, are fsynced, then
     renamed over ``path`` with ``os.replace``: readers see the old file or the
-    new one, never half of one. On failure the temporary file is removed; one a
-    killed process left behind is removed by a later write in the same directory
-    (:func:`symbolize.tempfiles.remove_stale_temporaries`).
+    new one, never half of one. The file gets the mode of the one it replaces, or
+    0666 less the umask for a new one, as ``open()`` would give (the temporary is 0600).
+    On failure the temporary file is removed; one a killed process left behind is
+    removed by a later write in the same directory
+    (:func:`symbolize.tempfiles.remove_stale_temporaries`). Errors name ``path``.
     """
     path = Path(path)
     data = serialize_profile(profile, gzip=gzip)
     remove_stale_temporaries(path.parent, PROFILE_TEMPORARY)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise os_error(error, "write", path) from error
     tmp_path = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as tmp_file:
             tmp_file.write(data)
             tmp_file.flush()
             os.fsync(tmp_file.fileno())
+        os.chmod(tmp_path, _mode_for(path))
         os.replace(tmp_path, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
+        if isinstance(error, OSError):
+            raise os_error(error, "write", path) from error
         raise
+
+
+def _mode_for(path: Path) -> int:
+    """The permission bits ``open(path, "w")`` would leave: the existing file's, else 0666 less
+    the umask (read by setting it, the only portable way, and set back at once)."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 class StringTable:

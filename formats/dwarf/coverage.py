@@ -112,4 +112,5 @@ def dwarf_coverage(info: DwarfInfo) -> Coverage:
         inlined_range_bytes=inlined_bytes,
         broken_units=tuple(broken),
         split_units=split_units,
+        dwarf_versions=tuple(info.versions()),
     )

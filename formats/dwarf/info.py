@@ -29,7 +29,19 @@ from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, parse_a
 from symbolize.formats.dwarf.lines import LineTable, decode_line_table
 from symbolize.formats.dwarf.ranges import decode_ranges_attribute
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
-from symbolize.formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
+from symbolize.formats.dwarf.scan import (
+    SLOT_ABSTRACT_ORIGIN,
+    SLOT_CALL_COLUMN,
+    SLOT_CALL_FILE,
+    SLOT_CALL_LINE,
+    SLOT_DECL_LINE,
+    SLOT_LINKAGE_NAME,
+    SLOT_NAME,
+    SLOT_SPECIFICATION,
+    SharedTables,
+    UnitIndex,
+    scan_unit,
+)
 from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter, section_bytes
 from symbolize.formats.dwarf.split import load_split_sections
 from symbolize.formats.dwarf.unit import Unit, parse_unit_header
@@ -335,14 +347,14 @@ class DwarfInfo:
         index = state.index
         assert index is not None
         attrs = index.node_attrs[node]
-        decl = attrs.get(11)
+        decl = attrs.get(SLOT_DECL_LINE)
         return self._resolve_name(
             index.unit,
             index.node_die[node],
-            attrs.get(2),
-            attrs.get(1),
+            attrs.get(SLOT_LINKAGE_NAME),
+            attrs.get(SLOT_NAME),
             source_line(*decl) if decl is not None else 0,
-            attrs.get(6) or attrs.get(7),
+            attrs.get(SLOT_ABSTRACT_ORIGIN) or attrs.get(SLOT_SPECIFICATION),
             0,
         )
 
@@ -350,10 +362,10 @@ class DwarfInfo:
         """(file, line, column) an inlined-call node was called from."""
         assert state.index is not None
         attrs = state.index.node_attrs[node]
-        call_file = attrs.get(8)
+        call_file = attrs.get(SLOT_CALL_FILE)
         file = self._call_file(state, int(call_file[1])) if call_file is not None else None
-        line = source_line(*attrs[9]) if 9 in attrs else 0
-        column = source_line(*attrs[10]) if 10 in attrs else 0
+        line = source_line(*attrs[SLOT_CALL_LINE]) if SLOT_CALL_LINE in attrs else 0
+        column = source_line(*attrs[SLOT_CALL_COLUMN]) if SLOT_CALL_COLUMN in attrs else 0
         return file, line, column
 
     def _call_file(self, state: _UnitState, file_index: int) -> str | None:

@@ -47,6 +47,7 @@ from symbolize.formats.errors import (
     SymbolizeError,
     UnsupportedFormatError,
 )
+from symbolize.formats.facts import Coverage, SectionFact
 from symbolize.formats.pdb import codeview
 from symbolize.formats.pdb.codeview import CodeViewError, InlineRow
 from symbolize.formats.pdb.msf import MsfFile
@@ -616,6 +617,19 @@ class PdbFile:
         if self.dbi.flags & _DBI_FLAG_STRIPPED:
             return "the PDB is stripped (public symbols only, as /PDBSTRIPPED writes it): no lines"
         return "the PDB has no module line information"
+
+    # --- facts for the auditor (formats/pdb/coverage.py) ----------------------------
+
+    def section_facts(self) -> tuple[SectionFact, ...]:
+        from symbolize.formats.pdb.coverage import pdb_section_facts
+
+        return pdb_section_facts(self)
+
+    def coverage(self) -> Coverage:
+        """What the modules' procedures, inline sites and lines, and the publics cover."""
+        from symbolize.formats.pdb.coverage import pdb_coverage
+
+        return pdb_coverage(self, self._msf.stream)
 
     def close(self) -> None:
         self._decoded.clear()

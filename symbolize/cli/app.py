@@ -27,9 +27,11 @@ import io
 import json
 import re
 import sys
+import time
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -39,6 +41,7 @@ from symbolize.cli.audit import audit_command
 from symbolize.errors import SymbolizeError
 
 if TYPE_CHECKING:
+    from symbolize.cache import CacheEntry
     from symbolize.summary import Summary
 
 _APP_SETTINGS: dict[str, Any] = dict(
@@ -136,8 +139,7 @@ def _errors_as_one_line(ctx: typer.Context) -> Iterator[None]:
     except (SymbolizeError, OSError) as exc:
         if (ctx.obj or {}).get("debug"):
             raise
-        message = str(exc).replace("\n", " ")
-        typer.echo(f"symbolize: error: {message}", err=True)
+        typer.echo(_error_line(exc), err=True)
         raise typer.Exit(EXIT_INPUT_ERROR) from None
     except Exception as exc:
         # The one boundary for everything else: one line and its own exit code, never a traceback
@@ -146,6 +148,15 @@ def _errors_as_one_line(ctx: typer.Context) -> Iterator[None]:
             raise
         typer.echo(_internal_error_line(exc), err=True)
         raise typer.Exit(EXIT_INTERNAL_ERROR) from None
+
+
+def _error_line(exc: SymbolizeError | OSError) -> str:
+    """The one line an input's error prints; an OSError from anywhere names its file."""
+    message = str(exc)
+    if isinstance(exc, OSError) and exc.filename is not None:
+        message = f"{exc.filename}: {(exc.strerror or message).lower()}"  # not "[Errno 2] ..."
+    message = message.replace("\n", " ")
+    return f"symbolize: error: {message}"
 
 
 def _internal_error_line(exc: BaseException) -> str:
@@ -351,14 +362,30 @@ def index_command(
     debug_dirs: DebugDirsOption = None,
     cache_dir: CacheDirOption = None,
 ) -> None:
-    """Build the persistent index of each binary and its debug files, for fast later lookups."""
+    """Build the persistent index of each binary and its debug files, for fast later lookups.
+
+    Prints each index file; a binary that cannot be indexed is reported on stderr and the
+    others are indexed still (exit 1 when any failed).
+    """
     from symbolize.api import build_indexes
 
+    failed = False
     with _errors_as_one_line(ctx):
-        for path in build_indexes(
-            binaries, search_paths=search_paths or (), debug_dirs=debug_dirs or None, cache_dir=cache_dir
-        ):
-            typer.echo(str(path))
+        for binary in binaries:
+            try:
+                built = build_indexes(
+                    [binary], search_paths=search_paths or (), debug_dirs=debug_dirs or None, cache_dir=cache_dir
+                )
+            except (SymbolizeError, OSError) as exc:
+                if (ctx.obj or {}).get("debug"):
+                    raise
+                typer.echo(_error_line(exc), err=True)
+                failed = True
+                continue
+            for path in built:
+                typer.echo(str(path))
+    if failed:
+        raise typer.Exit(EXIT_INPUT_ERROR)
 
 
 app.command("audit")(audit_command)
@@ -368,17 +395,75 @@ app.add_typer(cache_app, name="cache")
 
 
 @cache_app.command("show")
-def cache_show_command(ctx: typer.Context, cache_dir: CacheDirOption = None) -> None:
-    """List the indexes in the cache: size and what each was built for."""
+def cache_show_command(
+    ctx: typer.Context,
+    cache_dir: CacheDirOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object with every index.")] = False,
+) -> None:
+    """List the indexes in the cache: binary, debug ID, size, age and demangler of each."""
     from symbolize.cache import cache_entries, default_cache_dir
 
     with _errors_as_one_line(ctx):
         directory = cache_dir or default_cache_dir()
         entries = cache_entries(directory)
-        for entry in entries:
-            typer.echo(f"{entry.size:>12}  {entry.path.name}  {entry.key or '(unreadable)'}")
+        now = time.time()
+        if as_json:
+            typer.echo(json.dumps(_cache_json(directory, entries, now), indent=2))
+            return
+        rows = [_cache_row(entry, now) for entry in entries]
+        if rows:
+            rows.insert(0, ("BINARY", "DEBUG ID", "SIZE", "AGE", "DEMANGLER"))
+            widths = [max(len(row[column]) for row in rows) for column in range(4)]
+            for row in rows:
+                typer.echo("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[4]]))
         total = sum(entry.size for entry in entries)
-        typer.echo(f"{len(entries)} indexes, {total} bytes in {directory}", err=True)
+        typer.echo(f"{len(entries)} indexes, {_human_size(total)} in {directory}", err=True)
+
+
+def _cache_row(entry: CacheEntry, now: float) -> tuple[str, str, str, str, str]:
+    binary = str(entry.source_path) if entry.source_path else f"(unknown: {entry.path.name})"
+    debug_id = entry.debug_id or ("(unreadable)" if entry.key is None else "(none: path, size, mtime)")
+    return binary, debug_id, _human_size(entry.size), _human_age(now - entry.modified), entry.demangler or "?"
+
+
+def _cache_json(directory: Path, entries: list[CacheEntry], now: float) -> dict[str, Any]:
+    """``cache show --json``: {"cache_dir", "indexes": [{"index", "binary", "debug_id", "size",
+    "built", "age_seconds", "demangler", "key"}]}; unknown values are null."""
+    return {
+        "cache_dir": str(directory),
+        "indexes": [
+            {
+                "index": str(entry.path),
+                "binary": str(entry.source_path) if entry.source_path else None,
+                "debug_id": entry.debug_id,
+                "size": entry.size,
+                "built": datetime.fromtimestamp(entry.modified, UTC).isoformat(timespec="seconds"),
+                "age_seconds": max(0, round(now - entry.modified)),
+                "demangler": entry.demangler,
+                "key": entry.key,
+            }
+            for entry in entries
+        ],
+    }
+
+
+def _human_size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    scaled = size / 1024
+    for unit in ("KiB", "MiB"):
+        if scaled < 1024:
+            return f"{scaled:.1f} {unit}"
+        scaled /= 1024
+    return f"{scaled:.1f} GiB"
+
+
+def _human_age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    for unit, length in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= length:
+            return f"{seconds // length} {unit}"
+    return f"{seconds} s"
 
 
 @cache_app.command("clear")
