@@ -68,6 +68,11 @@ class DwarfSymbolAnswers(SymbolAnswers):
         except MalformedInputError as err:
             self.broken = err
             return super().answer_regions()
+        unplaced = self.dwarf.unplaced_error
+        if unplaced is not None and self.broken is None:
+            # A unit whose header cannot be read covers addresses no one knows: its error is the
+            # answer where no other unit and no symbol names an address.
+            self.broken = MalformedInputError(unplaced, self.path)
         units = [AnswerRegion(low, high, unit) for low, high, unit in self.dwarf._unit_ranges]
         return units + super().answer_regions()
 
