@@ -361,9 +361,8 @@ def _symbolize_mapping(
         _attach_lines(pending.location, result, functions)
         summary.count_named()
         named.append(result)
-    if named and not module.debug_files and not any(frame.line > 0 for frames in named for frame in frames):
-        missing = "dSYM" if module.image.format == "macho" else "debug file"
-        summary.missing_lines = f"named from the symbol table only: no {missing} was found"
+    if named and not any(frame.line > 0 for frames in named for frame in frames):
+        summary.missing_lines = _lines_missing_reason(module)
     summary.damaged_debug_info = module.damaged_debug_info() or None
     summary.refused = module.refusals()
     if summary.unnamed == 0:
@@ -371,6 +370,21 @@ def _symbolize_mapping(
         mapping.has_filenames = any(frame.file for frames in named for frame in frames)
         mapping.has_line_numbers = any(frame.line > 0 for frames in named for frame in frames)
         mapping.has_inline_frames = any(len(frames) > 1 for frames in named)
+
+
+def _lines_missing_reason(module: Module) -> str | None:
+    """Why a module's named frames came without lines: no debug file, or the debug file's own reason
+    (a publics-only PDB says so); None when the debug files give none."""
+    if not module.debug_files:
+        missing = "dSYM" if module.image.format == "macho" else "debug file"
+        return f"named from the symbol table only: no {missing} was found"
+    for source in module.debug_files:
+        reason = getattr(source, "lines_missing_reason", None)
+        if callable(reason):
+            found = reason()
+            if isinstance(found, str):
+                return found
+    return None
 
 
 def _open_module(options: RewriteOptions, filename: str, build_id: str | None) -> Module:

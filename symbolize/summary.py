@@ -33,8 +33,9 @@ DWARF asked for while the mapping's addresses were looked up.
 ``"slice"`` is the architecture used of a universal (fat) Mach-O binary, else null;
 ``"slice_by"`` what chose it: ``"uuid"`` (the mapping's), ``"mapping size"`` or ``"addresses"``
 (symbolize/discovery/slices.py), ``"default"`` (nothing told the slices apart: the host's).
-``"missing_lines"`` says why named locations have no file or line, when none has one and
-discovery found no debug file (a stripped binary without its dSYM or debug file), else null.
+``"missing_lines"`` says why named locations have no file or line, when none has one: discovery
+found no debug file (a stripped binary without its dSYM or debug file), or the debug file found
+says why it has none (a publics-only PDB); else null.
 """
 
 from __future__ import annotations
