@@ -33,6 +33,9 @@ class Measurement:
     timed_out: bool
     stdout_path: Path | None
     stderr_tail: str
+    # User + system CPU time of the tool (GNU time's %U + %S); None without GNU time. On a shared
+    # machine it drifts less than wall time, which waits for the other jobs' turns too.
+    cpu_seconds: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -73,7 +76,7 @@ def run_measured(argv: list[str], stdin_path: Path, out_dir: Path, timeout: floa
     rss_path.unlink(missing_ok=True)
     use_gnu_time = gnu_time_works()
     if use_gnu_time:
-        argv = [str(GNU_TIME), "-f", "%M", "-o", str(rss_path), *argv]
+        argv = [str(GNU_TIME), "-f", "%U %S %M", "-o", str(rss_path), *argv]
     with stdin_path.open("rb") as stdin, stdout_path.open("wb") as stdout, stderr_path.open("wb") as stderr:
         start = time.perf_counter()
         try:
@@ -95,7 +98,7 @@ def run_measured(argv: list[str], stdin_path: Path, out_dir: Path, timeout: floa
             timer.cancel()
         seconds = time.perf_counter() - start
     stderr_text = stderr_path.read_text(encoding="utf-8", errors="replace").strip()
-    peak_rss_bytes = _gnu_time_rss(rss_path) if use_gnu_time else wait_rss_bytes
+    peak_rss_bytes, cpu_seconds = _gnu_time_report(rss_path) if use_gnu_time else (wait_rss_bytes, None)
     return Measurement(
         seconds=seconds,
         peak_rss_bytes=peak_rss_bytes,
@@ -103,6 +106,7 @@ def run_measured(argv: list[str], stdin_path: Path, out_dir: Path, timeout: floa
         timed_out=expired.is_set(),
         stdout_path=stdout_path,
         stderr_tail=stderr_text.splitlines()[-1] if stderr_text else "",
+        cpu_seconds=cpu_seconds,
     )
 
 
@@ -114,10 +118,16 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
-def _gnu_time_rss(rss_path: Path) -> int | None:
-    # GNU time writes "Command exited with non-zero status N" before the value on failure.
-    lines = rss_path.read_text().split() if rss_path.exists() else []
-    return int(lines[-1]) * 1024 if lines and lines[-1].isdigit() else None
+def _gnu_time_report(rss_path: Path) -> tuple[int | None, float | None]:
+    """Peak RSS in bytes and user + system seconds from GNU time's ``%U %S %M`` line."""
+    # GNU time writes "Command exited with non-zero status N" before the values on failure.
+    lines = rss_path.read_text().splitlines() if rss_path.exists() else []
+    fields = lines[-1].split() if lines else []
+    try:
+        user, system, rss = fields[-3:]
+        return int(rss) * 1024, float(user) + float(system)
+    except ValueError:
+        return None, None
 
 
 def _wait(process: subprocess.Popen[bytes]) -> tuple[int, int | None]:

@@ -55,6 +55,7 @@ PARSERS: dict[str, Callable[[str], Stacks]] = {
     "symbolize (cold)": parse_symbolize_json,
     "symbolize (warm)": parse_symbolize_json,
     "symbolize (cold, Python only)": parse_symbolize_json,
+    "symbolize (warm, Python only)": parse_symbolize_json,
     "llvm-symbolizer": parse_llvm_symbolizer,
     "symbolic (cold)": parse_symbolic_lookup,
     "symbolic (warm)": parse_symbolic_lookup,

@@ -20,7 +20,9 @@ from measure import Measurement, run_measured
 
 from symbolize.proto import profile_pb2
 
-PROFILE_HEADER = ["binary", "locations", "samples", "mode", "median s", "peak RSS MB", "named locations", "note"]
+PROFILE_HEADER = [
+    "binary", "locations", "samples", "mode", "median s", "min s", "CPU s", "peak RSS MB", "named locations", "note",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +92,14 @@ def time_profile(job: ProfileJob, index: Prepared, cache_dir: Path, scratch: Pat
     for mode in modes:
         common = [job.label, str(job.locations), str(samples), mode]
         if failures[mode] or not runs[mode]:
-            rows.append([*common, "n/a", "n/a", "-", failures[mode] or "no runs"])
+            rows.append([*common, "n/a", "n/a", "n/a", "n/a", "-", failures[mode] or "no runs"])
             continue
         seconds = statistics.median(run.seconds for run in runs[mode])
+        fastest = min(run.seconds for run in runs[mode])
+        cpu = [run.cpu_seconds for run in runs[mode] if run.cpu_seconds is not None]
+        cpu_text = f"{statistics.median(cpu):.3f}" if cpu else "n/a"
         sizes = [run.peak_rss_bytes for run in runs[mode] if run.peak_rss_bytes is not None]
         rss = f"{max(sizes) / 2**20:.0f}" if sizes else "n/a"
         note = index.note if mode == "warm" else ""
-        rows.append([*common, f"{seconds:.3f}", rss, shares.get(mode, "-"), note])
+        rows.append([*common, f"{seconds:.3f}", f"{fastest:.3f}", cpu_text, rss, shares.get(mode, "-"), note])
     return rows

@@ -61,6 +61,15 @@ class Cell:
         return statistics.median(run.seconds for run in self.runs) if self.runs else None
 
     @property
+    def min_seconds(self) -> float | None:
+        return min(run.seconds for run in self.runs) if self.runs else None
+
+    @property
+    def median_cpu_seconds(self) -> float | None:
+        cpu = [run.cpu_seconds for run in self.runs if run.cpu_seconds is not None]
+        return statistics.median(cpu) if cpu else None
+
+    @property
     def peak_rss_mb(self) -> float | None:
         sizes = [run.peak_rss_bytes for run in self.runs if run.peak_rss_bytes is not None]
         return max(sizes) / 2**20 if sizes else None
@@ -78,7 +87,13 @@ def default_binaries() -> list[tuple[Path, str]]:
 
 
 def make_tools(
-    binary: Path, cache_dir: Path, index: Prepared, symcache: Path, symcache_ready: Prepared, pure_python: bool
+    binary: Path,
+    cache_dir: Path,
+    index: Prepared,
+    symcache: Path,
+    symcache_ready: Prepared,
+    pure_python: bool,
+    warm_only: bool = False,
 ) -> list[Tool]:
     python = sys.executable
     symbolic_script = str(BENCH_DIR / "symbolic_lookup.py")
@@ -87,14 +102,18 @@ def make_tools(
     lookup = [*SYMBOLIZE, "lookup", "--obj", str(binary), "--json"]
     # The same cold run on the Python readers alone, without the compiled kernels (native/).
     pure = [Tool("symbolize (cold, Python only)", ["env", "SYMBOLIZE_PURE_PYTHON=1", *lookup, *cold_flags()])]
-    return [
+    warm_lookup = [*lookup, "--cache-dir", str(cache_dir), "--no-background-index"]
+    # The same warm run on the Python path alone: the warm kernel's own effect, in the same run.
+    warm_pure = Tool(
+        "symbolize (warm, Python only)",
+        None if index.failure else ["env", "SYMBOLIZE_PURE_PYTHON=1", *warm_lookup],
+        index.note,
+    )
+    tools = [
         Tool("symbolize (cold)", [*lookup, *cold_flags()]),
         *(pure if pure_python else []),
-        Tool(
-            "symbolize (warm)",
-            None if index.failure else [*lookup, "--cache-dir", str(cache_dir), "--no-background-index"],
-            index.note,
-        ),
+        Tool("symbolize (warm)", None if index.failure else warm_lookup, index.note),
+        *([warm_pure] if pure_python else []),
         Tool(
             BASELINE,
             [llvm_symbolizer, f"--obj={binary}", "--inlines", "--demangle"] if llvm_symbolizer else None,
@@ -114,6 +133,9 @@ def make_tools(
             symcache_ready.note,
         ),
     ]
+    if warm_only:
+        tools = [tool for tool in tools if "(cold" not in tool.name]
+    return tools
 
 
 def describe_failure(run: Measurement) -> str:
@@ -173,17 +195,26 @@ def table_rows(
             cell = cells[tool.name, n]
             seconds = cell.median_seconds
             if seconds is None or cell.failure:
-                rows.append([label, tool.name, str(n), "n/a", "n/a", "n/a", "-", cell.failure or "no runs"])
+                rows.append([label, tool.name, str(n), *["n/a"] * 7, "-", cell.failure or "no runs"])
                 continue
             ratio = f"{seconds / baseline_seconds:.2f}x" if baseline_seconds else "n/a"
+            cpu, baseline_cpu = cell.median_cpu_seconds, baseline.median_cpu_seconds if baseline else None
+            cpu_text = f"{cpu:.3f}" if cpu is not None else "n/a"
+            cpu_ratio = f"{cpu / baseline_cpu:.2f}x" if cpu is not None and baseline_cpu else "n/a"
             rss = cell.peak_rss_mb
             agree = agreement(cell.stacks, baseline_stacks)
             rss_text = f"{rss:.0f}" if rss is not None else "n/a"
-            rows.append([label, tool.name, str(n), f"{seconds:.3f}", ratio, rss_text, agree, tool.note])
+            rows.append([
+                label, tool.name, str(n), f"{seconds:.3f}", f"{cell.min_seconds:.3f}", ratio, cpu_text, cpu_ratio,
+                rss_text, agree, tool.note,
+            ])  # fmt: skip
     return rows
 
 
-HEADER = ["binary", "tool", "N", "median s", f"vs {BASELINE}", "peak RSS MB", "same frames", "note"]
+HEADER = [
+    "binary", "tool", "N", "median s", "min s", f"vs {BASELINE}", "CPU s", "CPU vs", "peak RSS MB", "same frames",
+    "note",
+]  # fmt: skip
 
 
 def format_plain(header: list[str], rows: list[list[str]]) -> str:
@@ -238,7 +269,9 @@ def measure_binary(
         print(f"{binary}: {len(functions)} functions; preparing caches (untimed)", file=sys.stderr)
         index = prepare_symbolize_index(binary, symbolize_cache, scratch, args.timeout)
         symcache_ready = prepare_symcache(binary, symcache, scratch, args.timeout)
-        tools = make_tools(binary, symbolize_cache, index, symcache, symcache_ready, args.pure_python)
+        tools = make_tools(
+            binary, symbolize_cache, index, symcache, symcache_ready, args.pure_python, args.warm_only
+        )
         cells = benchmark(tools, functions, args.sizes, args)
         rows = table_rows(label, tools, args.sizes, cells)
         profile_rows: list[list[str]] = []
@@ -280,7 +313,12 @@ def main() -> int:
     parser.add_argument("--profile-repeat", type=int, default=3, help="runs per mode of `symbolize profile`")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown section for RESULTS.md")
     parser.add_argument(
-        "--pure-python", action="store_true", help="add a cold row with SYMBOLIZE_PURE_PYTHON=1 (no compiled kernels)"
+        "--warm-only", action="store_true", help="skip the cold rows (symbolize and symbolic without a cache)"
+    )
+    parser.add_argument(
+        "--pure-python",
+        action="store_true",
+        help="add cold and warm rows with SYMBOLIZE_PURE_PYTHON=1 (no compiled kernels)",
     )
     args = parser.parse_args()
 

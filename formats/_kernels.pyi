@@ -1,5 +1,6 @@
 # The compiled kernels of native/ (Rust, PyO3): each takes what its Python twin takes.
 from collections.abc import Callable
+from typing import Any
 
 from symbolize.formats.dwarf.lines import LineTable
 from symbolize.formats.dwarf.unit import Unit
@@ -7,6 +8,28 @@ from symbolize.formats.dwarf.unit import Unit
 def run_line_program(table: LineTable, data: bytes, offset: int, position: int, end: int, unit: Unit,
                      min_length: int, line_base: int, line_range: int, opcode_base: int,
                      standard_lengths: list[int], *, keep_every_row: bool) -> bool | None: ...
+
+# The DIE walk (native/src/die_walk.rs), twin of scan._walk; False: the reference must walk.
+
+class WalkPlans:
+    def __init__(self, abbrevs: dict[int, Any], version: int, addr_size: int, offset_size: int,
+                 little_endian: bool) -> None: ...
+
+def walk_dies(index: Any, plans: WalkPlans, offset: int, end: int, stack: list[tuple[int, int, int, int]],
+              current_node: int, current_scope: int, node_ranges_of: Callable[..., Any]) -> bool: ...
+
+# Range lists (native/src/ranges.rs), twins of ranges.decode_ranges and scan.node_ranges; None: the
+# reference decides.
+
+def decode_ranges(unit: Unit, form: int, value: Any) -> list[tuple[int, int]] | None: ...
+def node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]] | None: ...
+
+# The index builder's sweep over a whole unit (native/src/unit_runs.rs), twin of UnitRuns._sweep.
+
+class SymbolBounds:
+    def __init__(self, starts: list[int], stops: list[int]) -> None: ...
+
+def build_unit_runs(runs: Any, table: Any, spans: list[tuple[int, int, int]], symbols: SymbolBounds) -> bool: ...
 
 # The warm lookup kernel (native/src/warm.rs), the twin of symbolize/answer_text.py's AnswerText.
 

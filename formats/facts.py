@@ -14,6 +14,7 @@ merged and sorted by :func:`merge_ranges`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from enum import Enum
 from typing import NamedTuple
 
 AddressRange = tuple[int, int]
@@ -32,6 +33,26 @@ class SectionFact(NamedTuple):
     without_bytes: bool = False
 
 
+class SymbolTable(Enum):
+    """Which table a file's function symbols come from, the most complete first (``rank``).
+
+    What a profile can name without debug info: a full table names local (static)
+    functions too; the others name only what the file exports, and an address in an
+    internal function takes the nearest preceding exported name, or none.
+    """
+
+    FULL = "full"  # local functions named too (ELF .symtab, Mach-O nlists, PE COFF symbols, PDB procedures)
+    MINIDEBUGINFO = "minidebuginfo"  # ELF .dynsym, plus local functions in .gnu_debugdata
+    EXTERNAL = "external"  # external symbols only: ELF or Mach-O after strip -x, a PDB with publics only
+    DYNAMIC = "dynamic"  # ELF .dynsym only
+    EXPORTS = "exports"  # the PE export table only
+    NONE = "none"
+
+    @property
+    def rank(self) -> int:
+        return list(SymbolTable).index(self)
+
+
 class Coverage(NamedTuple):
     """The object addresses each name source of one file covers, merged and sorted.
 
@@ -47,6 +68,7 @@ class Coverage(NamedTuple):
     ``#bytes within inlined functions``): every entry's ranges summed, dead
     code's included; for inlined calls, only the outermost call of each chain
     adds bytes. (Its ``#functions`` counts distinct names, abstract ones too.)
+    ``symbol_table`` says which table ``symbols`` come from.
     ``broken_units`` lists the units whose debug info could not be decoded (their ranges are missing from the above);
     ``split_units`` the skeleton units and whether their split units resolved.
     """
@@ -62,6 +84,9 @@ class Coverage(NamedTuple):
     broken_units: tuple[str, ...] = ()
     # Split-DWARF skeleton units: (DW_AT_dwo_name, whether its .dwo/.dwp unit was found).
     split_units: tuple[tuple[str, bool], ...] = ()
+    symbol_table: SymbolTable = SymbolTable.NONE
+    # The DWARF versions of the units measured (a debug map's objects' too).
+    dwarf_versions: tuple[int, ...] = ()
 
 
 def merge_ranges(ranges: Iterable[AddressRange]) -> tuple[AddressRange, ...]:

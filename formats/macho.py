@@ -50,7 +50,9 @@ from symbolize.formats.types import (
 )
 
 if TYPE_CHECKING:
+    from symbolize.formats.archive import ArchiveMember
     from symbolize.formats.dwarf import DwarfInfo
+    from symbolize.formats.facts import Coverage, SectionFact
     from symbolize.formats.macho_debugmap import DebugMapSource
 
 FAT_MAGIC = 0xCAFEBABE
@@ -278,14 +280,33 @@ def list_slices(path: Path) -> list[Slice]:
                 Slice(arch_name(cputype, subtype), cputype, subtype, offset, size)
                 for cputype, subtype, offset, size in _slice_table(path, head, file_size)
             ]
-        little = struct.unpack_from("<I", head)[0]
-        order = "<" if little in (MH_MAGIC, MH_MAGIC_64) else ">"
-        if struct.unpack_from(order + "I", head)[0] not in (MH_MAGIC, MH_MAGIC_64):
-            raise UnsupportedFormatError("not a Mach-O file", path)
-        if len(head) < 12:
-            raise MalformedInputError("truncated Mach-O header", path, 0)
-        cputype, subtype = struct.unpack_from(order + "II", head, 4)
-        return [Slice(arch_name(cputype, subtype), cputype, subtype, 0, file_size)]
+        return [_thin_slice(path, head, 0, file_size)]
+
+
+def _thin_slice(path: Path, head: bytes, file_offset: int, size: int) -> Slice:
+    """The one slice of a thin Mach-O file whose first bytes are ``head``, at ``file_offset``."""
+    if len(head) < 4:
+        raise MalformedInputError("truncated Mach-O header", path, file_offset)
+    little = struct.unpack_from("<I", head)[0]
+    order = "<" if little in (MH_MAGIC, MH_MAGIC_64) else ">"
+    if struct.unpack_from(order + "I", head)[0] not in (MH_MAGIC, MH_MAGIC_64):
+        raise UnsupportedFormatError("not a Mach-O file", path)
+    if len(head) < 12:
+        raise MalformedInputError("truncated Mach-O header", path, file_offset)
+    cputype, subtype = struct.unpack_from(order + "II", head, 4)
+    return Slice(arch_name(cputype, subtype), cputype, subtype, file_offset, size)
+
+
+def member_slice(path: Path, member: ArchiveMember) -> Slice:
+    """An archive member as the one slice of a thin Mach-O object (``lib.a(member.o)``)."""
+    stream, _file_size = _open_stream(path)
+    with stream:
+        stream.seek(member.file_offset)
+        head = stream.read(min(member.size, 32))
+    try:
+        return _thin_slice(path, head, member.file_offset, member.size)
+    except UnsupportedFormatError as err:
+        raise UnsupportedFormatError(f"archive member {member.name} is not a Mach-O file", path) from err
 
 
 def choose_slice(path: Path, slices: Sequence[Slice], arch: str | None) -> Slice:
@@ -349,9 +370,15 @@ class MachOFile:
 
     format = "macho"
 
-    def __init__(self, path: Path, arch: str | None = None, resolver: HintResolver | None = None) -> None:
-        """Open the ``arch`` slice of ``path``; ``resolver`` finds the objects a debug map names."""
+    def __init__(
+        self, path: Path, arch: str | None = None, resolver: HintResolver | None = None, member: str | None = None
+    ) -> None:
+        """Open the ``arch`` slice of ``path``; ``resolver`` finds the objects a debug map names.
+
+        ``member``: ``path`` is a static archive, and the object is its member of that name.
+        """
         self.path = path
+        self.member: ArchiveMember | None = None
         self._resolver = resolver
         self._debug_map: DebugMapSource | None = None
         self._debug_map_built = False
@@ -365,10 +392,16 @@ class MachOFile:
         self._answer_source: SymbolAnswers | DebugMapSource | None = None
         self._nlists: list[_Nlist] | None = None
         self._summary: DebugInfoSummary | None = None
-        self.slices = list_slices(path)
+        if member is not None:
+            from symbolize.formats.archive import find_member
+
+            self.member = find_member(path, member)
+            self.slices = [member_slice(path, self.member)]
+        else:
+            self.slices = list_slices(path)
         self.slice = choose_slice(path, self.slices, arch)
         self.arch = self.slice.arch
-        self.universal = len(self.slices) > 1 or self.slice.file_offset > 0
+        self.universal = len(self.slices) > 1 or (self.slice.file_offset > 0 and member is None)
         try:
             self._file, file_size = _open_stream(path)
             self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if file_size else None
@@ -397,7 +430,8 @@ class MachOFile:
             self._file = None
 
     def __repr__(self) -> str:
-        return f"MachOFile({str(self.path)!r}, arch={self.arch!r})"
+        member = f", member={self.member.name!r}" if self.member is not None else ""
+        return f"MachOFile({str(self.path)!r}, arch={self.arch!r}{member})"
 
     def _fail(self, message: str, offset: int | None = None) -> MalformedInputError:
         return MalformedInputError(message, self.path, offset)
@@ -769,6 +803,19 @@ class MachOFile:
                 dwarf_versions=dwarf.versions() if dwarf is not None else (),
             )
         return self._summary
+
+    # --- facts for the auditor (formats/macho_coverage.py) -----------------------------
+
+    def section_facts(self) -> tuple[SectionFact, ...]:
+        from symbolize.formats.macho_coverage import macho_section_facts
+
+        return macho_section_facts(self)
+
+    def coverage(self) -> Coverage:
+        """What the function symbols and the DWARF (or the debug map's) cover (see symbolize.formats.facts)."""
+        from symbolize.formats.macho_coverage import macho_coverage
+
+        return macho_coverage(self)
 
 
 def _text16(value: Any) -> str:

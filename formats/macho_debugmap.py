@@ -201,6 +201,16 @@ class DebugMapSource:
     def object_names(self) -> list[str]:
         return [entry.name for entry in self.map]
 
+    def mapped_regions(self) -> list[tuple[int, int, int, MachOFile]]:
+        """Each mapped function whose object answers: ``[low, high)`` in the binary, its start in
+        the object, and the object (what its DWARF covers there: formats/macho_coverage.py)."""
+        found = []
+        for region in self._regions:
+            obj = self._objects.get(region.object_name)
+            if isinstance(obj, MachOFile):
+                found.append((region.low, region.high, region.object_low, obj))
+        return found
+
     def inputs(self) -> str:
         """The objects the answers come from (path, size, mtime), or the reason each is not used."""
         described = []

@@ -31,11 +31,15 @@ _MACHO_MAGICS = {
 }
 
 
-def open_object(path: Path, *, arch: str | None = None, resolver: HintResolver | None = None) -> ObjectFile:
+def open_object(
+    path: Path, *, arch: str | None = None, resolver: HintResolver | None = None, member: str | None = None
+) -> ObjectFile:
     """Open ``path`` with the reader its magic bytes call for.
 
     ``arch`` selects a slice of a fat (universal) Mach-O; readers of single-arch
-    formats ignore it. ``resolver`` is how the reader asks for the files its
+    formats ignore it. ``member`` names the object inside a static archive (``ar``
+    ``!<arch>``: a Mach-O object, as a debug map names ``lib.a(member.o)``).
+    ``resolver`` is how the reader asks for the files its
     debug info refers to (``.dwo``/``.dwp``, dwz, a debug map's objects): readers
     open no file by themselves.
     Raises MissingDebugInfoError when the file does not exist, SymbolizeError
@@ -50,6 +54,12 @@ def open_object(path: Path, *, arch: str | None = None, resolver: HintResolver |
         raise MissingDebugInfoError("file not found", path) from err
     except OSError as err:
         raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
+    if member is not None:
+        if head[:8] != b"!<arch>\n":
+            raise UnsupportedFormatError(f"not a static archive (asked for its member {member})", path)
+        from symbolize.formats.macho import MachOFile
+
+        return MachOFile(path, arch, resolver, member)
     if magic == ELF_MAGIC:
         return ElfFile(path, resolver=resolver)
     if magic in _MACHO_MAGICS:

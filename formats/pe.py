@@ -40,6 +40,7 @@ from symbolize.formats.types import (
 
 if TYPE_CHECKING:
     from symbolize.formats.dwarf import DwarfInfo
+    from symbolize.formats.facts import Coverage, SectionFact
 
 MZ_MAGIC = b"MZ"
 
@@ -382,19 +383,35 @@ class PeFile:
 
     def debug_info(self) -> DebugInfoSummary:
         """What the image carries; DWARF that cannot be read is reported in ``damaged``, not raised."""
+        damaged = ""
+        versions: tuple[int, ...] = ()
         try:
-            self._dwarf_info()
+            dwarf = self._dwarf_info()
         except MalformedInputError as err:
             damaged = str(err)
         else:
-            damaged = ""
+            versions = dwarf.versions() if dwarf is not None else ()
         return DebugInfoSummary(
             has_symbols=bool(self._symbols_by_address()[2]),
             has_dwarf=self.has_dwarf(),
             has_line_info=self._has_section("debug_line"),
             has_inline_info=False,
+            dwarf_versions=versions,
             damaged=damaged,
         )
+
+    # --- facts for the auditor (formats/pe_coverage.py) ---------------------------
+
+    def section_facts(self) -> tuple[SectionFact, ...]:
+        from symbolize.formats.pe_coverage import pe_section_facts
+
+        return pe_section_facts(self)
+
+    def coverage(self) -> Coverage:
+        """What the COFF symbols (else exports) and the MinGW DWARF cover (see symbolize.formats.facts)."""
+        from symbolize.formats.pe_coverage import pe_coverage
+
+        return pe_coverage(self, self._dwarf_info)
 
     def close(self) -> None:
         self._dwarf = None

@@ -10,7 +10,8 @@ if ! python -c "import atheris" 2>/dev/null; then
 fi
 artifacts="$(mktemp -d)"
 for target in "fuzz_object.py elf" "fuzz_object.py macho" "fuzz_object.py pe" "fuzz_profile.py pprof" \
-              "fuzz_profile.py gperftools-cpu" "fuzz_profile.py gperftools-heap" "fuzz_pdb.py"; do
+              "fuzz_profile.py gperftools-cpu" "fuzz_profile.py gperftools-heap" "fuzz_pdb.py" \
+              "fuzz_kernels.py"; do
   # shellcheck disable=SC2086
   python fuzz/$target -max_total_time="$seconds" -artifact_prefix="$artifacts/" "$(mktemp -d)" 2>&1 \
     | grep -E "^(#[0-9]+ +DONE|Done|==|.*Error|.*Traceback)" || true

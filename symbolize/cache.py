@@ -29,7 +29,7 @@ Opened = TypeVar("Opened")
 
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
-ANSWER_VERSION = 3
+ANSWER_VERSION = 4
 # The index array holding the path of the file an index was built from.
 SOURCE_PATH_ARRAY = "source_path"
 

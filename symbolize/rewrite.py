@@ -26,17 +26,17 @@ table order) is kept; new strings are appended.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from symbolize.demangle import DemangleMode, demangle
-from symbolize.discovery import DiscoveryOptions, find_module
+from symbolize.discovery import DiscoveryOptions, find_module, open_module
+from symbolize.discovery.slices import choose_mapping_slice
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
-from symbolize.module import Module, PerFrame, Reason, Unknown, reason_for_error
+from symbolize.module import Module, Reason, Unknown, reason_for_error
 from symbolize.normalize import translator
 from symbolize.offset_frames import name_offset_frames
 from symbolize.pprof import StringTable
@@ -77,9 +77,11 @@ def fresh_ids(used: Iterable[int]) -> Iterator[int]:
         candidate += 1
 
 
-class _Role(enum.Enum):
-    EXACT = "exact"  # the interrupted instruction itself
-    RETURN = "return"  # the instruction after a call
+# A location's roles, as bits (plain ints: a set of enum members costs a Python-level hash per
+# sample frame, and profiles have tens of thousands).
+_EXACT = 1  # the interrupted instruction itself
+_RETURN = 2  # the instruction after a call
+_MIXED = _EXACT | _RETURN
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ class _Pending:
     """A location to name: the lookup address depends on its role."""
 
     location: Location
-    role: _Role
+    role: int  # _EXACT or _RETURN
 
 
 @dataclass
@@ -192,6 +194,11 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
     roles = _location_roles(profile, on_cpu, options.adjust_return_addresses)
     _split_mixed_roles(profile, roles, mappings, strings)
 
+    skip_reasons = {
+        mapping_id: skip_reason(entry.summary.filename, entry.mapping.memory_start)
+        for mapping_id, entry in work.items()
+        if entry.mapping is not None
+    }
     for location in list(profile.location):
         if location.id in offset_owned:
             continue
@@ -203,11 +210,12 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
         if entry.mapping is None:
             entry.summary.count_unnamed(Reason.NO_MAPPING)
             continue
-        reason = skip_reason(entry.summary.filename, entry.mapping.memory_start)
+        reason = skip_reasons[location.mapping_id]
         if reason is not None:
             entry.summary.count_unnamed(Reason.NOT_A_FILE, reason)
             continue
-        role = next(iter(roles.get(location.id, {_Role.EXACT})))
+        # A location still in both roles here is one _split_mixed_roles leaves alone: never named.
+        role = _RETURN if roles.get(location.id, _EXACT) == _RETURN else _EXACT
         entry.pending.append(_Pending(location, role))
 
     for entry in work.values():
@@ -226,18 +234,23 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
     return summary
 
 
-def _location_roles(profile: Profile, on_cpu: bool, adjust: bool) -> dict[int, set[_Role]]:
-    roles: dict[int, set[_Role]] = defaultdict(set)
+def _location_roles(profile: Profile, on_cpu: bool, adjust: bool) -> dict[int, int]:
+    """Each location's roles in the samples (bits ``_EXACT``, ``_RETURN``)."""
+    roles: dict[int, int] = defaultdict(int)
+    leaf_role = _EXACT if not adjust or on_cpu else _RETURN
+    other_role = _EXACT if not adjust else _RETURN
     for sample in profile.sample:
-        for position, location_id in enumerate(sample.location_id):
-            exact = not adjust or (on_cpu and position == 0)
-            roles[location_id].add(_Role.EXACT if exact else _Role.RETURN)
+        location_ids = sample.location_id
+        if location_ids:
+            roles[location_ids[0]] |= leaf_role
+            for location_id in location_ids[1:]:
+                roles[location_id] |= other_role
     return roles
 
 
 def _split_mixed_roles(
     profile: Profile,
-    roles: dict[int, set[_Role]],
+    roles: dict[int, int],
     mappings: dict[int, Mapping],
     strings: StringTable,
 ) -> None:
@@ -249,11 +262,14 @@ def _split_mixed_roles(
     Only locations this run will name are split.
     """
     mixed: set[int] = set()
+    named_from_file = {
+        mapping_id: skip_reason(strings.get(mapping.filename), mapping.memory_start) is None
+        for mapping_id, mapping in mappings.items()
+    }
     for location in profile.location:
-        if roles.get(location.id) != {_Role.EXACT, _Role.RETURN} or len(location.line) > 0:
+        if roles.get(location.id) != _MIXED or len(location.line) > 0:
             continue
-        mapping = mappings.get(location.mapping_id)
-        if mapping is None or skip_reason(strings.get(mapping.filename), mapping.memory_start):
+        if not named_from_file.get(location.mapping_id, False):
             continue
         mixed.add(location.id)
     if not mixed:
@@ -267,8 +283,8 @@ def _split_mixed_roles(
             twin.CopyFrom(location)
             twin.id = twin_id
             twins[location.id] = twin_id
-            roles[twin_id] = {_Role.RETURN}
-            roles[location.id] = {_Role.EXACT}
+            roles[twin_id] = _RETURN
+            roles[location.id] = _EXACT
     for sample in profile.sample:
         # Only the leaf can be an exact PC; mixed roles exist only in on-CPU profiles.
         for position in range(1, len(sample.location_id)):
@@ -295,9 +311,20 @@ def _symbolize_mapping(
         for _ in entry.pending:
             summary.count_unnamed(reason, detail)
         return
+    slice_by = "uuid" if build_id else None
+    if not build_id:
+        # No UUID to name the slice of a universal binary: the mapping's shape names it.
+        runtime_addrs = [pending.location.address for pending in entry.pending]
+        choice = choose_mapping_slice(module.image, options.discovery, mapping.memory_start, mapping.memory_limit,
+                                      mapping.file_offset, runtime_addrs)  # fmt: skip
+        if choice is not None:
+            slice_by = choice.decided_by
+            if choice.arch != module.image.arch:
+                module = open_module(module.image.path, options.discovery, arch=choice.arch)
     summary.binary = str(module.image.path)
     if getattr(module.image, "universal", False):
         summary.slice = module.image.arch
+        summary.slice_by = slice_by
     if not build_id and module.image.debug_id is not None:
         # Keep what was found, so pprof and later runs can verify the binary.
         mapping.build_id = strings.intern(str(module.image.debug_id))
@@ -308,7 +335,7 @@ def _symbolize_mapping(
     to_vaddr = translator(module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset)
     for pending in entry.pending:
         runtime_addr = pending.location.address
-        if pending.role is _Role.RETURN and runtime_addr > 0:
+        if pending.role == _RETURN and runtime_addr > 0:
             runtime_addr -= 1
         vaddr = to_vaddr(runtime_addr)
         if vaddr is None:
@@ -334,9 +361,8 @@ def _symbolize_mapping(
         _attach_lines(pending.location, result, functions)
         summary.count_named()
         named.append(result)
-    if named and not module.debug_files and not any(frame.line > 0 for frames in named for frame in frames):
-        missing = "dSYM" if module.image.format == "macho" else "debug file"
-        summary.missing_lines = f"named from the symbol table only: no {missing} was found"
+    if named and not any(frame.line > 0 for frames in named for frame in frames):
+        summary.missing_lines = _lines_missing_reason(module)
     summary.damaged_debug_info = module.damaged_debug_info() or None
     summary.refused = module.refusals()
     if summary.unnamed == 0:
@@ -344,6 +370,21 @@ def _symbolize_mapping(
         mapping.has_filenames = any(frame.file for frames in named for frame in frames)
         mapping.has_line_numbers = any(frame.line > 0 for frames in named for frame in frames)
         mapping.has_inline_frames = any(len(frames) > 1 for frames in named)
+
+
+def _lines_missing_reason(module: Module) -> str | None:
+    """Why a module's named frames came without lines: no debug file, or the debug file's own reason
+    (a publics-only PDB says so); None when the debug files give none."""
+    if not module.debug_files:
+        missing = "dSYM" if module.image.format == "macho" else "debug file"
+        return f"named from the symbol table only: no {missing} was found"
+    for source in module.debug_files:
+        reason = getattr(source, "lines_missing_reason", None)
+        if callable(reason):
+            found = reason()
+            if isinstance(found, str):
+                return found
+    return None
 
 
 def _open_module(options: RewriteOptions, filename: str, build_id: str | None) -> Module:
@@ -375,8 +416,17 @@ class _FunctionTable:
             )
             self._ids.setdefault(key, function.id)
         self._new_ids = fresh_ids(function.id for function in profile.function)
-        # The id of the Function entry for a frame's function, its name demangled as ``mode`` asks.
-        self.id_of = PerFrame(self._function_id)
+        # By the frame fields a Function is made of: an inlined call's frame and the innermost
+        # frames at the many addresses of one function share it, each a Frame object of its own.
+        self._by_frame: dict[tuple[str | None, str | None, int], int] = {}
+
+    def id_of(self, frame: Frame) -> int:
+        """The id of the Function entry for ``frame``'s function, its name demangled as ``mode`` asks."""
+        key = (frame.function, frame.file, frame.start_line)
+        function_id = self._by_frame.get(key)
+        if function_id is None:
+            function_id = self._by_frame[key] = self._function_id(frame)
+        return function_id
 
     def _function_id(self, frame: Frame) -> int:
         system_name = frame.function or "??"

@@ -6,7 +6,7 @@
                    "locations": N, "named": N, "unnamed": N, "reasons": {reason: N},
                    "details": [{"reason": reason, "detail": str, "count": N}],
                    "missing_lines": str|null, "damaged_debug_info": str|null,
-                   "refused": [str], "slice": str|null}],
+                   "refused": [str], "slice": str|null, "slice_by": str|null}],
      "locations": N, "named": N, "unnamed": N,
      "nothing_to_name": bool,
      "unnamed_value_share": {sample_type_name: float 0..1},
@@ -30,9 +30,12 @@ name). Addresses nothing else names are counted under ``"damaged-debug-info"``.
 build ID, CRC32 or DWO ID that differs, a file that cannot be read, a file outside the directory
 it was looked up in): debug files, dSYMs and PDBs, and the ``.dwo``/``.dwp`` and dwz files the
 DWARF asked for while the mapping's addresses were looked up.
-``"slice"`` is the architecture used of a universal (fat) Mach-O binary, else null.
-``"missing_lines"`` says why named locations have no file or line, when none has one and
-discovery found no debug file (a stripped binary without its dSYM or debug file), else null.
+``"slice"`` is the architecture used of a universal (fat) Mach-O binary, else null;
+``"slice_by"`` what chose it: ``"uuid"`` (the mapping's), ``"mapping size"`` or ``"addresses"``
+(symbolize/discovery/slices.py), ``"default"`` (nothing told the slices apart: the host's).
+``"missing_lines"`` says why named locations have no file or line, when none has one: discovery
+found no debug file (a stripped binary without its dSYM or debug file), or the debug file found
+says why it has none (a publics-only PDB); else null.
 """
 
 from __future__ import annotations
@@ -66,8 +69,9 @@ class MappingSummary:
     details: Counter[tuple[Reason, str]] = field(default_factory=Counter)
     # Why the names came without lines (no debug file found), when that is so.
     missing_lines: str | None = None
-    # The slice of a universal binary the mapping was read from (the one with its UUID, else the host's).
+    # The slice of a universal binary the mapping was read from, and what chose it (see slice_by above).
     slice: str | None = None
+    slice_by: str | None = None
     # Why the debug info cannot be read at all, when so (only the symbol table names addresses).
     damaged_debug_info: str | None = None
     # Candidate debug files turned down, "path: why".
@@ -104,6 +108,7 @@ class MappingSummary:
             "damaged_debug_info": self.damaged_debug_info,
             "refused": list(self.refused),
             "slice": self.slice,
+            "slice_by": self.slice_by,
         }
 
 
@@ -169,7 +174,8 @@ class Summary:
             source = mapping.debug_file or mapping.binary
             via = f" (via {source})" if source and source != mapping.filename else ""
             if mapping.slice:
-                via += f" [{mapping.slice} slice]"
+                chosen = f", by {mapping.slice_by}" if mapping.slice_by and mapping.slice_by != "uuid" else ""
+                via += f" [{mapping.slice} slice{chosen}]"
             already = ""
             if mapping.already_symbolized:
                 already = f", {mapping.already_symbolized} already symbolized"

@@ -5,7 +5,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
+from symbolize.formats.symbols import SymbolIndex
 
 
 def uleb(value: int) -> bytes:
@@ -109,3 +112,10 @@ def sleb(value: int) -> bytes:
 
 def getter(sections: dict[str, bytes]):  # type: ignore[no-untyped-def]
     return lambda name: sections.get(name)
+
+
+def answering(info: DwarfInfo) -> DwarfSymbolAnswers:
+    """``info`` answering through the run builder every container uses (formats/dwarf/answers.py),
+    with no symbol table: ``frames_at`` gives [] where no unit names an address, and raises
+    MalformedInputError where a broken unit (or debug info unread) is all that covers it."""
+    return DwarfSymbolAnswers(info.path, info, SymbolIndex([]))

@@ -148,10 +148,16 @@ def nested_inlines_case(depth: int = 6_000) -> tuple[dict[str, bytes], int]:
 
 def huge_lines_case() -> tuple[dict[str, bytes], int]:
     """A call line of 2^64-1 (data8) and a negative declaration line (sdata)."""
-    abbrevs = common_abbrevs(call_line_form=c.DW_FORM_data8, decl_line_form=c.DW_FORM_sdata)
+    return lines_case((c.DW_FORM_data8, LE4.u(8, (1 << 64) - 1)), (c.DW_FORM_sdata, sleb(-5)))
+
+
+def lines_case(call_line: tuple[int, bytes], decl_line: tuple[int, bytes]) -> tuple[dict[str, bytes], int]:
+    """``inner`` inlined into ``outer`` with the call line and outer's declaration line given as
+    (form, encoded value)."""
+    abbrevs = common_abbrevs(call_line_form=call_line[0], decl_line_form=decl_line[0])
     body = cu_die("big.c", 0x1000, 0x100)
-    body += function_die("outer", 0x1000, 0x100, parent=True, decl_line=sleb(-5))
-    body += inlined_die("inner", 0x1000, 0x100, parent=False, call_line=LE4.u(8, (1 << 64) - 1))
+    body += function_die("outer", 0x1000, 0x100, parent=True, decl_line=decl_line[1])
+    body += inlined_die("inner", 0x1000, 0x100, parent=False, call_line=call_line[1])
     body += b"\0\0"
     return {"debug_info": unit(body), "debug_abbrev": abbrevs}, 0x1010
 

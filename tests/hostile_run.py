@@ -70,6 +70,25 @@ def _compressed_sections(directory: Path) -> str:
     return f"answered {results}"
 
 
+def _nested_inlines_indexed(directory: Path) -> str:
+    """6,000 nested inlined calls through the persistent index: built, stored, loaded, looked up
+    (the index builder's recursive descent overflowed at 1,200)."""
+    from symbolize import api
+    from tests import hostile_dwarf as h
+    from tests.test_malformed_elf import SHT_PROGBITS, Section, build_elf, symtab
+
+    sections, vaddr = h.nested_inlines_case(6_000)
+    path = directory / "nested.so"
+    path.write_bytes(build_elf([*symtab(b"sym"), *(Section("." + n, SHT_PROGBITS, d) for n, d in sections.items())]))
+    cache = directory / "cache"
+    if not api.build_indexes([path], cache_dir=cache):
+        raise AssertionError("no index was built")
+    (frames,) = api.lookup(path, [vaddr], cache_dir=cache, demangle="none")
+    if not isinstance(frames, list) or len(frames) != 6_001 or frames[0].function != "i5999":
+        raise AssertionError(f"indexed answer is not the 6,001-frame chain: {str(frames)[:200]}")
+    return "6001 frames from the index"
+
+
 def _cli(arguments: list[str]) -> str:
     """``symbolize ARGS`` in this process; the CLI must end in one line and a known exit code."""
     from symbolize.cli.app import main
@@ -135,6 +154,26 @@ def _deep_mangled_name(directory: Path) -> str:
     return _cli(["lookup", "--obj", str(path), "--no-cache", "--no-background-index", "0x1004"])[:80]
 
 
+def _gperftools_count_past_int64(directory: Path) -> str:
+    """fuzz_profile.py gperftools-cpu's finding through the CLI: a count past int64 with period 0."""
+    words = [0, 3, 0, 0, 0, (1 << 64) - 2, 1, 0x1000, 0, 1, 0]
+    path = directory / "cpu.prof"
+    path.write_bytes(struct.pack(f"<{len(words)}Q", *words))
+    return _cli(["profile", str(path), "-o", str(directory / "out.pb"), "--no-cache", "--no-background-index"])
+
+
+def _macho_cut_short(directory: Path) -> str:
+    """fuzz_object.py macho's findings through the CLI: headers cut short, a string table past the end."""
+    binary = (ROOT / "fixtures" / "bin" / "macos" / "cdemo-x86_64").read_bytes()
+    outcomes = []
+    for name, data in (("fat-without-slices", struct.pack(">II", 0xCAFEBABE, 0)),
+                       ("thin-cut", struct.pack("<II", 0xFEEDFACF, 7)), ("strings-cut", binary[:-1])):
+        path = directory / name
+        path.write_bytes(data)
+        outcomes.append(_cli(["lookup", "--obj", str(path), "--no-cache", "--no-background-index", "0x100003f00"]))
+    return "; ".join(outcome[:60] for outcome in outcomes)
+
+
 def _cases() -> dict[str, Callable[[Path], str]]:
     from tests import hostile_dwarf as h
 
@@ -148,6 +187,7 @@ def _cases() -> dict[str, Callable[[Path], str]]:
         "deep_skip": _elf_case(h.deep_skip_case),
         "shared_table": _elf_case(h.shared_table_case),
         "nested_inlines": _elf_case(h.nested_inlines_case),
+        "nested_inlines_indexed": _nested_inlines_indexed,
         "huge_lines": _elf_case(h.huge_lines_case),
         "past_address_space": _elf_case(h.past_address_space_case),
         "bad_version": _elf_case(lambda: h.bad_header_case(version=9)),
@@ -157,6 +197,8 @@ def _cases() -> dict[str, Callable[[Path], str]]:
         "gzip_bomb": _gzip_bomb,
         "profile_ids_at_max": _profile_ids_at_max,
         "deep_mangled_name": _deep_mangled_name,
+        "gperftools_count_past_int64": _gperftools_count_past_int64,
+        "macho_cut_short": _macho_cut_short,
     }
 
 

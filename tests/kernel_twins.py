@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from symbolize.formats.dwarf import DwarfInfo, scan
+from symbolize.formats.dwarf import DwarfInfo, ranges, scan
 from symbolize.formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.elf import ElfFile
@@ -50,6 +50,8 @@ class RecordingWalk:
     def __init__(self, kernels: Any) -> None:
         self._kernels = kernels
         self.WalkPlans = kernels.WalkPlans
+        self.node_ranges = kernels.node_ranges
+        self.decode_ranges = kernels.decode_ranges
         self.returned: list[bool] = []
 
     def walk_dies(self, *args: Any) -> bool:
@@ -60,12 +62,16 @@ class RecordingWalk:
 
 @contextmanager
 def scan_kernels(kernels: Any) -> Iterator[None]:
-    saved = scan.kernels
-    scan.kernels = kernels
+    """``kernels`` in scan.py and ranges.py (None: the Python reference alone)."""
+    modules = (vars(scan), vars(ranges))
+    saved = [module["kernels"] for module in modules]
+    for module in modules:
+        module["kernels"] = kernels
     try:
         yield
     finally:
-        scan.kernels = saved
+        for module, value in zip(modules, saved, strict=True):
+            module["kernels"] = value
 
 
 def index_state(index: UnitIndex) -> tuple[object, ...]:
@@ -89,3 +95,21 @@ def scan_outcome(unit: Unit, whole: bool, kernels: Any) -> tuple[object, ...]:
         except Exception as error:  # any type: the two sides must raise the same one
             return ("raised", type(error), str(error), index_state(index) if index is not None else None)
     return ("scanned", index_state(index))
+
+
+def ranges_outcome(unit: Unit, form: Any, value: Any, kernels: Any) -> tuple[object, ...]:
+    """``decode_ranges_attribute`` with ``kernels`` in ranges.py: the ranges, or what it raised."""
+    with scan_kernels(kernels):
+        try:
+            return ("decoded", ranges.decode_ranges_attribute(unit, form, value))
+        except Exception as error:  # any type: the two sides must raise the same one
+            return ("raised", type(error), str(error))
+
+
+def node_ranges_outcome(unit: Unit, values: dict[int, tuple[int, Any]], kernels: Any) -> tuple[object, ...]:
+    """``scan._node_ranges`` with ``kernels`` in scan.py and ranges.py: the ranges, or what it raised."""
+    with scan_kernels(kernels):
+        try:
+            return ("decoded", scan._node_ranges(unit, values))
+        except Exception as error:  # any type: the two sides must raise the same one
+            return ("raised", type(error), str(error))

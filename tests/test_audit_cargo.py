@@ -50,6 +50,17 @@ def test_no_release_profile_explains_cargo_defaults() -> None:
     assert macos.frame_pointers == "target default: kept"
 
 
+def test_defaults_cite_the_release_they_hold_from() -> None:
+    # RELEASES.md 1.24.0 (rustc's 16 codegen units in release, rust-lang/rust#46910); RFC 1513 and
+    # the edition guide (the panic key, Rust 1.10). lto = false has no established release: its
+    # source says so instead of guessing one.
+    (release,) = _audit("no-release-profile").profiles
+    sources = {setting.key: (setting.value, setting.source) for setting in release.settings}
+    assert sources["codegen-units"][0] == "16" and "Rust 1.24" in sources["codegen-units"][1]
+    assert sources["panic"][0] == "unwind" and "Rust 1.10" in sources["panic"][1]
+    assert sources["lto"][0] == "false" and "no release pinned" in sources["lto"][1]
+
+
 def test_line_tables_and_inheritance() -> None:
     audit = _audit("line-tables")
     chains = {profile.name: profile.inherits for profile in audit.profiles}

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from symbolize.cli.app import app
-from tests.fixtures_data import FIXTURES
+from tests.fixtures_data import BIN, FIXTURES
 
 AUDIT = FIXTURES / "audit"
 CARGO = FIXTURES / "cargo"
@@ -37,6 +37,10 @@ def _run(*args: str) -> tuple[int, str, str]:
         ([str(AUDIT / "rs-debug2-fp"), "--require-frame-pointers", "--require", "lines"], 0),
         ([str(AUDIT / "packed-missing" / "rs-packed"), "--require", "inlines"], 1),
         ([str(AUDIT / "rs-packed"), "--require", "inlines"], 0),
+        ([str(BIN / "windows" / "winapp.exe"), "--require", "inlines"], 0),  # its PDB beside it
+        ([str(AUDIT / "pe-exports-only" / "winlib.dll"), "--require", "lines"], 1),
+        ([str(BIN / "macos" / "cppdemo-x86_64"), "--require", "inlines"], 0),  # its dSYM beside it
+        ([str(BIN / "macos" / "cdemo-x86_64-stripped"), "--require", "lines"], 1),
         ([str(AUDIT / "rs-debug2"), "--require", "everything"], 2),
         ([], 2),
         ([str(AUDIT / "no-such-binary")], 3),

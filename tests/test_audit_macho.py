@@ -1,5 +1,6 @@
 """The auditor on the Mach-O fixtures (fixtures/bin/macos, fixtures/README.md "Mach-O"): the report
-each one's build recipe implies, through the Mach-O reader's public surface (audit by lookups)."""
+each one's build recipe implies, from what the Mach-O reader measures of the binary and its dSYM or
+debug map (checked against llvm-dwarfdump --statistics in test_audit.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from symbolize.audit import ProfileView, audit_binary
-from symbolize.audit.report import BinaryAudit, UnreadableBinary
+from symbolize.audit.report import BinaryAudit, SymbolTableKind, UnreadableBinary
 from tests.fixtures_data import BIN
 
 MACOS = BIN / "macos"
@@ -46,13 +47,18 @@ def test_debug_map(tmp_path: Path, arch: str) -> None:
     # No dSYM: the DWARF is in obj/cdemo-<arch>.o, which the build machine has...
     audit = _audit(MACOS / f"cdemo-{arch}")
     assert _files(audit)["dsym"] == (False, None)
+    assert _files(audit)["debug-map-object"] == (True, True)
+    assert "embedded" not in _files(audit)  # the DWARF is in the object, not the binary
+    assert audit.debug_info.dwarf_versions == (4,)  # llvm-dwarfdump --debug-info obj/cdemo-<arch>.o: one v4 unit
     assert audit.verdict.shows is ProfileView.WITH_INLINES
     assert any("dsym" in reason for reason in audit.verdict.reasons)
     assert any(".dSYM" in fix for fix in audit.verdict.fixes)
     # ...and a user's machine, with the binary alone, does not: symbols only.
     shipped = tmp_path / f"cdemo-{arch}"
     shutil.copy(MACOS / f"cdemo-{arch}", shipped)
-    assert _audit(shipped).verdict.shows is ProfileView.NAMES
+    alone = _audit(shipped)
+    assert alone.verdict.shows is ProfileView.NAMES
+    assert _files(alone)["debug-map-object"] == (False, None)
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
@@ -95,3 +101,15 @@ def test_universal_binary_is_audited_per_slice() -> None:
     assert all(audit.verdict.shows is ProfileView.WITH_INLINES for audit in report.binaries)
     uuids = {audit.identity.debug_id for audit in report.binaries}
     assert len(uuids) == 2  # each slice has its own UUID, matched in the universal dSYM
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "arm64"])
+def test_strip_x_keeps_external_symbols_only(arch: str) -> None:
+    # build_macos.sh: llvm-strip -x drops the local (static) functions' nlists, keeps the external ones.
+    stripped = _audit(MACOS / f"cdemo-{arch}-stripped")
+    assert (stripped.symbols.kind, stripped.symbols.table) == (SymbolTableKind.DYNAMIC_ONLY, "external")
+    assert any("exported names only" in reason for reason in stripped.verdict.reasons)
+    assert any("strip -S" in fix for fix in stripped.verdict.fixes)
+    full = _audit(MACOS / f"cdemo-{arch}")
+    assert (full.symbols.kind, full.symbols.table) == (SymbolTableKind.FULL, "full")
+    assert not any("exported names only" in reason for reason in full.verdict.reasons)

@@ -3,15 +3,19 @@
 A compressed-section bomb in the DWARF leaves the symbol table naming; a ``.dwo``, ``.dwp`` or dwz
 file that cannot be read is refused, as a missing one would be, and says why; MiniDebugInfo that
 does not decompress takes only its own symbols; a MinGW PE whose DWARF reaches past the file is
-named from its COFF symbols. Where a damaged part leaves an address unnamed, the reason is
+named from its COFF symbols; a dSYM or a debug map's object whose DWARF cannot be read leaves the
+Mach-O symbol table naming. Where a damaged part leaves an address unnamed, the reason is
 ``damaged-debug-info`` with the error as its detail, in lookups and in the profile summary.
-Each test failed before its fix: the whole lookup raised the part's error.
+The ELF, PE, split-DWARF and dwz tests failed before their fix: the whole lookup raised the part's
+error. The debug-map test failed before Mach-O answered through the shared run builder (every
+address of the binary was left unnamed with the object's error); the dSYM test pins the same.
 """
 
 from __future__ import annotations
 
 import json
 import lzma
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -21,6 +25,7 @@ import pytest
 
 from symbolize import api
 from symbolize.formats.elf import ElfFile
+from symbolize.formats.macho import N_OSO, MachOFile
 from symbolize.formats.pe import PeFile
 from symbolize.module import Reason, Unknown
 from symbolize.proto.profile_pb2 import Profile
@@ -30,6 +35,7 @@ from tests.test_malformed_elf import SHF_COMPRESSED, SHT_PROGBITS, Section, buil
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "fixtures" / "bin"
+MACOS = BIN / "macos"
 EXPECTED = ROOT / "fixtures" / "expected"
 # A zstd Chdr claiming 4 GiB, refused by the cap before anything is inflated.
 BOMB = struct.pack("<IIQQ", 2, 0, 4 << 30, 1) + bytes(16)
@@ -225,3 +231,55 @@ def test_mingw_dwarf_past_the_file_leaves_the_coff_symbols_naming(tmp_path: Path
     assert [result[-1].function for result in results if isinstance(result, list)] == [name for _, name in starts]
     with PeFile(path) as image:
         assert "extends past end of file" in image.debug_info().damaged
+
+
+# Mach-O -----------------------------------------------------------------------------
+
+
+def _debug_map_with_broken_object(tmp_path: Path) -> Path:
+    """cdemo-x86_64 and its debug-map object, whose first unit has a reserved length (its DWARF
+    cannot be read at all), the N_OSO stab recording the damaged object's mtime."""
+    (tmp_path / "obj").mkdir()
+    obj = tmp_path / "obj" / "cdemo-x86_64.o"
+    data = bytearray((MACOS / "obj" / obj.name).read_bytes())
+    with MachOFile(MACOS / "obj" / obj.name) as original:
+        info = bytes(original.section_data("debug_info") or b"")
+    struct.pack_into("<I", data, data.find(info), 0xFFFFFFF0)
+    obj.write_bytes(bytes(data))
+    mtime = int(obj.stat().st_mtime)
+    os.utime(obj, (mtime, mtime))
+    binary = tmp_path / "cdemo-x86_64"
+    image_data = bytearray((MACOS / binary.name).read_bytes())
+    with MachOFile(MACOS / binary.name) as image:
+        oso = next(stab for stab in image.stabs() if stab.n_type == N_OSO)
+    struct.pack_into("<Q", image_data, oso.file_offset + 8, mtime)  # nlist_64.n_value
+    binary.write_bytes(bytes(image_data))
+    return binary
+
+
+def test_a_debug_map_object_whose_dwarf_cannot_be_read_leaves_the_symbols_naming(tmp_path: Path) -> None:
+    binary = _debug_map_with_broken_object(tmp_path)
+    expected = json.loads((EXPECTED / "macos" / "cdemo-macho-x86_64-debugmap.json").read_text())
+    starts = [(int(entry["address"], 16), entry["frames"][-1]["function"])
+              for entry in expected["addresses"] if entry["kind"] == "function_start"]
+    results = api.lookup(binary, [vaddr for vaddr, _ in starts], use_cache=False, demangle="none")
+    assert [result[-1].function for result in results if isinstance(result, list)] == [name for _, name in starts]
+
+
+def test_a_dsym_whose_dwarf_cannot_be_read_leaves_the_symbols_naming(tmp_path: Path) -> None:
+    shutil.copy(MACOS / "cppdemo-x86_64", tmp_path / "cppdemo-x86_64")
+    resources = "cppdemo-x86_64.dSYM/Contents/Resources/DWARF"
+    (tmp_path / resources).mkdir(parents=True)
+    dwarf = MACOS / resources / "cppdemo-x86_64"
+    data = bytearray(dwarf.read_bytes())
+    with MachOFile(dwarf) as original:
+        info = bytes(original.section_data("debug_info") or b"")
+    struct.pack_into("<I", data, data.find(info), 0xFFFFFFF0)
+    (tmp_path / resources / "cppdemo-x86_64").write_bytes(bytes(data))
+    expected = json.loads((EXPECTED / "macos" / "cppdemo-macho-x86_64.json").read_text())
+    starts = [(int(entry["address"], 16), entry["frames"][-1]["function"])
+              for entry in expected["addresses"] if entry["kind"] == "function_start"]
+    results = api.lookup(tmp_path / "cppdemo-x86_64", [vaddr for vaddr, _ in starts], use_cache=False,
+                         demangle="none")
+    assert [result[-1].function for result in results if isinstance(result, list)] == [name for _, name in starts]
+    assert all(frame.line == 0 for result in results if isinstance(result, list) for frame in result)

@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.dwarf import constants as c
-from symbolize.formats.dwarf.export import export_dwarf
+from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 from symbolize.formats.dwarf.reader import read_uleb
 from symbolize.formats.dwarf.skip import SubtreeSkipper
 from symbolize.formats.dwarf.unit import Unit
-from tests.dwarf_builder import getter, uleb
-from tests.exported_units import chain_at
+from symbolize.formats.types import Frame
+from tests.dwarf_builder import answering, getter, uleb
 
 PATH = Path(__file__).with_name("synthetic-lazy.elf")
 _FLAG_PRESENT = c.DW_FORM_flag_present
@@ -196,28 +196,31 @@ def test_chain_at_every_address_matches_the_model(tree: tuple[Die, list], with_s
     end = functions[-1][1] + functions[-1][2] + 4
     addresses = list(range(0x1000 - 2, end))
     rng.shuffle(addresses)  # expansion order must not change any answer
+    answers = answering(info)
     for vaddr in addresses:
-        frames = info.frames_at(vaddr)
-        expected = _expected(functions, vaddr)
-        assert (None if frames is None else [frame.function for frame in frames]) == expected, hex(vaddr)
+        frames = answers.frames_at(vaddr)
+        assert (_functions(frames) if frames else None) == _expected(functions, vaddr), hex(vaddr)
+
+
+def _functions(frames: list[Frame] | tuple[Frame, ...]) -> list[str | None]:
+    return [frame.function for frame in frames]
 
 
 @settings(max_examples=40, deadline=None)
 @given(_trees(), st.booleans())
-def test_export_lays_every_subtree_after_its_node(tree: tuple[Die, list], with_siblings: bool) -> None:  # type: ignore[type-arg]
+def test_whole_unit_runs_after_a_lookup_match_the_model(tree: tuple[Die, list], with_siblings: bool) -> None:  # type: ignore[type-arg]
+    """The index's whole-unit build, after a lookup expanded part of the unit, finds every node."""
     root, functions = tree
-    info = _dwarf(root, with_siblings)
-    info.frames_at(functions[0][1])  # expand part of the unit first, as a lookup would
-    (unit,) = export_dwarf(info).units
-    count = sum(1 for _ in _model_nodes([call for _, _, _, calls in functions for call in calls])) + len(functions)
-    assert len(unit.node_parent) == count
-    for node, parent in enumerate(unit.node_parent):
-        assert unit.node_first[node] == node + 1
-        if parent >= 0:
-            assert unit.node_first[parent] <= node < unit.node_end[parent]
-    for name, low, _, _ in functions:
-        chain = chain_at(unit, low)
-        assert unit.node_name[chain[0]] == "ns::" + name
+    answers = answering(_dwarf(root, with_siblings))
+    answers.frames_at(functions[0][1])  # expand part of the unit first, as a lookup would
+    runs = answers.answers(0)
+    end = functions[-1][1] + functions[-1][2] + 4
+    for vaddr in range(0x1000 - 2, end):
+        run = runs.run_at(vaddr)
+        assert (_functions(run.frames) if run is not None else None) == _expected(functions, vaddr), hex(vaddr)
+    model = {call.name for call in _model_nodes([call for _, _, _, calls in functions for call in calls])}
+    named = {frame.function for run in runs for frame in run.frames}
+    assert named == {"ns::" + name for name in model} | {"ns::" + name for name, _, _, _ in functions}
 
 
 def _model_nodes(calls: list[Call]):  # type: ignore[no-untyped-def]
@@ -304,21 +307,22 @@ def test_types_local_to_a_function_never_qualify_names(tree: tuple[Die, list], w
     scopes = (list(index.scope_start), list(index.scope_end), list(index.scope_name), list(index.scope_parent))
     addresses = list(range(0x1000, functions[-1][1] + functions[-1][2]))
     rng.shuffle(addresses)
+    answers = answering(info)
     for vaddr in addresses:
-        frames = info.frames_at(vaddr)
-        assert (None if frames is None else [frame.function for frame in frames]) == _expected(functions, vaddr)
+        frames = answers.frames_at(vaddr)
+        assert (_functions(frames) if frames else None) == _expected(functions, vaddr)
     assert (index.scope_start, index.scope_end, index.scope_name, index.scope_parent) == scopes
     assert "Local" not in index.scope_name
 
 
 @settings(max_examples=40, deadline=None)
 @given(_trees(), st.booleans(), st.randoms(use_true_random=False))
-def test_a_whole_unit_walk_exports_what_lazy_expansion_does(tree: tuple[Die, list], with_siblings: bool, rng) -> None:  # type: ignore[no-untyped-def, type-arg]
+def test_a_whole_unit_walk_gives_the_runs_lazy_expansion_does(tree: tuple[Die, list], with_siblings: bool, rng) -> None:  # type: ignore[no-untyped-def, type-arg]
     root, functions = tree
-    lazy = _dwarf(root, with_siblings)
+    lazy: DwarfSymbolAnswers = answering(_dwarf(root, with_siblings))
     addresses = list(range(0x1000, functions[-1][1] + functions[-1][2]))
     for vaddr in rng.sample(addresses, min(len(addresses), 12)):
         lazy.frames_at(vaddr)  # decode the unit lazily and expand some nodes, as lookups would
-    (expanded,) = export_dwarf(lazy).units
-    (whole,) = export_dwarf(_dwarf(root, with_siblings)).units
+    expanded = list(lazy.answers(0))
+    whole = list(answering(_dwarf(root, with_siblings)).answers(0))
     assert whole == expanded

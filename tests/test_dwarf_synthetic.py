@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 
 from symbolize.formats.dwarf import DwarfInfo
+from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 from symbolize.formats.errors import MalformedInputError
-from tests.dwarf_builder import Function, abbrev_table, compile_unit, getter, line_program
+from tests.dwarf_builder import Function, abbrev_table, answering, compile_unit, getter, line_program
 
 PATH = Path("synthetic.elf")
 
 
-def _info(**overrides: bytes) -> DwarfInfo:
+def _info(**overrides: bytes) -> DwarfSymbolAnswers:
     lines = line_program([(0x1000, 10), (0x1010, 12), (0x1020, 20)])
     sections = {
         "debug_info": compile_unit("a.c", [Function("outer", 0x1000, 0x40, [("helper", 0x1010, 0x10, 7)])]),
@@ -21,7 +22,7 @@ def _info(**overrides: bytes) -> DwarfInfo:
         "debug_line": lines,
     }
     sections.update(overrides)
-    return DwarfInfo(getter(sections), PATH)
+    return answering(DwarfInfo(getter(sections), PATH))
 
 
 def test_inline_chain_is_innermost_first_with_call_site_lines() -> None:
@@ -38,8 +39,8 @@ def test_outside_inline_range_names_only_the_function() -> None:
     assert frames is not None and [(f.function, f.line) for f in frames] == [("outer", 20)]
 
 
-def test_address_outside_every_unit_is_none() -> None:
-    assert _info().frames_at(0x5000) is None
+def test_address_outside_every_unit_is_unnamed() -> None:
+    assert _info().frames_at(0x5000) == []
 
 
 def test_truncated_unit_length_is_a_typed_error_naming_the_file() -> None:
@@ -85,7 +86,7 @@ def test_a_line_program_stepping_below_line_zero_is_reported() -> None:
 def test_abbreviation_offset_past_the_section_is_reported() -> None:
     info = _info(debug_info=compile_unit("a.c", [Function("outer", 0x1000, 0x40)], abbrev_offset=0x5000))
     # The unit's ranges cannot be read, so no unit covers the address: nothing to name, nothing claimed.
-    assert info.frames_at(0x1004) is None
+    assert info.frames_at(0x1004) == []
 
 
 def test_unsupported_version_is_reported() -> None:

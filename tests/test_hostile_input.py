@@ -7,8 +7,11 @@ in bench/); tests/test_hostile_limits.py runs the same reproducers under a memor
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import shutil
 import struct
+import subprocess
 import time
 import tracemalloc
 import zlib
@@ -20,6 +23,7 @@ from symbolize import api
 from symbolize.demangle import demangle
 from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 from symbolize.formats.dwarf.skip import SubtreeSkipper
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.errors import InputLimitError, MalformedInputError
@@ -29,8 +33,9 @@ from symbolize.pprof import gunzip, parse_profile, write_profile
 from symbolize.proto.profile_pb2 import Function, Line, Profile
 from symbolize.rewrite import MAX_ID, fresh_ids
 from symbolize.tempfiles import STALE_AFTER_SECONDS
-from tests.dwarf_builder import getter, uleb
+from tests.dwarf_builder import answering, getter, sleb, uleb
 from tests.hostile_dwarf import (
+    LE4,
     Encoding,
     abbrev,
     bad_header_case,
@@ -38,9 +43,9 @@ from tests.hostile_dwarf import (
     cu_lines_die,
     deep_skip_case,
     function_die,
-    huge_lines_case,
     line_header_v5,
     line_program_rows,
+    lines_case,
     nested_inlines_case,
     past_address_space_case,
     shared_table_case,
@@ -52,8 +57,9 @@ from tests.test_rewrite import TEXT_START, Opener, location, make_profile, run
 PATH = Path("hostile.elf")
 
 
-def _info(sections: dict[str, bytes], **options: object) -> DwarfInfo:
-    return DwarfInfo(getter(sections), PATH, **options)  # type: ignore[arg-type]
+def _info(sections: dict[str, bytes], **options: object) -> DwarfSymbolAnswers:
+    """The sections' DWARF, answering through the run builder every container uses."""
+    return answering(DwarfInfo(getter(sections), PATH, **options))  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -194,14 +200,37 @@ def test_nested_inlined_calls_expand_in_linear_work(skipper_walks: list[int]) ->
 # Values out of range -------------------------------------------------------------------
 
 
-def test_call_and_decl_lines_out_of_range_read_zero() -> None:
-    sections, vaddr = huge_lines_case()
+# (call line, outer's decl line) as (form, bytes) -> llvm-symbolizer 14's answer for outer's frame,
+# (Line, StartLine), from `llvm-symbolizer --obj FILE --output-style=JSON 0x1010` on each file.
+_LINE_CASES = {
+    "data8 2^64-1, sdata -5": ((c.DW_FORM_data8, LE4.u(8, (1 << 64) - 1)), (c.DW_FORM_sdata, sleb(-5)),
+                               (4294967295, 0)),
+    "data8 2^32+7, sdata 9": ((c.DW_FORM_data8, LE4.u(8, (1 << 32) + 7)), (c.DW_FORM_sdata, sleb(9)), (7, 0)),
+    "sdata -3, data8 2^33+11": ((c.DW_FORM_sdata, sleb(-3)), (c.DW_FORM_data8, LE4.u(8, (1 << 33) + 11)), (0, 11)),
+    "sdata 12, udata 2^40+3": ((c.DW_FORM_sdata, sleb(12)), (c.DW_FORM_udata, uleb((1 << 40) + 3)), (0, 3)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LINE_CASES))
+def test_call_and_decl_lines_read_as_llvm_symbolizer_reads_them(tmp_path: Path, case: str) -> None:
+    # An unsigned constant modulo 2^32 (was: 0 past 2^32-1); sdata 0 whatever its sign (issue 9).
+    call_line, decl_line, (llvm_line, llvm_start_line) = _LINE_CASES[case]
+    sections, vaddr = lines_case(call_line, decl_line)
     frames = _info(sections).frames_at(vaddr)
-    assert frames is not None
-    assert [(frame.function, frame.line, frame.start_line) for frame in frames] == [("inner", 0, 0), ("outer", 0, 0)]
+    assert [(frame.function, frame.line, frame.start_line) for frame in frames] == [
+        ("inner", 0, 0), ("outer", llvm_line, llvm_start_line)
+    ]
     for frame in frames:  # what the rewrite builds from them
         Line(line=frame.line, column=frame.column)
         Function(start_line=frame.start_line)
+    llvm_symbolizer = shutil.which("llvm-symbolizer")
+    if llvm_symbolizer is not None:  # the stored answer, re-checked live where the peer is installed
+        path = tmp_path / "lines.elf"
+        path.write_bytes(build_elf([Section("." + name, SHT_PROGBITS, data) for name, data in sections.items()]))
+        done = subprocess.run([llvm_symbolizer, "--obj", str(path), "--output-style=JSON", hex(vaddr)],
+                              capture_output=True, text=True, check=True)
+        outer = json.loads(done.stdout)[0]["Symbol"][-1]
+        assert (outer["FunctionName"], outer["Line"], outer["StartLine"]) == ("outer", llvm_line, llvm_start_line)
 
 
 def test_range_past_the_64_bit_address_space_ends_at_its_last_address() -> None:
@@ -209,7 +238,7 @@ def test_range_past_the_64_bit_address_space_ends_at_its_last_address() -> None:
     info = _info(sections)
     frames = info.frames_at(vaddr)
     assert frames is not None and frames[0].function == "wraps"
-    assert all(high <= MAX_ID for _, high, _ in info._unit_ranges)
+    assert all(high <= MAX_ID for _, high, _ in info.dwarf._unit_ranges)
 
 
 def test_address_size_of_the_container_bounds_ranges() -> None:
@@ -218,8 +247,8 @@ def test_address_size_of_the_container_bounds_ranges() -> None:
     info = _info(sections, address_size=4)
     frames = info.frames_at(vaddr)
     assert frames is not None and frames[0].function == "wraps"
-    assert max(high for _, high, _ in info._unit_ranges) == (1 << 32) - 1
-    assert info.frames_at(1 << 32) is None
+    assert max(high for _, high, _ in info.dwarf._unit_ranges) == (1 << 32) - 1
+    assert info.frames_at(1 << 32) == []
 
 
 def test_profile_ids_at_the_top_of_uint64_take_free_ids() -> None:

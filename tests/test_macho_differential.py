@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from symbolize.formats.archive import split_member_path
 from symbolize.formats.macho import MachOFile
 from symbolize.formats.macho_debugmap import DebugMapSource
 from symbolize.formats.types import HintKind
@@ -61,6 +62,14 @@ def _dwarf_file(expected: dict[str, Any]) -> Path | None:
     return FIXTURES / expected["dsym"] / "Contents" / "Resources" / "DWARF" / binary.name
 
 
+def _debug_map_object(directory: Path, recorded: str, arch: str) -> MachOFile:
+    """An N_OSO object beside the binary: a file, or a member of a static archive (``lib.a(x.o)``)."""
+    in_archive = split_member_path(recorded)
+    if in_archive is None:
+        return MachOFile(directory / recorded, arch)
+    return MachOFile(directory / in_archive[0], arch, member=in_archive[1])
+
+
 def _open_source(expected: dict[str, Any]) -> tuple[MachOFile, MachOFile | DebugMapSource]:
     """The binary, and what names its addresses: its dSYM, its debug map's objects, or itself."""
     binary = MachOFile(FIXTURES / expected["binary"], expected["arch"])
@@ -69,7 +78,7 @@ def _open_source(expected: dict[str, Any]) -> tuple[MachOFile, MachOFile | Debug
         return binary, MachOFile(dwarf_file, expected["arch"])
     if expected["truth"]:
         objects: dict[str, MachOFile | str] = {
-            hint.name: MachOFile(binary.path.parent / hint.name, expected["arch"])
+            hint.name: _debug_map_object(binary.path.parent, hint.name, expected["arch"])
             for hint in binary.debug_hints()
             if hint.kind is HintKind.DEBUG_MAP_OBJECT
         }

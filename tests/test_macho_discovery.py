@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from symbolize.api import lookup, open_module
 from symbolize.cli.app import app
+from symbolize.formats.archive import archive_members
 from symbolize.formats.macho import N_OSO, MachOFile
 from symbolize.formats.open import open_object
 from symbolize.module import Unknown
@@ -141,3 +142,49 @@ def test_cli_lookup_takes_arch_and_file_colon_arch() -> None:
     missing = runner.invoke(app, [*base, "--obj", str(MACOS / "cppdemo-universal"), "--arch", "arm64e", "0x1"])
     assert missing.exit_code == 1
     assert "no arm64e slice" in missing.output
+
+
+def test_debug_map_archive_members_name_the_binary() -> None:
+    """lib.a(hash.o) and lib.a(sort.o): the archive's members are found and read like objects."""
+    answers = _expected("archdemo-macho-x86_64-debugmap")
+    vaddrs = [vaddr for vaddr, _ in answers]
+    ours = _lookup(MACOS / "archdemo-x86_64", vaddrs)
+    assert ours == [frames for _, frames in answers]
+    files = {frames[0][1] for frames in ours if frames}
+    assert {"/fixtures/src/macarchive_hash.c", "/fixtures/src/macarchive_sort.c"} <= files
+
+
+def _archive_copy(tmp_path: Path, recorded_mtime: int, member_mtime: int) -> Path:
+    """archdemo-x86_64 and its objects in ``tmp_path``; the N_OSO stab of lib.a(hash.o) records
+    ``recorded_mtime`` and hash.o's ar header ``member_mtime``."""
+    (tmp_path / "obj").mkdir(parents=True)
+    for name in ("macarchive-main-x86_64.o", "libmacarchive-x86_64.a"):
+        shutil.copy(MACOS / "obj" / name, tmp_path / "obj" / name)
+    archive = tmp_path / "obj" / "libmacarchive-x86_64.a"
+    (member,) = [m for m in archive_members(archive) if m.name == "hash.o"]
+    data = bytearray(archive.read_bytes())
+    data[member.header_offset + 16 : member.header_offset + 28] = str(member_mtime).ljust(12).encode()
+    archive.write_bytes(bytes(data))
+    binary = tmp_path / "archdemo-x86_64"
+    data = bytearray((MACOS / "archdemo-x86_64").read_bytes())
+    with MachOFile(MACOS / "archdemo-x86_64") as image:
+        oso = next(stab for stab in image.stabs() if stab.n_type == N_OSO and stab.name.endswith("(hash.o)"))
+    struct.pack_into("<Q", data, oso.file_offset + 8, recorded_mtime)  # nlist_64.n_value
+    binary.write_bytes(bytes(data))
+    return binary
+
+
+def test_debug_map_archive_member_of_another_mtime_is_refused(tmp_path: Path) -> None:
+    """A member's mtime is its ar header's, checked against the stab as an object file's is."""
+    answers = _expected("archdemo-macho-x86_64-debugmap")
+    vaddrs = [vaddr for vaddr, _ in answers]
+    hashed = [position for position, (_, frames) in enumerate(answers) if frames and "hash.c" in str(frames[0][1])]
+    assert len(hashed) > 20
+    stale = _lookup(_archive_copy(tmp_path / "stale", 1_000_000_000, 999_999_999), vaddrs)
+    assert all(not stale[position] or stale[position][0][1] is None for position in hashed)
+    module = open_module(tmp_path / "stale" / "archdemo-x86_64", use_cache=False)
+    module.lookup(vaddrs)
+    refusal = "x86_64.a(hash.o): modified since the link: mtime 999999999 is not the 1000000000"
+    assert any(refusal in reason for reason in module.refusals()), module.refusals()
+    fresh = _lookup(_archive_copy(tmp_path / "fresh", 1_000_000_000, 1_000_000_000), vaddrs)
+    assert fresh == [frames for _, frames in answers]

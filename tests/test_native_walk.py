@@ -48,6 +48,8 @@ def test_every_fixture_unit_scans_alike(path: Path) -> None:
     units = object_units(path)
     if not units:
         pytest.skip("no DWARF units of its own")
+    # rustc's files hold ~500 small units alike: 60 spread over the file keep CI's time down.
+    units = units[:: max(1, len(units) // 60)]
     returned = [flag for unit in units for flag in _assert_alike(unit)]
     # The kernel walked every real unit itself.
     assert returned and all(returned)
@@ -66,7 +68,7 @@ _TAGS = [c.DW_TAG_subprogram, c.DW_TAG_inlined_subroutine, c.DW_TAG_namespace, c
          c.DW_TAG_lexical_block, 0x34, c.DW_TAG_class_type]  # 0x34: DW_TAG_variable
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), case=st.sampled_from(MUTATED_CASES))
 def test_mutated_fixture_units_scan_alike(data: st.DataObject, case: str) -> None:
     units = _units(case)

@@ -15,6 +15,7 @@ import shutil
 import struct
 import subprocess
 import time
+from bisect import bisect_right
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -23,6 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from symbolize.formats.answers import Block, flatten_answers
 from symbolize.formats.errors import MalformedInputError, SymbolizeError, UnsupportedFormatError
 from symbolize.formats.pdb import PdbFile
 from symbolize.formats.pdb.codeview import (
@@ -46,6 +48,7 @@ from symbolize.formats.pdb.codeview import (
 from symbolize.formats.pdb.msf import MSFZ_MAGIC, MsfFile
 from symbolize.formats.pdb.streams import FEATURE_MINIMAL_DEBUG_INFO
 from symbolize.formats.pe import PeFile
+from symbolize.formats.types import Frame
 from tests.msf_builder import build_msf, streams_of
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -301,10 +304,10 @@ def test_pdb_frames_agree_with_the_image_for_exports() -> None:
         assert pdb.frames_at(export.vaddr)[-1].function == export.name
 
 
-def test_a_stripped_pdb_names_functions_and_says_why_lines_are_missing(tmp_path: Path) -> None:
-    """What /PDBSTRIPPED leaves: publics, no module streams, the DBI's stripped flag (lld-link cannot
-    write one, so it is made from the fixture: module streams dropped, flag set)."""
-    streams = _streams("winapp.pdb")
+def stripped_pdb(name: str = "winapp.pdb") -> bytes:
+    """What /PDBSTRIPPED leaves of a fixture PDB: publics, no module streams, the DBI's stripped flag
+    (lld-link cannot write one, so it is made from the fixture: module streams dropped, flag set)."""
+    streams = _streams(name)
     dbi = bytearray(streams[3] or b"")
     position = 64
     modules_end = 64 + struct.unpack_from("<i", dbi, 24)[0]
@@ -317,7 +320,11 @@ def test_a_stripped_pdb_names_functions_and_says_why_lines_are_missing(tmp_path:
         position = (names_end + 3) & ~3
     struct.pack_into("<H", dbi, 56, struct.unpack_from("<H", dbi, 56)[0] | 0x2)  # DBI Flags: stripped
     streams[3] = bytes(dbi)
-    pdb = PdbFile(tmp_path / "stripped.pdb", image_base=IMAGE_BASE, data=build_msf(streams, 4096))
+    return build_msf(streams, 4096)
+
+
+def test_a_stripped_pdb_names_functions_and_says_why_lines_are_missing(tmp_path: Path) -> None:
+    pdb = PdbFile(tmp_path / "stripped.pdb", image_base=IMAGE_BASE, data=stripped_pdb())
     full = PdbFile(BIN / "winapp.pdb", image_base=IMAGE_BASE)
     assert not pdb.debug_info().has_line_info and pdb.debug_info().has_symbols
     reason = pdb.lines_missing_reason()
@@ -385,3 +392,56 @@ def test_annotation_rows_of_every_fixture_site_match_the_reference() -> None:
                     assert annotation_rows(annotations, 7, 0) == _reference_annotation_rows(annotations, 7, 0)
                     checked += 1
     assert checked >= 40  # every inline site of the three fixtures
+
+
+def _flattened_frames(blocks: list[Block], vaddr: int) -> list[Frame] | str:
+    """What the index answers at ``vaddr`` from flattened blocks: frames, or "error"."""
+    for block in blocks:
+        if block.low <= vaddr < block.high:
+            if block.table is None:
+                return "error"
+            position = bisect_right(block.table.lows, vaddr, block.first, block.end) - 1
+            if position >= block.first and vaddr < block.table.highs[position]:
+                return list(block.table.frames(position))
+            return []
+    return []
+
+
+def _lazy_frames(pdb: PdbFile, vaddr: int) -> list[Frame] | str:
+    try:
+        return pdb.frames_at(vaddr)
+    except MalformedInputError:
+        return "error"
+
+
+def _damaged(kind: str) -> bytes:
+    streams = _streams("winapp.pdb")
+    index, symbols_end = _first_module(streams)
+    module = bytearray(streams[index] or b"")
+    for record in list(iter_symbol_records(bytes(module), 4, symbols_end)):
+        if kind == "cyclic-ends" and record.kind in (S_GPROC32, 0x114D) and len(record.body) >= 8:
+            struct.pack_into("<I", module, record.offset + 4 + 4, record.offset)
+        if kind == "bad-annotations" and record.kind == 0x114D:
+            start, end = record.offset + 4 + 12, record.offset + 4 + len(record.body)
+            module[start:end] = (b"\x0b\xe0" * len(module))[: end - start]
+    if kind == "broken-module":
+        module[4:6] = b"\xff\xff"
+    streams[index] = bytes(module)
+    return build_msf(streams, 4096)
+
+
+@pytest.mark.parametrize("case", ["winapp", "winlib", "win32demo", "winarm64", "cyclic-ends", "bad-annotations",
+                                  "broken-module"])  # fmt: skip
+def test_the_index_answers_what_lookups_answer(case: str) -> None:
+    """Lookups decode a procedure at a time (its inline sites lazily), the index all of a module at once
+    (answers() runs, flattened): both must give the same frames at every address, damaged files included."""
+    name = case if case.startswith("win") else "winapp"
+    image = PeFile(BIN / f"{name}.{'dll' if name == 'winlib' else 'exe'}")
+    data = (BIN / f"{name}.pdb").read_bytes() if case == name else _damaged(case)
+    lazy = PdbFile(Path(f"{case}.pdb"), data=data)
+    lazy.bind_image(image)
+    eager = PdbFile(Path(f"{case}.pdb"), data=data)
+    eager.bind_image(image)
+    blocks = flatten_answers(eager.answer_regions(), eager.answers)
+    addresses = _addresses(f"{name}.{'dll' if name == 'winlib' else 'exe'}")
+    assert [_lazy_frames(lazy, a) for a in addresses] == [_flattened_frames(blocks, a) for a in addresses]

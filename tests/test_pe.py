@@ -17,7 +17,7 @@ from symbolize.formats.pe import PeFile
 from symbolize.formats.types import DebugId, DebugIdKind, HintKind
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"
-IMAGES = ["winapp.exe", "winlib.dll", "win32demo.exe", "winarm64.exe", "mingwapp.exe"]
+IMAGES = ["winapp.exe", "winlib.dll", "win32demo.exe", "winarm64.exe", "mingwapp.exe", "rustwin.exe"]
 READOBJ = shutil.which("llvm-readobj")
 
 

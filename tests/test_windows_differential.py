@@ -194,3 +194,16 @@ def test_stored_answers_are_what_llvm_symbolizer_says_here(expected_path: Path) 
         names = [None if f["FunctionName"] in ("??", "") else f["FunctionName"] for f in frames]
         lines = [f["Line"] for f in frames]
         assert ([f["function"] for f in entry["frames"]], [f["line"] for f in entry["frames"]]) == (names, lines)
+
+
+def test_import_thunks_are_named_as_llvm_symbolizer_names_them() -> None:
+    """lld-link writes an S_THUNK32 per import thunk (``jmp [__imp_f]``, in module ``Import:winlib.dll``)
+    and a public of the same name at its start; llvm-symbolizer 14 names thunks from the publics, as
+    we do (the thunk records are not needed for names). lld-link does no incremental linking (its
+    /incremental is about the import library), so there are no ILT jump thunks or S_TRAMPOLINEs."""
+    path = FIXTURES / "expected" / "windows" / "winapp.exe.json"
+    thunks = [entry for entry in _expected(path)["addresses"] if entry["kind"] == "thunk"]
+    assert len(thunks) == 6
+    assert {entry["frames"][-1]["function"] for entry in thunks} == {
+        "winlib_checksum", "winlib_histogram", "winlib_scramble"}  # fmt: skip
+    assert [_classify(path, entry) for entry in thunks] == ["same"] * len(thunks)

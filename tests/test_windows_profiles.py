@@ -88,3 +88,24 @@ def test_without_the_dlls_pdb_its_frames_come_from_exports(tmp_path: Path) -> No
     for location in dll_locations:
         theirs = truth[addresses[location.address]]
         assert chains[location.id] == [(theirs[-1]["function"], 0)]  # the export's name, no line
+
+
+def test_a_stripped_pdb_says_in_the_summary_why_lines_are_missing(tmp_path: Path) -> None:
+    """The exe's PDB is found and verified but holds publics only: its frames are named without lines,
+    and the summary says why (the PDB's own reason), not that no debug file was found."""
+    from tests.test_pdb import stripped_pdb
+
+    search = tmp_path / "bin"
+    search.mkdir()
+    for name in ("winapp.exe", "winlib.dll", "winlib.pdb"):
+        shutil.copy(BIN / name, search / name)
+    (search / "winapp.pdb").write_bytes(stripped_pdb())
+    out = tmp_path / "named.pb.gz"
+    result = CliRunner().invoke(app, ["profile", str(PROFILE), "-o", str(out), "--search-path", str(search),
+                                      "--no-cache", "--json-summary"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    mappings = {m["filename"].rsplit("\\", 1)[1]: m for m in json.loads(result.stdout)["mappings"]}
+    exe, dll = mappings["winapp.exe"], mappings["winlib.dll"]
+    assert exe["named"] > 0 and exe["debug_file"].endswith("winapp.pdb")
+    assert exe["missing_lines"] is not None and "stripped" in exe["missing_lines"]
+    assert dll["missing_lines"] is None  # its PDB has lines

@@ -28,13 +28,18 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable, owned_pieces
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
 from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.native import kernels
 from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
+
+if TYPE_CHECKING:
+    from symbolize.formats._kernels import SymbolBounds
 
 # Past every address: the end of the span after a unit's last function.
 _END = 1 << 65
@@ -52,6 +57,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         super().__init__(path, symbols)
         self.dwarf = dwarf
         self.functions_only = functions_only
+        self._bounds: tuple[SymbolBounds | None] | None = None
 
     def answer_regions(self) -> list[AnswerRegion]:
         """The units' regions and the symbol table's; DWARF that cannot be read at all (a section
@@ -62,6 +68,11 @@ class DwarfSymbolAnswers(SymbolAnswers):
         except MalformedInputError as err:
             self.broken = err
             return super().answer_regions()
+        unplaced = self.dwarf.unplaced_error
+        if unplaced is not None and self.broken is None:
+            # A unit whose header cannot be read covers addresses no one knows: its error is the
+            # answer where no other unit and no symbol names an address.
+            self.broken = MalformedInputError(unplaced, self.path)
         units = [AnswerRegion(low, high, unit) for low, high, unit in self.dwarf._unit_ranges]
         return units + super().answer_regions()
 
@@ -89,7 +100,19 @@ class DwarfSymbolAnswers(SymbolAnswers):
         state = self.dwarf._load_units()[key]
         if not self.dwarf._ensure_decoded(state, whole):
             raise MalformedInputError(state.error or "unit cannot be decoded", self.path)
-        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only)
+        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only,
+                        self._symbol_bounds() if whole else None)
+
+    def _symbol_bounds(self) -> SymbolBounds | None:
+        """The symbol table's starts and stops for the compiled sweep, read once per file."""
+        if kernels is None:
+            return None
+        if self._bounds is None:
+            try:
+                self._bounds = (kernels.SymbolBounds(self.symbols.starts, self.symbols.stops),)
+            except OverflowError:
+                self._bounds = (None,)  # a bound past 128 bits (hostile sizes): the sweep in Python
+        return self._bounds[0]
 
 
 class UnitRuns:
@@ -102,9 +125,12 @@ class UnitRuns:
     """
 
     def __init__(
-        self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path, functions_only: bool = False
+        self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path, functions_only: bool = False,
+        symbol_bounds: SymbolBounds | None = None,
     ) -> None:
-        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing)."""
+        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing).
+        ``symbol_bounds``: ``symbols``' bounds for the compiled whole-unit sweep (None: the sweep in Python)."""
+        self._symbol_bounds = symbol_bounds
         assert state.index is not None
         self._info = info
         self._functions_only = functions_only
@@ -209,9 +235,18 @@ class UnitRuns:
             raise self._broken(error) from error
 
     def _build_all(self, spans: list[tuple[int, int, int]]) -> RunTable:
+        """:meth:`_sweep`, by its compiled twin where built (``native/src/unit_runs.rs``), which
+        appends the same runs or nothing (then the sweep runs)."""
+        table = RunTable(self._file_names, self._heads)
+        bounds = self._symbol_bounds
+        if bounds is not None and kernels is not None and kernels.build_unit_runs(self, table, spans, bounds):
+            return table
+        self._sweep(table, spans)
+        return table
+
+    def _sweep(self, table: RunTable, spans: list[tuple[int, int, int]]) -> None:
         """:meth:`_build` over sorted disjoint ``spans``, with cursors over the row and symbol pieces
         in place of a bisection per span (the same runs: a span inside one piece is that piece's)."""
-        table = RunTable(self._file_names, self._heads)
         lows, highs, files, line_numbers, columns, heads = (
             table.lows, table.highs, table.files, table.lines, table.columns, table.heads
         )
@@ -274,7 +309,6 @@ class UnitRuns:
                         heads += array("q", [head]) * (stop - row)
                     else:
                         self._append_rows(table, symbol_low, symbol_high, sequence, head)
-        return table
 
     def _broken(self, error: BaseException) -> MalformedInputError:
         state = self._state

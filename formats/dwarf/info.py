@@ -1,10 +1,13 @@
-"""Address to frames over a file's DWARF (DWARF 4 and 5), lazily, unit by unit.
+"""A file's DWARF (DWARF 4 and 5), decoded lazily, unit by unit: what answers are built from.
 
 Opening reads unit headers and each unit's root DIE to learn which addresses the
 unit covers. The first lookup inside a unit scans that unit's DIE tree
 (``scan.py``) and decodes its line program (``lines.py``); both are cached, as
 are failures, so a broken unit costs one attempt and makes only its own
 addresses unnamed. No lookup decodes a unit that does not hold its address.
+The answers themselves (which row, which inline chain, which name) are decided
+in ``answers.py``, for whole runs of addresses, for every container alike; this
+module names a unit's functions and call sites for it.
 
 Why not pyelftools' DIE objects: they parse every attribute of every DIE through
 a generic struct engine and keep them all, about 100x slower than
@@ -26,12 +29,23 @@ from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, parse_a
 from symbolize.formats.dwarf.lines import LineTable, decode_line_table
 from symbolize.formats.dwarf.ranges import decode_ranges_attribute
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
-from symbolize.formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
+from symbolize.formats.dwarf.scan import (
+    SLOT_ABSTRACT_ORIGIN,
+    SLOT_CALL_COLUMN,
+    SLOT_CALL_FILE,
+    SLOT_CALL_LINE,
+    SLOT_DECL_LINE,
+    SLOT_LINKAGE_NAME,
+    SLOT_NAME,
+    SLOT_SPECIFICATION,
+    SharedTables,
+    UnitIndex,
+    scan_unit,
+)
 from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter, section_bytes
 from symbolize.formats.dwarf.split import load_split_sections
 from symbolize.formats.dwarf.unit import Unit, parse_unit_header
 from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.types import Frame
 
 # () -> sections of the dwz supplementary file named by .gnu_debugaltlink, or None when not found.
 SupplementaryResolver = Callable[[], "tuple[SectionGetter, Path] | None"]
@@ -44,15 +58,20 @@ SplitDwarfResolver = Callable[[str, "str | None", "int | None"], "tuple[SectionG
 _DECODE_ERRORS = (DwarfFormatError, UnknownFormError, IndexError, ValueError, struct.error, TypeError, OverflowError)
 _MAX_REFERENCE_DEPTH = 16
 # Source lines and columns are unsigned 32-bit values in llvm-symbolizer (DILineInfo) and in the
-# answers stored downstream; a DW_AT_call_line, DW_AT_call_column or DW_AT_decl_line outside that
-# range (a negative sdata, a data8 of 2^64-1) is damage, and reads 0, "unknown", as a missing one
-# does, rather than reaching protobuf's int64 fields or the index's unsigned arrays.
-_MAX_SOURCE_LINE = (1 << 32) - 1
+# answers stored downstream. A DW_AT_call_line, DW_AT_call_column or DW_AT_decl_line is read as
+# llvm-symbolizer 14 reads it (DWARFFormValue::getAsUnsignedConstant, stored in a uint32_t): an
+# unsigned constant (data1-8, udata, implicit_const, a flag) modulo 2^32, so a data8 of 2^32 + 7
+# reads 7 and one of 2^64 - 1 reads 4294967295; DW_FORM_sdata, which LLVM does not take as an
+# unsigned constant whatever its sign, and any other form read 0, "unknown", as a missing one.
+# Either way the value fits protobuf's int64 fields and the index's unsigned arrays.
+_LINE_FORMS = frozenset({c.DW_FORM_data1, c.DW_FORM_data2, c.DW_FORM_data4, c.DW_FORM_data8, c.DW_FORM_udata,
+                         c.DW_FORM_implicit_const, c.DW_FORM_flag, c.DW_FORM_flag_present})
+_LINE_MASK = (1 << 32) - 1
 
 
-def source_line(value: Any) -> int:
-    """A line or column attribute's value as a Frame carries it: 0 when absent or out of range."""
-    return value if isinstance(value, int) and 0 <= value <= _MAX_SOURCE_LINE else 0
+def source_line(form: int, value: Any) -> int:
+    """A line or column attribute ``(form, value)`` as a Frame carries it (see :data:`_LINE_FORMS`)."""
+    return value & _LINE_MASK if form in _LINE_FORMS and isinstance(value, int) else 0
 
 
 class _UnitState:
@@ -70,7 +89,7 @@ class _UnitState:
 
 
 class DwarfInfo:
-    """Frames at object-file addresses, from the DWARF sections ``sections`` serves."""
+    """The units, line tables and names of the DWARF sections ``sections`` serves."""
 
     def __init__(
         self,
@@ -110,29 +129,6 @@ class DwarfInfo:
 
     # Public ------------------------------------------------------------------
 
-    def frames_at(self, vaddr: int) -> list[Frame] | None:
-        """Frames at vaddr, innermost first; None when no unit covers vaddr.
-
-        Raises MalformedInputError when the unit covering vaddr is broken.
-        """
-        states = self._load_units()
-        position = bisect_right(self._unit_lows, vaddr) - 1
-        error: str | None = None
-        while position >= 0 and self._unit_max_high[position] > vaddr:
-            low, high, state_index = self._unit_ranges[position]
-            position -= 1
-            if not low <= vaddr < high:
-                continue
-            state = states[state_index]
-            frames = self._frames_in_unit(state, vaddr)
-            if frames:
-                return frames
-            error = error or state.error
-        error = error or self._unplaced_error
-        if error is not None:
-            raise MalformedInputError(error, self.path)
-        return None
-
     def load(self) -> None:
         """Read every section the units need, and each unit's header and root DIE, now.
 
@@ -141,6 +137,13 @@ class DwarfInfo:
         past the first is kept as its own error and raises nothing here.
         """
         self._load_units()
+
+    @property
+    def unplaced_error(self) -> str | None:
+        """Why some addresses cannot be named though no readable unit says which: the chain of unit
+        headers broke off, or a unit's header is unreadable and ``.debug_aranges`` does not place it."""
+        self._load_units()
+        return self._unplaced_error
 
     def versions(self) -> tuple[int, ...]:
         return tuple(sorted({state.unit.version for state in self._load_units() if state.unit.version}))
@@ -334,36 +337,7 @@ class DwarfInfo:
             return unit
         return None
 
-    # Frames ------------------------------------------------------------------
-
-    def _frames_in_unit(self, state: _UnitState, vaddr: int) -> list[Frame] | None:
-        if not self._ensure_decoded(state):
-            return None
-        index = state.index
-        assert index is not None
-        row = state.lines.lookup(vaddr) if state.lines is not None else None
-        try:
-            chain = index.chain_at(vaddr)
-        except _DECODE_ERRORS as error:
-            state.error = f"compile unit at {state.unit.offset:#x}: {error}"
-            return None
-        if not chain and row is None:
-            return None
-        file, line, column = row if row is not None else (None, 0, 0)
-        if not chain:
-            return [Frame(None, file, line, column)]
-        frames: list[Frame] = []
-        try:
-            for depth in range(len(chain) - 1, -1, -1):
-                node = chain[depth]
-                name, start_line = self.node_name(state, node)
-                frames.append(Frame(name, file, line, column, start_line))
-                if depth:
-                    file, line, column = self.call_site(state, node)
-        except _DECODE_ERRORS as error:
-            state.error = f"compile unit at {state.unit.offset:#x}: {error}"
-            return None
-        return frames
+    # Names -------------------------------------------------------------------
 
     def node_name(self, state: _UnitState, node: int) -> tuple[str | None, int]:
         """(name, decl line) of a function or inlined-call node of a decoded unit.
@@ -373,14 +347,14 @@ class DwarfInfo:
         index = state.index
         assert index is not None
         attrs = index.node_attrs[node]
-        decl = attrs.get(11)
+        decl = attrs.get(SLOT_DECL_LINE)
         return self._resolve_name(
             index.unit,
             index.node_die[node],
-            attrs.get(2),
-            attrs.get(1),
-            source_line(decl[1]) if decl is not None else 0,
-            attrs.get(6) or attrs.get(7),
+            attrs.get(SLOT_LINKAGE_NAME),
+            attrs.get(SLOT_NAME),
+            source_line(*decl) if decl is not None else 0,
+            attrs.get(SLOT_ABSTRACT_ORIGIN) or attrs.get(SLOT_SPECIFICATION),
             0,
         )
 
@@ -388,10 +362,10 @@ class DwarfInfo:
         """(file, line, column) an inlined-call node was called from."""
         assert state.index is not None
         attrs = state.index.node_attrs[node]
-        call_file = attrs.get(8)
+        call_file = attrs.get(SLOT_CALL_FILE)
         file = self._call_file(state, int(call_file[1])) if call_file is not None else None
-        line = source_line(attrs[9][1]) if 9 in attrs else 0
-        column = source_line(attrs[10][1]) if 10 in attrs else 0
+        line = source_line(*attrs[SLOT_CALL_LINE]) if SLOT_CALL_LINE in attrs else 0
+        column = source_line(*attrs[SLOT_CALL_COLUMN]) if SLOT_CALL_COLUMN in attrs else 0
         return file, line, column
 
     def _call_file(self, state: _UnitState, file_index: int) -> str | None:
@@ -516,7 +490,7 @@ class DwarfInfo:
 
 def _decl_line(values: dict[int, tuple[int, Any]]) -> int:
     found = values.get(c.DW_AT_decl_line)
-    return source_line(found[1]) if found is not None else 0
+    return source_line(*found) if found is not None else 0
 
 
 def _broken_unit(sections: DwarfSections, offset: int, end: int, error: str) -> _UnitState:

@@ -232,15 +232,23 @@ def _run_fastest(table: LineTable, program: tuple[bytes, int, int, int, Unit, in
     return _run_program(table, *program, keep_every_row=keep_every_row)
 
 
-def _special_opcodes(min_length: int, line_base: int, line_range: int, opcode_base: int) -> tuple[list[int], list[int]]:
-    """The address and line advance of each special opcode (6.2.5.1), indexed by opcode."""
+def _row_opcodes(min_length: int, line_base: int, line_range: int,
+                 opcode_base: int) -> tuple[list[bool], list[int], list[int]]:
+    """Per opcode: whether it emits a row, and its address and line advance (6.2.5.1).
+
+    Special opcodes emit a row after advancing; ``DW_LNS_copy`` emits one advancing nothing, so
+    the decoder has one row emitter for both (where a hostile ``opcode_base`` of 0 or 1 makes
+    opcode 1 a special opcode, it is one).
+    """
+    emits = [opcode >= opcode_base for opcode in range(256)]
+    emits[c.DW_LNS_copy] = True
     address_advance = [0] * 256
     line_advance = [0] * 256
     for opcode in range(opcode_base, 256):
         adjusted = opcode - opcode_base
         address_advance[opcode] = (adjusted // line_range) * min_length
         line_advance[opcode] = line_base + adjusted % line_range
-    return address_advance, line_advance
+    return emits, address_advance, line_advance
 
 
 def _next_uleb(first: int, stream: Iterator[int]) -> int:
@@ -290,11 +298,10 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
     addr_size = unit.addr_size
     little = unit.sections.little_endian
     byteorder: Literal["little", "big"] = "little" if little else "big"
-    address_advance, line_advance = _special_opcodes(min_length, line_base, line_range, opcode_base)
+    emits_row, address_advance, line_advance = _row_opcodes(min_length, line_base, line_range, opcode_base)
     const_add_pc = address_advance[255]
     # Locals: a module attribute is two lookups per comparison, and these are made per opcode.
-    set_column, advance_line, copy, negate_stmt = (
-        c.DW_LNS_set_column, c.DW_LNS_advance_line, c.DW_LNS_copy, c.DW_LNS_negate_stmt)
+    set_column, advance_line, negate_stmt = c.DW_LNS_set_column, c.DW_LNS_advance_line, c.DW_LNS_negate_stmt
     set_file, const_add, advance_pc, fixed_advance_pc = (
         c.DW_LNS_set_file, c.DW_LNS_const_add_pc, c.DW_LNS_advance_pc, c.DW_LNS_fixed_advance_pc)
     end_sequence, set_address = c.DW_LNE_end_sequence, c.DW_LNE_set_address
@@ -311,10 +318,10 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
     try:
         for opcode in stream:
             # Branches in the order opcodes occur in GCC, Clang and rustc output (measured:
-            # special, set_column, advance_line, copy, negate_stmt, set_file, extended, then the
-            # rest); a special opcode or DW_LNS_copy emits a row, and the row held back before
-            # it is appended unless the two share an address.
-            if opcode >= opcode_base:
+            # special or copy, set_column, advance_line, negate_stmt, set_file, extended, then the
+            # rest). The row emitter: a special opcode or DW_LNS_copy emits a row, and the row held
+            # back before it is appended unless the two share an address.
+            if emits_row[opcode]:
                 address += address_advance[opcode]
                 line += line_advance[opcode]
                 if address != row_address or keep_every_row:
@@ -355,22 +362,6 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                                 raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
                             raise DwarfFormatError(f"line program at {offset:#x} advances to line {line}, "
                                                    "too large to store")
-            elif opcode == copy:
-                # The special opcode's row, written out again: one branch for both (copy as a
-                # special opcode advancing nothing) costs every other opcode a comparison, 5% of
-                # the decode on libpython and cppcheck.
-                if address != row_address or keep_every_row:
-                    if row_address >= 0:
-                        add_address(row_address)
-                        add_file(row_file)
-                        add_line(row_line)
-                        add_column(row_column)
-                elif row_line < 0:
-                    raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
-                row_address = address
-                row_file = file_index
-                row_line = line
-                row_column = column
             elif opcode == negate_stmt:
                 pass  # is_stmt does not change which row names an address
             elif opcode == set_file:

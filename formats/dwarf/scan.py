@@ -50,25 +50,39 @@ _SCOPE_TAGS = frozenset(
 _CONTAINER_TAGS = frozenset({c.DW_TAG_lexical_block, c.DW_TAG_compile_unit, c.DW_TAG_partial_unit,
                              c.DW_TAG_skeleton_unit})
 
-# Attributes the scan keeps, by slot.
+# The attributes the scan keeps, each in a slot: a node's attributes are {slot: (form, raw value)}
+# (native/src/die_walk.rs numbers them alike).
+SLOT_SIBLING = 0
+SLOT_NAME = 1
+SLOT_LINKAGE_NAME = 2  # DW_AT_linkage_name or DW_AT_MIPS_linkage_name
+SLOT_LOW_PC = 3
+SLOT_HIGH_PC = 4
+SLOT_RANGES = 5
+SLOT_ABSTRACT_ORIGIN = 6
+SLOT_SPECIFICATION = 7
+SLOT_CALL_FILE = 8
+SLOT_CALL_LINE = 9
+SLOT_CALL_COLUMN = 10
+SLOT_DECL_LINE = 11
 _SLOTS = {
-    c.DW_AT_sibling: 0,
-    c.DW_AT_name: 1,
-    c.DW_AT_linkage_name: 2,
-    c.DW_AT_MIPS_linkage_name: 2,
-    c.DW_AT_low_pc: 3,
-    c.DW_AT_high_pc: 4,
-    c.DW_AT_ranges: 5,
-    c.DW_AT_abstract_origin: 6,
-    c.DW_AT_specification: 7,
-    c.DW_AT_call_file: 8,
-    c.DW_AT_call_line: 9,
-    c.DW_AT_call_column: 10,
-    c.DW_AT_decl_line: 11,
+    c.DW_AT_sibling: SLOT_SIBLING,
+    c.DW_AT_name: SLOT_NAME,
+    c.DW_AT_linkage_name: SLOT_LINKAGE_NAME,
+    c.DW_AT_MIPS_linkage_name: SLOT_LINKAGE_NAME,
+    c.DW_AT_low_pc: SLOT_LOW_PC,
+    c.DW_AT_high_pc: SLOT_HIGH_PC,
+    c.DW_AT_ranges: SLOT_RANGES,
+    c.DW_AT_abstract_origin: SLOT_ABSTRACT_ORIGIN,
+    c.DW_AT_specification: SLOT_SPECIFICATION,
+    c.DW_AT_call_file: SLOT_CALL_FILE,
+    c.DW_AT_call_line: SLOT_CALL_LINE,
+    c.DW_AT_call_column: SLOT_CALL_COLUMN,
+    c.DW_AT_decl_line: SLOT_DECL_LINE,
 }
-_SLOT_COUNT = 12
-_SCOPE_SLOTS = frozenset({0, 1})
-_OTHER_SLOTS = frozenset({0})
+# What each role keeps besides a function's every slot: a scope its name, the others only the
+# sibling link that saves walking their children.
+_SCOPE_SLOTS = frozenset({SLOT_SIBLING, SLOT_NAME})
+_OTHER_SLOTS = frozenset({SLOT_SIBLING})
 
 ROLE_SKIP = 0
 ROLE_FUNCTION = 1
@@ -217,6 +231,8 @@ class UnitIndex:
     skipper: SubtreeSkipper | None = None
     # Walk every function subtree at once instead of deferring it (see scan_unit).
     whole: bool = False
+    # The compiled walk's plans of this unit's abbreviations (walk_dies), once it ran.
+    walk_plans: Any = None
 
     def finish(self) -> None:
         self.function_ranges.sort()
@@ -313,10 +329,12 @@ def walk_dies(
     The twin (``native/src/die_walk.rs``) appends what ``_walk`` appends, or returns False with
     nothing touched where ``_walk`` would raise or a value outgrows 64 bits; ``_walk`` then runs.
     """
-    if kernels is not None and kernels.walk_dies(
-        index, index.shared.walk_plans_for(index.unit), offset, end, stack, current_node, current_scope, _node_ranges
-    ):
-        return
+    if kernels is not None:
+        plans = index.walk_plans
+        if plans is None:
+            plans = index.walk_plans = index.shared.walk_plans_for(index.unit)
+        if kernels.walk_dies(index, plans, offset, end, stack, current_node, current_scope, _node_ranges):
+            return
     _walk(index, offset, end, stack, current_node, current_scope)
 
 
@@ -359,6 +377,7 @@ def _walk(
     if skipper is None:
         skipper = index.skipper = index.shared.skipper_for(unit)
     subtree_end_at = skipper.subtree_end
+    sibling_slot = SLOT_SIBLING  # a local: compared once per attribute kept
     # How many entries of ``stack`` are functions: a scope inside one is not recorded.
     functions_open = sum(1 for entry in stack if entry[0] == ROLE_FUNCTION)
     while offset < end:
@@ -399,7 +418,7 @@ def _walk(
             if peeks:
                 for slot, place, form, read_fixed in peeks:
                     value: Any = read_fixed(data, offset + place)
-                    if slot == 0:
+                    if slot == sibling_slot:
                         sibling = unit.reference(form, value) or 0
                         continue
                     if values is None:
@@ -434,7 +453,7 @@ def _walk(
                     offset += size
                 else:
                     value, offset = read_value(form, implicit, offset)
-                if slot == 0:
+                if slot == sibling_slot:
                     sibling = unit.reference(form, value) or 0
                     continue
                 if values is None:
@@ -455,7 +474,7 @@ def _walk(
             tag = plan.tag
             if (
                 values is not None
-                and (3 in values or 5 in values)
+                and (SLOT_LOW_PC in values or SLOT_RANGES in values)
                 and (tag == c.DW_TAG_subprogram or current_node >= 0)
             ):
                 inlined = tag == c.DW_TAG_inlined_subroutine
@@ -503,7 +522,7 @@ def _walk(
                 scope = len(scope_start)
                 scope_start.append(die_offset)
                 scope_end.append(end)
-                name = values.get(1) if values is not None else None
+                name = values.get(SLOT_NAME) if values is not None else None
                 scope_name.append(unit.string(*name) if name is not None else None)
                 scope_parent.append(current_scope)
                 is_namespace = plan.tag == c.DW_TAG_namespace
@@ -531,11 +550,22 @@ def _walk(
 
 
 def _node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]]:
-    ranges_value = values.get(5)
+    """A node's ranges, from its kept attributes; by the compiled twin where built (``native/src/ranges.rs``),
+    which returns None where this function must decide."""
+    if kernels is not None:
+        decoded: list[tuple[int, int]] | None = kernels.node_ranges(unit, values)
+        if decoded is not None:
+            return decoded
+    return node_ranges(unit, values)
+
+
+def node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]]:
+    """The reference :func:`_node_ranges`: ``DW_AT_ranges``, else ``DW_AT_low_pc`` and ``DW_AT_high_pc``."""
+    ranges_value = values.get(SLOT_RANGES)
     if ranges_value is not None:
         return decode_ranges_attribute(unit, *ranges_value)
-    low = values.get(3)
-    high = values.get(4)
+    low = values.get(SLOT_LOW_PC)
+    high = values.get(SLOT_HIGH_PC)
     if low is None or high is None:
         return []
     bounds = unit.pc_bounds({c.DW_AT_low_pc: low, c.DW_AT_high_pc: high})

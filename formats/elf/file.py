@@ -22,7 +22,7 @@ from symbolize.formats.elf.hints import debug_hints, split_resolver, supplementa
 from symbolize.formats.elf.notes import find_build_id, read_debug_link, read_supplementary_link
 from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
-from symbolize.formats.facts import Coverage, SectionFact, merge_ranges
+from symbolize.formats.facts import Coverage, SectionFact, SymbolTable, merge_ranges
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 # The smallest page of every ELF target: segments are mapped from page boundaries of at least this.
 _PAGE_SIZE = 0x1000
 ET_EXEC = 2
+# The table ranks of FunctionSymbol.order (formats/elf/symtab.py).
+_SYMTAB_RANK = 2
+_MINIDEBUGINFO_RANK = 1
 
 
 class ElfFile:
@@ -390,4 +393,16 @@ class ElfFile:
         except MalformedInputError as err:
             # Broken DWARF covers nothing; the symbol table still names what it names.
             found = Coverage(broken_units=(str(err),))
-        return found._replace(symbols=symbols)
+        return found._replace(symbols=symbols, symbol_table=self._symbol_table())
+
+    def _symbol_table(self) -> SymbolTable:
+        """Which table the function symbols come from: .symtab with local functions is full; one
+        that lost them (``strip -x``) names external functions only, as .dynsym alone does."""
+        tables = {entry.order[0] for entry in self._all_function_symbols()}
+        if any(entry.is_local and entry.order[0] == _SYMTAB_RANK for entry in self._all_function_symbols()):
+            return SymbolTable.FULL
+        if _MINIDEBUGINFO_RANK in tables:
+            return SymbolTable.MINIDEBUGINFO
+        if _SYMTAB_RANK in tables:
+            return SymbolTable.EXTERNAL
+        return SymbolTable.DYNAMIC if tables else SymbolTable.NONE

@@ -47,6 +47,7 @@ from symbolize.formats.errors import (
     SymbolizeError,
     UnsupportedFormatError,
 )
+from symbolize.formats.facts import Coverage, SectionFact
 from symbolize.formats.pdb import codeview
 from symbolize.formats.pdb.codeview import CodeViewError, InlineRow
 from symbolize.formats.pdb.msf import MsfFile
@@ -106,7 +107,7 @@ class _Site:
     """An inline site: its inlinee, and, decoded on first use (a lookup decodes only the sites it
     passes), its rows (vaddrs) from its annotations and the sites nested in its body."""
 
-    __slots__ = ("_body", "_children", "_file_id", "_rows", "_scope", "annotations", "first_line", "inlinee")
+    __slots__ = ("_body", "_children", "_extent", "_file_id", "_rows", "_scope", "annotations", "first_line", "inlinee")
 
     def __init__(self, scope: _SiteScope, inlinee: int, annotations: bytes, body: tuple[int, int], level: int) -> None:
         self._scope = scope
@@ -115,6 +116,7 @@ class _Site:
         self._file_id, self.first_line = scope.inlinee_lines.get(inlinee, (0, 0))
         self._body = (body[0], body[1], level)
         self._rows: list[InlineRow] | None = None
+        self._extent = (0, 0)  # [lowest low, highest high) of the rows, once decoded
         self._children: list[_Site] | None = None
 
     @property
@@ -126,6 +128,8 @@ class _Site:
                 rows = []  # annotations that do not decode: the site covers nothing, the rest answers
             base = self._scope.base
             self._rows = [InlineRow(base + row.low, base + row.high, row.line, row.file_id) for row in rows]
+            if self._rows:
+                self._extent = (min(row.low for row in self._rows), max(row.high for row in self._rows))
         return self._rows
 
     @property
@@ -139,7 +143,9 @@ class _Site:
         return self._children
 
     def holds(self, vaddr: int) -> bool:
-        return any(row.low <= vaddr < row.high for row in self.rows)
+        rows = self.rows
+        low, high = self._extent
+        return low <= vaddr < high and any(row.low <= vaddr < row.high for row in rows)
 
 
 class _Procedure(NamedTuple):
@@ -238,7 +244,7 @@ class PdbFile:
         self._public_vaddr_list: list[int] | None = None
         self._inlinee_names: dict[int, str | None] = {}
         self._decoded: dict[int, _DecodedModule] = {}
-        self._lookup = AnswerLookup(self.answer_regions(), self._lookup_answers)
+        self._lookup: AnswerLookup | None = None  # built on the first lookup (a warm run verifies only)
 
     def bind_image(self, image: Image) -> None:
         """Answer at the vaddrs of ``image`` (its ``load_base`` is the ImageBase the PDB's RVAs add to)."""
@@ -246,7 +252,7 @@ class PdbFile:
             self.image_base = self.load_base = image.load_base
             self._decoded.clear()
             self._public_vaddr_list = None
-            self._lookup = AnswerLookup(self.answer_regions(), self._lookup_answers)
+            self._lookup = None
 
     def segments(self) -> Sequence[Segment]:
         """The image's sections as the PDB records them (no file offsets: a PDB holds no code)."""
@@ -351,6 +357,8 @@ class PdbFile:
 
     def frames_at(self, vaddr: int) -> list[Frame]:
         """Frames at ``vaddr``, innermost first; [] when nothing names it."""
+        if self._lookup is None:
+            self._lookup = AnswerLookup(self.answer_regions(), self._lookup_answers)
         return self._lookup.frames_at(vaddr)
 
     def _lookup_answers(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
@@ -407,8 +415,7 @@ class PdbFile:
         points = sorted(cuts)
         runs: list[AnswerRun] = []
         for low, high in sorted(spans):
-            start = bisect_right(points, low) - 1
-            inside = [low, *(p for p in points[start + 1 :] if p < high)] if start >= 0 else [low]
+            inside = [low, *points[bisect_right(points, low) : bisect_left(points, high)]]
             bounds = [*sorted(set(inside)), high]
             for run_low, run_high in pairwise(bounds):
                 frames = self._frames_in_module(decoded, run_low)
@@ -616,6 +623,19 @@ class PdbFile:
         if self.dbi.flags & _DBI_FLAG_STRIPPED:
             return "the PDB is stripped (public symbols only, as /PDBSTRIPPED writes it): no lines"
         return "the PDB has no module line information"
+
+    # --- facts for the auditor (formats/pdb/coverage.py) ----------------------------
+
+    def section_facts(self) -> tuple[SectionFact, ...]:
+        from symbolize.formats.pdb.coverage import pdb_section_facts
+
+        return pdb_section_facts(self)
+
+    def coverage(self) -> Coverage:
+        """What the modules' procedures, inline sites and lines, and the publics cover."""
+        from symbolize.formats.pdb.coverage import pdb_coverage
+
+        return pdb_coverage(self, self._msf.stream)
 
     def close(self) -> None:
         self._decoded.clear()

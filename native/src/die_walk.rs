@@ -21,6 +21,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
+use crate::ranges::{Failure, Raw, RangeSource};
+
 // Layout kinds (`abbrev.py`).
 const KIND_FIXED: u8 = 0;
 const KIND_ULEB: u8 = 1;
@@ -476,6 +478,9 @@ struct Context<'py, 'a> {
     subtree_end_at: Bound<'py, PyAny>,
     unit_string: Bound<'py, PyAny>,
     node_ranges_of: Bound<'py, PyAny>,
+    /// What the range decoder reads of the unit, read at the first subprogram (most walks are
+    /// expansions of one function's subtree, and meet none); inner None: the reference's function decodes.
+    ranges: std::cell::OnceCell<Option<RangeSource<'py>>>,
 }
 
 impl<'py> Context<'py, '_> {
@@ -511,6 +516,32 @@ fn subtree_end_or_walk(
         return Ok(Some(u64::try_from(found).map_err(|_| Stop::Reference)?));
     }
     Ok(None)
+}
+
+/// `_node_ranges(unit, values)` of a subprogram: decoded here, or by the reference's own function
+/// where this decoder leaves it to the reference; an error is the reference's to raise.
+fn subprogram_ranges<'py>(context: &Context<'py, '_>, kept: &Kept, attrs: &Bound<'py, PyDict>) -> Walked<Bound<'py, PyAny>> {
+    if context.ranges.get().is_none() {
+        let source = RangeSource::of(&context.unit)?;
+        let _ = context.ranges.set(source);
+    }
+    if let Some(Some(source)) = context.ranges.get() {
+        let raw = |slot: usize| {
+            kept.slots[slot].map(|(form, value)| {
+                (form, match value {
+                    Value::Unsigned(value) => Raw::Unsigned(value),
+                    Value::Signed(value) => Raw::Signed(value),
+                    Value::Bytes(..) => Raw::Other,
+                })
+            })
+        };
+        match source.unit().node_ranges(raw(5), raw(3), raw(4)) {
+            Ok(ranges) => return Ok(PyList::new(context.py, ranges)?.into_any()),
+            Err(Failure::Format(_)) => return Err(Stop::Reference),
+            Err(Failure::Reference) => {}
+        }
+    }
+    context.node_ranges_of.call1((&context.unit, attrs)).map_err(|_| Stop::Reference)
 }
 
 /// The kept attributes of one DIE in the order the reference inserts them in its dict.
@@ -633,11 +664,7 @@ fn walk<'py>(
                     let inlined = tag == TAG_INLINED_SUBROUTINE;
                     let attrs = kept.dict(context)?;
                     // An inlined call's ranges are decoded only if a lookup reaches it (chain_at).
-                    let ranges = if inlined {
-                        None
-                    } else {
-                        Some(context.node_ranges_of.call1((&context.unit, &attrs)).map_err(|_| Stop::Reference)?)
-                    };
+                    let ranges = if inlined { None } else { Some(subprogram_ranges(context, &kept, &attrs)?) };
                     let has_ranges = match &ranges {
                         Some(ranges) => ranges.is_truthy().map_err(|_| Stop::Reference)?,
                         None => false,
@@ -739,6 +766,9 @@ fn walk<'py>(
 }
 
 fn extend<'py, T: IntoPyObject<'py> + Clone>(list: &Bound<'py, PyAny>, items: &[T]) -> PyResult<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
     let items = PyList::new(list.py(), items.iter().cloned())?;
     list.call_method1(intern!(list.py(), "extend"), (items,))?;
     Ok(())
@@ -748,6 +778,17 @@ fn extend<'py, T: IntoPyObject<'py> + Clone>(list: &Bound<'py, PyAny>, items: &[
 fn commit<'py>(index: &Bound<'py, PyAny>, stack: &Bound<'py, PyList>, found: Found<'py>) -> PyResult<()> {
     let py = index.py();
     let field = |name: &Bound<'py, pyo3::types::PyString>| index.getattr(name);
+    if !found.stack.is_empty() || stack.len() != 0 {
+        stack.del_slice(0, stack.len())?;
+        for entry in &found.stack {
+            stack.append((entry.role, entry.item, entry.node, entry.scope))?;
+        }
+    }
+    if found.node_ranges.is_empty() && found.earlier_node_ends.is_empty() && found.scope_start.is_empty()
+        && found.earlier_scope_ends.is_empty()
+    {
+        return Ok(()); // nothing found: most expansions of a leaf-heavy subtree
+    }
     extend(&field(intern!(py, "node_ranges"))?, &found.node_ranges)?;
     extend(&field(intern!(py, "node_parent"))?, &found.node_parent)?;
     extend(&field(intern!(py, "node_first"))?, &found.node_first)?;
@@ -775,10 +816,6 @@ fn commit<'py>(index: &Bound<'py, PyAny>, stack: &Bound<'py, PyList>, found: Fou
     extend(&field(intern!(py, "scope_name"))?, &found.scope_name)?;
     extend(&field(intern!(py, "scope_parent"))?, &found.scope_parent)?;
     extend(&field(intern!(py, "scope_is_namespace"))?, &found.scope_is_namespace)?;
-    stack.del_slice(0, stack.len())?;
-    for entry in &found.stack {
-        stack.append((entry.role, entry.item, entry.node, entry.scope))?;
-    }
     Ok(())
 }
 
@@ -830,6 +867,7 @@ pub fn walk_dies<'py>(
         subtree_end_at: skipper.getattr(intern!(py, "subtree_end"))?,
         unit_string: unit.getattr(intern!(py, "string"))?,
         node_ranges_of: node_ranges_of.clone(),
+        ranges: std::cell::OnceCell::new(),
         unit,
     };
     let length = |name| -> PyResult<i64> { Ok(index.getattr(name)?.len()? as i64) };

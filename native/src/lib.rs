@@ -9,6 +9,8 @@
 
 mod die_walk;
 mod line_program;
+mod ranges;
+mod unit_runs;
 mod warm;
 mod warm_index;
 mod warm_text;
@@ -136,6 +138,10 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(run_line_program, module)?)?;
     module.add_function(wrap_pyfunction!(die_walk::walk_dies, module)?)?;
     module.add_class::<die_walk::WalkPlans>()?;
+    module.add_function(wrap_pyfunction!(ranges::decode_ranges, module)?)?;
+    module.add_function(wrap_pyfunction!(ranges::node_ranges, module)?)?;
+    module.add_function(wrap_pyfunction!(unit_runs::build_unit_runs, module)?)?;
+    module.add_class::<unit_runs::SymbolBounds>()?;
     warm::register(module)?;
     Ok(())
 }

@@ -9,6 +9,7 @@
 //! `IndexInconsistentError(source, message)`; a panic raises it with source -1.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::create_exception;
@@ -18,7 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::panic_message;
 use crate::warm_index::{self, Answer, Column, IndexError, Layout, ARRAYS};
-use crate::warm_text::{self as text, ShownFrame};
+use crate::warm_text as text;
 
 create_exception!(
     _kernels,
@@ -38,6 +39,30 @@ fn crc32(data: &Bound<'_, PyBytes>, start: usize, length: usize) -> PyResult<u32
     Ok(crc32fast::hash(part))
 }
 
+/// Hashes the index's own ids (string, chain numbers) with one multiplication: they are not
+/// chosen by anyone who gains from collisions (a hostile index only slows its own lookups), and
+/// SipHash was a twentieth of a lookup.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = (self.0 ^ id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+
 /// A string of the index as the output needs it.
 #[derive(Debug, Clone)]
 enum Shown {
@@ -48,27 +73,25 @@ enum Shown {
     Undecodable,
 }
 
-impl Shown {
-    fn as_option(&self) -> Option<&str> {
-        match self {
-            Shown::Text(text) => Some(text),
-            _ => None,
-        }
-    }
-}
-
 /// One index's arrays (the file's bytes, checked by the caller against their CRC32s) and what
-/// lookups have decoded from it.
+/// lookups have decoded and printed from it.
 #[pyclass(module = "symbolize.formats._kernels")]
 pub struct IndexedRuns {
     data: Py<PyBytes>,
     layout: Layout,
     /// `str(MalformedInputError(text, path))` of each broken region, by error number - 1.
     error_details: Vec<String>,
-    files: HashMap<u64, Shown>,
-    /// Names as shown under `names_mode` (cleared when another mode asks).
-    names: HashMap<u64, Shown>,
-    names_mode: String,
+    files: IdMap<Shown>,
+    /// Names as shown under `style.0` (the demangle mode).
+    names: IdMap<Shown>,
+    /// What the pieces below are printed for: demangle mode, JSON or text.
+    style: (String, bool),
+    /// A name or file as printed (JSON string or `null`; text, or `??`), by string id.
+    name_pieces: IdMap<String>,
+    file_pieces: IdMap<String>,
+    /// A chain's calling frames as printed, by chain id: every address under one inlined call
+    /// shares them.
+    outer_pieces: IdMap<String>,
 }
 
 #[pymethods]
@@ -95,9 +118,12 @@ impl IndexedRuns {
             data: data.unbind(),
             layout,
             error_details,
-            files: HashMap::new(),
-            names: HashMap::new(),
-            names_mode: String::new(),
+            files: IdMap::default(),
+            names: IdMap::default(),
+            style: (String::new(), false),
+            name_pieces: IdMap::default(),
+            file_pieces: IdMap::default(),
+            outer_pieces: IdMap::default(),
         })
     }
 }
@@ -150,10 +176,6 @@ impl IndexedRuns {
         if name_id == 0 {
             return Ok(Shown::Missing);
         }
-        if self.names_mode != naming.mode {
-            self.names.clear();
-            self.names_mode = naming.mode.to_owned();
-        }
         if let Some(shown) = self.names.get(&name_id) {
             return Ok(shown.clone());
         }
@@ -200,6 +222,89 @@ impl IndexedRuns {
     }
 }
 
+impl IndexedRuns {
+    /// Forget printed pieces made for another demangle mode or output format.
+    fn set_style(&mut self, mode: &str, as_json: bool) {
+        if self.style.0 != mode {
+            self.names.clear();
+        }
+        if self.style.0 != mode || self.style.1 != as_json {
+            self.name_pieces.clear();
+            self.file_pieces.clear();
+            self.outer_pieces.clear();
+            self.style = (mode.to_owned(), as_json);
+        }
+    }
+
+    /// Name `name_id` as printed: `"..."` or `null` in JSON, the name or `??` in text.
+    fn name_piece(&mut self, py: Python<'_>, data: &[u8], name_id: u64, naming: &Naming<'_, '_>, source: usize) -> Result<&str, Stop> {
+        if !self.name_pieces.contains_key(&name_id) {
+            let shown = self.name(py, data, name_id, naming, source)?;
+            let piece = printed(&shown, self.style.1)?;
+            self.name_pieces.insert(name_id, piece);
+        }
+        Ok(&self.name_pieces[&name_id])
+    }
+
+    /// File `file_id` as printed, as [`Self::name_piece`] prints names.
+    fn file_piece(&mut self, data: &[u8], file_id: u64, source: usize) -> Result<&str, Stop> {
+        if !self.file_pieces.contains_key(&file_id) {
+            let as_json = self.style.1;
+            let shown = self.file(data, file_id).map_err(inconsistent(source))?;
+            let piece = printed(shown, as_json)?;
+            self.file_pieces.insert(file_id, piece);
+        }
+        Ok(&self.file_pieces[&file_id])
+    }
+
+    /// The file the innermost frame of a run prints: the run's own unless it is None or empty
+    /// (`IndexedObject._frames_of`: ``self._string(run_file) or self._string(chain_file)``).
+    fn inner_file_id(&mut self, data: &[u8], own: u64, default: u64, source: usize) -> Result<u64, Stop> {
+        match self.file(data, own).map_err(inconsistent(source))? {
+            Shown::Text(text) if !text.is_empty() => Ok(own),
+            Shown::Undecodable => Err(Stop::Fallback),
+            _ => Ok(default),
+        }
+    }
+
+    /// `chain`'s calling frames as printed after the innermost one: `, {...}` each in JSON,
+    /// `function\nfile:line:column\n` each in text.
+    fn outer_piece(&mut self, py: Python<'_>, data: &[u8], chain: u64, naming: &Naming<'_, '_>, source: usize) -> Result<&str, Stop> {
+        if !self.outer_pieces.contains_key(&chain) {
+            let ids = warm_index::outer_frame_ids(&self.layout, data, chain).map_err(inconsistent(source))?;
+            let mut piece = String::new();
+            for frame_id in ids {
+                let frame = warm_index::outer_frame(&self.layout, data, frame_id).map_err(inconsistent(source))?;
+                let as_json = self.style.1;
+                if as_json {
+                    piece.push_str(", {\"function\": ");
+                }
+                piece.push_str(self.name_piece(py, data, frame.name, naming, source)?);
+                piece.push_str(if as_json { ", \"file\": " } else { "\n" });
+                piece.push_str(self.file_piece(data, frame.file, source)?);
+                text::push_place(&mut piece, frame.line, frame.column, as_json);
+            }
+            self.outer_pieces.insert(chain, piece);
+        }
+        Ok(&self.outer_pieces[&chain])
+    }
+}
+
+/// A name or file as printed, or why the reference should print it.
+fn printed(shown: &Shown, as_json: bool) -> Result<String, Stop> {
+    Ok(match shown {
+        Shown::Undecodable => return Err(Stop::Fallback),
+        Shown::Missing if as_json => "null".to_owned(),
+        Shown::Text(text) if as_json => {
+            let mut piece = String::with_capacity(text.len() + 2);
+            text::push_json_string(&mut piece, text);
+            piece
+        }
+        Shown::Text(text) if !text.is_empty() => text.clone(),
+        _ => "??".to_owned(),
+    })
+}
+
 /// The address `text` names when it is plainly one (`0x` and 1-16 hex digits, or 1-19 decimal
 /// digits, ASCII spaces around); None when only Python's `parse_address` can say.
 fn plain_address(text: &str) -> Option<u64> {
@@ -234,9 +339,16 @@ fn render(
 ) -> Result<String, Stop> {
     let datas: Vec<Py<PyBytes>> = sources.iter().map(|source| source.data.clone_ref(py)).collect();
     let datas: Vec<&[u8]> = datas.iter().map(|data| data.bind(py).as_bytes()).collect();
+    for source in sources.iter_mut() {
+        source.set_style(naming.mode, as_json);
+    }
     let mut out = String::with_capacity(texts.len() * if as_json { 160 } else { 80 });
-    let mut outer_ids = Vec::new();
-    for item in texts.iter() {
+    for (done, item) in texts.iter().enumerate() {
+        if done == 64 {
+            // Grow once, to what the first lines promise (deep inline chains print kilobytes an
+            // address): each doubling of a large buffer copies it and faults its pages in again.
+            out.reserve((out.len() / 64 + 16) * (texts.len() - 64) + (texts.len() - 64) / 8);
+        }
         let Ok(text) = item.cast::<PyString>() else { return Err(Stop::Fallback) };
         let Ok(text_str) = text.to_str() else { return Err(Stop::Fallback) };
         let vaddr = match plain_address(text_str) {
@@ -258,8 +370,7 @@ fn render(
         let mut named = false;
         for (position, source) in sources.iter_mut().enumerate() {
             let data = datas[position];
-            let found = warm_index::answer(&source.layout, data, vaddr).map_err(inconsistent(position))?;
-            let (run, chain) = match found {
+            let (run, chain) = match warm_index::answer(&source.layout, data, vaddr).map_err(inconsistent(position))? {
                 Answer::Nothing => continue,
                 Answer::Broken(error) => {
                     first_error.get_or_insert((position, error));
@@ -268,49 +379,29 @@ fn render(
                 Answer::Run { position: run, chain } => (run, chain),
             };
             let inner = warm_index::inner_frame(&source.layout, data, run, chain).map_err(inconsistent(position))?;
-            outer_ids.clear();
-            outer_ids.extend(warm_index::outer_frame_ids(&source.layout, data, chain).map_err(inconsistent(position))?);
-            let inner_name = source.name(py, data, inner.name, naming, position)?;
-            let own_file = source.file(data, inner.file).map_err(inconsistent(position))?.clone();
-            let inner_file = match own_file {
-                Shown::Text(file) if !file.is_empty() => Shown::Text(file),
-                Shown::Undecodable => return Err(Stop::Fallback),
-                _ => source.file(data, inner.default_file).map_err(inconsistent(position))?.clone(),
-            };
-            if matches!(inner_name, Shown::Undecodable) || matches!(inner_file, Shown::Undecodable) {
-                return Err(Stop::Fallback);
-            }
-            let mut frames: Vec<(Shown, Shown, u64, u64)> = Vec::with_capacity(1 + outer_ids.len());
-            frames.push((inner_name, inner_file, inner.line, inner.column));
-            for &frame_id in &outer_ids {
-                let frame = warm_index::outer_frame(&source.layout, data, frame_id).map_err(inconsistent(position))?;
-                let name = source.name(py, data, frame.name, naming, position)?;
-                let file = source.file(data, frame.file).map_err(inconsistent(position))?.clone();
-                if matches!(name, Shown::Undecodable) || matches!(file, Shown::Undecodable) {
-                    return Err(Stop::Fallback);
+            let file_id = source.inner_file_id(data, inner.file, inner.default_file, position)?;
+            // FrameShaper with inlines=False: one frame, the outermost function at the innermost place.
+            let name_id = if inlines {
+                inner.name
+            } else {
+                let outer = warm_index::outer_frame_ids(&source.layout, data, chain).map_err(inconsistent(position))?;
+                match outer.last() {
+                    Some(&outermost) => {
+                        warm_index::outer_frame(&source.layout, data, outermost).map_err(inconsistent(position))?.name
+                    }
+                    None => inner.name,
                 }
-                frames.push((name, file, frame.line, frame.column));
-            }
-            if !inlines {
-                // FrameShaper with inlines=False: the outermost function at the innermost place.
-                let (_, file, line, column) = frames[0].clone();
-                let (name, ..) = frames.pop().unwrap_or((Shown::Missing, Shown::Missing, 0, 0));
-                frames.clear();
-                frames.push((name, file, line, column));
-            }
+            };
             if as_json {
                 text::push_json_address(&mut out, vaddr);
+                out.push_str("{\"function\": ");
             }
-            for (index, (name, file, line, column)) in frames.iter().enumerate() {
-                let shown = ShownFrame { function: name.as_option(), file: file.as_option(), line: *line, column: *column };
-                if as_json {
-                    if index > 0 {
-                        out.push_str(", ");
-                    }
-                    text::push_frame_json(&mut out, &shown);
-                } else {
-                    text::push_frame_text(&mut out, &shown);
-                }
+            out.push_str(source.name_piece(py, data, name_id, naming, position)?);
+            out.push_str(if as_json { ", \"file\": " } else { "\n" });
+            out.push_str(source.file_piece(data, file_id, position)?);
+            text::push_place(&mut out, inner.line, inner.column, as_json);
+            if inlines {
+                out.push_str(source.outer_piece(py, data, chain, naming, position)?);
             }
             if as_json {
                 text::push_json_end(&mut out, None);

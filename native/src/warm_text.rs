@@ -3,15 +3,6 @@
 
 use std::fmt::Write;
 
-/// One frame as printed: names already demangled as asked; None prints as `null` or `??`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShownFrame<'a> {
-    pub function: Option<&'a str>,
-    pub file: Option<&'a str>,
-    pub line: u64,
-    pub column: u64,
-}
-
 /// `text` as Python's `json.encoder.encode_basestring_ascii` writes it, quotes included:
 /// `"` and `\` escaped, the five short escapes, every other character outside `' '..='~'` as
 /// `\uXXXX` in lower-case hex (a surrogate pair above U+FFFF).
@@ -38,29 +29,13 @@ pub fn push_json_string(out: &mut String, text: &str) {
     out.push('"');
 }
 
-/// `null` for None, else the JSON string.
-pub fn push_json_optional(out: &mut String, text: Option<&str>) {
-    match text {
-        None => out.push_str("null"),
-        Some(text) => push_json_string(out, text),
+/// What follows a frame's file: `, "line": L, "column": C}` in JSON, `:L:C` and a newline in text.
+pub fn push_place(out: &mut String, line: u64, column: u64, as_json: bool) {
+    if as_json {
+        let _ = write!(out, ", \"line\": {line}, \"column\": {column}}}");
+    } else {
+        let _ = writeln!(out, ":{line}:{column}");
     }
-}
-
-/// `{"function": ..., "file": ..., "line": L, "column": C}` (`_frame_json`).
-pub fn push_frame_json(out: &mut String, frame: &ShownFrame<'_>) {
-    out.push_str("{\"function\": ");
-    push_json_optional(out, frame.function);
-    out.push_str(", \"file\": ");
-    push_json_optional(out, frame.file);
-    let _ = write!(out, ", \"line\": {}, \"column\": {}}}", frame.line, frame.column);
-}
-
-/// `function\nfile:line:column\n`, `??` for a missing or empty name (`_frame_text`).
-pub fn push_frame_text(out: &mut String, frame: &ShownFrame<'_>) {
-    out.push_str(frame.function.filter(|name| !name.is_empty()).unwrap_or("??"));
-    out.push('\n');
-    out.push_str(frame.file.filter(|file| !file.is_empty()).unwrap_or("??"));
-    let _ = writeln!(out, ":{}:{}", frame.line, frame.column);
 }
 
 /// The start of an address's JSON line, up to the frames: `{"address": "0x1f", "frames": [`.
@@ -118,17 +93,18 @@ mod tests {
     }
 
     #[test]
-    fn formats_frames_both_ways() {
-        let frame = ShownFrame { function: Some("f"), file: None, line: 3, column: 0 };
+    fn formats_places_addresses_and_reasons() {
         let mut out = String::new();
-        push_frame_json(&mut out, &frame);
-        assert_eq!(out, r#"{"function": "f", "file": null, "line": 3, "column": 0}"#);
-        out.clear();
-        push_frame_text(&mut out, &ShownFrame { function: Some(""), ..frame });
-        assert_eq!(out, "??\n??:3:0\n");
+        push_place(&mut out, 3, 0, true);
+        push_place(&mut out, 3, 0, false);
+        assert_eq!(out, ", \"line\": 3, \"column\": 0}:3:0\n");
         out.clear();
         push_json_address(&mut out, 0);
         push_json_end(&mut out, Some(("damaged-debug-info", "x: \"broken\"")));
         assert_eq!(out, "{\"address\": \"0x0\", \"frames\": [], \"reason\": \"damaged-debug-info\", \"detail\": \"x: \\\"broken\\\"\"}\n");
+        out.clear();
+        push_echo(&mut out, "zz", true);
+        push_echo(&mut out, "zz", false);
+        assert_eq!(out, "{\"address\": \"zz\", \"frames\": [], \"reason\": \"not-an-address\"}\nzz\n");
     }
 }

@@ -1,12 +1,15 @@
 """Auditing one binary: gather what its reader and discovery can say, then judge (``verdict.py``).
 
+Every reader measures itself (``section_facts()`` and ``coverage()``: ELF, PE, PDB, Mach-O
+and its dSYM, ``symbolize.formats.facts``); the auditor does the arithmetic over the ranges.
 Debug files come from the project's discovery: each hint the image lists
-(``Image.debug_hints()``: build ID, ``.gnu_debuglink``, ...) goes through the
-locator registered for its kind (``symbolize.discovery.locate``), which finds
-and verifies the file (build ID, CRC32) and says why it refused the others;
-each hint is reported on its own. Files given with ``--debug-file`` are
-checked by the same locators' verification. Only files found and matching
-count toward coverage: that is what a symbolizer will use.
+(``Image.debug_hints()``: build ID, ``.gnu_debuglink``, the PDB of the RSDS record, the
+dSYM) goes through the locator registered for its kind (``symbolize.discovery.locate``),
+which finds and verifies the file (build ID, CRC32, GUID and age, UUID) and says why it
+refused the others; each hint is reported on its own. Files given with ``--debug-file`` are
+checked by the same locators' verification. Only files found and matching count toward
+coverage: that is what a symbolizer will use. A PDB is bound to its image first (its
+RVAs answer at the image's ImageBase).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol, TypeGuard
+from typing import Protocol, TypeGuard, TypeVar
 
 from symbolize.audit.frames import UNWIND_SECTIONS, audit_frame_pointers
 from symbolize.audit.report import (
@@ -29,9 +32,11 @@ from symbolize.audit.report import (
     UnreadableBinary,
 )
 from symbolize.audit.verdict import judge
-from symbolize.discovery import DiscoveryOptions, LookupContext, locate
+from symbolize.discovery import DiscoveryOptions, Locator, LookupContext, locate
 from symbolize.discovery.elf_locators import BuildIdLocator, DebugLinkLocator
+from symbolize.discovery.macho_locators import DsymLocator
 from symbolize.discovery.paths import build_id_path
+from symbolize.discovery.pdb_locator import PdbLocator
 from symbolize.discovery.registry import READER_HINTS
 from symbolize.formats.errors import (
     MalformedInputError,
@@ -39,8 +44,16 @@ from symbolize.formats.errors import (
     SymbolizeError,
     UnsupportedFormatError,
 )
-from symbolize.formats.facts import AddressRange, Coverage, SectionFact, covered_bytes, merge_ranges
+from symbolize.formats.facts import AddressRange, Coverage, SectionFact, SymbolTable, covered_bytes, merge_ranges
 from symbolize.formats.types import DebugHint, DebugInfoSummary, HintKind, ObjectFile, Symbol
+
+# Which locator verifies a --debug-file, by the first of these hints the binary lists.
+_GIVEN_FILE_CHECKS: tuple[tuple[HintKind, Locator], ...] = (
+    (HintKind.DEBUGLINK, DebugLinkLocator()),
+    (HintKind.BUILD_ID, BuildIdLocator()),
+    (HintKind.PDB, PdbLocator()),
+    (HintKind.DSYM, DsymLocator()),
+)
 
 
 class AuditableFile(ObjectFile, Protocol):
@@ -50,6 +63,9 @@ class AuditableFile(ObjectFile, Protocol):
 
     def coverage(self) -> Coverage: ...
 
+
+_Source = TypeVar("_Source", bound=ObjectFile)
+_DWARF_INFO_SECTIONS = frozenset({".debug_info", ".zdebug_info", "__debug_info"})
 
 # Rust's legacy mangling ends in a 17h<16 hex digits>E hash; v0 starts with _R.
 _RUST_SYMBOL = re.compile(r"^_ZN.*17h[0-9a-f]{16}E$|^_R")
@@ -70,9 +86,7 @@ def audit_binary(
     try:
         image = options.open(path, arch=arch)
         if not _auditable(image):
-            from symbolize.audit.sampled import audit_by_lookups
-
-            return audit_by_lookups(image, debug_files, options)
+            return UnreadableBinary(str(path), f"no auditor yet for {image.format} files")
         return _audit(image, debug_files, options)
     except UnsupportedFormatError as err:
         return UnreadableBinary(str(path), f"no reader yet: {err.reason}")
@@ -120,10 +134,15 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
     )
     if split_units:
         file_reports.append(_split_report(binary, split_units))
+    dsym_served = any(report.how == HintKind.DSYM.value and report.matches for report in file_reports)
+    debug_map = None if dsym_served else _debug_map_report(binary)
+    if debug_map is not None:
+        file_reports.append(debug_map)
     debug_info = _debug_info_report(binary, sections, sources, coverages, file_reports, split_units)
     functions = _union(coverage.functions for coverage in coverages)
     all_symbols = _function_symbols(sources)
-    symbol_report = SymbolReport(_symbol_table_kind(sources, all_symbols), len(all_symbols))
+    table = min((coverage.symbol_table for coverage in coverages), key=lambda found: found.rank)
+    symbol_report = SymbolReport(_KINDS[table], len(all_symbols), table.value)
     unwind = tuple(name for name in UNWIND_SECTIONS if any(section.name == name for section in sections))
     frame_pointers = audit_frame_pointers(binary, unwind, code, all_symbols, functions)
     identity = Identity(
@@ -168,7 +187,12 @@ def _debug_info_report(
     summaries = [_summary(source) for source in sources]
     return DebugInfoReport(
         files=tuple(file_reports),
-        dwarf_versions=tuple(sorted({v for summary in summaries for v in summary.dwarf_versions})),
+        dwarf_versions=tuple(
+            sorted(
+                {v for summary in summaries for v in summary.dwarf_versions}
+                | {v for coverage in coverages for v in coverage.dwarf_versions}
+            )
+        ),
         compressed_sections=tuple(
             f"{source.path.name}:{section.name}"
             for source in sources
@@ -201,15 +225,15 @@ def _function_symbols(sources: Sequence[ObjectFile]) -> list[Symbol]:
     return sorted(found.values(), key=lambda symbol: (symbol.vaddr, symbol.name))
 
 
-def _symbol_table_kind(sources: Sequence[AuditableFile], symbols: Sequence[Symbol]) -> SymbolTableKind:
-    names = {section.name for source in sources for section in source.section_facts()}
-    if not symbols:
-        return SymbolTableKind.NONE
-    if ".symtab" in names:
-        return SymbolTableKind.FULL
-    if ".gnu_debugdata" in names:
-        return SymbolTableKind.MINIDEBUGINFO
-    return SymbolTableKind.DYNAMIC_ONLY
+# The report's kinds (schema 1), each table that names exported functions only being "dynamic-only".
+_KINDS = {
+    SymbolTable.FULL: SymbolTableKind.FULL,
+    SymbolTable.MINIDEBUGINFO: SymbolTableKind.MINIDEBUGINFO,
+    SymbolTable.EXTERNAL: SymbolTableKind.DYNAMIC_ONLY,
+    SymbolTable.DYNAMIC: SymbolTableKind.DYNAMIC_ONLY,
+    SymbolTable.EXPORTS: SymbolTableKind.DYNAMIC_ONLY,
+    SymbolTable.NONE: SymbolTableKind.NONE,
+}
 
 
 def _located_files(
@@ -219,7 +243,9 @@ def _located_files(
     reports: list[DebugFileReport] = []
     sources: list[AuditableFile] = [binary]
     summary = _summary(binary)
-    if summary.has_dwarf:
+    # Its own DWARF sections: a Mach-O binary's summary also counts its debug map's objects.
+    own_dwarf = summary.has_dwarf and any(section.name in _DWARF_INFO_SECTIONS for section in sections)
+    if own_dwarf:
         versions = ", ".join(str(version) for version in summary.dwarf_versions)
         reports.append(DebugFileReport("embedded", str(binary.path), True, None, f"DWARF {versions}".strip()))
     if any(section.name == ".gnu_debugdata" for section in sections):
@@ -236,14 +262,16 @@ def _located_files(
         how = hint.kind.value
         if located is not None:
             reports.append(DebugFileReport(how, str(located.path), True, True, _match_detail(hint.kind)))
-            opened = located.opened
+            opened = _bound(located.opened, binary)
             if _auditable(opened) and all(opened.path.resolve() != s.path.resolve() for s in sources):
                 sources.append(opened)
         elif refused:
             path, _colon, why = refused[0].partition(": ")
             reports.append(DebugFileReport(how, path if why else None, True, False, why or refused[0]))
-        elif hint.kind is HintKind.BUILD_ID and (summary.has_dwarf or len(hints) > 1):
+        elif hint.kind is HintKind.BUILD_ID and (own_dwarf or len(hints) > 1):
             continue  # only where debug info could also have been: not a claim the binary makes
+        elif not hint.name and own_dwarf:
+            continue  # an RSDS record naming no PDB (MinGW's --build-id): the DWARF is in the image
         else:
             reports.append(DebugFileReport(how, None, False, None, _missing_detail(hint, options)))
     return reports, sources
@@ -263,6 +291,8 @@ def _match_detail(kind: HintKind) -> str:
     return {
         HintKind.BUILD_ID: "build ID matches",
         HintKind.DEBUGLINK: "build ID and CRC32 match",
+        HintKind.PDB: "GUID and age match",
+        HintKind.DSYM: "UUID matches",
     }.get(kind, "matches")
 
 
@@ -287,26 +317,51 @@ def _split_report(binary: ObjectFile, units: Sequence[SplitUnitReport]) -> Debug
     )
 
 
+def _debug_map_report(binary: ObjectFile) -> DebugFileReport | None:
+    """A Mach-O binary's debug map: how many of the object files it names were found (their
+    DWARF is what the binary's coverage counts when it has no dSYM)."""
+    debug_map = getattr(binary, "debug_map", None)
+    found = debug_map() if callable(debug_map) else None
+    if found is None:
+        return None
+    names = found.object_names()
+    refused: dict[str, str] = found.refused
+    present = len(names) - sum(1 for name in names if name in refused)
+    where = ", ".join(names[:3]) + (f", ... ({len(names)} objects)" if len(names) > 3 else "")
+    reasons = sorted(set(refused.values()))
+    detail = f"{present} of {len(names)} object files found" + (f" ({'; '.join(reasons)})" if reasons else "")
+    return DebugFileReport(
+        HintKind.DEBUG_MAP_OBJECT.value, where, present > 0, present == len(names) if present else None, detail
+    )
+
+
 def _given_debug_file(
     binary: AuditableFile, path: Path, options: DiscoveryOptions
 ) -> tuple[DebugFileReport, AuditableFile | None]:
-    """A ``--debug-file``: used when the binary's debuglink (else build ID) locator would accept it."""
+    """A ``--debug-file``: used when the locator of the binary's debuglink (else build ID, PDB, dSYM)
+    would accept it."""
     try:
-        opened = options.open(path, image_path=binary.path)
+        opened = options.open(path, image_path=binary.path, arch=binary.arch)
     except MissingDebugInfoError:
         return DebugFileReport("given", str(path), False, None, "file not found"), None
     except SymbolizeError as err:
         return DebugFileReport("given", str(path), True, False, err.reason), None
     context = LookupContext(options, binary.path, binary.path, binary.arch, binary.debug_id)
     hints = {hint.kind: hint for hint in binary.debug_hints()}
-    if HintKind.DEBUGLINK in hints:
-        refusal = DebugLinkLocator().refusal(hints[HintKind.DEBUGLINK], opened, context)
-    elif HintKind.BUILD_ID in hints:
-        refusal = BuildIdLocator().refusal(hints[HintKind.BUILD_ID], opened, context)
-    else:
-        return DebugFileReport("given", str(path), True, None, "the binary has no build ID or debuglink"), None
+    check = next(((hints[kind], locator) for kind, locator in _GIVEN_FILE_CHECKS if kind in hints), None)
+    if check is None:
+        return DebugFileReport("given", str(path), True, None, "the binary names no debug file to compare"), None
+    refusal = check[1].refusal(check[0], opened, context)
     if refusal is not None:
         return DebugFileReport("given", str(path), True, False, refusal), None
     if not _auditable(opened):
         return DebugFileReport("given", str(path), True, None, f"no auditor yet for {opened.format} files"), None
-    return DebugFileReport("given", str(path), True, True, "matches"), opened
+    return DebugFileReport("given", str(path), True, True, "matches"), _bound(opened, binary)
+
+
+def _bound(source: _Source, binary: ObjectFile) -> _Source:
+    """``source`` answering at ``binary``'s vaddrs: a PDB adds its RVAs to the image's ImageBase."""
+    bind = getattr(source, "bind_image", None)
+    if callable(bind):
+        bind(binary)
+    return source

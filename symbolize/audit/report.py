@@ -45,9 +45,10 @@ class Requirement(Enum):
 
 
 class SymbolTableKind(Enum):
-    FULL = "full"  # .symtab (or a Mach-O/PE equivalent) with local functions
+    FULL = "full"  # .symtab (or a Mach-O/PE/PDB equivalent) with local functions
     MINIDEBUGINFO = "minidebuginfo"  # only .dynsym, plus local functions in .gnu_debugdata
-    DYNAMIC_ONLY = "dynamic-only"  # only exported/dynamic symbols
+    # Exported functions only: .dynsym, a PE export table, Mach-O or ELF external symbols (strip -x).
+    DYNAMIC_ONLY = "dynamic-only"
     NONE = "none"
 
 
@@ -60,8 +61,17 @@ class Identity(NamedTuple):
 
 
 class SymbolReport(NamedTuple):
+    """``table`` says which table (``symbolize.formats.facts.SymbolTable``): ``full``,
+    ``minidebuginfo``, ``external`` (strip -x), ``dynamic`` (.dynsym), ``exports`` (PE), ``none``."""
+
     kind: SymbolTableKind
     function_symbols: int
+    table: str = ""
+
+    @property
+    def exported_only(self) -> bool:
+        """Only exported functions are named: an internal one's addresses take the nearest export's name."""
+        return self.kind is SymbolTableKind.DYNAMIC_ONLY
 
 
 class DebugFileReport(NamedTuple):

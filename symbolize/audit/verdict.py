@@ -90,6 +90,9 @@ def judge(
                 f"function symbols ({symbols.kind.value}, {symbols.function_symbols}) name only "
                 f"{_percent(names)} of the code bytes"
             )
+    exported_only = symbols.exported_only and functions < COVERAGE_THRESHOLD
+    if exported_only:
+        reasons.append(_exported_only_reason(symbols))
     for report in missing:
         reasons.append(f"the {report.how} debug file is not found ({report.detail})")
     for report in wrong:
@@ -116,7 +119,13 @@ def judge(
             f"function entries {_percent(functions)} of the code; {coverage.inlined_calls} inlined calls recorded"
         )
 
-    fixes.extend(_fixes(identity, shows, missing, wrong, bool(unresolved_split), rust))
+    # A PE's missing PDB is the same fix as its exports-only table (link with /DEBUG, ship the PDB).
+    exported_only_fix = exported_only and not (identity.format == "pe" and (missing or wrong))
+    if exported_only_fix:
+        fixes.append(_exported_only_fix(identity.format, symbols.table, rust))
+    steps = _fixes(identity, shows, missing, wrong, bool(unresolved_split), rust)
+    # Keeping the local symbols replaces "keep the symbol table" (the first step, when given).
+    fixes.extend(step for step in steps if not (exported_only_fix and step == _first_step(identity, rust)))
     fp_share = frame_pointers.non_leaf_share
     # Windows x64 stacks are walked through .pdata, not frame pointers.
     unwound_by_tables = identity.format == "pe" and ".pdata" in frame_pointers.unwind_tables
@@ -132,6 +141,32 @@ def judge(
             else "frame pointers: -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer"
         )
     return Verdict(shows, tuple(reasons), tuple(fixes))
+
+
+def _exported_only_reason(symbols: SymbolReport) -> str:
+    count = symbols.function_symbols
+    if symbols.table == "exports":
+        return (
+            f"exports only (the PE export table, {count} functions): a profile will show exported names only; "
+            "internal functions fall back to the nearest export before them, so their frames carry a wrong name"
+        )
+    where = {"external": "external symbols only (strip -x)", "dynamic": "only .dynsym (strip --strip-all)"}
+    return (
+        f"{where.get(symbols.table, 'exported symbols only')}, {count} functions: a profile will show exported "
+        "names only; internal (static) functions stay unnamed"
+    )
+
+
+def _exported_only_fix(file_format: str, table: str, rust: bool) -> str:
+    if file_format == "pe":
+        return "keep the internal functions' names: link with /DEBUG and ship the .pdb (MinGW: do not strip)"
+    if rust:
+        return 'keep the local symbols: strip = "debuginfo" at most ([profile.release]), or ship the debug info'
+    if file_format == "macho":
+        return "keep the local symbols: strip -S (debug info only) instead of strip -x, or ship the .dSYM"
+    if table == "external":
+        return "keep the local symbols: strip --strip-debug instead of strip -x (--discard-all), or ship a debug file"
+    return "keep .symtab: strip --strip-debug instead of --strip-all, or ship a debug file (or MiniDebugInfo)"
 
 
 def _fixes(
@@ -151,6 +186,22 @@ def _fixes(
         fixes.append(f"ship {name}.dwp beside the binary (or the .dwo files at their DW_AT_dwo_name paths)")
     if missing or wrong or unresolved_split:
         return fixes
+    steps = _steps(identity, rust)
+    if shows is ProfileView.BARE_HEX:
+        fixes.append(steps[0])
+    if shows.rank < ProfileView.NAMES_LINES.rank:
+        fixes.append(steps[1])
+    elif shows is ProfileView.NAMES_LINES:
+        fixes.append(steps[2])
+    return fixes
+
+
+def _first_step(identity: Identity, rust: bool) -> str:
+    return _steps(identity, rust)[0]
+
+
+def _steps(identity: Identity, rust: bool) -> tuple[str, str, str]:
+    """Names, then line tables, then inline chains: the fix for each, in the binary format's terms."""
     if rust:
         steps = (
             'keep the symbol table: strip = "debuginfo" at most ([profile.release]), not "symbols"',
@@ -166,7 +217,7 @@ def _fixes(
         )
     elif identity.format == "macho":
         steps = (
-            "keep the symbol table: strip -x at most (strip -S keeps it too), not a full strip",
+            "keep the symbol table: strip -S (debug info only) at most, not strip -x or a full strip",
             "line tables: build with -g1 or -gline-tables-only and run dsymutil; ship the .dSYM",
             "inline chains: -gline-tables-only or -g, then dsymutil",
         )
@@ -177,13 +228,7 @@ def _fixes(
             "line tables: build with -g1 or -gline-tables-only (objcopy --only-keep-debug to ship them apart)",
             "inline chains: -gline-tables-only or -g",
         )
-    if shows is ProfileView.BARE_HEX:
-        fixes.append(steps[0])
-    if shows.rank < ProfileView.NAMES_LINES.rank:
-        fixes.append(steps[1])
-    elif shows is ProfileView.NAMES_LINES:
-        fixes.append(steps[2])
-    return fixes
+    return steps
 
 
 def _ship_fix(file_format: str) -> str:

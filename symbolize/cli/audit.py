@@ -23,7 +23,7 @@ import typer
 if TYPE_CHECKING:
     from symbolize.audit import AuditReport
     from symbolize.audit.cargo import CargoAudit
-    from symbolize.audit.report import BinaryAudit
+    from symbolize.audit.report import BinaryAudit, SymbolReport
 
 
 class RequireChoice(enum.StrEnum):
@@ -102,12 +102,18 @@ def _percent(share: float | None) -> str:
     return "n/a" if share is None else f"{share * 100:.0f}%"
 
 
+def _symbol_kind(symbols: SymbolReport) -> str:
+    """``dynamic-only (exports)``: which table, where the kind alone does not say."""
+    kind = symbols.kind.value
+    return f"{kind} ({symbols.table})" if symbols.table and symbols.table not in (kind, "none") else kind
+
+
 def _binary_rows(audit: BinaryAudit) -> list[tuple[str, str]]:
     identity, coverage, frames = audit.identity, audit.coverage, audit.frame_pointers
     rows = [
         ("format", f"{identity.format} {identity.arch}"),
         ("debug ID", f"{identity.debug_id} ({identity.debug_id_kind})" if identity.debug_id else "none"),
-        ("symbols", f"{audit.symbols.kind.value}, {audit.symbols.function_symbols} functions"),
+        ("symbols", f"{_symbol_kind(audit.symbols)}, {audit.symbols.function_symbols} functions"),
     ]
     for found in audit.debug_info.files:
         state = "found" if found.found else "missing"

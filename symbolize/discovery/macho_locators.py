@@ -11,7 +11,9 @@
   absolute recorded path only when the stab records an mtime to check it by. The file must be
   a Mach-O object (``MH_OBJECT``), and its mtime the one the stab records, when it records
   one (0, as ``ZERO_AR_DATE`` links write, records none): an object rebuilt since the link
-  describes other code. Archive members (``libx.a(member.o)``) are not read.
+  describes other code. An archive member (``libx.a(member.o)``, also a Rust ``.rlib``'s) is
+  looked for as its archive is, by the same rules, and its mtime is the one its ar header
+  records (what the linker copied into the stab).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from symbolize.discovery.options import ObjectCache
 from symbolize.discovery.paths import base_name, is_file_name, normalized_dir, relative_path
 from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
+from symbolize.formats.archive import split_member_path
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.macho import MH_OBJECT, MachOFile, read_uuids
 from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
@@ -117,30 +120,36 @@ class DebugMapObjectLocator:
     """An object file named by an N_OSO stab, checked by the mtime the stab records."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
-        recorded = hint.name
-        if recorded.endswith(")") or "\0" in recorded:
-            return  # an archive member, ``lib.a(member.o)``: not read
+        recorded, member = hint.name, None
+        if "\0" in recorded:
+            return
+        in_archive = split_member_path(recorded)
+        if in_archive is not None:
+            recorded, member = in_archive
         relative = relative_path(recorded)
         roots = [normalized_dir(context.image_path), *context.options.search_paths]
         if relative is not None:
             for root in roots:
-                yield Candidate(root / relative, root)
+                yield Candidate(root / relative, root, member)
         elif recorded.startswith("/") and hint.mtime is not None:
-            yield Candidate(Path(recorded), None)
+            yield Candidate(Path(recorded), None, member)
         name = base_name(recorded)
         if is_file_name(name):
             for root in roots:
-                yield Candidate(root / name, root)
+                yield Candidate(root / name, root, member)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         if not isinstance(found, MachOFile) or found.filetype != MH_OBJECT:
             return "not a Mach-O object file"
         if hint.mtime is None:
             return None
-        try:
-            actual = int(found.path.stat().st_mtime)
-        except OSError as err:
-            return f"cannot read: {err.strerror or err}"
+        if found.member is not None:
+            actual = found.member.mtime
+        else:
+            try:
+                actual = int(found.path.stat().st_mtime)
+            except OSError as err:
+                return f"cannot read: {err.strerror or err}"
         if actual != hint.mtime:
             return f"modified since the link: mtime {actual} is not the {hint.mtime} the debug map records"
         return None

@@ -14,7 +14,8 @@ from symbolize.index.job import IndexJob
 
 DEFAULT_DEBUG_DIRS = (Path("/usr/lib/debug"),)
 
-# (resolved path, slice selector): a fat Mach-O holds one object per architecture.
+# (resolved path, slice selector): a fat Mach-O holds one object per architecture, a static
+# archive one per member (selector "ARCH(member)").
 _Key = tuple[Path, str | None]
 
 
@@ -39,18 +40,21 @@ class ObjectCache:
         self.index_dir = index_dir
         self.build_missing_indexes = build_missing_indexes
 
-    def open(self, path: Path, arch: str | None = None, resolver: HintResolver | None = None) -> ObjectFile:
-        """The reader for ``path`` (the ``arch`` slice of a fat file); ``resolver`` serves its hints.
+    def open(
+        self, path: Path, arch: str | None = None, resolver: HintResolver | None = None, member: str | None = None
+    ) -> ObjectFile:
+        """The reader for ``path`` (the ``arch`` slice of a fat file, the ``member`` of a static
+        archive); ``resolver`` serves its hints.
 
         A file already open keeps the resolver it was first opened with.
         """
-        key, stamp = self._key(path, arch)
+        key, stamp = self._key(path, arch if member is None else f"{arch or ''}({member})")
         cached = self._objects.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
         if cached is not None:
             self._forget(key)
-        opened = open_object(path, arch=arch, resolver=resolver)
+        opened = open_object(path, arch=arch, resolver=resolver, member=member)
         self._objects[key] = (stamp, opened)
         if resolver is not None:
             self._resolvers[key] = resolver
@@ -148,13 +152,16 @@ class DiscoveryOptions:
     debug_dirs: Sequence[Path] = DEFAULT_DEBUG_DIRS
     cache: ObjectCache = field(default_factory=ObjectCache, repr=False, compare=False)
 
-    def open(self, path: Path, *, image_path: Path | None = None, arch: str | None = None) -> ObjectFile:
-        """The reader for ``path``, whose hints are followed from these options.
+    def open(
+        self, path: Path, *, image_path: Path | None = None, arch: str | None = None, member: str | None = None
+    ) -> ObjectFile:
+        """The reader for ``path`` (its ``member``, for a static archive), whose hints are followed
+        from these options.
 
         ``image_path`` is the binary ``path`` serves (itself when None): its
         directory is searched for the files ``path``'s debug info refers to.
         """
-        return self.cache.open(path, arch, Resolver(self, image_path or path, path, arch))
+        return self.cache.open(path, arch, Resolver(self, image_path or path, path, arch), member)
 
     def open_source(
         self, path: Path, *, image_path: Path | None = None, arch: str | None = None, image: ObjectFile | None = None

@@ -58,6 +58,8 @@ class Candidate(NamedTuple):
 
     path: Path
     root: Path | None
+    # The member to open, when ``path`` is a static archive (a debug map's ``lib.a(member.o)``).
+    member: str | None = None
 
 
 class LookupContext(NamedTuple):
@@ -109,7 +111,7 @@ def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Locat
     locator = _LOCATORS.get(hint.kind)
     if locator is None:
         return None
-    seen = {context.asking_path.resolve(), context.image_path.resolve()}
+    seen: set[tuple[Path, str | None]] = {(context.asking_path.resolve(), None), (context.image_path.resolve(), None)}
     for candidate in locator.candidates(hint, context):
         path = candidate.path
         if candidate.root is not None and not lies_under(path, candidate.root):
@@ -117,19 +119,20 @@ def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Locat
             continue
         if not path.is_file():
             continue
-        key = path.resolve()
+        key = (path.resolve(), candidate.member)
         if key in seen:
             continue
         seen.add(key)
         try:
-            opened = context.options.open(path, image_path=context.image_path, arch=context.arch)
+            opened = context.options.open(path, image_path=context.image_path, arch=context.arch,
+                                          member=candidate.member)  # fmt: skip
             # Verifying may read the candidate's sections (a .dwo's units): damage there refuses it.
             reason = locator.refusal(hint, opened, context)
         except SymbolizeError as err:
             refused.append(str(err))
             continue
         if reason is not None:
-            refused.append(f"{path}: {reason}")
+            refused.append(f"{path}({candidate.member}): {reason}" if candidate.member else f"{path}: {reason}")
             continue
         return Located(path, opened)
     return None

@@ -344,9 +344,9 @@ class IndexedObject:
         # The compiled kernel's view of the index (compiled_runs): None until asked, False when
         # the kernels are not built or do not read this index.
         self._compiled: Any = None
-        # Calling frames by chain, and frames by id: one Frame object per distinct frame, which
+        # What runs of a chain share (_head), and frames by id: one Frame object per distinct frame, which
         # the layers above memoize on (symbolize/module.py's PerFrame).
-        self._outer: dict[int, tuple[Frame, ...]] = {}
+        self._heads: dict[int, tuple[str | None, str | None, int, tuple[Frame, ...]]] = {}
         self._frames: dict[int, Frame] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -466,20 +466,21 @@ class IndexedObject:
         self._bound = True
 
     def _frames_of(self, position: int, chain: int) -> list[Frame]:
-        file = self._string(self.run_file[position]) or self._string(self.chain_file[chain])
-        inner = Frame(
-            self._name(self.chain_name[chain]),
-            file,
-            self.run_line[position],
-            self.run_column[position],
-            self.chain_start_line[chain],
-        )
-        outer = self._outer.get(chain)
-        if outer is None:
-            outer_id = self.chain_outer[chain]
-            begin, end = self.outer_begin[outer_id], self.outer_begin[outer_id + 1]
-            outer = self._outer[chain] = tuple(self._frame(frame) for frame in self.outer_frames[begin:end])
-        return [inner, *outer]
+        head = self._heads.get(chain)
+        if head is None:
+            head = self._heads[chain] = self._head(chain)
+        name, default_file, start_line, outer = head
+        file = self._string(self.run_file[position]) or default_file
+        return [Frame(name, file, self.run_line[position], self.run_column[position], start_line), *outer]
+
+    def _head(self, chain: int) -> tuple[str | None, str | None, int, tuple[Frame, ...]]:
+        """What every run of ``chain`` shares: the innermost function, its default file and
+        start line, and the calling frames."""
+        outer_id = self.chain_outer[chain]
+        begin, end = self.outer_begin[outer_id], self.outer_begin[outer_id + 1]
+        outer = tuple(self._frame(frame) for frame in self.outer_frames[begin:end])
+        name = self._name(self.chain_name[chain])
+        return name, self._string(self.chain_file[chain]), self.chain_start_line[chain], outer
 
     def _frame(self, frame_id: int) -> Frame:
         frame = self._frames.get(frame_id)

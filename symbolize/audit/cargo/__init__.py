@@ -22,8 +22,10 @@ Absent keys take Cargo's defaults for ``release``: ``debug = 0``, ``strip`` =
 rust-lang/cargo#13257; not on ``*-windows-msvc``, rust-lang/cargo#13630),
 ``split-debuginfo`` = ``"unpacked"`` on macOS when debug info is on (Cargo
 1.53, rust-lang/cargo#9298), else rustc's platform default (``off`` for ELF
-and windows-gnu, ``packed`` for Windows MSVC: the PDB), ``lto = false``,
-``codegen-units = 16``, ``panic = "unwind"``. ``[target.'cfg(...)']`` tables
+and windows-gnu, ``packed`` for Windows MSVC: the PDB), ``lto = false`` (the
+release it dates from is not established), ``codegen-units = 16`` (rustc's
+default since Rust 1.24, rust-lang/rust#46910), ``panic = "unwind"`` (since the
+key arrived in Rust 1.10, RFC 1513). ``[target.'cfg(...)']`` tables
 are evaluated from the target triple alone (``target_os``, ``target_arch``,
 ``target_env``, ``target_vendor``, ``target_family``, ``unix``, ``windows``,
 ``all``/``any``/``not``); any other predicate is false.

@@ -10,12 +10,24 @@ from symbolize.audit.cargo.model import PROFILE_KEYS, PackageOverride, ProfileRe
 # Override tables cannot set these (Cargo book, "Overrides").
 _NOT_OVERRIDABLE = frozenset({"panic", "lto", "rpath"})
 
+# Each with the release it holds from, where one is established (the Cargo book, "Profiles",
+# gives the values, not their history):
+# - codegen-units: Cargo passes none, so rustc's default applies: 16 for non-incremental builds
+#   since Rust 1.24 (RELEASES.md 1.24.0, rust-lang/rust#46910), 1 before;
+# - panic: the key came with Rust 1.10 (RFC 1513; the edition guide's "Aborting on panic" gives
+#   1.10 as its minimum version), and unwinding, the only strategy before it, stayed the default;
+# - lto: Cargo's manifest reference lists lto = false from its earliest versions, which carry no
+#   release, so none is cited. Since Rust 1.24's multiple codegen units, false means rustc's
+#   "thin local LTO" across them (rust-lang/rust#45320).
 _RELEASE_DEFAULTS: dict[str, tuple[str, str]] = {
     "opt-level": ("3", "Cargo's release default"),
     "debug": ("none", "Cargo's release default (debug = false)"),
-    "lto": ("false", "Cargo's release default"),
-    "codegen-units": ("16", "Cargo's release default (non-incremental)"),
-    "panic": ("unwind", "Cargo's release default"),
+    "lto": ("false", "Cargo's release default (thin local LTO across codegen units; no release pinned)"),
+    "codegen-units": (
+        "16",
+        "Cargo's release default: rustc's, 16 for non-incremental builds since Rust 1.24 (rust-lang/rust#46910)",
+    ),
+    "panic": ("unwind", "Cargo's release default since the panic key arrived in Rust 1.10 (RFC 1513)"),
 }
 
 
