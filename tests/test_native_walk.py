@@ -87,7 +87,8 @@ def test_mutated_fixture_units_scan_alike(data: st.DataObject, case: str) -> Non
             info[at] |= 0x80
         else:
             source = data.draw(st.integers(unit.first_die, max(unit.end - 1, unit.first_die)))
-            length = data.draw(st.integers(1, 16))
+            # Same length on both sides, so the unit keeps its size and later edits stay in it.
+            length = min(data.draw(st.integers(1, 16)), len(info) - at, len(info) - source)
             info[at : at + length] = info[source : source + length]
     del info[data.draw(st.integers(unit.end - 8, unit.end)) if data.draw(st.booleans()) else len(info) :]
     mutated = with_info(unit, bytes(info))
