@@ -13,6 +13,13 @@ from the Python code here, which is the reference the kernel is tested against
 - Text: per frame ``function`` then ``file:line:column`` (``??`` when unknown), a blank
   line after each address; a line that is no address is echoed alone, as
   llvm-symbolizer 14 does.
+- Other plain styles (:class:`PlainStyle`: ``--output-style=GNU``, ``-a``, ``-p``,
+  ``--functions=none``) are printed by the Python code alone, as LLVM 14's ``DIPrinter.cpp``
+  prints them: the address first (``0x`` and hex, then a new line, or ``: `` when pretty);
+  per frame the name (then a new line, or `` at `` when pretty; inlined callers pretty
+  prefixed `` (inlined by) ``) and ``file:line:column`` (GNU: ``file:line``); LLVM's style
+  ends each address with a blank line, GNU's does not. GNU's style without inlines shows
+  the innermost frame whole, as llvm-symbolizer 14 does for addr2line's sake.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from json.encoder import encode_basestring_ascii
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from symbolize.demangle import DemangleMode, demangle, remember
 from symbolize.formats.native import kernels
@@ -83,19 +90,69 @@ def answer_lines(
             yield ("".join(map(shown_frame, frames)) if frames else "??\n??:0:0\n") + "\n"
 
 
+class PlainStyle(NamedTuple):
+    """How llvm-symbolizer's plain text is asked for; the default is its plain ``--output-style=LLVM``."""
+
+    gnu: bool = False  # --output-style=GNU: no column, no blank line after an address
+    addresses: bool = False  # -a, --addresses: the address before its frames
+    pretty: bool = False  # -p, --pretty-print: one line per frame
+    functions: bool = True  # --functions=none: False, no names
+
+    def plain_lines(
+        self, texts: Sequence[str], results: Sequence[list[Frame] | Unknown], inlines: bool
+    ) -> Iterator[str]:
+        """One answer per text, as :func:`answer_lines` gives; ``results`` are whole chains
+        (FrameShaper with inlines) and ``inlines`` says how many of their frames to print."""
+        found = iter(results)
+        for text in texts:
+            vaddr = parse_address(text)
+            if vaddr is None:
+                yield f"{text}\n"
+                continue
+            result = next(found)
+            frames = [] if isinstance(result, Unknown) else result
+            if not inlines and len(frames) > 1:
+                frames = [frames[0]] if self.gnu else [_folded(frames)]
+            yield self._answer(vaddr, frames or [Frame(None)])
+
+    def _answer(self, vaddr: int, frames: list[Frame]) -> str:
+        out = [f"{vaddr:#x}{': ' if self.pretty else chr(10)}"] if self.addresses else []
+        for depth, frame in enumerate(frames):
+            if self.functions:
+                prefix = " (inlined by) " if self.pretty and depth else ""
+                out.append(f"{prefix}{frame.function or '??'}{' at ' if self.pretty else chr(10)}")
+            column = "" if self.gnu else f":{frame.column}"
+            out.append(f"{frame.file or '??'}:{frame.line}{column}\n")
+        if not self.gnu:
+            out.append("\n")
+        return "".join(out)
+
+
+DEFAULT_STYLE = PlainStyle()
+
+
+def _folded(frames: list[Frame]) -> Frame:
+    """llvm-symbolizer's one frame without inlines: the outermost name, the innermost place."""
+    innermost, outermost = frames[0], frames[-1]
+    return Frame(outermost.function, innermost.file, innermost.line, innermost.column, outermost.start_line)
+
+
 class AnswerText:
     """The printed answers for batches of input lines, from one module, in one output format.
 
     Each distinct frame's text is made once (see :class:`symbolize.module.PerFrame`).
     """
 
-    def __init__(self, shaper: FrameShaper, as_json: bool) -> None:
+    def __init__(self, shaper: FrameShaper, as_json: bool, style: PlainStyle | None = None) -> None:
         self.shaper = shaper
         self.as_json = as_json
+        self.style = style or DEFAULT_STYLE
         self._shown_frame = PerFrame(frame_json if as_json else frame_text)
 
     def render(self, module: Module, texts: Sequence[str]) -> str:
         """The text printed for ``texts`` (one input line each)."""
+        if self.style != DEFAULT_STYLE and not self.as_json:
+            return self._render_plain(module, texts)
         compiled = self._compiled(module, texts) if kernels is not None else None
         if compiled is not None:
             return compiled
@@ -106,6 +163,15 @@ class AnswerText:
         vaddrs = [vaddr for vaddr in map(parse_address, texts) if vaddr is not None]
         results = [self.shaper.shape(result) for result in module.lookup(vaddrs)]
         return "".join(answer_lines(texts, results, self._shown_frame, self.as_json))
+
+    def _render_plain(self, module: Module, texts: Sequence[str]) -> str:
+        """A :class:`PlainStyle` other than the default: whole chains, cut as the style asks."""
+        from symbolize.api import FrameShaper
+
+        chains = FrameShaper(self.shaper.mode, True)
+        vaddrs = [vaddr for vaddr in map(parse_address, texts) if vaddr is not None]
+        results = [chains.shape(result) for result in module.lookup(vaddrs)]
+        return "".join(self.style.plain_lines(texts, results, self.shaper.inlines))
 
     def _compiled(self, module: Module, texts: Sequence[str]) -> str | None:
         assert kernels is not None

@@ -24,7 +24,7 @@ from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module, PerFrame, Unknown
 
 if TYPE_CHECKING:
-    from symbolize.answer_text import AnswerText
+    from symbolize.answer_text import AnswerText, PlainStyle
 
     # Imported where used: looking addresses up should not pay for protobuf.
     from symbolize.pprof import Profile
@@ -213,6 +213,7 @@ def lookup_text_batches(
     batches: Iterable[Sequence[str]],
     *,
     as_json: bool = False,
+    style: PlainStyle | None = None,
     demangle: DemangleMode = "full",
     inlines: bool = True,
     search_paths: Iterable[PathLike] = (),
@@ -223,7 +224,8 @@ def lookup_text_batches(
     arch: str | None = None,
 ) -> Iterator[str]:
     """What ``symbolize lookup`` prints for each batch of input lines (see symbolize/answer_text.py):
-    JSON lines (``as_json``) or llvm-symbolizer's text, one answer per line, a non-address echoed.
+    JSON lines (``as_json``) or llvm-symbolizer's text, one answer per line, a non-address echoed;
+    ``style`` asks for another of llvm-symbolizer's plain styles (GNU, addresses, pretty).
 
     Opens the binary now and answers each batch when asked, as :func:`lookup_batches` does.
     """
@@ -231,7 +233,7 @@ def lookup_text_batches(
 
     module, options = _opened_for_lookups(path, arch, search_paths, debug_dirs, cache_dir, use_cache)
     return _answered_text_batches(
-        module, AnswerText(FrameShaper(demangle, inlines), as_json), batches, options, background_index
+        module, AnswerText(FrameShaper(demangle, inlines), as_json, style), batches, options, background_index
     )
 
 

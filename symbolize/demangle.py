@@ -26,9 +26,12 @@ Short-mode rules (on the fully demangled text):
   ``[clone .cold]`` suffixes are dropped
 - Rust ``<Type as Trait>::method``: a ``<...>`` that opens a path component is
   the qualified self type, kept (with its own template arguments removed); a bare
-  ``<Type>::method`` (an inherent impl, as v0 names print) reads ``Type::method``
-- Rust legacy names lose the ``::h<16 hex>`` hash and have their ``$LT$``-style
-  escapes decoded before the above applies.
+  ``<Type>::method`` (an inherent impl, as v0 names print) reads ``Type::method``;
+  generic arguments after ``::`` (``drop_in_place::<T>``, ``f::<T>::{closure#0}``) are
+  dropped with their ``::``: short is the function's own path
+- Rust legacy names lose the ``::h<16 hex>`` hash. Their ``$LT$``-style escapes are
+  decoded in ``full`` too (``Vec$LT$T$C$A$GT$`` -> ``Vec<T,A>``, ``_$u7b$$u7b$closure$u7d$$u7d$``
+  -> ``{{closure}}``), as rustc-demangle and GNU c++filt print them; LLVM 14 leaves them.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ DEMANGLE_MODES: tuple[str, ...] = get_args(DemangleMode)
 
 # What makes full-mode names: indexes that store demangled names are keyed by it, so an index
 # made before the prefix rule (which stored ``f`` as ``float``) is not read.
-DEMANGLER = f"llvm {pycxxfilt.LLVM_VERSION}, prefixed names only"
+DEMANGLER = f"llvm {pycxxfilt.LLVM_VERSION}, prefixed names only, rust legacy escapes decoded"
 MANGLING_PREFIXES = ("_Z", "_R", "?", "__Z", "__R")
 MAX_DEMANGLE_LENGTH = 16384
 # How deep shorten() follows nested brackets before leaving a name whole.
@@ -57,6 +60,8 @@ _MEMO_LIMIT = 1 << 18
 _full_names: dict[str, str] = {}
 
 _RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
+# A Rust legacy symbol: an Itanium nested name whose last component is the 17-character hash.
+_RUST_LEGACY = re.compile(r"17h[0-9a-f]{16}E(?:\.|$)")
 _CLONE_SUFFIX = re.compile(r"(?:\s*\(\.[^()]*\)|\s*\[clone \.[^\]]*\])+$")
 _ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
 _QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|restrict|noexcept|&&|&))*")
@@ -114,7 +119,13 @@ def _llvm_demangle(name: str) -> str:
         return name
     if not demangled:
         return name
-    return _as_llvm_symbolizer_prints_msvc(demangled) if name.startswith("?") else demangled
+    if name.startswith("?"):
+        return _as_llvm_symbolizer_prints_msvc(demangled)
+    if _RUST_LEGACY.search(name) and ("$" in demangled or ".." in demangled):
+        # LLVM leaves a Rust legacy name's escapes (``Vec$LT$T$C$A$GT$``, ``_$u7b$$u7b$closure``)
+        # as they are; Rust users read them as rustc-demangle and GNU c++filt print them.
+        return _decode_rust_legacy(demangled)
+    return demangled
 
 
 # llvm-symbolizer demangles MSVC names without access specifier, member kind, calling convention
@@ -198,9 +209,14 @@ def _strip(text: str, start: int, closer: str, depth: int) -> tuple[str, int]:
         elif char == "<":
             if _at_component_start(out):
                 inner, index = _strip(text, index + 1, ">", depth + 1)
-                # <Type as Trait> names the trait impl; a bare <Type> (an inherent impl) is just Type.
-                out.append(f"<{inner}>" if " as " in inner else inner)
                 index += 1
+                if " as " in inner or inner.startswith("impl "):
+                    out.append(f"<{inner}>")  # <Type as Trait>, <impl Trait for Type>: the impl
+                elif "".join(out[-2:]).endswith("::"):
+                    # Rust's turbofish, ``drop_in_place::<T>``: generic arguments, not a path.
+                    out[:] = ["".join(out)[:-2]]
+                else:
+                    out.append(inner)  # a bare <Type> (an inherent impl, as v0 prints it): Type
             else:
                 index = _skip_balanced(text, index)
         elif char == "(":

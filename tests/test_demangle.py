@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from symbolize.demangle import demangle, shorten
+from tests.rust_names import RUST_LEGACY, rustc_demangle_escapes
 
 MANGLED = [
     "_ZN2ns1fEv",
@@ -42,7 +43,66 @@ def test_full_matches_llvm() -> None:
     )
     # LLVM before 15 prints nested template closers as "> >"; pycxxfilt bundles a newer LLVM.
     expected = [line.replace("> >", ">>") for line in completed.stdout.splitlines()]
+    # The one deliberate difference: a Rust legacy name's escapes are decoded (README).
+    expected = [
+        rustc_demangle_escapes(line) if RUST_LEGACY.search(name) else line
+        for name, line in zip(MANGLED, expected, strict=True)
+    ]
     assert [demangle(name, "full") for name in MANGLED] == expected
+
+
+@pytest.mark.parametrize(
+    ("mangled", "full", "short"),
+    [
+        (
+            "_ZN5alloc3vec16Vec$LT$T$C$A$GT$8push_mut17h0123456789abcdefE",
+            "alloc::vec::Vec<T,A>::push_mut::h0123456789abcdef",
+            "alloc::vec::Vec::push_mut",
+        ),
+        (
+            "_ZN4core3ops8function6FnOnce9call_once28_$u7b$$u7b$closure$u7d$$u7d$17h0123456789abcdefE",
+            "core::ops::function::FnOnce::call_once::{{closure}}::h0123456789abcdef",
+            "core::ops::function::FnOnce::call_once::{{closure}}",
+        ),
+        (
+            "_ZN70_$LT$alloc..vec..Vec$LT$T$C$A$GT$$u20$as$u20$core..ops..drop..Drop$GT$4drop17h0123456789abcdefE",
+            "<alloc::vec::Vec<T,A> as core::ops::drop::Drop>::drop::h0123456789abcdef",
+            "<alloc::vec::Vec as core::ops::drop::Drop>::drop",
+        ),
+    ],
+)
+def test_rust_legacy_escapes_read_as_rustc_demangle_prints_them(mangled: str, full: str, short: str) -> None:
+    assert demangle(mangled, "full") == full
+    assert demangle(mangled, "short") == short
+
+
+@pytest.mark.parametrize(
+    ("mangled", "full", "short"),
+    [
+        # Issue 14: short gave the generic argument (``foo::Compiler``) for the function.
+        (
+            "_RINvNtCs1_4core3ptr13drop_in_placeNtCs2_3foo8CompilerE",
+            "core::ptr::drop_in_place::<foo::Compiler>",
+            "core::ptr::drop_in_place",
+        ),
+        (
+            "_RINvNtCs1_5rustc6select36instantiate_constituent_tys_for_copyNtNtCs2_6middle2ty6TyCtxtE",
+            "rustc::select::instantiate_constituent_tys_for_copy::<middle::ty::TyCtxt>",
+            "rustc::select::instantiate_constituent_tys_for_copy",
+        ),
+        (
+            "_RNCINvCs1_3foo3barhE0B5_",
+            "foo::bar::<u8>::{closure#0}",
+            "foo::bar::{closure#0}",
+        ),
+    ],
+)
+def test_rust_v0_short_is_the_function_path_without_generic_arguments(mangled: str, full: str, short: str) -> None:
+    assert demangle(mangled, "full") == full
+    assert demangle(mangled, "short") == short
+    if LLVM_CXXFILT is not None:
+        peer = subprocess.run([LLVM_CXXFILT, mangled], capture_output=True, text=True, check=True).stdout.strip()
+        assert peer == full
 
 
 @pytest.mark.parametrize(

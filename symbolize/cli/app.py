@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from symbolize.cli.audit import audit_command
+from symbolize.cli.spellings import llvm_spellings
 from symbolize.errors import SymbolizeError
 
 if TYPE_CHECKING:
@@ -286,16 +287,49 @@ def _profile_through_stdio(
     return summary
 
 
+class OutputStyle(enum.StrEnum):
+    LLVM = "LLVM"
+    GNU = "GNU"
+    JSON = "JSON"
+
+
+class FunctionNames(enum.StrEnum):
+    linkage = "linkage"
+    short = "short"
+    none = "none"
+
+
 @app.command("lookup")
 def lookup_command(
     ctx: typer.Context,
-    obj: Annotated[Path, typer.Option("--obj", metavar="FILE", help="The object file (binary).")],
+    obj: Annotated[
+        Path, typer.Option("--obj", "-e", "--exe", metavar="FILE", help="The object file (binary).")
+    ],
     addresses: Annotated[
         list[str] | None, typer.Argument(metavar="[ADDR...]", help="Object addresses; else stdin.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
-    inlines: Annotated[bool, typer.Option("--inlines/--no-inlines", help="Show inlined frames.")] = True,
-    demangle: Annotated[DemangleChoice, typer.Option("--demangle", help="Name style.")] = DemangleChoice.full,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line (our own shape).")] = False,
+    inlines: Annotated[
+        bool, typer.Option("--inlines/--no-inlines", help="Show inlined frames (also -i, --inlining[=BOOL]).")
+    ] = True,
+    demangle: Annotated[
+        DemangleChoice,
+        typer.Option("--demangle", help="Name style (-C and --demangle alone: full; --no-demangle: none)."),
+    ] = DemangleChoice.full,
+    print_addresses: Annotated[
+        bool, typer.Option("-a", "--addresses", "--print-address", help="Print the address before its frames.")
+    ] = False,
+    pretty: Annotated[bool, typer.Option("-p", "--pretty-print", help="One line per frame.")] = False,
+    output_style: Annotated[
+        OutputStyle,
+        typer.Option("--output-style", case_sensitive=False, help="LLVM (default) or GNU (addr2line's: no column)."),
+    ] = OutputStyle.LLVM,
+    functions: Annotated[
+        FunctionNames,
+        typer.Option(
+            "--functions", help="Function names: linkage (default, also -f), short (as --demangle short), none."
+        ),
+    ] = FunctionNames.linkage,
     search_paths: SearchPathsOption = None,
     debug_dirs: DebugDirsOption = None,
     cache_dir: CacheDirOption = None,
@@ -309,9 +343,28 @@ def lookup_command(
 
     Addresses are hex with 0x or decimal, from the arguments or one per line on stdin (each
     line answered as it arrives); a non-address is echoed back, as llvm-symbolizer does.
+    llvm-symbolizer's and addr2line's spellings work: -e/--exe, -a, -f, -C, -i, -p,
+    --output-style=LLVM|GNU.
     """
+    from symbolize.answer_text import PlainStyle
     from symbolize.api import lookup_text_batches
 
+    if output_style is OutputStyle.JSON:
+        raise typer.BadParameter(
+            "llvm-symbolizer's JSON carries fields this tool does not read (StartAddress, StartFileName, "
+            "Discriminator); --json prints our own JSON",
+            param_hint="--output-style",
+        )
+    if as_json and (print_addresses or pretty or output_style is not OutputStyle.LLVM):
+        raise typer.BadParameter("--json has its own shape: no -a, -p or --output-style", param_hint="--json")
+    if functions is FunctionNames.short:
+        demangle = DemangleChoice.short
+    style = PlainStyle(
+        gnu=output_style is OutputStyle.GNU,
+        addresses=print_addresses,
+        pretty=pretty,
+        functions=functions is not FunctionNames.none,
+    )
     # An empty argument is no question (llvm-symbolizer skips it); an empty stdin line is echoed.
     batches: Iterable[list[str]] = [[text for text in addresses or () if text.strip()]]
     if not addresses:
@@ -321,6 +374,7 @@ def lookup_command(
             obj,
             batches,
             as_json=as_json,
+            style=style,
             demangle=demangle.value,
             inlines=inlines,
             search_paths=search_paths or (),
@@ -516,7 +570,7 @@ def main() -> None:
     # nothing, in a process that ends when the command does. (An index build frees each unit
     # by reference counting; its peak memory is the same either way.)
     gc.disable()
-    arguments = hoist_debug(sys.argv[1:])
+    arguments = llvm_spellings(hoist_debug(sys.argv[1:]))
     try:
         app_for(arguments)(args=arguments, prog_name="symbolize")
     except Exception as exc:
