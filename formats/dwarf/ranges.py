@@ -49,7 +49,7 @@ def _rnglistx_offset(unit: Unit, index: int) -> int:
     data = unit.sections.rnglists
     position = unit.rnglists_base + index * unit.offset_size
     if position + unit.offset_size > len(data):
-        raise DwarfFormatError(f"range list index {index} outside .debug_rnglists")
+        raise DwarfFormatError(f"range list index {index:d} outside .debug_rnglists")
     return unit.rnglists_base + unit.read_offset(data, position)
 
 
