@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
-from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex, paired_answers
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,
@@ -748,27 +748,13 @@ class MachOFile:
 
     def _answers(self) -> SymbolAnswers | DebugMapSource:
         """This slice as a symbol source: its debug map's objects, else its own DWARF (a dSYM's,
-        an object file's) and symbols, through the run builder ELF and PE use
-        (formats/dwarf/answers.py). As llvm-symbolizer does, the outermost frame takes its name
-        from the symbol covering the address when there is one."""
+        an object file's) and symbols."""
         if self._answer_source is None:
             debug_map = self.debug_map()
             if debug_map is not None:
                 self._answer_source = debug_map
-                return debug_map
-            index = self.symbol_index()
-            try:
-                dwarf = self.dwarf_info()
-            except MalformedInputError as err:
-                # DWARF that cannot be read at all: the symbols answer where they cover.
-                self._answer_source = SymbolAnswers(self.path, index, broken=err)
-                return self._answer_source
-            if dwarf is None:
-                self._answer_source = SymbolAnswers(self.path, index)
             else:
-                from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
-
-                self._answer_source = DwarfSymbolAnswers(self.path, dwarf, index)
+                self._answer_source = paired_answers(self.path, self.symbol_index(), self.dwarf_info)
         return self._answer_source
 
     def answer_regions(self) -> Sequence[AnswerRegion]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
-from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex, paired_answers
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,
@@ -350,25 +350,11 @@ class PeFile:
         return self._dwarf
 
     def _answers(self) -> SymbolAnswers:
-        """This image as a symbol source: MinGW DWARF units and the COFF symbols (or exports).
-
-        The same run builder as ELF's (formats/dwarf/answers.py): as llvm-symbolizer does for a
-        COFF image with DWARF, the outermost frame takes the covering symbol's name.
-        """
+        """This image as a symbol source: MinGW DWARF units and the COFF symbols (or exports)."""
         if self._answer_source is None:
             symbols = self._symbols_by_address()[2]
             index = SymbolIndex(RankedSymbol(symbol, None) for symbol in symbols)
-            try:
-                dwarf = self._dwarf_info()
-            except MalformedInputError as err:
-                self._answer_source = SymbolAnswers(self.path, index, broken=err)
-                return self._answer_source
-            if dwarf is None:
-                self._answer_source = SymbolAnswers(self.path, index)
-            else:
-                from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
-
-                self._answer_source = DwarfSymbolAnswers(self.path, dwarf, index)
+            self._answer_source = paired_answers(self.path, index, self._dwarf_info)
         return self._answer_source
 
     def answer_regions(self) -> Sequence[AnswerRegion]:

@@ -12,13 +12,16 @@ each address; a size-0 symbol reaches the next symbol).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from symbolize.formats.answers import AnswerLookup, ChainHead, LazyRuns, RunTable
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
+
+if TYPE_CHECKING:
+    from symbolize.formats.dwarf import DwarfInfo
 
 
 class RankedSymbol(NamedTuple):
@@ -160,3 +163,31 @@ class SymbolAnswers:
         if self._lookup is None:
             self._lookup = AnswerLookup(self.answer_regions(), self.lookup_runs)
         return self._lookup.frames_at(vaddr)
+
+
+def paired_answers(
+    path: Path,
+    symbols: SymbolIndex,
+    open_dwarf: Callable[[], DwarfInfo | None],
+    broken: MalformedInputError | None = None,
+) -> SymbolAnswers:
+    """The answers of a file that pairs DWARF with a symbol table (ELF, MinGW PE, a Mach-O slice or
+    dSYM), through one run builder (formats/dwarf/answers.py): as llvm-symbolizer does, the
+    outermost frame takes its name from the symbol covering the address.
+
+    DWARF that cannot be read at all hides nothing the symbols know (issue 9): its error is the
+    answer only where no symbol covers the address. ``broken`` is damage found before the DWARF
+    (a symbol table that did not read), answered the same way.
+    """
+    try:
+        dwarf = open_dwarf()
+    except MalformedInputError as err:
+        return SymbolAnswers(path, symbols, broken=err)
+    if dwarf is None:
+        return SymbolAnswers(path, symbols, broken=broken)
+    # Imported here so a file without DWARF never loads the DWARF package.
+    from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
+
+    answers = DwarfSymbolAnswers(path, dwarf, symbols)
+    answers.broken = broken
+    return answers

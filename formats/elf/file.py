@@ -24,7 +24,7 @@ from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
 from symbolize.formats.facts import Coverage, SectionFact, SymbolTable, merge_ranges
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
-from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex, paired_answers
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,
@@ -311,23 +311,10 @@ class ElfFile:
         return self._dwarf
 
     def _answers(self) -> SymbolAnswers:
-        """This file as a symbol source: its DWARF units and symbol table (formats/dwarf/answers.py)."""
+        """This file as a symbol source: its DWARF units and symbol table."""
         if self._answer_source is None:
             index = self._symbol_index()
-            try:
-                dwarf = self._dwarf_info()
-            except MalformedInputError as err:
-                # Broken debug info hides nothing the symbol table knows (issue 9): the error is the
-                # answer only where no symbol covers the address.
-                self._answer_source = SymbolAnswers(self.path, index, broken=err)
-                return self._answer_source
-            if dwarf is None:
-                self._answer_source = SymbolAnswers(self.path, index, broken=self._symbols_error)
-            else:
-                from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
-
-                self._answer_source = DwarfSymbolAnswers(self.path, dwarf, index)
-                self._answer_source.broken = self._symbols_error
+            self._answer_source = paired_answers(self.path, index, self._dwarf_info, self._symbols_error)
         return self._answer_source
 
     def answer_regions(self) -> Sequence[AnswerRegion]:
