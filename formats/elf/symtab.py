@@ -100,7 +100,9 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
             continue
         if (symbol_type != STT_FUNC and symbol_type != STT_GNU_IFUNC) or st_shndx == SHN_UNDEF:
             continue
-        name = c_string(strings, st_name)
+        # A debug file's .symtab keeps the assembler's symbol versions (``cfree@GLIBC_2.2.5``,
+        # ``pthread_create@@GLIBC_2.34``); llvm-symbolizer names the function without them.
+        name = c_string(strings, st_name).partition("@")[0]
         if not name:
             continue
         is_local = st_info >> 4 == STB_LOCAL
