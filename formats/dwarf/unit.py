@@ -182,7 +182,7 @@ class Unit:
         if form in _ADDRX_FORMS:
             position = self.addr_base + value * self.addr_size
             if position + self.addr_size > len(self.sections.addr):
-                raise DwarfFormatError(f"address index {value} outside .debug_addr")
+                raise DwarfFormatError(f"address index {value:d} outside .debug_addr")
             return self.read_addr(self.sections.addr, position)
         return int(value)
 
