@@ -29,7 +29,8 @@ Opened = TypeVar("Opened")
 
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
-ANSWER_VERSION = 4
+# 5: untyped and data symbols that label code (hand-written assembly) name it.
+ANSWER_VERSION = 5
 # The index array holding the path of the file an index was built from.
 SOURCE_PATH_ARRAY = "source_path"
 

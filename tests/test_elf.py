@@ -76,11 +76,25 @@ def assert_segments_match_readelf(elf: ElfFile) -> None:
     assert got == sorted(expected)
 
 
+def readelf_code_sections(path: Path) -> set[str]:
+    """Indexes (as readelf prints them) of the sections with the executable (X) flag."""
+    found = set()
+    for line in readelf("--sections", "--wide", str(path)).splitlines():
+        match = re.match(r"\s*\[\s*(\d+)\]\s+\S+\s+\S+(?:\s+[0-9a-f]+){4}\s+(\S*?)\s+\d+\s+\d+\s+\d+\s*$", line)
+        if match and "X" in match.group(2):
+            found.add(match.group(1))
+    return found
+
+
 def readelf_functions(path: Path) -> set[tuple[str, int, int]]:
+    """Function symbols as llvm-symbolizer takes them: FUNC and IFUNC, and NOTYPE or OBJECT in code."""
+    code = readelf_code_sections(path)
     functions = set()
     for line in readelf("--symbols", "--wide", str(path)).splitlines():
         fields = line.split()
-        if len(fields) == 8 and fields[3] in ("FUNC", "IFUNC", "GNU_IFUNC") and fields[6] != "UND":
+        if len(fields) != 8 or fields[6] == "UND":
+            continue
+        if fields[3] in ("FUNC", "IFUNC", "GNU_IFUNC") or (fields[3] in ("NOTYPE", "OBJECT") and fields[6] in code):
             functions.add((fields[7].split("@")[0], int(fields[1], 16), int(fields[2], 0)))
     return functions
 

@@ -1,5 +1,11 @@
 """Function symbols from ``.symtab``, ``.dynsym`` and MiniDebugInfo (gABI chapter 4, "Symbol Table").
 
+A function symbol is what llvm-symbolizer 14 names code by: ``STT_FUNC`` and
+``STT_GNU_IFUNC`` anywhere, and ``STT_NOTYPE`` or ``STT_OBJECT`` in an executable
+section (hand-written assembly labels carry no type: BLAKE3's and OpenSSL's x86
+routines). llvm-symbolizer takes untyped and data symbols in other sections too,
+but they only name data addresses (``_edata``, ``__bss_start``), never code.
+
 MiniDebugInfo (GDB manual, "MiniDebugInfo") is an xz-compressed ELF in
 ``.gnu_debugdata`` whose ``.symtab`` holds the local function symbols a
 stripped binary dropped; its tables are read one level deep (a payload's own
@@ -18,6 +24,9 @@ from symbolize.formats.types import Symbol
 
 SHN_UNDEF = 0
 SHN_LORESERVE = 0xFF00
+SHF_EXECINSTR = 0x4
+STT_NOTYPE = 0
+STT_OBJECT = 1
 STT_FUNC = 2
 STT_FILE = 4
 STT_GNU_IFUNC = 10
@@ -87,6 +96,7 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
     # A symbol's section bounds how far a size-0 symbol may reach.
     homes = sections[: min(SHN_LORESERVE, len(sections))]
     section_ends = [home.sh_addr + home.sh_size for home in homes]
+    is_code = [bool(home.sh_flags & SHF_EXECINSTR) for home in homes]
     is_64 = headers.layout.is_64
     for position, entry in enumerate(entries):
         if is_64:
@@ -98,7 +108,11 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
             # Local symbols follow the STT_FILE entry of the source they came from.
             source_file = c_string(strings, st_name) or None
             continue
-        if (symbol_type != STT_FUNC and symbol_type != STT_GNU_IFUNC) or st_shndx == SHN_UNDEF:
+        if st_shndx == SHN_UNDEF:
+            continue
+        # Untyped and data symbols name code only where they label it (see the docstring).
+        labels_code = symbol_type in (STT_NOTYPE, STT_OBJECT) and st_shndx < len(is_code) and is_code[st_shndx]
+        if symbol_type != STT_FUNC and symbol_type != STT_GNU_IFUNC and not labels_code:
             continue
         # A debug file's .symtab keeps the assembler's symbol versions (``cfree@GLIBC_2.2.5``,
         # ``pthread_create@@GLIBC_2.34``); llvm-symbolizer names the function without them.
