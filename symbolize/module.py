@@ -52,6 +52,9 @@ class Reason(Enum):
     # A macOS system library missing from disk: it lives only in the dyld shared cache.
     IN_SHARED_CACHE = "in-shared-cache"
     DEBUG_ID_MISMATCH = "debug-id-mismatch"  # files of that name exist, none of that build
+    # The file found by name (the mapping has no build ID) cannot be the one mapped: its size or
+    # segments contradict the mapping's (symbolize/normalize.py, mapping_contradiction).
+    MAPPING_CONTRADICTS_FILE = "mapping-contradicts-file"
     UNSUPPORTED_FILE = "unsupported-file"  # a format not read (yet), or not an object file
     UNREADABLE_FILE = "unreadable-file"  # permissions, I/O errors
     NO_DEBUG_INFO = "no-debug-info"  # neither symbols nor debug info anywhere

@@ -54,6 +54,14 @@ segments carry their names):
 
 In every format a vaddr that falls in no segment's memory (``__PAGEZERO``
 excluded) is None: the caller reports it as outside the file.
+
+A mapping without a build ID names its file only by name, which may be
+another build. :func:`mapping_contradiction` says when the mapping cannot be
+of that file under any rule above: it is larger than the whole image (ELF:
+the ``PT_LOAD`` span; PE: ``SizeOfImage``, headers included; Mach-O: every
+segment, ``__PAGEZERO`` included), rounded up to 64 KiB (the largest page a
+loader uses); its file offset lies past the file's end; or (ELF) its file
+offset falls in no ``PT_LOAD``'s file pages.
 """
 
 from __future__ import annotations
@@ -66,6 +74,9 @@ from symbolize.formats.types import Image, Segment
 # first PT_LOAD's vaddr and file offset agree modulo any page size the loader used.
 PAGE_SIZE = 0x1000
 PAGEZERO = "__PAGEZERO"
+# The largest page any supported loader maps with (arm64 Linux with 64 KiB pages): the slack
+# allowed before a mapping's size or offset contradicts its file.
+LARGEST_PAGE = 0x10000
 # macOS arm64 user addresses fit in 47 bits; a pointer-authentication signature sits above them.
 ARM64_ADDRESS_MASK = (1 << 47) - 1
 
@@ -112,6 +123,48 @@ def translator(image: Image, memory_start: int, memory_limit: int, file_offset: 
             return authenticated(runtime_addr & ARM64_ADDRESS_MASK)
 
     return rule
+
+
+def mapping_contradiction(
+    image: Image, memory_start: int, memory_limit: int, file_offset: int | None, file_size: int | None
+) -> str | None:
+    """Why a mapping cannot show ``image`` (a file ``file_size`` bytes long, when known), or None.
+
+    Conservative: a mapping any convention of the module docstring could read as this image passes.
+    """
+    segments = tuple(image.segments())
+    if not segments:
+        return None
+    offset = file_offset or 0
+    if file_size is not None and offset >= file_size > 0:
+        return f"the mapping's file offset {offset:#x} lies past the end of the file ({file_size:#x} bytes)"
+    if image.format == "elf" and offset and not any(_holds_file_page(segment, offset) for segment in segments):
+        return f"the mapping's file offset {offset:#x} is in no loaded segment of the file"
+    if memory_limit > memory_start:
+        low = min(min(segment.vaddr for segment in segments), image.load_base)
+        high = max(segment.vaddr + segment.memsz for segment in segments)
+        extent = _ceil(high - _floor(low, LARGEST_PAGE), LARGEST_PAGE)
+        if memory_limit - memory_start > extent:
+            return (
+                f"the mapping is {memory_limit - memory_start:#x} bytes, larger than the whole image"
+                f" ({high - low:#x} bytes)"
+            )
+    return None
+
+
+def _holds_file_page(segment: Segment, file_offset: int) -> bool:
+    """Whether a mapping starting at ``file_offset`` may be this segment's (its pages, of any size)."""
+    if segment.filesz == 0:
+        return False
+    return _floor(segment.file_offset, LARGEST_PAGE) <= file_offset < segment.file_offset + segment.filesz
+
+
+def _floor(value: int, page: int) -> int:
+    return value // page * page
+
+
+def _ceil(value: int, page: int) -> int:
+    return -(-value // page) * page
 
 
 def _nowhere(runtime_addr: int) -> int | None:

@@ -17,7 +17,10 @@ iff none of the mapping's locations stayed unnamed and at least one location
 got that kind of data (a function name; a file; a line > 0; more than one
 frame). Mappings the run did not touch keep their flags.
 
-A mapping given without a build ID gets the build ID of the binary found for it.
+A mapping given without a build ID names its binary by file name only: the summary says the match
+is unverified, and a file whose size or segments contradict the mapping (see
+:func:`symbolize.normalize.mapping_contradiction`) is refused, its locations left unnamed. A
+binary used gives such a mapping its build ID.
 Locations named only ``module+0xOFFSET`` are named by :mod:`symbolize.offset_frames`.
 
 Everything else (samples, values, labels, comments, unknown fields, string
@@ -37,7 +40,7 @@ from symbolize.discovery.slices import choose_mapping_slice
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.module import Module, Reason, Unknown, reason_for_error
-from symbolize.normalize import translator
+from symbolize.normalize import mapping_contradiction, translator
 from symbolize.offset_frames import name_offset_frames
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Function, Location, Mapping, Profile
@@ -321,6 +324,13 @@ def _symbolize_mapping(
             slice_by = choice.decided_by
             if choice.arch != module.image.arch:
                 module = open_module(module.image.path, options.discovery, arch=choice.arch)
+        refusal = _unverified_refusal(module, mapping)
+        if refusal is not None:
+            summary.refused = [refusal]
+            for _ in entry.pending:
+                summary.count_unnamed(Reason.MAPPING_CONTRADICTS_FILE, refusal)
+            return
+        summary.unverified = True
     summary.binary = str(module.image.path)
     if getattr(module.image, "universal", False):
         summary.slice = module.image.arch
@@ -370,6 +380,18 @@ def _symbolize_mapping(
         mapping.has_filenames = any(frame.file for frames in named for frame in frames)
         mapping.has_line_numbers = any(frame.line > 0 for frames in named for frame in frames)
         mapping.has_inline_frames = any(len(frames) > 1 for frames in named)
+
+
+def _unverified_refusal(module: Module, mapping: Mapping) -> str | None:
+    """``"path: why"`` when the file found by name cannot be what ``mapping`` shows; None when it may be."""
+    path = module.image.path
+    try:
+        file_size: int | None = path.stat().st_size
+    except OSError:
+        file_size = None
+    why = mapping_contradiction(module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset,
+                                file_size)  # fmt: skip
+    return f"{path}: {why}" if why is not None else None
 
 
 def _lines_missing_reason(module: Module) -> str | None:

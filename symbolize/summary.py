@@ -6,7 +6,8 @@
                    "locations": N, "named": N, "unnamed": N, "reasons": {reason: N},
                    "details": [{"reason": reason, "detail": str, "count": N}],
                    "missing_lines": str|null, "damaged_debug_info": str|null,
-                   "refused": [str], "slice": str|null, "slice_by": str|null}],
+                   "refused": [str], "slice": str|null, "slice_by": str|null,
+                   "unverified": bool}],
      "locations": N, "named": N, "unnamed": N,
      "nothing_to_name": bool,
      "unnamed_value_share": {sample_type_name: float 0..1},
@@ -33,6 +34,10 @@ DWARF asked for while the mapping's addresses were looked up.
 ``"slice"`` is the architecture used of a universal (fat) Mach-O binary, else null;
 ``"slice_by"`` what chose it: ``"uuid"`` (the mapping's), ``"mapping size"`` or ``"addresses"``
 (symbolize/discovery/slices.py), ``"default"`` (nothing told the slices apart: the host's).
+``"unverified"`` is true when the binary was found by its file name only (the mapping has no
+build ID to check it by), so it may be another build of that name; a file found by name whose size
+or segments contradict the mapping is not used: its path is in ``"refused"`` with the reason, and
+its locations are counted under ``"mapping-contradicts-file"``.
 ``"missing_lines"`` says why named locations have no file or line, when none has one: discovery
 found no debug file (a stripped binary without its dSYM or debug file), or the debug file found
 says why it has none (a publics-only PDB); else null.
@@ -76,6 +81,8 @@ class MappingSummary:
     damaged_debug_info: str | None = None
     # Candidate debug files turned down, "path: why".
     refused: list[str] = field(default_factory=list)
+    # The binary was matched by its file name only: the mapping has no build ID to verify it by.
+    unverified: bool = False
 
     @property
     def unnamed(self) -> int:
@@ -109,6 +116,7 @@ class MappingSummary:
             "refused": list(self.refused),
             "slice": self.slice,
             "slice_by": self.slice_by,
+            "unverified": self.unverified,
         }
 
 
@@ -184,6 +192,8 @@ class Summary:
             )
             if mapping.missing_lines:
                 lines.append(f"  no lines: {mapping.missing_lines}")
+            if mapping.unverified:
+                lines.append("  unverified: matched by file name only (the mapping has no build ID)")
             if mapping.damaged_debug_info:
                 damaged = Reason.DAMAGED_DEBUG_INFO.value
                 lines.append(f"  {damaged}: {mapping.damaged_debug_info} (the rest of the file still names)")

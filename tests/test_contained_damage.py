@@ -99,9 +99,11 @@ def test_a_bomb_in_any_dwarf_section_leaves_the_symbol_table_naming(
 
 def _pie_profile(binary: Path, vaddrs: list[int]) -> Profile:
     base = 0x555555554000
+    with ElfFile(binary) as elf:  # the whole image, as a whole-module mapping shows it
+        size = max(segment.vaddr + segment.memsz for segment in elf.segments()) - elf.load_base
     profile = Profile(string_table=["", "cpu", "nanoseconds", str(binary)])
     profile.sample_type.add(type=1, unit=2)
-    profile.mapping.add(id=1, memory_start=base, memory_limit=base + 0x100000, filename=3)
+    profile.mapping.add(id=1, memory_start=base, memory_limit=base + size, filename=3)
     for number, vaddr in enumerate(vaddrs, start=1):
         profile.location.add(id=number, mapping_id=1, address=base + vaddr)
         profile.sample.add(location_id=[number], value=[1])
