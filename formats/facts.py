@@ -13,7 +13,7 @@ merged and sorted by :func:`merge_ranges`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from enum import Enum
 from typing import NamedTuple
 
@@ -104,13 +104,21 @@ def merge_ranges(ranges: Iterable[AddressRange]) -> tuple[AddressRange, ...]:
 
 def covered_bytes(ranges: Sequence[AddressRange], within: Sequence[AddressRange]) -> int:
     """How many bytes of ``within`` the ranges cover; both merged and sorted (see merge_ranges)."""
-    total = 0
+    return sum(high - low for low, high in _overlaps(ranges, within))
+
+
+def intersect_ranges(ranges: Sequence[AddressRange], within: Sequence[AddressRange]) -> tuple[AddressRange, ...]:
+    """The parts of ``ranges`` inside ``within``, merged; both merged and sorted (see merge_ranges)."""
+    return merge_ranges(list(_overlaps(ranges, within)))
+
+
+def _overlaps(ranges: Sequence[AddressRange], within: Sequence[AddressRange]) -> Iterator[AddressRange]:
+    """Each overlap of a range of ``ranges`` with one of ``within``, in order: one sweep of both."""
     position = 0
     for low, high in within:
         while position < len(ranges) and ranges[position][1] <= low:
             position += 1
         scan = position
         while scan < len(ranges) and ranges[scan][0] < high:
-            total += min(high, ranges[scan][1]) - max(low, ranges[scan][0])
+            yield max(low, ranges[scan][0]), min(high, ranges[scan][1])
             scan += 1
-    return total

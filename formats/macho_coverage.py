@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.facts import AddressRange, Coverage, SectionFact, SymbolTable, merge_ranges
+from symbolize.formats.facts import AddressRange, Coverage, SectionFact, SymbolTable, intersect_ranges, merge_ranges
 
 if TYPE_CHECKING:
     from symbolize.formats.macho import MachOFile
@@ -110,7 +110,7 @@ def _debug_map_coverage(debug_map: DebugMapSource) -> Coverage:
                 continue
             one = dwarf_coverage(info)
             # dsymutil keeps only the line rows inside a function's DWARF ranges.
-            one = one._replace(lines=_intersection(one.lines, one.functions))
+            one = one._replace(lines=intersect_ranges(one.lines, one.functions))
             measured[obj.path] = one
             broken.extend(one.broken_units)
             totals = totals._replace(
@@ -135,20 +135,6 @@ def _debug_map_coverage(debug_map: DebugMapSource) -> Coverage:
         inlined=merge_ranges(inlined),
         broken_units=tuple(broken),
     )
-
-
-def _intersection(ranges: tuple[AddressRange, ...], within: tuple[AddressRange, ...]) -> tuple[AddressRange, ...]:
-    """The parts of ``ranges`` inside ``within`` (both merged and sorted)."""
-    found: list[AddressRange] = []
-    position = 0
-    for low, high in within:
-        while position < len(ranges) and ranges[position][1] <= low:
-            position += 1
-        scan = position
-        while scan < len(ranges) and ranges[scan][0] < high:
-            found.append((max(low, ranges[scan][0]), min(high, ranges[scan][1])))
-            scan += 1
-    return merge_ranges(found)
 
 
 def _moved(ranges: tuple[AddressRange, ...], window: AddressRange, shift: int) -> list[AddressRange]:
