@@ -13,10 +13,17 @@ for target in "fuzz_object.py elf" "fuzz_object.py macho" "fuzz_object.py pe" "f
               "fuzz_profile.py gperftools-cpu" "fuzz_profile.py gperftools-heap" "fuzz_pdb.py" \
               "fuzz_kernels.py"; do
   # shellcheck disable=SC2086
+  set +e  # the target's own status is checked below, after its findings are named
   python fuzz/$target -max_total_time="$seconds" -artifact_prefix="$artifacts/" "$(mktemp -d)" 2>&1 \
-    | grep -E "^(#[0-9]+ +DONE|Done|==|.*Error|.*Traceback)" || true
+    | grep -E "^(#[0-9]+ +DONE|Done|==|.*Error|.*Traceback)"
+  status=${PIPESTATUS[0]}
+  set -e
   if compgen -G "$artifacts/*" >/dev/null; then
     echo "fuzz: $target found an input outside the contract: $(ls "$artifacts")" >&2
+    exit 1
+  fi
+  if [ "$status" -ne 0 ]; then
+    echo "fuzz: $target exited with status $status" >&2
     exit 1
   fi
 done

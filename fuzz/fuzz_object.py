@@ -37,7 +37,10 @@ def addresses_for(reader: str) -> list[int]:
             continue
         named = [str((REPO / "fixtures" / answers[key]).resolve()) for key in ("binary", "dsym") if answers.get(key)]
         if any(seed == name or seed.startswith(name + "/") for seed in seeds for name in named):
-            found.update(int(entry["address"], 16) for entry in answers["addresses"])
+            # Answer files hold {"address": ...} entries; the stored output styles hold bare strings.
+            found.update(
+                int(entry["address"] if isinstance(entry, dict) else entry, 16) for entry in answers["addresses"]
+            )
     ordered = sorted(found)
     step = max(1, len(ordered) // ADDRESS_COUNT)
     return [0, 1, *ordered[::step][:ADDRESS_COUNT], (1 << 64) - 1]
