@@ -12,6 +12,7 @@ mod line_program;
 mod ranges;
 mod unit_runs;
 mod warm;
+mod warm_frames;
 mod warm_index;
 mod warm_text;
 
