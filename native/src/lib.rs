@@ -14,6 +14,7 @@ mod pdb_records;
 mod ranges;
 mod unit_runs;
 mod warm;
+mod warm_frames;
 mod warm_index;
 mod warm_text;
 
