@@ -46,3 +46,23 @@ def test_lookup_echoes_a_non_address_and_says_why_in_json() -> None:
         {"address": "zzz", "frames": [], "reason": "not-an-address"},
         {"address": "0x0", "frames": [], "reason": "not-covered"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [(b"not a binary\n", "not an object file"), (None, "file not found")],
+    ids=["not-an-object-file", "missing"],
+)
+def test_every_command_says_a_problem_with_a_binary_alike(tmp_path: Path, content: bytes | None, problem: str) -> None:
+    binary = tmp_path / "app"
+    if content is not None:
+        binary.write_bytes(content)
+    expected = f"symbolize: error: {binary}: {problem}"
+    results = {
+        "lookup": run("lookup", "--obj", binary, *NO_SIDE_EFFECTS, "0x10"),
+        "index": run("index", binary, "--cache-dir", tmp_path / "cache"),
+        "audit": run("audit", binary),
+    }
+    assert {command: result.stderr.splitlines() for command, result in results.items()} == {
+        command: [expected] for command in results
+    }
