@@ -80,7 +80,8 @@ def mutants(seed: int, count: int, per_mutant: int) -> Iterator[Mutant]:
         yield Mutant(case, section, tuple(edits), bytes(data), tuple(vaddrs))
 
 
-def _answer(source: ElfFile | object, vaddr: int) -> Answer:
+def answer(source: object, vaddr: int) -> Answer:
+    """The frames at ``vaddr``, or the reason for none."""
     try:
         return tuple(source.frames_at(vaddr))  # type: ignore[attr-defined]
     except MalformedInputError as error:
@@ -92,7 +93,7 @@ def differences(mutant: Mutant, work_dir: Path) -> tuple[list[Difference], bool]
     path = work_dir / mutant.case
     path.write_bytes(mutant.data)
     with ElfFile(path) as elf:
-        uncached = [_answer(elf, vaddr) for vaddr in mutant.vaddrs]
+        uncached = [answer(elf, vaddr) for vaddr in mutant.vaddrs]
     cache_dir = work_dir / "cache"
     with ElfFile(path) as elf:
         try:
@@ -104,7 +105,7 @@ def differences(mutant: Mutant, work_dir: Path) -> tuple[list[Difference], bool]
     with ElfFile(path) as elf:
         indexed_source = load_index(elf, cache_dir)
         assert indexed_source is not None
-        indexed = [_answer(indexed_source, vaddr) for vaddr in mutant.vaddrs]
+        indexed = [answer(indexed_source, vaddr) for vaddr in mutant.vaddrs]
         indexed_source.close()
     found = [
         Difference(mutant, vaddr, lazy, stored)
