@@ -587,6 +587,14 @@ def _walk(
                     offset = subtree_end
                     continue
             stack.append((role, -1, current_node, current_scope))
+    # The walk ran to ``end`` with subtrees open (damaged data): they end there, as an expanded
+    # node's subtree ends at its bound (UnitIndex._expand), so a whole walk and a lookup's scan
+    # give a node the same children. A node whose sibling link said otherwise: see sibling_ends.
+    for depth, (role, item, _, _) in enumerate(stack):
+        if role == ROLE_FUNCTION and item >= 0:
+            if sibling_ends.get(depth, end) != end:
+                raise DwarfFormatError(f"the children of DIE at {node_die[item]:#x} run past its DW_AT_sibling")
+            node_end[item] = node_next[item] = len(node_ranges)
 
 
 def _node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]]:

@@ -769,6 +769,16 @@ fn walk<'py>(
             }
         }
     }
+    // The walk ran to `end` with subtrees open (damaged data): they end there (`scan._walk`).
+    for position in 0..found.stack.len() {
+        let entry = found.stack[position];
+        if entry.role == ROLE_FUNCTION && entry.item >= 0 {
+            if entry.sibling != 0 && entry.sibling != end {
+                return Err(Stop::Reference); // the children run past the sibling link: the reference raises
+            }
+            found.close_node(entry.item)?;
+        }
+    }
     Ok(())
 }
 
