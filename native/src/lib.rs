@@ -9,6 +9,7 @@
 
 mod die_walk;
 mod line_program;
+mod pdb_module;
 mod ranges;
 mod unit_runs;
 mod warm;
@@ -143,5 +144,6 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(unit_runs::build_unit_runs, module)?)?;
     module.add_class::<unit_runs::SymbolBounds>()?;
     warm::register(module)?;
+    pdb_module::register(module)?;
     Ok(())
 }
