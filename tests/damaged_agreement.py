@@ -1,13 +1,14 @@
 """Mutated fixtures answered by the persistent index and by uncached lookups, address by address.
 
-Shared by ``tests/test_damaged_agreement.py`` (a few seeds, in CI) and by hand, over more seeds:
+Shared by ``tests/test_damaged_agreement.py`` (twenty seeds, in CI) and by hand, over more seeds:
 ``python -m tests.damaged_agreement SEED [SEED ...]`` prints, per seed, how many addresses
 differ. A mutant is a fixture with one to four bytes of ``.debug_info`` or ``.debug_abbrev``
 replaced, chosen by ``random.Random(seed)``; its addresses are sampled over the fixture's
 function symbols (the code its DWARF describes). The uncached answers come from one
-:class:`ElfFile` per mutant, asked in the sampled order (not sorted, so that an answer that
-depends on which lookups came first shows); the indexed ones from the index that
-``symbolize.cache.build_index`` writes for the same file, loaded as a warm run loads it.
+:class:`ElfFile` per mutant, asked in the sampled order (not sorted), and from another asked in
+the reverse order: an answer that depends on which lookups came first counts as differing. The
+indexed ones come from the index that ``symbolize.cache.build_index`` writes for the same file,
+loaded as a warm run loads it.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def differences(mutant: Mutant, work_dir: Path) -> tuple[list[Difference], bool]
     path.write_bytes(mutant.data)
     with ElfFile(path) as elf:
         uncached = [answer(elf, vaddr) for vaddr in mutant.vaddrs]
+    with ElfFile(path) as elf:
+        backwards = [answer(elf, vaddr) for vaddr in reversed(mutant.vaddrs)][::-1]
     cache_dir = work_dir / "cache"
     with ElfFile(path) as elf:
         try:
@@ -107,10 +110,11 @@ def differences(mutant: Mutant, work_dir: Path) -> tuple[list[Difference], bool]
         assert indexed_source is not None
         indexed = [answer(indexed_source, vaddr) for vaddr in mutant.vaddrs]
         indexed_source.close()
+    # An uncached answer that changes with the order of the lookups counts as differing too.
     found = [
-        Difference(mutant, vaddr, lazy, stored)
-        for vaddr, lazy, stored in zip(mutant.vaddrs, uncached, indexed, strict=True)
-        if lazy != stored
+        Difference(mutant, vaddr, lazy, stored if lazy == reversed_lazy else reversed_lazy)
+        for vaddr, lazy, reversed_lazy, stored in zip(mutant.vaddrs, uncached, backwards, indexed, strict=True)
+        if lazy != stored or lazy != reversed_lazy
     ]
     return found, True
 
