@@ -13,6 +13,7 @@ mod pdb_module;
 mod ranges;
 mod unit_runs;
 mod warm;
+mod warm_frames;
 mod warm_index;
 mod warm_text;
 
