@@ -10,6 +10,7 @@
 mod die_walk;
 mod line_program;
 mod pdb_module;
+mod pdb_records;
 mod ranges;
 mod unit_runs;
 mod warm;
@@ -146,5 +147,6 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<unit_runs::SymbolBounds>()?;
     warm::register(module)?;
     pdb_module::register(module)?;
+    pdb_records::register(module)?;
     Ok(())
 }
