@@ -9,6 +9,11 @@ def run_line_program(table: LineTable, data: bytes, offset: int, position: int, 
                      min_length: int, line_base: int, line_range: int, opcode_base: int,
                      standard_lengths: list[int], *, keep_every_row: bool) -> bool | None: ...
 
+# A line program header's file names (native/src/line_header.rs), twin of lines._file_names;
+# None: the reference must decide.
+def line_file_names(data: bytes, position: int, end: int, offset_size: int, version: int, comp_dir: str | None,
+                    little_endian: bool, line_str: bytes, str_section: bytes) -> list[str | None] | None: ...
+
 # The DIE walk (native/src/die_walk.rs), twin of scan._walk; False: the reference must walk.
 
 class WalkPlans:
