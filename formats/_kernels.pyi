@@ -2,12 +2,18 @@
 from collections.abc import Callable
 from typing import Any
 
+from symbolize.formats.dwarf.abbrev import Abbrev, ShapeBytes
 from symbolize.formats.dwarf.lines import LineTable
 from symbolize.formats.dwarf.unit import Unit
 
 def run_line_program(table: LineTable, data: bytes, offset: int, position: int, end: int, unit: Unit,
                      min_length: int, line_base: int, line_range: int, opcode_base: int,
                      standard_lengths: list[int], *, keep_every_row: bool) -> bool | None: ...
+
+# An abbreviation table (native/src/abbrev.rs), twin of abbrev._parse_abbrev_table; None: the reference
+# must parse it.
+def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes,
+                       abbrev: type[Abbrev]) -> dict[int, Abbrev] | None: ...
 
 # A line program header's file names (native/src/line_header.rs), twin of lines._file_names;
 # None: the reference must decide.

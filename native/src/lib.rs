@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+mod abbrev;
 mod die_walk;
 mod line_header;
 mod line_program;
@@ -138,6 +139,7 @@ fn run_line_program(
 fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(run_line_program, module)?)?;
     module.add_function(wrap_pyfunction!(line_header::line_file_names, module)?)?;
+    module.add_function(wrap_pyfunction!(abbrev::parse_abbrev_table, module)?)?;
     module.add_function(wrap_pyfunction!(die_walk::walk_dies, module)?)?;
     module.add_class::<die_walk::WalkPlans>()?;
     module.add_function(wrap_pyfunction!(ranges::decode_ranges, module)?)?;
