@@ -10,6 +10,7 @@ or ``SYMBOLIZE_PURE_PYTHON`` is set.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -124,3 +125,31 @@ def test_a_value_past_64_bits_is_left_to_the_reference() -> None:
     assert outcome[0] == "scanned"
     node_attrs = outcome[1][6]
     assert any(dict(attributes).get(11) == (c.DW_FORM_implicit_const, 1 << 70) for attributes in node_attrs)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), case=st.sampled_from(["cppdemo-gcc-dwarf5-pie", "cppdemo-clang-dwarf5-pie", "rustdemo-full"]))
+def test_scope_names_from_damaged_string_sections_read_alike(data: st.DataObject, case: str) -> None:
+    """Scope names are read by the kernel itself (.debug_str, .debug_line_str, string indexes):
+    a name that is not UTF-8, loses its NUL, or lies past a section cut short reads as the
+    reference reads it, or is handed to it (``Unit.string``), which raises its own error."""
+    units = [unit for unit in _units(case) if any(abbrev.tag in (c.DW_TAG_namespace, c.DW_TAG_structure_type,
+                                                                 c.DW_TAG_class_type)
+                                                  for abbrev in unit.abbrevs.values())]
+    if not units:
+        pytest.skip(f"no fixture {case} with scopes")
+    unit = data.draw(st.sampled_from(units))
+    sections = unit.sections
+    changed = {}
+    for name in ("str", "line_str", "str_offsets"):
+        section = bytearray(getattr(sections, name))
+        if not section or not data.draw(st.booleans()):
+            continue
+        for _ in range(data.draw(st.integers(1, 12))):
+            section[data.draw(st.integers(0, len(section) - 1))] = data.draw(st.sampled_from([0x00, 0xFF, 0xC3, 0x80,
+                                                                                              0x41]))
+        if data.draw(st.booleans()):
+            del section[data.draw(st.integers(0, len(section))):]
+        changed[name] = bytes(section)
+    mutated = replace(unit, sections=replace(sections, **changed), abbrevs=dict(unit.abbrevs))
+    _assert_alike(mutated)
