@@ -4,6 +4,7 @@ from typing import Any
 
 from symbolize.formats.dwarf.abbrev import Abbrev, ShapeBytes
 from symbolize.formats.dwarf.lines import LineTable
+from symbolize.formats.dwarf.skip import SkipTables
 from symbolize.formats.dwarf.unit import Unit
 
 def run_line_program(table: LineTable, data: bytes, offset: int, position: int, end: int, unit: Unit,
@@ -14,6 +15,11 @@ def run_line_program(table: LineTable, data: bytes, offset: int, position: int, 
 # must parse it.
 def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes,
                        abbrev: type[Abbrev]) -> dict[int, Abbrev] | None: ...
+
+# A SubtreeSkipper's per-code tables (native/src/skip_tables.rs), twin of skip._skip_tables; None: the
+# reference must build them.
+def skip_tables(abbrevs: dict[int, Abbrev], version: int, addr_size: int, offset_size: int,
+                little_endian: bool) -> SkipTables | None: ...
 
 # A line program header's file names (native/src/line_header.rs), twin of lines._file_names;
 # None: the reference must decide.

@@ -90,7 +90,7 @@ fn slot_of(attribute: u64) -> i8 {
 }
 
 /// `abbrev.form_layout`: (kind, fixed size), or None for a form the reader does not know.
-fn form_layout(form: u64, addr_size: u8, offset_size: u8, version: u64) -> Option<(u8, u8)> {
+pub(crate) fn form_layout(form: u64, addr_size: u8, offset_size: u8, version: u64) -> Option<(u8, u8)> {
     Some(match form {
         0x0B | 0x11 | 0x0C | 0x25 | 0x29 => (KIND_FIXED, 1),
         0x05 | 0x12 | 0x26 | 0x2A => (KIND_FIXED, 2),

@@ -12,6 +12,7 @@ mod die_walk;
 mod line_header;
 mod line_program;
 mod ranges;
+mod skip_tables;
 mod unit_runs;
 mod warm;
 mod warm_index;
@@ -140,6 +141,7 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(run_line_program, module)?)?;
     module.add_function(wrap_pyfunction!(line_header::line_file_names, module)?)?;
     module.add_function(wrap_pyfunction!(abbrev::parse_abbrev_table, module)?)?;
+    module.add_function(wrap_pyfunction!(skip_tables::skip_tables, module)?)?;
     module.add_function(wrap_pyfunction!(die_walk::walk_dies, module)?)?;
     module.add_class::<die_walk::WalkPlans>()?;
     module.add_function(wrap_pyfunction!(ranges::decode_ranges, module)?)?;
