@@ -141,8 +141,8 @@ class PeFile:
             self.codeview = self._read_codeview(pe) if len(directories) > _DIRECTORY_DEBUG else None
         except (pefile.PEFormatError, struct.error, ValueError, IndexError, AttributeError, TypeError) as err:
             raise self._fail(f"bad PE file: {err}", 0) from err
-        finally:
-            pe.close()
+        # No pe.close(): given bytes, pefile holds no mapping to close, and its close() runs a full
+        # gc.collect() (3 to 11 ms of a lookup run).
         record = self.codeview
         is_rsds = record is not None and record.signature == "RSDS"
         self.debug_id = DebugId(DebugIdKind.PDB, record.guid, record.age) if record and is_rsds else None

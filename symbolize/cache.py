@@ -82,7 +82,9 @@ def index_key(source: IndexableSource) -> str:
     )
     # The base its answers are at: a PDB's vaddrs are its image's ImageBase plus RVAs (bind_image).
     base = getattr(source, "load_base", None)
-    kind = f"{type(source).__name__} {getattr(source, 'format', '-')} {getattr(source, 'arch', '-')} base {base}"
+    # A stand-in for a reader (formats/pdb/deferred.py) gives the reader's name: the index is the reader's.
+    name = getattr(source, "index_kind", None) or type(source).__name__
+    kind = f"{name} {getattr(source, 'format', '-')} {getattr(source, 'arch', '-')} base {base}"
     # The other files its answers come from, when it names them (a debug map's objects): an
     # index built while they were found must not answer a run that cannot find them, nor the reverse.
     inputs = getattr(source, "answer_inputs", None)
@@ -94,6 +96,11 @@ def index_key(source: IndexableSource) -> str:
 
 def index_path(cache_dir: Path, key: str) -> Path:
     return cache_dir / "index" / (hashlib.sha256(key.encode()).hexdigest()[:40] + ".idx")
+
+
+def has_index(source: IndexableSource, cache_dir: Path) -> bool:
+    """Whether ``cache_dir`` holds an index keyed for ``source`` (its contents are checked on loading)."""
+    return index_path(cache_dir, index_key(source)).is_file()
 
 
 def load_index(source: IndexableSource, cache_dir: Path) -> IndexedObject | None:

@@ -38,7 +38,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from symbolize.formats.answers import AnswerLookup, LazyRuns
 from symbolize.formats.errors import (
@@ -48,6 +48,7 @@ from symbolize.formats.errors import (
     UnsupportedFormatError,
 )
 from symbolize.formats.facts import Coverage, SectionFact
+from symbolize.formats.native import kernels
 from symbolize.formats.pdb import codeview
 from symbolize.formats.pdb.codeview import CodeViewError, InlineRow
 from symbolize.formats.pdb.msf import MsfFile
@@ -197,6 +198,82 @@ class _DecodedModule(NamedTuple):
     sites: dict[int, list[_Site]]  # procedure position -> its inline-site tree, once decoded
 
 
+# What a module's lookup gives (see _PythonModule.locate): the position of the procedure holding
+# the vaddr, (line, column, file ID) of the line row holding it, (inlinee, file ID, line) of each
+# inline site holding it, innermost first.
+_Located = tuple[int | None, tuple[int, int, int] | None, Sequence[tuple[int, int, int]]]
+
+
+class _PythonModule:
+    """A module stream decoded by the Python reader: the reference for :class:`_CompiledModule`."""
+
+    def __init__(self, decoded: _DecodedModule) -> None:
+        self.decoded = decoded
+        self.files = decoded.files
+
+    def procedure(self, position: int) -> tuple[int, str]:
+        procedure = self.decoded.procedures[position]
+        return procedure.low, procedure.name
+
+    def locate(self, vaddr: int) -> _Located:
+        decoded = self.decoded
+        position = _procedure_at(decoded, vaddr)
+        entry = _line_at(decoded.lines, vaddr)
+        line = (entry.line, entry.column, entry.file_id) if entry is not None else None
+        inlined: list[tuple[int, int, int]] = []
+        if position is not None:
+            for site in reversed(_site_chain(_sites_of(decoded, position), vaddr)):  # innermost first
+                if site.inlinee not in decoded.inlinee_lines:
+                    break
+                row = next(row for row in site.rows if row.low <= vaddr < row.high)
+                inlined.append((site.inlinee, row.file_id, row.line))
+        return position, line, inlined
+
+    def locate_many(self, vaddrs: list[int]) -> list[_Located]:
+        return [self.locate(vaddr) for vaddr in vaddrs]
+
+    def cut_points(self) -> list[int]:
+        """Where answers may change: procedure bounds, inline site rows' bounds, line entries (and
+        one past an address two entries share: the first answers at it, the last after it)."""
+        decoded = self.decoded
+        cuts: list[int] = []
+        for position, procedure in enumerate(decoded.procedures):
+            cuts += (procedure.low, procedure.high)
+            pending = list(_sites_of(decoded, position))
+            while pending:
+                site = pending.pop()
+                pending.extend(site.children)
+                for row in site.rows:
+                    cuts += (row.low, row.high)
+        line_vaddrs = decoded.lines.vaddrs
+        cuts += line_vaddrs
+        cuts += (a + 1 for a, b in pairwise(line_vaddrs) if a == b)
+        return cuts
+
+
+class _CompiledModule:
+    """A module stream decoded by the compiled twin (native/src/pdb_module.rs): the same answers as
+    :class:`_PythonModule`, which tests/test_pdb_native.py checks."""
+
+    def __init__(self, compiled: Any, files: dict[int, str | None]) -> None:
+        self._compiled = compiled
+        self.files = files
+        self._procedures: dict[int, tuple[int, str]] = {}
+        self.locate = compiled.locate
+        self.locate_many = compiled.locate_many
+        self.cut_points = compiled.cut_points
+
+    def procedure(self, position: int) -> tuple[int, str]:
+        found = self._procedures.get(position)
+        if found is None:
+            low, _high, name = self._compiled.procedure(position)
+            found = self._procedures[position] = (low, name.decode("utf-8", "replace"))
+        return found
+
+
+_ModuleAnswers = _PythonModule | _CompiledModule
+
+
 class PdbFile:
     """A PDB's answers at ``image_base + RVA`` vaddrs (the image's ``ImageBase``, given by the caller).
 
@@ -243,7 +320,8 @@ class PdbFile:
         self._public_keys: list[tuple[int, int]] = []
         self._public_vaddr_list: list[int] | None = None
         self._inlinee_names: dict[int, str | None] = {}
-        self._decoded: dict[int, _DecodedModule] = {}
+        self._decoded: dict[int, _ModuleAnswers] = {}
+        self._reference_modules: dict[int, _ModuleAnswers] = {}  # by the Python reader, when asked
         self._lookup: AnswerLookup | None = None  # built on the first lookup (a warm run verifies only)
 
     def bind_image(self, image: Image) -> None:
@@ -251,6 +329,7 @@ class PdbFile:
         if image.load_base != self.image_base:
             self.image_base = self.load_base = image.load_base
             self._decoded.clear()
+            self._reference_modules.clear()
             self._public_vaddr_list = None
             self._lookup = None
 
@@ -394,69 +473,69 @@ class PdbFile:
             low = self.vaddr_of(contribution.section, contribution.offset)
             if low is not None:
                 spans.append((low, low + contribution.size))
-        cuts: set[int] = set()
+        cuts: set[int] = set(decoded.cut_points())
         for low, high in spans:
             cuts.update((low, high))
-        for position, procedure in enumerate(decoded.procedures):
-            cuts.update((procedure.low, procedure.high))
-            pending = list(self._sites_of(decoded, position))
-            while pending:
-                site = pending.pop()
-                pending.extend(site.children)
-                for row in site.rows:
-                    cuts.update((row.low, row.high))
-        line_vaddrs = decoded.lines.vaddrs
-        cuts.update(line_vaddrs)
-        # Rows sharing an address: the first answers at the address itself, the last after it.
-        cuts.update(a + 1 for a, b in pairwise(line_vaddrs) if a == b)
         public_vaddrs = self._public_vaddrs()
         for low, high in spans:
             cuts.update(public_vaddrs[bisect_left(public_vaddrs, low) : bisect_left(public_vaddrs, high)])
         points = sorted(cuts)
-        runs: list[AnswerRun] = []
+        pieces: list[tuple[int, int]] = []
         for low, high in sorted(spans):
             inside = [low, *points[bisect_right(points, low) : bisect_left(points, high)]]
-            bounds = [*sorted(set(inside)), high]
-            for run_low, run_high in pairwise(bounds):
-                frames = self._frames_in_module(decoded, run_low)
-                if not frames:
-                    continue
-                if runs and runs[-1].high == run_low and runs[-1].frames == frames:
-                    runs[-1] = runs[-1]._replace(high=run_high)
-                else:
-                    runs.append(AnswerRun(run_low, run_high, frames))
+            pieces += pairwise([*sorted(set(inside)), high])
+        located = decoded.locate_many([low for low, _high in pieces])
+        # Runs under one call share their frames: built once per distinct answer (and outer name).
+        memo: dict[tuple[object, ...], tuple[Frame, ...]] = {}
+        runs: list[AnswerRun] = []
+        for (run_low, run_high), (position, line, inlined) in zip(pieces, located, strict=True):
+            name = self._outer_name(decoded.procedure(position) if position is not None else None, run_low)
+            answer = (name, position, line, *inlined)
+            frames = memo.get(answer)
+            if frames is None:
+                frames = memo[answer] = self._frames_from(decoded, name, position, line, inlined)
+            if not frames:
+                continue
+            if runs and runs[-1].high == run_low and runs[-1].frames == frames:
+                runs[-1] = runs[-1]._replace(high=run_high)
+            else:
+                runs.append(AnswerRun(run_low, run_high, frames))
         runs.sort(key=lambda run: run.low)
         return runs
 
     # --- one module ------------------------------------------------------------
 
-    def _frames_in_module(self, decoded: _DecodedModule, vaddr: int) -> tuple[Frame, ...]:
-        position = _procedure_at(decoded, vaddr)
-        procedure = decoded.procedures[position] if position is not None else None
-        name = self._outer_name(procedure, vaddr)
-        line = _line_at(decoded.lines, vaddr)
-        outer_file = decoded.files.get(line.file_id) if line is not None else None
-        outer = Frame(name, outer_file, line.line if line else 0, line.column if line else 0)
+    def _frames_in_module(self, decoded: _ModuleAnswers, vaddr: int) -> tuple[Frame, ...]:
+        position, line, inlined = decoded.locate(vaddr)
+        name = self._outer_name(decoded.procedure(position) if position is not None else None, vaddr)
+        return self._frames_from(decoded, name, position, line, inlined)
+
+    def _frames_from(
+        self,
+        decoded: _ModuleAnswers,
+        name: str | None,
+        position: int | None,
+        line: tuple[int, int, int] | None,
+        inlined: Sequence[tuple[int, int, int]],
+    ) -> tuple[Frame, ...]:
+        """The frames of a located vaddr (:meth:`_PythonModule.locate`) whose outermost frame is named ``name``."""
         if name is None and line is None:
             return ()
+        outer = Frame(name, decoded.files.get(line[2]), line[0], line[1]) if line is not None else Frame(name)
         if position is None:
             return (outer,)
-        inlined: list[Frame] = []
-        for site in reversed(_site_chain(self._sites_of(decoded, position), vaddr)):  # innermost first
-            if site.inlinee not in decoded.inlinee_lines:
-                break
-            row = next(row for row in site.rows if row.low <= vaddr < row.high)
-            inlined.append(Frame(self._inlinee_name(site.inlinee), decoded.files.get(row.file_id), row.line, 0))
-        return (*inlined, outer)
+        files, named = decoded.files, self._inlinee_name
+        return (*(Frame(named(inlinee), files.get(file), row_line, 0) for inlinee, file, row_line in inlined), outer)
 
-    def _outer_name(self, procedure: _Procedure | None, vaddr: int) -> str | None:
+    def _outer_name(self, procedure: tuple[int, str] | None, vaddr: int) -> str | None:
+        """The outermost frame's name at ``vaddr`` inside ``procedure`` (its low and name), if any."""
         place = self._section_offset(vaddr)
         public = self._public_at_or_before(*place) if place is not None else None
         if public is not None:
             public_vaddr = self.vaddr_of(public.section, public.offset)
-            if procedure is None or procedure.low == public_vaddr:
+            if procedure is None or procedure[0] == public_vaddr:
                 return public.name
-        return procedure.name if procedure is not None else None
+        return procedure[1] if procedure is not None else None
 
     def _inlinee_name(self, item_id: int) -> str | None:
         if item_id in self._inlinee_names:
@@ -480,19 +559,40 @@ class PdbFile:
         except MalformedInputError:
             return TypeRecords(b"", self.path, what)
 
-    def _decode_module(self, module: ModuleInfo) -> _DecodedModule:
-        decoded = self._decoded.get(module.number)
+    def _decode_module(self, module: ModuleInfo, *, reference: bool = False) -> _ModuleAnswers:
+        """Module ``module`` decoded once, by the compiled twin where built, else (or with
+        ``reference``) by the Python reader; raises MalformedInputError when it does not decode."""
+        cache = self._reference_modules if reference or kernels is None else self._decoded
+        decoded = cache.get(module.number)
         if decoded is None:
             stream = self._msf.stream(module.stream)
             try:
-                decoded = self._decode_module_stream(stream, module)
+                if cache is self._decoded and kernels is not None:
+                    decoded = self._compiled_module(stream, module)
+                else:
+                    decoded = _PythonModule(self._decode_module_stream(stream, module))
             except (CodeViewError, struct.error) as err:
                 offset = err.offset if isinstance(err, CodeViewError) else None
                 raise MalformedInputError(
                     f"module {module.number} ({module.name}) stream {module.stream}: {err}", self.path, offset
                 ) from err
-            self._decoded[module.number] = decoded
+            cache[module.number] = decoded
         return decoded
+
+    def _compiled_module(self, stream: bytes, module: ModuleInfo) -> _CompiledModule:
+        assert kernels is not None
+        compiled = kernels.decode_pdb_module(
+            stream,
+            module.symbols_size,
+            module.c11_size,
+            module.c13_size,
+            [section.rva for section in self.sections],
+            self.image_base,
+        )
+        files: dict[int, str | None] = {}
+        for entry, name_offset in compiled.checksums():
+            files[entry] = self._strings.get(name_offset) if self._strings is not None else None
+        return _CompiledModule(compiled, files)
 
     def _decode_module_stream(self, stream: bytes, module: ModuleInfo) -> _DecodedModule:
         symbols_end = module.symbols_size
@@ -552,21 +652,6 @@ class PdbFile:
         procedures.sort(key=lambda procedure: procedure.low)
         return procedures
 
-    def _sites_of(self, decoded: _DecodedModule, position: int) -> list[_Site]:
-        """The inline sites directly in procedure ``position``, found on first use. A body whose records
-        do not decode leaves the procedure without inlined frames (its name and lines still answer)."""
-        sites = decoded.sites.get(position)
-        if sites is None:
-            procedure = decoded.procedures[position]
-            scope = _SiteScope(decoded.stream, procedure.low, decoded.inlinee_lines)
-            end = min(procedure.end_offset, decoded.symbols_end)
-            try:
-                sites = _sites_in(scope, procedure.body_start, end, 0)
-            except (CodeViewError, struct.error):
-                sites = []
-            decoded.sites[position] = sites
-        return sites
-
     def _line_table(self, fragments: list[codeview.LineFragment]) -> _LineTable:
         """Per file block: an entry at its fragment's start, its rows, a terminal entry at the fragment's
         end; blocks ordered by their first address, as llvm-symbolizer 14 flattens a module's lines."""
@@ -597,10 +682,12 @@ class PdbFile:
         for region in self.answer_regions():
             if region.fallback or not region.low <= vaddr < region.high:
                 continue
-            decoded = self._decode_module(self.dbi.modules[region.key])
+            reference = self._decode_module(self.dbi.modules[region.key], reference=True)
+            assert isinstance(reference, _PythonModule)
+            decoded = reference.decoded
             position = _procedure_at(decoded, vaddr)
             if position is not None:
-                chain = _site_chain(self._sites_of(decoded, position), vaddr)
+                chain = _site_chain(_sites_of(decoded, position), vaddr)
                 low = decoded.procedures[position].low
                 return [(low, site.first_line, site.annotations) for site in reversed(chain)]
         return []
@@ -639,6 +726,7 @@ class PdbFile:
 
     def close(self) -> None:
         self._decoded.clear()
+        self._reference_modules.clear()
 
     def __enter__(self) -> PdbFile:
         return self
@@ -653,7 +741,7 @@ class PdbFile:
 class _ModuleFrames:
     """A module's answers asked one address at a time (:class:`LazyRuns`): the cold lookup path."""
 
-    def __init__(self, pdb: PdbFile, decoded: _DecodedModule) -> None:
+    def __init__(self, pdb: PdbFile, decoded: _ModuleAnswers) -> None:
         self._pdb = pdb
         self._decoded = decoded
 
@@ -688,6 +776,22 @@ def _procedure_at(decoded: _DecodedModule, vaddr: int) -> int | None:
         if vaddr < decoded.procedures[candidate].high:
             return candidate
     return None
+
+
+def _sites_of(decoded: _DecodedModule, position: int) -> list[_Site]:
+    """The inline sites directly in procedure ``position``, found on first use. A body whose records
+    do not decode leaves the procedure without inlined frames (its name and lines still answer)."""
+    sites = decoded.sites.get(position)
+    if sites is None:
+        procedure = decoded.procedures[position]
+        scope = _SiteScope(decoded.stream, procedure.low, decoded.inlinee_lines)
+        end = min(procedure.end_offset, decoded.symbols_end)
+        try:
+            sites = _sites_in(scope, procedure.body_start, end, 0)
+        except (CodeViewError, struct.error):
+            sites = []
+        decoded.sites[position] = sites
+    return sites
 
 
 def _sites_in(scope: _SiteScope, start: int, end: int, level: int) -> list[_Site]:

@@ -11,6 +11,7 @@ mod abbrev;
 mod die_walk;
 mod line_header;
 mod line_program;
+mod pdb_module;
 mod ranges;
 mod skip_tables;
 mod unit_runs;
@@ -149,5 +150,6 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(unit_runs::build_unit_runs, module)?)?;
     module.add_class::<unit_runs::SymbolBounds>()?;
     warm::register(module)?;
+    pdb_module::register(module)?;
     Ok(())
 }

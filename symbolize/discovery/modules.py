@@ -66,7 +66,8 @@ def open_module(path: Path, options: DiscoveryOptions, arch: str | None = None) 
 
 def module_for(image: ObjectFile, options: DiscoveryOptions) -> Module:
     """``image`` with its best debug file (when one verifies) and itself as sources."""
-    context = LookupContext(options, image.path, image.path, image.arch, image.debug_id)
+    load_base = getattr(image, "load_base", None)
+    context = LookupContext(options, image.path, image.path, image.arch, image.debug_id, load_base)
     refused: list[str] = []
     debug_files: list[Source] = []
     for hint in _image_hints(image):

@@ -60,6 +60,18 @@ class ObjectCache:
             self._resolvers[key] = resolver
         return opened
 
+    def adopt(self, path: Path, arch: str | None, opened: ObjectFile) -> ObjectFile:
+        """``opened`` (made by a locator, for ``path``) as what :meth:`open` gives for ``path`` from now
+        on; the file already open for ``path``, unchanged since, when there is one."""
+        key, stamp = self._key(path, arch)
+        cached = self._objects.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        if cached is not None:
+            self._forget(key)
+        self._objects[key] = (stamp, opened)
+        return opened
+
     def refused(self, path: Path, arch: str | None = None) -> list[str]:
         """What the resolver ``path`` was opened with has refused so far, as ``"path: reason"``.
 

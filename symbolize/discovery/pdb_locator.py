@@ -16,6 +16,11 @@ Search order (the debuggers' and llvm-symbolizer's places, without their network
 
 The file found must be a PDB whose info-stream GUID and DBI age are the RSDS record's; another
 is refused with both IDs in the reason (llvm-symbolizer uses any PDB it finds unchecked).
+
+With an index directory, a candidate's identity (GUID, DBI age, machine) is read from a few of
+its blocks first (formats/pdb/deferred.py): when a persistent index answers for that identity at
+the image's base, the PDB stands in by that identity alone and is never read (a warm lookup);
+otherwise it is opened whole, as without an index.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 
 from symbolize.discovery.paths import base_name, is_file_name, lies_under, normalized_dir
 from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
+from symbolize.formats.pdb.deferred import DeferredPdb, read_pdb_identity
 from symbolize.formats.types import DebugHint, HintKind, ObjectFile
 
 
@@ -82,6 +88,20 @@ class PdbLocator:
                 for directory in (*dict.fromkeys(tiers), store):
                     for key in keys:
                         yield Candidate(directory / spelling / key / spelling, store)
+
+    def open(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
+        """The PDB at ``candidate`` by its identity alone when an index answers for it, else opened."""
+        options = context.options
+        cache = options.cache
+        if cache.index_dir is not None and context.image_load_base is not None:
+            from symbolize.cache import has_index
+
+            identity = read_pdb_identity(candidate.path)
+            if identity is not None:
+                deferred = DeferredPdb(candidate.path, identity, context.image_load_base)
+                if has_index(deferred, cache.index_dir):
+                    return cache.adopt(candidate.path, context.arch, deferred)
+        return options.open(candidate.path, image_path=context.image_path, arch=context.arch)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         if found.format != "pdb":

@@ -70,6 +70,8 @@ class LookupContext(NamedTuple):
     asking_path: Path
     arch: str | None = None
     image_debug_id: DebugId | None = None
+    # The vaddr the image's answers are at (a PDB's RVAs add to it): part of a PDB's index key.
+    image_load_base: int | None = None
 
 
 class Located(NamedTuple):
@@ -124,8 +126,14 @@ def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Locat
             continue
         seen.add(key)
         try:
-            opened = context.options.open(path, image_path=context.image_path, arch=context.arch,
-                                          member=candidate.member)  # fmt: skip
+            # A locator may open its candidates itself (``open(candidate, context)``, through the options'
+            # cache): the PDB's opens one by its identity alone when a persistent index answers for it.
+            opener = getattr(locator, "open", None)
+            if callable(opener):
+                opened = opener(candidate, context)
+            else:
+                opened = context.options.open(path, image_path=context.image_path, arch=context.arch,
+                                              member=candidate.member)  # fmt: skip
             # Verifying may read the candidate's sections (a .dwo's units): damage there refuses it.
             reason = locator.refusal(hint, opened, context)
         except SymbolizeError as err:

@@ -1,0 +1,647 @@
+//! A PDB module stream decoded for lookups: the twin of `formats/pdb/pdb.py`'s `_PythonModule`
+//! (`_decode_module_stream`, `_procedure_at`, `_line_at`, `_sites_in`, `_site_chain`) and of
+//! `formats/pdb/codeview.py`'s `iter_subsections`, `parse_lines`, `parse_checksums`,
+//! `parse_inlinee_lines`, `next_symbol_record_of`, `after_closing_record` and `annotation_rows`.
+//!
+//! The Python code stays the reference (tests/test_pdb_native.py compares both on every PDB
+//! fixture and on mutated streams, errors included). Same layouts (LLVM's "The Module Information
+//! Stream", "CodeView Symbol Records", cvinfo.h's binary annotations), same order of checks, same
+//! `CodeViewError(message, offset)` where the reference raises one. Every read is bounds-checked
+//! (`get`), sums are 64- or 128-bit, so no input overflows; a panic would be caught and raised as
+//! `CodeViewError` too. Names are handed back as bytes: Python decodes them as the reference does.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::panic_message;
+
+pyo3::import_exception!(symbolize.formats.pdb.codeview, CodeViewError);
+
+const S_END: u16 = 0x0006;
+const S_PROC_ID_END: u16 = 0x114F;
+const S_INLINESITE: u16 = 0x114D;
+const S_INLINESITE_END: u16 = 0x114E;
+const S_INLINESITE2: u16 = 0x115D;
+const PROC_KINDS: [u16; 6] = [0x110F, 0x1110, 0x1146, 0x1147, 0x1155, 0x1156];
+const DEBUG_S_LINES: u32 = 0xF2;
+const DEBUG_S_FILECHKSMS: u32 = 0xF4;
+const DEBUG_S_INLINEELINES: u32 = 0xF6;
+const DEBUG_S_IGNORE: u32 = 0x8000_0000;
+const CV_LINES_HAVE_COLUMNS: u16 = 0x0001;
+const PROC_HEADER: usize = 35; // Parent, End, Next, CodeSize, DbgStart, DbgEnd, Type, CodeOffset, Segment, Flags
+const MAX_INLINE_DEPTH: usize = 64;
+
+/// A CodeViewError to raise: the reference's message and offset.
+struct Failure {
+    message: String,
+    offset: u64,
+}
+
+fn fail<T>(message: impl Into<String>, offset: u64) -> Result<T, Failure> {
+    Err(Failure { message: message.into(), offset })
+}
+
+fn u16_at(data: &[u8], position: u64) -> u16 {
+    let at = position as usize;
+    data.get(at..at + 2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
+}
+
+fn u32_at(data: &[u8], position: u64) -> u32 {
+    let at = position as usize;
+    data.get(at..at + 4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// `data[start:end]`, clamped as a Python slice is.
+fn slice(data: &[u8], start: u64, end: u64) -> &[u8] {
+    let length = data.len() as u64;
+    let start = start.min(length) as usize;
+    let end = (end.min(length) as usize).max(start);
+    &data[start..end]
+}
+
+struct Record<'a> {
+    offset: u64,
+    kind: u16,
+    body: &'a [u8],
+}
+
+/// `next_symbol_record_of`: the first record of `kinds` in `stream[start:end]`, every record's
+/// length checked on the way.
+fn next_record_of<'a>(stream: &'a [u8], start: u64, end: u64, kinds: &[u16]) -> Result<Option<Record<'a>>, Failure> {
+    let mut position = start;
+    while position + 4 <= end {
+        let length = u64::from(u16_at(stream, position));
+        let kind = u16_at(stream, position + 2);
+        if length < 2 {
+            return fail(format!("symbol record of length {length}"), position);
+        }
+        if position + 2 + length > end {
+            return fail("symbol record runs past the module's symbols", position);
+        }
+        if kinds.contains(&kind) {
+            return Ok(Some(Record { offset: position, kind, body: slice(stream, position + 4, position + 2 + length) }));
+        }
+        position += 2 + length;
+    }
+    Ok(None)
+}
+
+/// `after_closing_record`: the offset after the closing record at `end_offset`, if one is there.
+fn after_closing(stream: &[u8], end_offset: u64, body_start: u64, end: u64, kinds: &[u16]) -> Option<u64> {
+    if end < 4 || !(body_start <= end_offset && end_offset <= end - 4) {
+        return None;
+    }
+    let length = u64::from(u16_at(stream, end_offset));
+    let kind = u16_at(stream, end_offset + 2);
+    if !kinds.contains(&kind) || end_offset + 2 + length > end {
+        return None;
+    }
+    Some(end_offset + 2 + length)
+}
+
+struct Procedure {
+    low: i128,
+    high: i128,
+    name: Vec<u8>,
+    body_start: u64,
+    end_offset: u64,
+}
+
+/// An inline site, its rows (vaddrs) and the sites nested in its body, decoded whole.
+struct Site {
+    inlinee: u32,
+    rows: Vec<(i128, i128, i64, u32)>,
+    extent: (i128, i128),
+    children: Vec<Site>,
+}
+
+impl Site {
+    fn holds(&self, vaddr: i128) -> bool {
+        let (low, high) = self.extent;
+        low <= vaddr && vaddr < high && self.rows.iter().any(|row| row.0 <= vaddr && vaddr < row.1)
+    }
+}
+
+#[derive(Default)]
+struct LineTable {
+    vaddrs: Vec<i128>,
+    lines: Vec<i64>,
+    columns: Vec<i64>,
+    file_ids: Vec<u32>,
+    terminal: Vec<bool>,
+}
+
+struct Block {
+    file_id: u32,
+    offsets: Vec<u32>,
+    lines: Vec<u32>,
+    columns: Vec<u16>,
+}
+
+struct Fragment {
+    section: u16,
+    offset: u32,
+    code_size: u32,
+    blocks: Vec<Block>,
+}
+
+/// `parse_lines`.
+fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment, Failure> {
+    let size = data.len() as u64;
+    if size < 12 {
+        return fail("DEBUG_S_LINES header is truncated", subsection_offset);
+    }
+    let offset = u32_at(data, 0);
+    let section = u16_at(data, 4);
+    let flags = u16_at(data, 6);
+    let code_size = u32_at(data, 8);
+    let has_columns = flags & CV_LINES_HAVE_COLUMNS != 0;
+    let mut blocks = Vec::new();
+    let mut position: u64 = 12;
+    while position + 12 <= size {
+        let file_id = u32_at(data, position);
+        let count = u64::from(u32_at(data, position + 4));
+        let block_size = u64::from(u32_at(data, position + 8));
+        let row_bytes = count * if has_columns { 12 } else { 8 };
+        if block_size < 12 + row_bytes || position + block_size > size {
+            return fail(format!("line block of {count} rows does not fit its {block_size} bytes"), subsection_offset);
+        }
+        let rows_at = position + 12;
+        let mut block = Block { file_id, offsets: Vec::new(), lines: Vec::new(), columns: Vec::new() };
+        for row in 0..count {
+            block.offsets.push(u32_at(data, rows_at + 8 * row));
+            block.lines.push(u32_at(data, rows_at + 8 * row + 4) & 0xFF_FFFF);
+            block.columns.push(if has_columns { u16_at(data, rows_at + 8 * count + 4 * row) } else { 0 });
+        }
+        blocks.push(block);
+        position += block_size;
+    }
+    Ok(Fragment { section, offset, code_size, blocks })
+}
+
+/// `parse_inlinee_lines`, each entry added to `found` unless its inlinee is there already.
+fn parse_inlinee_lines(data: &[u8], subsection_offset: u64, found: &mut HashMap<u32, (u32, u32)>) -> Result<(), Failure> {
+    let size = data.len() as u64;
+    if size < 4 {
+        return fail("DEBUG_S_INLINEELINES is truncated", subsection_offset);
+    }
+    let extra_files = u32_at(data, 0) == 1;
+    let mut entries = Vec::new();
+    let mut position: u64 = 4;
+    while position + 12 <= size {
+        entries.push((u32_at(data, position), u32_at(data, position + 4), u32_at(data, position + 8)));
+        position += 12;
+        if extra_files {
+            if position + 4 > size {
+                return fail("inlinee entry's extra file count is truncated", subsection_offset);
+            }
+            position += 4 + 4 * u64::from(u32_at(data, position));
+        }
+    }
+    for (inlinee, file_id, line) in entries {
+        found.entry(inlinee).or_insert((file_id, line));
+    }
+    Ok(())
+}
+
+/// One CVCompressData integer at `position`, and the position after it; None where it is cut
+/// off or malformed (the reference's CodeViewError, which leaves the site without rows).
+fn compressed(data: &[u8], position: usize) -> Option<(u32, usize)> {
+    let first = *data.get(position)?;
+    if first < 0x80 {
+        return Some((u32::from(first), position + 1));
+    }
+    if first & 0xC0 == 0x80 {
+        let second = *data.get(position + 1)?;
+        return Some((u32::from(first & 0x3F) << 8 | u32::from(second), position + 2));
+    }
+    if first & 0xE0 == 0xC0 {
+        let rest = data.get(position + 1..position + 4)?;
+        let value = u32::from(first & 0x1F) << 24 | u32::from(rest[0]) << 16 | u32::from(rest[1]) << 8 | u32::from(rest[2]);
+        return Some((value, position + 4));
+    }
+    None
+}
+
+fn signed(value: u32) -> i64 {
+    let half = i64::from(value >> 1);
+    if value & 1 != 0 {
+        -half
+    } else {
+        half
+    }
+}
+
+/// `annotation_rows`: (low, high, line, file) code offsets; None where the reference raises.
+fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i64, i64, i64, u32)>> {
+    let mut rows = Vec::new();
+    let mut code: i64 = 0;
+    let mut line = i64::from(first_line);
+    let mut file = file_id;
+    let mut open: Option<(i64, i64, u32)> = None; // (low, line, file) of the row without its end yet
+    let mut position = 0;
+    while position < data.len() {
+        let (opcode, next) = compressed(data, position)?;
+        position = next;
+        if opcode == 0 {
+            return Some(rows);
+        }
+        if opcode > 13 {
+            return None;
+        }
+        let (operand, next) = compressed(data, position)?;
+        position = next;
+        let mut second = 0;
+        if opcode == 12 {
+            let (value, next) = compressed(data, position)?;
+            second = value;
+            position = next;
+        }
+        let operand64 = i64::from(operand);
+        match opcode {
+            1..=3 | 11 => {
+                if opcode == 11 {
+                    line += signed(operand >> 4);
+                    code += operand64 & 0xF;
+                } else {
+                    code += operand64;
+                }
+                if let Some((low, open_line, open_file)) = open {
+                    if code > low {
+                        rows.push((low, code, open_line, open_file));
+                    }
+                }
+                open = Some((code, line, file));
+            }
+            4 | 12 => {
+                if opcode == 12 {
+                    code += i64::from(second);
+                    if let Some((low, open_line, open_file)) = open {
+                        if code > low {
+                            rows.push((low, code, open_line, open_file));
+                        }
+                    }
+                    open = Some((code, line, file));
+                }
+                if let Some((low, open_line, open_file)) = open {
+                    if code + operand64 > low {
+                        rows.push((low, code + operand64, open_line, open_file));
+                    }
+                }
+                open = None;
+                code += operand64;
+            }
+            6 => line += signed(operand),
+            5 => file = operand,
+            _ => {}
+        }
+    }
+    Some(rows)
+}
+
+struct Decoded {
+    stream: Vec<u8>,
+    symbols_end: u64,
+    procedures: Vec<Procedure>,
+    lows: Vec<i128>,
+    reach: Vec<i128>,
+    lines: LineTable,
+    checksums: Vec<(u64, u32)>,
+    inlinee_lines: HashMap<u32, (u32, u32)>,
+}
+
+fn vaddr_of(sections: &[u64], image_base: i128, section: u16, offset: u32) -> Option<i128> {
+    if section == 0 || usize::from(section) > sections.len() {
+        return None;
+    }
+    Some(image_base + i128::from(sections[usize::from(section) - 1]) + i128::from(offset))
+}
+
+/// `_decode_module_stream`, in the reference's order: the C13 subsections, then the procedures.
+fn decode(
+    stream: Vec<u8>,
+    symbols_size: u64,
+    c11_size: u64,
+    c13_size: u64,
+    sections: &[u64],
+    image_base: i128,
+) -> Result<Decoded, Failure> {
+    let symbols_end = symbols_size;
+    let c13_start = symbols_end.saturating_add(c11_size);
+    let c13_end = c13_start.saturating_add(c13_size);
+    let length = stream.len() as u64;
+    if c13_end > length || (symbols_end < 4 && symbols_size != 0) {
+        return fail(
+            format!("symbols, C11 and C13 sizes ({symbols_size}, {c11_size}, {c13_size}) exceed the {length}-byte stream"),
+            0,
+        );
+    }
+    let mut checksums = Vec::new();
+    let mut inlinee_lines = HashMap::new();
+    let mut fragments = Vec::new();
+    let mut position = c13_start;
+    while position + 8 <= c13_end {
+        let kind = u32_at(&stream, position);
+        let size = u64::from(u32_at(&stream, position + 4));
+        if position + 8 + size > c13_end {
+            return fail(format!("C13 subsection {kind:#x} of {size} bytes runs past the module"), position);
+        }
+        if kind & DEBUG_S_IGNORE == 0 {
+            let data = slice(&stream, position + 8, position + 8 + size);
+            match kind {
+                DEBUG_S_LINES => fragments.push(parse_lines(data, position)?),
+                DEBUG_S_FILECHKSMS => {
+                    let mut at: u64 = 0;
+                    while at + 6 <= size {
+                        checksums.push((at, u32_at(data, at)));
+                        let checksum_size = u64::from(data.get(at as usize + 4).copied().unwrap_or(0));
+                        at = (at + 6 + checksum_size + 3) & !3;
+                    }
+                }
+                DEBUG_S_INLINEELINES => parse_inlinee_lines(data, position, &mut inlinee_lines)?,
+                _ => {}
+            }
+        }
+        position += 8 + ((size + 3) & !3);
+    }
+
+    let mut procedures = Vec::new();
+    let mut position = if symbols_end >= 4 { 4 } else { 0 };
+    while let Some(record) = next_record_of(&stream, position, symbols_end, &PROC_KINDS)? {
+        let body_start = record.offset + 2 + u64::from(u16_at(&stream, record.offset));
+        position = body_start;
+        let body = record.body;
+        if body.len() < PROC_HEADER {
+            return fail("procedure record is truncated", record.offset);
+        }
+        let end_offset = u64::from(u32_at(body, 4));
+        let size = u32_at(body, 12);
+        let offset = u32_at(body, 28);
+        let section = u16_at(body, 32);
+        let name_end = body[PROC_HEADER..].iter().position(|byte| *byte == 0).map_or(body.len(), |at| PROC_HEADER + at);
+        if let Some(low) = vaddr_of(sections, image_base, section, offset) {
+            let name = body[PROC_HEADER..name_end].to_vec();
+            procedures.push(Procedure { low, high: low + i128::from(size), name, body_start, end_offset });
+        }
+        if let Some(closing) = after_closing(&stream, end_offset, body_start, symbols_end, &[S_END, S_PROC_ID_END]) {
+            position = closing;
+        }
+    }
+    procedures.sort_by_key(|procedure| procedure.low); // stable, as list.sort
+    let lows = procedures.iter().map(|procedure| procedure.low).collect();
+    let mut reach: Vec<i128> = Vec::with_capacity(procedures.len());
+    for procedure in &procedures {
+        let running = reach.last().map_or(procedure.high, |last| (*last).max(procedure.high));
+        reach.push(running);
+    }
+
+    let mut groups: Vec<(i128, i128, &Block)> = Vec::new();
+    for fragment in &fragments {
+        if let Some(base) = vaddr_of(sections, image_base, fragment.section, fragment.offset) {
+            for block in fragment.blocks.iter().filter(|block| !block.offsets.is_empty()) {
+                groups.push((base, base + i128::from(fragment.code_size), block));
+            }
+        }
+    }
+    groups.sort_by_key(|group| group.0);
+    let mut lines = LineTable::default();
+    for (base, end, block) in groups {
+        let count = block.offsets.len();
+        lines.vaddrs.push(base);
+        lines.vaddrs.extend(block.offsets.iter().map(|offset| base + i128::from(*offset)));
+        lines.vaddrs.push(end);
+        let first_line = i64::from(block.lines[0]);
+        let last_line = i64::from(block.lines[count - 1]);
+        lines.lines.push(first_line);
+        lines.lines.extend(block.lines.iter().map(|line| i64::from(*line)));
+        lines.lines.push(last_line);
+        lines.columns.push(i64::from(block.columns[0]));
+        lines.columns.extend(block.columns.iter().map(|column| i64::from(*column)));
+        lines.columns.push(i64::from(block.columns[count - 1]));
+        lines.file_ids.extend(std::iter::repeat_n(block.file_id, count + 2));
+        lines.terminal.extend(std::iter::repeat_n(false, count + 1));
+        lines.terminal.push(true);
+    }
+    Ok(Decoded { stream, symbols_end, procedures, lows, reach, lines, checksums, inlinee_lines })
+}
+
+/// `_sites_in`: the inline sites directly in `stream[start:end]`, their rows and nested sites
+/// decoded (a nested body that does not decode leaves its site without nested sites).
+fn sites_in(
+    decoded: &Decoded,
+    base: i128,
+    start: u64,
+    end: u64,
+    level: usize,
+) -> Result<Vec<Site>, Failure> {
+    if level > MAX_INLINE_DEPTH {
+        return fail(format!("inline sites nested more than {MAX_INLINE_DEPTH} deep"), start);
+    }
+    let stream = &decoded.stream;
+    let mut sites = Vec::new();
+    let mut position = start;
+    while let Some(record) = next_record_of(stream, position, end, &[S_INLINESITE, S_INLINESITE2])? {
+        let header = 12 + if record.kind == S_INLINESITE2 { 4 } else { 0 };
+        if record.body.len() < header {
+            return fail("inline site record is truncated", record.offset);
+        }
+        let end_offset = u64::from(u32_at(record.body, 4));
+        let inlinee = u32_at(record.body, 8);
+        let annotations = &record.body[header..];
+        let body_start = record.offset + 2 + u64::from(u16_at(stream, record.offset));
+        let closing = after_closing(stream, end_offset, body_start, end, &[S_INLINESITE_END]);
+        let body_end = if closing.is_some() { end_offset } else { body_start };
+        let (file_id, first_line) = decoded.inlinee_lines.get(&inlinee).copied().unwrap_or((0, 0));
+        let rows: Vec<(i128, i128, i64, u32)> = annotation_rows(annotations, first_line, file_id)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(low, high, line, file)| (base + i128::from(low), base + i128::from(high), line, file))
+            .collect();
+        let extent = if rows.is_empty() {
+            (0, 0)
+        } else {
+            (rows.iter().map(|row| row.0).min().unwrap_or(0), rows.iter().map(|row| row.1).max().unwrap_or(0))
+        };
+        let children = sites_in(decoded, base, body_start, body_end, level + 1).unwrap_or_default();
+        sites.push(Site { inlinee, rows, extent, children });
+        position = closing.unwrap_or(body_start);
+    }
+    Ok(sites)
+}
+
+/// `_line_at`: the position of the row holding `vaddr`, found as the reference finds it.
+fn line_at(table: &LineTable, vaddr: i128) -> Option<usize> {
+    let (vaddrs, terminal) = (&table.vaddrs, &table.terminal);
+    let (mut low, mut high) = (0usize, vaddrs.len());
+    while low < high {
+        let middle = (low + high) / 2;
+        if vaddrs[middle] < vaddr || (vaddrs[middle] == vaddr && terminal[middle]) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    let mut position = low;
+    if position == vaddrs.len() || vaddrs[position] > vaddr {
+        if position == 0 || terminal[position - 1] {
+            return None;
+        }
+        position -= 1;
+    }
+    while position < vaddrs.len() && terminal[position] {
+        position += 1;
+    }
+    (position < vaddrs.len()).then_some(position)
+}
+
+type Located = (Option<usize>, Option<(i64, i64, u32)>, Vec<(u32, u32, i64)>);
+
+/// A decoded module stream answering lookups (`_PythonModule`'s twin, for `_CompiledModule`).
+#[pyclass(module = "symbolize.formats._kernels")]
+pub struct PdbModule {
+    decoded: Decoded,
+    sites: Vec<Option<Vec<Site>>>, // per procedure, decoded on the first lookup inside it
+}
+
+impl PdbModule {
+    /// The inline sites of procedure `position`, decoded on the first lookup inside it. A body
+    /// whose records do not decode leaves the procedure without inlined frames, as in `_sites_of`.
+    fn sites_of(&mut self, position: usize) -> &[Site] {
+        if self.sites[position].is_none() {
+            let procedure = &self.decoded.procedures[position];
+            let end = procedure.end_offset.min(self.decoded.symbols_end);
+            let sites = sites_in(&self.decoded, procedure.low, procedure.body_start, end, 0).unwrap_or_default();
+            self.sites[position] = Some(sites);
+        }
+        self.sites[position].as_deref().unwrap_or(&[])
+    }
+
+    fn procedure_at(&self, vaddr: i128) -> Option<usize> {
+        let decoded = &self.decoded;
+        let stop = decoded.lows.partition_point(|low| *low <= vaddr);
+        let first = decoded.reach[..stop].partition_point(|reach| *reach <= vaddr);
+        (first..stop).find(|candidate| vaddr < decoded.procedures[*candidate].high)
+    }
+
+    fn locate_one(&mut self, vaddr: i128) -> Located {
+        let position = self.procedure_at(vaddr);
+        let line = line_at(&self.decoded.lines, vaddr)
+            .map(|at| (self.decoded.lines.lines[at], self.decoded.lines.columns[at], self.decoded.lines.file_ids[at]));
+        let mut inlined = Vec::new();
+        if let Some(position) = position {
+            self.sites_of(position);
+            let mut chain: Vec<&Site> = Vec::new();
+            let mut level = self.sites[position].as_deref().unwrap_or(&[]);
+            while !level.is_empty() && chain.len() <= MAX_INLINE_DEPTH {
+                let Some(holding) = level.iter().find(|site| site.holds(vaddr)) else { break };
+                chain.push(holding);
+                level = &holding.children[..];
+            }
+            for site in chain.iter().rev() {
+                if !self.decoded.inlinee_lines.contains_key(&site.inlinee) {
+                    break;
+                }
+                if let Some(row) = site.rows.iter().find(|row| row.0 <= vaddr && vaddr < row.1) {
+                    inlined.push((site.inlinee, row.3, row.2));
+                }
+            }
+        }
+        (position, line, inlined)
+    }
+}
+
+#[pymethods]
+impl PdbModule {
+    /// (position of the procedure holding `vaddr` or None, (line, column, file ID) of the row
+    /// holding it or None, [(inlinee, file ID, line)] of the inline sites holding it, innermost
+    /// first, stopping at the first inlinee without DEBUG_S_INLINEELINES entry).
+    fn locate(&mut self, vaddr: i128) -> PyResult<Located> {
+        catch_unwind(AssertUnwindSafe(|| self.locate_one(vaddr)))
+            .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
+    }
+
+    /// `locate` of each vaddr.
+    fn locate_many(&mut self, vaddrs: Vec<i128>) -> PyResult<Vec<Located>> {
+        catch_unwind(AssertUnwindSafe(|| vaddrs.iter().map(|vaddr| self.locate_one(*vaddr)).collect()))
+            .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
+    }
+
+    /// (low, high, name as bytes) of procedure `position` (by low).
+    fn procedure<'py>(&self, py: Python<'py>, position: usize) -> Option<(i128, i128, Bound<'py, PyBytes>)> {
+        let procedure = self.decoded.procedures.get(position)?;
+        Some((procedure.low, procedure.high, PyBytes::new(py, &procedure.name)))
+    }
+
+    /// The procedures' count.
+    fn procedure_count(&self) -> usize {
+        self.decoded.procedures.len()
+    }
+
+    /// (entry offset, /names offset) of each DEBUG_S_FILECHKSMS entry, in stream order.
+    fn checksums(&self) -> Vec<(u64, u32)> {
+        self.decoded.checksums.clone()
+    }
+
+    /// Where answers may change: procedure bounds, every inline site row's bounds, line entries
+    /// (and one past an address two entries share), unsorted, with repeats.
+    fn cut_points(&mut self) -> PyResult<Vec<i128>> {
+        catch_unwind(AssertUnwindSafe(|| {
+            let mut cuts = Vec::new();
+            for position in 0..self.decoded.procedures.len() {
+                cuts.push(self.decoded.procedures[position].low);
+                cuts.push(self.decoded.procedures[position].high);
+                let mut pending: Vec<&Site> = self.sites_of(position).iter().collect();
+                while let Some(site) = pending.pop() {
+                    pending.extend(site.children.iter());
+                    for row in &site.rows {
+                        cuts.push(row.0);
+                        cuts.push(row.1);
+                    }
+                }
+            }
+            let vaddrs = &self.decoded.lines.vaddrs;
+            cuts.extend(vaddrs.iter().copied());
+            cuts.extend(vaddrs.windows(2).filter(|pair| pair[0] == pair[1]).map(|pair| pair[0] + 1));
+            cuts
+        }))
+        .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
+    }
+}
+
+/// The twin of `_decode_module_stream`: `stream` (a module stream) decoded with the image's
+/// section RVAs (section N is `section_rvas[N - 1]`) and ImageBase; raises CodeViewError as the
+/// reference does.
+#[pyfunction]
+fn decode_pdb_module(
+    py: Python<'_>,
+    stream: &[u8],
+    symbols_size: u64,
+    c11_size: u64,
+    c13_size: u64,
+    section_rvas: Vec<u64>,
+    image_base: i128,
+) -> PyResult<PdbModule> {
+    let decoded = py.detach(|| {
+        catch_unwind(AssertUnwindSafe(|| decode(stream.to_vec(), symbols_size, c11_size, c13_size, &section_rvas, image_base)))
+    });
+    match decoded {
+        Ok(Ok(decoded)) => {
+            let sites = (0..decoded.procedures.len()).map(|_| None).collect();
+            Ok(PdbModule { decoded, sites })
+        }
+        Ok(Err(failure)) => Err(CodeViewError::new_err((failure.message, failure.offset))),
+        Err(payload) => Err(CodeViewError::new_err((
+            format!("the compiled decoder failed ({})", panic_message(payload.as_ref())),
+            0,
+        ))),
+    }
+}
+
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<PdbModule>()?;
+    module.add_function(wrap_pyfunction!(decode_pdb_module, module)?)?;
+    Ok(())
+}
