@@ -28,9 +28,12 @@ def line_file_names(data: bytes, position: int, end: int, offset_size: int, vers
 
 # The DIE walk (native/src/die_walk.rs), twin of scan._walk; False: the reference must walk.
 
+class PlanCache:
+    def __init__(self) -> None: ...
+
 class WalkPlans:
     def __init__(self, abbrevs: dict[int, Any], version: int, addr_size: int, offset_size: int,
-                 little_endian: bool) -> None: ...
+                 little_endian: bool, cache: PlanCache | None = None) -> None: ...
 
 def walk_dies(index: Any, plans: WalkPlans, offset: int, end: int, stack: list[tuple[int, int, int, int]],
               current_node: int, current_scope: int, node_ranges_of: Callable[..., Any]) -> bool: ...

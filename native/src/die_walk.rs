@@ -15,8 +15,10 @@
 //! (called back, so that its memo of walked subtrees stays the one the reference sees).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -141,17 +143,17 @@ const MAX_DENSE_CODE: u64 = 1 << 16;
 /// The compiled plans of one abbreviation table in one unit encoding (`scan.SharedTables`).
 #[pyclass(frozen, module = "symbolize.formats._kernels")]
 pub struct WalkPlans {
-    dense: Vec<Option<CodePlan>>,
-    sparse: HashMap<u64, CodePlan>,
+    dense: Vec<Option<Arc<CodePlan>>>,
+    sparse: HashMap<u64, Arc<CodePlan>>,
     little_endian: bool,
 }
 
 impl WalkPlans {
     fn plan(&self, code: u64) -> Option<&CodePlan> {
         if code < MAX_DENSE_CODE {
-            self.dense.get(code as usize).and_then(Option::as_ref)
+            self.dense.get(code as usize).and_then(Option::as_deref)
         } else {
-            self.sparse.get(&code)
+            self.sparse.get(&code).map(Arc::as_ref)
         }
     }
 }
@@ -206,16 +208,68 @@ fn compile_plan(abbrev: &Bound<'_, PyAny>, addr_size: u8, offset_size: u8, versi
     Ok(CodePlan { tag, has_children, role, usable, steps: steps.into_boxed_slice() })
 }
 
+/// What a plan depends on besides the attributes: tag, children flag, version, address and offset size.
+type PlanShape = (u64, bool, u64, u8, u8);
+/// (address of the attributes tuple, shape) -> (that tuple, its plan).
+type PlanMap = HashMap<(usize, PlanShape), (Py<PyAny>, Arc<CodePlan>)>;
+
+/// Compiled plans by abbreviation shape, for all the tables of a file (`scan.SharedTables`):
+/// compilers repeat the same abbreviations in every unit's table, and the parser hands out one
+/// attributes tuple per distinct entry (`abbrev.ShapeBytes`), so a shape is found by that tuple's
+/// identity. The cache holds each tuple it was keyed by, so no other object can take its address.
+#[pyclass(frozen, module = "symbolize.formats._kernels")]
+pub struct PlanCache {
+    plans: Mutex<PlanMap>,
+}
+
+#[pymethods]
+impl PlanCache {
+    #[new]
+    fn new() -> Self {
+        PlanCache { plans: Mutex::new(HashMap::new()) }
+    }
+}
+
 #[pymethods]
 impl WalkPlans {
-    /// Plans for every abbreviation of `abbrevs` (code -> `Abbrev`) in the encoding `Unit.encoding` names.
+    /// Plans for every abbreviation of `abbrevs` (code -> `Abbrev`) in the encoding `Unit.encoding`
+    /// names; `cache`: plans already compiled for the file's other tables.
     #[new]
-    fn new(abbrevs: &Bound<'_, PyDict>, version: u64, addr_size: u8, offset_size: u8, little_endian: bool) -> PyResult<Self> {
-        let mut dense: Vec<Option<CodePlan>> = Vec::new();
+    #[pyo3(signature = (abbrevs, version, addr_size, offset_size, little_endian, cache=None))]
+    fn new(
+        abbrevs: &Bound<'_, PyDict>,
+        version: u64,
+        addr_size: u8,
+        offset_size: u8,
+        little_endian: bool,
+        cache: Option<&Bound<'_, PlanCache>>,
+    ) -> PyResult<Self> {
+        let mut dense: Vec<Option<Arc<CodePlan>>> = Vec::new();
         let mut sparse = HashMap::new();
+        let mut cached = match cache {
+            Some(cache) => Some(cache.get().plans.lock().map_err(|_| PyRuntimeError::new_err("plan cache poisoned"))?),
+            None => None,
+        };
         for (code, abbrev) in abbrevs.iter() {
             let Ok(code) = code.extract::<u64>() else { continue };
-            let plan = compile_plan(&abbrev, addr_size, offset_size, version)?;
+            let plan = match (&mut cached, abbrev.cast::<PyTuple>()) {
+                (Some(cached), Ok(fields)) if fields.len() == 4 => {
+                    // Abbrev(code, tag, has_children, attributes), read as compile_plan reads them.
+                    let tag = fields.get_item(1)?.extract::<u64>().unwrap_or(u64::MAX);
+                    let has_children = fields.get_item(2)?.is_truthy()?;
+                    let attributes = fields.get_item(3)?;
+                    let key = (attributes.as_ptr() as usize, (tag, has_children, version, addr_size, offset_size));
+                    match cached.get(&key) {
+                        Some((_, plan)) => Arc::clone(plan),
+                        None => {
+                            let plan = Arc::new(compile_plan(&abbrev, addr_size, offset_size, version)?);
+                            cached.insert(key, (attributes.unbind(), Arc::clone(&plan)));
+                            plan
+                        }
+                    }
+                }
+                _ => Arc::new(compile_plan(&abbrev, addr_size, offset_size, version)?),
+            };
             if code < MAX_DENSE_CODE {
                 let code = code as usize;
                 if dense.len() <= code {

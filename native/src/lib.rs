@@ -145,6 +145,7 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(skip_tables::skip_tables, module)?)?;
     module.add_function(wrap_pyfunction!(die_walk::walk_dies, module)?)?;
     module.add_class::<die_walk::WalkPlans>()?;
+    module.add_class::<die_walk::PlanCache>()?;
     module.add_function(wrap_pyfunction!(ranges::decode_ranges, module)?)?;
     module.add_function(wrap_pyfunction!(ranges::node_ranges, module)?)?;
     module.add_function(wrap_pyfunction!(unit_runs::build_unit_runs, module)?)?;
