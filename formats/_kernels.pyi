@@ -61,10 +61,27 @@ def crc32(data: bytes, start: int, length: int) -> int: ...
 
 class IndexedRuns:
     def __init__(self, data: bytes, arrays: dict[str, tuple[str, int, int]], error_details: list[str]) -> None: ...
+    def strings(self, ids: list[int]) -> list[bytes | None]: ...
 
 def render_lookup_answers(texts: list[str], sources: list[IndexedRuns], *, as_json: bool, inlines: bool,
                           demangle_mode: str, shown: Callable[[str, str | None], str],
                           parse_address: Callable[[str], int | None], unnamed_reason: str) -> str | None: ...
+
+# The warm profile rewrite's lookups (native/src/warm_frames.rs), the twin of Module.lookup over
+# indexed sources, answers as ids (symbolize/indexed_lines.py).
+
+class ProfileAnswers:
+    results: list[int]
+    broken: list[tuple[int, int]]
+    answers: list[list[int]]
+    frames: list[tuple[int, int, int]]
+    functions: list[tuple[int, int, int, int, int]]
+    flags: list[int]
+    function_order: list[int]
+    fits: bool
+    def line_bytes(self, function_ids: list[int]) -> list[bytes]: ...
+
+def profile_answers(sources: list[IndexedRuns], vaddrs: list[int]) -> ProfileAnswers: ...
 
 # A PDB module stream decoded for lookups (native/src/pdb_module.rs), twin of formats/pdb/pdb.py's
 # _PythonModule; raises symbolize.formats.pdb.codeview.CodeViewError as the reference does.

@@ -13,8 +13,11 @@ from pathlib import Path
 
 from symbolize.formats.elf import ELF_MAGIC, ElfFile
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
-from symbolize.formats.pe import MZ_MAGIC, PeFile
 from symbolize.formats.types import HintResolver, ObjectFile
+
+# The DOS header's e_magic, as symbolize.formats.pe checks it (kept here: importing the PE
+# reader loads pefile, which an ELF lookup never needs).
+MZ_MAGIC = b"MZ"
 
 _MACHO_MAGICS = {
     bytes.fromhex(magic)
@@ -67,6 +70,8 @@ def open_object(
 
         return MachOFile(path, arch, resolver)
     if magic[:2] == MZ_MAGIC:
+        from symbolize.formats.pe import PeFile  # the PE reader (and pefile) only for a PE file
+
         return PeFile(path)
     from symbolize.formats.pdb import PdbFile, is_pdb_magic  # the PDB reader, only for what is no other
 

@@ -11,7 +11,7 @@ symbolize/index/background.py).
 
 from __future__ import annotations
 
-import hashlib
+import importlib
 import os
 import re
 import sys
@@ -24,6 +24,22 @@ from symbolize.demangle import DEMANGLER
 from symbolize.formats.errors import MalformedInputError
 from symbolize.index.indexed import SCHEMA_VERSION, IndexableSource, IndexedObject, build_index_arrays
 from symbolize.index.store import FORMAT_VERSION, IndexFile, write_index
+
+
+def _sha256_hex(data: bytes) -> str:
+    """SHA-256 of ``data`` in hex, from CPython's own implementation where it has one (the same
+    digests as hashlib's): importing hashlib loads OpenSSL's libcrypto, a few milliseconds of a
+    warm lookup that needs one digest of a short key."""
+    for name in ("_sha256", "_sha2"):  # CPython 3.11; 3.12 and later
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        return str(module.sha256(data).hexdigest())
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
 
 Opened = TypeVar("Opened")
 
@@ -89,13 +105,13 @@ def index_key(source: IndexableSource) -> str:
     # index built while they were found must not answer a run that cannot find them, nor the reverse.
     inputs = getattr(source, "answer_inputs", None)
     if callable(inputs) and (described := inputs()):
-        kind += f" inputs {hashlib.sha256(str(described).encode()).hexdigest()[:32]}"
+        kind += f" inputs {_sha256_hex(str(described).encode())[:32]}"
     # Indexes store demangled names (symbolize/index/indexed.py): a new demangler makes new ones.
     return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {DEMANGLER} {kind} {identity}"
 
 
 def index_path(cache_dir: Path, key: str) -> Path:
-    return cache_dir / "index" / (hashlib.sha256(key.encode()).hexdigest()[:40] + ".idx")
+    return cache_dir / "index" / (_sha256_hex(key.encode())[:40] + ".idx")
 
 
 def has_index(source: IndexableSource, cache_dir: Path) -> bool:

@@ -215,9 +215,15 @@ def _macho_rule(
 
 
 def _biased(segments: Sequence[Segment], bias: int) -> Translator:
+    # _in_memory's test with the bounds computed once: a profile asks for every location.
+    bounds = tuple((segment.vaddr, segment.vaddr + segment.memsz) for segment in segments)
+
     def rule(runtime_addr: int) -> int | None:
         vaddr = runtime_addr - bias
-        return vaddr if _in_memory(segments, vaddr) else None
+        for low, high in bounds:
+            if low <= vaddr < high:
+                return vaddr
+        return None
 
     return rule
 

@@ -33,17 +33,19 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from symbolize.demangle import DemangleMode, demangle
 from symbolize.discovery import DiscoveryOptions, find_module, open_module
 from symbolize.discovery.slices import choose_mapping_slice
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
+from symbolize.indexed_lines import NOT_COVERED_DETAIL, NamedFacts, attach_indexed_lines
 from symbolize.module import Module, Reason, Unknown, reason_for_error
 from symbolize.normalize import mapping_contradiction, translator
 from symbolize.offset_frames import name_offset_frames
 from symbolize.pprof import StringTable
-from symbolize.proto.profile_pb2 import Function, Location, Mapping, Profile
+from symbolize.proto.profile_pb2 import Location, Mapping, Profile
 from symbolize.summary import MappingSummary, Summary
 from symbolize.top_functions import top_leaf_functions
 
@@ -107,8 +109,7 @@ class RewriteOptions:
     drop_frames: str | None = None
 
 
-@dataclass
-class _Pending:
+class _Pending(NamedTuple):
     """A location to name: the lookup address depends on its role."""
 
     location: Location
@@ -353,33 +354,53 @@ def _symbolize_mapping(
         else:
             to_look_up.append((pending, vaddr))
 
-    try:
-        results = module.lookup([vaddr for _, vaddr in to_look_up])
-    except SymbolizeError as exc:
-        for _ in to_look_up:
-            summary.count_unnamed(reason_for_error(exc), str(exc))
-        return
+    facts = attach_indexed_lines(
+        module, [(pending.location, vaddr) for pending, vaddr in to_look_up], summary, functions.id_of_fields
+    )
+    if facts is None:
+        try:
+            results = module.lookup([vaddr for _, vaddr in to_look_up])
+        except SymbolizeError as exc:
+            for _ in to_look_up:
+                summary.count_unnamed(reason_for_error(exc), str(exc))
+            return
+        facts = _attach_results(to_look_up, results, summary, functions)
+    if facts.named and not facts.lines:
+        summary.missing_lines = _lines_missing_reason(module)
+    summary.damaged_debug_info = module.damaged_debug_info() or None
+    summary.refused = module.refusals()
+    if summary.unnamed == 0:
+        mapping.has_functions = facts.functions
+        mapping.has_filenames = facts.files
+        mapping.has_line_numbers = facts.lines
+        mapping.has_inline_frames = facts.inlines
 
+
+def _attach_results(
+    to_look_up: list[tuple[_Pending, int]],
+    results: list[list[Frame] | Unknown],
+    summary: MappingSummary,
+    functions: _FunctionTable,
+) -> NamedFacts:
+    """Attach each looked-up answer's lines to its location (the reference of symbolize/indexed_lines.py)."""
     named: list[list[Frame]] = []
     for (pending, _), result in zip(to_look_up, results, strict=True):
         if isinstance(result, Unknown):
             summary.count_unnamed(result.reason, result.detail)
             continue
         if not any(frame.function or frame.file for frame in result):
-            summary.count_unnamed(Reason.NOT_COVERED, "frames without a function or file")
+            summary.count_unnamed(Reason.NOT_COVERED, NOT_COVERED_DETAIL)
             continue
         _attach_lines(pending.location, result, functions)
         summary.count_named()
         named.append(result)
-    if named and not any(frame.line > 0 for frames in named for frame in frames):
-        summary.missing_lines = _lines_missing_reason(module)
-    summary.damaged_debug_info = module.damaged_debug_info() or None
-    summary.refused = module.refusals()
-    if summary.unnamed == 0:
-        mapping.has_functions = any(frame.function for frames in named for frame in frames)
-        mapping.has_filenames = any(frame.file for frames in named for frame in frames)
-        mapping.has_line_numbers = any(frame.line > 0 for frames in named for frame in frames)
-        mapping.has_inline_frames = any(len(frames) > 1 for frames in named)
+    return NamedFacts(
+        named=len(named),
+        functions=any(frame.function for frames in named for frame in frames),
+        files=any(frame.file for frames in named for frame in frames),
+        lines=any(frame.line > 0 for frames in named for frame in frames),
+        inlines=any(len(frames) > 1 for frames in named),
+    )
 
 
 def _unverified_refusal(module: Module, mapping: Mapping) -> str | None:
@@ -444,29 +465,30 @@ class _FunctionTable:
 
     def id_of(self, frame: Frame) -> int:
         """The id of the Function entry for ``frame``'s function, its name demangled as ``mode`` asks."""
-        key = (frame.function, frame.file, frame.start_line)
+        return self.id_of_fields(frame.function, frame.file, frame.start_line)
+
+    def id_of_fields(self, function: str | None, file: str | None, start_line: int) -> int:
+        """:meth:`id_of` of a frame with these fields."""
+        key = (function, file, start_line)
         function_id = self._by_frame.get(key)
         if function_id is None:
-            function_id = self._by_frame[key] = self._function_id(frame)
+            system_name = function or "??"
+            function_id = self._by_frame[key] = self.intern(
+                demangle(system_name, self._mode), system_name, file or "", start_line
+            )
         return function_id
-
-    def _function_id(self, frame: Frame) -> int:
-        system_name = frame.function or "??"
-        return self.intern(demangle(system_name, self._mode), system_name, frame.file or "", frame.start_line)
 
     def intern(self, name: str, system_name: str, filename: str, start_line: int) -> int:
         key = (name, system_name, filename, start_line)
         function_id = self._ids.get(key)
         if function_id is None:
             function_id = next(self._new_ids)
-            self._profile.function.append(
-                Function(
-                    id=function_id,
-                    name=self._strings.intern(name),
-                    system_name=self._strings.intern(system_name),
-                    filename=self._strings.intern(filename),
-                    start_line=start_line,
-                )
+            self._profile.function.add(
+                id=function_id,
+                name=self._strings.intern(name),
+                system_name=self._strings.intern(system_name),
+                filename=self._strings.intern(filename),
+                start_line=start_line,
             )
             self._ids[key] = function_id
         return function_id

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
 
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Profile
@@ -25,25 +26,18 @@ def top_leaf_functions(
     profile: Profile, strings: StringTable, drop_frames: re.Pattern[str] | None = None, count: int = 10
 ) -> dict[str, list[TopFunction]]:
     """Sample type name -> its ``count`` leaf functions with the highest value, highest first."""
-    names = {
-        function.id: (strings.get(function.name), strings.get(function.system_name)) for function in profile.function
-    }
-    # Each location's frames, innermost first, as (name, system name).
-    frames = {
-        location.id: [names.get(line.function_id, ("", "")) for line in location.line] for location in profile.location
-    }
+    if drop_frames is None:
+        leaf_of = _leaf_names(profile, strings)
+    else:
+        leaf_of = _pruned_leaf_names(profile, strings, drop_frames)
     type_count = len(profile.sample_type)
     totals = [0] * type_count
     by_leaf: list[Counter[str]] = [Counter() for _ in range(type_count)]
-    leaf_cache: dict[tuple[int, ...], str] = {}
     for sample in profile.sample:
         values = list(sample.value[:type_count])
         for index, value in enumerate(values):
             totals[index] += abs(value)
-        stack = tuple(sample.location_id)
-        leaf = leaf_cache.get(stack)
-        if leaf is None:
-            leaf = leaf_cache[stack] = _leaf_name(stack, frames, drop_frames)
+        leaf = leaf_of(sample.location_id)
         if leaf:
             for index, value in enumerate(values):
                 by_leaf[index][leaf] += value
@@ -56,6 +50,56 @@ def top_leaf_functions(
             for function, value in by_leaf[index].most_common(count)
         ]
     return tops
+
+
+def _leaf_names(profile: Profile, strings: StringTable) -> Callable[[Sequence[int]], str]:
+    """A stack's leaf name without ``drop_frames``: the innermost frame of its first location
+    (what :func:`_leaf_name` finds when nothing is dropped), "" when that location has none."""
+    leaves = {sample.location_id[0] for sample in profile.sample if sample.location_id}
+    # Later entries with the same id win, as in the dicts _pruned_leaf_names builds.
+    # -1 (no pprof id: they are unsigned) for a location without lines.
+    innermost = {
+        location.id: location.line[0].function_id if location.line else -1
+        for location in profile.location
+        if location.id in leaves
+    }
+    functions = {function.id: function.name for function in profile.function}
+    names: dict[int, str] = {}
+
+    def leaf_of(stack: Sequence[int]) -> str:
+        if not stack:
+            return ""
+        function_id = innermost.get(stack[0], -1)
+        name = names.get(function_id)
+        if name is None:
+            string_id = functions.get(function_id)
+            name = names[function_id] = "" if string_id is None else strings.get(string_id)
+        return name
+
+    return leaf_of
+
+
+def _pruned_leaf_names(
+    profile: Profile, strings: StringTable, drop_frames: re.Pattern[str]
+) -> Callable[[Sequence[int]], str]:
+    """A stack's leaf name with ``drop_frames`` applied (:func:`_leaf_name`), once per distinct stack."""
+    names = {
+        function.id: (strings.get(function.name), strings.get(function.system_name)) for function in profile.function
+    }
+    # Each location's frames, innermost first, as (name, system name).
+    frames = {
+        location.id: [names.get(line.function_id, ("", "")) for line in location.line] for location in profile.location
+    }
+    leaf_cache: dict[tuple[int, ...], str] = {}
+
+    def leaf_of(location_ids: Sequence[int]) -> str:
+        stack = tuple(location_ids)
+        leaf = leaf_cache.get(stack)
+        if leaf is None:
+            leaf = leaf_cache[stack] = _leaf_name(stack, frames, drop_frames)
+        return leaf
+
+    return leaf_of
 
 
 def _leaf_name(

@@ -16,6 +16,7 @@ mod ranges;
 mod skip_tables;
 mod unit_runs;
 mod warm;
+mod warm_frames;
 mod warm_index;
 mod warm_text;
 

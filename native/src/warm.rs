@@ -43,7 +43,7 @@ fn crc32(data: &Bound<'_, PyBytes>, start: usize, length: usize) -> PyResult<u32
 /// chosen by anyone who gains from collisions (a hostile index only slows its own lookups), and
 /// SipHash was a twentieth of a lookup.
 #[derive(Default)]
-struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -59,9 +59,19 @@ impl Hasher for IdHasher {
     fn write_u64(&mut self, id: u64) {
         self.0 = (self.0 ^ id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
+
+    fn write_usize(&mut self, id: usize) {
+        self.write_u64(id as u64);
+    }
+
+    fn write_u32(&mut self, id: u32) {
+        self.write_u64(u64::from(id));
+    }
 }
 
 type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+/// A map keyed by the index's own ids or tuples of them, hashed with [`IdHasher`].
+pub(crate) type IdsMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// A string of the index as the output needs it.
 #[derive(Debug, Clone)]
@@ -126,6 +136,22 @@ impl IndexedRuns {
             outer_pieces: IdMap::default(),
         })
     }
+
+    /// The bytes of each string of `ids` (None for id 0, which stands for None), as
+    /// `IndexedObject._string` cuts them from the blob before decoding.
+    fn strings<'py>(&self, py: Python<'py>, ids: Vec<u64>) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+        let data = self.data.bind(py).as_bytes();
+        ids.into_iter()
+            .map(|id| {
+                if id == 0 {
+                    return Ok(None);
+                }
+                let bytes = warm_index::string_bytes(&self.layout, data, id)
+                    .map_err(|error| IndexInconsistentError::new_err((-1, error.0)))?;
+                Ok(Some(PyBytes::new(py, bytes)))
+            })
+            .collect()
+    }
 }
 
 /// How names are shown: a `demangle` mode, and the Python function that shows a name under it
@@ -160,6 +186,16 @@ fn inconsistent(source: usize) -> impl Fn(IndexError) -> Stop {
 }
 
 impl IndexedRuns {
+    /// Where the arrays lie in [`Self::data`].
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The index file's bytes.
+    pub(crate) fn data(&self, py: Python<'_>) -> Py<PyBytes> {
+        self.data.clone_ref(py)
+    }
+
     fn file(&mut self, data: &[u8], string_id: u64) -> Result<&Shown, IndexError> {
         if string_id == 0 {
             return Ok(&Shown::Missing);
@@ -474,6 +510,8 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<IndexedRuns>()?;
     module.add_function(wrap_pyfunction!(render_lookup_answers, module)?)?;
     module.add_function(wrap_pyfunction!(crc32, module)?)?;
+    module.add_class::<crate::warm_frames::ProfileAnswers>()?;
+    module.add_function(wrap_pyfunction!(crate::warm_frames::profile_answers, module)?)?;
     module.add("IndexInconsistentError", module.py().get_type::<IndexInconsistentError>())?;
     let mut arrays: Vec<&str> = ARRAYS.to_vec();
     arrays.push("str_blob");

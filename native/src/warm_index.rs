@@ -9,7 +9,7 @@
 use std::fmt;
 
 /// The arrays a lookup reads, in the order [`Layout::new`] takes their places.
-pub const ARRAYS: [&str; 17] = [
+pub const ARRAYS: [&str; 19] = [
     "run_low",
     "run_file",
     "run_line",
@@ -27,6 +27,8 @@ pub const ARRAYS: [&str; 17] = [
     "error_text",
     "name_full",
     "str_offsets",
+    "chain_start_line",
+    "frame_start_line",
 ];
 
 /// An index whose numbers do not hold together (an id past its array, a string past the blob).
@@ -112,6 +114,10 @@ pub struct Layout {
     pub error_text: Column,
     pub name_full: Column,
     pub str_offsets: Column,
+    /// The start lines of a chain's innermost function and of a calling frame's (the profile
+    /// rewrite's pprof `Function.start_line`).
+    pub chain_start_line: Column,
+    pub frame_start_line: Column,
     /// `str_blob`: (start, length) in bytes.
     pub blob: (usize, usize),
 }
@@ -119,7 +125,7 @@ pub struct Layout {
 impl Layout {
     /// `columns` in the order of [`ARRAYS`]; `blob` the string blob's bytes.
     pub fn new(columns: &[Column], blob: (usize, usize), data_len: usize) -> Result<Self, IndexError> {
-        let [run_low, run_file, run_line, run_column, run_chain, chain_name, chain_file, chain_outer, outer_begin, outer_frames, frame_name, frame_file, frame_line, frame_column, error_text, name_full, str_offsets] =
+        let [run_low, run_file, run_line, run_column, run_chain, chain_name, chain_file, chain_outer, outer_begin, outer_frames, frame_name, frame_file, frame_line, frame_column, error_text, name_full, str_offsets, chain_start_line, frame_start_line] =
             *columns
         else {
             return Err(IndexError(format!("expected {} arrays, got {}", ARRAYS.len(), columns.len())));
@@ -145,6 +151,8 @@ impl Layout {
             error_text,
             name_full,
             str_offsets,
+            chain_start_line,
+            frame_start_line,
             blob,
         })
     }

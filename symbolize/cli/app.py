@@ -31,13 +31,15 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
 from symbolize.cli.audit import audit_command
+from symbolize.cli.entry import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, iter_stdin_batches
+from symbolize.cli.entry import error_line as _error_line
+from symbolize.cli.entry import internal_error_line as _internal_error_line
 from symbolize.cli.spellings import llvm_spellings
 from symbolize.errors import SymbolizeError
 
@@ -78,6 +80,9 @@ BackgroundIndexOption = Annotated[
     ),
 ]
 
+# The exit codes (module docstring), the error lines and iter_stdin_batches come from
+# symbolize/cli/entry.py, which runs a plain lookup without typer with the same ones.
+
 # What typer raises to end a command or report a usage error, passed through as they are. typer
 # 0.2x carries its own copy of click (typer._click), older versions use click: BadParameter derives
 # from that click's ClickException either way.
@@ -87,9 +92,6 @@ _CLICK_ERRORS: tuple[type[BaseException], ...] = (
     next(base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException"),
 )
 
-# Exit codes (module docstring).
-EXIT_INPUT_ERROR = 1
-EXIT_INTERNAL_ERROR = 70
 
 # Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
 PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
@@ -149,20 +151,6 @@ def _errors_as_one_line(ctx: typer.Context) -> Iterator[None]:
             raise
         typer.echo(_internal_error_line(exc), err=True)
         raise typer.Exit(EXIT_INTERNAL_ERROR) from None
-
-
-def _error_line(exc: SymbolizeError | OSError) -> str:
-    """The one line an input's error prints; an OSError from anywhere names its file."""
-    message = str(exc)
-    if isinstance(exc, OSError) and exc.filename is not None:
-        message = f"{exc.filename}: {(exc.strerror or message).lower()}"  # not "[Errno 2] ..."
-    message = message.replace("\n", " ")
-    return f"symbolize: error: {message}"
-
-
-def _internal_error_line(exc: BaseException) -> str:
-    message = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-    return f"symbolize: error: internal error: {message} (--debug shows the traceback)"
 
 
 def default_output_path(in_path: Path) -> Path:
@@ -393,21 +381,6 @@ def lookup_command(
             sys.stdout.flush()
 
 
-def iter_stdin_batches(stream: io.BufferedIOBase) -> Iterator[list[str]]:
-    """The lines of ``stream``, in batches of those already arrived; never waits for more.
-
-    ``read1`` returns what is buffered or can be read at once, so a line written to a pipe
-    is handed on before the writer sends the next (llvm-symbolizer answers a pipe this way).
-    """
-    pending = b""
-    while chunk := stream.read1(1 << 16):
-        *complete, pending = (pending + chunk).split(b"\n")
-        if complete:
-            yield [line.decode("utf-8", "replace").strip() for line in complete]
-    if pending:
-        yield [pending.decode("utf-8", "replace").strip()]
-
-
 @app.command("index")
 def index_command(
     ctx: typer.Context,
@@ -483,6 +456,8 @@ def _cache_row(entry: CacheEntry, now: float) -> tuple[str, str, str, str, str]:
 def _cache_json(directory: Path, entries: list[CacheEntry], now: float) -> dict[str, Any]:
     """``cache show --json``: {"cache_dir", "indexes": [{"index", "binary", "debug_id", "size",
     "built", "age_seconds", "demangler", "key"}]}; unknown values are null."""
+    from datetime import UTC, datetime
+
     return {
         "cache_dir": str(directory),
         "indexes": [

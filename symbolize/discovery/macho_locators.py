@@ -28,8 +28,10 @@ from symbolize.discovery.paths import base_name, is_file_name, normalized_dir, r
 from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
 from symbolize.formats.archive import split_member_path
 from symbolize.formats.errors import SymbolizeError
-from symbolize.formats.macho import MH_OBJECT, MachOFile, read_uuids
 from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
+
+# The Mach-O reader (and macholib) is imported where a Mach-O file is looked for or checked: an
+# ELF or PE lookup never needs it.
 
 # How far the UUID walk goes: dSYMs sit near the top of a build or symbols directory.
 MAX_WALK_DEPTH = 6
@@ -81,6 +83,8 @@ def dsyms_under(root: Path, cache: ObjectCache) -> list[tuple[Path, frozenset[De
     key = root.resolve()
     found = walks.get(key)
     if found is None:
+        from symbolize.formats.macho import read_uuids  # the Mach-O reader only when a dSYM is looked for
+
         found = []
         for path in _dsym_dwarf_files(root):
             try:
@@ -109,6 +113,8 @@ class DsymLocator:
                     yield Candidate(path, search_path)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
+        from symbolize.formats.macho import MachOFile
+
         if not isinstance(found, MachOFile):
             return "not a Mach-O file"
         if not found.has_dwarf():
@@ -139,6 +145,8 @@ class DebugMapObjectLocator:
                 yield Candidate(root / name, root, member)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
+        from symbolize.formats.macho import MH_OBJECT, MachOFile
+
         if not isinstance(found, MachOFile) or found.filetype != MH_OBJECT:
             return "not a Mach-O object file"
         if hint.mtime is None:

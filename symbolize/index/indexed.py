@@ -344,6 +344,9 @@ class IndexedObject:
         # The compiled kernel's view of the index (compiled_runs): None until asked, False when
         # the kernels are not built or do not read this index.
         self._compiled: Any = None
+        # str() of the error frames_at raises for each broken region, by error number - 1 (read
+        # with the compiled view).
+        self.error_details: list[str] = []
         # What runs of a chain share (_head), and frames by id: one Frame object per distinct frame, which
         # the layers above memoize on (symbolize/module.py's PerFrame).
         self._heads: dict[int, tuple[str | None, str | None, int, tuple[Frame, ...]]] = {}
@@ -449,6 +452,7 @@ class IndexedObject:
         except IndexDamagedError:
             self.give_up_index()
             return None
+        self.error_details = details
         try:
             return kernels.IndexedRuns(data, places, details)
         except kernels.IndexInconsistentError:

@@ -1,0 +1,117 @@
+"""The plain ``lookup`` run without typer (symbolize/cli/entry.py) against the same command line
+through typer (symbolize/cli/app.py): the same stdout, stderr and exit code, answers and errors,
+and every other command line handed to typer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from symbolize.cli.entry import PlainLookup, plain_lookup
+from symbolize.cli.spellings import llvm_spellings
+
+ROOT = Path(__file__).resolve().parent.parent
+BINARY = ROOT / "fixtures" / "bin" / "cppdemo-gcc-dwarf5-pie"
+TYPER = "import sys; from symbolize.cli.app import main; main()"
+ENTRY = "import sys; from symbolize.cli.entry import main; main()"
+
+
+def _run(program: str, arguments: list[str], stdin: bytes, cwd: Path) -> tuple[int, bytes, bytes]:
+    done = subprocess.run(
+        [sys.executable, "-c", program, *arguments], input=stdin, capture_output=True, cwd=cwd, timeout=120
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "stdin"),
+    [
+        (["--obj", str(BINARY), "--json", "0x1139", "0x1200", "", "main"], b""),
+        (["-e", str(BINARY), "-C", "-i", "--no-cache", "--no-background-index"], b"0x1139\nzz\n\n0x0\n0x11a0"),
+        (["-e=" + str(BINARY), "--no-inlines", "--demangle", "short", "--no-cache"], b"0x1139\n0x1160\n"),
+        (["--exe=" + str(BINARY), "--demangle=none", "--json", "--no-cache"], b"0x1139\n"),
+        (["--obj", "missing-binary", "0x10"], b""),
+        (["--obj", "fixtures", "0x10", "--no-cache"], b""),
+        (["--obj", str(BINARY), "--search-path", "missing-dir", "0x10"], b""),
+        (["--obj", str(ROOT / "README.md"), "0x10", "--no-cache"], b""),
+        (["--obj", str(BINARY), "--arch", "arm64", "0x1139", "--no-cache"], b""),
+    ],
+)
+def test_a_plain_lookup_prints_what_typer_prints(arguments: list[str], stdin: bytes, tmp_path: Path) -> None:
+    words = ["lookup", *arguments, "--cache-dir", str(tmp_path / "cache")]
+    assert plain_lookup(llvm_spellings(words)) is not None, "the entry should answer this itself"
+    entry = _run(ENTRY, words, stdin, ROOT)
+    typer = _run(TYPER, words, stdin, ROOT)
+    assert entry == typer
+    assert entry[0] in (0, 1)
+
+
+def test_a_warm_lookup_prints_what_typer_prints(tmp_path: Path) -> None:
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    built = _run(TYPER, ["index", str(BINARY), *cache], b"", ROOT)
+    assert built[0] == 0, built
+    words = ["lookup", "--obj", str(BINARY), "--json", "--no-background-index", *cache]
+    stdin = b"".join(b"%#x\n" % vaddr for vaddr in range(0x1100, 0x1300, 3))
+    entry = _run(ENTRY, words, stdin, ROOT)
+    assert entry == _run(TYPER, words, stdin, ROOT)
+    assert entry[0] == 0 and entry[1].count(b"\n") == len(range(0x1100, 0x1300, 3))
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["lookup", "--obj", "a.out", "-a", "0x10"],
+        ["lookup", "--obj", "a.out", "--pretty-print"],
+        ["lookup", "--obj", "a.out", "--output-style=GNU"],
+        ["lookup", "--obj", "a.out", "--functions=none"],
+        ["lookup", "--help"],
+        ["lookup", "-h"],
+        ["--debug", "lookup", "--obj", "a.out"],
+        ["--version"],
+        ["profile", "in.pb"],
+        ["lookup", "0x10"],
+        ["lookup", "--obj", "a.out", "--obj", "b.out"],
+        ["lookup", "--obj", "a.out", "--json", "--json"],
+        ["lookup", "--obj", "a.out", "--inlines", "--no-inlines"],
+        ["lookup", "--obj", "-x"],
+        ["lookup", "--obj"],
+        ["lookup", "--obj", ""],
+        ["lookup", "--obj=", "0x10"],
+        ["lookup", "--obj", "a.out", "--demangle=bogus"],
+        ["lookup", "--obj", "a.out", "--json=1"],
+        ["lookup", "--obj", "a.out", "--", "-5"],
+        ["lookup", "--obj", "a.out", "-5"],
+        ["lookup", "-ea.out", "0x10"],
+    ],
+)
+def test_anything_else_goes_to_typer(words: list[str]) -> None:
+    assert plain_lookup(llvm_spellings(words)) is None
+
+
+def test_the_background_variable_is_read_as_click_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    words = ["lookup", "--obj", "a.out", "0x10"]
+    for value, expected in (("", True), (" Off ", False), ("0", False), ("yes", True), ("1", True)):
+        monkeypatch.setenv("SYMBOLIZE_BACKGROUND_INDEX", value)
+        assert plain_lookup(words) == PlainLookup(Path("a.out"), ["0x10"], background_index=expected)
+    monkeypatch.setenv("SYMBOLIZE_BACKGROUND_INDEX", "maybe")
+    assert plain_lookup(words) is None  # typer's usage error
+    assert plain_lookup([*words, "--background-index"]) == PlainLookup(Path("a.out"), ["0x10"])
+    monkeypatch.setenv("_SYMBOLIZE_COMPLETE", "bash_complete")
+    assert plain_lookup(words) is None
+
+
+@pytest.mark.parametrize("value", ["maybe", "No", "2"])
+def test_the_background_variable_answers_as_typer_does(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYMBOLIZE_BACKGROUND_INDEX", value)
+    words = ["lookup", "--obj", str(BINARY), "--no-cache", "0x1139"]
+    assert _run(ENTRY, words, b"", ROOT) == _run(TYPER, words, b"", ROOT)
+
+
+def test_a_usage_error_is_typers(tmp_path: Path) -> None:
+    words = ["lookup", "--obj", str(BINARY), "--demangle=bogus", "0x10"]
+    entry = _run(ENTRY, words, b"", tmp_path)
+    assert entry == _run(TYPER, words, b"", tmp_path)
+    assert entry[0] == 2
