@@ -7,6 +7,16 @@ table, which entry) and the end of its section; the rules that pick one symbol
 per address and decide how far a size-0 symbol reaches are llvm-symbolizer's
 (``SymbolizableObjectFile``: stable-sort by address and size, keep the last of
 each address; a size-0 symbol reaches the next symbol).
+
+A separate debug file answers with its image's symbol table, not its own
+(``paired_answers``' ``beneath``): llvm-symbolizer 14 builds its symbolizer
+from the binary's symbols and the debug file's DWARF alone
+(``LLVMSymbolizer::getOrCreateModuleInfo`` pairs ``Objects.first`` with a
+DWARF context of ``Objects.second``), so the binary's ``.symtab`` (else
+``.dynsym``) names the outermost frame, and where it has no symbol the DWARF
+names it (glibc: ``fprintf``, not the debug file's ``_IO_fprintf``;
+``clone3``, not ``__GI___clone3``). The debug file's own symbols answer only
+where neither does, where llvm-symbolizer says ``??``.
 """
 
 from __future__ import annotations
@@ -116,13 +126,23 @@ SYMBOL_TABLE_KEY = -1
 BROKEN_KEY = -2
 
 
-def symbol_runs(index: SymbolIndex) -> RunTable:
-    """The symbol table's answers: one frame per run, the symbol's name and (local symbols) source."""
+def symbol_runs(index: SymbolIndex, beneath: SymbolIndex | None = None) -> RunTable:
+    """The symbol table's answers: one frame per run, the symbol's name and (local symbols) source.
+
+    ``beneath`` is a second table, answering only where ``index`` has no symbol.
+    """
     heads = [ChainHead(symbol.name, 0, (), symbol.source_file) for symbol in index.symbols]
+    runs = list(zip(index.starts, index.stops, range(len(index.starts)), strict=True))
+    if beneath is not None:
+        first_head = len(heads)
+        heads += [ChainHead(symbol.name, 0, (), symbol.source_file) for symbol in beneath.symbols]
+        for position, (start, stop) in enumerate(zip(beneath.starts, beneath.stops, strict=True)):
+            runs += [(low, high, first_head + position) for low, high, above in index.pieces(start, stop) if above < 0]
+        runs.sort()
     table = RunTable((), heads)
-    for position, (start, stop) in enumerate(zip(index.starts, index.stops, strict=True)):
+    for start, stop, head in runs:
         if start < stop:
-            table.append(start, stop, -1, 0, 0, position)
+            table.append(start, stop, -1, 0, 0, head)
     return table
 
 
@@ -133,17 +153,27 @@ class SymbolAnswers:
     :meth:`answers`; the symbol table is always the fallback region, key :data:`SYMBOL_TABLE_KEY`.
     """
 
-    def __init__(self, path: Path, symbols: SymbolIndex, broken: MalformedInputError | None = None) -> None:
-        """``broken``: why the file's debug info cannot be read at all; it is then the answer
-        wherever no symbol covers an address."""
+    def __init__(
+        self,
+        path: Path,
+        symbols: SymbolIndex,
+        broken: MalformedInputError | None = None,
+        beneath: SymbolIndex | None = None,
+    ) -> None:
+        """``symbols`` name the outermost frame; ``beneath`` (a debug file's own symbols, when
+        ``symbols`` are its image's) answers only where no symbol of ``symbols`` and no debug
+        info does. ``broken``: why the file's debug info cannot be read at all; it is then the
+        answer wherever no symbol covers an address."""
         self.path = path
         self.symbols = symbols
+        self.beneath = beneath
         self.broken = broken
         self._lookup: AnswerLookup | None = None
 
     def answer_regions(self) -> list[AnswerRegion]:
-        bounds = self.symbols.bounds()
-        regions = [AnswerRegion(bounds[0], bounds[1], SYMBOL_TABLE_KEY, fallback=True)] if bounds else []
+        spans = [bounds for index in (self.symbols, self.beneath) if index is not None and (bounds := index.bounds())]
+        low, high = min(low for low, _ in spans) if spans else 0, max(high for _, high in spans) if spans else 0
+        regions = [AnswerRegion(low, high, SYMBOL_TABLE_KEY, fallback=True)] if spans else []
         if self.broken is not None:
             regions.append(AnswerRegion(0, 1 << 64, BROKEN_KEY))
         return regions
@@ -153,7 +183,7 @@ class SymbolAnswers:
             raise self.broken
         if key != SYMBOL_TABLE_KEY:
             raise KeyError(key)  # a caller's bug: keys come from answer_regions
-        return symbol_runs(self.symbols)
+        return symbol_runs(self.symbols, self.beneath)
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
         """What this source's own lookups decode a region into (:meth:`answers` unless lazier)."""
@@ -170,10 +200,12 @@ def paired_answers(
     symbols: SymbolIndex,
     open_dwarf: Callable[[], DwarfInfo | None],
     broken: MalformedInputError | None = None,
+    beneath: SymbolIndex | None = None,
 ) -> SymbolAnswers:
     """The answers of a file that pairs DWARF with a symbol table (ELF, MinGW PE, a Mach-O slice or
     dSYM), through one run builder (formats/dwarf/answers.py): as llvm-symbolizer does, the
-    outermost frame takes its name from the symbol covering the address.
+    outermost frame takes its name from the symbol of ``symbols`` covering the address.
+    ``beneath`` names addresses neither ``symbols`` nor the DWARF names (see the module docstring).
 
     DWARF that cannot be read at all hides nothing the symbols know (issue 9): its error is the
     answer only where no symbol covers the address. ``broken`` is damage found before the DWARF
@@ -182,12 +214,13 @@ def paired_answers(
     try:
         dwarf = open_dwarf()
     except MalformedInputError as err:
-        return SymbolAnswers(path, symbols, broken=err)
+        return SymbolAnswers(path, symbols, broken=err, beneath=beneath)
     if dwarf is None:
-        return SymbolAnswers(path, symbols, broken=broken)
+        return SymbolAnswers(path, symbols, broken=broken, beneath=beneath)
     # Imported here so a file without DWARF never loads the DWARF package.
     from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 
     answers = DwarfSymbolAnswers(path, dwarf, symbols)
     answers.broken = broken
+    answers.beneath = beneath
     return answers

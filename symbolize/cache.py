@@ -46,7 +46,8 @@ Opened = TypeVar("Opened")
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
 # 5: untyped and data symbols that label code (hand-written assembly) name it.
-ANSWER_VERSION = 5
+# 6: a separate ELF debug file's outermost frames are named by its binary's symbols first.
+ANSWER_VERSION = 6
 # The index array holding the path of the file an index was built from.
 SOURCE_PATH_ARRAY = "source_path"
 

@@ -19,7 +19,9 @@ base name), each offset named as an address is (callers, i.e. every frame but an
 leaf, at ``vaddr - 1``), and the location's Line entries replaced by the frames found. Locations
 that then name the same frames become one location; the samples point to it (a sample's values
 are never copied, so nothing is summed twice). A frame that cannot be named keeps its string, and
-the reason is counted in the summary under its module.
+the reason is counted in the summary under its module. A module found by its name alone (every
+``module+0x<rel>`` one, and a mapping's file without a build ID) is said unverified in the summary,
+as a mapping without a build ID is.
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ class _Resolved:
     module_key: str  # the module as written, or a mapping's file name
     opened: Module
     vaddr: int
+    # The module was found by a build ID (a mapping's), not by its file name alone.
+    verified: bool = False
 
 
 @dataclass
@@ -234,13 +238,14 @@ def _resolve(
     for mapping in mappings:
         if mapping.memory_start <= runtime_addr < mapping.memory_limit:
             name = strings.get(mapping.filename)
-            module = modules.get(name, strings.get(mapping.build_id) or None)
+            build_id = strings.get(mapping.build_id) or None
+            module = modules.get(name, build_id)
             if isinstance(module, Unknown):
                 return module
             mapped = runtime_to_vaddr(
                 module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset, runtime_addr - step
             )
-            return OUTSIDE_MODULE if mapped is None else _Resolved(name, module, mapped)
+            return OUTSIDE_MODULE if mapped is None else _Resolved(name, module, mapped, verified=build_id is not None)
     for name, base in bases.items():
         module = modules.get(name)
         if isinstance(module, Unknown) or runtime_addr < base:
@@ -269,6 +274,8 @@ def _rebuild_locations(
             continue
         summary = outcome.summary(target.module_key)
         summary.binary = str(target.opened.image.path)
+        # A module named in a frame carries no build ID: found by its file name, it may be another build.
+        summary.unverified = summary.unverified or not target.verified
         result = answers[target.module_key][target.vaddr]
         if isinstance(result, Unknown):
             summary.count_unnamed(result.reason, result.detail)

@@ -35,7 +35,8 @@ DWARF asked for while the mapping's addresses were looked up.
 ``"slice_by"`` what chose it: ``"uuid"`` (the mapping's), ``"mapping size"`` or ``"addresses"``
 (symbolize/discovery/slices.py), ``"default"`` (nothing told the slices apart: the host's).
 ``"unverified"`` is true when the binary was found by its file name only (the mapping has no
-build ID to check it by), so it may be another build of that name; a file found by name whose size
+build ID to check it by, or it is the module of ``module+0xOFFSET`` frames), so it may be another
+build of that name; a file found by name whose size
 or segments contradict the mapping is not used: its path is in ``"refused"`` with the reason, and
 its locations are counted under ``"mapping-contradicts-file"``.
 ``"missing_lines"`` says why named locations have no file or line, when none has one: discovery
@@ -193,7 +194,7 @@ class Summary:
             if mapping.missing_lines:
                 lines.append(f"  no lines: {mapping.missing_lines}")
             if mapping.unverified:
-                lines.append("  unverified: matched by file name only (the mapping has no build ID)")
+                lines.append("  unverified: matched by file name only (no build ID to check it by)")
             if mapping.damaged_debug_info:
                 damaged = Reason.DAMAGED_DEBUG_INFO.value
                 lines.append(f"  {damaged}: {mapping.damaged_debug_info} (the rest of the file still names)")

@@ -17,11 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.native import kernels
-from symbolize.formats.pdb import PdbFile
+from symbolize.formats.pdb import PdbFile, streams
 from symbolize.formats.pdb.codeview import CodeViewError
 from symbolize.formats.pdb.pdb import _CompiledModule, _PythonModule
-from symbolize.formats.pdb.streams import ModuleInfo
+from symbolize.formats.pdb.streams import IPI_STREAM, TPI_STREAM, ModuleInfo, TypeRecords
 from symbolize.formats.pe import PeFile
 
 pytestmark = pytest.mark.skipif(kernels is None, reason="the compiled kernels are not built")
@@ -134,3 +135,40 @@ def test_made_symbol_and_line_bytes_decode_alike(data: st.DataObject) -> None:
     mutated = stream[:cut] + insert + stream[cut + len(insert) :]
     reference, compiled = _both(pdb, module, mutated[: len(stream)], probes=None)
     assert compiled == reference
+
+
+def _reference_offsets(records: TypeRecords) -> list[int]:
+    with_kernels = streams.kernels
+    streams.kernels = None
+    try:
+        records._offsets = None
+        return records._index()
+    finally:
+        streams.kernels = with_kernels
+        records._offsets = None
+
+
+@pytest.mark.parametrize("path", PDBS, ids=lambda path: path.name)
+def test_type_and_public_records_scan_alike(path: Path) -> None:
+    """TPI/IPI record offsets and the publics, whole and mutated, by the twins of native/src/pdb_records.rs."""
+    pdb = _opened(path.name)
+    rng = random.Random(f"pdb-records-{path.name}")
+    for stream in (TPI_STREAM, IPI_STREAM):
+        data = pdb._msf.stream(stream)
+        variants = [data, *_mutants(data, rng, 20)] if data else []
+        for variant in variants:
+            try:
+                records = TypeRecords(variant, path, "TPI")
+            except MalformedInputError:
+                continue  # a header that gives records past the stream: no records to scan
+            reference = _reference_offsets(records)
+            assert kernels is not None
+            assert kernels.type_record_offsets(variant, records._records_start, records._records_end) == reference
+    offsets = streams.parse_public_address_map(pdb._msf.stream(pdb.dbi.public_stream), path)
+    symbols = pdb._msf.stream(pdb.dbi.symbol_record_stream)
+    assert offsets
+    cases = [(symbols, offsets), (symbols, [*offsets, len(symbols) - 3, 1 << 31, 0])]
+    cases += [(mutated, offsets) for mutated in _mutants(symbols, rng, 20)]
+    cases += [(symbols[: rng.randrange(len(symbols))], offsets) for _ in range(5)]
+    for records, places in cases:
+        assert streams.public_records(records, places) == list(streams.iter_public_records(records, places))

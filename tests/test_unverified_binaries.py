@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from symbolize.pprof import read_profile, write_profile
 from symbolize.proto.profile_pb2 import Mapping, Profile
 from tests.test_cli_contracts import FIXTURE_BIN, NO_SIDE_EFFECTS, ROOT, run
@@ -66,7 +68,7 @@ def test_a_binary_found_by_name_only_is_used_and_said_unverified(tmp_path: Path)
     assert entry["binary"] == str(BINARY) and entry["unverified"] is True
     assert entry["locations"] > 0 and entry["named"] == entry["locations"]
     assert entry["refused"] == []
-    assert "  unverified: matched by file name only (the mapping has no build ID)" in stderr.splitlines()
+    assert "  unverified: matched by file name only (no build ID to check it by)" in stderr.splitlines()
     assert all(lines > 0 for _, lines in _locations_of(out))
 
 
@@ -106,3 +108,44 @@ def _assert_refused(entry: dict[str, Any], stderr: str, out: Profile, locations:
     assert entry["details"] == [{"reason": CONTRADICTS, "detail": refusal, "count": locations}]
     kept = _locations_of(out)
     assert len(kept) == locations and all(lines == 0 for _, lines in kept)
+
+
+def test_the_output_carries_no_build_id_for_an_unverified_binary(tmp_path: Path) -> None:
+    """The build ID of a file matched by name only must not reach the output: a later run of it
+    would find the mapping's build ID in the file and take the match as verified."""
+    entry, _, out = _symbolize(tmp_path, _profile_without_build_id(tmp_path))
+    assert entry["unverified"] is True
+    assert out.string_table[_binary_mapping(out).build_id] == ""
+    # A location left unnamed, so the next run looks the mapping up again.
+    mapping_id = _binary_mapping(out).id
+    named = next(location for location in out.location if location.mapping_id == mapping_id and location.line)
+    del named.line[:]
+    again = tmp_path / "again.pb"
+    write_profile(out, again, gzip=False)
+    result = run("profile", again, "-o", tmp_path / "again.out.pb", "--binary", BINARY, "--json-summary",
+                 *NO_SIDE_EFFECTS)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    [later] = [m for m in json.loads(result.stdout)["mappings"] if m["filename"] == RECORDED]
+    assert later["unverified"] is True and later["named"] == later["locations"] > 0
+
+
+OFFSETS = ROOT / "fixtures" / "profiles" / "offsets"
+
+
+@pytest.mark.parametrize(("spelling", "unverified"), [("module-offset", True), ("module-base-offset", True),
+                                                      ("absolute", False)])  # fmt: skip
+def test_modules_of_offset_frames_found_by_name_are_said_unverified(
+    tmp_path: Path, spelling: str, unverified: bool
+) -> None:
+    """``rustdemo-full+0x<rel>`` names its module by file name only, as a mapping without a build ID
+    does; a bare ``0x<abs>`` placed by a mapping with a build ID is verified by it."""
+    profile = OFFSETS / f"rustdemo-full.cpu.{spelling}.pb"
+    arguments = ["profile", profile, "--search-path", FIXTURE_BIN, *NO_SIDE_EFFECTS]
+    result = run(*arguments, "-o", tmp_path / "out.pb", "--json-summary")
+    assert result.returncode == 0, result.stderr
+    [entry] = [m for m in json.loads(result.stdout)["mappings"] if Path(m["filename"]).name == "rustdemo-full"]
+    assert entry["named"] > 0 and entry["unverified"] is unverified
+    text = run(*arguments, "-o", tmp_path / "text.pb")
+    assert text.returncode == 0, text.stderr
+    said = "  unverified: matched by file name only (no build ID to check it by)" in text.stderr.splitlines()
+    assert said is unverified

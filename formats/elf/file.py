@@ -33,6 +33,7 @@ from symbolize.formats.types import (
     DebugLink,
     Frame,
     HintResolver,
+    Image,
     Segment,
     Symbol,
 )
@@ -73,6 +74,8 @@ class ElfFile:
         # Why the MiniDebugInfo symbols are missing, when its .gnu_debugdata cannot be read.
         self._symbols_error: MalformedInputError | None = None
         self._index: SymbolIndex | None = None
+        # The binary this file is the separate debug file of (bind_image): its symbols name frames.
+        self._image: ElfFile | None = None
         self._answer_source: SymbolAnswers | None = None
         self._dwarf: DwarfInfo | None = None
         self._dwarf_error: MalformedInputError | None = None
@@ -310,11 +313,48 @@ class ElfFile:
                 self._dwarf = dwarf
         return self._dwarf
 
+    def bind_image(self, image: Image) -> None:
+        """Answer as ``image``'s separate debug file: as llvm-symbolizer 14 does, the image's own
+        symbol table (its ``.symtab``, else ``.dynsym``) names the outermost frame, and where it
+        has no symbol this file's DWARF does; this file's symbols answer only where neither names
+        an address (see formats/symbols.py)."""
+        if not isinstance(image, ElfFile) or image is self or image.path.resolve() == self.path.resolve():
+            return
+        if self._image is not image:
+            self._image = image
+            self._answer_source = None
+
+    def answer_inputs(self) -> str:
+        """What this file's answers depend on besides the file itself (part of its index key): the
+        image whose symbols name its frames (``bind_image``), by build ID and size, else by path,
+        size and mtime; "" when unbound."""
+        image = self._image
+        if image is None:
+            return ""
+        stat = image.path.stat()
+        if image.debug_id is not None:
+            return f"names from image {image.debug_id} size {stat.st_size}"
+        return f"names from image {image.path.resolve()} size {stat.st_size} mtime {stat.st_mtime_ns}"
+
+    def _naming_symbols(self) -> tuple[SymbolIndex, SymbolIndex | None]:
+        """(the symbols that name outermost frames, the symbols beneath them): the bound image's
+        and this file's own, else this file's own alone. An image whose symbol table does not read
+        names nothing (issue 9): this file's own symbols stand in."""
+        own = self._symbol_index()
+        if self._image is None:
+            return own, None
+        try:
+            return self._image._symbol_index(), own
+        except MalformedInputError:
+            return own, None
+
     def _answers(self) -> SymbolAnswers:
-        """This file as a symbol source: its DWARF units and symbol table."""
+        """This file as a symbol source: its DWARF units and symbol table (its image's, when bound)."""
         if self._answer_source is None:
-            index = self._symbol_index()
-            self._answer_source = paired_answers(self.path, index, self._dwarf_info, self._symbols_error)
+            naming, beneath = self._naming_symbols()
+            self._answer_source = paired_answers(
+                self.path, naming, self._dwarf_info, self._symbols_error, beneath=beneath
+            )
         return self._answer_source
 
     def answer_regions(self) -> Sequence[AnswerRegion]:

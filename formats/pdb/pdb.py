@@ -63,11 +63,11 @@ from symbolize.formats.pdb.streams import (
     StringTable,
     TypeRecords,
     inlinee_name,
-    iter_public_records,
     parse_dbi_stream,
     parse_info_stream,
     parse_public_address_map,
     parse_section_headers,
+    public_records,
 )
 from symbolize.formats.types import (
     AnswerRegion,
@@ -319,6 +319,7 @@ class PdbFile:
         self._publics: list[_Public] | None = None
         self._public_keys: list[tuple[int, int]] = []
         self._public_vaddr_list: list[int] | None = None
+        self._symbols: list[Symbol] | None = None  # at the bound image's vaddrs
         self._inlinee_names: dict[int, str | None] = {}
         self._decoded: dict[int, _ModuleAnswers] = {}
         self._reference_modules: dict[int, _ModuleAnswers] = {}  # by the Python reader, when asked
@@ -331,6 +332,7 @@ class PdbFile:
             self._decoded.clear()
             self._reference_modules.clear()
             self._public_vaddr_list = None
+            self._symbols = None
             self._lookup = None
 
     def segments(self) -> Sequence[Segment]:
@@ -367,10 +369,11 @@ class PdbFile:
             if self.dbi.public_stream != _NO_STREAM:
                 offsets = parse_public_address_map(self._msf.stream(self.dbi.public_stream), self.path)
                 records = self._msf.stream(self.dbi.symbol_record_stream)
-            publics = [
-                _Public(section, offset, self._undecorated(name))
-                for _flags, section, offset, name in iter_public_records(records, offsets)
-            ]
+            found = public_records(records, offsets)
+            if self.is_32bit:
+                publics = [_Public(section, offset, self._undecorated(name)) for _flags, section, offset, name in found]
+            else:
+                publics = [_Public(section, offset, name) for _flags, section, offset, name in found]
             # The address map is sorted by (section, offset); keep that order even if a file is not,
             # so that bisecting stays meaningful.
             publics.sort(key=lambda public: (public.section, public.offset))
@@ -397,18 +400,20 @@ class PdbFile:
 
     def symbols(self) -> Sequence[Symbol]:
         """The publics as function symbols, each reaching the next public or its section's end."""
-        found = []
-        publics = [p for p in self._load_publics() if self.vaddr_of(p.section, p.offset) is not None]
-        for index, public in enumerate(publics):
-            vaddr = self.vaddr_of(public.section, public.offset)
-            assert vaddr is not None
-            section = self.sections[public.section - 1]
-            end = self.image_base + section.rva + section.virtual_size
-            following = publics[index + 1] if index + 1 < len(publics) else None
-            if following is not None and following.section == public.section:
-                end = min(end, self.image_base + section.rva + following.offset)
-            found.append(Symbol(public.name, vaddr, max(end - vaddr, 0)))
-        return found
+        if self._symbols is None:
+            sections, count = self.sections, len(self.sections)
+            publics = [public for public in self._load_publics() if 0 < public.section <= count]
+            found = []
+            for index, public in enumerate(publics):
+                section = sections[public.section - 1]
+                start = self.image_base + section.rva
+                vaddr = start + public.offset
+                end = start + section.virtual_size
+                if index + 1 < len(publics) and publics[index + 1].section == public.section:
+                    end = min(end, start + publics[index + 1].offset)
+                found.append(Symbol(public.name, vaddr, max(end - vaddr, 0)))
+            self._symbols = found
+        return self._symbols
 
     # --- regions and answers -----------------------------------------------------
 

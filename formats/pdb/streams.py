@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.native import kernels
 
 PDB_INFO_STREAM = 1
 TPI_STREAM = 2
@@ -295,6 +296,8 @@ class TypeRecords:
             self._records_end = header_size + record_bytes
 
     def _index(self) -> list[int]:
+        if self._offsets is None and kernels is not None:  # the twin (native/src/pdb_records.rs)
+            self._offsets = kernels.type_record_offsets(self._data, self._records_start, self._records_end)
         if self._offsets is None:
             offsets = []
             position = self._records_start
@@ -375,6 +378,16 @@ def inlinee_name(ids: TypeRecords, types: TypeRecords, item_id: int) -> str | No
         if parent is not None and parent[0] == LF_STRING_ID and len(parent[1]) >= 4:
             return f"{c_string(parent[1], 4)[0]}::{name}"
     return name
+
+
+def public_records(records: bytes, offsets: list[int]) -> list[tuple[int, int, int, str]]:
+    """:func:`iter_public_records` as a list, by its compiled twin (native/src/pdb_records.rs) where built."""
+    if kernels is None:
+        return list(iter_public_records(records, offsets))
+    return [
+        (flags, section, offset, name.decode("utf-8", "replace"))
+        for flags, section, offset, name in kernels.public_records(records, offsets)
+    ]
 
 
 def iter_public_records(records: bytes, offsets: list[int]) -> Iterator[tuple[int, int, int, str]]:

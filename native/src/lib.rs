@@ -12,6 +12,7 @@ mod die_walk;
 mod line_header;
 mod line_program;
 mod pdb_module;
+mod pdb_records;
 mod ranges;
 mod skip_tables;
 mod unit_runs;
@@ -153,5 +154,6 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<unit_runs::SymbolBounds>()?;
     warm::register(module)?;
     pdb_module::register(module)?;
+    pdb_records::register(module)?;
     Ok(())
 }

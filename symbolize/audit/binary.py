@@ -89,7 +89,7 @@ def audit_binary(
             return UnreadableBinary(str(path), f"no auditor yet for {image.format} files")
         return _audit(image, debug_files, options)
     except UnsupportedFormatError as err:
-        return UnreadableBinary(str(path), f"no reader yet: {err.reason}")
+        return UnreadableBinary(str(path), err.reason)  # as lookup and index say it
     except SymbolizeError as err:
         return UnreadableBinary(str(path), err.reason)
     finally:

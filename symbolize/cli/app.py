@@ -53,6 +53,8 @@ _APP_SETTINGS: dict[str, Any] = dict(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # -h as well, as llvm-symbolizer and most tools take it; every command inherits it.
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 app = typer.Typer(**_APP_SETTINGS)
 
