@@ -24,7 +24,7 @@ from itertools import compress, pairwise
 from operator import ne
 from typing import NamedTuple, Protocol, TypeVar, overload
 
-from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.errors import BrokenSpanError, MalformedInputError
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 
 T = TypeVar("T")
@@ -52,10 +52,12 @@ class RunTable(Sequence[AnswerRun]):
     """Disjoint runs sorted by low, as parallel columns; ``table[i]`` is an :class:`AnswerRun`.
 
     ``files[i]`` indexes ``file_names`` (out of range: no file); ``heads[i]``
-    indexes ``chain_heads``.
+    indexes ``chain_heads``. ``broken`` holds sorted disjoint ``(low, high, error)`` spans that
+    no run covers because that part of the region is broken (:class:`BrokenSpanError`): there
+    the region answers with the error, as a lookup of its :class:`LazyRuns` does.
     """
 
-    __slots__ = ("chain_heads", "columns", "file_names", "files", "heads", "highs", "lines", "lows")
+    __slots__ = ("broken", "chain_heads", "columns", "file_names", "files", "heads", "highs", "lines", "lows")
 
     def __init__(
         self,
@@ -72,6 +74,7 @@ class RunTable(Sequence[AnswerRun]):
         self.heads = array("q")
         self.file_names = file_names
         self.chain_heads = chain_heads
+        self.broken: list[tuple[int, int, BrokenSpanError]] = []
 
     @classmethod
     def from_runs(cls, runs: Iterable[AnswerRun]) -> RunTable:
@@ -144,7 +147,8 @@ class LazyRuns(Protocol):
     """A region's runs decoded piecemeal: what a reader's own lookups may use instead of all runs."""
 
     def run_at(self, vaddr: int) -> AnswerRun | None:
-        """The run holding ``vaddr``; raises MalformedInputError when the part holding it is broken."""
+        """The run holding ``vaddr``; raises BrokenSpanError when the part holding it is broken, and
+        MalformedInputError when the whole region is."""
         ...
 
 
@@ -168,8 +172,8 @@ class AnswerLookup:
     greatest ``low`` first (equal lows: the later one listed first), then
     fallback ones the same way; the first run that holds the address answers.
     When none does and a region holding it is broken, that region's error is
-    raised. ``decode`` may return a :class:`LazyRuns`, whose errors then break
-    its region from the first one on.
+    raised. ``decode`` may return a :class:`LazyRuns`: a :class:`BrokenSpanError` it raises
+    is that address's error alone, any other MalformedInputError breaks its region from then on.
     """
 
     def __init__(self, regions: Sequence[AnswerRegion], decode: RunDecoder | LazyRunDecoder) -> None:
@@ -188,6 +192,9 @@ class AnswerLookup:
                 if decoded.error is None:
                     try:
                         run = decoded.runs.run_at(vaddr)
+                    except BrokenSpanError as err:
+                        error = error or err
+                        continue
                     except MalformedInputError as err:
                         decoded.runs, decoded.error = RunTable(), err
                         run = None
@@ -255,8 +262,9 @@ def flatten_answers(regions: Sequence[AnswerRegion], decode: RunDecoder) -> list
 
     Each region's runs are cut to the region; a region overlapping no other of
     its tier keeps them whole, overlapping ones are settled run by run. Then
-    fallback blocks fill what primary runs leave, and broken regions what runs
-    leave. Linear in the runs but for the overlapping regions.
+    fallback blocks fill what primary runs leave, and broken regions (and the broken spans of
+    a table, :attr:`RunTable.broken`) what runs leave. Linear in the runs but for the
+    overlapping regions.
     """
     tables: dict[int, RunTable | MalformedInputError] = {}
     for region in regions:
@@ -277,6 +285,11 @@ def flatten_answers(regions: Sequence[AnswerRegion], decode: RunDecoder) -> list
                 found = tables[region.key]
                 if isinstance(found, MalformedInputError):
                     errors.append((region.low, region.high, tier * len(regions) + rank, found))
+                    continue
+                for low, high, span_error in found.broken:
+                    low, high = max(low, region.low), min(high, region.high)
+                    if low < high:
+                        errors.append((low, high, tier * len(regions) + rank, span_error))
             if len(live) == 1 and len(cluster) == 1:
                 region = live[0][1]
                 table = tables[region.key]

@@ -30,6 +30,15 @@ class MalformedInputError(SymbolizeError):
         super().__init__(message + where, path)
 
 
+class BrokenSpanError(MalformedInputError):
+    """Part of a file's answers is broken (one function's subtree, one name), the rest not.
+
+    Raised for the addresses of that part only: the lookup that meets it goes on to the other
+    regions holding the address (a symbol table) and gives this error where none names it, and
+    the part's region keeps answering its other addresses.
+    """
+
+
 class InputLimitError(MalformedInputError):
     """An input would take more memory than a cap allows (a decompression bomb, an absurd count).
 

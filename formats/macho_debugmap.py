@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from symbolize.formats.answers import AnswerLookup, Block, LazyRuns, RunTable, flatten_answers
-from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.errors import BrokenSpanError, MalformedInputError
 from symbolize.formats.macho import N_FUN, N_OSO, N_SECT, N_SO, N_STAB, N_TYPE, MachOFile, Stab
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, DebugInfoSummary, Frame, Symbol
@@ -242,7 +242,8 @@ class DebugMapSource:
     def answers(self, key: int) -> RunTable:
         """The runs of mapped function ``key``: the object's over the function, moved to the binary.
 
-        Raises MalformedInputError when the object's debug info there is broken.
+        Raises MalformedInputError when the object's debug info there is broken; a broken function
+        of the object (its BrokenSpanError) is a broken span of the table (RunTable.broken).
         """
         if key < 0:
             return self._symbol_answers.answers(key)
@@ -250,19 +251,27 @@ class DebugMapSource:
         shift = region.low - region.object_low
         object_high = region.object_low + (region.high - region.low)
         runs: list[AnswerRun] = []
+        broken: list[tuple[int, int, BrokenSpanError]] = []
         for block in self._answers_of(region.object_name).blocks():
             if block.high <= region.object_low or block.low >= object_high:
                 continue
             if block.table is None:
                 assert block.error is not None
-                raise block.error
+                if not isinstance(block.error, BrokenSpanError):
+                    raise block.error
+                # One broken function of the object: its addresses alone, as a lookup answers them.
+                low, high = max(block.low, region.object_low), min(block.high, object_high)
+                broken.append((low + shift, high + shift, block.error))
+                continue
             table = block.table
             for position in range(block.first, block.end):
                 low = max(table.lows[position], block.low, region.object_low)
                 high = min(table.highs[position], block.high, object_high)
                 if low < high:
                     runs.append(AnswerRun(low + shift, high + shift, table.frames(position)))
-        return RunTable.from_runs(runs)
+        found = RunTable.from_runs(runs)
+        found.broken = broken
+        return found
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
         if key < 0:

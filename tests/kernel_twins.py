@@ -82,21 +82,30 @@ def index_state(index: UnitIndex) -> tuple[object, ...]:
         index.node_ranges, index.node_parent, index.node_first, index.node_end, index.node_next, index.node_die,
         [list(attributes.items()) for attributes in index.node_attrs], list(index.deferred.items()),
         index.function_ranges, index.function_lows, index.function_max_high, index.scope_start, index.scope_end,
-        index.scope_name, index.scope_parent, index.scope_is_namespace, index.top_end,
+        index.scope_name, index.scope_parent, index.scope_is_namespace, index.top_end, sorted(index.failed.items()),
     )
 
 
 def scan_outcome(unit: Unit, whole: bool, kernels: Any) -> tuple[object, ...]:
-    """Scan ``unit`` (``whole`` or lazily) and expand every deferred subtree, with ``kernels`` in scan.py."""
+    """Scan ``unit`` (``whole`` or lazily) and expand every deferred subtree, with ``kernels`` in scan.py.
+
+    An expansion that fails does not stop the others (the index builder goes on past it, see
+    ``UnitRuns.all_runs``): what each raised is part of the outcome, with ``UnitIndex.failed``.
+    """
     index: UnitIndex | None = None
+    expansions: list[tuple[int, type, str]] = []
     with scan_kernels(kernels):
         try:
             index = scan_unit(unit, whole, SharedTables())
             while index.deferred:
-                index._expand(next(iter(index.deferred)))
+                node = next(iter(index.deferred))
+                try:
+                    index._expand(node)
+                except Exception as error:  # any type: the two sides must raise the same one
+                    expansions.append((node, type(error), str(error)))
         except Exception as error:  # any type: the two sides must raise the same one
             return ("raised", type(error), str(error), index_state(index) if index is not None else None)
-    return ("scanned", index_state(index))
+    return ("scanned", index_state(index), expansions)
 
 
 def ranges_outcome(unit: Unit, form: Any, value: Any, kernels: Any) -> tuple[object, ...]:

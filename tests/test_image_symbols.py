@@ -19,10 +19,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from symbolize.api import open_module
 from symbolize.cache import index_key
 from symbolize.formats.elf import ElfFile
+from symbolize.formats.symbols import RankedSymbol, SymbolIndex, symbol_runs
+from symbolize.formats.types import Symbol
 from symbolize.module import Unknown
 from tests.test_cli_contracts import FIXTURE_BIN, NO_SIDE_EFFECTS, ROOT, run
 
@@ -129,3 +133,33 @@ def test_libc_with_its_debug_package_names_as_llvm_symbolizer_does() -> None:
         differences.append((f"{address:#x}", their_frames, ours))
     assert differences == []
     assert named_by_debug_symbols < len(addresses) // 100
+
+
+_SYMBOLS = st.lists(
+    st.tuples(st.integers(0, 200), st.integers(0, 40), st.sampled_from("abcdef")), max_size=12
+)
+
+
+def _index(entries: list[tuple[int, int, str]], prefix: str) -> SymbolIndex:
+    return SymbolIndex(
+        RankedSymbol(Symbol(f"{prefix}{name}", vaddr, size), None, (0, position))
+        for position, (vaddr, size, name) in enumerate(entries)
+    )
+
+
+@given(_SYMBOLS, _SYMBOLS)
+@settings(max_examples=300, deadline=None)
+def test_the_debug_files_symbols_answer_only_where_the_images_name_nothing(
+    image_entries: list[tuple[int, int, str]], debug_entries: list[tuple[int, int, str]]
+) -> None:
+    """symbol_runs(image, beneath=debug file): at every address, the image's symbol where one covers
+    it, else the debug file's; runs sorted and disjoint."""
+    image, debug = _index(image_entries, "image."), _index(debug_entries, "debug.")
+    table = symbol_runs(image, debug)
+    assert all(low < high for low, high in zip(table.lows, table.highs, strict=True))
+    assert all(high <= low for high, low in zip(table.highs, table.lows[1:], strict=False))
+    for vaddr in range(0, 260):
+        run = table.run_at(vaddr)
+        above, below = image.position_at(vaddr), debug.position_at(vaddr)
+        expected = image.symbols[above].name if above >= 0 else debug.symbols[below].name if below >= 0 else None
+        assert (run.frames[0].function if run is not None else None) == expected, vaddr

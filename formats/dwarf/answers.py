@@ -26,6 +26,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from contextlib import suppress
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING
 from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable, owned_pieces
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
 from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
-from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.errors import BrokenSpanError, MalformedInputError
 from symbolize.formats.native import kernels
 from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
@@ -157,6 +158,10 @@ class UnitRuns:
         self._spans: dict[tuple[int, int, int], RunTable] = {}
         self._levels: dict[int, tuple[list[int], list[tuple[int, int, int]]]] = {}
         self._node_spans: dict[int, list[tuple[int, int]]] = {}
+        # Inline node -> why the spans it owns cannot be answered: its subtree cannot be scanned
+        # (UnitIndex.failed), a child's ranges cannot be decoded, or its chain cannot be named.
+        # The error is held per span so that the rest of the unit still answers (issue 9).
+        self._broken_nodes: dict[int, BrokenSpanError] = {}
 
     # Spans ----------------------------------------------------------------------
 
@@ -187,8 +192,13 @@ class UnitRuns:
             while True:
                 self._settle_pieces()
                 span = self._leaf_at(vaddr)
+                if len(self._index.function_ranges) != self._function_count:
+                    continue  # expansion found a nested function: the pieces change
                 table = self._spans.get(span)
                 if table is None:
+                    broken = self._chain_error(span[2]) if span[2] >= 0 else None
+                    if broken is not None:
+                        raise broken
                     table = RunTable(self._file_names, self._heads)
                     self._build(table, *span)
                     if len(self._index.function_ranges) != self._function_count:
@@ -216,7 +226,9 @@ class UnitRuns:
         index = self._index
         try:
             while index.deferred:
-                index._expand(next(iter(index.deferred)))
+                # A node that fails keeps its error (UnitIndex.failed): its spans are broken (_level).
+                with suppress(*_DECODE_ERRORS):
+                    index._expand(next(iter(index.deferred)))
             self._settle_pieces()
             spans = [] if self._functions_only else [self._gap(after) for after in range(len(self._pieces) + 1)]
             pending = list(self._node_spans)
@@ -230,7 +242,18 @@ class UnitRuns:
                         seen.add(owner)
                         pending.append(owner)
             spans.sort()
-            return self._build_all(spans)
+            broken: list[tuple[int, int, BrokenSpanError]] = []
+            unbroken: list[tuple[int, int, int]] = []
+            for span in spans:
+                low, high, leaf = span
+                error = self._chain_error(leaf) if leaf >= 0 else None
+                if error is None:
+                    unbroken.append(span)
+                elif low < high:
+                    broken.append((low, high, error))
+            table = self._build_all(unbroken)
+            table.broken = broken
+            return table
         except _DECODE_ERRORS as error:
             raise self._broken(error) from error
 
@@ -310,6 +333,23 @@ class UnitRuns:
                     else:
                         self._append_rows(table, symbol_low, symbol_high, sequence, head)
 
+    def _chain_error(self, leaf: int) -> BrokenSpanError | None:
+        """Why the chain of inline node ``leaf`` cannot be named (its name or a caller's cannot be
+        read), None when it can; asked before any run under ``leaf`` is built, by both paths."""
+        found = self._broken_nodes.get(leaf)
+        if found is not None:
+            return found
+        try:
+            self._name(leaf)
+            self._outer_frames(leaf)
+        except _DECODE_ERRORS as error:
+            found = self._broken_nodes[leaf] = self._span_error(error)
+            return found
+        return None
+
+    def _span_error(self, error: BaseException) -> BrokenSpanError:
+        return BrokenSpanError(f"compile unit at {self._state.unit.offset:#x}: {error}", self._path)
+
     def _broken(self, error: BaseException) -> MalformedInputError:
         state = self._state
         state.error = state.error or f"compile unit at {state.unit.offset:#x}: {error}"
@@ -386,6 +426,18 @@ class UnitRuns:
         found = self._levels.get(node)
         if found is not None:
             return found
+        try:
+            return self._cut_level(node)
+        except _DECODE_ERRORS as error:
+            # The node's subtree or a child's ranges cannot be read: every address the node owns
+            # is broken, the node's own frame included (what is inlined there is not known).
+            self._broken_nodes[node] = self._span_error(error)
+            pieces = sorted((low, high, node) for low, high in self._node_spans[node])
+            found = self._levels[node] = ([low for low, _, _ in pieces], pieces)
+            return found
+
+    def _cut_level(self, node: int) -> tuple[list[int], list[tuple[int, int, int]]]:
+        """:meth:`_level`'s work; raises on bad data."""
         children = self._children(node)
         if not children:  # most inlined calls: nothing below them
             pieces = sorted((low, high, node) for low, high in self._node_spans[node])
@@ -416,8 +468,8 @@ class UnitRuns:
 
     def _children(self, node: int) -> list[int]:
         index = self._index
-        if node in index.deferred:
-            index._expand(node)
+        if node in index.deferred or node in index.failed:
+            index._expand(node)  # raises again for a node whose subtree could not be scanned
         children = []
         parents, node_next = index.node_parent, index.node_next
         position, end = index.node_first[node], index.node_end[node]

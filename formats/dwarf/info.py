@@ -287,15 +287,27 @@ class DwarfInfo:
                 die_unit = self._split_unit(unit)
             state.die_unit = die_unit
             state.lines = decode_line_table(unit, unit.stmt_list) if unit.stmt_list is not None else None
-            state.index = (
-                scan_unit(die_unit, whole, self._shared_tables) if die_unit is not None else UnitIndex(unit)
-            )
+            state.index = self._scan(die_unit, whole) if die_unit is not None else UnitIndex(unit)
         except (*_DECODE_ERRORS, MalformedInputError) as error:
             # MalformedInputError: the unit's .dwo (or its slice of a .dwp) cannot be read. The unit
             # alone breaks, with its reason; the other units and the symbol table stay.
             state.error = f"compile unit at {unit.offset:#x}: {error}"
             return False
         return True
+
+    def _scan(self, unit: Unit, whole: bool) -> UnitIndex:
+        """The unit's DIE tree scanned (``scan_unit``); raises on bad data in its top level.
+
+        A whole scan that fails is done again as lookups do it, function subtrees deferred: damage
+        under one function then breaks that function's addresses alone (its expansion fails, see
+        ``UnitRuns``), as for a lookup, instead of the whole unit (issue 9).
+        """
+        if whole:
+            try:
+                return scan_unit(unit, True, self._shared_tables)
+            except _DECODE_ERRORS:
+                pass
+        return scan_unit(unit, False, self._shared_tables)
 
     def _split_unit(self, skeleton: Unit) -> Unit | None:
         """The .dwo unit a skeleton stands for, or None when its file is not found."""

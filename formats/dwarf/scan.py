@@ -219,6 +219,8 @@ class UnitIndex:
     node_attrs: list[dict[int, tuple[int, Any]]] = field(default_factory=list)
     # Node -> (offset of its first child DIE, offset just past its subtree).
     deferred: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # Node -> why its subtree could not be scanned (see _expand); such a node has no children.
+    failed: dict[int, str] = field(default_factory=dict)
     # Sorted (low, high, node) for every range of every outermost function node.
     function_ranges: list[tuple[int, int, int]] = field(default_factory=list)
     function_lows: list[int] = field(default_factory=list)
@@ -267,8 +269,9 @@ class UnitIndex:
         parents = self.node_parent
         node_next = self.node_next
         deferred = self.deferred
+        failed = self.failed
         while True:
-            if node in deferred:
+            if node in deferred or node in failed:
                 self._expand(node)
             index = self.node_first[node]
             end = self.node_end[node]
@@ -286,16 +289,42 @@ class UnitIndex:
             node = index
 
     def _expand(self, node: int) -> None:
+        """Scan the subtree of deferred ``node``; raises DwarfFormatError, IndexError or struct.error
+        on bad data, and then again on every later call for the same node.
+
+        A failed expansion is undone (the lists are as before it, the node has no children) and its
+        error kept in ``failed``: what the index builder and a lookup find under the node never
+        depends on which of them asked first, or how far the walk got.
+        """
+        failed = self.failed.get(node)
+        if failed is not None:
+            raise DwarfFormatError(failed)
         children_start, subtree_end = self.deferred.pop(node)
         first = len(self.node_ranges)
         functions_before = len(self.function_ranges)
         # No node on the stack: the node's own place (node_next) is already set.
         stack = [(ROLE_FUNCTION, -1, -1, -1)]
-        walk_dies(self, children_start, subtree_end, stack, node, -1)
+        try:
+            walk_dies(self, children_start, subtree_end, stack, node, -1)
+        except Exception as error:
+            self._undo(first, functions_before)
+            self.node_first[node] = self.node_end[node] = first
+            self.failed[node] = str(error)
+            raise
         self.node_first[node] = first
         self.node_end[node] = len(self.node_ranges)
         if len(self.function_ranges) != functions_before:
             self.finish()  # a nested function with code of its own
+
+    def _undo(self, first: int, functions_before: int) -> None:
+        """Drop the nodes from ``first`` on and the function ranges from ``functions_before`` on:
+        what a walk that stopped part way appended. (Inside a function no scope is recorded.)"""
+        for column in (self.node_ranges, self.node_parent, self.node_first, self.node_end, self.node_next,
+                       self.node_die, self.node_attrs):
+            del column[first:]
+        del self.function_ranges[functions_before:]
+        for deferred_node in [deferred_node for deferred_node in self.deferred if deferred_node >= first]:
+            del self.deferred[deferred_node]
 
     def scope_of(self, die_offset: int) -> int:
         """Innermost scope whose subtree holds die_offset, -1 for none."""
@@ -385,6 +414,11 @@ def _walk(
     sibling_slot = SLOT_SIBLING  # a local: compared once per attribute kept
     # How many entries of ``stack`` are functions: a scope inside one is not recorded.
     functions_open = sum(1 for entry in stack if entry[0] == ROLE_FUNCTION)
+    # A whole walk enters a node's subtree rather than jump over it by its DW_AT_sibling, as a
+    # lookup's scan does; where the two would part (damaged data), the whole walk stops, and the
+    # unit is scanned as for lookups (DwarfInfo._scan). Stack depth -> the sibling link of the
+    # node open there.
+    sibling_ends: dict[int, int] = {}
     while offset < end:
         die_offset = offset
         code = data[offset]
@@ -400,6 +434,10 @@ def _walk(
                 functions_open -= 1
                 if item >= 0:
                     node_end[item] = node_next[item] = len(node_ranges)
+                    if sibling_ends and sibling_ends.pop(len(stack), offset) != offset:
+                        raise DwarfFormatError(
+                            f"the children of DIE at {node_die[item]:#x} end at {offset:#x}, not at its DW_AT_sibling"
+                        )
             elif role == ROLE_SCOPE:
                 scope_end[item] = offset
             if not stack:
@@ -467,7 +505,7 @@ def _walk(
         role = plan.role
         if role == ROLE_NO_CODE:
             if plan.has_children:
-                subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, False)
+                subtree_end = sibling if offset < sibling <= end else subtree_end_at(offset, end, False)
                 if subtree_end >= 0:
                     offset = subtree_end
                     continue
@@ -505,12 +543,14 @@ def _walk(
                 if whole and node >= 0:
                     subtree_end = -1
                 else:
-                    subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, False)
+                    subtree_end = sibling if offset < sibling <= end else subtree_end_at(offset, end, False)
                 if subtree_end >= 0:
                     if node >= 0:
                         deferred[node] = (offset, subtree_end)
                     offset = subtree_end
                     continue
+                if whole and node >= 0 and offset < sibling <= end:
+                    sibling_ends[len(stack)] = sibling
                 stack.append((ROLE_FUNCTION, node, current_node, current_scope))
                 functions_open += 1
                 current_node = node
@@ -518,7 +558,7 @@ def _walk(
             if plan.has_children and functions_open:
                 # A type local to a function does not qualify names (llvm-symbolizer does not
                 # either), so a function's scopes are the same whether or not it was expanded.
-                subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, current_node >= 0)
+                subtree_end = sibling if offset < sibling <= end else subtree_end_at(offset, end, current_node >= 0)
                 if subtree_end >= 0:
                     offset = subtree_end
                     continue
@@ -536,7 +576,7 @@ def _walk(
                     # Producers that link siblings (GCC) put every definition with code at
                     # namespace level, so a type's members are declarations: skip them whole.
                     subtree_end = (
-                        sibling if sibling > offset else subtree_end_at(offset, end, current_node >= 0)
+                        sibling if offset < sibling <= end else subtree_end_at(offset, end, current_node >= 0)
                     )
                     if subtree_end >= 0:
                         scope_end[scope] = subtree_end
@@ -547,11 +587,19 @@ def _walk(
         elif plan.has_children:
             if role == ROLE_SKIP:
                 # Nothing under a type, variable or call site holds code.
-                subtree_end = sibling if sibling > offset else subtree_end_at(offset, end, current_node >= 0)
+                subtree_end = sibling if offset < sibling <= end else subtree_end_at(offset, end, current_node >= 0)
                 if subtree_end >= 0:
                     offset = subtree_end
                     continue
             stack.append((role, -1, current_node, current_scope))
+    # The walk ran to ``end`` with subtrees open (damaged data): they end there, as an expanded
+    # node's subtree ends at its bound (UnitIndex._expand), so a whole walk and a lookup's scan
+    # give a node the same children. A node whose sibling link said otherwise: see sibling_ends.
+    for depth, (role, item, _, _) in enumerate(stack):
+        if role == ROLE_FUNCTION and item >= 0:
+            if sibling_ends.get(depth, end) != end:
+                raise DwarfFormatError(f"the children of DIE at {node_die[item]:#x} run past its DW_AT_sibling")
+            node_end[item] = node_next[item] = len(node_ranges)
 
 
 def _node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]]:

@@ -470,13 +470,16 @@ fn skip_value(bytes: &Bytes<'_>, step: &Step, offset: u64) -> Walked<u64> {
     }
 }
 
-/// One entry of the walk's stack: (role, node or scope index, enclosing node, enclosing scope).
+/// One entry of the walk's stack: (role, node or scope index, enclosing node, enclosing scope),
+/// and in a whole walk the DW_AT_sibling link of a node entered (0: none), where its children
+/// must end (`scan._walk`'s `sibling_ends`).
 #[derive(Clone, Copy)]
 struct Entry {
     role: u8,
     item: i64,
     node: i64,
     scope: i64,
+    sibling: u64,
 }
 
 /// What the walk found, appended to the index only once the whole walk succeeded.
@@ -656,8 +659,8 @@ fn subtree_end_or_walk(
     end: u64,
     inner: bool,
 ) -> Walked<Option<u64>> {
-    if sibling > offset {
-        return Ok(Some(sibling));
+    if offset < sibling && sibling <= end {
+        return Ok(Some(sibling)); // a link out of the subtree walked is not believed: the skipper decides
     }
     let found = context.subtree_end(offset, end, inner)?;
     if found >= 0 {
@@ -758,6 +761,9 @@ fn walk<'py>(
                 if entry.item >= 0 {
                     found.close_node(entry.item)?;
                 }
+                if entry.sibling != 0 && entry.sibling != offset {
+                    return Err(Stop::Reference); // the children and the sibling link part: the reference raises
+                }
             } else if entry.role == ROLE_SCOPE {
                 found.set_scope_end(entry.item, offset);
             }
@@ -792,7 +798,7 @@ fn walk<'py>(
             }
             kept.put(step.slot, step.form, value);
         }
-        let entry = |role: u8| Entry { role, item: -1, node: current_node, scope: current_scope };
+        let entry = |role: u8| Entry { role, item: -1, node: current_node, scope: current_scope, sibling: 0 };
         match plan.role {
             ROLE_NO_CODE => {
                 if plan.has_children {
@@ -856,7 +862,8 @@ fn walk<'py>(
                         offset = past;
                         continue;
                     }
-                    found.stack.push(Entry { role: ROLE_FUNCTION, item: node, node: current_node, scope: current_scope });
+                    let sibling = if context.whole && node >= 0 && offset < sibling && sibling <= end { sibling } else { 0 };
+                    found.stack.push(Entry { role: ROLE_FUNCTION, item: node, node: current_node, scope: current_scope, sibling });
                     functions_open += 1;
                     current_node = node;
                 }
@@ -895,7 +902,7 @@ fn walk<'py>(
                             continue;
                         }
                     }
-                    found.stack.push(Entry { role: ROLE_SCOPE, item: scope, node: current_node, scope: current_scope });
+                    found.stack.push(Entry { role: ROLE_SCOPE, item: scope, node: current_node, scope: current_scope, sibling: 0 });
                     current_scope = scope;
                 }
             }
@@ -911,6 +918,16 @@ fn walk<'py>(
                     found.stack.push(entry(role));
                 }
             }
+        }
+    }
+    // The walk ran to `end` with subtrees open (damaged data): they end there (`scan._walk`).
+    for position in 0..found.stack.len() {
+        let entry = found.stack[position];
+        if entry.role == ROLE_FUNCTION && entry.item >= 0 {
+            if entry.sibling != 0 && entry.sibling != end {
+                return Err(Stop::Reference); // the children run past the sibling link: the reference raises
+            }
+            found.close_node(entry.item)?;
         }
     }
     Ok(())
@@ -997,7 +1014,7 @@ pub fn walk_dies<'py>(
     let mut entries = Vec::with_capacity(stack.len());
     for entry in stack.iter() {
         let Ok((role, item, node, scope)) = entry.extract::<(u8, i64, i64, i64)>() else { return Ok(false) };
-        entries.push(Entry { role, item, node, scope });
+        entries.push(Entry { role, item, node, scope, sibling: 0 });
     }
     let unit = index.getattr(intern!(py, "unit"))?;
     let sections = unit.getattr(intern!(py, "sections"))?;
