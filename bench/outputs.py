@@ -6,7 +6,9 @@ demanglers differ only in spacing (LLVM 14 prints ``> >``, newer ones ``>>``), a
 suffixes dropped (``(.cold)``, ``(.isra.0)``): for code GCC split into a ``.cold`` part, one tool
 names the symbol-table clone and another the DWARF function it came from. A function without a
 linkage name is qualified by ``symbolize`` (``unit1::helper_3``) where llvm-symbolizer prints the
-bare DWARF name (``helper_3``): the same frame. addr2line's
+bare DWARF name (``helper_3``): the same frame. Rust legacy names' ``$LT$``-style escapes, which
+``symbolize`` decodes (``<``, ``{{closure}}``: symbolize/demangle.py, as rustc-demangle does) and
+LLVM 14 prints as they are, are decoded on both sides before comparing. addr2line's
 ``-f -i`` output has no separator between addresses, so it is not parsed.
 """
 
@@ -21,8 +23,14 @@ UNKNOWN_NAMES = {"??", ""}
 CLONE_SUFFIX = re.compile(r"(\s*\(\.[A-Za-z_][\w.]*\)|\.(cold|isra|part|constprop)[\w.]*)+$")
 
 
+def _decoded(name: str) -> str:
+    from symbolize.demangle import _RUST_ESCAPE, _decode_rust_legacy  # the toolkit's own rule, not a copy
+
+    return _decode_rust_legacy(name) if _RUST_ESCAPE.search(name) else name
+
+
 def _names(functions: list[str]) -> list[str]:
-    names = ["".join(CLONE_SUFFIX.sub("", name).split()) for name in functions]
+    names = ["".join(CLONE_SUFFIX.sub("", _decoded(name)).split()) for name in functions]
     return [] if all(name in UNKNOWN_NAMES for name in names) else names
 
 

@@ -1,4 +1,4 @@
-"""The plain ``lookup`` run without typer (symbolize/cli/entry.py) against the same command line
+"""The plain ``lookup`` and ``profile`` run without typer (symbolize/cli/entry.py) against the same command line
 through typer (symbolize/cli/app.py): the same stdout, stderr and exit code, answers and errors,
 and every other command line handed to typer."""
 
@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from symbolize.cli.entry import PlainLookup, plain_lookup
+from symbolize.cli.entry import PlainLookup, PlainProfile, plain_command, plain_lookup
 from symbolize.cli.spellings import llvm_spellings
 
 ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "fixtures" / "bin" / "cppdemo-gcc-dwarf5-pie"
+PROFILE = ROOT / "fixtures" / "profiles" / "cdemo-gcc-dwarf5-pie.cpu.pb"
 TYPER = "import sys; from symbolize.cli.app import main; main()"
 ENTRY = "import sys; from symbolize.cli.entry import main; main()"
 
@@ -115,3 +116,65 @@ def test_a_usage_error_is_typers(tmp_path: Path) -> None:
     entry = _run(ENTRY, words, b"", tmp_path)
     assert entry == _run(TYPER, words, b"", tmp_path)
     assert entry[0] == 2
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        [],
+        ["--json-summary", "--demangle", "short"],
+        ["--demangle=none", "--no-return-address-adjust", "--no-cache"],
+        ["--binary", "missing-binary"],
+        ["--search-path", "fixtures/bin", "--debug-dir", "fixtures/bin/debug", "--json-summary"],
+        ["--binary", str(BINARY), "--json-summary"],
+    ],
+)
+def test_a_plain_profile_writes_and_prints_what_typer_does(options: list[str], tmp_path: Path) -> None:
+    outputs = []
+    for program in (ENTRY, TYPER):
+        out = tmp_path / f"out-{len(outputs)}.pb.gz"
+        words = ["profile", str(PROFILE), "-o", str(out), "--cache-dir", str(tmp_path / "cache"), *options]
+        assert plain_command(llvm_spellings(words)) is not None, "the entry should answer this itself"
+        outputs.append((_run(program, words, b"", ROOT), out.read_bytes() if out.exists() else None))
+    assert outputs[0] == outputs[1]
+
+
+def test_a_missing_profile_and_the_default_output_name_are_typers(tmp_path: Path) -> None:
+    profile = tmp_path / "cpu.pb"
+    profile.write_bytes(PROFILE.read_bytes())
+    words = ["profile", str(profile), "--search-path", str(ROOT / "fixtures" / "bin")]
+    entry = _run(ENTRY, words, b"", tmp_path)
+    written = (tmp_path / "cpu.symbolized.pb").read_bytes()
+    assert entry == _run(TYPER, words, b"", tmp_path)
+    assert written == (tmp_path / "cpu.symbolized.pb").read_bytes()
+    missing = ["profile", str(tmp_path / "nope.pb")]
+    entry = _run(ENTRY, missing, b"", tmp_path)
+    assert entry == _run(TYPER, missing, b"", tmp_path)
+    assert entry[0] == 1
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["profile"],
+        ["profile", "a.pb", "b.pb"],
+        ["profile", "-"],
+        ["profile", "a.pb", "-o", "-"],
+        ["profile", "a.pb", "-o=out.pb"],
+        ["profile", "a.pb", "--drop-frames", "malloc"],
+        ["profile", "a.pb", "--json-summary", "--json-summary"],
+        ["profile", "a.pb", "--demangle", "bogus"],
+        ["profile", "a.pb", "--arch", "x86_64"],
+        ["profile", "a.pb", "--help"],
+    ],
+)
+def test_other_profile_command_lines_go_to_typer(words: list[str]) -> None:
+    assert plain_command(llvm_spellings(words)) is None
+
+
+def test_a_plain_profile_reads_as_typer_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SYMBOLIZE_BACKGROUND_INDEX", raising=False)
+    words = ["profile", "a.pb", "--output=o.pb", "--binary", "x", "--binary=y", "--demangle", "short"]
+    assert plain_command(words) == PlainProfile(
+        Path("a.pb"), Path("o.pb"), binaries=(Path("x"), Path("y")), demangle="short"
+    )

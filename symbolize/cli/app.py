@@ -37,7 +37,12 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from symbolize.cli.audit import audit_command
-from symbolize.cli.entry import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, iter_stdin_batches
+from symbolize.cli.entry import (
+    EXIT_INPUT_ERROR,
+    EXIT_INTERNAL_ERROR,
+    default_output_path,
+    iter_stdin_batches,
+)
 from symbolize.cli.entry import error_line as _error_line
 from symbolize.cli.entry import internal_error_line as _internal_error_line
 from symbolize.cli.spellings import llvm_spellings
@@ -82,8 +87,8 @@ BackgroundIndexOption = Annotated[
     ),
 ]
 
-# The exit codes (module docstring), the error lines and iter_stdin_batches come from
-# symbolize/cli/entry.py, which runs a plain lookup without typer with the same ones.
+# The exit codes (module docstring), the error lines, iter_stdin_batches and default_output_path
+# come from symbolize/cli/entry.py, which runs a plain lookup or profile without typer with them.
 
 # What typer raises to end a command or report a usage error, passed through as they are. typer
 # 0.2x carries its own copy of click (typer._click), older versions use click: BadParameter derives
@@ -95,8 +100,6 @@ _CLICK_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-# Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
-PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
 
 # IN or OUT spelled ``-``: stdin or stdout, as in most tools.
 STDIO_PATH = "-"
@@ -153,26 +156,6 @@ def _errors_as_one_line(ctx: typer.Context) -> Iterator[None]:
             raise
         typer.echo(_internal_error_line(exc), err=True)
         raise typer.Exit(EXIT_INTERNAL_ERROR) from None
-
-
-def default_output_path(in_path: Path) -> Path:
-    """``cpu.pb.gz`` -> ``cpu.symbolized.pb.gz``; ``cpu`` -> ``cpu.symbolized``.
-
-    Known profile extensions (``.pb``, ``.pprof``, ``.prof``, ``.proto``, ``.gz``)
-    at the end of the name stay at the end; ``.symbolized`` goes before them.
-    """
-    name = in_path.name
-    suffix = ""
-    stem = name
-    while True:
-        for known in PROFILE_SUFFIXES:
-            if stem.endswith(known) and len(stem) > len(known):
-                stem = stem[: -len(known)]
-                suffix = known + suffix
-                break
-        else:
-            break
-    return in_path.with_name(f"{stem}.symbolized{suffix}")
 
 
 @app.command("profile")

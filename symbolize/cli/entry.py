@@ -1,21 +1,25 @@
-"""The ``symbolize`` console script and ``python -m symbolize``: a plain ``lookup`` runs without typer.
+"""The ``symbolize`` console script and ``python -m symbolize``: plain ``lookup`` and ``profile`` run without typer.
 
 Importing typer (and the click it carries) and building a command takes 25-30 ms, as long as a warm
-lookup of 10,000 addresses. So :func:`main` reads the plain lookup form itself::
+lookup of 10,000 addresses. So :func:`main` reads the plain forms itself::
 
     symbolize lookup --obj|-e|--exe FILE [--json] [--inlines|--no-inlines] [--demangle=MODE]
                      [--search-path DIR]... [--debug-dir DIR]... [--cache-dir DIR] [--no-cache]
                      [--background-index|--no-background-index] [--arch ARCH] [ADDR...]
+    symbolize profile IN [-o|--output OUT] [--binary FILE]... [--search-path DIR]... [--debug-dir DIR]...
+                      [--demangle MODE] [--no-return-address-adjust] [--json-summary] [--cache-dir DIR]
+                      [--no-cache] [--background-index|--no-background-index]
 
 (llvm-symbolizer's spellings first rewritten by :func:`symbolize.cli.spellings.llvm_spellings`, as
-for typer) and runs it as ``lookup_command`` in symbolize/cli/app.py runs it: the same calls, output,
-one-line errors and exit codes. Anything else hands the whole command line to typer
-(:func:`symbolize.cli.app.main`), so that typer alone says what a usage error is: another
-command or option (``-a``, ``-p``, ``--output-style``, ``--functions``, ``--help``), a global
-option (``--debug``, ``--version``), an option given twice or without its value, a value that
-starts with ``-`` or is empty, ``--``, a ``SYMBOLIZE_BACKGROUND_INDEX`` that is no boolean click
-reads, or shell completion's variable. tests/test_cli_entry.py runs command lines
-both ways and compares stdout, stderr and the exit code.
+for typer) and runs them as ``lookup_command`` and ``profile_command`` in symbolize/cli/app.py run
+them: the same calls, output, one-line errors and exit codes. Anything else hands the whole command
+line to typer (:func:`symbolize.cli.app.main`), so that typer alone says what a usage error is:
+another command or option (``-a``, ``-p``, ``--output-style``, ``--functions``, ``--drop-frames``,
+``--help``, ``-h``), a global option (``--debug``, ``--version``), an option given twice or without
+its value, a value that starts with ``-`` (stdin and stdout spelled ``-`` included) or is empty,
+``--``, not one profile, a ``SYMBOLIZE_BACKGROUND_INDEX`` that is no boolean click reads, or shell
+completion's variable. tests/test_cli_entry.py runs command lines both ways and compares stdout,
+stderr and the exit code.
 """
 
 from __future__ import annotations
@@ -27,9 +31,15 @@ import sys
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from symbolize.cli.spellings import DEMANGLE_MODES, llvm_spellings
+
+if TYPE_CHECKING:
+    from symbolize.summary import Summary
+
+# Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
+PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
 
 # Exit codes (symbolize/cli/app.py's module docstring).
 EXIT_INPUT_ERROR = 1
@@ -92,14 +102,25 @@ class PlainLookup(NamedTuple):
     arch: str | None = None
 
 
-# Option word -> (field, value for a flag; None when the option takes the next word).
-_FLAGS: dict[str, tuple[str, bool | None]] = {
-    "--obj": ("obj", None),
-    "-e": ("obj", None),
-    "--exe": ("obj", None),
-    "--json": ("as_json", True),
-    "--inlines": ("inlines", True),
-    "--no-inlines": ("inlines", False),
+class PlainProfile(NamedTuple):
+    """The options of a plain ``profile`` command line (files in and out, no ``--drop-frames``), as
+    typer would hand them to ``profile_command``."""
+
+    in_path: Path
+    out_path: Path | None = None
+    binaries: tuple[Path, ...] = ()
+    search_paths: tuple[Path, ...] = ()
+    debug_dirs: tuple[Path, ...] = ()
+    demangle: str = "full"
+    no_return_address_adjust: bool = False
+    json_summary: bool = False
+    cache_dir: Path | None = None
+    no_cache: bool = False
+    background_index: bool = True
+
+
+# Option word -> (field, value for a flag; None when the option takes the next word), per command.
+_SHARED: dict[str, tuple[str, bool | None]] = {
     "--demangle": ("demangle", None),
     "--search-path": ("search_paths", None),
     "--debug-dir": ("debug_dirs", None),
@@ -107,30 +128,52 @@ _FLAGS: dict[str, tuple[str, bool | None]] = {
     "--no-cache": ("no_cache", True),
     "--background-index": ("background_index", True),
     "--no-background-index": ("background_index", False),
-    "--arch": ("arch", None),
 }
-_REPEATABLE = frozenset({"search_paths", "debug_dirs"})
-_PATHS = frozenset({"obj", "cache_dir"})
-# Long options that take a value may join it with "=", as click reads them.
-_JOINED = frozenset({"--obj", "--exe", "--demangle", "--search-path", "--debug-dir", "--cache-dir", "--arch"})
+_OPTIONS: dict[str, dict[str, tuple[str, bool | None]]] = {
+    "lookup": {
+        **_SHARED,
+        "--obj": ("obj", None),
+        "-e": ("obj", None),
+        "--exe": ("obj", None),
+        "--json": ("as_json", True),
+        "--inlines": ("inlines", True),
+        "--no-inlines": ("inlines", False),
+        "--arch": ("arch", None),
+    },
+    "profile": {
+        **_SHARED,
+        "-o": ("out_path", None),
+        "--output": ("out_path", None),
+        "--binary": ("binaries", None),
+        "--no-return-address-adjust": ("no_return_address_adjust", True),
+        "--json-summary": ("json_summary", True),
+    },
+}
+_REPEATABLE = frozenset({"search_paths", "debug_dirs", "binaries"})
+_PATHS = frozenset({"obj", "cache_dir", "out_path"})
+# Long options that take a value may join it with "=", as click reads them (a short one may not).
+_JOINED = frozenset(
+    {"--obj", "--exe", "--demangle", "--search-path", "--debug-dir", "--cache-dir", "--arch", "--output", "--binary"}
+)
 
 
-def plain_lookup(arguments: list[str]) -> PlainLookup | None:
-    """The plain lookup ``arguments`` (already through ``llvm_spellings``) ask for; None for anything
-    typer should read (module docstring)."""
-    if arguments[:1] != ["lookup"] or _COMPLETION_VARIABLE in os.environ:
+def plain_command(arguments: list[str]) -> PlainLookup | PlainProfile | None:
+    """The plain lookup or profile ``arguments`` (already through ``llvm_spellings``) ask for; None
+    for anything typer should read (module docstring)."""
+    options = _OPTIONS.get(arguments[0]) if arguments else None
+    if options is None or _COMPLETION_VARIABLE in os.environ:
         return None
     given: dict[str, Any] = {}
-    addresses: list[str] = []
+    positionals: list[str] = []
     words = iter(arguments[1:])
     for word in words:
         if not word.startswith("-"):
-            addresses.append(word)
+            positionals.append(word)
             continue
         name, joined, value = word.partition("=")
         if joined and name not in _JOINED:
             return None
-        found = _FLAGS.get(name)
+        found = options.get(name)
         if found is None:
             return None
         field, flag = found
@@ -149,7 +192,7 @@ def plain_lookup(arguments: list[str]) -> PlainLookup | None:
             return None
         else:
             given[field] = Path(value) if field in _PATHS else value
-    if "obj" not in given or given.get("demangle", "full") not in DEMANGLE_MODES:
+    if given.get("demangle", "full") not in DEMANGLE_MODES:
         return None
     for field in _REPEATABLE:
         if field in given:
@@ -160,15 +203,29 @@ def plain_lookup(arguments: list[str]) -> PlainLookup | None:
         if background_index is None:
             return None
         given["background_index"] = background_index
-    return PlainLookup(addresses=addresses, **given)
+    if arguments[0] == "lookup":
+        return PlainLookup(addresses=positionals, **given) if "obj" in given else None
+    if len(positionals) != 1 or not positionals[0]:
+        return None
+    return PlainProfile(Path(positionals[0]), **given)
 
 
-def run_plain_lookup(command: PlainLookup) -> int:
-    """Run ``command`` as ``lookup_command`` runs it; returns the exit code."""
+def plain_lookup(arguments: list[str]) -> PlainLookup | None:
+    """:func:`plain_command` for a lookup; None for anything else."""
+    command = plain_command(arguments)
+    return command if isinstance(command, PlainLookup) else None
+
+
+def run_plain(command: PlainLookup | PlainProfile) -> int:
+    """Run ``command`` as ``lookup_command`` or ``profile_command`` runs it; returns the exit code."""
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
-            _answer(command)
+            summary = None
+            if isinstance(command, PlainLookup):
+                _answer(command)
+            else:
+                summary = _profile(command)
         for warning in caught:
             _echo_error(f"symbolize: warning: {warning.message}")
     except (EOFError, KeyboardInterrupt):
@@ -183,7 +240,63 @@ def run_plain_lookup(command: PlainLookup) -> int:
             return EXIT_INPUT_ERROR
         _echo_error(internal_error_line(exc))
         return EXIT_INTERNAL_ERROR
+    if summary is None:
+        return 0
+    # profile_command prints the summary after the rewrite's boundary: a failure here is the
+    # program's, as symbolize/cli/app.py's main reports it.
+    try:
+        if isinstance(command, PlainProfile) and command.json_summary:
+            import json
+
+            _echo(sys.stdout, json.dumps(summary.to_json(), indent=2))
+        else:
+            _echo_error(summary.format_text())
+    except (EOFError, KeyboardInterrupt):
+        _echo_error("")
+        _echo_error("Aborted!")
+        return EXIT_INPUT_ERROR
+    except Exception as exc:
+        print(internal_error_line(exc), file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
     return 0
+
+
+def default_output_path(in_path: Path) -> Path:
+    """``cpu.pb.gz`` -> ``cpu.symbolized.pb.gz``; ``cpu`` -> ``cpu.symbolized``.
+
+    Known profile extensions (``.pb``, ``.pprof``, ``.prof``, ``.proto``, ``.gz``)
+    at the end of the name stay at the end; ``.symbolized`` goes before them.
+    """
+    name = in_path.name
+    suffix = ""
+    stem = name
+    while True:
+        for known in PROFILE_SUFFIXES:
+            if stem.endswith(known) and len(stem) > len(known):
+                stem = stem[: -len(known)]
+                suffix = known + suffix
+                break
+        else:
+            break
+    return in_path.with_name(f"{stem}.symbolized{suffix}")
+
+
+def _profile(command: PlainProfile) -> Summary:
+    from symbolize.api import symbolize_file
+
+    return symbolize_file(
+        command.in_path,
+        command.out_path or default_output_path(command.in_path),
+        binaries=command.binaries,
+        search_paths=command.search_paths,
+        debug_dirs=command.debug_dirs or None,
+        demangle=command.demangle,  # type: ignore[arg-type]  # one of DEMANGLE_MODES, checked
+        adjust_return_addresses=not command.no_return_address_adjust,
+        cache_dir=command.cache_dir,
+        use_cache=not command.no_cache,
+        background_index=command.background_index,
+        drop_frames=None,
+    )
 
 
 def _answer(command: PlainLookup) -> None:
@@ -215,7 +328,11 @@ def _answer(command: PlainLookup) -> None:
 
 def _echo_error(line: str) -> None:
     """``typer.echo(line, err=True)``."""
-    stream = sys.stderr
+    _echo(sys.stderr, line)
+
+
+def _echo(stream: Any, line: str) -> None:
+    """``typer.echo(line)`` to ``stream``."""
     if "\033" in line and not _is_terminal(stream):
         line = _ANSI.sub("", line)
     stream.write(line + "\n")
@@ -236,13 +353,13 @@ def main() -> None:
     # process that ends when the command does (symbolize/cli/app.py says how much).
     gc.disable()
     try:
-        command = plain_lookup(llvm_spellings(sys.argv[1:]))
+        command = plain_command(llvm_spellings(sys.argv[1:]))
         if command is None:
             from symbolize.cli.app import main as typer_main
 
             typer_main()
             return
-        code = run_plain_lookup(command)
+        code = run_plain(command)
         if code:
             sys.exit(code)
     finally:
