@@ -5,8 +5,11 @@ units: the whole-unit scan (``scan_unit(unit, whole=True)``: the walk with every
 what the index builder does), the lazy scan with every deferred subtree expanded afterwards (what
 cold lookups do, one subtree at a time), every unit's runs (``DwarfSymbolAnswers.answers``, with
 and without the sweep's kernel, the walk's kernels on both ways) and ``_node_ranges`` over every
-node the scan found. Results are compared first; a difference stops the run. Prints min / median
-over the repetitions and the ratio of medians.
+node the scan found; and the per-unit work of a cold lookup: the lazy scan alone (top-level DIEs,
+scope names read by the walk's kernel), every abbreviation table with one shape memo (as
+``DwarfInfo`` parses them), every skipper's per-code tables, every line program header's file
+names. Results are compared first; a difference stops the run. Prints min / median over the
+repetitions and the ratio of medians.
 
     python bench/dwarf_kernels.py                         # this Python's libpython
     python bench/dwarf_kernels.py --binary bench/work/cppcheck --repeat 3
@@ -25,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from symbolize.formats.dwarf import DwarfInfo, scan
+from symbolize.formats.dwarf import DwarfInfo, abbrev, lines, scan, skip
 from symbolize.formats.dwarf import answers as dwarf_answers
 from symbolize.formats.dwarf.scan import SharedTables, scan_unit
 from symbolize.formats.dwarf.unit import Unit
@@ -73,6 +76,64 @@ def lazy_scans(units: list[Unit], keep: bool = False) -> list[Any]:
         if keep:
             indexes.append(index_state(index))
     return indexes
+
+
+def top_scans(units: list[Unit]) -> list[Any]:
+    """The lazy scan alone, as a cold lookup's first visit to a unit does it."""
+    shared = SharedTables()
+    return [scan_unit(unit, False, shared).scope_name for unit in units]
+
+
+def abbrev_tables(units: list[Unit]) -> list[Any]:
+    shapes: abbrev.ShapeBytes = {}
+    tables = dict.fromkeys((id(unit.sections.abbrev), unit.abbrev_offset) for unit in units)
+    section = units[0].sections.abbrev
+    return [abbrev.parse_abbrev_table(section, offset, shapes) for _, offset in tables]
+
+
+def skip_tables(units: list[Unit]) -> list[Any]:
+    shared: dict[Any, Any] = {}
+    if skip.kernels is None:
+        return [skip._skip_tables(unit, shared) for unit in units]
+    return [skip.kernels.skip_tables(unit.abbrevs, *unit.encoding) for unit in units]
+
+
+def header_arguments(units: list[Unit]) -> list[tuple[Unit, tuple[Any, ...]]]:
+    """The arguments of every ``lines.file_names`` call the units' line tables make."""
+    captured: list[tuple[Unit, tuple[Any, ...]]] = []
+    reference = lines.file_names
+
+    def capture(unit: Unit, *arguments: Any) -> list[str | None]:
+        captured.append((unit, arguments))
+        return reference(unit, *arguments)
+
+    lines.file_names = capture  # type: ignore[assignment]
+    try:
+        for unit in units:
+            if unit.stmt_list is not None:
+                lines.decode_line_table(unit, unit.stmt_list)
+    finally:
+        lines.file_names = reference
+    return captured
+
+
+def file_names(headers: list[tuple[Unit, tuple[Any, ...]]]) -> list[Any]:
+    return [lines.file_names(unit, *arguments) for unit, arguments in headers]
+
+
+@contextmanager
+def module_kernels(value: Any) -> Iterator[None]:
+    """``value`` as the kernels of abbrev.py, lines.py and the walk's (scan.py, ranges.py, skip.py)."""
+    modules = (vars(abbrev), vars(lines))
+    saved = [module["kernels"] for module in modules]
+    for module in modules:
+        module["kernels"] = value
+    try:
+        with scan_kernels(value):
+            yield
+    finally:
+        for module, kept in zip(modules, saved, strict=True):
+            module["kernels"] = kept
 
 
 def node_ranges(cases: list[tuple[Unit, dict[int, Any]]]) -> object:
@@ -154,6 +215,16 @@ def main() -> int:
                                     "kernel": lambda: unit_answers(arguments.binary)}, sweep_kernels))
     report("_node_ranges, every node", timed(arguments.repeat, {"python": lambda: node_ranges(cases),
                                                                "kernel": lambda: node_ranges(cases)}))
+    headers = header_arguments(units)
+    for what, run in (("scan_unit, lazy, top level only", lambda: top_scans(units)),
+                      ("abbreviation tables, one memo", lambda: abbrev_tables(units)),
+                      ("skip tables, every unit", lambda: skip_tables(units)),
+                      (f"line header file names ({len(headers)})", lambda: file_names(headers))):
+        with module_kernels(None):
+            expected_result = run()
+        with module_kernels(kernels):
+            assert run() == expected_result, what
+        report(what, timed(arguments.repeat, {"python": run, "kernel": run}, module_kernels))
     return 0
 
 

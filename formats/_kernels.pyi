@@ -2,18 +2,38 @@
 from collections.abc import Callable
 from typing import Any
 
+from symbolize.formats.dwarf.abbrev import Abbrev, ShapeBytes
 from symbolize.formats.dwarf.lines import LineTable
+from symbolize.formats.dwarf.skip import SkipTables
 from symbolize.formats.dwarf.unit import Unit
 
 def run_line_program(table: LineTable, data: bytes, offset: int, position: int, end: int, unit: Unit,
                      min_length: int, line_base: int, line_range: int, opcode_base: int,
                      standard_lengths: list[int], *, keep_every_row: bool) -> bool | None: ...
 
+# An abbreviation table (native/src/abbrev.rs), twin of abbrev._parse_abbrev_table; None: the reference
+# must parse it.
+def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes,
+                       abbrev: type[Abbrev]) -> dict[int, Abbrev] | None: ...
+
+# A SubtreeSkipper's per-code tables (native/src/skip_tables.rs), twin of skip._skip_tables; None: the
+# reference must build them.
+def skip_tables(abbrevs: dict[int, Abbrev], version: int, addr_size: int, offset_size: int,
+                little_endian: bool) -> SkipTables | None: ...
+
+# A line program header's file names (native/src/line_header.rs), twin of lines._file_names;
+# None: the reference must decide.
+def line_file_names(data: bytes, position: int, end: int, offset_size: int, version: int, comp_dir: str | None,
+                    little_endian: bool, line_str: bytes, str_section: bytes) -> list[str | None] | None: ...
+
 # The DIE walk (native/src/die_walk.rs), twin of scan._walk; False: the reference must walk.
+
+class PlanCache:
+    def __init__(self) -> None: ...
 
 class WalkPlans:
     def __init__(self, abbrevs: dict[int, Any], version: int, addr_size: int, offset_size: int,
-                 little_endian: bool) -> None: ...
+                 little_endian: bool, cache: PlanCache | None = None) -> None: ...
 
 def walk_dies(index: Any, plans: WalkPlans, offset: int, end: int, stack: list[tuple[int, int, int, int]],
               current_node: int, current_scope: int, node_ranges_of: Callable[..., Any]) -> bool: ...

@@ -20,8 +20,8 @@ frame). Mappings the run did not touch keep their flags.
 A mapping given without a build ID names its binary by file name only: the summary says the match
 is unverified, and a file whose size or segments contradict the mapping (see
 :func:`symbolize.normalize.mapping_contradiction`) is refused, its locations left unnamed. Such a
-mapping is written back without a build ID: the file's own would tell a later run (or pprof) that
-the match was checked, when it was only a name.
+mapping is written back with the build ID of the binary used (issue 13), so a later run, or pprof,
+checks its binary against the one this run named the mapping from.
 Locations named only ``module+0xOFFSET`` are named by :mod:`symbolize.offset_frames`.
 
 Everything else (samples, values, labels, comments, unknown fields, string
@@ -337,6 +337,10 @@ def _symbolize_mapping(
     if getattr(module.image, "universal", False):
         summary.slice = module.image.arch
         summary.slice_by = slice_by
+    if not build_id and module.image.debug_id is not None:
+        # Issue 13: keep what was found, so pprof and later runs can check the binary they are given
+        # against the one this run used (this run's summary says the match was by name only).
+        mapping.build_id = strings.intern(str(module.image.debug_id))
     if module.debug_files:
         summary.debug_file = str(module.debug_files[0].path)
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from symbolize.formats.dwarf import DwarfInfo, ranges, scan
+from symbolize.formats.dwarf import DwarfInfo, ranges, scan, skip
 from symbolize.formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.elf import ElfFile
@@ -50,6 +50,8 @@ class RecordingWalk:
     def __init__(self, kernels: Any) -> None:
         self._kernels = kernels
         self.WalkPlans = kernels.WalkPlans
+        self.PlanCache = kernels.PlanCache
+        self.skip_tables = kernels.skip_tables
         self.node_ranges = kernels.node_ranges
         self.decode_ranges = kernels.decode_ranges
         self.returned: list[bool] = []
@@ -62,8 +64,8 @@ class RecordingWalk:
 
 @contextmanager
 def scan_kernels(kernels: Any) -> Iterator[None]:
-    """``kernels`` in scan.py and ranges.py (None: the Python reference alone)."""
-    modules = (vars(scan), vars(ranges))
+    """``kernels`` in scan.py, ranges.py and skip.py (None: the Python reference alone)."""
+    modules = (vars(scan), vars(ranges), vars(skip))
     saved = [module["kernels"] for module in modules]
     for module in modules:
         module["kernels"] = kernels

@@ -91,6 +91,7 @@ class _RecordingKernels:
 
     def __init__(self) -> None:
         self.returned: list[bool | None] = []
+        self.line_file_names = _kernels.line_file_names  # the header's file names (test_native_line_header)
 
     def run_line_program(self, *args: Any, **kwargs: Any) -> bool | None:
         returned: bool | None = _kernels.run_line_program(*args, **kwargs)

@@ -10,6 +10,7 @@ or ``SYMBOLIZE_PURE_PYTHON`` is set.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -19,9 +20,10 @@ from hypothesis import strategies as st
 
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.abbrev import Abbrev
+from symbolize.formats.dwarf.scan import SharedTables, scan_unit
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.native import kernels
-from tests.kernel_twins import RecordingWalk, object_units, scan_outcome, with_info
+from tests.kernel_twins import RecordingWalk, index_state, object_units, scan_kernels, scan_outcome, with_info
 
 if kernels is None:
     pytest.skip("the compiled kernels are not built or not enabled", allow_module_level=True)
@@ -124,3 +126,72 @@ def test_a_value_past_64_bits_is_left_to_the_reference() -> None:
     assert outcome[0] == "scanned"
     node_attrs = outcome[1][6]
     assert any(dict(attributes).get(11) == (c.DW_FORM_implicit_const, 1 << 70) for attributes in node_attrs)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), case=st.sampled_from(["cppdemo-gcc-dwarf5-pie", "cppdemo-clang-dwarf5-pie", "rustdemo-full"]))
+def test_scope_names_from_damaged_string_sections_read_alike(data: st.DataObject, case: str) -> None:
+    """Scope names are read by the kernel itself (.debug_str, .debug_line_str, string indexes):
+    a name that is not UTF-8, loses its NUL, or lies past a section cut short reads as the
+    reference reads it, or is handed to it (``Unit.string``), which raises its own error."""
+    units = [unit for unit in _units(case) if any(abbrev.tag in (c.DW_TAG_namespace, c.DW_TAG_structure_type,
+                                                                 c.DW_TAG_class_type)
+                                                  for abbrev in unit.abbrevs.values())]
+    if not units:
+        pytest.skip(f"no fixture {case} with scopes")
+    unit = data.draw(st.sampled_from(units))
+    sections = unit.sections
+    changed = {}
+    for name in ("str", "line_str", "str_offsets"):
+        section = bytearray(getattr(sections, name))
+        if not section or not data.draw(st.booleans()):
+            continue
+        for _ in range(data.draw(st.integers(1, 12))):
+            section[data.draw(st.integers(0, len(section) - 1))] = data.draw(st.sampled_from([0x00, 0xFF, 0xC3, 0x80,
+                                                                                              0x41]))
+        if data.draw(st.booleans()):
+            del section[data.draw(st.integers(0, len(section))):]
+        changed[name] = bytes(section)
+    mutated = replace(unit, sections=replace(sections, **changed), abbrevs=dict(unit.abbrevs))
+    _assert_alike(mutated)
+
+
+def _whole_with(shared: SharedTables, unit: Unit) -> tuple[object, ...]:
+    with scan_kernels(kernels):
+        try:
+            return ("scanned", index_state(scan_unit(unit, True, shared)))
+        except Exception as error:  # any type: the two sides must raise the same one
+            return ("raised", type(error), str(error))
+
+
+def _whole_reference(unit: Unit) -> tuple[object, ...]:
+    with scan_kernels(None):
+        try:
+            return ("scanned", index_state(scan_unit(unit, True, SharedTables())))
+        except Exception as error:
+            return ("raised", type(error), str(error))
+
+
+@pytest.mark.parametrize("case", MUTATED_CASES)
+def test_one_plan_cache_across_a_files_tables_scans_alike(case: str) -> None:
+    """The walk's plans are cached by abbreviation shape across a file's tables (the attributes
+    tuple the parser shares, with tag, children flag and encoding): every unit scanned with one
+    SharedTables reads as the reference reads it alone, and so do units whose abbreviations keep
+    the same attributes tuple under another tag, children flag or DWARF version."""
+    units = _units(case)
+    if not units:
+        pytest.skip(f"no fixture {case}")
+    shared = SharedTables()
+    for unit in units[:: max(1, len(units) // 40)]:
+        assert _whole_with(shared, unit) == _whole_reference(unit)
+    unit = units[0]
+    tags = [c.DW_TAG_subprogram, c.DW_TAG_namespace, c.DW_TAG_lexical_block, 0x34]
+    variants = [unit]
+    for turn, tag in enumerate(tags):
+        abbrevs = {code: Abbrev(code, tag if (code + turn) % 3 == 0 else abbrev.tag,
+                                abbrev.has_children if code % 2 else not abbrev.has_children, abbrev.attributes)
+                   for code, abbrev in unit.abbrevs.items()}
+        variants.append(replace(unit, abbrevs=abbrevs))
+    variants.append(replace(unit, version=2 if unit.version != 2 else 4, abbrevs=dict(unit.abbrevs)))
+    for variant in variants:
+        assert _whole_with(shared, variant) == _whole_reference(variant)

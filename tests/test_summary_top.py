@@ -104,19 +104,14 @@ def _gnu_build_id(path: Path) -> str:
     raise AssertionError(f"{path} has no build ID")
 
 
-def test_mapping_without_build_id_is_not_given_the_found_one() -> None:
-    """The binary was found by its name only (unverified): its build ID in the output would make a
-    later run take the match as verified (issue 14; issue 13 had asked for it to be kept)."""
+def test_mapping_without_build_id_keeps_the_found_one() -> None:
     daemon = FIXTURES / "profiles" / "rustdemo-full.cpu.daemon.pb.gz"
     original, _ = read_profile(daemon)
     assert all(StringTable(original).get(m.build_id) == "" for m in original.mapping)
-    rewritten, summary = symbolize_profile(daemon, search_paths=[BIN])
+    rewritten, _ = symbolize_profile(daemon, search_paths=[BIN])
     strings = StringTable(rewritten)
     main = next(m for m in rewritten.mapping if strings.get(m.filename).endswith("/rustdemo-full"))
-    assert _gnu_build_id(BIN / "rustdemo-full")  # the binary has one, and it is not written
-    assert strings.get(main.build_id) == ""
-    entry = next(m for m in summary.mappings if m.filename.endswith("/rustdemo-full"))
-    assert entry.unverified and entry.named > 0
+    assert strings.get(main.build_id) == _gnu_build_id(BIN / "rustdemo-full")
 
 
 @settings(max_examples=100, deadline=None)

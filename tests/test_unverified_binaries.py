@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from symbolize.formats.elf import ElfFile
 from symbolize.pprof import read_profile, write_profile
 from symbolize.proto.profile_pb2 import Mapping, Profile
 from tests.test_cli_contracts import FIXTURE_BIN, NO_SIDE_EFFECTS, ROOT, run
@@ -110,12 +111,15 @@ def _assert_refused(entry: dict[str, Any], stderr: str, out: Profile, locations:
     assert len(kept) == locations and all(lines == 0 for _, lines in kept)
 
 
-def test_the_output_carries_no_build_id_for_an_unverified_binary(tmp_path: Path) -> None:
-    """The build ID of a file matched by name only must not reach the output: a later run of it
-    would find the mapping's build ID in the file and take the match as verified."""
+def test_the_output_carries_the_build_id_of_the_binary_used(tmp_path: Path) -> None:
+    """Issue 13: the output keeps the build ID of the binary found by name, so a later run checks
+    the binary it is given against the one this run used: the same file is then verified by it, and
+    another build of the same name is not taken for it."""
     entry, _, out = _symbolize(tmp_path, _profile_without_build_id(tmp_path))
     assert entry["unverified"] is True
-    assert out.string_table[_binary_mapping(out).build_id] == ""
+    with ElfFile(BINARY) as image:
+        assert image.debug_id is not None
+        assert out.string_table[_binary_mapping(out).build_id] == str(image.debug_id)
     # A location left unnamed, so the next run looks the mapping up again.
     mapping_id = _binary_mapping(out).id
     named = next(location for location in out.location if location.mapping_id == mapping_id and location.line)
@@ -126,7 +130,7 @@ def test_the_output_carries_no_build_id_for_an_unverified_binary(tmp_path: Path)
                  *NO_SIDE_EFFECTS)  # fmt: skip
     assert result.returncode == 0, result.stderr
     [later] = [m for m in json.loads(result.stdout)["mappings"] if m["filename"] == RECORDED]
-    assert later["unverified"] is True and later["named"] == later["locations"] > 0
+    assert later["unverified"] is False and later["named"] == later["locations"] > 0
 
 
 OFFSETS = ROOT / "fixtures" / "profiles" / "offsets"

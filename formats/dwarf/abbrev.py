@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.reader import read_sleb, read_uleb
+from symbolize.formats.native import kernels
 
 # How a form's value is laid out in .debug_info.
 KIND_FIXED = 0
@@ -104,7 +105,23 @@ ShapeBytes = dict[bytes, tuple[int, bool, tuple[tuple[int, int, int], ...]]]
 
 
 def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = None) -> dict[int, Abbrev]:
-    """Parse the table at ``offset`` up to its terminating 0 code.
+    """Parse the table at ``offset`` up to its terminating 0 code (see :func:`_parse_abbrev_table`).
+
+    By the compiled twin where built (``native/src/abbrev.rs``): the same table and the same
+    entries left in ``shapes``, or None where this function must parse (a table that runs off
+    the section, a number past 64 bits).
+    """
+    if shapes is None:
+        shapes = {}
+    if kernels is not None:
+        parsed: dict[int, Abbrev] | None = kernels.parse_abbrev_table(data, offset, shapes, Abbrev)
+        if parsed is not None:
+            return parsed
+    return _parse_abbrev_table(data, offset, shapes)
+
+
+def _parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = None) -> dict[int, Abbrev]:
+    """The reference :func:`parse_abbrev_table`: the table at ``offset`` up to its terminating 0 code.
 
     ``shapes`` remembers entries already parsed, by their bytes, across the tables of a file:
     each unit's table repeats most of the others' entries under other codes, and looking an

@@ -173,8 +173,42 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
     position += opcode_base - 1
     if line_range == 0:
         raise DwarfFormatError(f"line table at {offset:#x} has line_range 0")
-    comp_dir = unit.comp_dir
+    files = file_names(unit, data, position, end, offset_size, version)
+    table = LineTable(files=files)
+    program = (data, offset, program_start, end, unit, min_instruction_length, line_base, line_range, opcode_base,
+               standard_lengths)
+    if not _run_fastest(table, program, keep_every_row=False):
+        # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
+        table = LineTable(files=files, increasing=False)
+        _run_fastest(table, program, keep_every_row=True)
+    # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
+    # on the rows kept, not per row; _run_program checks the rows it drops.
+    if table.lines and min(table.lines) < 0:
+        raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
+    table.finish()
+    return table
 
+
+def file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: int, version: int) -> list[str | None]:
+    """The header's file names from ``position`` (its directory and file tables), each joined
+    with its directory as llvm-symbolizer joins them; DWARF 4 file numbers start at 1, so its
+    list starts with None. By the compiled twin where built (``native/src/line_header.rs``),
+    which returns None where this function must decide (an error, a DW_FORM_strx*, a name that
+    is not UTF-8)."""
+    if kernels is not None:
+        sections = unit.sections
+        found: list[str | None] | None = kernels.line_file_names(
+            data, position, end, offset_size, version, unit.comp_dir, sections.little_endian, sections.line_str,
+            sections.str,
+        )
+        if found is not None:
+            return found
+    return _file_names(unit, data, position, end, offset_size, version)
+
+
+def _file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: int, version: int) -> list[str | None]:
+    """The reference :func:`file_names`."""
+    comp_dir = unit.comp_dir
     files: list[str | None]
     if version >= 5:
         directories, position = _read_entries(unit, data, position, end, offset_size)
@@ -203,19 +237,7 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
             _, position = read_uleb(data, position)  # length
             directory = dir_names[dir_index] if dir_index < len(dir_names) else None
             files.append(join_path(directory, name))
-    table = LineTable(files=files)
-    program = (data, offset, program_start, end, unit, min_instruction_length, line_base, line_range, opcode_base,
-               standard_lengths)
-    if not _run_fastest(table, program, keep_every_row=False):
-        # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
-        table = LineTable(files=files, increasing=False)
-        _run_fastest(table, program, keep_every_row=True)
-    # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
-    # on the rows kept, not per row; _run_program checks the rows it drops.
-    if table.lines and min(table.lines) < 0:
-        raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
-    table.finish()
-    return table
+    return files
 
 
 def _run_fastest(table: LineTable, program: tuple[bytes, int, int, int, Unit, int, int, int, int, list[int]], *,

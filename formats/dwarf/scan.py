@@ -172,15 +172,20 @@ class SharedTables:
         default_factory=dict
     )
 
-    # The same key -> the compiled twin's plans (``native/src/die_walk.rs``), when it runs.
+    # The same key -> the compiled twin's plans (``native/src/die_walk.rs``), when it runs; and its
+    # plans by abbreviation shape, which every table of the file shares.
     walk_plans: dict[tuple[int, tuple[int, int, int, bool]], tuple[object, Any]] = field(default_factory=dict)
+    plan_cache: Any = None
 
     def walk_plans_for(self, unit: Unit) -> Any:
         key = (id(unit.abbrevs), unit.encoding)
         found = self.walk_plans.get(key)
         if found is None:
             assert kernels is not None
-            found = self.walk_plans[key] = (unit.abbrevs, kernels.WalkPlans(unit.abbrevs, *unit.encoding))
+            if self.plan_cache is None:
+                self.plan_cache = kernels.PlanCache()
+            plans = kernels.WalkPlans(unit.abbrevs, *unit.encoding, self.plan_cache)
+            found = self.walk_plans[key] = (unit.abbrevs, plans)
         return found[1]
 
     def skipper_for(self, unit: Unit) -> SubtreeSkipper:

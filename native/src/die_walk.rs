@@ -15,11 +15,13 @@
 //! (called back, so that its memo of walked subtrees stays the one the reference sees).
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::ranges::{Failure, Raw, RangeSource};
 
@@ -58,6 +60,14 @@ const AT_LOW_PC: u64 = 0x11;
 const AT_RANGES: u64 = 0x55;
 
 const FORM_REF_ADDR: u64 = 0x10;
+const FORM_STRP: u64 = 0x0E;
+const FORM_LINE_STRP: u64 = 0x1F;
+const FORM_STRX: u64 = 0x1A;
+const FORM_STRX1: u64 = 0x25;
+const FORM_STRX2: u64 = 0x26;
+const FORM_STRX3: u64 = 0x27;
+const FORM_STRX4: u64 = 0x28;
+const FORM_GNU_STR_INDEX: u64 = 0x1F02;
 const FORM_REF1: u64 = 0x11;
 const FORM_REF_UDATA: u64 = 0x15;
 
@@ -82,7 +92,7 @@ fn slot_of(attribute: u64) -> i8 {
 }
 
 /// `abbrev.form_layout`: (kind, fixed size), or None for a form the reader does not know.
-fn form_layout(form: u64, addr_size: u8, offset_size: u8, version: u64) -> Option<(u8, u8)> {
+pub(crate) fn form_layout(form: u64, addr_size: u8, offset_size: u8, version: u64) -> Option<(u8, u8)> {
     Some(match form {
         0x0B | 0x11 | 0x0C | 0x25 | 0x29 => (KIND_FIXED, 1),
         0x05 | 0x12 | 0x26 | 0x2A => (KIND_FIXED, 2),
@@ -133,17 +143,17 @@ const MAX_DENSE_CODE: u64 = 1 << 16;
 /// The compiled plans of one abbreviation table in one unit encoding (`scan.SharedTables`).
 #[pyclass(frozen, module = "symbolize.formats._kernels")]
 pub struct WalkPlans {
-    dense: Vec<Option<CodePlan>>,
-    sparse: HashMap<u64, CodePlan>,
+    dense: Vec<Option<Arc<CodePlan>>>,
+    sparse: HashMap<u64, Arc<CodePlan>>,
     little_endian: bool,
 }
 
 impl WalkPlans {
     fn plan(&self, code: u64) -> Option<&CodePlan> {
         if code < MAX_DENSE_CODE {
-            self.dense.get(code as usize).and_then(Option::as_ref)
+            self.dense.get(code as usize).and_then(Option::as_deref)
         } else {
-            self.sparse.get(&code)
+            self.sparse.get(&code).map(Arc::as_ref)
         }
     }
 }
@@ -198,16 +208,68 @@ fn compile_plan(abbrev: &Bound<'_, PyAny>, addr_size: u8, offset_size: u8, versi
     Ok(CodePlan { tag, has_children, role, usable, steps: steps.into_boxed_slice() })
 }
 
+/// What a plan depends on besides the attributes: tag, children flag, version, address and offset size.
+type PlanShape = (u64, bool, u64, u8, u8);
+/// (address of the attributes tuple, shape) -> (that tuple, its plan).
+type PlanMap = HashMap<(usize, PlanShape), (Py<PyAny>, Arc<CodePlan>)>;
+
+/// Compiled plans by abbreviation shape, for all the tables of a file (`scan.SharedTables`):
+/// compilers repeat the same abbreviations in every unit's table, and the parser hands out one
+/// attributes tuple per distinct entry (`abbrev.ShapeBytes`), so a shape is found by that tuple's
+/// identity. The cache holds each tuple it was keyed by, so no other object can take its address.
+#[pyclass(frozen, module = "symbolize.formats._kernels")]
+pub struct PlanCache {
+    plans: Mutex<PlanMap>,
+}
+
+#[pymethods]
+impl PlanCache {
+    #[new]
+    fn new() -> Self {
+        PlanCache { plans: Mutex::new(HashMap::new()) }
+    }
+}
+
 #[pymethods]
 impl WalkPlans {
-    /// Plans for every abbreviation of `abbrevs` (code -> `Abbrev`) in the encoding `Unit.encoding` names.
+    /// Plans for every abbreviation of `abbrevs` (code -> `Abbrev`) in the encoding `Unit.encoding`
+    /// names; `cache`: plans already compiled for the file's other tables.
     #[new]
-    fn new(abbrevs: &Bound<'_, PyDict>, version: u64, addr_size: u8, offset_size: u8, little_endian: bool) -> PyResult<Self> {
-        let mut dense: Vec<Option<CodePlan>> = Vec::new();
+    #[pyo3(signature = (abbrevs, version, addr_size, offset_size, little_endian, cache=None))]
+    fn new(
+        abbrevs: &Bound<'_, PyDict>,
+        version: u64,
+        addr_size: u8,
+        offset_size: u8,
+        little_endian: bool,
+        cache: Option<&Bound<'_, PlanCache>>,
+    ) -> PyResult<Self> {
+        let mut dense: Vec<Option<Arc<CodePlan>>> = Vec::new();
         let mut sparse = HashMap::new();
+        let mut cached = match cache {
+            Some(cache) => Some(cache.get().plans.lock().map_err(|_| PyRuntimeError::new_err("plan cache poisoned"))?),
+            None => None,
+        };
         for (code, abbrev) in abbrevs.iter() {
             let Ok(code) = code.extract::<u64>() else { continue };
-            let plan = compile_plan(&abbrev, addr_size, offset_size, version)?;
+            let plan = match (&mut cached, abbrev.cast::<PyTuple>()) {
+                (Some(cached), Ok(fields)) if fields.len() == 4 => {
+                    // Abbrev(code, tag, has_children, attributes), read as compile_plan reads them.
+                    let tag = fields.get_item(1)?.extract::<u64>().unwrap_or(u64::MAX);
+                    let has_children = fields.get_item(2)?.is_truthy()?;
+                    let attributes = fields.get_item(3)?;
+                    let key = (attributes.as_ptr() as usize, (tag, has_children, version, addr_size, offset_size));
+                    match cached.get(&key) {
+                        Some((_, plan)) => Arc::clone(plan),
+                        None => {
+                            let plan = Arc::new(compile_plan(&abbrev, addr_size, offset_size, version)?);
+                            cached.insert(key, (attributes.unbind(), Arc::clone(&plan)));
+                            plan
+                        }
+                    }
+                }
+                _ => Arc::new(compile_plan(&abbrev, addr_size, offset_size, version)?),
+            };
             if code < MAX_DENSE_CODE {
                 let code = code as usize;
                 if dense.len() <= code {
@@ -481,6 +543,9 @@ struct Context<'py, 'a> {
     subtree_end_at: Bound<'py, PyAny>,
     unit_string: Bound<'py, PyAny>,
     node_ranges_of: Bound<'py, PyAny>,
+    /// The string sections and bases `Unit.string` reads, fetched at the first scope (expansions
+    /// meet none); inner None: every name goes through `Unit.string`.
+    strings: std::cell::OnceCell<Option<StringSource<'py>>>,
     /// What the range decoder reads of the unit, read at the first subprogram (most walks are
     /// expansions of one function's subtree, and meet none); inner None: the reference's function decodes.
     ranges: std::cell::OnceCell<Option<RangeSource<'py>>>,
@@ -494,6 +559,30 @@ impl<'py> Context<'py, '_> {
         found.extract::<i128>().map_err(|_| Stop::Reference)
     }
 
+    /// `Unit.string(form, value)` where it is read here: a name inline in the DIE or in a string
+    /// section, valid UTF-8. None: `Unit.string` answers (another form, a string the reference
+    /// decodes with replacement characters, an offset past its section, which it raises on).
+    fn string(&self, form: u64, value: Value) -> Walked<Option<Bound<'py, PyAny>>> {
+        let text = |data: &[u8]| std::str::from_utf8(data).ok().map(|text| PyString::new(self.py, text).into_any());
+        if let Value::Bytes(start, stop) = value {
+            return Ok(self.bytes.data.get(start..stop).and_then(text));
+        }
+        let Value::Unsigned(value) = value else { return Ok(None) };
+        if self.strings.get().is_none() {
+            let _ = self.strings.set(StringSource::of(&self.unit)?);
+        }
+        let Some(Some(source)) = self.strings.get() else { return Ok(None) };
+        let offset = match form {
+            FORM_STRP => Some(value),
+            FORM_LINE_STRP => return Ok(c_string(source.line_str.as_bytes(), value).and_then(text)),
+            FORM_STRX | FORM_STRX1 | FORM_STRX2 | FORM_STRX3 | FORM_STRX4 | FORM_GNU_STR_INDEX => {
+                source.string_offset(value)
+            }
+            _ => None,
+        };
+        Ok(offset.and_then(|offset| c_string(source.str.as_bytes(), offset)).and_then(text))
+    }
+
     fn value_object(&self, value: Value) -> Walked<Bound<'py, PyAny>> {
         Ok(match value {
             Value::Unsigned(value) => value.into_pyobject(self.py)?.into_any(),
@@ -501,6 +590,65 @@ impl<'py> Context<'py, '_> {
             Value::Bytes(start, stop) => PyBytes::new(self.py, &self.bytes.data[start..stop]).into_any(),
         })
     }
+}
+
+/// What `Unit.string` reads: `.debug_str`, `.debug_line_str`, `.debug_str_offsets` and the unit's base.
+struct StringSource<'py> {
+    str: Bound<'py, PyBytes>,
+    line_str: Bound<'py, PyBytes>,
+    str_offsets: Bound<'py, PyBytes>,
+    str_offsets_base: u64,
+    offset_size: u8,
+    little_endian: bool,
+}
+
+impl<'py> StringSource<'py> {
+    /// None where a section is not `bytes` or a number is not what the reference reads.
+    fn of(unit: &Bound<'py, PyAny>) -> PyResult<Option<Self>> {
+        let py = unit.py();
+        let sections = unit.getattr(intern!(py, "sections"))?;
+        let section = |name| -> PyResult<Option<Bound<'py, PyBytes>>> { Ok(sections.getattr(name)?.cast_into::<PyBytes>().ok()) };
+        let (Some(str), Some(line_str), Some(str_offsets)) =
+            (section(intern!(py, "str"))?, section(intern!(py, "line_str"))?, section(intern!(py, "str_offsets"))?)
+        else {
+            return Ok(None);
+        };
+        let (Ok(str_offsets_base), Ok(offset_size), Ok(little_endian)) = (
+            unit.getattr(intern!(py, "str_offsets_base"))?.extract::<u64>(),
+            unit.getattr(intern!(py, "offset_size"))?.extract::<u8>(),
+            sections.getattr(intern!(py, "little_endian"))?.extract::<bool>(),
+        ) else {
+            return Ok(None);
+        };
+        if offset_size != 4 && offset_size != 8 {
+            return Ok(None);
+        }
+        Ok(Some(StringSource { str, line_str, str_offsets, str_offsets_base, offset_size, little_endian }))
+    }
+
+    /// The `.debug_str` offset at string index `index`; None where the reference raises.
+    fn string_offset(&self, index: u64) -> Option<u64> {
+        let size = u128::from(self.offset_size);
+        let position = u128::from(self.str_offsets_base) + u128::from(index) * size;
+        let data = self.str_offsets.as_bytes();
+        if position + size > data.len() as u128 {
+            return None;
+        }
+        let bytes = &data[position as usize..(position + size) as usize];
+        let mut value = 0u64;
+        for index in 0..bytes.len() {
+            let byte = if self.little_endian { bytes[bytes.len() - 1 - index] } else { bytes[index] };
+            value = value << 8 | u64::from(byte);
+        }
+        Some(value)
+    }
+}
+
+/// `_cstring_at`'s bytes: from `offset` to the next NUL; None where it raises.
+fn c_string(data: &[u8], offset: u64) -> Option<&[u8]> {
+    let start = usize::try_from(offset).ok()?;
+    let rest = data.get(start..)?;
+    rest.iter().position(|&byte| byte == 0).map(|end| &rest[..end])
 }
 
 /// A subtree end from a sibling link or the skipper: the new offset, or None to walk into it.
@@ -733,10 +881,13 @@ fn walk<'py>(
                     found.scope_start.push(die_offset);
                     found.scope_end.push(end);
                     let name = match kept.slots[1] {
-                        Some((form, value)) => context
-                            .unit_string
-                            .call1((form, context.value_object(value)?))
-                            .map_err(|_| Stop::Reference)?,
+                        Some((form, value)) => match context.string(form, value)? {
+                            Some(name) => name,
+                            None => context
+                                .unit_string
+                                .call1((form, context.value_object(value)?))
+                                .map_err(|_| Stop::Reference)?,
+                        },
                         None => context.py.None().into_bound(context.py),
                     };
                     found.scope_name.push(name);
@@ -884,6 +1035,7 @@ pub fn walk_dies<'py>(
         subtree_end_at: skipper.getattr(intern!(py, "subtree_end"))?,
         unit_string: unit.getattr(intern!(py, "string"))?,
         node_ranges_of: node_ranges_of.clone(),
+        strings: std::cell::OnceCell::new(),
         ranges: std::cell::OnceCell::new(),
         unit,
     };

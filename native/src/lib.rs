@@ -7,11 +7,14 @@
 
 #![forbid(unsafe_code)]
 
+mod abbrev;
 mod die_walk;
+mod line_header;
 mod line_program;
 mod pdb_module;
 mod pdb_records;
 mod ranges;
+mod skip_tables;
 mod unit_runs;
 mod warm;
 mod warm_frames;
@@ -139,8 +142,12 @@ fn run_line_program(
 #[pymodule]
 fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(run_line_program, module)?)?;
+    module.add_function(wrap_pyfunction!(line_header::line_file_names, module)?)?;
+    module.add_function(wrap_pyfunction!(abbrev::parse_abbrev_table, module)?)?;
+    module.add_function(wrap_pyfunction!(skip_tables::skip_tables, module)?)?;
     module.add_function(wrap_pyfunction!(die_walk::walk_dies, module)?)?;
     module.add_class::<die_walk::WalkPlans>()?;
+    module.add_class::<die_walk::PlanCache>()?;
     module.add_function(wrap_pyfunction!(ranges::decode_ranges, module)?)?;
     module.add_function(wrap_pyfunction!(ranges::node_ranges, module)?)?;
     module.add_function(wrap_pyfunction!(unit_runs::build_unit_runs, module)?)?;

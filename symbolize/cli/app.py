@@ -539,3 +539,8 @@ def main() -> None:
             raise
         print(_internal_error_line(exc), file=sys.stderr)
         sys.exit(EXIT_INTERNAL_ERROR)
+    finally:
+        # The interpreter's shutdown runs one last cycle collection over every object left, the
+        # disabled collector or not: 0.07 s of a cold 1,000-address lookup's 0.43 s in libpython.
+        # Frozen objects are not walked; they are still freed as the modules are torn down.
+        gc.freeze()

@@ -352,12 +352,17 @@ def main() -> None:
     # live until exit; the cycle collector would walk them again and again for nothing, in a
     # process that ends when the command does (symbolize/cli/app.py says how much).
     gc.disable()
-    command = plain_command(llvm_spellings(sys.argv[1:]))
-    if command is None:
-        from symbolize.cli.app import main as typer_main
+    try:
+        command = plain_command(llvm_spellings(sys.argv[1:]))
+        if command is None:
+            from symbolize.cli.app import main as typer_main
 
-        typer_main()
-        return
-    code = run_plain(command)
-    if code:
-        sys.exit(code)
+            typer_main()
+            return
+        code = run_plain(command)
+        if code:
+            sys.exit(code)
+    finally:
+        # The interpreter's shutdown still runs one cycle collection over every object left
+        # (symbolize/cli/app.py's main says how much that costs); frozen objects are not walked.
+        gc.freeze()
