@@ -303,7 +303,6 @@ fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i6
 }
 
 struct Decoded {
-    stream: Vec<u8>,
     symbols_end: u64,
     procedures: Vec<Procedure>,
     lows: Vec<i128>,
@@ -322,7 +321,7 @@ fn vaddr_of(sections: &[u64], image_base: i128, section: u16, offset: u32) -> Op
 
 /// `_decode_module_stream`, in the reference's order: the C13 subsections, then the procedures.
 fn decode(
-    stream: Vec<u8>,
+    stream: &[u8],
     symbols_size: u64,
     c11_size: u64,
     c13_size: u64,
@@ -344,13 +343,13 @@ fn decode(
     let mut fragments = Vec::new();
     let mut position = c13_start;
     while position + 8 <= c13_end {
-        let kind = u32_at(&stream, position);
-        let size = u64::from(u32_at(&stream, position + 4));
+        let kind = u32_at(stream, position);
+        let size = u64::from(u32_at(stream, position + 4));
         if position + 8 + size > c13_end {
             return fail(format!("C13 subsection {kind:#x} of {size} bytes runs past the module"), position);
         }
         if kind & DEBUG_S_IGNORE == 0 {
-            let data = slice(&stream, position + 8, position + 8 + size);
+            let data = slice(stream, position + 8, position + 8 + size);
             match kind {
                 DEBUG_S_LINES => fragments.push(parse_lines(data, position)?),
                 DEBUG_S_FILECHKSMS => {
@@ -370,8 +369,8 @@ fn decode(
 
     let mut procedures = Vec::new();
     let mut position = if symbols_end >= 4 { 4 } else { 0 };
-    while let Some(record) = next_record_of(&stream, position, symbols_end, &PROC_KINDS)? {
-        let body_start = record.offset + 2 + u64::from(u16_at(&stream, record.offset));
+    while let Some(record) = next_record_of(stream, position, symbols_end, &PROC_KINDS)? {
+        let body_start = record.offset + 2 + u64::from(u16_at(stream, record.offset));
         position = body_start;
         let body = record.body;
         if body.len() < PROC_HEADER {
@@ -386,7 +385,7 @@ fn decode(
             let name = body[PROC_HEADER..name_end].to_vec();
             procedures.push(Procedure { low, high: low + i128::from(size), name, body_start, end_offset });
         }
-        if let Some(closing) = after_closing(&stream, end_offset, body_start, symbols_end, &[S_END, S_PROC_ID_END]) {
+        if let Some(closing) = after_closing(stream, end_offset, body_start, symbols_end, &[S_END, S_PROC_ID_END]) {
             position = closing;
         }
     }
@@ -425,13 +424,14 @@ fn decode(
         lines.terminal.extend(std::iter::repeat_n(false, count + 1));
         lines.terminal.push(true);
     }
-    Ok(Decoded { stream, symbols_end, procedures, lows, reach, lines, checksums, inlinee_lines })
+    Ok(Decoded { symbols_end, procedures, lows, reach, lines, checksums, inlinee_lines })
 }
 
 /// `_sites_in`: the inline sites directly in `stream[start:end]`, their rows and nested sites
 /// decoded (a nested body that does not decode leaves its site without nested sites).
 fn sites_in(
     decoded: &Decoded,
+    stream: &[u8],
     base: i128,
     start: u64,
     end: u64,
@@ -440,7 +440,6 @@ fn sites_in(
     if level > MAX_INLINE_DEPTH {
         return fail(format!("inline sites nested more than {MAX_INLINE_DEPTH} deep"), start);
     }
-    let stream = &decoded.stream;
     let mut sites = Vec::new();
     let mut position = start;
     while let Some(record) = next_record_of(stream, position, end, &[S_INLINESITE, S_INLINESITE2])? {
@@ -465,7 +464,7 @@ fn sites_in(
         } else {
             (rows.iter().map(|row| row.0).min().unwrap_or(0), rows.iter().map(|row| row.1).max().unwrap_or(0))
         };
-        let children = sites_in(decoded, base, body_start, body_end, level + 1).unwrap_or_default();
+        let children = sites_in(decoded, stream, base, body_start, body_end, level + 1).unwrap_or_default();
         sites.push(Site { inlinee, rows, extent, children });
         position = closing.unwrap_or(body_start);
     }
@@ -502,6 +501,7 @@ type Located = (Option<usize>, Option<(i64, i64, u32)>, Vec<(u32, u32, i64)>);
 /// A decoded module stream answering lookups (`_PythonModule`'s twin, for `_CompiledModule`).
 #[pyclass(module = "symbolize.formats._kernels")]
 pub struct PdbModule {
+    stream: Py<PyBytes>, // the module stream, held (not copied) for the inline sites decoded later
     decoded: Decoded,
     sites: Vec<Option<Vec<Site>>>, // per procedure, decoded on the first lookup inside it
 }
@@ -509,11 +509,13 @@ pub struct PdbModule {
 impl PdbModule {
     /// The inline sites of procedure `position`, decoded on the first lookup inside it. A body
     /// whose records do not decode leaves the procedure without inlined frames, as in `_sites_of`.
-    fn sites_of(&mut self, position: usize) -> &[Site] {
+    fn sites_of(&mut self, py: Python<'_>, position: usize) -> &[Site] {
         if self.sites[position].is_none() {
+            let stream = self.stream.bind(py);
             let procedure = &self.decoded.procedures[position];
             let end = procedure.end_offset.min(self.decoded.symbols_end);
-            let sites = sites_in(&self.decoded, procedure.low, procedure.body_start, end, 0).unwrap_or_default();
+            let sites = sites_in(&self.decoded, stream.as_bytes(), procedure.low, procedure.body_start, end, 0)
+                .unwrap_or_default();
             self.sites[position] = Some(sites);
         }
         self.sites[position].as_deref().unwrap_or(&[])
@@ -526,13 +528,13 @@ impl PdbModule {
         (first..stop).find(|candidate| vaddr < decoded.procedures[*candidate].high)
     }
 
-    fn locate_one(&mut self, vaddr: i128) -> Located {
+    fn locate_one(&mut self, py: Python<'_>, vaddr: i128) -> Located {
         let position = self.procedure_at(vaddr);
         let line = line_at(&self.decoded.lines, vaddr)
             .map(|at| (self.decoded.lines.lines[at], self.decoded.lines.columns[at], self.decoded.lines.file_ids[at]));
         let mut inlined = Vec::new();
         if let Some(position) = position {
-            self.sites_of(position);
+            self.sites_of(py, position);
             let mut chain: Vec<&Site> = Vec::new();
             let mut level = self.sites[position].as_deref().unwrap_or(&[]);
             while !level.is_empty() && chain.len() <= MAX_INLINE_DEPTH {
@@ -558,14 +560,14 @@ impl PdbModule {
     /// (position of the procedure holding `vaddr` or None, (line, column, file ID) of the row
     /// holding it or None, [(inlinee, file ID, line)] of the inline sites holding it, innermost
     /// first, stopping at the first inlinee without DEBUG_S_INLINEELINES entry).
-    fn locate(&mut self, vaddr: i128) -> PyResult<Located> {
-        catch_unwind(AssertUnwindSafe(|| self.locate_one(vaddr)))
+    fn locate(&mut self, py: Python<'_>, vaddr: i128) -> PyResult<Located> {
+        catch_unwind(AssertUnwindSafe(|| self.locate_one(py, vaddr)))
             .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
     }
 
     /// `locate` of each vaddr.
-    fn locate_many(&mut self, vaddrs: Vec<i128>) -> PyResult<Vec<Located>> {
-        catch_unwind(AssertUnwindSafe(|| vaddrs.iter().map(|vaddr| self.locate_one(*vaddr)).collect()))
+    fn locate_many(&mut self, py: Python<'_>, vaddrs: Vec<i128>) -> PyResult<Vec<Located>> {
+        catch_unwind(AssertUnwindSafe(|| vaddrs.iter().map(|vaddr| self.locate_one(py, *vaddr)).collect()))
             .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
     }
 
@@ -587,13 +589,13 @@ impl PdbModule {
 
     /// Where answers may change: procedure bounds, every inline site row's bounds, line entries
     /// (and one past an address two entries share), unsorted, with repeats.
-    fn cut_points(&mut self) -> PyResult<Vec<i128>> {
+    fn cut_points(&mut self, py: Python<'_>) -> PyResult<Vec<i128>> {
         catch_unwind(AssertUnwindSafe(|| {
             let mut cuts = Vec::new();
             for position in 0..self.decoded.procedures.len() {
                 cuts.push(self.decoded.procedures[position].low);
                 cuts.push(self.decoded.procedures[position].high);
-                let mut pending: Vec<&Site> = self.sites_of(position).iter().collect();
+                let mut pending: Vec<&Site> = self.sites_of(py, position).iter().collect();
                 while let Some(site) = pending.pop() {
                     pending.extend(site.children.iter());
                     for row in &site.rows {
@@ -617,20 +619,21 @@ impl PdbModule {
 #[pyfunction]
 fn decode_pdb_module(
     py: Python<'_>,
-    stream: &[u8],
+    stream: Bound<'_, PyBytes>,
     symbols_size: u64,
     c11_size: u64,
     c13_size: u64,
     section_rvas: Vec<u64>,
     image_base: i128,
 ) -> PyResult<PdbModule> {
+    let bytes = stream.as_bytes();
     let decoded = py.detach(|| {
-        catch_unwind(AssertUnwindSafe(|| decode(stream.to_vec(), symbols_size, c11_size, c13_size, &section_rvas, image_base)))
+        catch_unwind(AssertUnwindSafe(|| decode(bytes, symbols_size, c11_size, c13_size, &section_rvas, image_base)))
     });
     match decoded {
         Ok(Ok(decoded)) => {
             let sites = (0..decoded.procedures.len()).map(|_| None).collect();
-            Ok(PdbModule { decoded, sites })
+            Ok(PdbModule { stream: stream.unbind(), decoded, sites })
         }
         Ok(Err(failure)) => Err(CodeViewError::new_err((failure.message, failure.offset))),
         Err(payload) => Err(CodeViewError::new_err((
