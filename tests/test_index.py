@@ -33,21 +33,22 @@ def _module(binary: Path, cache: ObjectCache) -> Module:
     return open_module(binary, DiscoveryOptions(debug_dirs=[DEBUG_DIR], cache=cache))
 
 
-def _addresses(binary: Path) -> list[int]:
-    """Every stored llvm-symbolizer address, plus random ones all over the executable segments."""
+def fixture_addresses(binary: Path, per_segment: int = 1500) -> list[int]:
+    """Every stored llvm-symbolizer address, plus ``per_segment`` random ones in each executable
+    segment (the same ones for the same binary)."""
     expected = json.loads((FIXTURES / "expected" / f"{binary.name}.json").read_text())
     vaddrs = [int(entry["address"], 16) for entry in expected["addresses"]]
     rng = random.Random(binary.name)
     with ElfFile(binary) as elf:
         for segment in elf.segments():
             if segment.executable:
-                vaddrs += [rng.randrange(segment.vaddr, segment.vaddr + segment.memsz) for _ in range(1500)]
+                vaddrs += [rng.randrange(segment.vaddr, segment.vaddr + segment.memsz) for _ in range(per_segment)]
     return vaddrs
 
 
 @pytest.mark.parametrize("binary", BINARIES, ids=lambda p: p.name)
 def test_indexed_answers_are_identical_to_the_uncached_path(binary: Path, tmp_path: Path) -> None:
-    vaddrs = _addresses(binary)
+    vaddrs = fixture_addresses(binary)
     uncached = _module(binary, ObjectCache())
     indexed = _module(binary, ObjectCache(tmp_path, build_missing_indexes=True))
     assert any(isinstance(source, IndexedObject) for source in [*indexed.debug_files, indexed.binary])
@@ -68,7 +69,7 @@ def test_damaged_index_is_never_believed(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[start + array(code).itemsize * (items // 2)] ^= 0xFF
     path.write_bytes(bytes(data))
-    vaddrs = _addresses(elf.path)
+    vaddrs = fixture_addresses(elf.path)
     damaged = _module(elf.path, ObjectCache(tmp_path))
     # The header is intact, so the index opens; the damage shows when the array is first used.
     assert isinstance(damaged.binary, IndexedObject)
@@ -95,7 +96,7 @@ def test_shaped_lookups_match_demangling_each_frame(tmp_path: Path, mode: Demang
     """Indexed lookups share frames between addresses; shaping them once each changes no answer."""
     binary = FIXTURES / "bin" / "cppdemo-clang-dwarf5-pie"
     build_indexes([binary], cache_dir=tmp_path)
-    vaddrs = _addresses(binary)
+    vaddrs = fixture_addresses(binary)
     raw = _module(binary, ObjectCache(tmp_path)).lookup(vaddrs)
     shaped = lookup(binary, vaddrs, demangle=mode, inlines=inlines, debug_dirs=[DEBUG_DIR], cache_dir=tmp_path)
     expected = []
@@ -139,7 +140,7 @@ def test_two_builders_at_once_leave_one_whole_index(tmp_path: Path) -> None:
         thread.join()
     entries = cache_entries(tmp_path)
     assert [entry.path.suffix for entry in entries] == [".idx"]
-    vaddrs = _addresses(binary)[:2000]
+    vaddrs = fixture_addresses(binary)[:2000]
     assert lookup(binary, vaddrs, cache_dir=tmp_path) == lookup(binary, vaddrs, use_cache=False)
 
 
@@ -238,7 +239,7 @@ def test_index_stores_each_names_full_demangling(tmp_path: Path, name: str) -> N
 def test_warm_lookups_take_names_demangled_from_the_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     binary = FIXTURES / "bin" / "rustdemo-full"
     build_indexes([binary], cache_dir=tmp_path)
-    vaddrs = _addresses(binary)
+    vaddrs = fixture_addresses(binary)
     expected = lookup(binary, vaddrs, use_cache=False)
     monkeypatch.setattr("symbolize.demangle._full_names", {})
 

@@ -9,7 +9,6 @@ details, in the same order) and the same facts for the mapping's flags, in every
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from hypothesis import strategies as st
 
 from symbolize.demangle import DemangleMode
 from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
-from symbolize.formats.elf import ElfFile
 from symbolize.formats.native import kernels
 from symbolize.formats.types import AnswerRegion, AnswerRun
 from symbolize.index.indexed import IndexedObject
@@ -28,6 +26,7 @@ from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Profile
 from symbolize.rewrite import _attach_results, _FunctionTable, _Pending
 from symbolize.summary import MappingSummary
+from tests.test_index import fixture_addresses
 from tests.test_warm_kernel import _memory_index, _regions_and_runs
 
 pytestmark = pytest.mark.skipif(kernels is None, reason="compiled kernels not built")
@@ -65,13 +64,7 @@ def _both_ways(module: Module, vaddrs: list[int], mode: DemangleMode) -> tuple[t
 
 
 def _fixture_vaddrs(binary: Path) -> list[int]:
-    expected = json.loads((FIXTURES / "expected" / f"{binary.name}.json").read_text())
-    vaddrs = [int(entry["address"], 16) for entry in expected["addresses"]]
-    rng = random.Random(binary.name)
-    with ElfFile(binary) as elf:
-        for segment in elf.segments():
-            if segment.executable:
-                vaddrs += [rng.randrange(segment.vaddr, segment.vaddr + segment.memsz) for _ in range(400)]
+    vaddrs = fixture_addresses(binary, per_segment=400)
     return [*vaddrs, 0, *vaddrs[:50]]  # addresses asked again, as locations of twins are
 
 
