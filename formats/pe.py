@@ -130,6 +130,7 @@ class PeFile:
             self.arch = _MACHINES.get(header.Machine, f"machine{header.Machine:#x}")
             self.image_base: int = optional.ImageBase
             self.size_of_image: int = optional.SizeOfImage
+            self.time_date_stamp: int = header.TimeDateStamp
             self.load_base = self.image_base
             self.is_dll = bool(header.Characteristics & 0x2000)
             self._symbol_table_offset: int = header.PointerToSymbolTable
@@ -148,6 +149,11 @@ class PeFile:
         record = self.codeview
         is_rsds = record is not None and record.signature == "RSDS"
         self.debug_id = DebugId(DebugIdKind.PDB, record.guid, record.age) if record and is_rsds else None
+        # What names the image itself, PDB or none (symsrv's key of the image, Breakpad's and
+        # Crashpad's code ID): a profile of a MinGW or CodeView-less image has only this.
+        self.code_id = DebugId(
+            DebugIdKind.PE_CODE_ID, self.time_date_stamp.to_bytes(4, "big") + self.size_of_image.to_bytes(4, "big")
+        )
         # Why the PDB this image names cannot be used, when it cannot ("" when it can or there is none).
         self.unsupported_debug_reason = (
             "the CodeView record is NB10 (a PDB 2.0 from Visual C++ 6 or older), which is not supported"
