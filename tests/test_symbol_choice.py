@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from symbolize.api import lookup
+from symbolize.api import build_indexes, lookup
 from symbolize.module import Unknown
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -62,7 +62,7 @@ def test_every_code_address_is_named_as_llvm_symbolizer_22_names_it(name: str) -
 @pytest.mark.parametrize("name", FILES)
 def test_the_index_answers_as_the_reader(name: str, tmp_path: Path) -> None:
     addresses, names = _addresses(name)
-    lookup(DIRECTORY / name, addresses[:1], cache_dir=tmp_path)  # builds the index
+    assert build_indexes([DIRECTORY / name], cache_dir=tmp_path)
     assert _ours(name, addresses, cache_dir=tmp_path) == names
 
 
