@@ -32,18 +32,19 @@ the frames of ``winsplit.pdb`` whose ``Table::at`` sites name their inlinee thro
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 
 import capstone
 import pytest
 
-from symbolize.formats.pdb import PdbFile
+from symbolize.formats.pdb import PdbFile, codeview
 from symbolize.formats.pdb.pdb import _PythonModule, _Site, _sites_of
 from symbolize.formats.pe import PeFile
-from tests.pdb_rewrite import cross_module_inlinee, msvc_split_sites
+from tests.pdb_rewrite import cross_module_inlinee, msvc_split_sites, rewrite_module
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"
 FIXTURE_PDBS = sorted(BIN.glob("*.pdb"))
@@ -207,3 +208,39 @@ def test_inline_chains_match_llvm_symbolizer_22(variant: str, tmp_path: Path) ->
     ours = [tuple(frame.function or "??" for frame in frames[vaddr]) for vaddr in vaddrs]
     assert ours == _llvm_inline_names(image_path, vaddrs)
     assert any(len(chain) >= 4 for chain in ours)
+
+
+def _broken_cross_scope(kind: int, edit: Callable[[bytes], bytes]) -> bytes:
+    """The cross-module PDB with its import (module 0) or export (module 1) subsection edited."""
+    module = 0 if kind == codeview.DEBUG_S_CROSSSCOPEIMPORTS else 1
+    return rewrite_module(_pdb_bytes("cross-module"), module, subsection=lambda k, d: edit(d) if k == kind else d)
+
+
+_IMPORTS, _EXPORTS = codeview.DEBUG_S_CROSSSCOPEIMPORTS, codeview.DEBUG_S_CROSSSCOPEEXPORTS
+_BROKEN_CROSS_SCOPES: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
+    "imports cut short": (_IMPORTS, lambda data: data[:4] + struct.pack("<I", 1000)),
+    "imports naming no module": (_IMPORTS, lambda data: struct.pack("<I", 1) + data[4:]),
+    "imports naming past /names": (_IMPORTS, lambda data: b"\xff" * 4 + data[4:]),
+    "local ID not exported": (_EXPORTS, lambda data: struct.pack("<II", 7, _AT_ITEM)),
+    "exported as another cross-module ID": (_EXPORTS, lambda data: data[:4] + struct.pack("<I", 0x80000000)),
+    "exports cut mid-pair": (_EXPORTS, lambda data: data[:6]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BROKEN_CROSS_SCOPES))
+def test_unresolvable_cross_module_ids_leave_the_frame_unnamed(case: str) -> None:
+    """Hostile cross-scope subsections: the inlined frame stays with its file and line, unnamed;
+    every other frame is the real file's."""
+    real, image = _opened("winsplit.pdb")
+    broken = PdbFile(BIN / "winsplit.pdb", data=_broken_cross_scope(*_BROKEN_CROSS_SCOPES[case]))
+    broken.bind_image(image)
+    expected = _frames_at_every_instruction(real, image.path)
+    found = _frames_at_every_instruction(broken, image.path)
+    unnamed = 0
+    for vaddr, frames in expected.items():
+        at = [index for index, frame in enumerate(frames) if (frame.function or "").endswith("::at")]
+        if at:
+            unnamed += 1
+            frames = tuple(frame._replace(function=None) if i in at else frame for i, frame in enumerate(frames))
+        assert found[vaddr] == frames, hex(vaddr)
+    assert unnamed > 0
