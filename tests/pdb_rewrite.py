@@ -40,8 +40,8 @@ _SCOPE_KINDS = codeview.PROC_KINDS | codeview.INLINE_SITE_KINDS | {codeview.S_BL
 _WITH_NEXT = codeview.PROC_KINDS | {codeview.S_THUNK32}
 _PROCREF_KINDS = (0x1125, 0x1127)  # S_PROCREF, S_LPROCREF
 # cvinfo.h's DEBUG_S_SUBSECTION_TYPE values, spelled here so the builder does not depend on the reader.
-_DEBUG_S_CROSSSCOPEIMPORTS = 0xF7
-_DEBUG_S_CROSSSCOPEEXPORTS = 0xF8
+DEBUG_S_CROSSSCOPEIMPORTS = 0xF7
+DEBUG_S_CROSSSCOPEEXPORTS = 0xF8
 _CROSS_MODULE_FIRST_ID = 0x80000000  # import entry 0, its ID 0 (cvinfo.h's CrossScopeId)
 
 RecordEdit = Callable[[int, int, bytes], bytes]  # (old offset, kind, body) -> new body
@@ -261,8 +261,8 @@ def cross_module_inlinee(pdb: bytes, importer: int, exporter: int, inlinee: int,
     imports = struct.pack("<III", name_offset, 1, local_id)
     pdb = rewrite_module(
         pdb, importer, record=site, subsection=lines,
-        extra_subsections=((_DEBUG_S_CROSSSCOPEIMPORTS, imports),),
+        extra_subsections=((DEBUG_S_CROSSSCOPEIMPORTS, imports),),
     )  # fmt: skip
     exports = struct.pack("<II", local_id, inlinee)
-    pdb = rewrite_module(pdb, exporter, extra_subsections=((_DEBUG_S_CROSSSCOPEEXPORTS, exports),))
+    pdb = rewrite_module(pdb, exporter, extra_subsections=((DEBUG_S_CROSSSCOPEEXPORTS, exports),))
     return pdb, cross_id

@@ -41,10 +41,16 @@ from pathlib import Path
 import capstone
 import pytest
 
-from symbolize.formats.pdb import PdbFile, codeview
+from symbolize.formats.pdb import PdbFile
 from symbolize.formats.pdb.pdb import _PythonModule, _Site, _sites_of
 from symbolize.formats.pe import PeFile
-from tests.pdb_rewrite import cross_module_inlinee, msvc_split_sites, rewrite_module
+from tests.pdb_rewrite import (
+    DEBUG_S_CROSSSCOPEEXPORTS,
+    DEBUG_S_CROSSSCOPEIMPORTS,
+    cross_module_inlinee,
+    msvc_split_sites,
+    rewrite_module,
+)
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"
 FIXTURE_PDBS = sorted(BIN.glob("*.pdb"))
@@ -173,6 +179,19 @@ def _frames_at_every_instruction(pdb: PdbFile, image_path: Path) -> dict[int, tu
     return found
 
 
+def test_msvc_split_sites_answer_what_the_real_file_answers() -> None:
+    """The same rows in MSVC's encoding give the same frames at every instruction, lines included:
+    the tail-call ``jmp`` at the end of the inlined ``run_main`` keeps that frame, the cold
+    ``call out_of_range`` keeps its ``Table::at`` < ``pick`` < ``run_main`` chain (on main both
+    lost every inlined frame)."""
+    real, image = _opened("winsplit.pdb")
+    msvc, _image = _opened("msvc-split")
+    expected = _frames_at_every_instruction(real, image.path)
+    assert _frames_at_every_instruction(msvc, image.path) == expected
+    assert sum(len(frames) >= 4 for frames in expected.values()) > 0
+    assert msvc.answers(0) == real.answers(0)
+
+
 def test_cross_module_inlinees_are_named_as_the_real_file_names_them() -> None:
     real, image = _opened("winsplit.pdb")
     cross, _image = _opened("cross-module")
@@ -212,11 +231,11 @@ def test_inline_chains_match_llvm_symbolizer_22(variant: str, tmp_path: Path) ->
 
 def _broken_cross_scope(kind: int, edit: Callable[[bytes], bytes]) -> bytes:
     """The cross-module PDB with its import (module 0) or export (module 1) subsection edited."""
-    module = 0 if kind == codeview.DEBUG_S_CROSSSCOPEIMPORTS else 1
+    module = 0 if kind == DEBUG_S_CROSSSCOPEIMPORTS else 1
     return rewrite_module(_pdb_bytes("cross-module"), module, subsection=lambda k, d: edit(d) if k == kind else d)
 
 
-_IMPORTS, _EXPORTS = codeview.DEBUG_S_CROSSSCOPEIMPORTS, codeview.DEBUG_S_CROSSSCOPEEXPORTS
+_IMPORTS, _EXPORTS = DEBUG_S_CROSSSCOPEIMPORTS, DEBUG_S_CROSSSCOPEEXPORTS
 _BROKEN_CROSS_SCOPES: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "imports cut short": (_IMPORTS, lambda data: data[:4] + struct.pack("<I", 1000)),
     "imports naming no module": (_IMPORTS, lambda data: struct.pack("<I", 1) + data[4:]),
