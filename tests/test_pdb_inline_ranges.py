@@ -1,8 +1,10 @@
 """Every range of every inline site of the fixture PDBs, checked against the machine code.
 
-The rule, since llvm-symbolizer is no oracle here (14 reads an inlined frame's line one row late,
-and 14 and 22 both crash on cross-module inlinee IDs): a range an ``S_INLINESITE``'s binary
-annotations give is right only if the disassembly agrees with it. So, for each procedure,
+The rule, since llvm-symbolizer is not always an oracle here (14 reads an inlined frame's line one
+row late; 14 and 22 both crash on cross-module inlinee IDs; where llvm 22 answers, on winsplit.exe
+in both encodings, it is checked too and agrees at all 125 instructions): a range an
+``S_INLINESITE``'s binary annotations give is right only if the disassembly agrees with it. So,
+for each procedure,
 disassembled from its start to its end with capstone (x86-64, x86 or AArch64 by the PDB's
 machine):
 
@@ -203,29 +205,32 @@ def test_cross_module_inlinees_are_named_as_the_real_file_names_them() -> None:
     assert cross.answers(0) == real.answers(0)  # the index path names them too
 
 
-def _llvm_inline_names(image_path: Path, vaddrs: list[int]) -> list[tuple[str, ...]]:
+def _llvm_inline_chains(image_path: Path, vaddrs: list[int]) -> list[tuple[tuple[str, int], ...]]:
     out = subprocess.run(
         [str(LLVM_SYMBOLIZER_22), f"--obj={image_path}", "--inlines", "--no-demangle", *(hex(v) for v in vaddrs)],
         capture_output=True, text=True, check=True, timeout=120,
     ).stdout  # fmt: skip
-    blocks = out.strip("\n").split("\n\n")
-    return [tuple(block.splitlines()[0::2]) for block in blocks]
+    chains = []
+    for block in out.strip("\n").split("\n\n"):
+        lines = block.splitlines()
+        chains.append(tuple((lines[i], int(lines[i + 1].rsplit(":", 2)[1])) for i in range(0, len(lines), 2)))
+    return chains
 
 
 @pytest.mark.skipif(not LLVM_SYMBOLIZER_22.exists(), reason="llvm-symbolizer 22 is not installed")
 @pytest.mark.parametrize("variant", ["winsplit.pdb", "msvc-split"])
 def test_inline_chains_match_llvm_symbolizer_22(variant: str, tmp_path: Path) -> None:
-    """llvm-symbolizer 22 finds the sites holding an address by the ranges read here (its
-    ``NativeFunctionSymbol::findInlineFramesByVA``), on clang's encoding and on MSVC's: the chain
-    of function names at every instruction of winsplit.exe is llvm's."""
+    """llvm-symbolizer 22 reads these ranges as we do (its ``NativeFunctionSymbol::findInlineFramesByVA``
+    and ``NativeInlineSiteSymbol::getLineOffset``), on clang's encoding and on MSVC's: at every
+    instruction of winsplit.exe (125) each frame's function and line are llvm's."""
     pdb, image = _opened(variant)
     image_path = tmp_path / image.path.name
     shutil.copy(image.path, image_path)
     (tmp_path / "winsplit.pdb").write_bytes(_pdb_bytes(variant))
     frames = _frames_at_every_instruction(pdb, image.path)
     vaddrs = sorted(frames)
-    ours = [tuple(frame.function or "??" for frame in frames[vaddr]) for vaddr in vaddrs]
-    assert ours == _llvm_inline_names(image_path, vaddrs)
+    ours = [tuple((frame.function or "??", frame.line) for frame in frames[vaddr]) for vaddr in vaddrs]
+    assert ours == _llvm_inline_chains(image_path, vaddrs)
     assert any(len(chain) >= 4 for chain in ours)
 
 
