@@ -234,3 +234,14 @@ def test_split_debuginfo_prediction_matches_the_cargo_build(profile: str) -> Non
     assert prediction.shows is ProfileView.WITH_INLINES
     if profile == "unpacked":
         assert "names+lines" in " ".join(prediction.reasons)  # what a copy without the .dwo files shows
+
+
+def test_a_profile_directory_the_manifest_does_not_define(tmp_path: Path) -> None:
+    built = tmp_path / "target" / "bench-lto" / "app"
+    built.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "audit" / "rs-debug2", built)
+    report = audit_binaries([built], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", targets=[LINUX])
+    assert report.cargo is not None
+    assert any("profile 'bench-lto', which the manifest does not define" in d for d in report.cargo.differences)
+    # Then compared with release (a .dwp of line tables): this build's DWARF is not split.
+    assert any("split-debuginfo = 'packed' predicted" in d for d in report.cargo.differences)

@@ -240,9 +240,14 @@ def compare(predictions: Sequence[TargetPrediction], binaries: Sequence[BinaryAu
     profiles = {p.profile for p in predictions}
     for audit in binaries:
         platform = {"elf": "elf", "pe": "windows-msvc", "macho": "macos"}.get(audit.identity.format, "")
-        profile = profile_of_binary(Path(audit.identity.path), profiles) or "release"
-        prediction = next((p for p in predictions if p.platform == platform and p.profile == profile), None)
         name = audit.identity.path
+        profile = profile_of_binary(Path(name), profiles) or "release"
+        if profile not in profiles:
+            differences.append(
+                f"{name}: built with profile {profile!r}, which the manifest does not define: compared with release"
+            )
+            profile = "release"
+        prediction = next((p for p in predictions if p.platform == platform and p.profile == profile), None)
         if prediction is None:
             differences.append(f"{name}: no prediction for {audit.identity.format} (add a --target for it)")
             continue
