@@ -492,8 +492,13 @@ def test_split_units_found_but_not_answering_are_graded_by_lookups(tmp_path: Pat
     llvm = shutil.which("llvm-symbolizer")
     if llvm is not None:
         from symbolize.audit.lookups import spread
+        from symbolize.formats.open import open_object
 
-        addresses = spread(merge_ranges([(0x18b0, 0x1c8f)]), 8)
+        opened = open_object(binary)
+        try:
+            addresses = spread(opened.coverage().lines, 8)  # type: ignore[attr-defined]
+        finally:
+            opened.close()
         run = subprocess.run(
             [llvm, "--obj", str(binary), *map(hex, addresses)], capture_output=True, text=True, check=True
         )

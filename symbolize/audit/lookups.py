@@ -14,8 +14,8 @@ index (the files themselves answer), and counted when the lookup answers that wa
 - *lines*: addresses the line tables cover; answered with a line (innermost frame);
 - *inlined*: addresses inside an inlined call; answered with an inline chain (two frames or more).
 
-The verdict (``verdict.py``) then grades each share by what came back: a share counts for
-``answered / sampled`` of its measured value.
+The verdict (``verdict.py``) then grades each share by what came back: a share whose sample
+was answered short of ``ANSWERED_THRESHOLD`` counts for ``answered / sampled`` of its value.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from symbolize.formats.facts import AddressRange, intersect_ranges
 # Addresses looked up per claim: enough to see a unit that does not answer, few enough that a
 # large binary is audited in about a second (each lookup decodes only the unit it lands in).
 SAMPLE_SIZE = 64
+# Below this share of its sample answered, a claim is not borne out (and counts for what was).
+ANSWERED_THRESHOLD = 0.9
 
 
 UNCHECKED = ClaimCheck(0, 0)
@@ -117,9 +119,15 @@ class AnsweredShares(NamedTuple):
     inlined_answered: float  # the ratio alone: inline chains need only come back where recorded
 
 
+def borne_out(check: ClaimCheck) -> float:
+    """The part of a claim that counts: all of it when at least ``ANSWERED_THRESHOLD`` of its
+    sample was answered (a sample's noise must not flip a verdict), else the part answered."""
+    return 1.0 if check.ratio >= ANSWERED_THRESHOLD else check.ratio
+
+
 def answered_shares(coverage: CoverageReport, check: LookupCheck | None) -> AnsweredShares:
     names = coverage.share(coverage.name_bytes)
     lines = coverage.share(coverage.line_bytes)
     if check is None or not check.checked:
         return AnsweredShares(names, lines, 1.0)
-    return AnsweredShares(names * check.names.ratio, lines * check.lines.ratio, check.inlined.ratio)
+    return AnsweredShares(names * borne_out(check.names), lines * borne_out(check.lines), borne_out(check.inlined))

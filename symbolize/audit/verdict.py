@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from symbolize.audit.lookups import answered_shares
+from symbolize.audit.lookups import ANSWERED_THRESHOLD, answered_shares
 from symbolize.audit.report import (
     COVERAGE_THRESHOLD,
     BinaryAudit,
@@ -42,8 +42,6 @@ from symbolize.audit.report import (
 )
 
 FRAME_POINTER_THRESHOLD = 0.9
-# Below this share of its sampled addresses answered, a claim is reported as not borne out.
-ANSWERED_THRESHOLD = 0.9
 
 
 def _percent(share: float) -> str:
@@ -131,7 +129,7 @@ def judge(
     reasons.extend(unanswered)
     if shows is ProfileView.WITH_INLINES and not reasons:
         reasons.append(
-            f"symbols cover {_percent(coverage.share(coverage.symbol_bytes))}, line tables {_percent(lines)}, "
+            f"symbols cover {_percent(coverage.share(coverage.symbol_bytes))}, line tables {_percent(measured_lines)}, "
             f"function entries {_percent(functions)} of the code; {coverage.inlined_calls} inlined calls recorded"
             + _confirmed(lookups)
         )
