@@ -29,11 +29,11 @@ import pefile
 import pytest
 
 from symbolize.formats.elf import ElfFile
-from symbolize.formats.macho import N_OSO, MachOFile
 from symbolize.formats.open import open_object
 from symbolize.formats.pe import PeFile
 from symbolize.proto.profile_pb2 import Profile
 from tests.elf_patch import with_section_contents
+from tests.macho_patch import with_oso_name
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "fixtures" / "bin"
@@ -213,32 +213,6 @@ def _symbol_store_unreadable(tmp_path: Path) -> Case:
 
 
 # Mach-O ------------------------------------------------------------------------------------
-
-LC_SYMTAB = 0x2
-
-
-def with_oso_name(data: bytes, original: Path, name: str, mtime: int | None = None) -> bytes:
-    """``data`` (``original``'s bytes: a thin 64-bit Mach-O whose string table ends the file) with
-    its first ``N_OSO`` stab naming ``name`` (appended to the string table), recording ``mtime``
-    when given."""
-    with MachOFile(original) as image:
-        oso = next(stab for stab in image.stabs() if stab.n_type == N_OSO)
-    out = bytearray(data)
-    (ncmds,) = struct.unpack_from("<I", out, 16)
-    at = 32  # sizeof(mach_header_64)
-    for _ in range(ncmds):
-        cmd, size = struct.unpack_from("<II", out, at)
-        if cmd == LC_SYMTAB:
-            break
-        at += size
-    stroff, strsize = struct.unpack_from("<II", out, at + 16)
-    assert stroff + strsize == len(out), "the string table must end the file"
-    struct.pack_into("<I", out, oso.file_offset, strsize)  # nlist_64.n_strx
-    if mtime is not None:
-        struct.pack_into("<Q", out, oso.file_offset + 8, mtime)  # nlist_64.n_value
-    added = name.encode() + b"\0"
-    struct.pack_into("<I", out, at + 20, strsize + len(added))
-    return bytes(out + added)
 
 
 def _oso(tmp_path: Path, name: str, refused_path: str) -> Case:
