@@ -18,14 +18,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-import pefile
 import pytest
 
 from symbolize.formats.elf import ElfFile
@@ -34,6 +32,7 @@ from symbolize.formats.pe import PeFile
 from symbolize.proto.profile_pb2 import Profile
 from tests.elf_patch import with_section_contents
 from tests.macho_patch import with_oso_name
+from tests.pe_patch import rsds_head, with_codeview
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "fixtures" / "bin"
@@ -125,30 +124,6 @@ def _build_id_directory_unreadable(tmp_path: Path) -> Case:
 # PE ----------------------------------------------------------------------------------------
 
 
-def _codeview_entry(data: bytes) -> int:
-    """The file offset of the debug directory entry of the CodeView record."""
-    image = pefile.PE(data=data, fast_load=True)
-    image.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DEBUG"]])
-    return next(entry.struct.get_file_offset() for entry in image.DIRECTORY_ENTRY_DEBUG if entry.struct.Type == 2)
-
-
-def _with_codeview(data: bytes, size: int, record: bytes | None = None) -> bytes:
-    """``data`` whose CodeView entry says ``size`` bytes, of ``record`` (appended) or the record in place."""
-    at = _codeview_entry(data)
-    out = bytearray(data)
-    struct.pack_into("<I", out, at + 16, size)  # IMAGE_DEBUG_DIRECTORY.SizeOfData
-    if record is not None:
-        struct.pack_into("<II", out, at + 20, 0, len(out))  # AddressOfRawData (none), PointerToRawData
-        out += record
-    return bytes(out)
-
-
-def _rsds(data: bytes) -> bytes:
-    """The 24 bytes of ``data``'s RSDS record before its path (signature, GUID, age)."""
-    (offset,) = struct.unpack_from("<I", data, _codeview_entry(data) + 24)
-    return data[offset : offset + 24]
-
-
 def _mingw(tmp_path: Path, patch: Callable[[bytes], bytes], reason: str, refused_path: str = "") -> Case:
     binary = tmp_path / "mingwapp.exe"
     binary.write_bytes(patch((BIN / "windows" / binary.name).read_bytes()))
@@ -157,22 +132,22 @@ def _mingw(tmp_path: Path, patch: Callable[[bytes], bytes], reason: str, refused
 
 
 def _codeview_without_signature(tmp_path: Path) -> Case:
-    return _mingw(tmp_path, lambda data: _with_codeview(data, 2), "CodeView record of 2 bytes holds no signature")
+    return _mingw(tmp_path, lambda data: with_codeview(data, 2), "CodeView record of 2 bytes holds no signature")
 
 
 def _codeview_rsds_truncated(tmp_path: Path) -> Case:
-    return _mingw(tmp_path, lambda data: _with_codeview(data, 20), "RSDS record shorter than 24 bytes")
+    return _mingw(tmp_path, lambda data: with_codeview(data, 20), "RSDS record shorter than 24 bytes")
 
 
 def _codeview_unknown_signature(tmp_path: Path) -> Case:
     record = b"XXXX" + bytes(40)
-    return _mingw(tmp_path, lambda data: _with_codeview(data, len(record), record), "unknown CodeView signature")
+    return _mingw(tmp_path, lambda data: with_codeview(data, len(record), record), "unknown CodeView signature")
 
 
 def _pdb_path_too_long(tmp_path: Path) -> Case:
     def patch(data: bytes) -> bytes:
-        record = _rsds(data) + f"C:\\build\\{LONG_NAME}.pdb\0".encode()
-        return _with_codeview(data, len(record), record)
+        record = rsds_head(data) + f"C:\\build\\{LONG_NAME}.pdb\0".encode()
+        return with_codeview(data, len(record), record)
 
     return _mingw(tmp_path, patch, "File name too long", str(tmp_path / f"{LONG_NAME}.pdb"))
 
@@ -300,12 +275,15 @@ def test_lookup_answers_as_if_the_hint_were_not_there(case: Case) -> None:
 
 def _mapping_span(binary: Path) -> tuple[int, int]:
     """Where the whole image lies, in its own vaddrs: what a whole-module mapping covers."""
-    with open_object(binary) as image:
+    image = open_object(binary)
+    try:
         if isinstance(image, PeFile):
             return image.image_base, image.image_base + image.size_of_image
         loaded = [segment for segment in image.segments() if segment.filesz > 0]
         start = image.load_base if isinstance(image, ElfFile) else min(segment.vaddr for segment in loaded)
         return start, max(segment.vaddr + segment.memsz for segment in loaded)
+    finally:
+        image.close()
 
 
 def test_profile_lists_the_hint_refused_with_its_reason(case: Case, tmp_path: Path) -> None:
