@@ -305,3 +305,35 @@ def test_profile_lists_the_hint_refused_with_its_reason(case: Case, tmp_path: Pa
     assert refused and case.reason in refused[0], mapping["refused"]
     named = sum(1 for frames in _lookup(case, case.binary) if frames)
     assert mapping["named"] == named > 0
+
+
+def test_a_build_id_directory_that_cannot_be_searched_leaves_the_next_one_standing_in(tmp_path: Path) -> None:
+    # The mapping's binary is gone: its debug file, found by build ID, stands in for it.
+    prefix = _unprivileged()
+    locked = tmp_path / "dbg" / ".build-id"
+    locked.mkdir(parents=True)
+    addresses = _addresses("cppdemo-gcc-buildid")
+    with ElfFile(BIN / "cppdemo-gcc-buildid") as elf:
+        build_id = str(elf.debug_id)
+        size = max(segment.vaddr + segment.memsz for segment in elf.segments())
+    base = 0x555555554000
+    profile = Profile(string_table=["", "cpu", "nanoseconds", "/gone/cppdemo-gcc-buildid", build_id])
+    profile.sample_type.add(type=1, unit=2)
+    profile.mapping.add(id=1, memory_start=base, memory_limit=base + size, filename=3, build_id=4)
+    for number, address in enumerate(addresses, start=1):
+        profile.location.add(id=number, mapping_id=1, address=base + int(address, 16))
+        profile.sample.add(location_id=[number], value=[1])
+    given = tmp_path / "in.pb"
+    given.write_bytes(profile.SerializeToString())
+    locked.chmod(0)
+    try:
+        done = subprocess.run([*prefix, sys.executable, "-m", "symbolize", "profile", str(given), "-o",
+                               str(tmp_path / "out.pb"), "--json-summary", "--no-cache", "--no-background-index",
+                               "--debug-dir", str(tmp_path / "dbg"), "--debug-dir", str(BIN / "debug")],
+                              capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
+    finally:
+        locked.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    (mapping,) = json.loads(done.stdout)["mappings"]
+    assert mapping["named"] == mapping["locations"] == len(addresses), mapping
+    assert any(entry.startswith(str(locked)) and "Permission denied" in entry for entry in mapping["refused"])
