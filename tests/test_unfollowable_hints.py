@@ -139,6 +139,11 @@ def _codeview_rsds_truncated(tmp_path: Path) -> Case:
     return _mingw(tmp_path, lambda data: with_codeview(data, 20), "RSDS record shorter than 24 bytes")
 
 
+def _codeview_nb10_truncated(tmp_path: Path) -> Case:
+    record = b"NB10" + bytes(8)  # no signature stamp, no age
+    return _mingw(tmp_path, lambda data: with_codeview(data, len(record), record), "NB10 record shorter than 16 bytes")
+
+
 def _codeview_unknown_signature(tmp_path: Path) -> Case:
     record = b"XXXX" + bytes(40)
     return _mingw(tmp_path, lambda data: with_codeview(data, len(record), record), "unknown CodeView signature")
@@ -215,6 +220,7 @@ CASES: dict[str, Callable[[Path], Case]] = {
     "codeview-without-signature": _codeview_without_signature,
     "codeview-rsds-truncated": _codeview_rsds_truncated,
     "codeview-unknown-signature": _codeview_unknown_signature,
+    "codeview-nb10-truncated": _codeview_nb10_truncated,
     "pdb-path-too-long": _pdb_path_too_long,
     "symbol-path-entry-too-long": _symbol_path_entry_too_long,
     "symbol-store-unreadable": _symbol_store_unreadable,
