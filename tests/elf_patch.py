@@ -73,3 +73,15 @@ def with_unit_ranges_moved(data: bytes, shift: int) -> bytes:
                 struct.pack_into("<QQ", out, entry, low + shift, size)
         position += 4 + length
     return bytes(out)
+
+
+def with_section_contents(data: bytes, name: str, contents: bytes) -> bytes:
+    """``data`` with section ``name`` holding ``contents``, appended at the end of the file.
+
+    For a section no segment loads (``.gnu_debuglink``, ``.gnu_debugaltlink``): only its header's
+    offset and size change, so the new contents may be longer than the old.
+    """
+    header = section_headers(data)[name]
+    out = bytearray(data)
+    struct.pack_into("<QQ", out, header.header_offset + 24, len(out), len(contents))  # sh_offset, sh_size
+    return bytes(out + contents)
