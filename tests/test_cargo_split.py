@@ -1,0 +1,53 @@
+"""Cargo's split debug info (``split-debuginfo = "packed"`` and ``"unpacked"``), read as llvm-symbolizer reads it.
+
+The fixtures (``fixtures/build_cargo_split.sh``) come from ``fixtures/cargo/splitdemo``: four DWARF 4
+skeleton units, three with ``DW_AT_GNU_ranges_base``. The differential tests compare every stored
+address of both builds with llvm-symbolizer; these tests cover how the files are found.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from symbolize.cli.app import app
+from tests.fixtures_data import FIXTURES, load_expected
+
+runner = CliRunner()
+UNPACKED = FIXTURES / "bin" / "cargo-unpacked"
+
+Chain = list[tuple[str | None, str | None, int, int]]
+
+
+def _expected_chains(variant: str) -> tuple[list[str], list[Chain]]:
+    expected = load_expected(variant)
+    addresses = [f"{entry.vaddr:#x}" for entry in expected.addresses]
+    chains = [[(f.function, f.file, f.line, f.column) for f in entry.frames] for entry in expected.addresses]
+    return addresses, [[] if chain == [(None, None, 0, 0)] else chain for chain in chains]
+
+
+def _cli_chains(binary: Path, addresses: list[str], *options: str) -> list[Chain]:
+    result = runner.invoke(
+        app, ["lookup", "--obj", str(binary), "--json", "--demangle", "none", *options, *addresses]
+    )
+    assert result.exit_code == 0, result.output
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    return [[(f["function"], f["file"], f["line"], f["column"]) for f in answer["frames"]] for answer in answers]
+
+
+def test_unpacked_dwo_files_are_found_in_a_search_path(tmp_path: Path) -> None:
+    """The skeletons name their .dwo by an absolute path under Cargo's target directory, which
+    exists nowhere; a --search-path directory holding the files is where they are found."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "deps").mkdir()
+    binary = tmp_path / "bin" / "rs-cargo-unpacked"
+    shutil.copy(UNPACKED / "rs-cargo-unpacked", binary)
+    for dwo in UNPACKED.glob("*.dwo"):
+        shutil.copy(dwo, tmp_path / "deps" / dwo.name)
+    addresses, expected = _expected_chains("rs-cargo-unpacked")
+    found = _cli_chains(binary, addresses, "--no-cache", "--search-path", str(tmp_path / "deps"))
+    assert found == expected
+    assert sum(len(chain) > 4 for chain in found) > 20  # the deep inline chains came from the .dwo files
