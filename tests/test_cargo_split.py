@@ -13,7 +13,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from symbolize.api import lookup
 from symbolize.cli.app import app
+from symbolize.module import Unknown
 from tests.fixtures_data import FIXTURES, load_expected
 
 runner = CliRunner()
@@ -51,3 +53,15 @@ def test_unpacked_dwo_files_are_found_in_a_search_path(tmp_path: Path) -> None:
     found = _cli_chains(binary, addresses, "--no-cache", "--search-path", str(tmp_path / "deps"))
     assert found == expected
     assert sum(len(chain) > 4 for chain in found) > 20  # the deep inline chains came from the .dwo files
+
+
+def test_a_unit_whose_code_the_linker_discarded_names_nothing_at_address_zero() -> None:
+    """The codegen unit holding only ``splitdemo_unused`` (never called, dropped by --gc-sections)
+    keeps ``DW_AT_low_pc`` 0 and its size: it claims ``[0, 0x12e)``, where this PIE has no code
+    (its executable segment starts at 0x1830). llvm-symbolizer names that dead function there;
+    nothing is there to name."""
+    binary = FIXTURES / "bin" / "rs-cargo-packed"
+    results = lookup(binary, [0x0, 0x10, 0x100, 0x12d], use_cache=False)
+    assert all(isinstance(result, Unknown) for result in results)
+    # The live code of the same build is named as before (every address: the differential tests).
+    assert not isinstance(lookup(binary, [0x1dd5], use_cache=False)[0], Unknown)
