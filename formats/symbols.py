@@ -201,11 +201,13 @@ def paired_answers(
     open_dwarf: Callable[[], DwarfInfo | None],
     broken: MalformedInputError | None = None,
     beneath: SymbolIndex | None = None,
+    zero_is_discarded: bool = False,
 ) -> SymbolAnswers:
     """The answers of a file that pairs DWARF with a symbol table (ELF, MinGW PE, a Mach-O slice or
     dSYM), through one run builder (formats/dwarf/answers.py): as llvm-symbolizer does, the
     outermost frame takes its name from the symbol of ``symbols`` covering the address.
     ``beneath`` names addresses neither ``symbols`` nor the DWARF names (see the module docstring).
+    ``zero_is_discarded``: unit ranges starting at address 0 are discarded code (DwarfSymbolAnswers).
 
     DWARF that cannot be read at all hides nothing the symbols know (issue 9): its error is the
     answer only where no symbol covers the address. ``broken`` is damage found before the DWARF
@@ -220,7 +222,7 @@ def paired_answers(
     # Imported here so a file without DWARF never loads the DWARF package.
     from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 
-    answers = DwarfSymbolAnswers(path, dwarf, symbols)
+    answers = DwarfSymbolAnswers(path, dwarf, symbols, zero_is_discarded=zero_is_discarded)
     answers.broken = broken
     answers.beneath = beneath
     return answers

@@ -26,7 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fuzz.harness import REPO, Target, checked
 
-TEMPLATES = ("cdemo-gcc-dwarf4-pie", "cdemo-clang-dwarf5-pie", "cppdemo-gcc-dwarf5-pie", "cppdemo-clang-dwarf4-pie")
+# The last: Cargo's split-debuginfo = "packed" skeletons, each with DW_AT_GNU_ranges_base (the base of
+# its split unit's range lists, not of its own DW_AT_ranges) and [0x1,0x1) tombstones in .debug_ranges.
+TEMPLATES = (
+    "cdemo-gcc-dwarf4-pie", "cdemo-clang-dwarf5-pie", "cppdemo-gcc-dwarf5-pie", "cppdemo-clang-dwarf4-pie",
+    "rs-cargo-packed",
+)  # fmt: skip
 SECTIONS = ("debug_abbrev", "debug_line", "ranges")
 KEEP = 0xFFFF
 MAX_UNITS = 4

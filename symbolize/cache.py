@@ -18,7 +18,7 @@ import sys
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeGuard, TypeVar, cast
+from typing import Protocol, TypeGuard, TypeVar, cast
 
 from symbolize.demangle import DEMANGLER
 from symbolize.formats.errors import MalformedInputError
@@ -47,9 +47,24 @@ CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
 # 5: untyped and data symbols that label code (hand-written assembly) name it.
 # 6: a separate ELF debug file's outermost frames are named by its binary's symbols first.
-ANSWER_VERSION = 6
+# 7: a DWARF 4 skeleton's own range list ignores its DW_AT_GNU_ranges_base; indexes record the
+#    files their split units and dwz file were looked up in (CONSULTED_ARRAY).
+ANSWER_VERSION = 7
 # The index array holding the path of the file an index was built from.
 SOURCE_PATH_ARRAY = "source_path"
+# The index array holding the files the source's decoding looked up (ConsultedFiles), or nothing.
+CONSULTED_ARRAY = "consulted_files"
+
+
+class ConsultedFiles(Protocol):
+    """The files a source's decoding looked up besides the source (a split unit's .dwo or .dwp, the
+    dwz file), which its index key cannot name: they are known only once the answers are built.
+    An index stores their record and is believed only while the record holds
+    (symbolize/discovery/options.py's Resolver)."""
+
+    def consulted_record(self) -> bytes: ...
+
+    def record_holds(self, record: bytes) -> bool: ...
 
 
 def default_cache_dir() -> Path:
@@ -120,14 +135,29 @@ def has_index(source: IndexableSource, cache_dir: Path) -> bool:
     return index_path(cache_dir, index_key(source)).is_file()
 
 
-def load_index(source: IndexableSource, cache_dir: Path) -> IndexedObject | None:
-    """``source`` answered from its index in ``cache_dir``, or None when there is no usable index."""
+def load_index(
+    source: IndexableSource, cache_dir: Path, consulted: ConsultedFiles | None = None
+) -> IndexedObject | None:
+    """``source`` answered from its index in ``cache_dir``, or None when there is no usable index.
+
+    An index whose answers came from other files too (split units, a dwz file) is used only
+    through ``consulted``, the resolver ``source`` asks them of, and only while they are as when it
+    was built; otherwise it is stale and deleted, and ``source`` answers (a file that appeared or
+    went away since changes the inline frames).
+    """
     key = index_key(source)
     path = index_path(cache_dir, key)
     if not path.is_file():
         return None
     try:
-        return IndexedObject(source, IndexFile(path, key))
+        index = IndexFile(path, key)
+        record = bytes(index.array(CONSULTED_ARRAY))
+        if record and (consulted is None or not consulted.record_holds(record)):
+            index.close()
+            if consulted is not None:
+                path.unlink(missing_ok=True)  # stale: rebuilt next time
+            return None
+        return IndexedObject(source, index)
     except MalformedInputError:
         path.unlink(missing_ok=True)  # damaged or foreign: never trusted, rebuilt next time
         return None
@@ -135,31 +165,39 @@ def load_index(source: IndexableSource, cache_dir: Path) -> IndexedObject | None
         return None
 
 
-def build_index(source: IndexableSource, cache_dir: Path) -> Path:
-    """Store every answer ``source`` gives; returns the index's path."""
+def build_index(source: IndexableSource, cache_dir: Path, consulted: ConsultedFiles | None = None) -> Path:
+    """Store every answer ``source`` gives, and what ``consulted`` looked up for them; returns the index's path."""
     key = index_key(source)
     path = index_path(cache_dir, key)
+    answers = build_index_arrays(source)
     # Not part of the key (any copy of a build shares its index): what `cache show` names it by.
     # First, so the answers' arrays keep their place at the end of the file.
-    arrays: dict[str, array[int] | bytes] = {SOURCE_PATH_ARRAY: os.fsencode(source.path.resolve())}
-    arrays.update(build_index_arrays(source))
+    arrays: dict[str, array[int] | bytes] = {
+        SOURCE_PATH_ARRAY: os.fsencode(source.path.resolve()),
+        # After the answers were built: every split unit and the dwz file were looked up by then.
+        CONSULTED_ARRAY: consulted.consulted_record() if consulted is not None else b"",
+    }
+    arrays.update(answers)
     write_index(path, key, arrays)
     return path
 
 
-def with_index(opened: Opened, cache_dir: Path | None, build_missing: bool) -> Opened:
+def with_index(
+    opened: Opened, cache_dir: Path | None, build_missing: bool, consulted: ConsultedFiles | None = None
+) -> Opened:
     """``opened`` answered from its index when there is one (built first if asked).
 
     Any symbol source that lists its answers is indexed; anything else comes back as it is.
     The indexed object stands in for ``opened`` (it delegates everything but answers).
+    ``consulted`` is the resolver ``opened`` asks for the files its decoding needs (load_index).
     """
     source = opened
     if cache_dir is None or not is_indexable(source):
         return opened
-    indexed = load_index(source, cache_dir)
+    indexed = load_index(source, cache_dir, consulted)
     if indexed is None and build_missing:
-        build_index(source, cache_dir)
-        indexed = load_index(source, cache_dir)
+        build_index(source, cache_dir, consulted)
+        indexed = load_index(source, cache_dir, consulted)
     return cast(Opened, indexed) if indexed is not None else opened
 
 

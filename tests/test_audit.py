@@ -56,18 +56,6 @@ def _implied_view(settings: dict[str, Any]) -> ProfileView:
 
 VARIANTS = sorted(MANIFEST["variants"])
 
-# Cargo's packed build with two codegen units (cargo-split/release): the split-DWARF reader
-# applies a skeleton's DW_AT_GNU_ranges_base to the skeleton's own DW_AT_ranges, so the second
-# unit's range list is read at another offset and that unit is lost. The reader's fix (in
-# formats/dwarf) makes these pass; strict, so that they then fail until this list is emptied.
-SPLIT_READER_PENDING = {"cargo-split/release/auditdemo"}
-
-
-def _pending(names: list[str], prefix: str = "") -> list[Any]:
-    mark = pytest.mark.xfail(strict=True, reason="split-DWARF reader: DW_AT_GNU_ranges_base on the skeleton")
-    return [pytest.param(name, marks=mark) if name[len(prefix) :] in SPLIT_READER_PENDING else name for name in names]
-
-
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_verdict_is_what_the_recipe_implies(variant: str) -> None:
     settings = MANIFEST["variants"][variant]["settings"]
@@ -88,7 +76,7 @@ def test_verdict_is_what_the_recipe_implies(variant: str) -> None:
         assert audit.verdict.reasons and audit.verdict.fixes
 
 
-@pytest.mark.parametrize("variant", _pending(VARIANTS))
+@pytest.mark.parametrize("variant", VARIANTS)
 def test_symbols_and_debug_files_follow_the_recipe(variant: str) -> None:
     settings = MANIFEST["variants"][variant]["settings"]
     audit = _audit(AUDIT / variant)
@@ -150,7 +138,7 @@ def test_frame_pointers_follow_the_recipe(variant: str) -> None:
         assert frames.leaves_without == frames.sampled - frames.with_frame_pointer > 0, frames
 
 
-@pytest.mark.parametrize("binary", _pending(sorted(EXPECTED_COVERAGE["files"]), "audit/"))
+@pytest.mark.parametrize("binary", sorted(EXPECTED_COVERAGE["files"]))
 def test_coverage_agrees_with_llvm_dwarfdump(binary: str) -> None:
     expected = EXPECTED_COVERAGE["files"][binary]
     coverage = _audit(FIXTURES / binary).coverage

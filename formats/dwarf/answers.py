@@ -51,13 +51,20 @@ _MEMO_DEPTH = 64
 class DwarfSymbolAnswers(SymbolAnswers):
     """Regions: each unit's address ranges (key: the unit's number), then the symbol table as fallback."""
 
-    def __init__(self, path: Path, dwarf: DwarfInfo, symbols: SymbolIndex, functions_only: bool = False) -> None:
+    def __init__(
+        self, path: Path, dwarf: DwarfInfo, symbols: SymbolIndex, functions_only: bool = False,
+        zero_is_discarded: bool = False,
+    ) -> None:
         """``functions_only``: line rows answer only inside a function's ranges, as in a dSYM
         (dsymutil keeps the rows inside each function's ranges); for the DWARF of an object file
-        read through a debug map, whose line table also covers the padding between functions."""
+        read through a debug map, whose line table also covers the padding between functions.
+        ``zero_is_discarded``: no code lives at address 0 (no executable segment holds it), so a
+        unit range starting there is the linker's mark of code it discarded (a unit whose only
+        function was dropped keeps ``[0, size)``) and is left out: it would name what is not there."""
         super().__init__(path, symbols)
         self.dwarf = dwarf
         self.functions_only = functions_only
+        self.zero_is_discarded = zero_is_discarded
         self._bounds: tuple[SymbolBounds | None] | None = None
 
     def answer_regions(self) -> list[AnswerRegion]:
@@ -74,7 +81,10 @@ class DwarfSymbolAnswers(SymbolAnswers):
             # A unit whose header cannot be read covers addresses no one knows: its error is the
             # answer where no other unit and no symbol names an address.
             self.broken = MalformedInputError(unplaced, self.path)
-        units = [AnswerRegion(low, high, unit) for low, high, unit in self.dwarf._unit_ranges]
+        skip_zero = self.zero_is_discarded
+        units = [
+            AnswerRegion(low, high, unit) for low, high, unit in self.dwarf._unit_ranges if low or not skip_zero
+        ]
         return units + super().answer_regions()
 
     def answers(self, key: int) -> RunTable:

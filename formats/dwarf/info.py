@@ -336,7 +336,7 @@ class DwarfInfo:
                 continue
             # Indexed forms in a split unit resolve through the skeleton's bases (DWARF 5, 3.1.3).
             unit.addr_base = skeleton.addr_base
-            unit.ranges_base = skeleton.ranges_base
+            unit.ranges_base = skeleton.split_ranges_base
             unit.low_pc = skeleton.low_pc
             # Without the attributes, the bases are just past the tables' headers (DWARF 5, 7.26
             # and 7.28): an initial length (4 bytes, or 12 in 64-bit DWARF), then 4 bytes of
@@ -525,6 +525,9 @@ def _apply_bases(unit: Unit, values: dict[int, tuple[int, Any]]) -> None:
     if c.DW_AT_rnglists_base in values:
         unit.rnglists_base = int(values[c.DW_AT_rnglists_base][1])
     if c.DW_AT_GNU_ranges_base in values:
-        unit.ranges_base = int(values[c.DW_AT_GNU_ranges_base][1])
+        # The GNU split-DWARF extension (gcc's -gsplit-dwarf with DWARF 4, rustc's split debug info):
+        # the base of the split unit's range lists, never of the skeleton's own DW_AT_ranges (LLVM's
+        # DWARFUnit::parseDWO hands it to the split unit alone; the skeleton's ranges start at 0).
+        unit.split_ranges_base = int(values[c.DW_AT_GNU_ranges_base][1])
     if c.DW_AT_stmt_list in values:
         unit.stmt_list = int(values[c.DW_AT_stmt_list][1])

@@ -68,7 +68,10 @@ class Unit:
     str_offsets_base: int = 0
     addr_base: int = 0
     rnglists_base: int = 0
-    ranges_base: int = 0  # DW_AT_GNU_ranges_base of a DWARF 4 split skeleton
+    # Added to this unit's own .debug_ranges offsets: its skeleton's DW_AT_GNU_ranges_base in a
+    # DWARF 4 split unit, else 0. A skeleton's own DW_AT_ranges counts from the section's start.
+    ranges_base: int = 0
+    split_ranges_base: int = 0  # DW_AT_GNU_ranges_base of a DWARF 4 skeleton, for its split unit
     stmt_list: int | None = None
     comp_dir: str | None = None
     name: str | None = None

@@ -367,9 +367,15 @@ class ElfFile:
         """This file as a symbol source: its DWARF units and symbol table (its image's, when bound)."""
         if self._answer_source is None:
             naming, beneath = self._naming_symbols()
-            self._answer_source = paired_answers(
-                self.path, naming, self._dwarf_info, self._symbols_error, beneath=beneath
+            # Executables and shared objects place no code at 0; a relocatable object's sections all start there.
+            executable = [segment for segment in self.segments() if segment.executable]
+            zero_is_discarded = bool(executable) and not any(
+                segment.vaddr <= 0 < segment.vaddr + segment.memsz for segment in executable
             )
+            self._answer_source = paired_answers(
+                self.path, naming, self._dwarf_info, self._symbols_error, beneath=beneath,
+                zero_is_discarded=zero_is_discarded,
+            )  # fmt: skip
         return self._answer_source
 
     def answer_regions(self) -> Sequence[AnswerRegion]:

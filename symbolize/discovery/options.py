@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 
 from symbolize.cache import with_index
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
 from symbolize.formats.open import open_object
-from symbolize.formats.types import DebugHint, HintResolver, ObjectFile, SectionSource
+from symbolize.formats.types import DebugHint, HintKind, HintResolver, ObjectFile, SectionSource
 from symbolize.index.job import IndexJob
 
 DEFAULT_DEBUG_DIRS = (Path("/usr/lib/debug"),)
@@ -104,7 +107,11 @@ class ObjectCache:
         bind = getattr(opened, "bind_image", None)
         if image is not None and callable(bind):
             bind(image)
-        source = with_index(opened, self.index_dir, self.build_missing_indexes)
+        # The resolver the file was first opened with: the one its decoding asks (see Resolver).
+        consulted = self._resolvers.get(key)
+        source = with_index(
+            opened, self.index_dir, self.build_missing_indexes, consulted if isinstance(consulted, Resolver) else None
+        )
         self._sources[key] = (stamp, source)
         self._jobs[key] = job or IndexJob(path, arch)
         return source
@@ -192,10 +199,28 @@ class DiscoveryOptions:
         return self.cache.open_source(path, arch, Resolver(self, image_path or path, path, arch), image, job)
 
 
+# The hints a reader asks for while it decodes (a split unit's .dwo or .dwp, the dwz file): what
+# they find shapes its answers, yet no index key can name it before the answers are built.
+_DECODING_HINTS = frozenset({HintKind.SPLIT_DWARF, HintKind.SUPPLEMENTARY})
+
+# A file as a candidate was when a hint was followed: [size, mtime in ns], or None when absent.
+FileState = list[int] | None
+
+
+def _file_state(path: str) -> FileState:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns] if S_ISREG(stat.st_mode) else None
+
+
 class Resolver:
     """The :data:`HintResolver` a reader is opened with: its hints go through the locator registry.
 
-    ``refused`` collects the candidates turned down, for diagnostics.
+    ``refused`` collects the candidates turned down, for diagnostics. For the hints a reader asks
+    for while decoding, it notes every candidate path as it was when asked (symbolize/cache.py's
+    ``ConsultedFiles``): an index built from those answers is believed only while they stay so.
     """
 
     def __init__(self, options: DiscoveryOptions, image_path: Path, asking_path: Path, arch: str | None) -> None:
@@ -204,12 +229,49 @@ class Resolver:
         self.asking_path = asking_path
         self.arch = arch
         self.refused: list[str] = []
+        self._consulted: dict[str, FileState] = {}
 
     def __call__(self, hint: DebugHint) -> SectionSource | None:
-        from symbolize.discovery.registry import LookupContext, locate
+        from symbolize.discovery.registry import LookupContext, candidate_paths, locate
 
         context = LookupContext(self.options, self.image_path, self.asking_path, self.arch)
+        if hint.kind in _DECODING_HINTS:
+            # Before locate opens anything: a file that appears meanwhile then shows as a change.
+            for path in map(os.path.abspath, candidate_paths(hint, context)):
+                if path not in self._consulted:
+                    self._consulted[path] = _file_state(path)
         found = locate(hint, context, self.refused)
         if found is None or not isinstance(found.opened, SectionSource):
             return None
         return found.opened
+
+    def consulted_record(self) -> bytes:
+        """Every candidate path of the decoding hints followed so far, with its state then, and the
+        settings that chose those paths; empty when no such hint was followed."""
+        if not self._consulted:
+            return b""
+        return json.dumps({"settings": self._settings(), "files": self._consulted}, sort_keys=True).encode()
+
+    def record_holds(self, record: bytes) -> bool:
+        """Whether the files ``record`` (a :meth:`consulted_record`) lists are as they were, and
+        these settings would look for them where it did."""
+        try:
+            data = json.loads(record)
+        except ValueError:
+            return False
+        if not isinstance(data, dict) or data.get("settings") != self._settings():
+            return False
+        files = data.get("files")
+        if not isinstance(files, dict):
+            return False
+        return all(_file_state(path) == state for path, state in files.items())
+
+    def _settings(self) -> list[object]:
+        options = self.options
+        return [
+            os.path.abspath(self.image_path),
+            os.path.abspath(self.asking_path),
+            self.arch,
+            [os.path.abspath(path) for path in options.search_paths],
+            [os.path.abspath(path) for path in options.debug_dirs],
+        ]

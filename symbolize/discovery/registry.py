@@ -119,6 +119,12 @@ def registered_kinds() -> frozenset[HintKind]:
     return frozenset(_LOCATORS)
 
 
+def candidate_paths(hint: DebugHint, context: LookupContext) -> list[Path]:
+    """Every path :func:`locate` may try for ``hint``, in its order (none is opened or checked)."""
+    locator = _LOCATORS.get(hint.kind)
+    return [] if locator is None else [candidate.path for candidate in locator.candidates(hint, context)]
+
+
 def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Located | None:
     """The first file ``hint`` names that exists, obeys the path rules and verifies; None if none.
 

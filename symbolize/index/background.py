@@ -32,6 +32,7 @@ import time
 from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from symbolize.cache import build_index, index_key, index_path, is_indexable, load_index
 from symbolize.formats.errors import SymbolizeError
@@ -39,6 +40,9 @@ from symbolize.formats.open import open_object
 from symbolize.formats.types import ObjectFile
 from symbolize.index.indexed import IndexableSource
 from symbolize.index.job import IndexJob
+
+if TYPE_CHECKING:
+    from symbolize.discovery.options import Resolver
 
 STALE_MARKER_SECONDS = 3600.0
 LOG_NAME = "background.log"
@@ -131,7 +135,7 @@ def build_missing(jobs: Sequence[IndexJob | Path], cache_dir: Path) -> int:
         job = item if isinstance(item, IndexJob) else IndexJob(item)
         with ExitStack() as opened_files:
             try:
-                opened = _open(job, opened_files)
+                opened, resolver = _open(job, opened_files)
             except Exception as error:  # the builder has no caller to raise to
                 failures += _log(cache_dir, f"{job.path}: {_describe(error)}")
                 continue
@@ -139,9 +143,9 @@ def build_missing(jobs: Sequence[IndexJob | Path], cache_dir: Path) -> int:
                 continue
             marker = marker_path(cache_dir, opened)
             try:
-                existing = load_index(opened, cache_dir)
+                existing = load_index(opened, cache_dir, resolver)
                 if existing is None:
-                    build_index(opened, cache_dir)
+                    build_index(opened, cache_dir, resolver)
                 else:
                     existing.index.close()
             except Exception as error:
@@ -152,9 +156,10 @@ def build_missing(jobs: Sequence[IndexJob | Path], cache_dir: Path) -> int:
     return failures
 
 
-def _open(job: IndexJob, opened_files: ExitStack) -> ObjectFile:
+def _open(job: IndexJob, opened_files: ExitStack) -> tuple[ObjectFile, Resolver]:
     """``job``'s file opened as the run opened it: its slice, its hints followed through the run's
-    search settings, bound to its image; everything opened is closed with ``opened_files``."""
+    search settings, bound to its image, with the resolver it asks; everything opened is closed
+    with ``opened_files``."""
     from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, DiscoveryOptions, Resolver
 
     options = DiscoveryOptions(
@@ -172,7 +177,7 @@ def _open(job: IndexJob, opened_files: ExitStack) -> ObjectFile:
     bind = getattr(opened, "bind_image", None)
     if job.bound_image is not None and callable(bind):
         bind(options.open(job.bound_image, arch=job.image_arch))
-    return opened
+    return opened, resolver
 
 
 def _describe(error: BaseException) -> str:
