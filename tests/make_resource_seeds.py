@@ -2,14 +2,15 @@
 "Hostile input"), small, for the fuzzers to grow and mutate; the full-size shapes run in
 tests/hostile_run.py.
 
-``python fuzz/make_resource_seeds.py`` (re)writes:
+``python tests/make_resource_seeds.py`` (re)writes (beside the builders it uses, out of the
+type-checked fuzz/ package):
 
-- ``seeds/elf/abbrev-offsets-apart.so``: 200 units, each at its own offset of one abbreviation
+- ``fuzz/seeds/elf/abbrev-offsets-apart.so``: 200 units, each at its own offset of one abbreviation
   table whose only terminating 0 code is at its end;
-- ``seeds/pprof/one-field-locations.pb.gz``: 20,000 locations of one field each;
-- ``seeds/pprof/empty-lines-and-labels.pb``: a location of 2,000 empty lines, a sample of 2,000
+- ``fuzz/seeds/pprof/one-field-locations.pb.gz``: 20,000 locations of one field each;
+- ``fuzz/seeds/pprof/empty-lines-and-labels.pb``: a location of 2,000 empty lines, a sample of 2,000
   empty labels;
-- ``seeds/macho/load-commands-past-sizeofcmds``: a thin header listing a million load commands
+- ``fuzz/seeds/macho/load-commands-past-sizeofcmds``: a thin header listing a million load commands
   in 16 bytes.
 """
 
