@@ -73,10 +73,10 @@ class MissingDebugInfoError(SymbolizeError):
 class DebugIdMismatchError(SymbolizeError):
     """A candidate file's debug ID differs from the one the profile or binary asks for."""
 
-    def __init__(self, path: Path | str, expected: str, found: str | None) -> None:
+    def __init__(self, path: Path | str, expected: str, found: str | None, what: str = "debug ID") -> None:
         self.expected = expected
         self.found = found
-        super().__init__(f"debug ID {found or 'none'} does not match expected {expected}", path)
+        super().__init__(f"{what} {found or 'none'} does not match expected {expected}", path)
 
 
 def configured_limit(setting: str, default: int) -> int:

@@ -52,6 +52,8 @@ _DIRECTORY_EXCEPTION = 3
 _DIRECTORY_DEBUG = 6
 _COFF_SYMBOL = struct.Struct("<8sIhHBB")  # name, Value, SectionNumber, Type, StorageClass, NumberOfAuxSymbols
 _IMAGE_SYM_DTYPE_FUNCTION = 2
+_IMAGE_SYM_CLASS_STATIC = 3
+_IMAGE_SYM_CLASS_FILE = 103
 # A CodeView record larger than this is not one: RSDS is 24 bytes and a path.
 _MAX_CODEVIEW_SIZE = 1 << 16
 
@@ -128,6 +130,7 @@ class PeFile:
             self.arch = _MACHINES.get(header.Machine, f"machine{header.Machine:#x}")
             self.image_base: int = optional.ImageBase
             self.size_of_image: int = optional.SizeOfImage
+            self.time_date_stamp: int = header.TimeDateStamp
             self.load_base = self.image_base
             self.is_dll = bool(header.Characteristics & 0x2000)
             self._symbol_table_offset: int = header.PointerToSymbolTable
@@ -138,7 +141,13 @@ class PeFile:
             self._by_name = {section.name: section for section in reversed(self._sections)}
             self.has_pdata = len(directories) > _DIRECTORY_EXCEPTION and directories[_DIRECTORY_EXCEPTION].Size > 0
             self._exports = self._read_exports(pe) if len(directories) > _DIRECTORY_EXPORT else []
-            self.codeview = self._read_codeview(pe) if len(directories) > _DIRECTORY_DEBUG else None
+            # Why the CodeView record cannot be read ("" when it can or there is none): only the
+            # PDB hint goes with it, the image's exports, symbols and DWARF still answer.
+            self.codeview_damage = ""
+            try:
+                self.codeview = self._read_codeview(pe) if len(directories) > _DIRECTORY_DEBUG else None
+            except MalformedInputError as err:
+                self.codeview, self.codeview_damage = None, str(err)
         except (pefile.PEFormatError, struct.error, ValueError, IndexError, AttributeError, TypeError) as err:
             raise self._fail(f"bad PE file: {err}", 0) from err
         # No pe.close(): given bytes, pefile holds no mapping to close, and its close() runs a full
@@ -146,6 +155,11 @@ class PeFile:
         record = self.codeview
         is_rsds = record is not None and record.signature == "RSDS"
         self.debug_id = DebugId(DebugIdKind.PDB, record.guid, record.age) if record and is_rsds else None
+        # What names the image itself, PDB or none (symsrv's key of the image, Breakpad's and
+        # Crashpad's code ID): a profile of a MinGW or CodeView-less image has only this.
+        self.code_id = DebugId(
+            DebugIdKind.PE_CODE_ID, self.time_date_stamp.to_bytes(4, "big") + self.size_of_image.to_bytes(4, "big")
+        )
         # Why the PDB this image names cannot be used, when it cannot ("" when it can or there is none).
         self.unsupported_debug_reason = (
             "the CodeView record is NB10 (a PDB 2.0 from Visual C++ 6 or older), which is not supported"
@@ -210,7 +224,9 @@ class PeFile:
             if debug.Type != _IMAGE_DEBUG_TYPE_CODEVIEW:
                 continue
             offset, size = debug.PointerToRawData, debug.SizeOfData
-            if size > _MAX_CODEVIEW_SIZE or offset + size > len(self._data) or size < 4:
+            if size < 4:
+                raise self._fail(f"CodeView record of {size} bytes holds no signature", offset)
+            if size > _MAX_CODEVIEW_SIZE or offset + size > len(self._data):
                 raise self._fail(f"CodeView record of {size} bytes extends past end of file", offset)
             return _parse_codeview(self._data[offset : offset + size], self.path, offset)
         return None
@@ -232,7 +248,12 @@ class PeFile:
         ]
 
     def debug_hints(self) -> Sequence[DebugHint]:
-        """The PDB named by the RSDS record (its recorded path, GUID and age); [] for none or NB10."""
+        """The PDB named by the RSDS record (its recorded path, GUID and age); [] for none or NB10.
+
+        A malformed CodeView record gives a PDB hint that says why (``DebugHint.damaged``).
+        """
+        if self.codeview_damage:
+            return [DebugHint(HintKind.PDB, damaged=self.codeview_damage)]
         if self.codeview is None or self.debug_id is None:
             return []
         return [DebugHint(HintKind.PDB, self.codeview.pdb_path, self.debug_id)]
@@ -245,7 +266,19 @@ class PeFile:
         return list(self._exports)
 
     def coff_symbols(self) -> list[Symbol]:
-        """Function symbols of the COFF symbol table (MinGW keeps one; MSVC and lld-link do not)."""
+        """The COFF symbols that name code, in table order (MinGW keeps a table; MSVC and lld-link do not).
+
+        llvm-symbolizer's choice (``COFFObjectFile::getSymbolType`` and
+        ``SymbolizableObjectFile::addSymbol``): a symbol typed as a function, and any other defined
+        symbol that is no section definition (``.text``, static with an aux record) and no file
+        record. The second kind matters in code: MinGW's import thunks (``jmp *__imp_Sleep``) come
+        from import libraries as untyped externals named after the import (``Sleep``). Untyped
+        symbols are kept in executable sections only; elsewhere they name data, never code.
+        """
+        return [symbol for symbol, names_code in self._coff_table() if names_code]
+
+    def _coff_table(self) -> list[tuple[Symbol, bool]]:
+        """Every defined COFF symbol in a section, in table order, and whether it names code."""
         if not self._symbol_count:
             return []
         table_end = self._symbol_table_offset + self._symbol_count * _COFF_SYMBOL.size
@@ -255,38 +288,53 @@ class PeFile:
         index = 0
         while index < self._symbol_count:
             offset = self._symbol_table_offset + index * _COFF_SYMBOL.size
-            raw_name, value, section_number, sym_type, _storage, aux_count = _COFF_SYMBOL.unpack_from(
+            raw_name, value, section_number, sym_type, storage, aux_count = _COFF_SYMBOL.unpack_from(
                 self._data, offset
             )
             index += 1 + aux_count
-            if (sym_type >> 4) & 0xF != _IMAGE_SYM_DTYPE_FUNCTION or not 0 < section_number <= len(self._sections):
+            if not 0 < section_number <= len(self._sections):
                 continue
+            section = self._sections[section_number - 1]
+            is_function = (sym_type >> 4) & 0xF == _IMAGE_SYM_DTYPE_FUNCTION
+            is_section_definition = storage == _IMAGE_SYM_CLASS_STATIC and aux_count > 0
+            names_code = is_function or (
+                not is_section_definition
+                and storage != _IMAGE_SYM_CLASS_FILE
+                and bool(section.characteristics & _IMAGE_SCN_MEM_EXECUTE)
+            )
             if raw_name[:4] == b"\0\0\0\0":
                 name = _c_string(self._string_table, int.from_bytes(raw_name[4:], "little"))
             else:
                 name = raw_name.rstrip(b"\0").decode("utf-8", "replace")
-            if name:
-                found.append(Symbol(name, self.image_base + self._sections[section_number - 1].rva + value, 0))
+            found.append((Symbol(name, self.image_base + section.rva + value, 0), names_code and bool(name)))
         return found
 
     def symbols(self) -> Sequence[Symbol]:
-        """COFF function symbols, else exports; sizes reach the next symbol or the section's end."""
+        """COFF symbols that name code, else exports; sizes reach the next symbol or the section's end."""
         return self._symbols_by_address()[2]
 
     def _symbols_by_address(self) -> tuple[list[int], list[int], list[Symbol]]:
         if self._symbol_index is None:
-            named = self.coff_symbols() or list(self._exports)
-            # One name per address: the first in table order (folded code keeps its first name).
-            first: dict[int, Symbol] = {}
+            table = self._coff_table()
+            named = [symbol for symbol, names_code in table if names_code] or list(self._exports)
+            # One name per address, llvm-symbolizer's (SymbolizableObjectFile::create): it stable-sorts
+            # by (address, size) and keeps the last of each address, and computeSymbolSizes gives
+            # every symbol of one address the same size, so the last in table order wins: MinGW's
+            # ``fpreset`` over ``_fpreset``, which its runtime lists first.
+            chosen: dict[int, Symbol] = {}
             for symbol in named:
-                first.setdefault(symbol.vaddr, symbol)
-            starts = sorted(first)
+                chosen[symbol.vaddr] = symbol
+            starts = sorted(chosen)
+            # A symbol reaches the next address any symbol of the table has (a section definition
+            # of the next object's code included, as computeSymbolSizes counts them), or its
+            # section's end.
+            boundaries = sorted({symbol.vaddr for symbol, _ in table} | set(starts))
             ends = []
-            for i, vaddr in enumerate(starts):
+            for vaddr in starts:
+                following = bisect_right(boundaries, vaddr)
                 section_end = self._section_end(vaddr)
-                following = starts[i + 1] if i + 1 < len(starts) else section_end
-                ends.append(min(following, section_end))
-            symbols = [first[vaddr]._replace(size=end - vaddr) for vaddr, end in zip(starts, ends, strict=True)]
+                ends.append(min(boundaries[following], section_end) if following < len(boundaries) else section_end)
+            symbols = [chosen[vaddr]._replace(size=end - vaddr) for vaddr, end in zip(starts, ends, strict=True)]
             self._symbol_index = (starts, ends, symbols)
         return self._symbol_index
 

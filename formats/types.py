@@ -52,6 +52,8 @@ class DebugIdKind(Enum):
     GNU_BUILD_ID = "gnu-build-id"
     PDB = "pdb"
     MACHO_UUID = "macho-uuid"
+    # A PE image's code ID: the COFF header's TimeDateStamp and the optional header's SizeOfImage.
+    PE_CODE_ID = "pe-code-id"
     # A split-DWARF unit's DWO ID (DW_AT_GNU_dwo_id, or the DWARF 5 unit header's), big-endian.
     DWO_ID = "dwo-id"
 
@@ -64,7 +66,8 @@ class DebugId(NamedTuple):
 
     ``value`` holds the bytes as the file stores them: a GNU build ID's note
     descriptor, a PDB GUID as the RSDS record and the PDB info stream store it
-    (Data1, Data2 and Data3 little-endian), a Mach-O ``LC_UUID``. ``age`` is the
+    (Data1, Data2 and Data3 little-endian), a Mach-O ``LC_UUID``; a PE code ID's
+    is TimeDateStamp then SizeOfImage, each 4 bytes big-endian. ``age`` is the
     PDB age (0 for the other kinds). Debug IDs are compared as values (``==``),
     never as text: text is for people and for :meth:`parse`.
     """
@@ -77,6 +80,10 @@ class DebugId(NamedTuple):
         if self.kind is DebugIdKind.PDB:
             # The symbol-store form (symsrv, Breakpad): GUID as printed by Windows, age in hex.
             return f"{self.guid_text()}{self.age:X}"
+        if self.kind is DebugIdKind.PE_CODE_ID and len(self.value) == 8:
+            # The symbol-store key of the image (symsrv's, Breakpad's and Crashpad's code ID):
+            # TimeDateStamp as 8 hex digits, SizeOfImage as few as it needs.
+            return f"{int.from_bytes(self.value[:4], 'big'):08X}{int.from_bytes(self.value[4:], 'big'):x}"
         if self.kind is DebugIdKind.MACHO_UUID and len(self.value) == 16:
             text = self.value.hex().upper()
             return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
@@ -99,9 +106,17 @@ class DebugId(NamedTuple):
         Accepted: a build ID as hex (any case); a Mach-O UUID as 32 hex digits with or
         without dashes; a PDB ID as ``GUID`` + age in hex (the symbol-store form,
         what :meth:`__str__` prints) or ``GUID-age``, the GUID with or without dashes
-        and braces. Dashes and case never matter.
+        and braces; a PE code ID as TimeDateStamp in 8 hex digits then SizeOfImage in 1 to
+        8 (the symbol-store key; leading zeros of SizeOfImage do not matter). Dashes and
+        case never matter.
         """
         cleaned = text.strip().replace("{", "").replace("}", "")
+        if kind is DebugIdKind.PE_CODE_ID:
+            compact = cleaned.replace("-", "")
+            if not 8 < len(compact) <= 16 or not set(compact) <= _HEX:
+                return None
+            stamp, size = int(compact[:8], 16), int(compact[8:], 16)
+            return cls(kind, stamp.to_bytes(4, "big") + size.to_bytes(4, "big"))
         if kind is DebugIdKind.PDB:
             head, dash, tail = cleaned.rpartition("-")
             if dash and len(head.replace("-", "")) == 32:
@@ -188,6 +203,10 @@ class DebugHint(NamedTuple):
     mtime: int | None = None
     # The build directory a relative ``name`` was recorded against (a split unit's DW_AT_comp_dir).
     directory: str = ""
+    # Why the record this hint comes from cannot be read ("" when it can: a malformed
+    # ``.gnu_debuglink`` or CodeView record): discovery refuses such a hint with this reason, as
+    # ``"path: why"``, and the rest of the file answers without it.
+    damaged: str = ""
 
 
 @runtime_checkable

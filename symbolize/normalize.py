@@ -47,7 +47,17 @@ segments carry their names):
   ``high - load_base`` (``high`` the end of the last segment), the start
   stands for the lowest segment: ``slide = memory_start - low``.
 - A nonzero file offset is read as for ELF, through the segments' file
-  offsets (slice-relative in a fat file).
+  offsets. In a universal (fat) file it may count from the slice (what the
+  slice's own load commands say) or from the start of the fat file (what
+  the kernel maps and vmmap reports: the slice's offset plus the
+  segment's); :func:`macho_offset_base` tells them apart. The fat-file
+  reading is taken only when the offset, less the slice's, lands better on
+  the slice's segments than the offset as it is: on a segment's first byte
+  (a mapping starts where a segment does), then inside ``__TEXT``, then in
+  any segment; else (ties included) the slice reading stands. So an offset
+  on which both readings start a segment (an arm64 slice at 0x4000 whose
+  ``__LINKEDIT`` starts 0x4000 into it) is read as ``__TEXT``'s: a profile's
+  addresses are code.
 - On arm64 (arm64e above all), return addresses may carry a pointer-
   authentication signature above the 47-bit user address space; those bits
   are cleared first (what ``ptrauth_strip`` does), before any other rule.
@@ -201,12 +211,36 @@ def _pe_rule(image: Image, segments: Sequence[Segment], memory_start: int, file_
     return _biased(segments, memory_start - image_base)
 
 
+def macho_offset_base(image: Image, file_offset: int | None) -> int:
+    """What to subtract from a mapping's ``file_offset`` of a Mach-O ``image`` to get a slice
+    offset: 0 when it counts from the slice (or the file is thin), the slice's offset in its
+    universal file when it counts from the start of the fat file (module docstring)."""
+    from symbolize.formats.macho import MachOFile  # loaded already: the image is one
+
+    if not file_offset or not isinstance(image, MachOFile) or not image.universal:
+        return 0
+    slice_offset = image.slice.file_offset
+    if file_offset < slice_offset:
+        return 0
+    mapped = tuple(segment for segment in image.segments() if segment.name != PAGEZERO and segment.filesz)
+
+    def fit(offset: int) -> tuple[bool, bool, bool]:
+        holding = [s for s in mapped if s.file_offset <= offset < s.file_offset + s.filesz]
+        return (
+            any(segment.file_offset == offset for segment in holding),
+            any(segment.name == "__TEXT" for segment in holding),
+            bool(holding),
+        )
+
+    return slice_offset if fit(file_offset - slice_offset) > fit(file_offset) else 0
+
+
 def _macho_rule(
     image: Image, segments: Sequence[Segment], memory_start: int, memory_limit: int, file_offset: int | None
 ) -> Translator:
     mapped = tuple(segment for segment in segments if segment.name != PAGEZERO)
     if file_offset:
-        return _by_file_offset(mapped, memory_start, file_offset)
+        return _by_file_offset(mapped, memory_start, file_offset - macho_offset_base(image, file_offset))
     low = min(segment.vaddr for segment in segments)
     high = max(segment.vaddr + segment.memsz for segment in segments)
     text = image.load_base

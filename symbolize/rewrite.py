@@ -43,7 +43,7 @@ from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.indexed_lines import NOT_COVERED_DETAIL, NamedFacts, attach_indexed_lines
 from symbolize.module import Module, Reason, Unknown, reason_for_error
-from symbolize.normalize import mapping_contradiction, translator
+from symbolize.normalize import macho_offset_base, mapping_contradiction, translator
 from symbolize.offset_frames import name_offset_frames
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Location, Mapping, Profile
@@ -337,6 +337,8 @@ def _symbolize_mapping(
     if getattr(module.image, "universal", False):
         summary.slice = module.image.arch
         summary.slice_by = slice_by
+        if mapping.file_offset:
+            summary.file_offsets_from = "fat file" if macho_offset_base(module.image, mapping.file_offset) else "slice"
     if not build_id and module.image.debug_id is not None:
         # Issue 13: keep what was found, so pprof and later runs can check the binary they are given
         # against the one this run used (this run's summary says the match was by name only).

@@ -7,7 +7,7 @@
                    "details": [{"reason": reason, "detail": str, "count": N}],
                    "missing_lines": str|null, "damaged_debug_info": str|null,
                    "refused": [str], "slice": str|null, "slice_by": str|null,
-                   "unverified": bool}],
+                   "file_offsets_from": str|null, "unverified": bool}],
      "locations": N, "named": N, "unnamed": N,
      "nothing_to_name": bool,
      "unnamed_value_share": {sample_type_name: float 0..1},
@@ -34,6 +34,9 @@ DWARF asked for while the mapping's addresses were looked up.
 ``"slice"`` is the architecture used of a universal (fat) Mach-O binary, else null;
 ``"slice_by"`` what chose it: ``"uuid"`` (the mapping's), ``"mapping size"`` or ``"addresses"``
 (symbolize/discovery/slices.py), ``"default"`` (nothing told the slices apart: the host's).
+``"file_offsets_from"`` says, for a mapping of a universal binary with a file offset, where that
+offset was read to count from: ``"slice"`` or ``"fat file"`` (the kernel's and vmmap's way: the
+slice's offset plus the segment's; symbolize/normalize.py); else null.
 ``"unverified"`` is true when the binary was found by its file name only (the mapping has no
 build ID to check it by, or it is the module of ``module+0xOFFSET`` frames), so it may be another
 build of that name; a file found by name whose size
@@ -78,6 +81,8 @@ class MappingSummary:
     # The slice of a universal binary the mapping was read from, and what chose it (see slice_by above).
     slice: str | None = None
     slice_by: str | None = None
+    # Where a universal binary's mapping file offset counts from: "slice" or "fat file" (see above).
+    file_offsets_from: str | None = None
     # Why the debug info cannot be read at all, when so (only the symbol table names addresses).
     damaged_debug_info: str | None = None
     # Candidate debug files turned down, "path: why".
@@ -117,6 +122,7 @@ class MappingSummary:
             "refused": list(self.refused),
             "slice": self.slice,
             "slice_by": self.slice_by,
+            "file_offsets_from": self.file_offsets_from,
             "unverified": self.unverified,
         }
 
@@ -184,7 +190,8 @@ class Summary:
             via = f" (via {source})" if source and source != mapping.filename else ""
             if mapping.slice:
                 chosen = f", by {mapping.slice_by}" if mapping.slice_by and mapping.slice_by != "uuid" else ""
-                via += f" [{mapping.slice} slice{chosen}]"
+                offsets = f", offsets from the {mapping.file_offsets_from}" if mapping.file_offsets_from else ""
+                via += f" [{mapping.slice} slice{chosen}{offsets}]"
             already = ""
             if mapping.already_symbolized:
                 already = f", {mapping.already_symbolized} already symbolized"

@@ -86,13 +86,20 @@ def readelf_code_sections(path: Path) -> set[str]:
     return found
 
 
+# llvm's ELFObjectFile::getSymbolFlags: names it marks format-specific (mapping symbols), by machine.
+MAPPING_SYMBOLS = {"AArch64": ("$d", "$x"), "ARM": ("$a", "$d", "$t"), "RISC-V": ("$d", "$x")}
+
+
 def readelf_functions(path: Path) -> set[tuple[str, int, int]]:
-    """Function symbols as llvm-symbolizer takes them: FUNC and IFUNC, and NOTYPE or OBJECT in code."""
+    """Function symbols as llvm-symbolizer takes them: FUNC and IFUNC, and NOTYPE or OBJECT in code,
+    mapping symbols left out."""
     code = readelf_code_sections(path)
+    machine = re.search(r"Machine:\s+(\S+)", readelf("--file-header", str(path)))
+    mapping_symbols = MAPPING_SYMBOLS.get(machine.group(1) if machine else "", ())
     functions = set()
     for line in readelf("--symbols", "--wide", str(path)).splitlines():
         fields = line.split()
-        if len(fields) != 8 or fields[6] == "UND":
+        if len(fields) != 8 or fields[6] == "UND" or (mapping_symbols and fields[7].startswith(mapping_symbols)):
             continue
         if fields[3] in ("FUNC", "IFUNC", "GNU_IFUNC") or (fields[3] in ("NOTYPE", "OBJECT") and fields[6] in code):
             functions.add((fields[7].split("@")[0], int(fields[1], 16), int(fields[2], 0)))

@@ -6,6 +6,15 @@ section (hand-written assembly labels carry no type: BLAKE3's and OpenSSL's x86
 routines). llvm-symbolizer takes untyped and data symbols in other sections too,
 but they only name data addresses (``_edata``, ``__bss_start``), never code.
 
+Mapping symbols ("ELF for the Arm Architecture" and "ELF for the Arm 64-bit Architecture",
+"Mapping symbols"; the RISC-V ELF psABI likewise) mark where code of an instruction set or
+data starts (``$a``, ``$t``, ``$x``, ``$d``, optionally with a suffix: ``$x.12``, ``$d.3``);
+they name no function and sit inside functions wherever a literal pool or a Thumb-2 jump
+table interrupts the code. llvm skips them: ``ELFObjectFile::getSymbolFlags`` marks every
+symbol whose name *starts with* these on the machine's list ``SF_FormatSpecific``, and
+``SymbolizableObjectFile::addSymbol`` drops those, whatever their type. So do we
+(:data:`MAPPING_SYMBOL_PREFIXES`).
+
 MiniDebugInfo (GDB manual, "MiniDebugInfo") is an xz-compressed ELF in
 ``.gnu_debugdata`` whose ``.symtab`` holds the local function symbols a
 stripped binary dropped; its tables are read one level deep (a payload's own
@@ -32,6 +41,15 @@ STT_FILE = 4
 STT_GNU_IFUNC = 10
 STB_LOCAL = 0
 EM_ARM = 40
+EM_AARCH64 = 183
+EM_RISCV = 243
+
+# Per machine, the name prefixes llvm's getSymbolFlags treats as mapping symbols (see the docstring).
+MAPPING_SYMBOL_PREFIXES: dict[int, tuple[str, ...]] = {
+    EM_ARM: ("$a", "$d", "$t"),
+    EM_AARCH64: ("$d", "$x"),
+    EM_RISCV: ("$d", "$x"),
+}
 
 # A MiniDebugInfo payload is a few hundred KiB; refuse an xz bomb well before memory runs out.
 MAX_DEBUGDATA_SIZE = 1 << 30
@@ -84,6 +102,7 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
     if stride < layout.size:
         raise headers.fail(f"{section.name} entry size {stride} is too small", section.sh_offset)
     thumb_mask = ~1 if headers.e_machine == EM_ARM else ~0
+    mapping_prefixes = MAPPING_SYMBOL_PREFIXES.get(headers.e_machine, ())
     source_file = None
     rank = 2 if section.sh_type == SHT_SYMTAB else 0
     count = (len(data) - layout.size) // stride + 1 if len(data) >= layout.size else 0
@@ -117,7 +136,7 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
         # A debug file's .symtab keeps the assembler's symbol versions (``cfree@GLIBC_2.2.5``,
         # ``pthread_create@@GLIBC_2.34``); llvm-symbolizer names the function without them.
         name = c_string(strings, st_name).partition("@")[0]
-        if not name:
+        if not name or (mapping_prefixes and name.startswith(mapping_prefixes)):
             continue
         is_local = st_info >> 4 == STB_LOCAL
         section_end = section_ends[st_shndx] if st_shndx < len(section_ends) else None

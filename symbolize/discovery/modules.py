@@ -8,7 +8,11 @@ and the base name in each ``--search-path`` (exact, else case-insensitively:
 a Windows profile names ``C:\\x\\App.exe``). The ID text is parsed as the
 candidate's own kind (``DebugId.parse(text, image.debug_id.kind)``) and
 compared as a value, so a GNU build ID, a PDB GUID+age and a Mach-O UUID each
-match in whatever spelling the profile uses. Without a binary, a separate
+match in whatever spelling the profile uses. A PE image is also named by its
+code ID (TimeDateStamp and SizeOfImage, read from its headers: the symsrv key
+``name.exe/<TIMESTAMP><SIZEOFIMAGE>/name.exe``, what Breakpad, Crashpad and
+Sentry record), the only ID of a MinGW or CodeView-less image; a code ID of
+another build is refused with both code IDs. Without a binary, a separate
 debug file found by build ID stands in (it keeps the program headers).
 
 The debug files: each hint the image lists that names a module's debug file
@@ -26,6 +30,7 @@ from symbolize.discovery.options import DiscoveryOptions
 from symbolize.discovery.paths import DirectoryListings, base_name, build_id_path, is_file_name, lies_under
 from symbolize.discovery.registry import READER_HINTS, LookupContext, locate
 from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError
+from symbolize.formats.pe import PeFile
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, ObjectFile
 from symbolize.module import Module, Source
 
@@ -46,9 +51,7 @@ def find_module(filename: str, debug_id: str | None, options: DiscoveryOptions) 
         if wanted is None or _matches(image, wanted):
             return module_for(image, options)
         if by_name and mismatch is None:
-            expected = DebugId.parse(wanted, image.debug_id.kind) if image.debug_id is not None else None
-            found = str(image.debug_id) if image.debug_id is not None else None
-            mismatch = DebugIdMismatchError(candidate, str(expected) if expected is not None else wanted, found)
+            mismatch = _mismatch(candidate, image, wanted)
     if wanted is not None:
         stand_in = _debug_file_by_build_id(wanted, options)
         if stand_in is not None:
@@ -103,8 +106,26 @@ def _slice_with_id(path: Path, image: ObjectFile, wanted: str, options: Discover
     return None
 
 
+def _identities(image: ObjectFile) -> list[DebugId]:
+    """The IDs a mapping may name ``image`` by: its debug ID, and a PE image's code ID."""
+    found = [image.debug_id] if image.debug_id is not None else []
+    if isinstance(image, PeFile):
+        found.append(image.code_id)
+    return found
+
+
 def _matches(image: ObjectFile, wanted: str) -> bool:
-    return image.debug_id is not None and DebugId.parse(wanted, image.debug_id.kind) == image.debug_id
+    return any(DebugId.parse(wanted, identity.kind) == identity for identity in _identities(image))
+
+
+def _mismatch(path: Path, image: ObjectFile, wanted: str) -> DebugIdMismatchError:
+    """The refusal of ``image`` for ``wanted``, both IDs spelled as the kind ``wanted`` reads as."""
+    for identity in _identities(image):
+        expected = DebugId.parse(wanted, identity.kind)
+        if expected is not None:
+            what = "code ID" if identity.kind is DebugIdKind.PE_CODE_ID else "debug ID"
+            return DebugIdMismatchError(path, str(expected), str(identity), what)
+    return DebugIdMismatchError(path, wanted, str(image.debug_id) if image.debug_id is not None else None)
 
 
 def _debug_file_by_build_id(wanted: str, options: DiscoveryOptions) -> Module | None:
@@ -114,7 +135,11 @@ def _debug_file_by_build_id(wanted: str, options: DiscoveryOptions) -> Module | 
         return None
     for directory in options.debug_dirs:
         path = directory / relative
-        if lies_under(path, directory) and path.is_file():
+        try:
+            present = lies_under(path, directory) and path.is_file()
+        except OSError:
+            continue  # a .build-id directory that cannot be searched: the next debug directory may hold it
+        if present:
             stand_in = options.open(path)
             if _matches(stand_in, wanted):
                 return module_for(stand_in, options)
