@@ -11,10 +11,14 @@ def run_line_program(table: LineTable, data: bytes, offset: int, position: int, 
                      min_length: int, line_base: int, line_range: int, opcode_base: int,
                      standard_lengths: list[int], *, keep_every_row: bool) -> bool | None: ...
 
-# An abbreviation table (native/src/abbrev.rs), twin of abbrev._parse_abbrev_table; None: the reference
-# must parse it.
+# An abbreviation table and the offset past it (native/src/abbrev.rs), twin of
+# abbrev._parse_abbrev_table; None: the reference must parse it.
 def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes,
-                       abbrev: type[Abbrev]) -> dict[int, Abbrev] | None: ...
+                       abbrev: type[Abbrev]) -> tuple[dict[int, Abbrev], int] | None: ...
+
+# The entries of a serialized pprof Profile, counted up to one past ``limit``
+# (native/src/profile_entries.rs), twin of pprof._count_entries.
+def count_profile_entries(data: bytes, limit: int) -> int: ...
 
 # A SubtreeSkipper's per-code tables (native/src/skip_tables.rs), twin of skip._skip_tables; None: the
 # reference must build them.

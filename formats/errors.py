@@ -42,17 +42,24 @@ class BrokenSpanError(MalformedInputError):
 class InputLimitError(MalformedInputError):
     """An input would take more memory than a cap allows (a decompression bomb, an absurd count).
 
-    ``limit`` is the cap in bytes or items and ``setting`` the environment variable that
-    raises it, if any; both are in the message too.
+    ``limit`` is the cap, in ``unit`` (bytes unless said), and ``setting`` the environment
+    variable that raises it, if any; all are in the message too.
     """
 
     def __init__(
-        self, message: str, path: Path | str | None, offset: int | None, *, limit: int, setting: str | None = None
+        self,
+        message: str,
+        path: Path | str | None,
+        offset: int | None,
+        *,
+        limit: int,
+        setting: str | None = None,
+        unit: str = "bytes",
     ) -> None:
         self.limit = limit
         self.setting = setting
         hint = f"; {setting} raises the limit" if setting else ""
-        super().__init__(f"{message} (limit {limit} bytes{hint})", path, offset)
+        super().__init__(f"{message} (limit {limit} {unit}{hint})", path, offset)
 
 
 class UnsupportedFormatError(SymbolizeError):

@@ -32,7 +32,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
-from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
+from symbolize.formats.errors import (
+    InputLimitError,
+    MalformedInputError,
+    MissingDebugInfoError,
+    SymbolizeError,
+    UnsupportedFormatError,
+)
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex, paired_answers
 from symbolize.formats.types import (
     AnswerRegion,
@@ -81,6 +87,12 @@ LC_FUNCTION_STARTS = 0x26
 LC_VERSION_MIN_TVOS = 0x2F
 LC_VERSION_MIN_WATCHOS = 0x30
 LC_BUILD_VERSION = 0x32
+
+# The most load commands a slice may list. ld64 writes one per segment, dylib and a few dozen
+# more (tens to a few hundred); macholib builds ~2.8 KB of objects per command, so a header
+# claiming a million (8 bytes each fit in 8 MB) took 85 s and 2.8 GB before this cap.
+MAX_LOAD_COMMANDS = 1 << 14
+LOAD_COMMAND_SIZE = 8
 
 VM_PROT_EXECUTE = 0x4
 S_ZEROFILL = 0x1
@@ -326,6 +338,25 @@ def choose_slice(path: Path, slices: Sequence[Slice], arch: str | None) -> Slice
     return next((candidate for candidate in slices if candidate.arch == host), slices[0])
 
 
+def check_load_commands(path: Path, chosen: Slice, header_size: int, ncmds: int, sizeofcmds: int) -> None:
+    """Refuse a header whose load commands cannot fit its slice (dyld's check: the header and
+    ``sizeofcmds`` within the slice, and each command at least 8 bytes) or that lists more than
+    :data:`MAX_LOAD_COMMANDS`; before anything is read per command."""
+    if header_size + sizeofcmds > chosen.size:
+        raise MalformedInputError("load commands extend past end of file", path, chosen.file_offset)
+    if ncmds * LOAD_COMMAND_SIZE > sizeofcmds:
+        raise MalformedInputError(
+            f"{ncmds} load commands cannot fit in sizeofcmds {sizeofcmds} (8 bytes each at least)",
+            path,
+            chosen.file_offset,
+        )
+    if ncmds > MAX_LOAD_COMMANDS:
+        raise InputLimitError(
+            f"{ncmds} load commands, more than a Mach-O linker writes", path, chosen.file_offset,
+            limit=MAX_LOAD_COMMANDS, unit="load commands",
+        )
+
+
 def read_uuids(path: Path) -> dict[str, DebugId]:
     """Arch -> LC_UUID of every slice of ``path``, reading only headers and load commands.
 
@@ -343,8 +374,7 @@ def read_uuids(path: Path) -> dict[str, DebugId]:
             order = "<" if struct.unpack_from("<I", header)[0] in (MH_MAGIC, MH_MAGIC_64) else ">"
             magic, _cpu, _sub, _filetype, ncmds, sizeofcmds = struct.unpack_from(order + "IiiIII", header)
             header_size = 32 if magic == MH_MAGIC_64 else 28
-            if header_size + sizeofcmds > chosen.size:
-                raise MalformedInputError("load commands extend past end of file", path, chosen.file_offset)
+            check_load_commands(path, chosen, header_size, ncmds, sizeofcmds)
             stream.seek(chosen.file_offset + header_size)
             commands = stream.read(sizeofcmds)
             position = 0
@@ -492,6 +522,13 @@ class MachOFile:
         parsed.fat = None
         parsed.headers = []
         parsed.allow_unknown_load_commands = True
+        self._file.seek(self.slice.file_offset)
+        head = self._file.read(28)
+        if len(head) == 28:
+            order = "<" if struct.unpack_from("<I", head)[0] in (MH_MAGIC, MH_MAGIC_64) else ">"
+            magic, *_, ncmds, sizeofcmds = struct.unpack_from(order + "IiiIII", head)
+            if magic in (MH_MAGIC, MH_MAGIC_64):
+                check_load_commands(self.path, self.slice, 32 if magic == MH_MAGIC_64 else 28, ncmds, sizeofcmds)
         try:
             # Only the chosen slice: the slice table was checked by list_slices.
             self._file.seek(0)

@@ -12,6 +12,14 @@ Inflating is capped (issue 9): a profile may inflate to at most
 :data:`MAX_PROFILE_SIZE` (1 GiB; ``SYMBOLIZE_MAX_PROFILE_SIZE``, in bytes, or the
 module attribute changes it). The stream is inflated piece by piece, so a gzip
 bomb stops at the cap with :class:`InputLimitError`, its memory never allocated.
+
+What a profile holds is capped too: the protobuf runtime spends 30-50 bytes on each message,
+and a sample, location, line, label, function, mapping or string can be encoded in 2 bytes
+(100 MB of one-field locations, 830 KB gzipped, took the runtime past 3 GB, where it died of
+SIGSEGV). :func:`count_entries` walks the wire format (protobuf encoding, the ``Profile``
+message of profile.proto) before protobuf sees it, and refuses more than
+:data:`MAX_PROFILE_ENTRIES` entries (2,097,152; ``SYMBOLIZE_MAX_PROFILE_ENTRIES``) with
+:class:`InputLimitError`, having read at most that many.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from google.protobuf.message import DecodeError
 
 from symbolize.errors import os_error
 from symbolize.formats.errors import InputLimitError, MalformedInputError, configured_limit
+from symbolize.formats.native import kernels
 from symbolize.profiles import describe_text, parse_foreign_profile
 from symbolize.proto.profile_pb2 import Profile
 from symbolize.tempfiles import PROFILE_TEMPORARY, remove_stale_temporaries
@@ -41,6 +50,22 @@ MAX_SIZE_SETTING = "SYMBOLIZE_MAX_PROFILE_SIZE"
 # A profile inflates to at most this many times its compressed size (real ones: 5-20x).
 INFLATE_FACTOR = 128
 _INFLATE_STEP = 1 << 20
+# The most entries a profile may hold: its samples, locations and their lines, functions,
+# mappings, strings and labels together; SYMBOLIZE_MAX_PROFILE_ENTRIES overrides it. Real
+# profiles hold thousands to hundreds of thousands; at this cap protobuf holds ~100 MB of them,
+# and the Python walk that counts them (without the compiled kernels) takes seconds.
+MAX_PROFILE_ENTRIES = 1 << 21
+MAX_ENTRIES_SETTING = "SYMBOLIZE_MAX_PROFILE_ENTRIES"
+# profile.proto field numbers: Profile's repeated messages and strings, and the messages
+# repeated inside a Sample (its labels) and a Location (its lines).
+_PROFILE_TABLES = frozenset({1, 2, 3, 4, 5, 6})
+_SAMPLE = 2
+_LOCATION = 4
+_SAMPLE_LABEL = 3
+_LOCATION_LINE = 4
+_LENGTH_DELIMITED = 2
+# Profile field -> the one-byte key of the messages nested in its entries.
+_NESTED_IN = {_SAMPLE: _SAMPLE_LABEL << 3 | _LENGTH_DELIMITED, _LOCATION: _LOCATION_LINE << 3 | _LENGTH_DELIMITED}
 
 
 def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, bool]:
@@ -66,6 +91,7 @@ def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, 
             f"not a profile: {looks_like} (read: pprof protobuf; gperftools heap_v2, heapprofile and CPU profiles)",
             path,
         )
+    count_entries(data, path)
     profile = Profile()
     try:
         profile.ParseFromString(data)
@@ -74,6 +100,117 @@ def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, 
     if profile.string_table and profile.string_table[0] != "":
         raise MalformedInputError("string_table[0] must be the empty string", path)
     return profile, was_gzipped
+
+
+def count_entries(data: bytes, path: Path | str = "<memory>") -> int:
+    """The entries a serialized Profile holds (module docstring), counted from its wire format
+    without decoding it; InputLimitError past the cap in force.
+
+    A message of at most twice the cap in bytes is not walked (an entry takes 2 bytes at least)
+    and 0 is returned. By the compiled twin where built (``native/src/profile_entries.rs``).
+    """
+    limit = configured_limit(MAX_ENTRIES_SETTING, MAX_PROFILE_ENTRIES)
+    if len(data) <= 2 * limit:
+        return 0
+    count = kernels.count_profile_entries(data, limit) if kernels is not None else _count_entries(data, limit)
+    if count > limit:
+        raise InputLimitError(
+            "profile holds more entries (samples, locations and their lines, functions, mappings, strings, "
+            "labels) than the cap",
+            path,
+            None,
+            limit=limit,
+            setting=MAX_ENTRIES_SETTING,
+            unit="entries",
+        )
+    return count
+
+
+def _count_entries(data: bytes, limit: int) -> int:
+    """The reference :func:`count_entries`: the entries of ``data``, or the count as it first
+    passes ``limit`` (the walk stops there).
+
+    Bytes that are no well-formed message end the count where they start (protobuf then says
+    what is wrong with them); a key or length past the end reads as 0.
+    """
+    count = 0
+    position, end = 0, len(data)
+    tables, nested_in = _PROFILE_TABLES, _NESTED_IN
+    while position < end:
+        key = data[position]
+        # Inline, the one-byte key and length almost every entry has: this loop is the walk's cost.
+        if key < 0x80 and key & 7 == _LENGTH_DELIMITED and position + 1 < end and data[position + 1] < 0x80:
+            field, length = key >> 3, data[position + 1]
+            position += 2
+        else:
+            field, length, position = _next_field(data, position)
+            if position < 0:
+                break
+            if length < 0:
+                continue
+        if field in tables:
+            count += 1
+            nested_key = nested_in.get(field)
+            # A sample's labels and a location's lines are messages too; a body of 2 bytes or
+            # less inside the data holds one only when it is that message, empty.
+            if nested_key is not None:
+                if length > 2 or position + length > end:
+                    count += _nested_messages(data, position, min(position + length, end), nested_key >> 3)
+                elif length == 2 and data[position] == nested_key and data[position + 1] == 0:
+                    count += 1
+            if count > limit:
+                return count
+        position += length
+    return count
+
+
+def _nested_messages(data: bytes, position: int, end: int, wanted: int) -> int:
+    """How many length-delimited fields numbered ``wanted`` the message in ``data[position:end]`` holds."""
+    count = 0
+    while position < end:
+        key = data[position]
+        # Inline, a one-byte key of a one-byte varint (an id, a line number): most of what a
+        # location or sample holds besides its lines and labels.
+        if key < 0x80 and key & 7 == 0 and position + 1 < end and data[position + 1] < 0x80:
+            position += 2
+            continue
+        field, length, position = _next_field(data, position)
+        if position < 0:
+            break
+        if length >= 0:
+            count += field == wanted
+            position += length
+    return count
+
+
+def _next_field(data: bytes, position: int) -> tuple[int, int, int]:
+    """The field whose key is at ``position``: (its number, the length of its body, the offset of
+    that body) when length-delimited, else (its number, -1, the offset past its value); -1 for
+    the offset at a wire type a Profile cannot hold (groups, reserved: the walk stops there)."""
+    key, position = _varint(data, position)
+    wire_type = key & 7
+    if wire_type == _LENGTH_DELIMITED:
+        length, position = _varint(data, position)
+        return key >> 3, length, position
+    if wire_type == 0:
+        return key >> 3, -1, _varint(data, position)[1]
+    if wire_type in (1, 5):
+        return key >> 3, -1, position + (8 if wire_type == 1 else 4)
+    return key >> 3, -1, -1
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    """The base-128 varint at ``position`` and the offset past it; 0 and the end when cut short."""
+    value = shift = 0
+    end = len(data)
+    while position < end:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7
+    return 0, end
 
 
 def max_profile_size() -> int:

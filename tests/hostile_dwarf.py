@@ -137,6 +137,24 @@ def shared_table_case(units: int = 8_000, table_size: int = 2_000) -> tuple[dict
     return {"debug_info": bytes(info), "debug_abbrev": table}, vaddrs
 
 
+def abbrev_offsets_apart_case(units: int = 8_000) -> tuple[dict[str, bytes], list[int]]:
+    """``units`` units each pointing at its own place in one long abbreviation table, whose only
+    terminating 0 code is at its end: each unit's table runs from its offset to that end."""
+    fillers = [abbrev(100 + number, DW_TAG_variable, False, [(c.DW_AT_name, c.DW_FORM_string)])
+               for number in range(units)]
+    offsets = [0]
+    for filler in fillers[:-1]:
+        offsets.append(offsets[-1] + len(filler))
+    table = b"".join(fillers) + common_abbrevs()
+    info = bytearray()
+    vaddrs = []
+    for number, offset in enumerate(offsets):
+        low = 0x10000 + number * 0x10
+        info += unit(cu_die("u.c", low, 0x10) + function_die(f"f{number}", low, 0x10) + b"\0", abbrev_offset=offset)
+        vaddrs.append(low + 4)
+    return {"debug_info": bytes(info), "debug_abbrev": table}, vaddrs
+
+
 def nested_inlines_case(depth: int = 6_000) -> tuple[dict[str, bytes], int]:
     """``depth`` inlined calls nested in each other, all covering the looked-up address."""
     body = cu_die("inl.c", 0x1000, 0x100) + function_die("outer", 0x1000, 0x100, parent=True)

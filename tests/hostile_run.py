@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import resource
 import struct
 import sys
@@ -174,6 +175,73 @@ def _macho_cut_short(directory: Path) -> str:
     return "; ".join(outcome[:60] for outcome in outcomes)
 
 
+def _many_one_field_locations(directory: Path) -> str:
+    """25 million one-field locations (a 100 MB pprof, gzipped to ~830 KB with padding that keeps
+    it inside the 128x inflation cap): the protobuf runtime died of SIGSEGV at 3 GB."""
+    payload = b"\x32\x00" + b"\x22\x02\x08\x01" * 25_000_000
+    packed = gzip.compress(payload, compresslevel=1, mtime=0)
+    padding = b"\0" * max(0, len(payload) // 127 - len(packed))
+    path = directory / "locations.pb.gz"
+    path.write_bytes(packed + padding)
+    outcome = _cli(["profile", str(path), "-o", str(directory / "out.pb.gz"), "--no-cache", "--no-background-index"])
+    if "locations" not in outcome or str(path) not in outcome:
+        raise AssertionError(f"not refused naming the file and the limit: {outcome}")
+    return outcome
+
+
+def _million_load_commands(directory: Path) -> str:
+    """A thin Mach-O with a million 16-byte load commands (was 85 s and 2.8 GB in macholib)."""
+    count, command = 1_000_000, struct.pack("<IIQ", 0x2A, 16, 0)  # LC_SOURCE_VERSION
+    header = struct.pack("<IiiIIII I", 0xFEEDFACF, 0x01000007, 3, 2, count, count * len(command), 0, 0)
+    path = directory / "commands"
+    path.write_bytes(header + command * count)
+    outcome = _cli(["lookup", "--obj", str(path), "--no-cache", "--no-background-index", "0x100003f00"])
+    if "load commands" not in outcome:
+        raise AssertionError(f"not refused for its load commands: {outcome}")
+    return outcome
+
+
+def _unmatched_mappings_in_a_large_directory(directory: Path) -> str:
+    """2,000 mappings no file matches, one --search-path of 20,000 entries (was 40 s: the directory
+    was listed again for every mapping)."""
+    # On tmpfs where there is one: 20,000 files take a minute to create on a busy disk.
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else directory) as search_dir:
+        search = Path(search_dir)
+        for number in range(20_000):
+            os.close(os.open(search / f"lib{number}.so", os.O_CREAT | os.O_WRONLY, 0o644))
+        return _profile_with_unmatched_mappings(directory, search)
+
+
+def _profile_with_unmatched_mappings(directory: Path, search: Path) -> str:
+    from symbolize.proto.profile_pb2 import Profile
+
+    profile = Profile(string_table=["", "cpu", "nanoseconds"])
+    profile.sample_type.add(type=1, unit=2)
+    for number in range(1, 2_001):
+        profile.string_table.append(f"/opt/app/libmissing{number}.so")
+        base = number << 24
+        profile.mapping.add(id=number, memory_start=base, memory_limit=base + 0x1000,
+                            filename=len(profile.string_table) - 1)
+        profile.location.add(id=number, mapping_id=number, address=base + 0x10)
+        profile.sample.add(location_id=[number], value=[1])
+    path = directory / "mappings.pb"
+    path.write_bytes(profile.SerializeToString())
+    return _cli(["profile", str(path), "-o", str(directory / "out.pb"), "--search-path", str(search),
+                 "--no-cache", "--no-background-index"])
+
+
+def _long_stdin_line(directory: Path) -> str:
+    """One 32 MiB line on stdin to ``lookup`` (was 17 s: each read chunk was joined to all before it)."""
+    binary = ROOT / "fixtures" / "bin" / "cdemo-gcc-dwarf5-pie"
+    line = b"0x" + b"1" * (32 << 20) + b"\n0x1139\n"
+    saved = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.BytesIO(line)))
+    try:
+        return _cli(["lookup", "--obj", str(binary), "--no-cache", "--no-background-index"])
+    finally:
+        sys.stdin = saved
+
+
 def _cases() -> dict[str, Callable[[Path], str]]:
     from tests import hostile_dwarf as h
 
@@ -199,6 +267,11 @@ def _cases() -> dict[str, Callable[[Path], str]]:
         "deep_mangled_name": _deep_mangled_name,
         "gperftools_count_past_int64": _gperftools_count_past_int64,
         "macho_cut_short": _macho_cut_short,
+        "abbrev_offsets_apart": _elf_case(h.abbrev_offsets_apart_case),
+        "many_one_field_locations": _many_one_field_locations,
+        "million_load_commands": _million_load_commands,
+        "unmatched_mappings_in_a_large_directory": _unmatched_mappings_in_a_large_directory,
+        "long_stdin_line": _long_stdin_line,
     }
 
 

@@ -1,12 +1,13 @@
 """The compiled abbreviation-table parser (``native/src/abbrev.rs``) against its Python reference,
 ``abbrev._parse_abbrev_table``.
 
-``abbrev.parse_abbrev_table`` runs the kernel and, where it returns None, the reference: so the
-table it returns, the entries it leaves in the ``shapes`` memo, and any error it raises must be
-the reference's. Checked on every table of every fixture binary (one memo across a file's tables,
-as ``DwarfInfo`` shares it, and the kernel deciding every one of them itself), on hypothesis-made
-tables (codes, tags, attributes and forms past 64 bits, implicit constants at the edges of
-``i64``, padded LEB128, duplicate codes, cut short) and on hypothesis-mutated fixture tables.
+``abbrev.read_abbrev_table`` runs the kernel and, where it returns None, the reference: so the
+table it returns, where it says the table ends, the entries it leaves in the ``shapes`` memo,
+and any error it raises must be the reference's. Checked on every table of every fixture binary
+(one memo across a file's tables, as ``DwarfInfo`` shares it, and the kernel deciding every one
+of them itself), on hypothesis-made tables (codes, tags, attributes and forms past 64 bits,
+implicit constants at the edges of ``i64``, padded LEB128, duplicate codes, cut short) and on
+hypothesis-mutated fixture tables.
 """
 
 from __future__ import annotations
@@ -35,13 +36,13 @@ def _outcome(compiled: bool, data: bytes, offset: int, shapes: ShapeBytes) -> tu
     saved = abbrev.kernels
     abbrev.kernels = _kernels if compiled else None
     try:
-        table = abbrev.parse_abbrev_table(data, offset, shapes)
+        table, end = abbrev.read_abbrev_table(data, offset, shapes)
     except Exception as error:  # any type: the two must raise the same one
         return ("raised", type(error), str(error), shapes)
     finally:
         abbrev.kernels = saved
-    # Values and their order, and each entry an Abbrev.
-    return ("returned", list(table.items()), [type(entry) for entry in table.values()], shapes)
+    # Values and their order, each entry an Abbrev, and where the table ends.
+    return ("returned", list(table.items()), [type(entry) for entry in table.values()], end, shapes)
 
 
 def _assert_alike(data: bytes, offset: int, shapes: ShapeBytes | None = None) -> None:

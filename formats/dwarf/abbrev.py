@@ -105,23 +105,32 @@ ShapeBytes = dict[bytes, tuple[int, bool, tuple[tuple[int, int, int], ...]]]
 
 
 def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = None) -> dict[int, Abbrev]:
-    """Parse the table at ``offset`` up to its terminating 0 code (see :func:`_parse_abbrev_table`).
+    """The table at ``offset`` up to its terminating 0 code (see :func:`read_abbrev_table`)."""
+    return read_abbrev_table(data, offset, shapes)[0]
 
-    By the compiled twin where built (``native/src/abbrev.rs``): the same table and the same
-    entries left in ``shapes``, or None where this function must parse (a table that runs off
-    the section, a number past 64 bits).
+
+def read_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = None) -> tuple[dict[int, Abbrev], int]:
+    """The table at ``offset`` up to its terminating 0 code, and the offset past that code (what
+    a file's tables cost to read is bounded by the bytes they span: see DwarfInfo).
+
+    By the compiled twin where built (``native/src/abbrev.rs``): the same table, end and entries
+    left in ``shapes``, or None where this function must parse (a table that runs off the
+    section, a number past 64 bits).
     """
     if shapes is None:
         shapes = {}
     if kernels is not None:
-        parsed: dict[int, Abbrev] | None = kernels.parse_abbrev_table(data, offset, shapes, Abbrev)
+        parsed: tuple[dict[int, Abbrev], int] | None = kernels.parse_abbrev_table(data, offset, shapes, Abbrev)
         if parsed is not None:
             return parsed
     return _parse_abbrev_table(data, offset, shapes)
 
 
-def _parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = None) -> dict[int, Abbrev]:
-    """The reference :func:`parse_abbrev_table`: the table at ``offset`` up to its terminating 0 code.
+def _parse_abbrev_table(
+    data: bytes, offset: int, shapes: ShapeBytes | None = None
+) -> tuple[dict[int, Abbrev], int]:
+    """The reference :func:`read_abbrev_table`: the table at ``offset`` up to its terminating 0
+    code, and the offset past that code.
 
     ``shapes`` remembers entries already parsed, by their bytes, across the tables of a file:
     each unit's table repeats most of the others' entries under other codes, and looking an
@@ -142,7 +151,7 @@ def _parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = No
         else:
             code, offset = read_uleb(data, offset)
         if code == 0:
-            return table
+            return table, offset
         end = data.find(b"\0\0", offset) + 2
         if end > 1:
             shape = shapes.get(data[offset:end])

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from symbolize.formats.dwarf import constants as c
-from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, parse_abbrev_table
+from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, read_abbrev_table
 from symbolize.formats.dwarf.lines import LineTable, decode_line_table
 from symbolize.formats.dwarf.ranges import decode_ranges_attribute
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
@@ -57,6 +57,14 @@ SplitDwarfResolver = Callable[[str, "str | None", "int | None"], "tuple[SectionG
 # section offset belongs), which surfaces as TypeError where the value is used.
 _DECODE_ERRORS = (DwarfFormatError, UnknownFormError, IndexError, ValueError, struct.error, TypeError, OverflowError)
 _MAX_REFERENCE_DEPTH = 16
+# The bytes a file's abbreviation tables may span together, past their section's own size: each
+# unit's table runs from its offset to the next 0 code (DWARF 5, 7.5.3), so units whose offsets
+# point at different places in one long table each parse the rest of it (8,000 such units read
+# 8,000 times the table: 26-40 s and 5.8 GB). Producers give each table its own bytes (their sum
+# is at most the section) or share one offset (parsed once); a file past this much overlap keeps
+# the tables already read and reports the other units broken.
+_ABBREV_OVERLAP_FACTOR = 2
+_ABBREV_OVERLAP_SLACK = 1 << 16
 # Source lines and columns are unsigned 32-bit values in llvm-symbolizer (DILineInfo) and in the
 # answers stored downstream. A DW_AT_call_line, DW_AT_call_column or DW_AT_decl_line is read as
 # llvm-symbolizer 14 reads it (DWARFFormValue::getAsUnsignedConstant, stored in a uint32_t): an
@@ -115,8 +123,11 @@ class DwarfInfo:
         self._unit_offsets: list[int] = []
         # Tables by (section, offset): units of a file often share one, and each is parsed once.
         self._abbrev_cache: dict[tuple[int, int], dict[int, Any]] = {}
+        # Bytes of each abbreviation section its distinct tables spanned, by id(section).
+        self._abbrev_read: dict[int, int] = {}
         # An error whose addresses are not known: the chain of unit headers broke off (a length ran
-        # past the section), or a unit's header is unreadable and .debug_aranges does not place it.
+        # past the section), a unit's header is unreadable and .debug_aranges does not place it, or
+        # units were left unread past the abbreviation tables' overlap cap (_abbrevs).
         # It is the answer for an address no readable unit covers.
         self._unplaced_error: str | None = None
         self._abbrev_shapes: ShapeBytes = {}
@@ -222,7 +233,19 @@ class DwarfInfo:
         if table is None:
             if offset >= len(sections.abbrev):
                 raise DwarfFormatError(f"abbreviation offset {offset:#x} outside .debug_abbrev")
-            table = self._abbrev_cache[key] = parse_abbrev_table(sections.abbrev, offset, self._abbrev_shapes)
+            read = self._abbrev_read.get(key[0], 0)
+            allowed = _ABBREV_OVERLAP_FACTOR * len(sections.abbrev) + _ABBREV_OVERLAP_SLACK
+            if read > allowed:
+                refusal = (
+                    f"abbreviation table at {offset:#x} not read: the units' tables overlap, and those read "
+                    f"span {read} bytes of a {len(sections.abbrev)}-byte .debug_abbrev (at most {allowed} are read)"
+                )
+                # Units left unread may cover any address the others do not: those say why.
+                self._unplaced_error = self._unplaced_error or refusal
+                raise DwarfFormatError(refusal)
+            table, end = read_abbrev_table(sections.abbrev, offset, self._abbrev_shapes)
+            self._abbrev_cache[key] = table
+            self._abbrev_read[key[0]] = read + end - offset
         return table
 
     def _prepare_unit(self, unit: Unit) -> list[tuple[int, int]]:

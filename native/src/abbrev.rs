@@ -1,7 +1,8 @@
-//! Abbreviation tables (DWARF 5, 7.5.3), the twin of `parse_abbrev_table` in
+//! Abbreviation tables (DWARF 5, 7.5.3), the twin of `read_abbrev_table` in
 //! `formats/dwarf/abbrev.py`.
 //!
-//! The Python function stays the reference. This twin returns the same `{code: Abbrev}` dict and
+//! The Python function stays the reference. This twin returns the same `{code: Abbrev}` dict (and
+//! the offset past the table's terminating 0 code) and
 //! leaves the same entries in the `shapes` memo (it looks each entry up by the same bytes and
 //! stores it under the same bytes), or returns None where the reference raises (a table that runs
 //! off the section) or a number is past 64 bits (a code, tag, attribute or form; an implicit
@@ -95,8 +96,9 @@ fn double_nul_end(data: &[u8], offset: usize) -> Option<usize> {
     data.get(offset..)?.windows(2).position(|pair| pair == [0, 0]).map(|found| offset + found + 2)
 }
 
-/// Twin of `parse_abbrev_table(data, offset, shapes)`; `abbrev` is the `Abbrev` class. None: the
-/// reference must parse the table (see the module docstring).
+/// Twin of `read_abbrev_table(data, offset, shapes)`: the table and the offset past its
+/// terminating 0 code; `abbrev` is the `Abbrev` class. None: the reference must parse the table
+/// (see the module docstring).
 #[pyfunction]
 pub fn parse_abbrev_table<'py>(
     py: Python<'py>,
@@ -104,7 +106,7 @@ pub fn parse_abbrev_table<'py>(
     offset: u64,
     shapes: &Bound<'py, PyDict>,
     abbrev: &Bound<'py, PyAny>,
-) -> PyResult<Option<Bound<'py, PyDict>>> {
+) -> PyResult<Option<(Bound<'py, PyDict>, u64)>> {
     // A section held as another buffer (a memoryview) is left to the reference.
     let Ok(data) = data.cast::<PyBytes>() else {
         return Ok(None);
@@ -122,7 +124,7 @@ pub fn parse_abbrev_table<'py>(
         };
         offset = next;
         if code == 0 {
-            return Ok(Some(table));
+            return Ok(Some((table, offset as u64)));
         }
         if let Some(end) = double_nul_end(bytes, offset) {
             let key = PyBytes::new(py, &bytes[offset..end]);

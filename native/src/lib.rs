@@ -13,6 +13,7 @@ mod line_header;
 mod line_program;
 mod pdb_module;
 mod pdb_records;
+mod profile_entries;
 mod ranges;
 mod skip_tables;
 mod unit_runs;
@@ -144,6 +145,7 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(run_line_program, module)?)?;
     module.add_function(wrap_pyfunction!(line_header::line_file_names, module)?)?;
     module.add_function(wrap_pyfunction!(abbrev::parse_abbrev_table, module)?)?;
+    module.add_function(wrap_pyfunction!(profile_entries::count_profile_entries, module)?)?;
     module.add_function(wrap_pyfunction!(skip_tables::skip_tables, module)?)?;
     module.add_function(wrap_pyfunction!(die_walk::walk_dies, module)?)?;
     module.add_class::<die_walk::WalkPlans>()?;

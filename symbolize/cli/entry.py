@@ -76,14 +76,21 @@ def iter_stdin_batches(stream: Any) -> Iterator[list[str]]:
 
     ``read1`` returns what is buffered or can be read at once, so a line written to a pipe
     is handed on before the writer sends the next (llvm-symbolizer answers a pipe this way).
+    A line longer than a chunk is kept in pieces and joined once, when its newline arrives:
+    joining each chunk to all before it made one long line cost its length squared.
     """
-    pending = b""
+    pending: list[bytes] = []
     while chunk := stream.read1(1 << 16):
-        *complete, pending = (pending + chunk).split(b"\n")
-        if complete:
-            yield [line.decode("utf-8", "replace").strip() for line in complete]
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        first, *complete, rest = chunk.split(b"\n")
+        pending.append(first)
+        lines = [b"".join(pending), *complete]
+        pending = [rest] if rest else []
+        yield [line.decode("utf-8", "replace").strip() for line in lines]
     if pending:
-        yield [pending.decode("utf-8", "replace").strip()]
+        yield [b"".join(pending).decode("utf-8", "replace").strip()]
 
 
 class PlainLookup(NamedTuple):

@@ -23,12 +23,11 @@ image itself (its symbols, its own DWARF) the last.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from symbolize.discovery.options import DiscoveryOptions
-from symbolize.discovery.paths import base_name, build_id_path, is_file_name, lies_under
+from symbolize.discovery.paths import DirectoryListings, base_name, build_id_path, is_file_name, lies_under
 from symbolize.discovery.registry import READER_HINTS, LookupContext, locate
 from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError
 from symbolize.formats.pe import PeFile
@@ -159,7 +158,8 @@ def _binary_candidates(
     if filename and "\0" not in filename:
         ordered.append((Path(filename), True))
     if is_file_name(name):
-        ordered += [(path, True) for directory in options.search_paths for path in _named_in(directory, name)]
+        listings = options.cache.listings
+        ordered += [(path, True) for directory in options.search_paths for path in _named_in(directory, name, listings)]
     for path, by_name in ordered:
         key = path.absolute()
         if key not in seen and path.is_file():
@@ -167,17 +167,11 @@ def _binary_candidates(
             yield path, by_name
 
 
-def _named_in(directory: Path, name: str) -> Iterator[Path]:
+def _named_in(directory: Path, name: str, listings: DirectoryListings) -> Iterator[Path]:
     """``directory/name``, else the entries of ``directory`` whose name matches ignoring case."""
     exact = directory / name
     if exact.is_file():
         yield exact
         return
-    wanted = name.casefold()
-    try:
-        with os.scandir(directory) as entries:
-            matches = sorted(entry.name for entry in entries if entry.name.casefold() == wanted)
-    except OSError:
-        return
-    for match in matches:
+    for match in listings.matching(directory, name):
         yield directory / match

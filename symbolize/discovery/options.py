@@ -10,6 +10,7 @@ from pathlib import Path
 from stat import S_ISREG
 
 from symbolize.cache import with_index
+from symbolize.discovery.paths import DirectoryListings
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
 from symbolize.formats.open import open_object
 from symbolize.formats.types import DebugHint, HintKind, HintResolver, ObjectFile, SectionSource
@@ -42,6 +43,8 @@ class ObjectCache:
         # Where persistent indexes are read from (None: not used); see symbolize/cache.py.
         self.index_dir = index_dir
         self.build_missing_indexes = build_missing_indexes
+        # The search directories' entries, listed once for every name looked up in them.
+        self.listings = DirectoryListings()
 
     def open(
         self, path: Path, arch: str | None = None, resolver: HintResolver | None = None, member: str | None = None
@@ -160,6 +163,7 @@ class ObjectCache:
             table.clear()
         self._jobs.clear()
         self._resolvers.clear()
+        self.listings.clear()
 
 
 @dataclass

@@ -19,6 +19,11 @@ becomes a path:
 Symbolic links inside a root are followed: distributions link
 ``.build-id/xx/rest.debug`` to the debug file elsewhere under the same
 debug directory.
+
+A name not found as spelled is looked for ignoring case (a Windows profile names
+``C:\\x\\App.exe``) in the directory's listing, read once per run
+(:class:`DirectoryListings`): listing a large search directory again for every unmatched
+mapping cost the mappings times the entries.
 """
 
 from __future__ import annotations
@@ -60,6 +65,35 @@ def build_id_path(debug_id: DebugId | None) -> PurePosixPath | None:
         return None
     text = debug_id.value.hex()
     return PurePosixPath(".build-id", text[:2], f"{text[2:]}.debug")
+
+
+class DirectoryListings:
+    """The entries of each directory looked in, by case-folded name, listed once (one run's worth:
+    the owner, :class:`~symbolize.discovery.options.ObjectCache`, lives as long as a run's options)."""
+
+    def __init__(self) -> None:
+        self._listed: dict[str, dict[str, list[str]]] = {}
+
+    def matching(self, directory: Path, name: str) -> list[str]:
+        """The entries of ``directory`` whose name is ``name`` ignoring case, sorted; none when it
+        cannot be listed."""
+        key = os.path.abspath(directory)
+        listed = self._listed.get(key)
+        if listed is None:
+            listed = {}
+            try:
+                with os.scandir(directory) as entries:
+                    for entry in entries:
+                        listed.setdefault(entry.name.casefold(), []).append(entry.name)
+            except OSError:
+                listed = {}
+            for names in listed.values():
+                names.sort()
+            self._listed[key] = listed
+        return listed.get(name.casefold(), [])
+
+    def clear(self) -> None:
+        self._listed.clear()
 
 
 def lies_under(path: Path, root: Path) -> bool:

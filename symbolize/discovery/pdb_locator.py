@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from symbolize.discovery.paths import base_name, is_file_name, lies_under, normalized_dir
+from symbolize.discovery.paths import DirectoryListings, base_name, is_file_name, lies_under, normalized_dir
 from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
 from symbolize.formats.pdb.deferred import DeferredPdb, read_pdb_identity
 from symbolize.formats.types import DebugHint, HintKind, ObjectFile
@@ -73,7 +73,7 @@ class PdbLocator:
                     break
         image_dir = normalized_dir(context.image_path)
         for directory in (image_dir, *options.search_paths):
-            yield from _named_in(directory, name)
+            yield from _named_in(directory, name, options.cache.listings)
         if hint.debug_id is None:
             return
         store_key = str(hint.debug_id)  # <GUID as Windows prints it><age in hex>
@@ -118,17 +118,12 @@ def _is_two_tier(store: Path) -> bool:
         return False
 
 
-def _named_in(directory: Path, name: str) -> Iterator[Candidate]:
+def _named_in(directory: Path, name: str, listings: DirectoryListings) -> Iterator[Candidate]:
     """``directory/name``, then the entries of ``directory`` whose name matches ignoring case."""
     yield Candidate(directory / name, directory)
-    wanted = name.casefold()
-    try:
-        with os.scandir(directory) as entries:
-            matches = sorted(entry.name for entry in entries if entry.name.casefold() == wanted and entry.name != name)
-    except OSError:
-        return
-    for match in matches:
-        yield Candidate(directory / match, directory)
+    for match in listings.matching(directory, name):
+        if match != name:
+            yield Candidate(directory / match, directory)
 
 
 register_locator(HintKind.PDB, PdbLocator())
