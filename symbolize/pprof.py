@@ -24,11 +24,12 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from symbolize.errors import os_error
 from symbolize.formats.errors import InputLimitError, MalformedInputError, configured_limit
-from symbolize.profiles import describe_text, parse_foreign_profile
+from symbolize.profiles import OPENTELEMETRY_EXPORT, describe_protobuf, describe_text, parse_foreign_profile
 from symbolize.proto.profile_pb2 import Profile
 from symbolize.tempfiles import PROFILE_TEMPORARY, remove_stale_temporaries
 
@@ -41,6 +42,8 @@ MAX_SIZE_SETTING = "SYMBOLIZE_MAX_PROFILE_SIZE"
 # A profile inflates to at most this many times its compressed size (real ones: 5-20x).
 INFLATE_FACTOR = 128
 _INFLATE_STEP = 1 << 20
+# What a refused input is told this toolkit reads.
+_READ = "read: pprof protobuf; gperftools heap_v2, heapprofile and CPU profiles"
 
 
 def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, bool]:
@@ -62,18 +65,67 @@ def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, 
     # A serialized Profile is never all text: string_table[0] == "" alone encodes as b"2\x00".
     looks_like = describe_text(data)
     if looks_like is not None:
-        raise MalformedInputError(
-            f"not a profile: {looks_like} (read: pprof protobuf; gperftools heap_v2, heapprofile and CPU profiles)",
-            path,
-        )
+        raise MalformedInputError(f"not a profile: {looks_like} ({_READ})", path)
     profile = Profile()
     try:
         profile.ParseFromString(data)
     except DecodeError as exc:
+        looks_like = describe_protobuf(data)
+        if looks_like == OPENTELEMETRY_EXPORT:
+            raise MalformedInputError(f"not a profile: {looks_like} ({_READ})", path) from exc
         raise MalformedInputError(f"not a pprof profile: {exc}", path) from exc
-    if profile.string_table and profile.string_table[0] != "":
+    problem = _not_a_profile(profile)
+    if problem is not None:
+        looks_like = describe_protobuf(data)
+        if looks_like != OPENTELEMETRY_EXPORT:
+            looks_like += f": {problem}"
+        raise MalformedInputError(f"not a profile: {looks_like} ({_READ})", path)
+    if profile.string_table[0] != "":
         raise MalformedInputError("string_table[0] must be the empty string", path)
     return profile, was_gzipped
+
+
+def _not_a_profile(profile: Profile) -> str | None:
+    """Why a message protobuf read as a Profile is no pprof Profile; None when it is one.
+
+    Protobuf reads any message as a Profile: one of pprof's field numbers with another wire
+    type than profile.proto gives it is kept aside as an unknown field, as is a number pprof
+    does not define. The first means another schema (an OpenTelemetry export's
+    ``ResourceProfiles`` read as a ``ValueType``); the second may be a field pprof added after
+    this copy of profile.proto, kept and written back. A message whose fields all fit still
+    lacks the string table every pprof writer writes (profile.proto: ``string_table[0]`` is "").
+    """
+    mistyped = _mistyped_field(profile)
+    if mistyped is not None:
+        return mistyped
+    if not profile.string_table:
+        return "no string table"
+    return None
+
+
+# How many items of each table _mistyped_field looks into: a message of another schema shows in
+# its first ones, and looking into every one costs as much as parsing again. A stray field
+# further on is kept as unknown and written back as read: nothing is lost.
+_ITEMS_CHECKED = 16
+
+
+def _mistyped_field(message: Message) -> str | None:
+    """The first field that has a profile.proto number but another wire type than profile.proto
+    gives it, in ``message`` or the first items of each table inside it; None when none has."""
+    unknown = UnknownFieldSet(message)
+    known = message.DESCRIPTOR.fields_by_number
+    for field in map(unknown.__getitem__, range(len(unknown))):
+        if field.field_number in known:
+            name = known[field.field_number].name
+            return f"{message.DESCRIPTOR.name}.{name} (field {field.field_number}) has wire type {field.wire_type}"
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None:
+            continue
+        for item in value[:_ITEMS_CHECKED] if descriptor.is_repeated else [value]:
+            mistyped = _mistyped_field(item)
+            if mistyped is not None:
+                return mistyped
+    return None
 
 
 def max_profile_size() -> int:
