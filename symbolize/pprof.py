@@ -27,7 +27,7 @@ from pathlib import Path
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from symbolize.errors import os_error
+from symbolize.errors import SymbolizeError, os_error
 from symbolize.formats.errors import InputLimitError, MalformedInputError, configured_limit
 from symbolize.profiles import OPENTELEMETRY_EXPORT, describe_protobuf, describe_text, parse_foreign_profile
 from symbolize.proto.profile_pb2 import Profile
@@ -204,14 +204,19 @@ def write_profile(profile: Profile, path: Path | str, *, gzip: bool) -> None:
     On failure the temporary file is removed; one a killed process left behind is
     removed by a later write in the same directory
     (:func:`symbolize.tempfiles.remove_stale_temporaries`). Errors name ``path``.
+
+    A symlink is written through: the file it leads to is the one replaced (:func:`output_target`),
+    and anything that is not a regular file (a device such as ``/dev/null``, a FIFO, a socket) is
+    refused, never replaced.
     """
-    path = Path(path)
+    named = Path(path)
+    path = output_target(named)
     data = serialize_profile(profile, gzip=gzip)
     remove_stale_temporaries(path.parent, PROFILE_TEMPORARY)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as error:
-        raise os_error(error, "write", path) from error
+        raise os_error(error, "write", named) from error
     tmp_path = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as tmp_file:
@@ -224,8 +229,39 @@ def write_profile(profile: Profile, path: Path | str, *, gzip: bool) -> None:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
         if isinstance(error, OSError):
-            raise os_error(error, "write", path) from error
+            raise os_error(error, "write", named) from error
         raise
+
+
+# What a file that is not a regular one is, by stat's file type, for the refusal.
+_FILE_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def output_target(path: Path | str) -> Path:
+    """The regular file writing ``path`` replaces: ``path``, or where its symlinks lead (which
+    may not exist yet: it is created). Raises SymbolizeError, naming ``path``, when that is
+    anything but a regular file: replacing a device node, a FIFO or a socket with a file would
+    break whatever else uses it (``-o /dev/null`` as root would replace the system's)."""
+    path = Path(path)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target
+    except OSError as error:
+        raise os_error(error, "write", path) from error
+    if stat.S_ISREG(mode):
+        return target
+    if stat.S_ISDIR(mode):
+        raise SymbolizeError("cannot write: is a directory", path)  # as os_error words EISDIR
+    kind = next((kind for is_kind, kind in _FILE_KINDS if is_kind(mode)), "not a regular file")
+    shown = f"{kind}, {target}" if target != path else kind
+    raise SymbolizeError(f"cannot write: not a regular file ({shown})", path)
 
 
 def _mode_for(path: Path) -> int:
