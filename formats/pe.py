@@ -138,7 +138,13 @@ class PeFile:
             self._by_name = {section.name: section for section in reversed(self._sections)}
             self.has_pdata = len(directories) > _DIRECTORY_EXCEPTION and directories[_DIRECTORY_EXCEPTION].Size > 0
             self._exports = self._read_exports(pe) if len(directories) > _DIRECTORY_EXPORT else []
-            self.codeview = self._read_codeview(pe) if len(directories) > _DIRECTORY_DEBUG else None
+            # Why the CodeView record cannot be read ("" when it can or there is none): only the
+            # PDB hint goes with it, the image's exports, symbols and DWARF still answer.
+            self.codeview_damage = ""
+            try:
+                self.codeview = self._read_codeview(pe) if len(directories) > _DIRECTORY_DEBUG else None
+            except MalformedInputError as err:
+                self.codeview, self.codeview_damage = None, str(err)
         except (pefile.PEFormatError, struct.error, ValueError, IndexError, AttributeError, TypeError) as err:
             raise self._fail(f"bad PE file: {err}", 0) from err
         # No pe.close(): given bytes, pefile holds no mapping to close, and its close() runs a full
@@ -210,7 +216,9 @@ class PeFile:
             if debug.Type != _IMAGE_DEBUG_TYPE_CODEVIEW:
                 continue
             offset, size = debug.PointerToRawData, debug.SizeOfData
-            if size > _MAX_CODEVIEW_SIZE or offset + size > len(self._data) or size < 4:
+            if size < 4:
+                raise self._fail(f"CodeView record of {size} bytes holds no signature", offset)
+            if size > _MAX_CODEVIEW_SIZE or offset + size > len(self._data):
                 raise self._fail(f"CodeView record of {size} bytes extends past end of file", offset)
             return _parse_codeview(self._data[offset : offset + size], self.path, offset)
         return None
@@ -232,7 +240,12 @@ class PeFile:
         ]
 
     def debug_hints(self) -> Sequence[DebugHint]:
-        """The PDB named by the RSDS record (its recorded path, GUID and age); [] for none or NB10."""
+        """The PDB named by the RSDS record (its recorded path, GUID and age); [] for none or NB10.
+
+        A malformed CodeView record gives a PDB hint that says why (``DebugHint.damaged``).
+        """
+        if self.codeview_damage:
+            return [DebugHint(HintKind.PDB, damaged=self.codeview_damage)]
         if self.codeview is None or self.debug_id is None:
             return []
         return [DebugHint(HintKind.PDB, self.codeview.pdb_path, self.debug_id)]

@@ -188,6 +188,10 @@ class DebugHint(NamedTuple):
     mtime: int | None = None
     # The build directory a relative ``name`` was recorded against (a split unit's DW_AT_comp_dir).
     directory: str = ""
+    # Why the record this hint comes from cannot be read ("" when it can: a malformed
+    # ``.gnu_debuglink`` or CodeView record): discovery refuses such a hint with this reason, as
+    # ``"path: why"``, and the rest of the file answers without it.
+    damaged: str = ""
 
 
 @runtime_checkable

@@ -195,3 +195,53 @@ def test_malformed_manifest(tmp_path: Path) -> None:
 )
 def test_cfg_expressions(expression: str, target: str, expected: bool) -> None:
     assert cfg_matches(expression, target) is expected
+
+
+@pytest.mark.parametrize("layout", ["target/debug", "target/x86_64-unknown-linux-gnu/debug"])
+def test_a_target_debug_binary_is_compared_with_dev(tmp_path: Path, layout: str) -> None:
+    # `cargo build` (the dev profile: debug = true, DWARF in the binary) puts its output in
+    # target/debug/: rs-debug2 stands for it. Compared with release (a .dwp of line tables), it
+    # would be reported as differing from its own profile.
+    built = tmp_path / layout / "app"
+    built.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "audit" / "rs-debug2", built)
+    report = audit_binaries([built], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", targets=[LINUX])
+    assert report.cargo is not None
+    assert report.cargo.differences == ()
+    dev = _prediction(report.cargo, LINUX, "dev")
+    assert dev.debuginfo == "full" and dev.split_debuginfo.value == "off"
+    assert dev.shows is ProfileView.WITH_INLINES
+    # A custom profile inheriting dev (target/dev-fast/) is predicted from dev's defaults too.
+    fast = tmp_path / "target" / "dev-fast" / "app"
+    fast.parent.mkdir(parents=True)
+    shutil.copy(built, fast)
+    report = audit_binaries([fast], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", targets=[LINUX])
+    assert report.cargo is not None and report.cargo.differences == ()
+    assert _prediction(report.cargo, LINUX, "dev-fast").debuginfo == "full"
+
+
+@pytest.mark.parametrize("profile", ["release", "unpacked"])
+def test_split_debuginfo_prediction_matches_the_cargo_build(profile: str) -> None:
+    # fixtures/audit/cargo-split/<profile>/ is what `cargo build --profile <profile>` of
+    # fixtures/cargo/split-dwarf left (fixtures/build_audit.sh), with its .dwp or .dwo files.
+    binary = FIXTURES / "audit" / "cargo-split" / profile / "auditdemo"
+    report = audit_binaries([binary], cargo_manifest=CARGO / "split-dwarf" / "Cargo.toml", targets=[LINUX])
+    assert report.cargo is not None
+    assert report.binaries[0].verdict.shows is ProfileView.WITH_INLINES
+    assert report.cargo.differences == ()
+    prediction = _prediction(report.cargo, LINUX, profile)
+    assert prediction.split_debuginfo.value == ("packed" if profile == "release" else "unpacked")
+    assert prediction.shows is ProfileView.WITH_INLINES
+    if profile == "unpacked":
+        assert "names+lines" in " ".join(prediction.reasons)  # what a copy without the .dwo files shows
+
+
+def test_a_profile_directory_the_manifest_does_not_define(tmp_path: Path) -> None:
+    built = tmp_path / "target" / "bench-lto" / "app"
+    built.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "audit" / "rs-debug2", built)
+    report = audit_binaries([built], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", targets=[LINUX])
+    assert report.cargo is not None
+    assert any("profile 'bench-lto', which the manifest does not define" in d for d in report.cargo.differences)
+    # Then compared with release (a .dwp of line tables): this build's DWARF is not split.
+    assert any("split-debuginfo = 'packed' predicted" in d for d in report.cargo.differences)

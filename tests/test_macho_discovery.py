@@ -10,6 +10,7 @@ import shutil
 import struct
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from symbolize.api import lookup, open_module
@@ -18,6 +19,7 @@ from symbolize.formats.archive import archive_members
 from symbolize.formats.macho import N_OSO, MachOFile
 from symbolize.formats.open import open_object
 from symbolize.module import Unknown
+from tests.macho_patch import with_oso_name
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MACOS = FIXTURES / "bin" / "macos"
@@ -118,6 +120,35 @@ def test_debug_map_object_rebuilt_since_the_link_is_refused(tmp_path: Path) -> N
     os.utime(tmp_path / "obj" / "cdemo-x86_64.o", (1_000_000_000, 1_000_000_000))
     fresh = _lookup(binary, vaddrs)
     assert fresh == [frames for _, frames in _expected("cdemo-macho-x86_64-debugmap")[:50]]
+
+
+@pytest.mark.parametrize("recorded", ["absolute", "relative"])
+def test_a_debug_map_object_of_another_mtime_is_never_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded: str
+) -> None:
+    # The recorded mtime is compared with the object's status first: a stale object is not read.
+    (tmp_path / "obj").mkdir()
+    obj = tmp_path / "obj" / "cdemo-x86_64.o"
+    shutil.copy(MACOS / "obj" / obj.name, obj)
+    binary = tmp_path / "cdemo-x86_64"
+    name = str(obj) if recorded == "absolute" else "obj/cdemo-x86_64.o"
+    binary.write_bytes(with_oso_name((MACOS / binary.name).read_bytes(), MACOS / binary.name, name, 1_000_000_000))
+    opened: list[Path] = []
+
+    def counting_open(path: Path, *args: object, **kwargs: object) -> object:
+        opened.append(Path(path).resolve())
+        return open_object(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("symbolize.discovery.options.open_object", counting_open)
+    answers = _expected("cdemo-macho-x86_64-debugmap")[:50]
+    vaddrs = [vaddr for vaddr, _ in answers]
+    stale = open_module(binary, use_cache=False)
+    assert all(isinstance(r, Unknown) or r[0].file is None for r in stale.lookup(vaddrs))  # symbols alone
+    assert obj.resolve() not in opened
+    assert any(refusal.startswith(f"{obj}: modified since the link") for refusal in stale.refusals())
+    os.utime(obj, (1_000_000_000, 1_000_000_000))  # the object the link recorded: opened, and it names
+    assert _lookup(binary, vaddrs) == [frames for _, frames in answers]
+    assert obj.resolve() in opened
 
 
 def test_stripped_binary_without_dsym_keeps_its_global_names() -> None:

@@ -358,7 +358,8 @@ def _reference_annotation_rows(data: bytes, first_line: int, file_id: int) -> li
             if open_row is not None and code + operand > open_row[0]:
                 rows.append(InlineRow(open_row[0], code + operand, open_row[1], open_row[2]))
             open_row = None
-            code += operand
+            if opcode == BA_CHANGE_CODE_LENGTH:  # ChangeCodeLengthAndCodeOffset stays at its row's start
+                code += operand
         elif opcode == BA_CHANGE_LINE_OFFSET:
             line += operand
         elif opcode == BA_CHANGE_FILE:

@@ -67,7 +67,7 @@ def _outcome(decode: Callable[[], _PythonModule | _CompiledModule], probes: list
 
 
 def _both(pdb: PdbFile, module: ModuleInfo, stream: bytes, probes: list[int] | None = None) -> tuple[Outcome, Outcome]:
-    reference = _outcome(lambda: _PythonModule(pdb._decode_module_stream(stream, module)), probes)
+    reference = _outcome(lambda: _PythonModule(pdb._decode_module_stream(stream, module), module.number), probes)
     compiled = _outcome(lambda: pdb._compiled_module(stream, module), probes)
     return reference, compiled
 
@@ -106,7 +106,8 @@ def test_mutated_module_streams_decode_alike(path: Path) -> None:
     errors = 0
     cases = 0
     for module, stream in _modules(pdb):
-        reference_cuts = sorted(set(_PythonModule(pdb._decode_module_stream(stream, module)).cut_points()))
+        reference = _PythonModule(pdb._decode_module_stream(stream, module), module.number)
+        reference_cuts = sorted(set(reference.cut_points()))
         probes = sorted(set(rng.sample(reference_cuts, min(len(reference_cuts), 60)))) if reference_cuts else [0]
         variants = [(module, data) for data in _mutants(stream, rng, 12)]
         variants += [(module, stream[: rng.randrange(len(stream))]) for _ in range(3)]

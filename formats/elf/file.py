@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from symbolize.formats.elf.headers import PF_X, PT_LOAD, SHF_COMPRESSED, SHF_EXECINSTR, SHT_NOBITS, ElfHeaders
-from symbolize.formats.elf.hints import debug_hints, split_resolver, supplementary_hint, supplementary_resolver
+from symbolize.formats.elf.hints import (
+    debug_hints,
+    debuglink_hint,
+    readable_hint,
+    split_resolver,
+    supplementary_hint,
+    supplementary_resolver,
+)
 from symbolize.formats.elf.notes import find_build_id, read_debug_link, read_supplementary_link
 from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
@@ -32,6 +39,7 @@ from symbolize.formats.types import (
     DebugInfoSummary,
     DebugLink,
     Frame,
+    HintKind,
     HintResolver,
     Image,
     Segment,
@@ -175,8 +183,15 @@ class ElfFile:
 
         Split-DWARF ``.dwo`` files are not listed: their names live in the DWARF
         units and are asked for (``HintKind.SPLIT_DWARF``) when a unit is decoded.
+
+        A malformed link section gives a hint that says so (``DebugHint.damaged``): discovery
+        refuses it, and the file's own symbols and DWARF still answer.
         """
-        return debug_hints(self.debug_id, self.debug_link(), supplementary_hint(self.supplementary_link()))
+        link = readable_hint(HintKind.DEBUGLINK, lambda: debuglink_hint(self.debug_link()))
+        return debug_hints(self.debug_id, link, self._supplementary_hint())
+
+    def _supplementary_hint(self) -> DebugHint | None:
+        return readable_hint(HintKind.SUPPLEMENTARY, lambda: supplementary_hint(self.supplementary_link()))
 
     # --- sections for the DWARF reader ---------------------------------------
 
@@ -299,7 +314,7 @@ class ElfFile:
                         little_endian=self.little_endian,
                         split_resolver=split_resolver(resolver) if resolver is not None else None,
                         supplementary_resolver=(
-                            supplementary_resolver(resolver, supplementary_hint(self.supplementary_link()))
+                            supplementary_resolver(resolver, self._supplementary_hint())
                             if resolver is not None
                             else None
                         ),

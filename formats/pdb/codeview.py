@@ -8,7 +8,11 @@ no current toolchain writes them), then the C13 subsections (``u32 kind, u32 len
 ``DEBUG_S_LINES`` (a code range, then per file a block of ``(offset, line flags)`` rows and,
 with ``CV_LINES_HAVE_COLUMNS``, ``(start, end)`` columns), ``DEBUG_S_FILECHKSMS`` (per file: its
 ``/names`` offset and checksum, found by the entry's own offset) and ``DEBUG_S_INLINEELINES``
-(per inlinee: its file and first line).
+(per inlinee: its file and first line), ``DEBUG_S_CROSSSCOPEIMPORTS`` (per module imported from:
+its name's ``/names`` offset and the local IDs it imports) and ``DEBUG_S_CROSSSCOPEEXPORTS``
+(``(local ID, global IPI index)`` pairs), which resolve the cross-module IDs an LTCG build writes
+(high bit set; bits 20-30 an entry of the imports, bits 0-19 an index into its IDs; cvinfo.h's
+``CrossScopeId``, the ``pdb`` crate's ``CrossModuleImports::resolve_import``).
 
 ``S_INLINESITE`` binary annotations are decoded by :func:`annotation_rows` (cvinfo.h's
 ``CV_BinaryAnnotationOpcode`` and ``CVCompressData``): every opcode is read, those that move
@@ -44,6 +48,8 @@ INLINE_SITE_KINDS = frozenset({S_INLINESITE, S_INLINESITE2})
 DEBUG_S_LINES = 0xF2
 DEBUG_S_FILECHKSMS = 0xF4
 DEBUG_S_INLINEELINES = 0xF6
+DEBUG_S_CROSSSCOPEIMPORTS = 0xF7
+DEBUG_S_CROSSSCOPEEXPORTS = 0xF8
 _DEBUG_S_IGNORE = 0x80000000
 CV_LINES_HAVE_COLUMNS = 0x0001
 C13_SIGNATURE = 4
@@ -262,6 +268,37 @@ def parse_inlinee_lines(data: bytes, subsection_offset: int) -> dict[int, tuple[
     return found
 
 
+CROSS_MODULE_ID = 0x80000000
+
+
+def parse_cross_scope_imports(data: bytes) -> list[tuple[int, tuple[int, ...]]]:
+    """DEBUG_S_CROSSSCOPEIMPORTS: per imported module, its name's /names offset and the local IDs
+    imported from it; an entry cut off ends the list."""
+    found: list[tuple[int, tuple[int, ...]]] = []
+    position = 0
+    while position + 8 <= len(data):
+        name_offset, count = struct.unpack_from("<II", data, position)
+        position += 8
+        if count > (len(data) - position) // 4:
+            break
+        found.append((name_offset, struct.unpack_from(f"<{count}I", data, position)))
+        position += 4 * count
+    return found
+
+
+def parse_cross_scope_exports(data: bytes) -> dict[int, int]:
+    """DEBUG_S_CROSSSCOPEEXPORTS: local ID -> global IPI index (the first pair of an ID wins)."""
+    found: dict[int, int] = {}
+    for local, global_index in struct.iter_unpack("<II", data[: len(data) // 8 * 8]):
+        found.setdefault(local, global_index)
+    return found
+
+
+def split_cross_module_id(item_id: int) -> tuple[int, int]:
+    """(entry of the module's imports, index into that entry's IDs) of a cross-module ID."""
+    return (item_id >> 20) & 0x7FF, item_id & 0xFFFFF
+
+
 # --- binary annotations -----------------------------------------------------------------------
 
 BA_INVALID = 0
@@ -343,9 +380,16 @@ def annotation_rows(data: bytes, first_line: int, file_id: int) -> list[InlineRo
 
     A row starts where an annotation moves the code offset, at the line and file then current;
     it ends at the next row's start or where ChangeCodeLength closes it (the offset then moves
-    past the range, as llvm-pdbutil reads it). A last row never closed has no known end and
-    is dropped (llvm-symbolizer does not count it as covered either). CodeOffset and
-    ChangeCodeOffsetBase move the offset like ChangeCodeOffset: no toolchain we know writes them.
+    past the range: LLVM's encoder, MCCodeView's ``encodeInlineLineTable``, counts the next delta
+    from the end of the range it closed). ChangeCodeLengthAndCodeOffset (MSVC writes it for the
+    ranges after a gap; LLVM never does) closes the open row at the moved offset and is a whole
+    row of its own, ``[offset + delta, + length)``, after which the offset stays at that row's
+    start: the next delta counts from there (the ``pdb`` crate's inlinee line iterator and
+    LLVM's ``NativeFunctionSymbol`` read it so; adding the length too puts every later range of
+    the site that much too far, mid-instruction or past the procedure's end). A last row never
+    closed has no known end and is dropped (llvm-symbolizer does not count it as covered either).
+    CodeOffset and ChangeCodeOffsetBase move the offset like ChangeCodeOffset: no toolchain we
+    know writes them.
 
     One loop over the bytes, the CVCompressData integers decoded in place (:func:`iter_annotations`
     reads the same stream one Annotation at a time): cold lookups decode thousands of sites.
@@ -401,16 +445,20 @@ def annotation_rows(data: bytes, first_line: int, file_id: int) -> list[InlineRo
             if open_low >= 0 and code > open_low:
                 rows.append(InlineRow(open_low, code, open_line, open_file))
             open_low, open_line, open_file = code, line, file
-        elif opcode in (BA_CHANGE_CODE_LENGTH, BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET):
-            if opcode == BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET:
-                code += operands[1]
-                if open_low >= 0 and code > open_low:
-                    rows.append(InlineRow(open_low, code, open_line, open_file))
-                open_low, open_line, open_file = code, line, file
+        elif opcode == BA_CHANGE_CODE_LENGTH:
             if open_low >= 0 and code + operand > open_low:
                 rows.append(InlineRow(open_low, code + operand, open_line, open_file))
             open_low = -1
             code += operand
+        elif opcode == BA_CHANGE_CODE_LENGTH_AND_CODE_OFFSET:
+            # A row of its own: [code + delta, + length). The offset stays at the row's start (the
+            # next delta counts from there), unlike ChangeCodeLength, which moves past its row.
+            code += operands[1]
+            if open_low >= 0 and code > open_low:
+                rows.append(InlineRow(open_low, code, open_line, open_file))
+            if operand:
+                rows.append(InlineRow(code, code + operand, line, file))
+            open_low = -1
         elif opcode == BA_CHANGE_LINE_OFFSET:
             line += -(operand >> 1) if operand & 1 else operand >> 1
         elif opcode == BA_CHANGE_FILE:

@@ -207,9 +207,10 @@ _Located = tuple[int | None, tuple[int, int, int] | None, Sequence[tuple[int, in
 class _PythonModule:
     """A module stream decoded by the Python reader: the reference for :class:`_CompiledModule`."""
 
-    def __init__(self, decoded: _DecodedModule) -> None:
+    def __init__(self, decoded: _DecodedModule, number: int) -> None:
         self.decoded = decoded
         self.files = decoded.files
+        self.number = number  # the DBI module's, which cross-module inlinee IDs are read against
 
     def procedure(self, position: int) -> tuple[int, str]:
         procedure = self.decoded.procedures[position]
@@ -255,9 +256,10 @@ class _CompiledModule:
     """A module stream decoded by the compiled twin (native/src/pdb_module.rs): the same answers as
     :class:`_PythonModule`, which tests/test_pdb_native.py checks."""
 
-    def __init__(self, compiled: Any, files: dict[int, str | None]) -> None:
+    def __init__(self, compiled: Any, files: dict[int, str | None], number: int) -> None:
         self._compiled = compiled
         self.files = files
+        self.number = number
         self._procedures: dict[int, tuple[int, str]] = {}
         self.locate = compiled.locate
         self.locate_many = compiled.locate_many
@@ -321,6 +323,7 @@ class PdbFile:
         self._public_vaddr_list: list[int] | None = None
         self._symbols: list[Symbol] | None = None  # at the bound image's vaddrs
         self._inlinee_names: dict[int, str | None] = {}
+        self._cross_scopes: dict[int, tuple[list[tuple[int, tuple[int, ...]]], dict[int, int]]] = {}
         self._decoded: dict[int, _ModuleAnswers] = {}
         self._reference_modules: dict[int, _ModuleAnswers] = {}  # by the Python reader, when asked
         self._lookup: AnswerLookup | None = None  # built on the first lookup (a warm run verifies only)
@@ -529,8 +532,11 @@ class PdbFile:
         outer = Frame(name, decoded.files.get(line[2]), line[0], line[1]) if line is not None else Frame(name)
         if position is None:
             return (outer,)
-        files, named = decoded.files, self._inlinee_name
-        return (*(Frame(named(inlinee), files.get(file), row_line, 0) for inlinee, file, row_line in inlined), outer)
+        files, named, number = decoded.files, self._inlinee_name, decoded.number
+        return (
+            *(Frame(named(inlinee, number), files.get(file), row_line, 0) for inlinee, file, row_line in inlined),
+            outer,
+        )
 
     def _outer_name(self, procedure: tuple[int, str] | None, vaddr: int) -> str | None:
         """The outermost frame's name at ``vaddr`` inside ``procedure`` (its low and name), if any."""
@@ -542,7 +548,14 @@ class PdbFile:
                 return public.name
         return procedure[1] if procedure is not None else None
 
-    def _inlinee_name(self, item_id: int) -> str | None:
+    def _inlinee_name(self, item_id: int, module_number: int) -> str | None:
+        """The name of inlinee ``item_id`` as module ``module_number`` refers to it (a cross-module
+        ID is first resolved to the IPI index the exporting module gives it)."""
+        if item_id & codeview.CROSS_MODULE_ID:
+            global_index = self._cross_module_index(item_id, module_number)
+            if global_index is None or global_index & codeview.CROSS_MODULE_ID:
+                return None  # unresolved, or (hostile) resolved to another cross-module ID
+            return self._inlinee_name(global_index, module_number)
         if item_id in self._inlinee_names:
             return self._inlinee_names[item_id]
         if self._ids is None or self._types is None:
@@ -554,6 +567,48 @@ class PdbFile:
             name = None
         self._inlinee_names[item_id] = name
         return name
+
+    def _cross_module_index(self, item_id: int, module_number: int) -> int | None:
+        """The global IPI index of cross-module ID ``item_id`` of module ``module_number``: its entry
+        in the module's DEBUG_S_CROSSSCOPEIMPORTS names the exporting module (matched on the DBI
+        module name, case-insensitively, as the ``pdb`` crate does) and the local ID, which that
+        module's DEBUG_S_CROSSSCOPEEXPORTS maps to the global index. None where any link is
+        missing or broken: the frame stays, unnamed."""
+        entry, position = codeview.split_cross_module_id(item_id)
+        imports = self._cross_scope(module_number)[0]
+        if entry >= len(imports) or position >= len(imports[entry][1]) or self._strings is None:
+            return None
+        name_offset, local_ids = imports[entry]
+        exporter_name = self._strings.get(name_offset)
+        if exporter_name is None:
+            return None
+        wanted = exporter_name.casefold()
+        for module in self.dbi.modules:
+            if module.name.casefold() == wanted:
+                return self._cross_scope(module.number)[1].get(local_ids[position])
+        return None
+
+    def _cross_scope(self, module_number: int) -> tuple[list[tuple[int, tuple[int, ...]]], dict[int, int]]:
+        """Module ``module_number``'s cross-scope imports and exports, read once (empty when its
+        stream or subsections do not decode)."""
+        found = self._cross_scopes.get(module_number)
+        if found is None:
+            imports: list[tuple[int, tuple[int, ...]]] = []
+            exports: dict[int, int] = {}
+            module = self.dbi.modules[module_number]
+            if module.stream != _NO_STREAM:
+                try:
+                    stream = self._msf.stream(module.stream)
+                    start = module.symbols_size + module.c11_size
+                    for kind, data, _offset in codeview.iter_subsections(stream, start, start + module.c13_size):
+                        if kind == codeview.DEBUG_S_CROSSSCOPEIMPORTS:
+                            imports += codeview.parse_cross_scope_imports(data)
+                        elif kind == codeview.DEBUG_S_CROSSSCOPEEXPORTS:
+                            exports = {**codeview.parse_cross_scope_exports(data), **exports}
+                except (CodeViewError, MalformedInputError, struct.error):
+                    pass
+            found = self._cross_scopes[module_number] = (imports, exports)
+        return found
 
     def _type_records(self, stream: int, what: str) -> TypeRecords:
         """The TPI or IPI records; an empty table when the stream is broken, so that a damaged type
@@ -575,7 +630,7 @@ class PdbFile:
                 if cache is self._decoded and kernels is not None:
                     decoded = self._compiled_module(stream, module)
                 else:
-                    decoded = _PythonModule(self._decode_module_stream(stream, module))
+                    decoded = _PythonModule(self._decode_module_stream(stream, module), module.number)
             except (CodeViewError, struct.error) as err:
                 offset = err.offset if isinstance(err, CodeViewError) else None
                 raise MalformedInputError(
@@ -597,7 +652,7 @@ class PdbFile:
         files: dict[int, str | None] = {}
         for entry, name_offset in compiled.checksums():
             files[entry] = self._strings.get(name_offset) if self._strings is not None else None
-        return _CompiledModule(compiled, files)
+        return _CompiledModule(compiled, files, module.number)
 
     def _decode_module_stream(self, stream: bytes, module: ModuleInfo) -> _DecodedModule:
         symbols_end = module.symbols_size

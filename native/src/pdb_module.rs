@@ -276,16 +276,7 @@ fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i6
                 }
                 open = Some((code, line, file));
             }
-            4 | 12 => {
-                if opcode == 12 {
-                    code += i64::from(second);
-                    if let Some((low, open_line, open_file)) = open {
-                        if code > low {
-                            rows.push((low, code, open_line, open_file));
-                        }
-                    }
-                    open = Some((code, line, file));
-                }
+            4 => {
                 if let Some((low, open_line, open_file)) = open {
                     if code + operand64 > low {
                         rows.push((low, code + operand64, open_line, open_file));
@@ -293,6 +284,19 @@ fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i6
                 }
                 open = None;
                 code += operand64;
+            }
+            12 => {
+                // A row of its own, [code + delta, + length); the offset stays at its start.
+                code += i64::from(second);
+                if let Some((low, open_line, open_file)) = open {
+                    if code > low {
+                        rows.push((low, code, open_line, open_file));
+                    }
+                }
+                if operand64 > 0 {
+                    rows.push((code, code + operand64, line, file));
+                }
+                open = None;
             }
             6 => line += signed(operand),
             5 => file = operand,

@@ -14,12 +14,12 @@ RVAs answer at the image's ImageBase).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, TypeGuard, TypeVar
 
-from symbolize.audit.frames import UNWIND_SECTIONS, audit_frame_pointers
+from symbolize.audit.frames import RUST_SYMBOL, UNWIND_SECTIONS, audit_frame_pointers
+from symbolize.audit.lookups import check_lookups, not_checked
 from symbolize.audit.report import (
     BinaryAudit,
     CoverageReport,
@@ -67,9 +67,6 @@ class AuditableFile(ObjectFile, Protocol):
 _Source = TypeVar("_Source", bound=ObjectFile)
 _DWARF_INFO_SECTIONS = frozenset({".debug_info", ".zdebug_info", "__debug_info"})
 
-# Rust's legacy mangling ends in a 17h<16 hex digits>E hash; v0 starts with _R.
-_RUST_SYMBOL = re.compile(r"^_ZN.*17h[0-9a-f]{16}E$|^_R")
-
 
 def audit_binary(
     path: Path,
@@ -87,7 +84,7 @@ def audit_binary(
         image = options.open(path, arch=arch)
         if not _auditable(image):
             return UnreadableBinary(str(path), f"no auditor yet for {image.format} files")
-        return _audit(image, debug_files, options)
+        return _audit(image, debug_files, options, arch)
     except UnsupportedFormatError as err:
         return UnreadableBinary(str(path), err.reason)  # as lookup and index say it
     except SymbolizeError as err:
@@ -113,7 +110,9 @@ def _auditable(opened: ObjectFile) -> TypeGuard[AuditableFile]:
     return callable(getattr(opened, "section_facts", None)) and callable(getattr(opened, "coverage", None))
 
 
-def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptions) -> BinaryAudit:
+def _audit(
+    binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptions, arch: str | None
+) -> BinaryAudit:
     sections = binary.section_facts()
     code = merge_ranges(
         (section.vaddr, section.vaddr + section.size)
@@ -152,9 +151,23 @@ def _audit(binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptio
         debug_id=str(binary.debug_id) if binary.debug_id is not None else None,
         debug_id_kind=binary.debug_id.kind.value if binary.debug_id is not None else None,
     )
-    rust = any(_RUST_SYMBOL.match(symbol.name) for symbol in all_symbols)
-    verdict = judge(identity, symbol_report, debug_info, coverage_report, frame_pointers, rust=rust)
-    return BinaryAudit(identity, symbol_report, debug_info, coverage_report, frame_pointers, verdict)
+    rust = any(RUST_SYMBOL.match(symbol.name) for symbol in all_symbols)
+    if any(report.how == "given" and report.matches for report in file_reports):
+        lookups = not_checked("not checked: a lookup does not read --debug-file files")
+    else:
+        symbols = _union(coverage.symbols for coverage in coverages)
+        claims = (
+            _union([symbols, functions]),
+            _union(coverage.lines for coverage in coverages),
+            _union(coverage.inlined for coverage in coverages),
+        )
+        lookups = check_lookups(
+            binary.path, arch, claims, code, tuple(options.search_paths), tuple(options.debug_dirs)
+        )
+    verdict = judge(
+        identity, symbol_report, debug_info, coverage_report, frame_pointers, rust=rust, lookups=lookups
+    )
+    return BinaryAudit(identity, symbol_report, debug_info, coverage_report, frame_pointers, verdict, lookups)
 
 
 def _coverage_report(coverages: Sequence[Coverage], code: Sequence[AddressRange]) -> CoverageReport:

@@ -14,11 +14,13 @@ GCC splits off functions (``foo.cold``): they run inside ``foo``'s frame.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import BinaryIO
 
 from symbolize.audit.prologue import PROLOGUE_BYTES, SUPPORTED_ARCHES, PrologueDecoder
 from symbolize.audit.report import FramePointerReport
+from symbolize.demangle import demangle
 from symbolize.formats.facts import AddressRange, covered_bytes
 from symbolize.formats.types import ObjectFile, Segment, Symbol
 
@@ -43,6 +45,19 @@ C_RUNTIME_FUNCTIONS = frozenset(
         "call_weak_fn",
     }
 )
+# The crates of the Rust sysroot: std and what it is built from and with. Prebuilt, with frame
+# pointers since Rust 1.79 (rust-lang/rust#122646), whatever the program's flags.
+RUST_SYSROOT_CRATES = frozenset(
+    {
+        "std", "core", "alloc", "proc_macro", "test", "panic_abort", "panic_unwind", "unwind",
+        "compiler_builtins", "std_detect", "rustc_demangle", "addr2line", "gimli", "object",
+        "miniz_oxide", "adler", "adler2", "hashbrown", "memchr", "cfg_if", "libc", "__rustc",
+    }
+)  # fmt: skip
+# Rust's legacy mangling ends in a 17h<16 hex digits>E hash; v0 starts with _R.
+RUST_SYMBOL = re.compile(r"^_ZN.*17h[0-9a-f]{16}E$|^_R")
+_FIRST_CRATE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)::")
+_PRIMITIVE_IMPL = re.compile(r"^<(&(mut )?)?(\[|\*|(str|char|bool|[iuf](8|16|32|64|128|size))>)")
 UNWIND_SECTIONS = (".eh_frame", ".eh_frame_hdr", ".debug_frame", ".pdata", "__unwind_info", "__eh_frame")
 
 
@@ -59,33 +74,70 @@ def audit_frame_pointers(
     starts = _function_starts(code, symbols, debug_functions)
     if not starts:
         return FramePointerReport(0, 0, (), unwind, "no function starts known (no symbols, no debug info)")
-    sample = starts
-    if len(starts) > SAMPLE_SIZE:
-        sample = [starts[i * len(starts) // SAMPLE_SIZE] for i in range(SAMPLE_SIZE)]
     decoder = PrologueDecoder(binary.arch)
     segments = binary.segments()
     # A universal Mach-O's segments are placed relative to their slice.
     base = getattr(getattr(binary, "slice", None), "file_offset", 0)
     if base:
         segments = [segment._replace(file_offset=segment.file_offset + base) for segment in segments]
+    own = [start for start in starts if not is_rust_toolchain_function(start[1])]
+    with binary.path.open("rb") as stream:
+        decoded, with_frame_pointer, leaves, without = _decode(stream, segments, decoder, _spread(starts))
+        # The prebuilt Rust std keeps frame pointers whatever the program asks for: in a small
+        # program it can hold most functions, so the program's own are sampled apart.
+        own_sample = _spread(own) if len(own) < len(starts) else []
+        own_decoded, own_with, own_leaves, _own_without = _decode(stream, segments, decoder, own_sample)
+    note = f"{SAMPLE_SIZE} of {len(starts)} functions sampled" if len(starts) > SAMPLE_SIZE else ""
+    return FramePointerReport(
+        decoded, with_frame_pointer, tuple(without), unwind, note, leaves, own_decoded, own_with, own_leaves
+    )
+
+
+def _spread(starts: list[tuple[int, str, int]]) -> list[tuple[int, str, int]]:
+    """Every start up to SAMPLE_SIZE, else SAMPLE_SIZE evenly spread over the address order."""
+    if len(starts) <= SAMPLE_SIZE:
+        return starts
+    return [starts[i * len(starts) // SAMPLE_SIZE] for i in range(SAMPLE_SIZE)]
+
+
+def _decode(
+    stream: BinaryIO, segments: Sequence[Segment], decoder: PrologueDecoder, sample: Sequence[tuple[int, str, int]]
+) -> tuple[int, int, int, list[str]]:
+    """(decoded, with a frame pointer, leaves without one, names of the first few without one)."""
     with_frame_pointer = leaves = decoded = 0
     without: list[str] = []
-    with binary.path.open("rb") as stream:
-        for vaddr, name, size in sample:
-            code_bytes = _read_at(stream, segments, vaddr, PROLOGUE_BYTES)
-            if not code_bytes:
-                continue
-            decoded += 1
-            if decoder.decode(name, vaddr, code_bytes).sets_frame_pointer:
-                with_frame_pointer += 1
-                continue
-            body = _read_at(stream, segments, vaddr, min(size, MAX_BODY_BYTES))
-            if not decoder.calls_other_functions(vaddr, body):
-                leaves += 1
-            if len(without) < SHOWN_WITHOUT:
-                without.append(name)
-    note = f"{len(sample)} of {len(starts)} functions sampled" if len(sample) < len(starts) else ""
-    return FramePointerReport(decoded, with_frame_pointer, tuple(without), unwind, note, leaves)
+    for vaddr, name, size in sample:
+        code_bytes = _read_at(stream, segments, vaddr, PROLOGUE_BYTES)
+        if not code_bytes:
+            continue
+        decoded += 1
+        if decoder.decode(name, vaddr, code_bytes).sets_frame_pointer:
+            with_frame_pointer += 1
+            continue
+        body = _read_at(stream, segments, vaddr, min(size, MAX_BODY_BYTES))
+        if not decoder.calls_other_functions(vaddr, body):
+            leaves += 1
+        if len(without) < SHOWN_WITHOUT:
+            without.append(name)
+    return decoded, with_frame_pointer, leaves, without
+
+
+def is_rust_toolchain_function(name: str) -> bool:
+    """A function of the prebuilt Rust standard library: the first crate its demangled path names
+    is one of ``RUST_SYSROOT_CRATES`` (``<u8 as core::fmt::Display>::fmt``: core), or it is an
+    inherent method of a primitive type (``<str>::trim_start_matches``: core's).
+
+    Generic functions of those crates instantiated by the program are compiled with the
+    program's flags, but their names cannot tell them apart; they stay out of the program's
+    own sample, which errs towards a sample of functions the program surely built.
+    """
+    if not RUST_SYMBOL.match(name):
+        return False
+    path = demangle(name, "full")
+    if _PRIMITIVE_IMPL.match(path):
+        return True
+    crate = _FIRST_CRATE.search(path)
+    return crate is not None and crate.group(1) in RUST_SYSROOT_CRATES
 
 
 def _function_starts(

@@ -138,6 +138,11 @@ class FramePointerReport(NamedTuple):
     unwind_tables: tuple[str, ...]  # .eh_frame, .eh_frame_hdr, .debug_frame, .pdata, __unwind_info
     note: str = ""
     leaves_without: int = 0  # of the functions without one, those that call nothing
+    # The same over the program's own functions, sampled apart when the prebuilt Rust std holds
+    # the others (0 sampled: no such split, the figures above are the program's).
+    own_sampled: int = 0
+    own_with_frame_pointer: int = 0
+    own_leaves_without: int = 0
 
     @property
     def share(self) -> float | None:
@@ -150,11 +155,47 @@ class FramePointerReport(NamedTuple):
         callers = self.sampled - self.leaves_without
         return self.with_frame_pointer / callers if callers else None
 
+    @property
+    def own_non_leaf_share(self) -> float | None:
+        """``non_leaf_share`` among the program's own functions (None when not sampled apart)."""
+        callers = self.own_sampled - self.own_leaves_without
+        return self.own_with_frame_pointer / callers if callers else None
+
+
+class ClaimCheck(NamedTuple):
+    """How many of the addresses sampled from one claim a lookup answered that way."""
+
+    sampled: int
+    answered: int
+
+    @property
+    def ratio(self) -> float:
+        """The share of the sample answered (1.0 when nothing was sampled: no claim to contradict)."""
+        return self.answered / self.sampled if self.sampled else 1.0
+
+
+class LookupCheck(NamedTuple):
+    """What lookups gave at addresses sampled from each coverage claim (``symbolize/audit/lookups.py``).
+
+    ``checked`` is False when no lookup could be made as a profile's would (``note`` says why);
+    the verdict then rests on the figures alone.
+    """
+
+    checked: bool
+    sample_size: int
+    names: ClaimCheck
+    lines: ClaimCheck
+    inlined: ClaimCheck
+    note: str = ""
+
 
 class Verdict(NamedTuple):
     shows: ProfileView
     reasons: tuple[str, ...]
     fixes: tuple[str, ...]
+    # What a frame-pointer stack walk records: "whole", "lose-callers", "unwind-tables" (Windows
+    # x64's .pdata), "unknown" (no prologue decoded). Not part of --require: see FramePointerReport.
+    frame_pointer_walks: str = "unknown"
 
 
 class BinaryAudit(NamedTuple):
@@ -164,6 +205,7 @@ class BinaryAudit(NamedTuple):
     coverage: CoverageReport
     frame_pointers: FramePointerReport
     verdict: Verdict
+    lookups: LookupCheck | None = None  # the coverage checked by lookups (None: not asked)
 
 
 class UnreadableBinary(NamedTuple):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from symbolize.audit.lookups import ANSWERED_THRESHOLD, answered_shares
 from symbolize.audit.report import (
     COVERAGE_THRESHOLD,
     BinaryAudit,
@@ -32,6 +33,7 @@ from symbolize.audit.report import (
     DebugInfoReport,
     FramePointerReport,
     Identity,
+    LookupCheck,
     ProfileView,
     Requirement,
     SymbolReport,
@@ -54,11 +56,12 @@ def judge(
     frame_pointers: FramePointerReport,
     *,
     rust: bool = False,
+    lookups: LookupCheck | None = None,
 ) -> Verdict:
     reasons: list[str] = []
     fixes: list[str] = []
-    names = coverage.share(coverage.name_bytes)
-    lines = coverage.share(coverage.line_bytes)
+    # Each share as far as lookups bear it out: what a profile will actually show.
+    names, lines, inlines_answered = answered_shares(coverage, lookups)
     functions = coverage.share(coverage.function_bytes)
     # A build-ID row is only where debug info could have been; a debuglink or a given file is a
     # claim. Neither matters once some separate debug file was found and matches.
@@ -70,13 +73,17 @@ def judge(
     unresolved_split = [unit for unit in debug_info.split_units if not unit.resolved]
 
     if coverage.code_bytes == 0:
-        return Verdict(ProfileView.BARE_HEX, ("the file holds no executable code",), ())
+        return Verdict(ProfileView.BARE_HEX, ("the file holds no executable code",), (), "unknown")
 
     if names >= COVERAGE_THRESHOLD:
         shows = ProfileView.NAMES
         if lines >= COVERAGE_THRESHOLD:
             shows = ProfileView.NAMES_LINES
-            if functions >= COVERAGE_THRESHOLD and coverage.inlined_calls > 0:
+            if (
+                functions >= COVERAGE_THRESHOLD
+                and coverage.inlined_calls > 0
+                and inlines_answered >= COVERAGE_THRESHOLD
+            ):
                 shows = ProfileView.WITH_INLINES
     else:
         shows = ProfileView.BARE_HEX
@@ -102,21 +109,29 @@ def judge(
             f"{len(unresolved_split)} of {len(debug_info.split_units)} split-DWARF units are not found "
             f"({', '.join(sorted({unit.dwo_name for unit in unresolved_split})[:3])})"
         )
-    if shows.rank >= ProfileView.NAMES.rank and lines < COVERAGE_THRESHOLD:
+    measured_lines = coverage.share(coverage.line_bytes)
+    if shows.rank >= ProfileView.NAMES.rank and measured_lines < COVERAGE_THRESHOLD:
         reasons.append(
-            "no line tables" if coverage.line_bytes == 0 else f"line tables cover only {_percent(lines)} of the code"
+            "no line tables"
+            if coverage.line_bytes == 0
+            else f"line tables cover only {_percent(measured_lines)} of the code"
         )
     if shows is ProfileView.NAMES_LINES:
         if coverage.inlined_calls == 0 and functions >= COVERAGE_THRESHOLD:
             reasons.append("the debug info records no inlined calls")
+        elif functions >= COVERAGE_THRESHOLD and coverage.inlined_calls > 0:
+            pass  # the inline chains recorded do not come back: said with the lookups' figures
         else:
             reasons.append(f"the debug info's function entries cover only {_percent(functions)} of the code")
     if debug_info.broken_units:
         reasons.append(f"{len(debug_info.broken_units)} compile units cannot be decoded")
+    unanswered = _unanswered(coverage, lookups)
+    reasons.extend(unanswered)
     if shows is ProfileView.WITH_INLINES and not reasons:
         reasons.append(
-            f"symbols cover {_percent(coverage.share(coverage.symbol_bytes))}, line tables {_percent(lines)}, "
+            f"symbols cover {_percent(coverage.share(coverage.symbol_bytes))}, line tables {_percent(measured_lines)}, "
             f"function entries {_percent(functions)} of the code; {coverage.inlined_calls} inlined calls recorded"
+            + _confirmed(lookups)
         )
 
     # A PE's missing PDB is the same fix as its exports-only table (link with /DEBUG, ship the PDB).
@@ -124,23 +139,83 @@ def judge(
     if exported_only_fix:
         fixes.append(_exported_only_fix(identity.format, symbols.table, rust))
     steps = _fixes(identity, shows, missing, wrong, bool(unresolved_split), rust)
+    if unanswered and not (missing or wrong or unresolved_split):
+        # More flags will not help: the debug info is there and does not answer.
+        steps = [
+            "the debug info is found but does not answer where it claims to: check the build's split units "
+            "(.dwp/.dwo from this very build) and that the unit ranges cover the code "
+            "(llvm-symbolizer on the sampled addresses shows the same)"
+        ]
     # Keeping the local symbols replaces "keep the symbol table" (the first step, when given).
     fixes.extend(step for step in steps if not (exported_only_fix and step == _first_step(identity, rust)))
+    walks = _frame_pointer_walks(identity, frame_pointers)
     fp_share = frame_pointers.non_leaf_share
-    # Windows x64 stacks are walked through .pdata, not frame pointers.
-    unwound_by_tables = identity.format == "pe" and ".pdata" in frame_pointers.unwind_tables
-    if fp_share is not None and fp_share < FRAME_POINTER_THRESHOLD and not unwound_by_tables:
+    own_share = frame_pointers.own_non_leaf_share
+    fix = (
+        "frame pointers: -C force-frame-pointers=yes (RUSTFLAGS)"
+        if rust
+        else "frame pointers: -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer"
+    )
+    if walks == "lose-callers" and fp_share is not None and fp_share < FRAME_POINTER_THRESHOLD:
         callers = frame_pointers.sampled - frame_pointers.leaves_without
         reasons.append(
             f"only {_percent(fp_share)} of {callers} sampled non-leaf functions set up a frame pointer: "
             "frame-pointer stack walks will skip callers"
         )
-        fixes.append(
-            "frame pointers: -C force-frame-pointers=yes (RUSTFLAGS)"
-            if rust
-            else "frame pointers: -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer"
+        fixes.append(fix)
+    elif walks == "lose-callers" and own_share is not None:
+        callers = frame_pointers.own_sampled - frame_pointers.own_leaves_without
+        reasons.append(
+            f"only {_percent(own_share)} of the program's own {callers} sampled non-leaf functions set up a frame "
+            f"pointer (the prebuilt Rust std's do: {_percent(fp_share or 0.0)} of all sampled): frame-pointer "
+            "stack walks (gperftools, mimalloc-pprof, perf without DWARF) lose the program's callers, so a heap "
+            "profile's stacks stop after the allocator"
         )
-    return Verdict(shows, tuple(reasons), tuple(fixes))
+        fixes.append(fix)
+    return Verdict(shows, tuple(reasons), tuple(fixes), walks)
+
+
+def _frame_pointer_walks(identity: Identity, frame_pointers: FramePointerReport) -> str:
+    """What a frame-pointer stack walk records: ``whole`` stacks, or it ``lose-callers``; ``unwind-tables``
+    where stacks are walked through them (Windows x64's .pdata); ``unknown`` with no prologue decoded."""
+    # Windows x64 stacks are walked through .pdata, not frame pointers.
+    if identity.format == "pe" and ".pdata" in frame_pointers.unwind_tables:
+        return "unwind-tables"
+    shares = [s for s in (frame_pointers.non_leaf_share, frame_pointers.own_non_leaf_share) if s is not None]
+    if not shares:
+        return "unknown"
+    return "lose-callers" if min(shares) < FRAME_POINTER_THRESHOLD else "whole"
+
+
+def _unanswered(coverage: CoverageReport, lookups: LookupCheck | None) -> list[str]:
+    """Each claim the lookups contradict: measured, but not what a lookup answers."""
+    if lookups is None or not lookups.checked:
+        return []
+    found = []
+    if lookups.note:
+        found.append(lookups.note)
+    claims = (
+        ("function symbols and entries name", coverage.name_bytes, lookups.names, "a function name"),
+        ("line tables cover", coverage.line_bytes, lookups.lines, "a line"),
+        ("inlined calls cover", coverage.inlined_bytes, lookups.inlined, "an inline chain"),
+    )
+    for what, covered, check, answer in claims:
+        if check.sampled and check.ratio < ANSWERED_THRESHOLD:
+            found.append(
+                f"{what} {_percent(coverage.share(covered))} of the code, but a lookup answers {answer} at only "
+                f"{check.answered} of {check.sampled} addresses sampled there: the debug info does not reach them "
+                "(a unit's ranges miss its code, or its split unit does not answer)"
+            )
+    return found
+
+
+def _confirmed(lookups: LookupCheck | None) -> str:
+    if lookups is None or not lookups.checked:
+        return ""
+    checks = (lookups.names, lookups.lines, lookups.inlined)
+    return (
+        f"; lookups answer at {sum(c.answered for c in checks)} of {sum(c.sampled for c in checks)} sampled addresses"
+    )
 
 
 def _exported_only_reason(symbols: SymbolReport) -> str:

@@ -143,10 +143,33 @@ def _binary_rows(audit: BinaryAudit) -> list[tuple[str, str]]:
         )
     )
     rows.append(("unwind tables", ", ".join(frames.unwind_tables) or "none"))
+    rows.append(("lookups", _lookup_row(audit)))
     rows.append(("a profile shows", audit.verdict.shows.value))
+    walks = audit.verdict.frame_pointer_walks
+    rows.append(("frame-pointer walks", _WALKS.get(walks, walks)))
     rows.extend(("why", reason) for reason in audit.verdict.reasons)
     rows.extend(("fix", fix) for fix in audit.verdict.fixes)
     return rows
+
+
+_WALKS = {
+    "whole": "whole stacks",
+    "lose-callers": "lose callers (see why)",
+    "unwind-tables": "not used: stacks are walked through .pdata",
+    "unknown": "cannot tell",
+}
+
+
+def _lookup_row(audit: BinaryAudit) -> str:
+    """How many sampled addresses a lookup answered as the coverage claims."""
+    check = audit.lookups
+    if check is None or not check.checked:
+        return check.note if check is not None else "not checked"
+    claims = (("names", check.names), ("lines", check.lines), ("inline chains", check.inlined))
+    answered = ", ".join(f"{what} {claim.answered} of {claim.sampled}" for what, claim in claims if claim.sampled)
+    return f"{answered or 'nothing to sample'} (up to {check.sample_size} addresses per claim)" + (
+        f"; {check.note}" if check.note else ""
+    )
 
 
 def _cargo_rows(cargo: CargoAudit) -> list[tuple[str, str]]:

@@ -13,7 +13,8 @@
   one (0, as ``ZERO_AR_DATE`` links write, records none): an object rebuilt since the link
   describes other code. An archive member (``libx.a(member.o)``, also a Rust ``.rlib``'s) is
   looked for as its archive is, by the same rules, and its mtime is the one its ar header
-  records (what the linker copied into the stab).
+  records (what the linker copied into the stab). An object file's mtime is compared from its
+  status before it is opened: an object rebuilt since the link is never read.
 """
 
 from __future__ import annotations
@@ -144,23 +145,27 @@ class DebugMapObjectLocator:
             for root in roots:
                 yield Candidate(root / name, root, member)
 
+    def stat_refusal(self, hint: DebugHint, candidate: Candidate, status: os.stat_result) -> str | None:
+        """An object file (not an archive, whose members carry their own mtimes) whose mtime is
+        not the recorded one: refused before it is opened, so a stale object is never read."""
+        if hint.mtime is None or candidate.member is not None:
+            return None
+        return _mtime_refusal(int(status.st_mtime), hint.mtime)
+
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         from symbolize.formats.macho import MH_OBJECT, MachOFile
 
         if not isinstance(found, MachOFile) or found.filetype != MH_OBJECT:
             return "not a Mach-O object file"
-        if hint.mtime is None:
-            return None
-        if found.member is not None:
-            actual = found.member.mtime
-        else:
-            try:
-                actual = int(found.path.stat().st_mtime)
-            except OSError as err:
-                return f"cannot read: {err.strerror or err}"
-        if actual != hint.mtime:
-            return f"modified since the link: mtime {actual} is not the {hint.mtime} the debug map records"
-        return None
+        if hint.mtime is None or found.member is None:
+            return None  # a whole object's mtime was compared before it was opened (stat_refusal)
+        return _mtime_refusal(found.member.mtime, hint.mtime)
+
+
+def _mtime_refusal(actual: int, recorded: int) -> str | None:
+    if actual != recorded:
+        return f"modified since the link: mtime {actual} is not the {recorded} the debug map records"
+    return None
 
 
 register_locator(HintKind.DSYM, DsymLocator())

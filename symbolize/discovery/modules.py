@@ -115,7 +115,11 @@ def _debug_file_by_build_id(wanted: str, options: DiscoveryOptions) -> Module | 
         return None
     for directory in options.debug_dirs:
         path = directory / relative
-        if lies_under(path, directory) and path.is_file():
+        try:
+            present = lies_under(path, directory) and path.is_file()
+        except OSError:
+            continue  # a .build-id directory that cannot be searched: the next debug directory may hold it
+        if present:
             stand_in = options.open(path)
             if _matches(stand_in, wanted):
                 return module_for(stand_in, options)

@@ -83,7 +83,7 @@ class PdbLocator:
         spellings = dict.fromkeys([name, name.lower()])
         for store in dict.fromkeys(stores):
             # A store with index2.txt at its root is two-tier: <root>/<first 2 letters>/<name>/...
-            tiers = [store / spelling[:2] for spelling in spellings] if (store / "index2.txt").is_file() else []
+            tiers = [store / spelling[:2] for spelling in spellings] if _is_two_tier(store) else []
             for spelling in spellings:
                 for directory in (*dict.fromkeys(tiers), store):
                     for key in keys:
@@ -107,6 +107,15 @@ class PdbLocator:
         if found.format != "pdb":
             return f"not a PDB ({found.format})"
         return debug_id_refusal(hint.debug_id, found.debug_id, "the image's RSDS record")
+
+
+def _is_two_tier(store: Path) -> bool:
+    """Whether ``store`` has an ``index2.txt`` at its root; a store that cannot be looked at is
+    not (its candidates are then refused, with why, as the registry stats them)."""
+    try:
+        return (store / "index2.txt").is_file()
+    except OSError:
+        return False
 
 
 def _named_in(directory: Path, name: str) -> Iterator[Candidate]:

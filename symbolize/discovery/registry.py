@@ -33,12 +33,21 @@ Yield each candidate with the directory it was looked up under as its
 explicit argument or a path the image records, and then the file must verify
 by its ID. Open nothing in ``candidates``: the loop opens, with the image's
 ``arch``, so a fat file's slice is the image's.
+
+A locator may also define ``stat_refusal(hint, candidate, status) -> str | None``: why the
+file at ``candidate`` is not the one meant, from its ``os.stat_result`` alone (a debug map
+object's mtime); a candidate it refuses is never opened. A candidate that cannot be looked at
+(a name past the system's limit, a directory that cannot be searched) and a hint whose own
+record is malformed (``DebugHint.damaged``) are refused with their reason, never raised: one
+hint that cannot be followed leaves the rest of the file answering.
 """
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterable
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from symbolize.discovery.paths import lies_under
@@ -51,6 +60,11 @@ if TYPE_CHECKING:
 # Hints a reader asks for through its resolver while decoding; every other kind names a
 # module's debug file and is tried, in the image's order, when the module is opened.
 READER_HINTS = frozenset({HintKind.SUPPLEMENTARY, HintKind.SPLIT_DWARF, HintKind.DEBUG_MAP_OBJECT})
+
+# A candidate that fails to stat with one of these is simply not there: a missing file, a path
+# component that is a file. Any other failure (a name past the system's limit, a directory that
+# cannot be searched, a symlink loop) is refused with its reason.
+ABSENT_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR})
 
 
 class Candidate(NamedTuple):
@@ -91,6 +105,7 @@ class Locator(Protocol):
         ...
 
 
+
 _LOCATORS: dict[HintKind, Locator] = {}
 
 
@@ -110,21 +125,43 @@ def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Locat
     Refused candidates are appended to ``refused`` as ``"path: reason"``.
     A hint of a kind no locator follows finds nothing.
     """
+    if hint.damaged:
+        refused.append(hint.damaged)
+        return None
     locator = _LOCATORS.get(hint.kind)
     if locator is None:
         return None
     seen: set[tuple[Path, str | None]] = {(context.asking_path.resolve(), None), (context.image_path.resolve(), None)}
+    # (directory looked under, errno) of a failure already refused: a directory that cannot be
+    # searched fails every candidate under it alike, and is said once.
+    unreadable: set[tuple[Path | None, int | None]] = set()
+    stat_refusal = getattr(locator, "stat_refusal", None)
     for candidate in locator.candidates(hint, context):
         path = candidate.path
         if candidate.root is not None and not lies_under(path, candidate.root):
             refused.append(f"{path}: outside {candidate.root}, where it was looked up")
             continue
-        if not path.is_file():
+        try:
+            status = path.stat()
+        except OSError as err:
+            # Absent is no refusal; a name past the system's limit, a directory that cannot be
+            # searched, is one: the hint cannot be followed there, and the rest of the file answers.
+            if err.errno not in ABSENT_ERRNOS and (candidate.root, err.errno) not in unreadable:
+                unreadable.add((candidate.root, err.errno))
+                refused.append(f"{path}: cannot read: {err.strerror or err}")
+            continue
+        if not S_ISREG(status.st_mode):
             continue
         key = (path.resolve(), candidate.member)
         if key in seen:
             continue
         seen.add(key)
+        where = f"{path}({candidate.member})" if candidate.member else str(path)
+        # What the file's status alone refuses (a debug map object's mtime) is refused unopened.
+        reason = stat_refusal(hint, candidate, status) if callable(stat_refusal) else None
+        if reason is not None:
+            refused.append(f"{where}: {reason}")
+            continue
         try:
             # A locator may open its candidates itself (``open(candidate, context)``, through the options'
             # cache): the PDB's opens one by its identity alone when a persistent index answers for it.
@@ -140,7 +177,7 @@ def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Locat
             refused.append(str(err))
             continue
         if reason is not None:
-            refused.append(f"{path}({candidate.member}): {reason}" if candidate.member else f"{path}: {reason}")
+            refused.append(f"{where}: {reason}")
             continue
         return Located(path, opened)
     return None

@@ -47,8 +47,13 @@ from symbolize.audit.cargo.model import (
     Setting,
     TargetPrediction,
 )
-from symbolize.audit.cargo.predict import compare, platform_of, predict, size_costs
-from symbolize.audit.cargo.profiles import profile_report, profiles_inheriting_release, resolve_profile
+from symbolize.audit.cargo.predict import compare, platform_of, predict, profile_of_binary, size_costs
+from symbolize.audit.cargo.profiles import (
+    profile_chain,
+    profile_report,
+    profiles_inheriting_release,
+    resolve_profile,
+)
 from symbolize.audit.report import BinaryAudit
 
 __all__ = [
@@ -83,6 +88,16 @@ def audit_cargo(
     for name, table in config_profiles.items():
         profiles_table[name] = deep_merge(profiles_table.get(name, {}), table)
     release_like = profiles_inheriting_release(profiles_table)
+    # A binary built with another profile (target/debug/ is dev) is compared with that profile's
+    # prediction, so that profile is predicted too.
+    predicted = {name for name, _chain in release_like}
+    known = predicted | set(profiles_table) | {"dev"}
+    for binary in binaries:
+        name = profile_of_binary(Path(binary.identity.path), known)
+        chain = profile_chain(profiles_table, name) if name is not None and name not in predicted else None
+        if name is not None and chain is not None:
+            release_like.append((name, chain))
+            predicted.add(name)
     wanted = tuple(targets) or DEFAULT_TARGETS
     reports = []
     predictions = []

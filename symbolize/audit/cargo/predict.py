@@ -3,7 +3,7 @@ and how the binaries given differ from the prediction."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from symbolize.audit.cargo.config import codegen_options
@@ -130,9 +130,14 @@ def _what_is_emitted(
         emits.append("a .dwp beside the binary, skeleton units in it")
         return emits, _view(True, True, has_inlines), "the .dwp", reasons
     if split == "unpacked":
+        # In place, the skeleton units lead to the .dwo files in target/ and they answer in full;
+        # a copy of the binary alone keeps the skeletons' line tables only.
         emits.append(".dwo files in target/, skeleton units in the binary")
-        reasons.append("split-debuginfo = 'unpacked': the .dwo files stay in target/")
-        return emits, ProfileView.NAMES_LINES, "the .dwo files (rarely shipped)", reasons
+        reasons.append(
+            "split-debuginfo = 'unpacked': the .dwo files stay in target/; the binary in place finds them, "
+            "a copy without them shows names+lines"
+        )
+        return emits, _view(True, True, has_inlines), "the .dwo files in target/ (rarely shipped)", reasons
     emits.append(f"DWARF ({debug}) in the binary")
     return emits, _view(True, True, has_inlines), "the binary", reasons
 
@@ -203,6 +208,27 @@ def size_costs(binaries: Sequence[BinaryAudit]) -> list[str]:
     return costs
 
 
+def profile_of_binary(path: Path, profiles: Collection[str]) -> str | None:
+    """The Cargo profile that built ``path``, from where Cargo puts its output (the Cargo book,
+    "Build cache"): ``target/[<triple>/]debug/`` is ``dev``, ``release/`` release, any other
+    directory there the custom profile of that name; outside a ``target/``, the nearest directory
+    named after one of ``profiles``; else None."""
+    parts = path.absolute().parts[:-1]
+    if "target" in parts:
+        below = parts[len(parts) - parts[::-1].index("target") :]
+        # target/<profile>/ or target/<triple>/<profile>/, output in <profile>/ or its examples/.
+        for directory in below[:2]:
+            if directory == "debug":
+                return "dev"
+            if directory in profiles or directory == "release":
+                return directory
+        if below and (len(below) == 1 or below[0].count("-") < 2):
+            return below[0]  # a custom profile this manifest does not define (or no longer)
+        if len(below) >= 2:
+            return below[1]
+    return next((part for part in reversed(parts) if part in profiles), None)
+
+
 def compare(predictions: Sequence[TargetPrediction], binaries: Sequence[BinaryAudit]) -> list[str]:
     """Each way a binary differs from the prediction for its platform and profile.
 
@@ -214,12 +240,14 @@ def compare(predictions: Sequence[TargetPrediction], binaries: Sequence[BinaryAu
     profiles = {p.profile for p in predictions}
     for audit in binaries:
         platform = {"elf": "elf", "pe": "windows-msvc", "macho": "macos"}.get(audit.identity.format, "")
-        # Cargo puts a profile's output in target/<profile>/ (target/<triple>/<profile>/): that names
-        # the profile a binary was built with; anything else is compared with release.
-        parts = Path(audit.identity.path).parts
-        profile = next((part for part in reversed(parts[:-1]) if part in profiles), "release")
-        prediction = next((p for p in predictions if p.platform == platform and p.profile == profile), None)
         name = audit.identity.path
+        profile = profile_of_binary(Path(name), profiles) or "release"
+        if profile not in profiles:
+            differences.append(
+                f"{name}: built with profile {profile!r}, which the manifest does not define: compared with release"
+            )
+            profile = "release"
+        prediction = next((p for p in predictions if p.platform == platform and p.profile == profile), None)
         if prediction is None:
             differences.append(f"{name}: no prediction for {audit.identity.format} (add a --target for it)")
             continue

@@ -31,22 +31,38 @@ _RELEASE_DEFAULTS: dict[str, tuple[str, str]] = {
 }
 
 
+# Cargo's dev profile (the Cargo book, "Profiles", "dev"): what `cargo build` without --release uses.
+_DEV_DEFAULTS: dict[str, tuple[str, str]] = {
+    "opt-level": ("0", "Cargo's dev default"),
+    "debug": ("full", "Cargo's dev default (debug = true)"),
+    "lto": ("false", "Cargo's dev default"),
+    "codegen-units": ("256", "Cargo's dev default (incremental builds)"),
+    "panic": ("unwind", "Cargo's dev default"),
+}
+
+
+def profile_chain(profiles: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
+    """``name``'s ``inherits`` chain down to ``release`` or ``dev`` (None when it reaches neither)."""
+    chain = [name]
+    current = name
+    while current not in ("release", "dev") and len(chain) <= len(profiles) + 1:
+        parent = profiles.get(current, {}).get("inherits")
+        if not isinstance(parent, str):
+            return None
+        chain.append(parent)
+        current = parent
+    return tuple(chain) if current in ("release", "dev") else None
+
+
 def profiles_inheriting_release(profiles: Mapping[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
     """("release", chain) and every custom profile whose ``inherits`` chain reaches release."""
     found: list[tuple[str, tuple[str, ...]]] = [("release", ("release",))]
     for name in sorted(profiles):
         if name in ("release", "dev", "test", "bench"):
             continue
-        chain = [name]
-        current = name
-        while current not in ("release", "dev") and len(chain) <= len(profiles) + 1:
-            parent = profiles.get(current, {}).get("inherits")
-            if not isinstance(parent, str):
-                break
-            chain.append(parent)
-            current = parent
-        if chain[-1] == "release":
-            found.append((name, tuple(chain)))
+        chain = profile_chain(profiles, name)
+        if chain is not None and chain[-1] == "release":
+            found.append((name, chain))
     return found
 
 
@@ -92,7 +108,8 @@ def resolve_profile(
 ) -> ResolvedProfile:
     """Settings of profile ``name``: defaults, then each profile of its chain from release down,
     each from the manifest then the config (which wins), then ``CARGO_PROFILE_<NAME>_<KEY>``."""
-    settings = {key: Setting(key, value, source) for key, (value, source) in _RELEASE_DEFAULTS.items()}
+    defaults = _DEV_DEFAULTS if chain[-1] == "dev" else _RELEASE_DEFAULTS
+    settings = {key: Setting(key, value, source) for key, (value, source) in defaults.items()}
     overrides: dict[str, dict[str, Setting]] = {}
     for profile in reversed(chain):
         for where, profiles in layers:
