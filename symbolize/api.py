@@ -375,9 +375,10 @@ def symbolize_file(
     ``gzip=None`` compresses the output when ``out_path`` ends in ``.gz`` or the
     input was gzipped.
     """
-    from symbolize.pprof import read_profile, write_profile
+    from symbolize.pprof import output_target, read_profile, write_profile
 
     profile, was_gzipped = read_profile(in_path)
+    output_target(out_path)  # an output that cannot be written is refused before the work
     _, summary = symbolize_profile(
         profile,
         binaries=binaries,

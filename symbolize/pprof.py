@@ -32,12 +32,13 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
+from google.protobuf.unknown_fields import UnknownFieldSet
 
-from symbolize.errors import os_error
+from symbolize.errors import SymbolizeError, os_error
 from symbolize.formats.errors import InputLimitError, MalformedInputError, configured_limit
 from symbolize.formats.native import kernels
-from symbolize.profiles import describe_text, parse_foreign_profile
+from symbolize.profiles import OPENTELEMETRY_EXPORT, describe_protobuf, describe_text, parse_foreign_profile
 from symbolize.proto.profile_pb2 import Profile
 from symbolize.tempfiles import PROFILE_TEMPORARY, remove_stale_temporaries
 
@@ -66,6 +67,8 @@ _LOCATION_LINE = 4
 _LENGTH_DELIMITED = 2
 # Profile field -> the one-byte key of the messages nested in its entries.
 _NESTED_IN = {_SAMPLE: _SAMPLE_LABEL << 3 | _LENGTH_DELIMITED, _LOCATION: _LOCATION_LINE << 3 | _LENGTH_DELIMITED}
+# What a refused input is told this toolkit reads.
+_READ = "read: pprof protobuf; gperftools heap_v2, heapprofile and CPU profiles"
 
 
 def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, bool]:
@@ -87,17 +90,23 @@ def parse_profile(data: bytes, path: Path | str = "<memory>") -> tuple[Profile, 
     # A serialized Profile is never all text: string_table[0] == "" alone encodes as b"2\x00".
     looks_like = describe_text(data)
     if looks_like is not None:
-        raise MalformedInputError(
-            f"not a profile: {looks_like} (read: pprof protobuf; gperftools heap_v2, heapprofile and CPU profiles)",
-            path,
-        )
+        raise MalformedInputError(f"not a profile: {looks_like} ({_READ})", path)
     count_entries(data, path)
     profile = Profile()
     try:
         profile.ParseFromString(data)
     except DecodeError as exc:
+        looks_like = describe_protobuf(data)
+        if looks_like == OPENTELEMETRY_EXPORT:
+            raise MalformedInputError(f"not a profile: {looks_like} ({_READ})", path) from exc
         raise MalformedInputError(f"not a pprof profile: {exc}", path) from exc
-    if profile.string_table and profile.string_table[0] != "":
+    problem = _not_a_profile(profile)
+    if problem is not None:
+        looks_like = describe_protobuf(data)
+        if looks_like != OPENTELEMETRY_EXPORT:
+            looks_like += f": {problem}"
+        raise MalformedInputError(f"not a profile: {looks_like} ({_READ})", path)
+    if profile.string_table[0] != "":
         raise MalformedInputError("string_table[0] must be the empty string", path)
     return profile, was_gzipped
 
@@ -213,6 +222,49 @@ def _varint(data: bytes, position: int) -> tuple[int, int]:
     return 0, end
 
 
+def _not_a_profile(profile: Profile) -> str | None:
+    """Why a message protobuf read as a Profile is no pprof Profile; None when it is one.
+
+    Protobuf reads any message as a Profile: one of pprof's field numbers with another wire
+    type than profile.proto gives it is kept aside as an unknown field, as is a number pprof
+    does not define. The first means another schema (an OpenTelemetry export's
+    ``ResourceProfiles`` read as a ``ValueType``); the second may be a field pprof added after
+    this copy of profile.proto, kept and written back. A message whose fields all fit still
+    lacks the string table every pprof writer writes (profile.proto: ``string_table[0]`` is "").
+    """
+    mistyped = _mistyped_field(profile)
+    if mistyped is not None:
+        return mistyped
+    if not profile.string_table:
+        return "no string table"
+    return None
+
+
+# How many items of each table _mistyped_field looks into: a message of another schema shows in
+# its first ones, and looking into every one costs as much as parsing again. A stray field
+# further on is kept as unknown and written back as read: nothing is lost.
+_ITEMS_CHECKED = 16
+
+
+def _mistyped_field(message: Message) -> str | None:
+    """The first field that has a profile.proto number but another wire type than profile.proto
+    gives it, in ``message`` or the first items of each table inside it; None when none has."""
+    unknown = UnknownFieldSet(message)
+    known = message.DESCRIPTOR.fields_by_number
+    for field in map(unknown.__getitem__, range(len(unknown))):
+        if field.field_number in known:
+            name = known[field.field_number].name
+            return f"{message.DESCRIPTOR.name}.{name} (field {field.field_number}) has wire type {field.wire_type}"
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None:
+            continue
+        for item in value[:_ITEMS_CHECKED] if descriptor.is_repeated else [value]:
+            mistyped = _mistyped_field(item)
+            if mistyped is not None:
+                return mistyped
+    return None
+
+
 def max_profile_size() -> int:
     """The absolute cap in force: ``SYMBOLIZE_MAX_PROFILE_SIZE`` when set, else the module's."""
     return configured_limit(MAX_SIZE_SETTING, MAX_PROFILE_SIZE)
@@ -289,14 +341,19 @@ def write_profile(profile: Profile, path: Path | str, *, gzip: bool) -> None:
     On failure the temporary file is removed; one a killed process left behind is
     removed by a later write in the same directory
     (:func:`symbolize.tempfiles.remove_stale_temporaries`). Errors name ``path``.
+
+    A symlink is written through: the file it leads to is the one replaced (:func:`output_target`),
+    and anything that is not a regular file (a device such as ``/dev/null``, a FIFO, a socket) is
+    refused, never replaced.
     """
-    path = Path(path)
+    named = Path(path)
+    path = output_target(named)
     data = serialize_profile(profile, gzip=gzip)
     remove_stale_temporaries(path.parent, PROFILE_TEMPORARY)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as error:
-        raise os_error(error, "write", path) from error
+        raise os_error(error, "write", named) from error
     tmp_path = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as tmp_file:
@@ -309,8 +366,39 @@ def write_profile(profile: Profile, path: Path | str, *, gzip: bool) -> None:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
         if isinstance(error, OSError):
-            raise os_error(error, "write", path) from error
+            raise os_error(error, "write", named) from error
         raise
+
+
+# What a file that is not a regular one is, by stat's file type, for the refusal.
+_FILE_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def output_target(path: Path | str) -> Path:
+    """The regular file writing ``path`` replaces: ``path``, or where its symlinks lead (which
+    may not exist yet: it is created). Raises SymbolizeError, naming ``path``, when that is
+    anything but a regular file: replacing a device node, a FIFO or a socket with a file would
+    break whatever else uses it (``-o /dev/null`` as root would replace the system's)."""
+    path = Path(path)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target
+    except OSError as error:
+        raise os_error(error, "write", path) from error
+    if stat.S_ISREG(mode):
+        return target
+    if stat.S_ISDIR(mode):
+        raise SymbolizeError("cannot write: is a directory", path)  # as os_error words EISDIR
+    kind = next((kind for is_kind, kind in _FILE_KINDS if is_kind(mode)), "not a regular file")
+    shown = f"{kind}, {target}" if target != path else kind
+    raise SymbolizeError(f"cannot write: not a regular file ({shown})", path)
 
 
 def _mode_for(path: Path) -> int:

@@ -33,9 +33,21 @@ def console_script() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "symbolize"]
 
 
+def tree_environment() -> dict[str, str]:
+    """The environment in which the console script imports this tree's code (the installed one
+    may be another checkout's, as an editable install in a worktree is)."""
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path)
+
+
 def run(*arguments: str | Path, stdin: bytes = b"", cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [*console_script(), *map(str, arguments)], input=stdin, capture_output=True, cwd=cwd, timeout=120
+        [*console_script(), *map(str, arguments)],
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        timeout=120,
+        env=tree_environment(),
     )
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")

@@ -107,7 +107,10 @@ pub struct IndexedRuns {
 #[pymethods]
 impl IndexedRuns {
     /// `arrays` maps each name of `ARRAYS` and `str_blob` to `(type code, byte offset, count)`.
+    /// An index whose arrays do not hold together ([`Layout::validate`]) raises
+    /// `IndexInconsistentError`: no lookup then meets an id past its array.
     #[new]
+    #[pyo3(signature = (data, arrays, error_details=Vec::new()))]
     fn new(data: Bound<'_, PyBytes>, arrays: &Bound<'_, PyDict>, error_details: Vec<String>) -> PyResult<Self> {
         let data_len = data.as_bytes().len();
         let inconsistent = |error: IndexError| IndexInconsistentError::new_err((-1, error.0));
@@ -122,8 +125,12 @@ impl IndexedRuns {
             let (code, start, count) = place(name)?;
             columns.push(Column::new(name, code, start, count, data_len).map_err(inconsistent)?);
         }
-        let (_, blob_start, blob_length) = place("str_blob")?;
+        let (blob_code, blob_start, blob_length) = place("str_blob")?;
+        if blob_code != 'B' {
+            return Err(IndexInconsistentError::new_err((-1, format!("index array str_blob has type {blob_code:?}, not bytes"))));
+        }
         let layout = Layout::new(&columns, (blob_start, blob_length), data_len).map_err(inconsistent)?;
+        layout.validate(data.as_bytes()).map_err(inconsistent)?;
         Ok(IndexedRuns {
             data: data.unbind(),
             layout,
@@ -135,6 +142,12 @@ impl IndexedRuns {
             file_pieces: IdMap::default(),
             outer_pieces: IdMap::default(),
         })
+    }
+
+    /// `str(MalformedInputError(text, path))` of each broken region, by error number - 1: made
+    /// in Python from the strings this object gives back ([`Self::strings`]) once it has checked them.
+    fn set_error_details(&mut self, error_details: Vec<String>) {
+        self.error_details = error_details;
     }
 
     /// The bytes of each string of `ids` (None for id 0, which stands for None), as

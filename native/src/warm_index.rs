@@ -84,6 +84,27 @@ impl Column {
         })
     }
 
+    /// The largest item (0 for an empty array): one pass over the array's bytes.
+    pub fn max(&self, data: &[u8]) -> u64 {
+        let Some(bytes) = data.get(self.start..self.start + self.count * self.width) else {
+            return u64::MAX; // never: `new` checked the array lies inside the data
+        };
+        match self.width {
+            1 => bytes.iter().copied().max().map_or(0, u64::from),
+            2 => bytes.chunks_exact(2).map(|item| u16::from_ne_bytes([item[0], item[1]])).max().map_or(0, u64::from),
+            4 => bytes
+                .chunks_exact(4)
+                .map(|item| u32::from_ne_bytes([item[0], item[1], item[2], item[3]]))
+                .max()
+                .map_or(0, u64::from),
+            _ => bytes
+                .chunks_exact(8)
+                .map(|item| u64::from_ne_bytes([item[0], item[1], item[2], item[3], item[4], item[5], item[6], item[7]]))
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
     /// Item `index`, or the error naming this array.
     #[inline]
     pub fn at(&self, data: &[u8], index: u64) -> Result<u64, IndexError> {
@@ -155,6 +176,67 @@ impl Layout {
             frame_start_line,
             blob,
         })
+    }
+}
+
+impl Layout {
+    /// Whether the arrays hold together as the builder lays them out, so that no lookup meets an
+    /// id past its array: the twin of `check_index_arrays` in `symbolize/index/indexed.py`, check
+    /// for check. The arrays that describe one thing (a run, a chain, a frame, a string) are
+    /// equally long, the offset tables start at 0 and end at their array's end, and every id is
+    /// below the length of the array it indexes. One pass over the id arrays: a CRC32's cost.
+    pub fn validate(&self, data: &[u8]) -> Result<(), IndexError> {
+        let groups: [&[Column]; 3] = [
+            &[self.run_low, self.run_file, self.run_line, self.run_column, self.run_chain],
+            &[self.chain_name, self.chain_start_line, self.chain_file, self.chain_outer],
+            &[self.frame_name, self.frame_file, self.frame_line, self.frame_column, self.frame_start_line],
+        ];
+        for group in groups {
+            if let Some(other) = group.iter().find(|column| column.count != group[0].count) {
+                return Err(IndexError(format!(
+                    "index array {} has {} items, {} has {}",
+                    other.name, other.count, group[0].name, group[0].count
+                )));
+            }
+        }
+        let strings = self.name_full.count;
+        if self.str_offsets.count != strings + 1 {
+            return Err(IndexError(format!(
+                "index array str_offsets has {} items for {strings} strings",
+                self.str_offsets.count
+            )));
+        }
+        if self.chain_name.count <= self.error_text.count {
+            return Err(IndexError(format!(
+                "index has {} chains for {} broken regions and the gap",
+                self.chain_name.count, self.error_text.count
+            )));
+        }
+        for (offsets, end) in [(self.outer_begin, self.outer_frames.count as u64), (self.str_offsets, self.blob.1 as u64)] {
+            let first = offsets.get(data, 0);
+            let last = offsets.count.checked_sub(1).and_then(|last| offsets.get(data, last));
+            if first != Some(0) || last != Some(end) {
+                return Err(IndexError(format!("index array {} does not run from 0 to {end}", offsets.name)));
+            }
+        }
+        let bounds = [
+            (self.run_chain, self.chain_name.count),
+            (self.chain_outer, self.outer_begin.count - 1),
+            (self.outer_frames, self.frame_name.count),
+            (self.run_file, strings),
+            (self.chain_name, strings),
+            (self.chain_file, strings),
+            (self.frame_name, strings),
+            (self.frame_file, strings),
+            (self.error_text, strings),
+            (self.name_full, strings),
+        ];
+        for (column, bound) in bounds {
+            if column.count > 0 && column.max(data) >= bound as u64 {
+                return Err(IndexError(format!("index array {} holds an id past {bound}", column.name)));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -292,31 +374,34 @@ mod tests {
         (data, layout)
     }
 
+    /// Strings: 1 "f", 2 "a.c", 3 "g". Runs: [0x10, 0x20) chain 2, [0x20, ...) gap.
+    /// Chain 1 is a broken region's (one error text), chain 2 is f called from frame 0 (g).
+    fn sample_arrays() -> Vec<(&'static str, Vec<u64>)> {
+        vec![
+            ("run_low", vec![0x10, 0x20, 0x30]),
+            ("run_file", vec![2, 0, 0]),
+            ("run_line", vec![7, 0, 0]),
+            ("run_column", vec![3, 0, 0]),
+            ("run_chain", vec![2, 0, 1]),
+            ("chain_name", vec![0, 0, 1]),
+            ("chain_file", vec![0, 0, 2]),
+            ("chain_outer", vec![0, 0, 1]),
+            ("outer_begin", vec![0, 0, 1]),
+            ("outer_frames", vec![0]),
+            ("frame_name", vec![3]),
+            ("frame_file", vec![2]),
+            ("frame_line", vec![40]),
+            ("frame_column", vec![9]),
+            ("chain_start_line", vec![0, 0, 5]),
+            ("frame_start_line", vec![38]),
+            ("error_text", vec![1]),
+            ("name_full", vec![0, 0, 0, 0]),
+            ("str_offsets", vec![0, 0, 1, 4, 5]),
+        ]
+    }
+
     fn sample() -> (Vec<u8>, Layout) {
-        // Strings: 1 "f", 2 "a.c", 3 "g". Runs: [0x10, 0x20) chain 2, [0x20, ...) gap.
-        // Chain 1 is a broken region's (one error text), chain 2 is f called from frame 0 (g).
-        build(
-            &[
-                ("run_low", vec![0x10, 0x20, 0x30]),
-                ("run_file", vec![2, 0, 0]),
-                ("run_line", vec![7, 0, 0]),
-                ("run_column", vec![3, 0, 0]),
-                ("run_chain", vec![2, 0, 1]),
-                ("chain_name", vec![0, 0, 1]),
-                ("chain_file", vec![0, 0, 2]),
-                ("chain_outer", vec![0, 0, 1]),
-                ("outer_begin", vec![0, 0, 1]),
-                ("outer_frames", vec![0]),
-                ("frame_name", vec![3]),
-                ("frame_file", vec![2]),
-                ("frame_line", vec![40]),
-                ("frame_column", vec![9]),
-                ("error_text", vec![1]),
-                ("name_full", vec![0, 0, 0, 0]),
-                ("str_offsets", vec![0, 0, 1, 4, 5]),
-            ],
-            b"fa.cg",
-        )
+        build(&sample_arrays(), b"fa.cg")
     }
 
     #[test]
@@ -348,6 +433,61 @@ mod tests {
         assert!(inner_frame(&layout, &data, 9, 2).is_err());
         assert!(Column::new("x", 'Q', 8, usize::MAX / 4, 100).is_err());
         assert!(Column::new("x", 'q', 0, 1, 100).is_err());
+    }
+
+    #[test]
+    fn the_builders_layout_validates() {
+        let (data, layout) = sample();
+        assert_eq!(layout.validate(&data), Ok(()));
+    }
+
+    /// `sample()` with the array `name` replaced by `values`.
+    fn sample_with(name: &str, values: Vec<u64>) -> (Vec<u8>, Layout) {
+        let mut arrays = sample_arrays();
+        for (array, stored) in arrays.iter_mut() {
+            if *array == name {
+                *stored = values.clone();
+            }
+        }
+        build(&arrays, b"fa.cg")
+    }
+
+    #[test]
+    fn ids_past_their_arrays_and_uneven_arrays_do_not_validate() {
+        for (name, values) in [
+            ("run_chain", vec![2, 0, 3]),
+            ("run_file", vec![4, 0, 0]),
+            ("chain_name", vec![0, 0, 4]),
+            ("chain_file", vec![0, 0, 9]),
+            ("chain_outer", vec![0, 0, 2]),
+            ("outer_frames", vec![1]),
+            ("frame_name", vec![4]),
+            ("frame_file", vec![7]),
+            ("error_text", vec![4]),
+            ("error_text", vec![1, 1, 1]),
+            ("name_full", vec![0, 0, 0, 5]),
+            ("name_full", vec![0, 0, 0]),
+            ("run_line", vec![7, 0]),
+            ("chain_start_line", vec![]),
+            ("frame_column", vec![]),
+            ("outer_begin", vec![0, 0]),
+            ("outer_begin", vec![]),
+            ("str_offsets", vec![0, 0, 1, 4, 4]),
+            ("str_offsets", vec![1, 0, 1, 4, 5]),
+        ] {
+            let (data, layout) = sample_with(name, values.clone());
+            assert!(layout.validate(&data).is_err(), "{name} = {values:?} validated");
+        }
+    }
+
+    #[test]
+    fn max_reads_every_width() {
+        for code in ['B', 'H', 'I', 'Q'] {
+            let width = match code { 'B' => 1, 'H' => 2, 'I' => 4, _ => 8 };
+            let data: Vec<u8> = [3u64, 9, 4].iter().flat_map(|value| value.to_ne_bytes()[..width].to_vec()).collect();
+            assert_eq!(Column::new("x", code, 0, 3, data.len()).unwrap().max(&data), 9);
+            assert_eq!(Column::new("x", code, 0, 0, data.len()).unwrap().max(&data), 0);
+        }
     }
 
     #[test]

@@ -42,6 +42,7 @@ from symbolize.cli.entry import (
     EXIT_INTERNAL_ERROR,
     default_output_path,
     iter_stdin_batches,
+    standard_output,
 )
 from symbolize.cli.entry import error_line as _error_line
 from symbolize.cli.entry import internal_error_line as _internal_error_line
@@ -225,6 +226,8 @@ def profile_command(
         drop_frames=drop_frames,
     )
     with _errors_as_one_line(ctx):
+        if json_summary:
+            standard_output()  # refused before any work
         if from_stdin or to_stdout:
             summary = _profile_through_stdio(in_path, out_path, from_stdin, to_stdout, options)
         else:
@@ -246,14 +249,15 @@ def _profile_through_stdio(
     from symbolize.api import symbolize_profile
     from symbolize.pprof import parse_profile, read_profile, serialize_profile, write_profile
 
+    output = standard_output() if to_stdout else None  # refused before any work
     if from_stdin:
         profile, was_gzipped = parse_profile(sys.stdin.buffer.read(), "<stdin>")
     else:
         profile, was_gzipped = read_profile(in_path)
     _, summary = symbolize_profile(profile, **options)
-    if to_stdout:
-        sys.stdout.buffer.write(serialize_profile(profile, gzip=was_gzipped))
-        sys.stdout.buffer.flush()
+    if output is not None:
+        output.buffer.write(serialize_profile(profile, gzip=was_gzipped))
+        output.buffer.flush()
     else:
         assert out_path is not None  # no OUT for stdin means stdout
         write_profile(profile, out_path, gzip=was_gzipped or str(out_path).endswith(".gz"))
@@ -343,6 +347,7 @@ def lookup_command(
     if not addresses:
         batches = iter_stdin_batches(cast("io.BufferedIOBase", sys.stdin.buffer))
     with _errors_as_one_line(ctx):
+        output = standard_output()  # refused before any work
         answers = lookup_text_batches(
             obj,
             batches,
@@ -362,8 +367,8 @@ def lookup_command(
             # from an index. Not through typer.echo, which scans the whole text for ANSI codes to
             # strip when stdout is not a terminal; there are none. Flushed, for whoever reads
             # through a pipe and waits for this answer before writing the next address.
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            output.write(text)
+            output.flush()
 
 
 @app.command("index")

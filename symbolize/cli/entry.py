@@ -31,7 +31,7 @@ import sys
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from symbolize.cli.spellings import DEMANGLE_MODES, llvm_spellings
 
@@ -68,6 +68,16 @@ def error_line(exc: BaseException) -> str:
 def internal_error_line(exc: BaseException) -> str:
     message = f"{type(exc).__name__}: {exc}".replace("\n", " ")
     return f"symbolize: error: internal error: {message} (--debug shows the traceback)"
+
+
+def standard_output() -> TextIO:
+    """``sys.stdout``; a SymbolizeError (one line, exit 1: an output error) when the process was
+    started with it closed (``>&-``), where Python leaves ``sys.stdout`` None."""
+    if sys.stdout is None:
+        from symbolize.errors import SymbolizeError
+
+        raise SymbolizeError("cannot write: closed", "<stdout>")
+    return sys.stdout
 
 
 def iter_stdin_batches(stream: Any) -> Iterator[list[str]]:
@@ -255,7 +265,7 @@ def run_plain(command: PlainLookup | PlainProfile) -> int:
         if isinstance(command, PlainProfile) and command.json_summary:
             import json
 
-            _echo(sys.stdout, json.dumps(summary.to_json(), indent=2))
+            _echo(standard_output(), json.dumps(summary.to_json(), indent=2))
         else:
             _echo_error(summary.format_text())
     except (EOFError, KeyboardInterrupt):
@@ -263,6 +273,11 @@ def run_plain(command: PlainLookup | PlainProfile) -> int:
         _echo_error("Aborted!")
         return EXIT_INPUT_ERROR
     except Exception as exc:
+        from symbolize.errors import SymbolizeError
+
+        if isinstance(exc, SymbolizeError):  # stdout closed
+            _echo_error(error_line(exc))
+            return EXIT_INPUT_ERROR
         print(internal_error_line(exc), file=sys.stderr)
         return EXIT_INTERNAL_ERROR
     return 0
@@ -291,6 +306,8 @@ def default_output_path(in_path: Path) -> Path:
 def _profile(command: PlainProfile) -> Summary:
     from symbolize.api import symbolize_file
 
+    if command.json_summary:
+        standard_output()  # refused before any work
     return symbolize_file(
         command.in_path,
         command.out_path or default_output_path(command.in_path),
@@ -310,6 +327,7 @@ def _answer(command: PlainLookup) -> None:
     from symbolize.answer_text import PlainStyle
     from symbolize.api import lookup_text_batches
 
+    output = standard_output()  # refused before any work
     # An empty argument is no question (llvm-symbolizer skips it); an empty stdin line is echoed.
     batches: Iterable[list[str]] = [[text for text in command.addresses if text.strip()]]
     if not command.addresses:
@@ -329,8 +347,8 @@ def _answer(command: PlainLookup) -> None:
         arch=command.arch,
     )
     for text in answers:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        output.write(text)
+        output.flush()
 
 
 def _echo_error(line: str) -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -287,6 +287,58 @@ def _narrowest(values: Sequence[int]) -> array[int]:
     return values if isinstance(values, array) and values.typecode == "Q" else array("Q", values)
 
 
+# Arrays that describe one thing each (a run, a chain, a frame) and so are equally long.
+_GROUPS = (
+    ("run_low", "run_file", "run_line", "run_column", "run_chain"),
+    ("chain_name", "chain_start_line", "chain_file", "chain_outer"),
+    ("frame_name", "frame_file", "frame_line", "frame_column", "frame_start_line"),
+)
+# Arrays of string ids: each below the number of strings (len(name_full)).
+_STRING_IDS = ("run_file", "chain_name", "chain_file", "frame_name", "frame_file", "error_text", "name_full")
+# The type codes the builder writes (_narrowest): an array of another type was not written by it.
+_UNSIGNED = frozenset("BHIQ")
+# has_symbols, has_dwarf, has_line_info, has_inline_info, split_dwarf (then DWARF versions).
+_FACTS = 5
+
+
+def check_index_arrays(arrays: Mapping[str, Sequence[int]], blob_length: int, path: Path) -> None:
+    """Raise :class:`IndexDamagedError` unless the arrays hold together as the builder lays them
+    out, so that no lookup meets an id past its array (the twin of ``Layout::validate`` in
+    native/src/warm_index.rs, check for check): the arrays that describe one thing are equally
+    long, the offset tables run from 0 to their array's end, every id is below the length of
+    the array it indexes. A file with right checksums can still fail this (written by another
+    build, or crafted): it is given up as a damaged one is.
+    """
+
+    def damaged(what: str) -> IndexDamagedError:
+        return IndexDamagedError(f"index {what}", path)
+
+    for group in _GROUPS:
+        for name in group[1:]:
+            if len(arrays[name]) != len(arrays[group[0]]):
+                raise damaged(f"array {name} has {len(arrays[name])} items, {group[0]} has {len(arrays[group[0]])}")
+    strings = len(arrays["name_full"])
+    if len(arrays["str_offsets"]) != strings + 1:
+        raise damaged(f"array str_offsets has {len(arrays['str_offsets'])} items for {strings} strings")
+    if len(arrays["chain_name"]) <= len(arrays["error_text"]):
+        chains, errors = len(arrays["chain_name"]), len(arrays["error_text"])
+        raise damaged(f"has {chains} chains for {errors} broken regions and the gap")
+    for name, end in (("outer_begin", len(arrays["outer_frames"])), ("str_offsets", blob_length)):
+        offsets = arrays[name]
+        if not offsets or offsets[0] != 0 or offsets[-1] != end:
+            raise damaged(f"array {name} does not run from 0 to {end}")
+    bounds = [
+        ("run_chain", len(arrays["chain_name"])),
+        ("chain_outer", len(arrays["outer_begin"]) - 1),
+        ("outer_frames", len(arrays["frame_name"])),
+        *((name, strings) for name in _STRING_IDS),
+    ]
+    for name, bound in bounds:
+        values = arrays[name]
+        if values and max(values) >= bound:
+            raise damaged(f"array {name} holds an id past {bound}")
+
+
 # Arrays read on every lookup that become lists when bound if they have up to _LIST_LIMIT items
 # (IndexedObject._bind): a list is bisected and indexed about twice as fast as a mapped array.
 _LISTED = frozenset({"run_low", "run_chain", "error_text"})
@@ -331,6 +383,8 @@ class IndexedObject:
         self._strings: dict[int, str] = {}
         self._names: dict[int, str | None] = {}
         facts = index.array("facts")
+        if facts.format not in _UNSIGNED or len(facts) < _FACTS:
+            raise IndexDamagedError(f"index has {len(facts)} facts, not {_FACTS} or more", index.path)
         self._summary = DebugInfoSummary(
             has_symbols=bool(facts[0]),
             has_dwarf=bool(facts[1]),
@@ -341,6 +395,9 @@ class IndexedObject:
         )
         self._damaged = False
         self._bound = False
+        # Whether the arrays were found to hold together (check_index_arrays), by Python or by
+        # the compiled kernel, which makes the same checks.
+        self._validated = False
         # The compiled kernel's view of the index (compiled_runs): None until asked, False when
         # the kernels are not built or do not read this index.
         self._compiled: Any = None
@@ -445,28 +502,44 @@ class IndexedObject:
             return None
         try:
             data, places = self.index.checked_contents(kernels.INDEXED_RUNS_ARRAYS, kernels.crc32)
-            details: list[str] = []
-            if places["error_text"][2]:  # broken regions: their messages, made as frames_at makes them
-                self._bind()
-                details = [str(MalformedInputError(self._string(text) or "", self.path)) for text in self.error_text]
-        except IndexDamagedError:
+            # Checks that the arrays hold together (Layout::validate, check_index_arrays' twin).
+            runs = kernels.IndexedRuns(data, places)
+        except (IndexDamagedError, kernels.IndexInconsistentError):
             self.give_up_index()
             return None
+        self._validated = True
+        details: list[str] = []
+        if places["error_text"][2]:  # broken regions: their messages, made as frames_at makes them
+            try:
+                self._bind()
+            except IndexDamagedError:
+                self.give_up_index()
+                return None
+            details = [str(MalformedInputError(self._string(text) or "", self.path)) for text in self.error_text]
+            runs.set_error_details(details)
         self.error_details = details
-        try:
-            return kernels.IndexedRuns(data, places, details)
-        except kernels.IndexInconsistentError:
-            return None  # arrays the kernel does not read (a type it has no width for): Python answers
+        return runs
 
     def _bind(self) -> None:
-        """Map every array once (checking its CRC32): lookups then read plain attributes."""
+        """Map every array once (checking its CRC32 and, unless the compiled kernel has, that the
+        arrays hold together: check_index_arrays): lookups then read plain attributes."""
         if self._bound:
             return
+        views = {name: self.index.array(name) for name in (*_ARRAYS, "str_blob", "str_offsets")}
+        for name, view in views.items():
+            if view.format not in _UNSIGNED or (name == "str_blob" and view.format != "B"):
+                raise IndexDamagedError(f"index array {name} has type {view.format!r}", self.path)
+        arrays: dict[str, Sequence[int]] = {
+            name: view.tolist() if name in _LISTED and len(view) <= _LIST_LIMIT else view
+            for name, view in views.items()
+        }
+        if not self._validated:
+            check_index_arrays(arrays, len(views["str_blob"]), self.path)
+            self._validated = True
         for name in _ARRAYS:
-            view = self.index.array(name)
-            setattr(self, name, view.tolist() if name in _LISTED and len(view) <= _LIST_LIMIT else view)
-        self._blob = self.index.array("str_blob")
-        self._offsets = self.index.array("str_offsets")
+            setattr(self, name, arrays[name])
+        self._blob = views["str_blob"]
+        self._offsets = views["str_offsets"]
         self._bound = True
 
     def _frames_of(self, position: int, chain: int) -> list[Frame]:

@@ -58,13 +58,18 @@ def write_index(path: Path, key: str, arrays: Mapping[str, array[int] | bytes]) 
     # Imported here: a warm run reads indexes and never writes one.
     import tempfile
 
+    from symbolize.errors import os_error
     from symbolize.tempfiles import INDEX_TEMPORARY, remove_stale_temporaries
 
     header += b"\0" * (-(len(header) + _PREFIX.size) % 8)
     prefix = _PREFIX.pack(MAGIC, FORMAT_VERSION, len(header), len(entries), zlib.crc32(header))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path.parent, INDEX_TEMPORARY)  # a killed build's (symbolize/tempfiles.py)
-    handle, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path.parent, INDEX_TEMPORARY)  # a killed build's (symbolize/tempfiles.py)
+        handle, temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        # Named by the cache's directory, what could not be written, never by our temporary's name.
+        raise os_error(error, "write an index in this directory", path.parent) from error
     try:
         with os.fdopen(handle, "wb") as output:
             output.write(prefix)
@@ -81,8 +86,10 @@ def write_index(path: Path, key: str, arrays: Mapping[str, array[int] | bytes]) 
             if not path.exists():
                 raise
             Path(temporary).unlink(missing_ok=True)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise os_error(error, "write", path) from error
         raise
 
 

@@ -15,10 +15,17 @@ from pathlib import Path
 from symbolize.profiles.cpu import parse_cpu
 from symbolize.profiles.heap_v2 import parse_heap_v2
 from symbolize.profiles.legacy_heap import parse_legacy_heap
-from symbolize.profiles.sniff import ProfileFormat, describe_text, sniff_format
+from symbolize.profiles.sniff import OPENTELEMETRY_EXPORT, ProfileFormat, describe_protobuf, describe_text, sniff_format
 from symbolize.proto.profile_pb2 import Profile
 
-__all__ = ["ProfileFormat", "describe_text", "parse_foreign_profile", "sniff_format"]
+__all__ = [
+    "OPENTELEMETRY_EXPORT",
+    "ProfileFormat",
+    "describe_protobuf",
+    "describe_text",
+    "parse_foreign_profile",
+    "sniff_format",
+]
 
 _PARSERS = {
     ProfileFormat.GPERFTOOLS_CPU: parse_cpu,
