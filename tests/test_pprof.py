@@ -106,7 +106,7 @@ def test_gzip_is_sniffed_not_named(tmp_path: Path) -> None:
     [
         b"\xff\xff\xff\xff",  # not protobuf
         b"\x0a\x05ab",  # length runs past the end
-        gzip.compress(b"\x0a\x05abcde")[:-6],  # gzip stream cut short
+        gzip.compress(b"\x0a\x05abcde", mtime=0)[:-6],  # gzip stream cut short
         b"\x1f\x8bgarbage",  # gzip magic, then nonsense
         b"\x32\x01a",  # string_table[0] is not ""
     ],
