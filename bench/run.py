@@ -195,7 +195,7 @@ def table_rows(
             cell = cells[tool.name, n]
             seconds = cell.median_seconds
             if seconds is None or cell.failure:
-                rows.append([label, tool.name, str(n), *["n/a"] * 7, "-", cell.failure or "no runs"])
+                rows.append([label, tool.name, str(n), *["n/a"] * 6, "-", cell.failure or "no runs"])
                 continue
             ratio = f"{seconds / baseline_seconds:.2f}x" if baseline_seconds else "n/a"
             cpu, baseline_cpu = cell.median_cpu_seconds, baseline.median_cpu_seconds if baseline else None
