@@ -50,7 +50,7 @@ MIN_PDB_BYTES = 20 * 10**6
 
 sys.path.insert(0, str(REPO))  # the differential tests' rule for inlined lines
 from symbolize.formats.pdb import PdbFile  # noqa: E402
-from symbolize.formats.pe import PeFile  # noqa: E402
+from symbolize.formats.pe.file import PeFile  # noqa: E402
 from tests.test_windows_differential import llvm14_inline_line  # noqa: E402
 
 FrameKey = tuple[str | None, str | None, int, int]

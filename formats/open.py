@@ -60,17 +60,17 @@ def open_object(
     if member is not None:
         if head[:8] != b"!<arch>\n":
             raise UnsupportedFormatError(f"not a static archive (asked for its member {member})", path)
-        from symbolize.formats.macho import MachOFile
+        from symbolize.formats.macho.file import MachOFile
 
         return MachOFile(path, arch, resolver, member)
     if magic == ELF_MAGIC:
         return ElfFile(path, resolver=resolver)
     if magic in _MACHO_MAGICS:
-        from symbolize.formats.macho import MachOFile
+        from symbolize.formats.macho.file import MachOFile
 
         return MachOFile(path, arch, resolver)
     if magic[:2] == MZ_MAGIC:
-        from symbolize.formats.pe import PeFile  # the PE reader (and pefile) only for a PE file
+        from symbolize.formats.pe.file import PeFile  # the PE reader (and pefile) only for a PE file
 
         return PeFile(path)
     from symbolize.formats.pdb import PdbFile, is_pdb_magic  # the PDB reader, only for what is no other

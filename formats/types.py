@@ -255,11 +255,16 @@ class AnswerRegion(NamedTuple):
 class SymbolSource(Protocol):
     """Something that names object addresses: an ELF or Mach-O file's DWARF and symbols, a PDB, a dSYM.
 
-    Frames lists are innermost first, everywhere.
+    Frames lists are innermost first, everywhere. The members after ``close`` are optional
+    capabilities: a reader that lacks one inherits :class:`ReaderDefaults`' answer.
     """
 
     path: Path
+    format: str
+    arch: str
     debug_id: DebugId | None
+    # The vaddr its answers are at (a PDB's RVAs add to its image's ImageBase: ``bind_image``).
+    load_base: int
 
     def symbols(self) -> Sequence[Symbol]: ...
 
@@ -279,6 +284,24 @@ class SymbolSource(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    # Optional capabilities (defaults in ReaderDefaults).
+    @property
+    def index_kind(self) -> str:
+        """What an index key calls this source's reader (a stand-in gives the reader's name)."""
+        ...
+
+    def bind_image(self, image: Image) -> None:
+        """Answer at ``image``'s vaddrs, as its debug file (a PDB's RVAs; an ELF debug file's names)."""
+        ...
+
+    def answer_inputs(self) -> str:
+        """The other files its answers come from, described for the index key; "" when none."""
+        ...
+
+    def lines_missing_reason(self) -> str | None:
+        """Why it names functions but no lines (a stripped PDB), or None."""
+        ...
 
 
 class Image(Protocol):
@@ -303,31 +326,70 @@ class Image(Protocol):
 
     def close(self) -> None: ...
 
+    # Optional capabilities (defaults in ReaderDefaults).
+    @property
+    def universal(self) -> bool:
+        """Whether it is one slice of a universal (fat) Mach-O file."""
+        ...
 
-class ObjectFile(Protocol):
-    """What every reader ``formats.open.open_object`` returns answers: an Image that also names addresses.
+    @property
+    def slice_offset(self) -> int:
+        """Where the image starts in its file (a fat slice, an archive member); 0 for a whole file."""
+        ...
+
+    def slice_arches(self) -> Sequence[str]:
+        """The architectures its file holds, this one included (a universal Mach-O file's slices,
+        in the file's order); () for a file of one architecture."""
+        ...
+
+    def symbol_at(self, vaddr: int) -> Symbol | None:
+        """The function symbol covering ``vaddr``, or None."""
+        ...
+
+    def identities(self) -> Sequence[DebugId]:
+        """Every ID a profile's mapping may name it by: its debug ID, and a PE image's code ID."""
+        ...
+
+
+class ReaderDefaults:
+    """The answers of the optional capabilities :class:`Image` and :class:`SymbolSource` declare,
+    for a reader that has nothing better to say. Every reader inherits it, so a capability is
+    called, never probed for with ``getattr``."""
+
+    debug_id: DebugId | None  # every reader sets it
+
+    @property
+    def index_kind(self) -> str:
+        return type(self).__name__
+
+    def bind_image(self, image: Image) -> None:
+        return None
+
+    def answer_inputs(self) -> str:
+        return ""
+
+    def lines_missing_reason(self) -> str | None:
+        return None
+
+    universal: bool = False
+
+    @property
+    def slice_offset(self) -> int:
+        return 0
+
+    def slice_arches(self) -> Sequence[str]:
+        return ()
+
+    def symbol_at(self, vaddr: int) -> Symbol | None:
+        return None
+
+    def identities(self) -> Sequence[DebugId]:
+        return () if self.debug_id is None else (self.debug_id,)
+
+
+class ObjectFile(Image, SymbolSource, Protocol):
+    """What every reader ``formats.open.open_object`` returns answers: an Image that also names
+    addresses (a PDB's segments are the image's sections as it records them).
 
     Frames lists are innermost first, everywhere.
     """
-
-    path: Path
-    format: str  # "elf", "pe", "macho"
-    arch: str  # "x86_64", "aarch64", ...
-    debug_id: DebugId | None
-    load_base: int
-    # True for position-dependent executables, whose vaddrs are runtime addresses.
-    position_dependent: bool
-
-    def segments(self) -> Sequence[Segment]: ...
-
-    def debug_hints(self) -> Sequence[DebugHint]: ...
-
-    def symbols(self) -> Sequence[Symbol]: ...
-
-    def debug_info(self) -> DebugInfoSummary: ...
-
-    def frames_at(self, vaddr: int) -> list[Frame]:
-        """Frames at ``vaddr``, innermost first; [] when nothing covers it."""
-        ...
-
-    def close(self) -> None: ...

@@ -38,7 +38,7 @@ class Pairing(NamedTuple):
 
 def pairings() -> list[Pairing]:
     """Each fixture image with a PDB: its GUID, its PDB's size, addresses its peer answers name."""
-    from symbolize.formats.pe import PeFile
+    from symbolize.formats.pe.file import PeFile
 
     found = []
     for expected in sorted(EXPECTED.glob("*.json")):
@@ -59,7 +59,7 @@ def make_target() -> Target:
     from symbolize.formats.answers import flatten_answers
     from symbolize.formats.errors import MalformedInputError
     from symbolize.formats.pdb import PdbFile
-    from symbolize.formats.pe import PeFile
+    from symbolize.formats.pe.file import PeFile
 
     paired = pairings()
     images = {pairing.image_path: PeFile(pairing.image_path) for pairing in paired}

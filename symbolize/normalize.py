@@ -215,7 +215,7 @@ def macho_offset_base(image: Image, file_offset: int | None) -> int:
     """What to subtract from a mapping's ``file_offset`` of a Mach-O ``image`` to get a slice
     offset: 0 when it counts from the slice (or the file is thin), the slice's offset in its
     universal file when it counts from the start of the fat file (module docstring)."""
-    from symbolize.formats.macho import MachOFile  # loaded already: the image is one
+    from symbolize.formats.macho.file import MachOFile  # loaded already: the image is one
 
     if not file_offset or not isinstance(image, MachOFile) or not image.universal:
         return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from symbolize.formats.macho import N_OSO, MachOFile
+from symbolize.formats.macho.file import N_OSO, MachOFile
 
 LC_SYMTAB = 0x2
 

@@ -100,7 +100,7 @@ def test_internal_functions_take_the_nearest_export() -> None:
     # What the reason promises: an address in an internal function (memcpy, from freestanding.cpp,
     # which the DLL does not export) is named after the export before it.
     from symbolize.api import lookup
-    from symbolize.formats.pe import PeFile
+    from symbolize.formats.pe.file import PeFile
 
     path = FIXTURES / "audit" / "pe-exports-only" / "winlib.dll"
     with PeFile(path) as image:

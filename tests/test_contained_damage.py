@@ -25,8 +25,8 @@ import pytest
 
 from symbolize import api
 from symbolize.formats.elf import ElfFile
-from symbolize.formats.macho import N_OSO, MachOFile
-from symbolize.formats.pe import PeFile
+from symbolize.formats.macho.file import N_OSO, MachOFile
+from symbolize.formats.pe.file import PeFile
 from symbolize.module import Reason, Unknown
 from symbolize.proto.profile_pb2 import Profile
 from tests import hostile_dwarf as h

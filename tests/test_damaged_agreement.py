@@ -207,9 +207,9 @@ def test_a_debug_map_keeps_an_objects_broken_span_to_itself(monkeypatch: pytest.
     """A mapped function whose object has a broken span there is that span's error alone in the
     index's runs (a lookup's, through the object's AnswerLookup, is too); an object broken as a
     whole still breaks the function."""
-    from symbolize.formats import macho_debugmap
     from symbolize.formats.answers import Block
-    from symbolize.formats.macho import MachOFile
+    from symbolize.formats.macho import debugmap as macho_debugmap
+    from symbolize.formats.macho.file import MachOFile
 
     macos = damaged_agreement.FIXTURES / "macos"
     with MachOFile(macos / "cdemo-x86_64") as binary, MachOFile(macos / "obj" / "cdemo-x86_64.o") as obj:

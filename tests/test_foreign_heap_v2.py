@@ -25,7 +25,7 @@ from macholib.MachO import MachO
 from typer.testing import CliRunner
 
 from symbolize.cli.app import app
-from symbolize.formats.macho import MachOFile
+from symbolize.formats.macho.file import MachOFile
 from symbolize.pprof import read_profile
 from symbolize.proto.profile_pb2 import Profile
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from symbolize.formats.macho import BuildVersion, MachOFile, list_slices, read_uuids
+from symbolize.formats.macho.file import BuildVersion, MachOFile, list_slices, read_uuids
 from symbolize.formats.types import HintKind
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos"

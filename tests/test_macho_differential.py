@@ -34,8 +34,8 @@ from typing import Any
 import pytest
 
 from symbolize.formats.archive import split_member_path
-from symbolize.formats.macho import MachOFile
-from symbolize.formats.macho_debugmap import DebugMapSource
+from symbolize.formats.macho.debugmap import DebugMapSource
+from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.types import HintKind
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

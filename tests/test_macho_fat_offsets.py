@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from symbolize.api import symbolize_profile
-from symbolize.formats.macho import MachOFile
+from symbolize.formats.macho.file import MachOFile
 from symbolize.normalize import macho_offset_base, translator
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

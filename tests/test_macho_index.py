@@ -13,7 +13,7 @@ import pytest
 from symbolize.api import build_indexes
 from symbolize.cache import cache_entries
 from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
-from symbolize.formats.macho import MachOFile
+from symbolize.formats.macho.file import MachOFile
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module, Unknown
 

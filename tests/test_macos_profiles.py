@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from symbolize.api import lookup, symbolize_profile
-from symbolize.formats.macho import MachOFile
+from symbolize.formats.macho.file import MachOFile
 from symbolize.module import Reason, Unknown
 from symbolize.pprof import StringTable, read_profile
 from symbolize.proto.profile_pb2 import Profile

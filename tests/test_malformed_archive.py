@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from symbolize.formats.archive import archive_members, find_member, split_member_path
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
-from symbolize.formats.macho import MachOFile
+from symbolize.formats.macho.file import MachOFile
 
 ARCHIVE = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos" / "obj" / "libmacarchive-x86_64.a"
 

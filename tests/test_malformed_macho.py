@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symbolize.formats.errors import MalformedInputError, SymbolizeError, UnsupportedFormatError
-from symbolize.formats.macho import (
+from symbolize.formats.macho.debugmap import DebugMapSource
+from symbolize.formats.macho.file import (
     LC_FUNCTION_STARTS,
     LC_SEGMENT_64,
     LC_SYMTAB,
@@ -24,7 +25,6 @@ from symbolize.formats.macho import (
     list_slices,
     read_uuids,
 )
-from symbolize.formats.macho_debugmap import DebugMapSource
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos"
 CPU_X86_64 = 0x01000007

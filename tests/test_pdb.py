@@ -47,7 +47,7 @@ from symbolize.formats.pdb.codeview import (
 )
 from symbolize.formats.pdb.msf import MSFZ_MAGIC, MsfFile
 from symbolize.formats.pdb.streams import FEATURE_MINIMAL_DEBUG_INFO
-from symbolize.formats.pe import PeFile
+from symbolize.formats.pe.file import PeFile
 from symbolize.formats.types import Frame
 from tests.msf_builder import build_msf, streams_of
 

@@ -23,7 +23,7 @@ from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.pdb import PdbFile
 from symbolize.formats.pdb.deferred import DeferredPdb, read_pdb_identity
 from symbolize.formats.pdb.msf import MSFZ_MAGIC
-from symbolize.formats.pe import PeFile
+from symbolize.formats.pe.file import PeFile
 from symbolize.index.indexed import IndexedObject
 from tests.msf_builder import build_msf, streams_of
 

@@ -45,7 +45,7 @@ import pytest
 
 from symbolize.formats.pdb import PdbFile
 from symbolize.formats.pdb.pdb import _PythonModule, _Site, _sites_of
-from symbolize.formats.pe import PeFile
+from symbolize.formats.pe.file import PeFile
 from tests.pdb_rewrite import (
     DEBUG_S_CROSSSCOPEEXPORTS,
     DEBUG_S_CROSSSCOPEIMPORTS,

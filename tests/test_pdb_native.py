@@ -23,7 +23,7 @@ from symbolize.formats.pdb import PdbFile, streams
 from symbolize.formats.pdb.codeview import CodeViewError
 from symbolize.formats.pdb.pdb import _CompiledModule, _PythonModule
 from symbolize.formats.pdb.streams import IPI_STREAM, TPI_STREAM, ModuleInfo, TypeRecords
-from symbolize.formats.pe import PeFile
+from symbolize.formats.pe.file import PeFile
 
 pytestmark = pytest.mark.skipif(kernels is None, reason="the compiled kernels are not built")
 

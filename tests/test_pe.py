@@ -13,7 +13,7 @@ import pytest
 from symbolize.formats.errors import MalformedInputError, SymbolizeError
 from symbolize.formats.open import open_object
 from symbolize.formats.pdb import PdbFile
-from symbolize.formats.pe import PeFile
+from symbolize.formats.pe.file import PeFile
 from symbolize.formats.types import DebugId, DebugIdKind, HintKind
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"

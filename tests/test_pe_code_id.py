@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from symbolize.api import lookup, symbolize_profile
-from symbolize.formats.pe import PeFile
+from symbolize.formats.pe.file import PeFile
 from symbolize.formats.types import DebugId, DebugIdKind
 from symbolize.module import Reason, Unknown
 from symbolize.pprof import StringTable, read_profile

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from symbolize import api, pprof
 from symbolize.cli.entry import iter_stdin_batches
 from symbolize.errors import InputLimitError, MalformedInputError
-from symbolize.formats import macho
 from symbolize.formats.dwarf import info as info_module
+from symbolize.formats.macho import file as macho
 from symbolize.formats.native import kernels
 from symbolize.module import Reason, Unknown
 from symbolize.proto.profile_pb2 import Profile

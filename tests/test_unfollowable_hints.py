@@ -28,7 +28,7 @@ import pytest
 
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.open import open_object
-from symbolize.formats.pe import PeFile
+from symbolize.formats.pe.file import PeFile
 from symbolize.proto.profile_pb2 import Profile
 from tests.elf_patch import with_section_contents
 from tests.macho_patch import with_oso_name

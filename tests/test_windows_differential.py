@@ -38,7 +38,7 @@ from symbolize.formats.pdb.codeview import (
     BA_CODE_OFFSET,
     iter_annotations,
 )
-from symbolize.formats.pe import PeFile
+from symbolize.formats.pe.file import PeFile
 from symbolize.formats.types import Frame
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -42,6 +42,7 @@ from symbolize.formats.types import (
     HintKind,
     HintResolver,
     Image,
+    ReaderDefaults,
     Segment,
     Symbol,
 )
@@ -57,7 +58,7 @@ _SYMTAB_RANK = 2
 _MINIDEBUGINFO_RANK = 1
 
 
-class ElfFile:
+class ElfFile(ReaderDefaults):
     """An ELF executable, shared object, separate debug file, ``.dwo`` or ``.dwp``.
 
     Frames lists are innermost first. ``section_data`` is the DWARF reader's

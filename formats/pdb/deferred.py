@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from symbolize.formats.pdb.msf import MSF_MAGIC
-from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, Frame, Image, Segment
+from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, Frame, Image, ReaderDefaults, Segment
 
 if TYPE_CHECKING:
     from symbolize.formats.pdb.pdb import PdbFile
@@ -118,7 +118,7 @@ def _identity(handle: BinaryIO) -> PdbIdentity | None:
     return PdbIdentity(bytes(guid), age, machine) if signature == -1 else None
 
 
-class DeferredPdb:
+class DeferredPdb(ReaderDefaults):
     """The PDB at ``path``, of ``identity``, answering at ``image_base + RVA``; its reader (a
     :class:`~symbolize.formats.pdb.pdb.PdbFile`) opens on the first question past the identity."""
 
@@ -147,9 +147,9 @@ class DeferredPdb:
         if self._file is not None:
             self._file.bind_image(image)
 
-    def answer_inputs(self) -> tuple[str, ...]:
+    def answer_inputs(self) -> str:
         """The other files its answers come from (symbolize/cache.py asks): none, a PDB is whole."""
-        return ()
+        return ""
 
     def segments(self) -> Sequence[Segment]:
         return self.opened().segments()

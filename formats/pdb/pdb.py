@@ -78,6 +78,7 @@ from symbolize.formats.types import (
     DebugInfoSummary,
     Frame,
     Image,
+    ReaderDefaults,
     Segment,
     Symbol,
 )
@@ -276,7 +277,7 @@ class _CompiledModule:
 _ModuleAnswers = _PythonModule | _CompiledModule
 
 
-class PdbFile:
+class PdbFile(ReaderDefaults):
     """A PDB's answers at ``image_base + RVA`` vaddrs (the image's ``ImageBase``, given by the caller).
 
     Raises UnsupportedFormatError for an MSFZ, PDB 2.0 or /DEBUG:FASTLINK PDB,

@@ -30,7 +30,7 @@ from symbolize.discovery.options import DiscoveryOptions
 from symbolize.discovery.paths import DirectoryListings, base_name, build_id_path, is_file_name, lies_under
 from symbolize.discovery.registry import READER_HINTS, LookupContext, locate
 from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError
-from symbolize.formats.pe import PeFile
+from symbolize.formats.pe.file import PeFile
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, ObjectFile
 from symbolize.module import Module, Source
 

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from symbolize.formats.answers import AnswerLookup, Block, LazyRuns, RunTable, flatten_answers
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
-from symbolize.formats.macho import N_FUN, N_OSO, N_SECT, N_SO, N_STAB, N_TYPE, MachOFile, Stab
+from symbolize.formats.macho.file import N_FUN, N_OSO, N_SECT, N_SO, N_STAB, N_TYPE, MachOFile, Stab
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, DebugInfoSummary, Frame, Symbol
 
@@ -203,7 +203,7 @@ class DebugMapSource:
 
     def mapped_regions(self) -> list[tuple[int, int, int, MachOFile]]:
         """Each mapped function whose object answers: ``[low, high)`` in the binary, its start in
-        the object, and the object (what its DWARF covers there: formats/macho_coverage.py)."""
+        the object, and the object (what its DWARF covers there: formats/macho/coverage.py)."""
         found = []
         for region in self._regions:
             obj = self._objects.get(region.object_name)

@@ -21,7 +21,7 @@ from symbolize.formats.facts import Coverage, SectionFact, SymbolTable, merge_ra
 
 if TYPE_CHECKING:
     from symbolize.formats.dwarf import DwarfInfo
-    from symbolize.formats.pe import PeFile
+    from symbolize.formats.pe.file import PeFile
 
 
 def pe_section_facts(image: PeFile) -> tuple[SectionFact, ...]:

@@ -10,7 +10,7 @@
   ``<mach-o/nlist.h>``); ``strip -x`` leaves the external ones only.
 - DWARF: this file's own (a dSYM's, an object file's), measured as ELF's is
   (``formats/dwarf/coverage.py``); else that of the objects the binary's debug map names
-  (``formats/macho_debugmap.py``), each object range moved to the binary's addresses through
+  (``formats/macho/debugmap.py``), each object range moved to the binary's addresses through
   the mapped function holding it, as dsymutil links it: line rows outside the object's
   function entries (alignment padding) are left out, as dsymutil leaves them out.
 """
@@ -24,8 +24,8 @@ from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.facts import AddressRange, Coverage, SectionFact, SymbolTable, intersect_ranges, merge_ranges
 
 if TYPE_CHECKING:
-    from symbolize.formats.macho import MachOFile
-    from symbolize.formats.macho_debugmap import DebugMapSource
+    from symbolize.formats.macho.debugmap import DebugMapSource
+    from symbolize.formats.macho.file import MachOFile
 
 _SECTION_TYPE = 0xFF
 _ZEROFILL_TYPES = frozenset({0x1, 0xC, 0x12})  # S_ZEROFILL, S_GB_ZEROFILL, S_THREAD_LOCAL_ZEROFILL

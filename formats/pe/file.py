@@ -34,6 +34,7 @@ from symbolize.formats.types import (
     DebugLink,
     Frame,
     HintKind,
+    ReaderDefaults,
     Segment,
     Symbol,
 )
@@ -80,7 +81,7 @@ class _Section(NamedTuple):
     characteristics: int
 
 
-class PeFile:
+class PeFile(ReaderDefaults):
     """A PE image: an ``Image`` always, and a symbol source through its DWARF and symbols (MinGW).
 
     Raises MalformedInputError when the headers are broken, MissingDebugInfoError when the
@@ -345,6 +346,9 @@ class PeFile:
                 return low + max(section.virtual_size, section.raw_size)
         return vaddr + 1
 
+    def identities(self) -> Sequence[DebugId]:
+        return (self.debug_id, self.code_id) if self.debug_id is not None else (self.code_id,)
+
     def symbol_at(self, vaddr: int) -> Symbol | None:
         starts, ends, symbols = self._symbols_by_address()
         position = bisect_right(starts, vaddr) - 1
@@ -434,16 +438,16 @@ class PeFile:
             damaged=damaged,
         )
 
-    # --- facts for the auditor (formats/pe_coverage.py) ---------------------------
+    # --- facts for the auditor (formats/pe/coverage.py) ---------------------------
 
     def section_facts(self) -> tuple[SectionFact, ...]:
-        from symbolize.formats.pe_coverage import pe_section_facts
+        from symbolize.formats.pe.coverage import pe_section_facts
 
         return pe_section_facts(self)
 
     def coverage(self) -> Coverage:
         """What the COFF symbols (else exports) and the MinGW DWARF cover (see symbolize.formats.facts)."""
-        from symbolize.formats.pe_coverage import pe_coverage
+        from symbolize.formats.pe.coverage import pe_coverage
 
         return pe_coverage(self, self._dwarf_info)
 

@@ -51,6 +51,7 @@ from symbolize.formats.types import (
     Frame,
     HintKind,
     HintResolver,
+    ReaderDefaults,
     Segment,
     Symbol,
 )
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from symbolize.formats.archive import ArchiveMember
     from symbolize.formats.dwarf import DwarfInfo
     from symbolize.formats.facts import Coverage, SectionFact
-    from symbolize.formats.macho_debugmap import DebugMapSource
+    from symbolize.formats.macho.debugmap import DebugMapSource
 
 FAT_MAGIC = 0xCAFEBABE
 FAT_MAGIC_64 = 0xCAFEBABF
@@ -391,7 +392,7 @@ def read_uuids(path: Path) -> dict[str, DebugId]:
     return found
 
 
-class MachOFile:
+class MachOFile(ReaderDefaults):
     """One slice of a Mach-O file: an executable, dylib, bundle, object file or dSYM DWARF file.
 
     ``arch`` picks the slice of a universal file (see :func:`choose_slice`). Frames lists are
@@ -736,6 +737,13 @@ class MachOFile:
                 return section.vaddr + section.size
         return vaddr + 1
 
+    @property
+    def slice_offset(self) -> int:
+        return self.slice.file_offset
+
+    def slice_arches(self) -> Sequence[str]:
+        return tuple(item.arch for item in self.slices) if len(self.slices) > 1 else ()
+
     def symbol_at(self, vaddr: int) -> Symbol | None:
         return self.symbol_index().symbol_at(vaddr)
 
@@ -774,7 +782,7 @@ class MachOFile:
             self._debug_map_built = True
             hints = [hint for hint in self.debug_hints() if hint.kind is HintKind.DEBUG_MAP_OBJECT]
             if hints and self._resolver is not None and not self.has_dwarf():
-                from symbolize.formats.macho_debugmap import DebugMapSource
+                from symbolize.formats.macho.debugmap import DebugMapSource
 
                 objects: dict[str, MachOFile | str] = {}
                 for hint in hints:
@@ -827,16 +835,16 @@ class MachOFile:
             )
         return self._summary
 
-    # --- facts for the auditor (formats/macho_coverage.py) -----------------------------
+    # --- facts for the auditor (formats/macho/coverage.py) -----------------------------
 
     def section_facts(self) -> tuple[SectionFact, ...]:
-        from symbolize.formats.macho_coverage import macho_section_facts
+        from symbolize.formats.macho.coverage import macho_section_facts
 
         return macho_section_facts(self)
 
     def coverage(self) -> Coverage:
         """What the function symbols and the DWARF (or the debug map's) cover (see symbolize.formats.facts)."""
-        from symbolize.formats.macho_coverage import macho_coverage
+        from symbolize.formats.macho.coverage import macho_coverage
 
         return macho_coverage(self)
 
