@@ -3,7 +3,9 @@
 Two questions only a reader can answer: which sections the file has (names,
 addresses, whether they hold code, whether they are compressed), and which
 object addresses each kind of name source covers (function symbols, line
-tables, function entries of the debug info, inlined calls). The auditor in
+tables, function entries of the debug info, inlined calls); and, for a Mach-O
+binary without a dSYM, which object files its debug map names. Each format's
+``coverage.py`` measures them; ``formats/coverage.py`` is the one entry. The auditor in
 ``symbolize/audit`` does the arithmetic over these ranges; readers measure,
 they do not judge.
 
@@ -13,7 +15,7 @@ merged and sorted by :func:`merge_ranges`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from enum import Enum
 from typing import NamedTuple
 
@@ -87,6 +89,14 @@ class Coverage(NamedTuple):
     symbol_table: SymbolTable = SymbolTable.NONE
     # The DWARF versions of the units measured (a debug map's objects' too).
     dwarf_versions: tuple[int, ...] = ()
+
+
+class DebugMapFacts(NamedTuple):
+    """The object files a binary's debug map names (Mach-O ``N_OSO`` stabs), in stab order, and
+    why each one not used was refused (``refused``: name -> reason)."""
+
+    object_names: tuple[str, ...]
+    refused: Mapping[str, str]
 
 
 def merge_ranges(ranges: Iterable[AddressRange]) -> tuple[AddressRange, ...]:

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from symbolize.audit import AuditReport, ProfileView, Requirement, audit_binaries, audit_binary
 from symbolize.audit.prologue import PrologueDecoder
 from symbolize.audit.report import COVERAGE_THRESHOLD, BinaryAudit, SymbolTableKind, UnreadableBinary
+from symbolize.formats.coverage import coverage, section_facts
 from symbolize.formats.facts import covered_bytes, merge_ranges
 from tests.fixtures_data import BIN, DEBUG_DIR, FIXTURES
 
@@ -426,7 +427,7 @@ def test_verdict_agrees_with_lookups(variant: str) -> None:
     audit = _audit(path)
     opened = open_object(path)
     try:
-        facts = opened.section_facts()  # type: ignore[attr-defined]
+        facts = section_facts(opened)
         code = merge_ranges((s.vaddr, s.vaddr + s.size) for s in facts if s.executable and not s.without_bytes)
     finally:
         opened.close()
@@ -484,7 +485,7 @@ def test_split_units_found_but_not_answering_are_graded_by_lookups(tmp_path: Pat
 
         opened = open_object(binary)
         try:
-            addresses = spread(opened.coverage().lines, 8)  # type: ignore[attr-defined]
+            addresses = spread(coverage(opened).lines, 8)
         finally:
             opened.close()
         run = subprocess.run(

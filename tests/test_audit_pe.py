@@ -11,6 +11,7 @@ import pytest
 
 from symbolize.audit import ProfileView, Requirement, audit_binaries, audit_binary
 from symbolize.audit.report import BinaryAudit, SymbolTableKind, UnreadableBinary
+from symbolize.formats.coverage import section_facts
 from tests.fixtures_data import BIN, FIXTURES
 
 WINDOWS = BIN / "windows"
@@ -105,7 +106,7 @@ def test_internal_functions_take_the_nearest_export() -> None:
     path = FIXTURES / "audit" / "pe-exports-only" / "winlib.dll"
     with PeFile(path) as image:
         exports = sorted(image.exports(), key=lambda symbol: symbol.vaddr)
-        code = [s for s in image.section_facts() if s.executable]
+        code = [s for s in section_facts(image) if s.executable]
     last = exports[-1]
     inside_internal = code[0].vaddr + code[0].size - 1  # the last byte of .text, past every export
     assert inside_internal > last.vaddr

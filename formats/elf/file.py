@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from symbolize.formats.elf.headers import PF_X, PT_LOAD, SHF_COMPRESSED, SHF_EXECINSTR, SHT_NOBITS, ElfHeaders
+from symbolize.formats.elf.headers import PF_X, PT_LOAD, SHF_COMPRESSED, SHT_NOBITS, ElfHeaders
 from symbolize.formats.elf.hints import (
     debug_hints,
     debuglink_hint,
@@ -29,7 +29,6 @@ from symbolize.formats.elf.hints import (
 from symbolize.formats.elf.notes import find_build_id, read_debug_link, read_supplementary_link
 from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
-from symbolize.formats.facts import Coverage, SectionFact, SymbolTable, merge_ranges
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex, paired_answers
 from symbolize.formats.types import (
@@ -53,9 +52,6 @@ if TYPE_CHECKING:
 # The smallest page of every ELF target: segments are mapped from page boundaries of at least this.
 _PAGE_SIZE = 0x1000
 ET_EXEC = 2
-# The table ranks of FunctionSymbol.order (formats/elf/symtab.py).
-_SYMTAB_RANK = 2
-_MINIDEBUGINFO_RANK = 1
 
 
 class ElfFile(ReaderDefaults):
@@ -413,45 +409,3 @@ class ElfFile(ReaderDefaults):
                 damaged=damaged,
             )
         return self._summary
-
-    # --- facts for the auditor (symbolize/audit) -------------------------------
-
-    def section_facts(self) -> tuple[SectionFact, ...]:
-        """Every section: name, address, size, whether it holds code, whether it is compressed."""
-        return tuple(
-            SectionFact(
-                section.name,
-                section.sh_addr,
-                section.sh_size,
-                bool(section.sh_flags & SHF_EXECINSTR),
-                bool(section.sh_flags & SHF_COMPRESSED) or section.name.startswith(".zdebug"),
-                section.sh_type == SHT_NOBITS,
-            )
-            for section in self._headers.sections
-        )
-
-    def coverage(self) -> Coverage:
-        """What this file's symbol index and DWARF cover (see symbolize.formats.facts)."""
-        from symbolize.formats.dwarf.coverage import dwarf_coverage
-
-        index = self._symbol_index()
-        symbols = merge_ranges(zip(index.starts, index.ends, strict=True))
-        try:
-            dwarf = self._dwarf_info()
-            found = dwarf_coverage(dwarf) if dwarf is not None else Coverage()
-        except MalformedInputError as err:
-            # Broken DWARF covers nothing; the symbol table still names what it names.
-            found = Coverage(broken_units=(str(err),))
-        return found._replace(symbols=symbols, symbol_table=self._symbol_table())
-
-    def _symbol_table(self) -> SymbolTable:
-        """Which table the function symbols come from: .symtab with local functions is full; one
-        that lost them (``strip -x``) names external functions only, as .dynsym alone does."""
-        tables = {entry.order[0] for entry in self._all_function_symbols()}
-        if any(entry.is_local and entry.order[0] == _SYMTAB_RANK for entry in self._all_function_symbols()):
-            return SymbolTable.FULL
-        if _MINIDEBUGINFO_RANK in tables:
-            return SymbolTable.MINIDEBUGINFO
-        if _SYMTAB_RANK in tables:
-            return SymbolTable.EXTERNAL
-        return SymbolTable.DYNAMIC if tables else SymbolTable.NONE

@@ -55,6 +55,12 @@ MAPPING_SYMBOL_PREFIXES: dict[int, tuple[str, ...]] = {
 MAX_DEBUGDATA_SIZE = 1 << 30
 
 
+# The table ranks of FunctionSymbol.order: .symtab above MiniDebugInfo above .dynsym.
+SYMTAB_RANK = 2
+MINIDEBUGINFO_RANK = 1
+DYNSYM_RANK = 0
+
+
 class FunctionSymbol(NamedTuple):
     symbol: Symbol
     is_local: bool
@@ -104,7 +110,7 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
     thumb_mask = ~1 if headers.e_machine == EM_ARM else ~0
     mapping_prefixes = MAPPING_SYMBOL_PREFIXES.get(headers.e_machine, ())
     source_file = None
-    rank = 2 if section.sh_type == SHT_SYMTAB else 0
+    rank = SYMTAB_RANK if section.sh_type == SHT_SYMTAB else DYNSYM_RANK
     count = (len(data) - layout.size) // stride + 1 if len(data) >= layout.size else 0
     # One unpack over the whole table when entries are packed, as they always are in practice.
     entries = (
@@ -152,7 +158,8 @@ def _mini_debug_info_symbols(headers: ElfHeaders) -> list[FunctionSymbol]:
     payload = _unxz(headers, data, section.sh_offset)
     try:
         mini = ElfHeaders(memoryview(payload), headers.path)
-        return [entry._replace(order=(1, entry.order[1])) for entry in all_function_symbols(mini, False)]
+        inner = all_function_symbols(mini, False)
+        return [entry._replace(order=(MINIDEBUGINFO_RANK, entry.order[1])) for entry in inner]
     except MalformedInputError as err:
         # Offsets inside the payload mean nothing in the outer file; name the section instead.
         raise headers.fail(f"in .gnu_debugdata: {err.reason}", section.sh_offset) from err

@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.facts import AddressRange, Coverage, SectionFact, SymbolTable, intersect_ranges, merge_ranges
+from symbolize.formats.facts import (
+    AddressRange,
+    Coverage,
+    DebugMapFacts,
+    SectionFact,
+    SymbolTable,
+    intersect_ranges,
+    merge_ranges,
+)
 
 if TYPE_CHECKING:
     from symbolize.formats.macho.debugmap import DebugMapSource
@@ -143,3 +151,12 @@ def _moved(ranges: tuple[AddressRange, ...], window: AddressRange, shift: int) -
     return [
         (max(start, low) + shift, min(end, high) + shift) for start, end in ranges if start < high and end > low
     ]
+
+
+def macho_debug_map_facts(binary: MachOFile) -> DebugMapFacts | None:
+    """The objects the binary's debug map names and why any was refused; None without a debug map
+    (a file with DWARF of its own, or none)."""
+    debug_map = binary.debug_map()
+    if debug_map is None:
+        return None
+    return DebugMapFacts(tuple(debug_map.object_names()), dict(debug_map.refused))

@@ -59,7 +59,6 @@ from symbolize.formats.types import (
 if TYPE_CHECKING:
     from symbolize.formats.archive import ArchiveMember
     from symbolize.formats.dwarf import DwarfInfo
-    from symbolize.formats.facts import Coverage, SectionFact
     from symbolize.formats.macho.debugmap import DebugMapSource
 
 FAT_MAGIC = 0xCAFEBABE
@@ -834,19 +833,6 @@ class MachOFile(ReaderDefaults):
                 dwarf_versions=dwarf.versions() if dwarf is not None else (),
             )
         return self._summary
-
-    # --- facts for the auditor (formats/macho/coverage.py) -----------------------------
-
-    def section_facts(self) -> tuple[SectionFact, ...]:
-        from symbolize.formats.macho.coverage import macho_section_facts
-
-        return macho_section_facts(self)
-
-    def coverage(self) -> Coverage:
-        """What the function symbols and the DWARF (or the debug map's) cover (see symbolize.formats.facts)."""
-        from symbolize.formats.macho.coverage import macho_coverage
-
-        return macho_coverage(self)
 
 
 def _text16(value: Any) -> str:

@@ -23,7 +23,6 @@ A module whose stream does not decode is named in ``broken_units`` and covers no
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from symbolize.formats.facts import AddressRange, Coverage, SectionFact, SymbolTable, merge_ranges
@@ -67,11 +66,8 @@ def pdb_section_facts(pdb: PdbFile) -> tuple[SectionFact, ...]:
     )
 
 
-def pdb_coverage(pdb: PdbFile, module_stream: Callable[[int], bytes]) -> Coverage:
-    """Functions, inlined calls, lines and publics of every module, at ``pdb``'s vaddrs.
-
-    ``module_stream`` gives a stream's bytes by number (the PDB's MSF container).
-    """
+def pdb_coverage(pdb: PdbFile) -> Coverage:
+    """Functions, inlined calls, lines and publics of every module, at ``pdb``'s vaddrs."""
     found = _ModuleCoverage()
     broken: list[str] = []
     with_procedures = False
@@ -80,7 +76,7 @@ def pdb_coverage(pdb: PdbFile, module_stream: Callable[[int], bytes]) -> Coverag
             continue
         one = _ModuleCoverage()
         try:
-            _measure_module(pdb, module, module_stream(module.stream), one)
+            _measure_module(pdb, module, pdb.stream(module.stream), one)
         except (CodeViewError, struct.error) as err:
             broken.append(f"module {module.number} ({module.name}): {err}")
             continue

@@ -47,7 +47,6 @@ from symbolize.formats.errors import (
     SymbolizeError,
     UnsupportedFormatError,
 )
-from symbolize.formats.facts import Coverage, SectionFact
 from symbolize.formats.native import kernels
 from symbolize.formats.pdb import codeview
 from symbolize.formats.pdb.codeview import CodeViewError, InlineRow
@@ -348,6 +347,10 @@ class PdbFile(ReaderDefaults):
 
     def debug_hints(self) -> Sequence[DebugHint]:
         return []
+
+    def stream(self, number: int) -> bytes:
+        """The bytes of MSF stream ``number`` (a module's symbols and lines: ``ModuleInfo.stream``)."""
+        return self._msf.stream(number)
 
     # --- addresses -------------------------------------------------------------
 
@@ -771,19 +774,6 @@ class PdbFile(ReaderDefaults):
         if self.dbi.flags & _DBI_FLAG_STRIPPED:
             return "the PDB is stripped (public symbols only, as /PDBSTRIPPED writes it): no lines"
         return "the PDB has no module line information"
-
-    # --- facts for the auditor (formats/pdb/coverage.py) ----------------------------
-
-    def section_facts(self) -> tuple[SectionFact, ...]:
-        from symbolize.formats.pdb.coverage import pdb_section_facts
-
-        return pdb_section_facts(self)
-
-    def coverage(self) -> Coverage:
-        """What the modules' procedures, inline sites and lines, and the publics cover."""
-        from symbolize.formats.pdb.coverage import pdb_coverage
-
-        return pdb_coverage(self, self._msf.stream)
 
     def close(self) -> None:
         self._decoded.clear()

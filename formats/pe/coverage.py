@@ -13,14 +13,12 @@ is padded to the file alignment; a section with no raw data holds no bytes in th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.facts import Coverage, SectionFact, SymbolTable, merge_ranges
 
 if TYPE_CHECKING:
-    from symbolize.formats.dwarf import DwarfInfo
     from symbolize.formats.pe.file import PeFile
 
 
@@ -38,14 +36,14 @@ def pe_section_facts(image: PeFile) -> tuple[SectionFact, ...]:
     )
 
 
-def pe_coverage(image: PeFile, dwarf: Callable[[], DwarfInfo | None]) -> Coverage:
+def pe_coverage(image: PeFile) -> Coverage:
     """The ranges ``image``'s symbols (as lookups answer them) and its DWARF (MinGW) cover."""
     from symbolize.formats.dwarf.coverage import dwarf_coverage
 
     symbols = merge_ranges((symbol.vaddr, symbol.vaddr + symbol.size) for symbol in image.symbols())
     table = SymbolTable.FULL if image.coff_symbols() else SymbolTable.EXPORTS if image.exports() else SymbolTable.NONE
     try:
-        info = dwarf()
+        info = image._dwarf_info()
         found = dwarf_coverage(info) if info is not None else Coverage()
     except MalformedInputError as err:
         found = Coverage(broken_units=(str(err),))

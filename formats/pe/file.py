@@ -41,7 +41,6 @@ from symbolize.formats.types import (
 
 if TYPE_CHECKING:
     from symbolize.formats.dwarf import DwarfInfo
-    from symbolize.formats.facts import Coverage, SectionFact
 
 MZ_MAGIC = b"MZ"
 
@@ -437,19 +436,6 @@ class PeFile(ReaderDefaults):
             dwarf_versions=versions,
             damaged=damaged,
         )
-
-    # --- facts for the auditor (formats/pe/coverage.py) ---------------------------
-
-    def section_facts(self) -> tuple[SectionFact, ...]:
-        from symbolize.formats.pe.coverage import pe_section_facts
-
-        return pe_section_facts(self)
-
-    def coverage(self) -> Coverage:
-        """What the COFF symbols (else exports) and the MinGW DWARF cover (see symbolize.formats.facts)."""
-        from symbolize.formats.pe.coverage import pe_coverage
-
-        return pe_coverage(self, self._dwarf_info)
 
     def close(self) -> None:
         self._dwarf = None

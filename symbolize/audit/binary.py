@@ -1,7 +1,9 @@
 """Auditing one binary: gather what its reader and discovery can say, then judge (``verdict.py``).
 
-Every reader measures itself (``section_facts()`` and ``coverage()``: ELF, PE, PDB, Mach-O
-and its dSYM, ``symbolize.formats.facts``); the auditor does the arithmetic over the ranges.
+Each file is measured by its format's coverage module, through ``symbolize.formats.coverage``
+(its sections, what each name source covers, a Mach-O debug map's objects: the values of
+``symbolize.formats.facts``, for ELF, PE, PDB, Mach-O and its dSYM); the auditor does the
+arithmetic over the ranges.
 Debug files come from the project's discovery: each hint the image lists
 (``Image.debug_hints()``: build ID, ``.gnu_debuglink``, the PDB of the RSDS record, the
 dSYM) goes through the locator registered for its kind (``symbolize.discovery.locate``),
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol, TypeGuard, TypeVar
+from typing import TypeVar
 
 from symbolize.audit.frames import RUST_SYMBOL, UNWIND_SECTIONS, audit_frame_pointers
 from symbolize.audit.lookups import check_lookups, not_checked
@@ -38,6 +40,7 @@ from symbolize.discovery.macho_locators import DsymLocator
 from symbolize.discovery.paths import build_id_path
 from symbolize.discovery.pdb_locator import PdbLocator
 from symbolize.discovery.registry import READER_HINTS
+from symbolize.formats.coverage import auditable, coverage, debug_map_facts, section_facts
 from symbolize.formats.errors import (
     MalformedInputError,
     MissingDebugInfoError,
@@ -54,14 +57,6 @@ _GIVEN_FILE_CHECKS: tuple[tuple[HintKind, Locator], ...] = (
     (HintKind.PDB, PdbLocator()),
     (HintKind.DSYM, DsymLocator()),
 )
-
-
-class AuditableFile(ObjectFile, Protocol):
-    """A reader that can tell the auditor its sections and what its name sources cover."""
-
-    def section_facts(self) -> Sequence[SectionFact]: ...
-
-    def coverage(self) -> Coverage: ...
 
 
 _Source = TypeVar("_Source", bound=ObjectFile)
@@ -82,7 +77,7 @@ def audit_binary(
         options.debug_dirs = tuple(debug_dirs)
     try:
         image = options.open(path, arch=arch)
-        if not _auditable(image):
+        if not auditable(image):
             return UnreadableBinary(str(path), f"no auditor yet for {image.format} files")
         return _audit(image, debug_files, options, arch)
     except UnsupportedFormatError as err:
@@ -97,8 +92,7 @@ def architectures(path: Path) -> list[str | None]:
     """The slices to audit in ``path``: each architecture of a universal file, else [None] (the file)."""
     options = DiscoveryOptions()
     try:
-        slices = getattr(options.open(path), "slices", None)
-        arches = [str(item.arch) for item in slices] if isinstance(slices, list) else []
+        arches = options.open(path).slice_arches()
     except SymbolizeError:
         return [None]  # audit_binary says why
     finally:
@@ -106,14 +100,10 @@ def architectures(path: Path) -> list[str | None]:
     return list(arches) if len(arches) > 1 else [None]
 
 
-def _auditable(opened: ObjectFile) -> TypeGuard[AuditableFile]:
-    return callable(getattr(opened, "section_facts", None)) and callable(getattr(opened, "coverage", None))
-
-
 def _audit(
-    binary: AuditableFile, given: Sequence[Path], options: DiscoveryOptions, arch: str | None
+    binary: ObjectFile, given: Sequence[Path], options: DiscoveryOptions, arch: str | None
 ) -> BinaryAudit:
-    sections = binary.section_facts()
+    sections = section_facts(binary)
     code = merge_ranges(
         (section.vaddr, section.vaddr + section.size)
         for section in sections
@@ -126,7 +116,7 @@ def _audit(
         if opened is not None and all(opened.path.resolve() != source.path.resolve() for source in sources):
             sources.append(opened)
 
-    coverages = [source.coverage() for source in sources]
+    coverages = [coverage(source) for source in sources]
     coverage_report = _coverage_report(coverages, code)
     split_units = tuple(
         SplitUnitReport(name, resolved) for coverage in coverages for name, resolved in coverage.split_units
@@ -190,9 +180,9 @@ def _coverage_report(coverages: Sequence[Coverage], code: Sequence[AddressRange]
 
 
 def _debug_info_report(
-    binary: AuditableFile,
+    binary: ObjectFile,
     sections: Sequence[SectionFact],
-    sources: Sequence[AuditableFile],
+    sources: Sequence[ObjectFile],
     coverages: Sequence[Coverage],
     file_reports: Sequence[DebugFileReport],
     split_units: tuple[SplitUnitReport, ...],
@@ -209,7 +199,7 @@ def _debug_info_report(
         compressed_sections=tuple(
             f"{source.path.name}:{section.name}"
             for source in sources
-            for section in source.section_facts()
+            for section in section_facts(source)
             if section.compressed
         ),
         split_units=split_units,
@@ -250,11 +240,11 @@ _KINDS = {
 
 
 def _located_files(
-    binary: AuditableFile, sections: Sequence[SectionFact], options: DiscoveryOptions
-) -> tuple[list[DebugFileReport], list[AuditableFile]]:
+    binary: ObjectFile, sections: Sequence[SectionFact], options: DiscoveryOptions
+) -> tuple[list[DebugFileReport], list[ObjectFile]]:
     """Where the binary's debug info lives: in itself, and where each of its hints leads."""
     reports: list[DebugFileReport] = []
-    sources: list[AuditableFile] = [binary]
+    sources: list[ObjectFile] = [binary]
     summary = _summary(binary)
     # Its own DWARF sections: a Mach-O binary's summary also counts its debug map's objects.
     own_dwarf = summary.has_dwarf and any(section.name in _DWARF_INFO_SECTIONS for section in sections)
@@ -276,7 +266,7 @@ def _located_files(
         if located is not None:
             reports.append(DebugFileReport(how, str(located.path), True, True, _match_detail(hint.kind)))
             opened = _bound(located.opened, binary)
-            if _auditable(opened) and all(opened.path.resolve() != s.path.resolve() for s in sources):
+            if auditable(opened) and all(opened.path.resolve() != s.path.resolve() for s in sources):
                 sources.append(opened)
         elif refused:
             path, _colon, why = refused[0].partition(": ")
@@ -333,12 +323,10 @@ def _split_report(binary: ObjectFile, units: Sequence[SplitUnitReport]) -> Debug
 def _debug_map_report(binary: ObjectFile) -> DebugFileReport | None:
     """A Mach-O binary's debug map: how many of the object files it names were found (their
     DWARF is what the binary's coverage counts when it has no dSYM)."""
-    debug_map = getattr(binary, "debug_map", None)
-    found = debug_map() if callable(debug_map) else None
+    found = debug_map_facts(binary)
     if found is None:
         return None
-    names = found.object_names()
-    refused: dict[str, str] = found.refused
+    names, refused = found
     present = len(names) - sum(1 for name in names if name in refused)
     where = ", ".join(names[:3]) + (f", ... ({len(names)} objects)" if len(names) > 3 else "")
     reasons = sorted(set(refused.values()))
@@ -349,8 +337,8 @@ def _debug_map_report(binary: ObjectFile) -> DebugFileReport | None:
 
 
 def _given_debug_file(
-    binary: AuditableFile, path: Path, options: DiscoveryOptions
-) -> tuple[DebugFileReport, AuditableFile | None]:
+    binary: ObjectFile, path: Path, options: DiscoveryOptions
+) -> tuple[DebugFileReport, ObjectFile | None]:
     """A ``--debug-file``: used when the locator of the binary's debuglink (else build ID, PDB, dSYM)
     would accept it."""
     try:
@@ -367,14 +355,12 @@ def _given_debug_file(
     refusal = check[1].refusal(check[0], opened, context)
     if refusal is not None:
         return DebugFileReport("given", str(path), True, False, refusal), None
-    if not _auditable(opened):
+    if not auditable(opened):
         return DebugFileReport("given", str(path), True, None, f"no auditor yet for {opened.format} files"), None
     return DebugFileReport("given", str(path), True, True, "matches"), _bound(opened, binary)
 
 
 def _bound(source: _Source, binary: ObjectFile) -> _Source:
     """``source`` answering at ``binary``'s vaddrs: a PDB adds its RVAs to the image's ImageBase."""
-    bind = getattr(source, "bind_image", None)
-    if callable(bind):
-        bind(binary)
+    source.bind_image(binary)
     return source

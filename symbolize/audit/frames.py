@@ -77,7 +77,7 @@ def audit_frame_pointers(
     decoder = PrologueDecoder(binary.arch)
     segments = binary.segments()
     # A universal Mach-O's segments are placed relative to their slice.
-    base = getattr(getattr(binary, "slice", None), "file_offset", 0)
+    base = binary.slice_offset
     if base:
         segments = [segment._replace(file_offset=segment.file_offset + base) for segment in segments]
     own = [start for start in starts if not is_rust_toolchain_function(start[1])]
