@@ -87,8 +87,8 @@ class ProfileAnswers:
 
 def profile_answers(sources: list[IndexedRuns], vaddrs: list[int]) -> ProfileAnswers: ...
 
-# A PDB module stream decoded for lookups (native/src/pdb_module.rs), twin of formats/pdb/pdb.py's
-# _PythonModule; raises symbolize.formats.pdb.codeview.CodeViewError as the reference does.
+# A PDB module stream decoded for lookups (native/src/pdb_module.rs), twin of formats/pdb/module_stream.py's
+# PythonModule; raises symbolize.formats.pdb.codeview.CodeViewError as the reference does.
 
 class PdbModule:
     def locate(self, vaddr: int) -> tuple[int | None, tuple[int, int, int] | None, list[tuple[int, int, int]]]: ...

@@ -44,7 +44,8 @@ import capstone
 import pytest
 
 from symbolize.formats.pdb import PdbFile
-from symbolize.formats.pdb.pdb import _PythonModule, _Site, _sites_of
+from symbolize.formats.pdb.inline import InlineSite
+from symbolize.formats.pdb.module_stream import PythonModule, sites_of
 from symbolize.formats.pe.file import PeFile
 from tests.pdb_rewrite import (
     DEBUG_S_CROSSSCOPEEXPORTS,
@@ -112,7 +113,7 @@ def _instruction_starts(image_path: Path, machine: int, low: int, high: int) -> 
 Ranges = list[tuple[int, int]]
 
 
-def _tree(sites: list[_Site], parent: Ranges | None) -> Iterator[tuple[_Site, Ranges | None]]:
+def _tree(sites: list[InlineSite], parent: Ranges | None) -> Iterator[tuple[InlineSite, Ranges | None]]:
     for site in sites:
         yield site, parent
         yield from _tree(site.children, [(row.low, row.high) for row in site.rows])
@@ -141,14 +142,14 @@ def test_inline_ranges_lie_on_instructions_and_inside_their_parents(variant: str
         if module.stream == 0xFFFF:
             continue
         reference = pdb._decode_module(module, reference=True)
-        assert isinstance(reference, _PythonModule)
+        assert isinstance(reference, PythonModule)
         decoded = reference.decoded
         starts_in_module: list[int] = []
         for position, procedure in enumerate(decoded.procedures):
             starts = _instruction_starts(image_path, pdb.dbi.machine, procedure.low, procedure.high)
             starts_in_module += sorted(starts)
             boundaries = starts | {procedure.high}
-            for site, parent in _tree(_sites_of(decoded, position), None):
+            for site, parent in _tree(sites_of(decoded, position), None):
                 split_sites += len(_merged([(row.low, row.high) for row in site.rows])) > 1
                 for row in site.rows:
                     ranges += 1
@@ -174,7 +175,7 @@ def test_inline_ranges_lie_on_instructions_and_inside_their_parents(variant: str
 def _frames_at_every_instruction(pdb: PdbFile, image_path: Path) -> dict[int, tuple[object, ...]]:
     found = {}
     decoded = pdb._decode_module(pdb.dbi.modules[0], reference=True)
-    assert isinstance(decoded, _PythonModule)
+    assert isinstance(decoded, PythonModule)
     for procedure in decoded.decoded.procedures:
         for vaddr in sorted(_instruction_starts(image_path, pdb.dbi.machine, procedure.low, procedure.high)):
             found[vaddr] = tuple(pdb.frames_at(vaddr))

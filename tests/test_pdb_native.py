@@ -21,7 +21,7 @@ from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.native import kernels
 from symbolize.formats.pdb import PdbFile, streams
 from symbolize.formats.pdb.codeview import CodeViewError
-from symbolize.formats.pdb.pdb import _CompiledModule, _PythonModule
+from symbolize.formats.pdb.module_stream import CompiledModule, PythonModule
 from symbolize.formats.pdb.streams import IPI_STREAM, TPI_STREAM, ModuleInfo, TypeRecords
 from symbolize.formats.pe.file import PeFile
 
@@ -46,7 +46,7 @@ def _modules(pdb: PdbFile) -> list[tuple[ModuleInfo, bytes]]:
 Outcome = tuple[object, ...]
 
 
-def _outcome(decode: Callable[[], _PythonModule | _CompiledModule], probes: list[int] | None = None) -> Outcome:
+def _outcome(decode: Callable[[], PythonModule | CompiledModule], probes: list[int] | None = None) -> Outcome:
     """What a decoder makes of a stream: its error, or what lookups read of it."""
     try:
         decoded = decode()
@@ -55,7 +55,7 @@ def _outcome(decode: Callable[[], _PythonModule | _CompiledModule], probes: list
     cuts = sorted(decoded.cut_points())
     if probes is None:
         probes = sorted({point + delta for point in cuts for delta in (-1, 0, 1)})
-    if isinstance(decoded, _PythonModule):
+    if isinstance(decoded, PythonModule):
         count = len(decoded.decoded.procedures)
     else:
         count = decoded._compiled.procedure_count()
@@ -67,7 +67,7 @@ def _outcome(decode: Callable[[], _PythonModule | _CompiledModule], probes: list
 
 
 def _both(pdb: PdbFile, module: ModuleInfo, stream: bytes, probes: list[int] | None = None) -> tuple[Outcome, Outcome]:
-    reference = _outcome(lambda: _PythonModule(pdb._decode_module_stream(stream, module), module.number), probes)
+    reference = _outcome(lambda: PythonModule(pdb._decode_module_stream(stream, module), module.number), probes)
     compiled = _outcome(lambda: pdb._compiled_module(stream, module), probes)
     return reference, compiled
 
@@ -106,7 +106,7 @@ def test_mutated_module_streams_decode_alike(path: Path) -> None:
     errors = 0
     cases = 0
     for module, stream in _modules(pdb):
-        reference = _PythonModule(pdb._decode_module_stream(stream, module), module.number)
+        reference = PythonModule(pdb._decode_module_stream(stream, module), module.number)
         reference_cuts = sorted(set(reference.cut_points()))
         probes = sorted(set(rng.sample(reference_cuts, min(len(reference_cuts), 60)))) if reference_cuts else [0]
         variants = [(module, data) for data in _mutants(stream, rng, 12)]

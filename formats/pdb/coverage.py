@@ -12,7 +12,7 @@ Information Stream" and "CodeView Symbol Records" pages lay it out (``codeview.p
   ``DW_TAG_inlined_subroutine`` of each chain;
 - lines: the C13 ``DEBUG_S_LINES`` rows that name a line, each reaching the next row of its
   file block, the last one its fragment's end; a block's code starts at its fragment's start,
-  as the reader answers it (``pdb.py``). Line 0 and the "hidden" lines 0xFEEFEE and 0xF00F00
+  as the reader answers it (``module_stream.py``). Line 0 and the "hidden" lines 0xFEEFEE and 0xF00F00
   name none;
 - symbols: the publics (``S_PUB32``), each reaching the next public or its section's end, as
   the reader names addresses in no procedure.
@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING
 from symbolize.formats.facts import AddressRange, Coverage, SectionFact, SymbolTable, merge_ranges
 from symbolize.formats.pdb import codeview
 from symbolize.formats.pdb.codeview import CodeViewError
+from symbolize.formats.pdb.streams import NO_STREAM
 
 if TYPE_CHECKING:
     from symbolize.formats.pdb.pdb import PdbFile
     from symbolize.formats.pdb.streams import ModuleInfo
 
-_NO_STREAM = 0xFFFF
 _IMAGE_SCN_MEM_EXECUTE = 0x20000000
 # CodeView's "no source line" markers (cvinfo.h: the line numbers a debugger steps over).
 _HIDDEN_LINES = frozenset({0, 0xFEEFEE, 0xF00F00})
@@ -72,7 +72,7 @@ def pdb_coverage(pdb: PdbFile) -> Coverage:
     broken: list[str] = []
     with_procedures = False
     for module in pdb.dbi.modules:
-        if module.stream == _NO_STREAM:
+        if module.stream == NO_STREAM:
             continue
         one = _ModuleCoverage()
         try:

@@ -43,7 +43,8 @@ _PUBLICS_HEADER = struct.Struct("<IIIIHHII")
 _TYPE_STREAM_HEADER = struct.Struct("<IIIIIHHIIiIiIiI")
 _SECTION_CONTRIBUTION_V2 = 0xEFFE0000 + 20140516
 _OPTIONAL_SECTION_HEADERS = 5
-_NIL_STREAM_INDEX = 0xFFFF
+# A 16-bit stream number that names no stream (a module without symbols, no section headers).
+NO_STREAM = 0xFFFF
 
 
 def _fail(message: str, path: Path, offset: int | None = None) -> MalformedInputError:
@@ -179,7 +180,7 @@ def parse_dbi_stream(data: bytes, path: Path) -> DbiStream:
     count = len(optional) // 2
     debug_streams = struct.unpack_from(f"<{count}H", optional, 0) if count else ()
     has_headers = len(debug_streams) > _OPTIONAL_SECTION_HEADERS
-    section_headers = debug_streams[_OPTIONAL_SECTION_HEADERS] if has_headers else _NIL_STREAM_INDEX
+    section_headers = debug_streams[_OPTIONAL_SECTION_HEADERS] if has_headers else NO_STREAM
     return DbiStream(
         age, global_stream, public_stream, symbol_record_stream, machine, flags, modules, contributions, section_map,
         section_headers,

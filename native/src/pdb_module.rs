@@ -1,5 +1,5 @@
-//! A PDB module stream decoded for lookups: the twin of `formats/pdb/pdb.py`'s `_PythonModule`
-//! (`_decode_module_stream`, `_procedure_at`, `_line_at`, `_sites_in`, `_site_chain`) and of
+//! A PDB module stream decoded for lookups: the twin of `formats/pdb/module_stream.py`'s `PythonModule`
+//! (`decode_module_stream`, `procedure_at`, `line_at`, and `inline.py`'s `sites_in`, `site_chain`) and of
 //! `formats/pdb/codeview.py`'s `iter_subsections`, `parse_lines`, `parse_checksums`,
 //! `parse_inlinee_lines`, `next_symbol_record_of`, `after_closing_record` and `annotation_rows`.
 //!
@@ -323,7 +323,7 @@ fn vaddr_of(sections: &[u64], image_base: i128, section: u16, offset: u32) -> Op
     Some(image_base + i128::from(sections[usize::from(section) - 1]) + i128::from(offset))
 }
 
-/// `_decode_module_stream`, in the reference's order: the C13 subsections, then the procedures.
+/// `decode_module_stream`, in the reference's order: the C13 subsections, then the procedures.
 fn decode(
     stream: &[u8],
     symbols_size: u64,
@@ -431,7 +431,7 @@ fn decode(
     Ok(Decoded { symbols_end, procedures, lows, reach, lines, checksums, inlinee_lines })
 }
 
-/// `_sites_in`: the inline sites directly in `stream[start:end]`, their rows and nested sites
+/// `sites_in`: the inline sites directly in `stream[start:end]`, their rows and nested sites
 /// decoded (a nested body that does not decode leaves its site without nested sites).
 fn sites_in(
     decoded: &Decoded,
@@ -475,7 +475,7 @@ fn sites_in(
     Ok(sites)
 }
 
-/// `_line_at`: the position of the row holding `vaddr`, found as the reference finds it.
+/// `line_at`: the position of the row holding `vaddr`, found as the reference finds it.
 fn line_at(table: &LineTable, vaddr: i128) -> Option<usize> {
     let (vaddrs, terminal) = (&table.vaddrs, &table.terminal);
     let (mut low, mut high) = (0usize, vaddrs.len());
@@ -502,7 +502,7 @@ fn line_at(table: &LineTable, vaddr: i128) -> Option<usize> {
 
 type Located = (Option<usize>, Option<(i64, i64, u32)>, Vec<(u32, u32, i64)>);
 
-/// A decoded module stream answering lookups (`_PythonModule`'s twin, for `_CompiledModule`).
+/// A decoded module stream answering lookups (`PythonModule`'s twin, for `CompiledModule`).
 #[pyclass(module = "symbolize.formats._kernels")]
 pub struct PdbModule {
     stream: Py<PyBytes>, // the module stream, held (not copied) for the inline sites decoded later
@@ -512,7 +512,7 @@ pub struct PdbModule {
 
 impl PdbModule {
     /// The inline sites of procedure `position`, decoded on the first lookup inside it. A body
-    /// whose records do not decode leaves the procedure without inlined frames, as in `_sites_of`.
+    /// whose records do not decode leaves the procedure without inlined frames, as in `sites_of`.
     fn sites_of(&mut self, py: Python<'_>, position: usize) -> &[Site] {
         if self.sites[position].is_none() {
             let stream = self.stream.bind(py);
@@ -617,7 +617,7 @@ impl PdbModule {
     }
 }
 
-/// The twin of `_decode_module_stream`: `stream` (a module stream) decoded with the image's
+/// The twin of `decode_module_stream`: `stream` (a module stream) decoded with the image's
 /// section RVAs (section N is `section_rvas[N - 1]`) and ImageBase; raises CodeViewError as the
 /// reference does.
 #[pyfunction]
