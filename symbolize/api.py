@@ -141,7 +141,7 @@ def path_and_arch(path: PathLike, arch: str | None = None) -> tuple[Path, str | 
 
 
 def _macho_arch_names() -> frozenset[str]:
-    from symbolize.formats.macho.file import ARCH_NAMES  # the Mach-O reader, only for a FILE:ARCH
+    from symbolize.formats.macho.slices import ARCH_NAMES  # the Mach-O reader, only for a FILE:ARCH
 
     return ARCH_NAMES
 

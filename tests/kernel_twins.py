@@ -18,7 +18,8 @@ from symbolize.formats.dwarf import DwarfInfo, ranges, scan, skip
 from symbolize.formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.elf import ElfFile
-from symbolize.formats.macho.file import MachOFile, list_slices
+from symbolize.formats.macho.file import MachOFile
+from symbolize.formats.macho.slices import list_slices
 
 DWARF_SECTIONS = ("debug_info", "debug_abbrev", "debug_str", "debug_line_str", "debug_str_offsets", "debug_addr",
                   "debug_line", "debug_ranges", "debug_rnglists", "debug_aranges")

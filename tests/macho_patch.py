@@ -9,7 +9,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from symbolize.formats.macho.file import N_OSO, MachOFile
+from symbolize.formats.macho.file import MachOFile
+from symbolize.formats.macho.symtab import N_OSO
 
 LC_SYMTAB = 0x2
 

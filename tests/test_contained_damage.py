@@ -25,7 +25,8 @@ import pytest
 
 from symbolize import api
 from symbolize.formats.elf import ElfFile
-from symbolize.formats.macho.file import N_OSO, MachOFile
+from symbolize.formats.macho.file import MachOFile
+from symbolize.formats.macho.symtab import N_OSO
 from symbolize.formats.pe.file import PeFile
 from symbolize.module import Reason, Unknown
 from symbolize.proto.profile_pb2 import Profile

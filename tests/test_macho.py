@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from symbolize.formats.macho.file import BuildVersion, MachOFile, list_slices, read_uuids
+from symbolize.formats.macho.file import MachOFile
+from symbolize.formats.macho.load_commands import BuildVersion, read_uuids
+from symbolize.formats.macho.slices import list_slices
 from symbolize.formats.types import HintKind
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos"

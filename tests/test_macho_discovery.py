@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from symbolize.api import lookup, open_module
 from symbolize.cli.app import app
 from symbolize.formats.archive import archive_members
-from symbolize.formats.macho.file import N_OSO, MachOFile
+from symbolize.formats.macho.file import MachOFile
+from symbolize.formats.macho.symtab import N_OSO
 from symbolize.formats.open import open_object
 from symbolize.module import Unknown
 from tests.macho_patch import with_oso_name

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from symbolize.api import lookup, symbolize_profile
-from symbolize.formats.macho.file import MachOFile, host_arch
+from symbolize.formats.macho.file import MachOFile
+from symbolize.formats.macho.slices import host_arch
 from symbolize.module import Unknown
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Profile

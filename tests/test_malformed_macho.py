@@ -16,15 +16,9 @@ from hypothesis import strategies as st
 
 from symbolize.formats.errors import MalformedInputError, SymbolizeError, UnsupportedFormatError
 from symbolize.formats.macho.debugmap import DebugMapSource
-from symbolize.formats.macho.file import (
-    LC_FUNCTION_STARTS,
-    LC_SEGMENT_64,
-    LC_SYMTAB,
-    LC_UUID,
-    MachOFile,
-    list_slices,
-    read_uuids,
-)
+from symbolize.formats.macho.file import MachOFile
+from symbolize.formats.macho.load_commands import LC_FUNCTION_STARTS, LC_SEGMENT_64, LC_SYMTAB, LC_UUID, read_uuids
+from symbolize.formats.macho.slices import list_slices
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos"
 CPU_X86_64 = 0x01000007

@@ -33,7 +33,8 @@ from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.lines import LineTable, decode_line_table
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.elf import ElfFile
-from symbolize.formats.macho.file import MachOFile, list_slices
+from symbolize.formats.macho.file import MachOFile
+from symbolize.formats.macho.slices import list_slices
 from symbolize.formats.native import PURE_PYTHON_VARIABLE
 from tests.dwarf_builder import sleb, uleb
 

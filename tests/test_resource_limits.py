@@ -23,7 +23,9 @@ from symbolize import api, pprof
 from symbolize.cli.entry import iter_stdin_batches
 from symbolize.errors import InputLimitError, MalformedInputError
 from symbolize.formats.dwarf import info as info_module
-from symbolize.formats.macho import file as macho
+from symbolize.formats.macho.file import MachOFile
+from symbolize.formats.macho.load_commands import MAX_LOAD_COMMANDS, MH_EXECUTE, read_uuids
+from symbolize.formats.macho.slices import MH_MAGIC_64
 from symbolize.formats.native import kernels
 from symbolize.module import Reason, Unknown
 from symbolize.proto.profile_pb2 import Profile
@@ -179,29 +181,29 @@ def test_compiled_count_is_the_reference_count_on_message_shapes(
 
 
 def _thin_header(ncmds: int, sizeofcmds: int) -> bytes:
-    return struct.pack("<IiiIIIII", macho.MH_MAGIC_64, 0x01000007, 3, macho.MH_EXECUTE, ncmds, sizeofcmds, 0, 0)
+    return struct.pack("<IiiIIIII", MH_MAGIC_64, 0x01000007, 3, MH_EXECUTE, ncmds, sizeofcmds, 0, 0)
 
 
 def test_more_load_commands_than_the_cap_are_refused_before_macholib(tmp_path: Path) -> None:
-    count = macho.MAX_LOAD_COMMANDS + 1
+    count = MAX_LOAD_COMMANDS + 1
     command = struct.pack("<IIQ", 0x2A, 16, 0)  # LC_SOURCE_VERSION
     path = tmp_path / "commands"
     path.write_bytes(_thin_header(count, count * len(command)) + command * count)
     with pytest.raises(InputLimitError, match=f"{count} load commands") as raised:
-        macho.MachOFile(path)
+        MachOFile(path)
     assert str(path) in str(raised.value)
     with pytest.raises(InputLimitError):
-        macho.read_uuids(path)
+        read_uuids(path)
 
 
 def test_load_commands_that_cannot_fit_sizeofcmds_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "short"
     path.write_bytes(_thin_header(1_000, 16) + struct.pack("<IIQ", 0x2A, 16, 0))
     with pytest.raises(MalformedInputError, match="cannot fit"):
-        macho.MachOFile(path)
+        MachOFile(path)
     path.write_bytes(_thin_header(1, 1 << 20) + struct.pack("<IIQ", 0x2A, 16, 0))
     with pytest.raises(MalformedInputError, match="past end of file"):
-        macho.MachOFile(path)
+        MachOFile(path)
 
 
 # Search directories ----------------------------------------------------------

@@ -30,17 +30,12 @@ from symbolize.formats.facts import (
     intersect_ranges,
     merge_ranges,
 )
+from symbolize.formats.macho.symtab import N_EXT, N_SECT, N_STAB, N_TYPE
 
 if TYPE_CHECKING:
     from symbolize.formats.macho.debugmap import DebugMapSource
     from symbolize.formats.macho.file import MachOFile
 
-_SECTION_TYPE = 0xFF
-_ZEROFILL_TYPES = frozenset({0x1, 0xC, 0x12})  # S_ZEROFILL, S_GB_ZEROFILL, S_THREAD_LOCAL_ZEROFILL
-_N_STAB = 0xE0
-_N_TYPE = 0x0E
-_N_SECT = 0x0E
-_N_EXT = 0x01
 
 
 def macho_section_facts(binary: MachOFile) -> tuple[SectionFact, ...]:
@@ -51,7 +46,7 @@ def macho_section_facts(binary: MachOFile) -> tuple[SectionFact, ...]:
             vaddr=section.vaddr,
             size=section.size,
             executable=section.has_instructions,
-            without_bytes=section.flags & _SECTION_TYPE in _ZEROFILL_TYPES or section.file_offset == 0,
+            without_bytes=section.zero_fill or section.file_offset == 0,
         )
         for section in binary.sections()
     )
@@ -84,7 +79,7 @@ def _symbol_table(binary: MachOFile) -> SymbolTable:
     if not functions:
         return SymbolTable.NONE
     for entry in binary._all_nlists():  # the n_type bits the reader's Symbol leaves out
-        if entry.n_type & _N_STAB or entry.n_type & _N_TYPE != _N_SECT or entry.n_type & _N_EXT:
+        if entry.n_type & N_STAB or entry.n_type & N_TYPE != N_SECT or entry.n_type & N_EXT:
             continue
         name = entry.name[1:] if entry.name.startswith("_") else entry.name
         if (name, entry.value) in functions:

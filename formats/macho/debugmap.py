@@ -35,7 +35,8 @@ from typing import NamedTuple
 
 from symbolize.formats.answers import AnswerLookup, Block, LazyRuns, RunTable, flatten_answers
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
-from symbolize.formats.macho.file import N_FUN, N_OSO, N_SECT, N_SO, N_STAB, N_TYPE, MachOFile, Stab
+from symbolize.formats.macho.file import MachOFile
+from symbolize.formats.macho.symtab import N_FUN, N_OSO, N_SECT, N_SO, N_STAB, N_TYPE, Stab
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, DebugInfoSummary, Frame, Symbol
 

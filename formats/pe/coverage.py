@@ -5,7 +5,7 @@ a full table) or else its export table (Microsoft PE/COFF specification, "The .e
 Section"): exported functions only, each reaching the next export, so an address inside an
 internal function takes the nearest export before it. MinGW images also carry DWARF, measured
 as ELF's is (``formats/dwarf/coverage.py``). An MSVC or lld-link image keeps its names in the
-PDB its CodeView record names; that file measures itself (``formats/pdb/coverage.py``).
+PDB its CodeView record names, measured by ``formats/pdb/coverage.py``.
 
 A section's code bytes are its ``VirtualSize`` where the file stores them (``SizeOfRawData``
 is padded to the file alignment; a section with no raw data holds no bytes in the file).

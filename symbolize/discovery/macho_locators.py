@@ -84,7 +84,7 @@ def dsyms_under(root: Path, cache: ObjectCache) -> list[tuple[Path, frozenset[De
     key = root.resolve()
     found = walks.get(key)
     if found is None:
-        from symbolize.formats.macho.file import read_uuids  # the Mach-O reader only when a dSYM is looked for
+        from symbolize.formats.macho.load_commands import read_uuids  # the Mach-O reader only when a dSYM is looked for
 
         found = []
         for path in _dsym_dwarf_files(root):
@@ -153,7 +153,8 @@ class DebugMapObjectLocator:
         return _mtime_refusal(int(status.st_mtime), hint.mtime)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
-        from symbolize.formats.macho.file import MH_OBJECT, MachOFile
+        from symbolize.formats.macho.file import MachOFile
+        from symbolize.formats.macho.load_commands import MH_OBJECT
 
         if not isinstance(found, MachOFile) or found.filetype != MH_OBJECT:
             return "not a Mach-O object file"
