@@ -13,6 +13,8 @@ Loading") and the GNU extensions:
   its DWARF reader asks through (the reader opens no other file);
 - ``file.py``: :class:`ElfFile`, the mmap, section bytes for the DWARF
   reader (decompressed on first request) and the answer policy.
+- ``coverage.py``: what the auditor reads of an ELF file (sections, how much
+  is named), through ``formats/coverage.py``.
 """
 
 from symbolize.formats.elf.file import ElfFile
