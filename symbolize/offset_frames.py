@@ -258,14 +258,10 @@ def _rebuild_locations(
         summary.binary = str(target.opened.image.path)
         # A module named in a frame carries no build ID: found by its file name, it may be another build.
         summary.unverified = summary.unverified or not target.verified
-        result = answers[target.module_key][target.vaddr]
-        if isinstance(result, Unknown):
-            summary.count_unnamed(result.reason, result.detail)
+        frames = summary.count_answer(answers[target.module_key][target.vaddr])
+        if frames is None:
             continue
-        if not any(frame.function or frame.file for frame in result):
-            summary.count_unnamed(Reason.NOT_COVERED, "frames without a function or file")
-            continue
-        lines = tuple((intern_frame(frame), frame.line, frame.column) for frame in result)
+        lines = tuple((intern_frame(frame), frame.line, frame.column) for frame in frames)
         location_id = by_frames.get(lines)
         if location_id is None:
             location_id = by_frames[lines] = next(new_location_ids)
@@ -274,7 +270,6 @@ def _rebuild_locations(
                 location.line.add(function_id=function_id, line=line, column=column)
             profile.location.append(location)
         new_ids[use] = location_id
-        summary.count_named()
     return new_ids
 
 

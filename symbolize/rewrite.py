@@ -42,7 +42,7 @@ from symbolize.discovery import DiscoveryOptions, find_module, open_module
 from symbolize.discovery.slices import choose_mapping_slice
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
-from symbolize.indexed_lines import NOT_COVERED_DETAIL, NamedFacts, attach_indexed_lines
+from symbolize.indexed_lines import NamedFacts, attach_indexed_lines
 from symbolize.module import Module, Reason, Unknown, reason_for_error
 from symbolize.normalize import (
     EXACT,
@@ -388,15 +388,10 @@ def _attach_results(
     """Attach each looked-up answer's lines to its location (the reference of symbolize/indexed_lines.py)."""
     named: list[list[Frame]] = []
     for (pending, _), result in zip(to_look_up, results, strict=True):
-        if isinstance(result, Unknown):
-            summary.count_unnamed(result.reason, result.detail)
-            continue
-        if not any(frame.function or frame.file for frame in result):
-            summary.count_unnamed(Reason.NOT_COVERED, NOT_COVERED_DETAIL)
-            continue
-        _attach_lines(pending.location, result, functions)
-        summary.count_named()
-        named.append(result)
+        frames = summary.count_answer(result)
+        if frames is not None:
+            _attach_lines(pending.location, frames, functions)
+            named.append(frames)
     return NamedFacts(
         named=len(named),
         functions=any(frame.function for frames in named for frame in frames),
