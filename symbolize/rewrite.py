@@ -21,7 +21,7 @@ frame). Mappings the run did not touch keep their flags.
 A mapping given without a build ID names its binary by file name only: the summary says the match
 is unverified, and a file whose size or segments contradict the mapping (see
 :func:`symbolize.normalize.mapping_contradiction`) is refused, its locations left unnamed. Such a
-mapping is written back with the build ID of the binary used (issue 13), so a later run, or pprof,
+mapping is written back with the build ID of the binary used, so a later run, or pprof,
 checks its binary against the one this run named the mapping from.
 Locations named only ``module+0xOFFSET`` are named by :mod:`symbolize.offset_frames`.
 
@@ -342,7 +342,7 @@ def _symbolize_mapping(
         if mapping.file_offset:
             summary.file_offsets_from = "fat file" if macho_offset_base(module.image, mapping.file_offset) else "slice"
     if not build_id and module.image.debug_id is not None:
-        # Issue 13: keep what was found, so pprof and later runs can check the binary they are given
+        # Keep what was found, so pprof and later runs can check the binary they are given
         # against the one this run used (this run's summary says the match was by name only).
         mapping.build_id = strings.intern(str(module.image.debug_id))
     if module.debug_files:
