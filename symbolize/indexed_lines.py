@@ -27,12 +27,11 @@ from symbolize.formats.native import kernels
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module, Reason
 from symbolize.proto.profile_pb2 import Location
-from symbolize.summary import MappingSummary
+from symbolize.summary import NOT_COVERED_DETAIL, MappingSummary
 
 # (function name or None, file or None, start line) -> the pprof Function id (rewrite._FunctionTable).
 FunctionIds = Callable[[str | None, str | None, int], int]
 
-NOT_COVERED_DETAIL = "frames without a function or file"
 # An answer's facts, as ProfileAnswers.flags holds them (native/src/warm_frames.rs).
 COVERED, FUNCTIONS, FILES, LINES, INLINES = 1, 2, 4, 8, 16
 

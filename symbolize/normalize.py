@@ -72,6 +72,22 @@ the ``PT_LOAD`` span; PE: ``SizeOfImage``, headers included; Mach-O: every
 segment, ``__PAGEZERO`` included), rounded up to 64 KiB (the largest page a
 loader uses); its file offset lies past the file's end; or (ELF) its file
 offset falls in no ``PT_LOAD``'s file pages.
+
+Module-relative addresses (a ``module+0x<rel>`` frame of an in-process
+sampler, see :mod:`symbolize.offset_frames`) carry no mapping: ``rel`` is the
+object address relative to the image, the ELF vaddr itself on Linux (a PC
+minus the module's load bias), the RVA on Windows, the offset from the
+``__TEXT`` segment's start on macOS; so the vaddr is ``rel`` for ELF and
+``load_base + rel`` for PE and Mach-O. A runtime address with the module's
+runtime base (``<module@0xBASE>``) is ``rel = runtime_addr - BASE``. A vaddr in
+no segment's memory is None here too.
+
+Roles (pprof's own symbolizer): every frame but an on-CPU profile's leaf is
+the address a call returns to, so it is looked up one byte back, at the call
+site (:func:`role_at`, :func:`step_back`). A mapping's runtime address steps
+back before it is placed, as pprof does; a module-relative one is placed (its
+vaddr must lie in a segment) and its vaddr then steps back. The two differ
+only for a return address on a segment's first or one-past-last byte.
 """
 
 from __future__ import annotations
@@ -92,6 +108,56 @@ ARM64_ADDRESS_MASK = (1 << 47) - 1
 
 # runtime address -> vaddr, or None when no segment holds it; built once per mapping.
 Translator = Callable[[int], "int | None"]
+# (runtime address, role) -> the vaddr to look up, or None when no segment holds it.
+Placement = Callable[[int, int], "int | None"]
+
+# A location's roles, as bits (plain ints: a set of enum members costs a Python-level hash per
+# sample frame, and profiles have tens of thousands).
+EXACT = 1  # the interrupted instruction itself
+RETURN = 2  # the instruction after a call
+MIXED = EXACT | RETURN
+
+
+def role_at(position: int, on_cpu: bool, adjust_return_addresses: bool) -> int:
+    """The role of the frame at ``position`` of a sample (0 is the leaf): only an on-CPU profile's
+    leaf is the interrupted instruction; every other frame returns from a call. A producer that
+    already stepped its return addresses back (``adjust_return_addresses=False``) gives exact ones."""
+    if not adjust_return_addresses or (on_cpu and position == 0):
+        return EXACT
+    return RETURN
+
+
+def step_back(address: int, role: int) -> int:
+    """The address to name for one of this role: a return address's call site is one byte back."""
+    return address - 1 if role == RETURN and address > 0 else address
+
+
+def mapping_placement(image: Image, memory_start: int, memory_limit: int, file_offset: int | None) -> Placement:
+    """Where the addresses of one pprof mapping of ``image`` are looked up, by role (module docstring)."""
+    to_vaddr = translator(image, memory_start, memory_limit, file_offset)
+
+    def place(runtime_addr: int, role: int) -> int | None:
+        return to_vaddr(step_back(runtime_addr, role))
+
+    return place
+
+
+def module_placement(image: Image, base: int = 0) -> Placement:
+    """Where module-relative addresses of ``image`` are looked up, by role: ``rel`` itself when
+    ``base`` is 0, else runtime addresses of a module whose runtime base is ``base`` (module docstring)."""
+    # ELF: rel is the vaddr itself (PC minus load bias); PE: an RVA; Mach-O: an offset from __TEXT.
+    origin = 0 if image.format == "elf" else image.load_base
+    bounds = tuple((segment.vaddr, segment.vaddr + segment.memsz) for segment in image.segments())
+
+    def place(address: int, role: int) -> int | None:
+        if address < base:
+            return None
+        vaddr = origin + address - base
+        if not any(low <= vaddr < high for low, high in bounds):
+            return None
+        return step_back(vaddr, role)
+
+    return place
 
 
 def runtime_to_vaddr(
@@ -215,11 +281,9 @@ def macho_offset_base(image: Image, file_offset: int | None) -> int:
     """What to subtract from a mapping's ``file_offset`` of a Mach-O ``image`` to get a slice
     offset: 0 when it counts from the slice (or the file is thin), the slice's offset in its
     universal file when it counts from the start of the fat file (module docstring)."""
-    from symbolize.formats.macho.file import MachOFile  # loaded already: the image is one
-
-    if not file_offset or not isinstance(image, MachOFile) or not image.universal:
+    if not file_offset or image.format != "macho" or not image.universal:
         return 0
-    slice_offset = image.slice.file_offset
+    slice_offset = image.slice_offset
     if file_offset < slice_offset:
         return 0
     mapped = tuple(segment for segment in image.segments() if segment.name != PAGEZERO and segment.filesz)

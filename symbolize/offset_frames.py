@@ -4,19 +4,18 @@ Some in-process samplers (the motivating Rust stack's among them) write a pprof 
 locations have no address and no mapping, only one ``Line`` whose ``Function`` is named in one of
 three spellings:
 
-- ``<module>+0x<rel>``: ``rel`` is the object address relative to the image: the ELF vaddr on
-  Linux (a PC minus the module's load bias), the RVA on Windows, the offset from the ``__TEXT``
-  segment's start on macOS. So the vaddr looked up is ``rel`` for ELF and ``load_base + rel``
-  for PE and Mach-O (``Image.load_base`` is ``ImageBase`` and the ``__TEXT`` vmaddr there).
+- ``<module>+0x<rel>``: ``rel`` is the object address relative to the image (the ELF vaddr,
+  the RVA, the offset from ``__TEXT``: :mod:`symbolize.normalize` turns it into a vaddr).
 - ``<module@0xBASE>+0x<rel>`` (with or without the angle brackets): the same, with the module's
   runtime base, which also places the module for the next spelling.
 - ``0x<abs>``: a bare runtime address. It is named through the profile's Mappings when one holds
   it, else through a module whose ``@0xBASE`` another frame gave and one of whose segments then
   holds it.
 
-Each module is found as a mapping's file is (:func:`symbolize.discovery.find_module`, by path or
-base name), each offset named as an address is (callers, i.e. every frame but an on-CPU sample's
-leaf, at ``vaddr - 1``), and the location's Line entries replaced by the frames found. Locations
+Each module is found as a mapping's file is (the opener :mod:`symbolize.rewrite` uses, by path
+or base name); each frame's role and the vaddr it is looked up at are
+:mod:`symbolize.normalize`'s, as for a pprof location; the location's Line entries are replaced
+by the frames found. Locations
 that then name the same frames become one location; the samples point to it (a sample's values
 are never copied, so nothing is summed twice). A frame that cannot be named keeps its string, and
 the reason is counted in the summary under its module. A module found by its name alone (every
@@ -33,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from symbolize.formats.errors import SymbolizeError
-from symbolize.formats.types import Frame, Image
+from symbolize.formats.types import Frame
 from symbolize.module import Module, Reason, Unknown, reason_for_error
-from symbolize.normalize import runtime_to_vaddr
+from symbolize.normalize import mapping_placement, module_placement, role_at
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Location, Mapping, Profile
 from symbolize.summary import MappingSummary
@@ -76,7 +75,7 @@ def parse_offset_frame(name: str) -> OffsetFrame | None:
 
 class _Use(NamedTuple):
     location_id: int
-    is_return: bool
+    role: int  # normalize.EXACT or normalize.RETURN
 
 
 @dataclass
@@ -128,7 +127,7 @@ def name_offset_frames(
     resolved: dict[_Use, _Resolved | Unknown] = {}
     for use in uses:
         frame = frames_by_location[use.location_id]
-        resolved[use] = _resolve(frame, use.is_return, modules, bases, mappings, strings)
+        resolved[use] = _resolve(frame, use.role, modules, bases, mappings, strings)
 
     # One batch per module; each distinct (module, vaddr) named once.
     wanted: dict[str, dict[int, list[Frame] | Unknown]] = defaultdict(dict)
@@ -173,12 +172,8 @@ def _uses(profile: Profile, candidates: set[int], on_cpu: bool, adjust: bool) ->
     for sample in profile.sample:
         for position, location_id in enumerate(sample.location_id):
             if location_id in candidates:
-                seen.setdefault(_Use(location_id, _is_return(position, on_cpu, adjust)))
+                seen.setdefault(_Use(location_id, role_at(position, on_cpu, adjust)))
     return list(seen)
-
-
-def _is_return(position: int, on_cpu: bool, adjust: bool) -> bool:
-    return adjust and not (on_cpu and position == 0)
 
 
 def _module_bases(frames: Iterable[OffsetFrame]) -> dict[str, int]:
@@ -205,33 +200,21 @@ class _ModuleCache:
         return self._modules[key]
 
 
-def _image_vaddr(image: Image, rel: int) -> int:
-    # ELF: rel is the vaddr itself (PC minus load bias); PE: an RVA; Mach-O: an offset from __TEXT.
-    return rel if image.format == "elf" else image.load_base + rel
-
-
-def _in_segments(image: Image, vaddr: int) -> bool:
-    return any(segment.vaddr <= vaddr < segment.vaddr + segment.memsz for segment in image.segments())
-
-
 def _resolve(
     frame: OffsetFrame,
-    is_return: bool,
+    role: int,
     modules: _ModuleCache,
     bases: dict[str, int],
     mappings: list[Mapping],
     strings: StringTable,
 ) -> _Resolved | Unknown:
     """Where to look a use up, or why it cannot be."""
-    step = 1 if is_return else 0
     if frame.module is not None and frame.rel is not None:
         module = modules.get(frame.module)
         if isinstance(module, Unknown):
             return module
-        vaddr = _image_vaddr(module.image, frame.rel)
-        if not _in_segments(module.image, vaddr):
-            return OUTSIDE_MODULE
-        return _Resolved(frame.module, module, max(vaddr - step, 0))
+        vaddr = module_placement(module.image)(frame.rel, role)
+        return OUTSIDE_MODULE if vaddr is None else _Resolved(frame.module, module, vaddr)
     if frame.absolute is None:
         return NO_MODULE_FOR_ADDRESS
     runtime_addr = frame.absolute
@@ -242,17 +225,16 @@ def _resolve(
             module = modules.get(name, build_id)
             if isinstance(module, Unknown):
                 return module
-            mapped = runtime_to_vaddr(
-                module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset, runtime_addr - step
-            )
+            place = mapping_placement(module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset)
+            mapped = place(runtime_addr, role)
             return OUTSIDE_MODULE if mapped is None else _Resolved(name, module, mapped, verified=build_id is not None)
     for name, base in bases.items():
         module = modules.get(name)
-        if isinstance(module, Unknown) or runtime_addr < base:
+        if isinstance(module, Unknown):
             continue
-        vaddr = _image_vaddr(module.image, runtime_addr - base)
-        if _in_segments(module.image, vaddr):
-            return _Resolved(name, module, max(vaddr - step, 0))
+        vaddr = module_placement(module.image, base)(runtime_addr, role)
+        if vaddr is not None:
+            return _Resolved(name, module, vaddr)
     return NO_MODULE_FOR_ADDRESS
 
 
@@ -276,14 +258,10 @@ def _rebuild_locations(
         summary.binary = str(target.opened.image.path)
         # A module named in a frame carries no build ID: found by its file name, it may be another build.
         summary.unverified = summary.unverified or not target.verified
-        result = answers[target.module_key][target.vaddr]
-        if isinstance(result, Unknown):
-            summary.count_unnamed(result.reason, result.detail)
+        frames = summary.count_answer(answers[target.module_key][target.vaddr])
+        if frames is None:
             continue
-        if not any(frame.function or frame.file for frame in result):
-            summary.count_unnamed(Reason.NOT_COVERED, "frames without a function or file")
-            continue
-        lines = tuple((intern_frame(frame), frame.line, frame.column) for frame in result)
+        lines = tuple((intern_frame(frame), frame.line, frame.column) for frame in frames)
         location_id = by_frames.get(lines)
         if location_id is None:
             location_id = by_frames[lines] = next(new_location_ids)
@@ -292,7 +270,6 @@ def _rebuild_locations(
                 location.line.add(function_id=function_id, line=line, column=column)
             profile.location.append(location)
         new_ids[use] = location_id
-        summary.count_named()
     return new_ids
 
 
@@ -301,7 +278,7 @@ def _repoint_samples(
 ) -> None:
     for sample in profile.sample:
         for position, location_id in enumerate(sample.location_id):
-            new_id = new_ids.get(_Use(location_id, _is_return(position, on_cpu, adjust)))
+            new_id = new_ids.get(_Use(location_id, role_at(position, on_cpu, adjust)))
             if new_id is not None:
                 sample.location_id[position] = new_id
 

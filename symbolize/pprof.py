@@ -7,7 +7,7 @@ parsed into the same message (:mod:`symbolize.profiles`); other text is refused,
 what it looked like.
 Fields this toolkit does not know are kept by protobuf and written back as read.
 
-Inflating is capped (issue 9): a profile may inflate to at most
+Inflating is capped (a gzip bomb is hostile input): a profile may inflate to at most
 :data:`INFLATE_FACTOR` times its compressed size and never past
 :data:`MAX_PROFILE_SIZE` (1 GiB; ``SYMBOLIZE_MAX_PROFILE_SIZE``, in bytes, or the
 module attribute changes it). The stream is inflated piece by piece, so a gzip

@@ -8,7 +8,8 @@ up in one batch, and attach ``Line``/``Function`` entries. A mapping that
 cannot be opened is reported in the summary and the run goes on.
 
 Return addresses: every frame but an on-CPU profile's leaf is the address a
-call returns to, so it is looked up at ``address - 1`` to name the call site.
+call returns to, so it is looked up at ``address - 1`` to name the call site
+(the roles and the addresses they give are :mod:`symbolize.normalize`'s).
 A location used both ways is split in two (see :func:`_split_mixed_roles`).
 
 Mapping flags (``has_functions``, ``has_filenames``, ``has_line_numbers``,
@@ -20,7 +21,7 @@ frame). Mappings the run did not touch keep their flags.
 A mapping given without a build ID names its binary by file name only: the summary says the match
 is unverified, and a file whose size or segments contradict the mapping (see
 :func:`symbolize.normalize.mapping_contradiction`) is refused, its locations left unnamed. Such a
-mapping is written back with the build ID of the binary used (issue 13), so a later run, or pprof,
+mapping is written back with the build ID of the binary used, so a later run, or pprof,
 checks its binary against the one this run named the mapping from.
 Locations named only ``module+0xOFFSET`` are named by :mod:`symbolize.offset_frames`.
 
@@ -41,9 +42,17 @@ from symbolize.discovery import DiscoveryOptions, find_module, open_module
 from symbolize.discovery.slices import choose_mapping_slice
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
-from symbolize.indexed_lines import NOT_COVERED_DETAIL, NamedFacts, attach_indexed_lines
+from symbolize.indexed_lines import NamedFacts, attach_indexed_lines
 from symbolize.module import Module, Reason, Unknown, reason_for_error
-from symbolize.normalize import macho_offset_base, mapping_contradiction, translator
+from symbolize.normalize import (
+    EXACT,
+    MIXED,
+    RETURN,
+    macho_offset_base,
+    mapping_contradiction,
+    mapping_placement,
+    role_at,
+)
 from symbolize.offset_frames import name_offset_frames
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Location, Mapping, Profile
@@ -83,13 +92,6 @@ def fresh_ids(used: Iterable[int]) -> Iterator[int]:
         candidate += 1
 
 
-# A location's roles, as bits (plain ints: a set of enum members costs a Python-level hash per
-# sample frame, and profiles have tens of thousands).
-_EXACT = 1  # the interrupted instruction itself
-_RETURN = 2  # the instruction after a call
-_MIXED = _EXACT | _RETURN
-
-
 @dataclass(frozen=True)
 class RewriteOptions:
     """How to symbolize a profile.
@@ -114,7 +116,7 @@ class _Pending(NamedTuple):
     """A location to name: the lookup address depends on its role."""
 
     location: Location
-    role: int  # _EXACT or _RETURN
+    role: int  # normalize.EXACT or normalize.RETURN
 
 
 @dataclass
@@ -220,7 +222,7 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
             entry.summary.count_unnamed(Reason.NOT_A_FILE, reason)
             continue
         # A location still in both roles here is one _split_mixed_roles leaves alone: never named.
-        role = _RETURN if roles.get(location.id, _EXACT) == _RETURN else _EXACT
+        role = RETURN if roles.get(location.id, EXACT) == RETURN else EXACT
         entry.pending.append(_Pending(location, role))
 
     for entry in work.values():
@@ -240,10 +242,10 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
 
 
 def _location_roles(profile: Profile, on_cpu: bool, adjust: bool) -> dict[int, int]:
-    """Each location's roles in the samples (bits ``_EXACT``, ``_RETURN``)."""
+    """Each location's roles in the samples (bits ``normalize.EXACT``, ``normalize.RETURN``)."""
     roles: dict[int, int] = defaultdict(int)
-    leaf_role = _EXACT if not adjust or on_cpu else _RETURN
-    other_role = _EXACT if not adjust else _RETURN
+    leaf_role = role_at(0, on_cpu, adjust)
+    other_role = role_at(1, on_cpu, adjust)
     for sample in profile.sample:
         location_ids = sample.location_id
         if location_ids:
@@ -272,7 +274,7 @@ def _split_mixed_roles(
         for mapping_id, mapping in mappings.items()
     }
     for location in profile.location:
-        if roles.get(location.id) != _MIXED or len(location.line) > 0:
+        if roles.get(location.id) != MIXED or len(location.line) > 0:
             continue
         if not named_from_file.get(location.mapping_id, False):
             continue
@@ -288,8 +290,8 @@ def _split_mixed_roles(
             twin.CopyFrom(location)
             twin.id = twin_id
             twins[location.id] = twin_id
-            roles[twin_id] = _RETURN
-            roles[location.id] = _EXACT
+            roles[twin_id] = RETURN
+            roles[location.id] = EXACT
     for sample in profile.sample:
         # Only the leaf can be an exact PC; mixed roles exist only in on-CPU profiles.
         for position in range(1, len(sample.location_id)):
@@ -334,25 +336,22 @@ def _symbolize_mapping(
             return
         summary.unverified = True
     summary.binary = str(module.image.path)
-    if getattr(module.image, "universal", False):
+    if module.image.universal:
         summary.slice = module.image.arch
         summary.slice_by = slice_by
         if mapping.file_offset:
             summary.file_offsets_from = "fat file" if macho_offset_base(module.image, mapping.file_offset) else "slice"
     if not build_id and module.image.debug_id is not None:
-        # Issue 13: keep what was found, so pprof and later runs can check the binary they are given
+        # Keep what was found, so pprof and later runs can check the binary they are given
         # against the one this run used (this run's summary says the match was by name only).
         mapping.build_id = strings.intern(str(module.image.debug_id))
     if module.debug_files:
         summary.debug_file = str(module.debug_files[0].path)
 
     to_look_up: list[tuple[_Pending, int]] = []
-    to_vaddr = translator(module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset)
+    place = mapping_placement(module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset)
     for pending in entry.pending:
-        runtime_addr = pending.location.address
-        if pending.role == _RETURN and runtime_addr > 0:
-            runtime_addr -= 1
-        vaddr = to_vaddr(runtime_addr)
+        vaddr = place(pending.location.address, pending.role)
         if vaddr is None:
             summary.count_unnamed(Reason.OUTSIDE_FILE)
         else:
@@ -389,15 +388,10 @@ def _attach_results(
     """Attach each looked-up answer's lines to its location (the reference of symbolize/indexed_lines.py)."""
     named: list[list[Frame]] = []
     for (pending, _), result in zip(to_look_up, results, strict=True):
-        if isinstance(result, Unknown):
-            summary.count_unnamed(result.reason, result.detail)
-            continue
-        if not any(frame.function or frame.file for frame in result):
-            summary.count_unnamed(Reason.NOT_COVERED, NOT_COVERED_DETAIL)
-            continue
-        _attach_lines(pending.location, result, functions)
-        summary.count_named()
-        named.append(result)
+        frames = summary.count_answer(result)
+        if frames is not None:
+            _attach_lines(pending.location, frames, functions)
+            named.append(frames)
     return NamedFacts(
         named=len(named),
         functions=any(frame.function for frames in named for frame in frames),
@@ -426,11 +420,9 @@ def _lines_missing_reason(module: Module) -> str | None:
         missing = "dSYM" if module.image.format == "macho" else "debug file"
         return f"named from the symbol table only: no {missing} was found"
     for source in module.debug_files:
-        reason = getattr(source, "lines_missing_reason", None)
-        if callable(reason):
-            found = reason()
-            if isinstance(found, str):
-                return found
+        found = source.lines_missing_reason()
+        if found is not None:
+            return found
     return None
 
 

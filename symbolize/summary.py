@@ -53,7 +53,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from symbolize.module import Reason
+from symbolize.formats.types import Frame
+from symbolize.module import Reason, Unknown
+
+# Why an answer of frames that name neither a function nor a file counts as unnamed.
+NOT_COVERED_DETAIL = "frames without a function or file"
 
 
 class TopFunction(NamedTuple):
@@ -97,6 +101,18 @@ class MappingSummary:
     def count_named(self) -> None:
         self.locations += 1
         self.named += 1
+
+    def count_answer(self, result: list[Frame] | Unknown) -> list[Frame] | None:
+        """Count one location's lookup answer: its frames when they name it (a function or a file), else
+        None, counted unnamed with the reason."""
+        if isinstance(result, Unknown):
+            self.count_unnamed(result.reason, result.detail)
+            return None
+        if not any(frame.function or frame.file for frame in result):
+            self.count_unnamed(Reason.NOT_COVERED, NOT_COVERED_DETAIL)
+            return None
+        self.count_named()
+        return result
 
     def count_unnamed(self, reason: Reason, detail: str = "") -> None:
         self.locations += 1

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from symbolize.discovery import DiscoveryOptions
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
-from symbolize.formats.types import DebugHint, DebugId, DebugInfoSummary, Frame, Segment, Symbol
+from symbolize.formats.types import DebugHint, DebugId, DebugInfoSummary, Frame, ReaderDefaults, Segment, Symbol
 from symbolize.module import Module, Reason, Unknown
 from symbolize.proto.profile_pb2 import Location, Profile
 from symbolize.rewrite import RewriteOptions, symbolize_profile
@@ -25,7 +25,7 @@ UNKNOWN_VADDR = 0x40F000
 
 
 @dataclass
-class FakeBinary:
+class FakeBinary(ReaderDefaults):
     """A position-dependent executable whose one segment is TEXT_START..TEXT_END."""
 
     path: Path = Path("/fake/app")
