@@ -8,7 +8,7 @@ running process.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -211,16 +211,11 @@ class DebugHint(NamedTuple):
 
 @runtime_checkable
 class SectionSource(Protocol):
-    """A file whose DWARF sections a reader can read: what a resolver hands back."""
+    """A file whose DWARF sections a reader can read: what the loader supplies for a need."""
 
     path: Path
 
     def section_data(self, dwarf_name: str) -> bytes | memoryview | None: ...
-
-
-# How a reader asks symbolize/ for a file one of its hints names (a .dwo, the dwz common file):
-# the file found and verified, or None. Readers never open those files themselves.
-HintResolver = Callable[[DebugHint], "SectionSource | None"]
 
 
 class AnswerRun(NamedTuple):
@@ -240,7 +235,8 @@ class AnswerRegion(NamedTuple):
     """A part of a symbol source whose answers decode together (a compile unit, a PDB module).
 
     Listing regions is cheap; decoding one (``SymbolSource.answers(key)``) is
-    not, and happens on the first lookup inside it. ``fallback`` regions (a
+    not, and happens on the first lookup inside it. A region that ``needs`` another file
+    answers without it unless it was supplied first. ``fallback`` regions (a
     symbol table) are asked only when no other region holding the address
     answers. Regions may overlap: among non-fallback regions holding an
     address, the one with the greatest ``low`` is asked first.
@@ -250,6 +246,9 @@ class AnswerRegion(NamedTuple):
     high: int
     key: int
     fallback: bool = False
+    # The other files its answers come from (a split unit's .dwo or .dwp), which the reader opens
+    # never: whoever asks for the region's answers supplies them first (``SymbolSource.supply``).
+    needs: tuple[DebugHint, ...] = ()
 
 
 class SymbolSource(Protocol):
@@ -301,6 +300,18 @@ class SymbolSource(Protocol):
 
     def lines_missing_reason(self) -> str | None:
         """Why it names functions but no lines (a stripped PDB), or None."""
+        ...
+
+    def needs(self) -> Sequence[DebugHint]:
+        """The other files it answers from as a whole (the dwz common file, a debug map's
+        objects), known once it is opened: supplied (:meth:`supply`) before it is asked anything
+        else, or it answers without them. A region's own needs are in ``AnswerRegion.needs``."""
+        ...
+
+    def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
+        """The file found and verified for one of its needs, or None when there is none: readers
+        never open the files their hints name, and never ask for them either; they say what they
+        need, and whoever opened them supplies it (symbolize/loader.py)."""
         ...
 
 
@@ -369,6 +380,12 @@ class ReaderDefaults:
         return ""
 
     def lines_missing_reason(self) -> str | None:
+        return None
+
+    def needs(self) -> Sequence[DebugHint]:
+        return ()
+
+    def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
         return None
 
     universal: bool = False

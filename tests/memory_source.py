@@ -19,12 +19,13 @@ from symbolize.formats.types import (
     DebugId,
     DebugInfoSummary,
     Frame,
+    ReaderDefaults,
     Segment,
     Symbol,
 )
 
 
-class MemorySource:
+class MemorySource(ReaderDefaults):
     """Regions and the runs of each (a key missing from ``runs`` is a broken region)."""
 
     format = "memory"

@@ -27,7 +27,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from symbolize.discovery.paths import base_name, build_id_path, is_file_name, normalized_dir, relative_path
-from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
+from symbolize.discovery.registry import (
+    Candidate,
+    LocatorDefaults,
+    LookupContext,
+    debug_id_refusal,
+    register_locator,
+)
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.types import DebugHint, DebugIdKind, HintKind, ObjectFile
 
@@ -40,7 +46,7 @@ def _build_id_candidates(hint: DebugHint, context: LookupContext) -> Iterator[Ca
         yield Candidate(directory / relative, directory)
 
 
-class BuildIdLocator:
+class BuildIdLocator(LocatorDefaults):
     """``<debug dir>/.build-id/xx/rest.debug`` by the image's GNU build ID."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
@@ -50,7 +56,7 @@ class BuildIdLocator:
         return debug_id_refusal(hint.debug_id, found.debug_id, "the binary's")
 
 
-class DebugLinkLocator:
+class DebugLinkLocator(LocatorDefaults):
     """The ``.gnu_debuglink`` file name in the places GDB looks, checked by CRC32."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
@@ -80,7 +86,7 @@ class DebugLinkLocator:
         return None
 
 
-class SupplementaryLocator:
+class SupplementaryLocator(LocatorDefaults):
     """The dwz common file ``.gnu_debugaltlink`` names, checked by its build ID."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
@@ -104,7 +110,7 @@ class SupplementaryLocator:
         return damage_refusal(found)
 
 
-class SplitDwarfLocator:
+class SplitDwarfLocator(LocatorDefaults):
     """A skeleton unit's ``.dwo``, or the ``.dwp`` package holding it, checked by DWO ID."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
