@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from bisect import bisect_right
 from collections.abc import Sequence
 from pathlib import Path
@@ -161,6 +162,8 @@ class SuppliedSource:
         self._pending_lows: list[int] = []
         # The greatest high among the pending regions up to each position: where a scan stops.
         self._pending_reach: list[int] = []
+        # The needs of each region key (a unit with several ranges has several regions), in order.
+        self._needs_by_key: dict[int, dict[DebugHint, None]] = {}
         self._met: set[int] = set()
 
     # The reader's own -----------------------------------------------------------------------
@@ -225,9 +228,10 @@ class SuppliedSource:
             if region.needs
         )
         reach, running = [], 0
-        for _low, high, _key, _needs in pending:
+        for _low, high, key, needs in pending:
             running = max(running, high)
             reach.append(running)
+            self._needs_by_key.setdefault(key, {}).update(dict.fromkeys(needs))
         self._pending, self._pending_lows, self._pending_reach = pending, [low for low, *_ in pending], reach
         return pending
 
@@ -235,9 +239,9 @@ class SuppliedSource:
         if key in self._met:
             return
         self._met.add(key)
-        pending = self._pending if self._pending is not None else self._list_pending()
-        needs = dict.fromkeys(hint for _low, _high, region_key, hints in pending if region_key == key for hint in hints)
-        self._follower.supply(self.reader, list(needs))
+        if self._pending is None:
+            self._list_pending()
+        self._follower.supply(self.reader, list(self._needs_by_key.get(key, ())))
 
 
 class Loader:
@@ -313,6 +317,15 @@ class Loader:
         """
         follower = self._followers.get((path.resolve(), arch))
         return follower.refused if follower is not None else []
+
+    def file_crc32(self, path: Path) -> int:
+        """The CRC32 ``.gnu_debuglink`` records of the file at ``path``: zlib's, over the whole file.
+        Raises OSError when it cannot be read."""
+        crc = 0
+        with path.open("rb") as stream:
+            while chunk := stream.read(1 << 20):
+                crc = zlib.crc32(chunk, crc)
+        return crc
 
     def open_source(
         self, path: Path, *, image_path: Path | None = None, arch: str | None = None, image: ObjectFile | None = None

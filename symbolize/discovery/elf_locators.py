@@ -22,7 +22,6 @@ Search order as GDB's ("Separate Debug Files" and "dwz" in the GDB manual;
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,7 +77,7 @@ class DebugLinkLocator(LocatorDefaults):
             return mismatch
         if hint.crc32 is not None:
             try:
-                actual = file_crc32(found.path)
+                actual = context.loader.file_crc32(found.path)
             except OSError as err:
                 return f"cannot read: {err.strerror or err}"
             if actual != hint.crc32:
@@ -161,15 +160,6 @@ def _by_base_name(recorded: str, context: LookupContext) -> Iterator[Candidate]:
         yield Candidate(directory / name, directory)
     for search_path in context.options.search_paths:
         yield Candidate(search_path / name, search_path)
-
-
-def file_crc32(path: Path) -> int:
-    """The CRC32 ``.gnu_debuglink`` records: zlib's, over the whole file."""
-    crc = 0
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            crc = zlib.crc32(chunk, crc)
-    return crc
 
 
 register_locator(HintKind.BUILD_ID, BuildIdLocator())

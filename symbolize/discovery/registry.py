@@ -99,6 +99,8 @@ class FileLoader(Protocol):
 
     def refused(self, path: Path, arch: str | None = None) -> list[str]: ...
 
+    def file_crc32(self, path: Path) -> int: ...
+
 
 class LookupContext(NamedTuple):
     """Who asks: the image (its path, arch, debug ID), the file whose hint it is, and the loader."""
