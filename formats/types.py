@@ -174,7 +174,7 @@ class DebugInfoSummary(NamedTuple):
 
 
 class HintKind(Enum):
-    """Kinds of pointer from an image to a file that holds its debug info (symbolize/ follows them)."""
+    """Kinds of pointer from an image to a file that holds its debug info (symbolize/'s loader follows them)."""
 
     BUILD_ID = "build-id"  # <debug dir>/.build-id/xx/rest.debug, by the image's GNU build ID
     DEBUGLINK = "debuglink"  # .gnu_debuglink: a file name and the file's CRC32
@@ -183,7 +183,7 @@ class HintKind(Enum):
     DSYM = "dsym"  # a Mach-O image's dSYM, found by name or by UUID
     DEBUG_MAP_OBJECT = "debug-map-object"  # a Mach-O N_OSO stab: an object file (or archive member)
     # A split-DWARF skeleton's .dwo (DW_AT_dwo_name, relative to ``directory``) or the .dwp beside
-    # the file; asked by the DWARF reader when a unit is first decoded, not listed by debug_hints().
+    # the file; the need of the skeleton unit's region (AnswerRegion.needs), not listed by debug_hints().
     SPLIT_DWARF = "split-dwarf"
 
 

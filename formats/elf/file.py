@@ -23,8 +23,9 @@ from symbolize.formats.elf.notes import find_build_id, read_debug_link, read_sup
 from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
 from symbolize.formats.facts import Coverage, SectionFact, SymbolTable, merge_ranges
+from symbolize.formats.paired import paired_answers
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
-from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex, paired_answers
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,

@@ -39,7 +39,8 @@ from symbolize.formats.errors import (
     SymbolizeError,
     UnsupportedFormatError,
 )
-from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex, paired_answers
+from symbolize.formats.paired import paired_answers
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,
