@@ -42,6 +42,10 @@ class Source(Protocol):
 
     def close(self) -> None: ...
 
+    def lines_missing_reason(self) -> str | None:
+        """Why it names functions but no lines (a stripped PDB), or None (SymbolSource's capability)."""
+        ...
+
 
 class Reason(Enum):
     """Why an address was left unnamed. The values are what ``--json-summary`` and ``lookup --json`` print."""
