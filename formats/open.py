@@ -13,7 +13,7 @@ from pathlib import Path
 
 from symbolize.formats.elf import ELF_MAGIC, ElfFile
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
-from symbolize.formats.types import HintResolver, ObjectFile
+from symbolize.formats.types import ObjectFile
 
 # The DOS header's e_magic, as symbolize.formats.pe checks it (kept here: importing the PE
 # reader loads pefile, which an ELF lookup never needs).
@@ -34,17 +34,15 @@ _MACHO_MAGICS = {
 }
 
 
-def open_object(
-    path: Path, *, arch: str | None = None, resolver: HintResolver | None = None, member: str | None = None
-) -> ObjectFile:
+def open_object(path: Path, *, arch: str | None = None, member: str | None = None) -> ObjectFile:
     """Open ``path`` with the reader its magic bytes call for.
 
     ``arch`` selects a slice of a fat (universal) Mach-O; readers of single-arch
     formats ignore it. ``member`` names the object inside a static archive (``ar``
     ``!<arch>``: a Mach-O object, as a debug map names ``lib.a(member.o)``).
-    ``resolver`` is how the reader asks for the files its
-    debug info refers to (``.dwo``/``.dwp``, dwz, a debug map's objects): readers
-    open no file by themselves.
+    Readers open no other file: the files their debug info refers to (``.dwo``/``.dwp``,
+    dwz, a debug map's objects) they say they need (``needs()``, ``AnswerRegion.needs``),
+    and the caller supplies them (``supply``).
     Raises MissingDebugInfoError when the file does not exist, SymbolizeError
     when it cannot be read, UnsupportedFormatError for formats not read yet or
     files that are not object files.
@@ -62,13 +60,13 @@ def open_object(
             raise UnsupportedFormatError(f"not a static archive (asked for its member {member})", path)
         from symbolize.formats.macho.file import MachOFile
 
-        return MachOFile(path, arch, resolver, member)
+        return MachOFile(path, arch, member)
     if magic == ELF_MAGIC:
-        return ElfFile(path, resolver=resolver)
+        return ElfFile(path)
     if magic in _MACHO_MAGICS:
         from symbolize.formats.macho.file import MachOFile
 
-        return MachOFile(path, arch, resolver)
+        return MachOFile(path, arch)
     if magic[:2] == MZ_MAGIC:
         from symbolize.formats.pe.file import PeFile  # the PE reader (and pefile) only for a PE file
 

@@ -9,7 +9,7 @@ per address and decide how far a size-0 symbol reaches are llvm-symbolizer's
 each address; a size-0 symbol reaches the next symbol).
 
 A separate debug file answers with its image's symbol table, not its own
-(``paired_answers``' ``beneath``): llvm-symbolizer 14 builds its symbolizer
+(formats/paired.py's ``beneath``): llvm-symbolizer 14 builds its symbolizer
 from the binary's symbols and the debug file's DWARF alone
 (``LLVMSymbolizer::getOrCreateModuleInfo`` pairs ``Objects.first`` with a
 DWARF context of ``Objects.second``), so the binary's ``.symtab`` (else
@@ -22,16 +22,13 @@ where neither does, where llvm-symbolizer says ``??``.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from symbolize.formats.answers import AnswerLookup, ChainHead, LazyRuns, RunTable
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
-
-if TYPE_CHECKING:
-    from symbolize.formats.dwarf import DwarfInfo
 
 
 class RankedSymbol(NamedTuple):
@@ -193,36 +190,3 @@ class SymbolAnswers:
         if self._lookup is None:
             self._lookup = AnswerLookup(self.answer_regions(), self.lookup_runs)
         return self._lookup.frames_at(vaddr)
-
-
-def paired_answers(
-    path: Path,
-    symbols: SymbolIndex,
-    open_dwarf: Callable[[], DwarfInfo | None],
-    broken: MalformedInputError | None = None,
-    beneath: SymbolIndex | None = None,
-    zero_is_discarded: bool = False,
-) -> SymbolAnswers:
-    """The answers of a file that pairs DWARF with a symbol table (ELF, MinGW PE, a Mach-O slice or
-    dSYM), through one run builder (formats/dwarf/answers.py): as llvm-symbolizer does, the
-    outermost frame takes its name from the symbol of ``symbols`` covering the address.
-    ``beneath`` names addresses neither ``symbols`` nor the DWARF names (see the module docstring).
-    ``zero_is_discarded``: unit ranges starting at address 0 are discarded code (DwarfSymbolAnswers).
-
-    DWARF that cannot be read at all hides nothing the symbols know (issue 9): its error is the
-    answer only where no symbol covers the address. ``broken`` is damage found before the DWARF
-    (a symbol table that did not read), answered the same way.
-    """
-    try:
-        dwarf = open_dwarf()
-    except MalformedInputError as err:
-        return SymbolAnswers(path, symbols, broken=err, beneath=beneath)
-    if dwarf is None:
-        return SymbolAnswers(path, symbols, broken=broken, beneath=beneath)
-    # Imported here so a file without DWARF never loads the DWARF package.
-    from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
-
-    answers = DwarfSymbolAnswers(path, dwarf, symbols, zero_is_discarded=zero_is_discarded)
-    answers.broken = broken
-    answers.beneath = beneath
-    return answers

@@ -8,7 +8,7 @@ running process.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -174,7 +174,7 @@ class DebugInfoSummary(NamedTuple):
 
 
 class HintKind(Enum):
-    """Kinds of pointer from an image to a file that holds its debug info (symbolize/ follows them)."""
+    """Kinds of pointer from an image to a file that holds its debug info (symbolize/'s loader follows them)."""
 
     BUILD_ID = "build-id"  # <debug dir>/.build-id/xx/rest.debug, by the image's GNU build ID
     DEBUGLINK = "debuglink"  # .gnu_debuglink: a file name and the file's CRC32
@@ -183,7 +183,7 @@ class HintKind(Enum):
     DSYM = "dsym"  # a Mach-O image's dSYM, found by name or by UUID
     DEBUG_MAP_OBJECT = "debug-map-object"  # a Mach-O N_OSO stab: an object file (or archive member)
     # A split-DWARF skeleton's .dwo (DW_AT_dwo_name, relative to ``directory``) or the .dwp beside
-    # the file; asked by the DWARF reader when a unit is first decoded, not listed by debug_hints().
+    # the file; the need of the skeleton unit's region (AnswerRegion.needs), not listed by debug_hints().
     SPLIT_DWARF = "split-dwarf"
 
 
@@ -211,16 +211,11 @@ class DebugHint(NamedTuple):
 
 @runtime_checkable
 class SectionSource(Protocol):
-    """A file whose DWARF sections a reader can read: what a resolver hands back."""
+    """A file whose DWARF sections a reader can read: what the loader supplies for a need."""
 
     path: Path
 
     def section_data(self, dwarf_name: str) -> bytes | memoryview | None: ...
-
-
-# How a reader asks symbolize/ for a file one of its hints names (a .dwo, the dwz common file):
-# the file found and verified, or None. Readers never open those files themselves.
-HintResolver = Callable[[DebugHint], "SectionSource | None"]
 
 
 class AnswerRun(NamedTuple):
@@ -240,7 +235,8 @@ class AnswerRegion(NamedTuple):
     """A part of a symbol source whose answers decode together (a compile unit, a PDB module).
 
     Listing regions is cheap; decoding one (``SymbolSource.answers(key)``) is
-    not, and happens on the first lookup inside it. ``fallback`` regions (a
+    not, and happens on the first lookup inside it. A region that ``needs`` another file
+    answers without it unless it was supplied first. ``fallback`` regions (a
     symbol table) are asked only when no other region holding the address
     answers. Regions may overlap: among non-fallback regions holding an
     address, the one with the greatest ``low`` is asked first.
@@ -250,6 +246,9 @@ class AnswerRegion(NamedTuple):
     high: int
     key: int
     fallback: bool = False
+    # The other files its answers come from (a split unit's .dwo or .dwp), which the reader opens
+    # never: whoever asks for the region's answers supplies them first (``SymbolSource.supply``).
+    needs: tuple[DebugHint, ...] = ()
 
 
 class SymbolSource(Protocol):
@@ -301,6 +300,18 @@ class SymbolSource(Protocol):
 
     def lines_missing_reason(self) -> str | None:
         """Why it names functions but no lines (a stripped PDB), or None."""
+        ...
+
+    def needs(self) -> Sequence[DebugHint]:
+        """The other files it answers from as a whole (the dwz common file, a debug map's
+        objects), known once it is opened: supplied (:meth:`supply`) before it is asked anything
+        else, or it answers without them. A region's own needs are in ``AnswerRegion.needs``."""
+        ...
+
+    def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
+        """The file found and verified for one of its needs, or None when there is none: readers
+        never open the files their hints name, and never ask for them either; they say what they
+        need, and whoever opened them supplies it (symbolize/loader.py)."""
         ...
 
 
@@ -369,6 +380,12 @@ class ReaderDefaults:
         return ""
 
     def lines_missing_reason(self) -> str | None:
+        return None
+
+    def needs(self) -> Sequence[DebugHint]:
+        return ()
+
+    def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
         return None
 
     universal: bool = False

@@ -36,8 +36,8 @@ from symbolize.index.indexed import IndexedObject
 from symbolize.module import PerFrame, Reason, Unknown
 
 if TYPE_CHECKING:
-    from symbolize.api import FrameShaper
     from symbolize.module import Module
+    from symbolize.shaping import FrameShaper
 
 
 def parse_address(text: str) -> int | None:
@@ -166,7 +166,7 @@ class AnswerText:
 
     def _render_plain(self, module: Module, texts: Sequence[str]) -> str:
         """A :class:`PlainStyle` other than the default: whole chains, cut as the style asks."""
-        from symbolize.api import FrameShaper
+        from symbolize.shaping import FrameShaper
 
         chains = FrameShaper(self.shaper.mode, True)
         vaddrs = [vaddr for vaddr in map(parse_address, texts) if vaddr is not None]

@@ -10,18 +10,20 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symbolize.cache import default_cache_dir
 from symbolize.demangle import DemangleMode
-from symbolize.demangle import demangle as demangle_name
-from symbolize.discovery import DiscoveryOptions, ObjectCache
+from symbolize.discovery import SearchOptions
 from symbolize.discovery import open_module as discovery_open_module
 from symbolize.errors import MissingDebugInfoError
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
-from symbolize.module import Module, PerFrame, Unknown
+from symbolize.loader import Loader
+from symbolize.module import Module, Unknown
+from symbolize.shaping import FrameShaper
 
 if TYPE_CHECKING:
     from symbolize.answer_text import AnswerText, PlainStyle
@@ -52,7 +54,7 @@ def discovery_options(
     debug_dirs: Iterable[PathLike] | None = None,
     cache_dir: PathLike | None = None,
     use_cache: bool = True,
-) -> DiscoveryOptions:
+) -> SearchOptions:
     """Where to find binaries, debug files and persistent indexes.
 
     ``debug_dirs=None`` keeps the default (``/usr/lib/debug``). Indexes are read
@@ -69,7 +71,55 @@ def discovery_options(
     if debug_dirs is not None:
         arguments["debug_dirs"] = tuple(_existing(path, "debug directory", directory=True) for path in debug_dirs)
     index_dir = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
-    return DiscoveryOptions(**arguments, cache=ObjectCache(index_dir))
+    return SearchOptions(**arguments, index_dir=index_dir)
+
+
+class Session:
+    """What every call of this API is asked besides its inputs, taken once: where to look
+    (:func:`discovery_options`), how to show frames, whether to index in the background. It
+    opens a run's :class:`~symbolize.loader.Loader` and ends the run (:meth:`finish`)."""
+
+    def __init__(
+        self,
+        *,
+        binaries: Iterable[PathLike] = (),
+        search_paths: Iterable[PathLike] = (),
+        debug_dirs: Iterable[PathLike] | None = None,
+        cache_dir: PathLike | None = None,
+        use_cache: bool = True,
+        background_index: bool = False,
+        demangle: DemangleMode = "full",
+        inlines: bool = True,
+    ) -> None:
+        self.options = discovery_options(
+            binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir,
+            use_cache=use_cache,
+        )  # fmt: skip
+        self.background_index = background_index
+        self.demangle = demangle
+        self.inlines = inlines
+
+    def shaper(self) -> FrameShaper:
+        return FrameShaper(self.demangle, self.inlines)
+
+    def open(self, path: PathLike, arch: str | None) -> tuple[Module, Loader]:
+        """The module at ``path`` (``FILE:ARCH`` read as in :func:`path_and_arch`), with the loader
+        the caller ends the run with (:meth:`finish`; closed here when opening fails)."""
+        loader = Loader(self.options)
+        try:
+            return _open_with(loader, path, arch), loader
+        except BaseException:
+            loader.close()
+            raise
+
+    def finish(self, loader: Loader, answered: bool = True) -> None:
+        """End the run of ``loader``: the indexes it found missing built in the background when
+        asked (and when the run ``answered``), then every file closed."""
+        try:
+            if answered and self.background_index:
+                index_in_background(loader)
+        finally:
+            loader.close()
 
 
 def _existing(path: PathLike, role: str, *, directory: bool) -> Path:
@@ -98,36 +148,14 @@ def open_module(
     ``arch`` picks the slice of a universal Mach-O file (also written ``FILE:ARCH``, as
     llvm-symbolizer takes it). Raises SymbolizeError when the file cannot be read.
     """
-    options = discovery_options(
-        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
-    )
-    return _open_with(options, path, arch)
+    session = Session(search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache)
+    return _open_with(Loader(session.options), path, arch)
 
 
-def _open_with(options: DiscoveryOptions, path: PathLike, arch: str | None) -> Module:
-    """The module at ``path`` (``FILE:ARCH`` read as in :func:`path_and_arch`), found with ``options``."""
+def _open_with(loader: Loader, path: PathLike, arch: str | None) -> Module:
+    """The module at ``path`` (``FILE:ARCH`` read as in :func:`path_and_arch`), opened by ``loader``."""
     binary, slice_arch = path_and_arch(path, arch)
-    return discovery_open_module(binary, options, arch=slice_arch)
-
-
-def _opened_for_lookups(
-    path: PathLike,
-    arch: str | None,
-    search_paths: Iterable[PathLike],
-    debug_dirs: Iterable[PathLike] | None,
-    cache_dir: PathLike | None,
-    use_cache: bool,
-) -> tuple[Module, DiscoveryOptions]:
-    """The module of :func:`lookup_batches` and :func:`lookup_text_batches`, with the options
-    whose cache the caller closes when done (closed here when opening fails)."""
-    options = discovery_options(
-        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
-    )
-    try:
-        return _open_with(options, path, arch), options
-    except BaseException:
-        options.cache.close()
-        raise
+    return discovery_open_module(binary, loader, arch=slice_arch)
 
 
 def path_and_arch(path: PathLike, arch: str | None = None) -> tuple[Path, str | None]:
@@ -170,17 +198,9 @@ def lookup(
     slice of a universal Mach-O file, as in :func:`open_module`.
     """
     batches = lookup_batches(
-        path,
-        [vaddrs],
-        demangle=demangle,
-        inlines=inlines,
-        search_paths=search_paths,
-        debug_dirs=debug_dirs,
-        cache_dir=cache_dir,
-        use_cache=use_cache,
-        background_index=background_index,
-        arch=arch,
-    )
+        path, [vaddrs], demangle=demangle, inlines=inlines, search_paths=search_paths, debug_dirs=debug_dirs,
+        cache_dir=cache_dir, use_cache=use_cache, background_index=background_index, arch=arch,
+    )  # fmt: skip
     (results,) = batches  # exhausting the iterator closes the cache
     return results
 
@@ -204,8 +224,12 @@ def lookup_batches(
     the iterator is asked for its results, so a batch read from a pipe is answered before
     the next one is read. ``background_index`` starts when the batches run out.
     """
-    module, options = _opened_for_lookups(path, arch, search_paths, debug_dirs, cache_dir, use_cache)
-    return _looked_up_batches(module, FrameShaper(demangle, inlines), batches, options, background_index)
+    session = Session(
+        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache,
+        background_index=background_index, demangle=demangle, inlines=inlines,
+    )  # fmt: skip
+    module, loader = session.open(path, arch)
+    return _looked_up_batches(session, module, loader, batches)
 
 
 def lookup_text_batches(
@@ -231,77 +255,37 @@ def lookup_text_batches(
     """
     from symbolize.answer_text import AnswerText
 
-    module, options = _opened_for_lookups(path, arch, search_paths, debug_dirs, cache_dir, use_cache)
-    return _answered_text_batches(
-        module, AnswerText(FrameShaper(demangle, inlines), as_json, style), batches, options, background_index
-    )
+    session = Session(
+        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache,
+        background_index=background_index, demangle=demangle, inlines=inlines,
+    )  # fmt: skip
+    module, loader = session.open(path, arch)
+    return _answered_text_batches(session, module, loader, AnswerText(session.shaper(), as_json, style), batches)
 
 
 def _answered_text_batches(
-    module: Module,
-    text: AnswerText,
-    batches: Iterable[Sequence[str]],
-    options: DiscoveryOptions,
-    background_index: bool,
+    session: Session, module: Module, loader: Loader, text: AnswerText, batches: Iterable[Sequence[str]]
 ) -> Iterator[str]:
+    answered = False
     try:
         for texts in batches:
             yield text.render(module, texts)
-        if background_index:
-            index_in_background(options)
+        answered = True
     finally:
-        options.cache.close()
+        session.finish(loader, answered)
 
 
 def _looked_up_batches(
-    module: Module,
-    shaper: FrameShaper,
-    batches: Iterable[Sequence[int]],
-    options: DiscoveryOptions,
-    background_index: bool,
+    session: Session, module: Module, loader: Loader, batches: Iterable[Sequence[int]]
 ) -> Iterator[list[list[Frame] | Unknown]]:
+    shaper = session.shaper()
+    answered = False
     try:
         for vaddrs in batches:
             yield [shaper.shape(result) for result in module.lookup(vaddrs)]
-        if background_index:
-            index_in_background(options)
+        answered = True
     finally:
-        options.cache.close()
-
-
-class FrameShaper:
-    """Demangles a lookup result's names and, with ``inlines=False``, folds it into one frame.
-
-    Each distinct frame is demangled once (see :class:`symbolize.module.PerFrame`).
-    """
-
-    def __init__(self, mode: DemangleMode, inlines: bool) -> None:
-        self.mode = mode
-        self.inlines = inlines
-        self._frame = PerFrame(self._demangled)
-
-    def shape(self, result: list[Frame] | Unknown) -> list[Frame] | Unknown:
-        if isinstance(result, Unknown) or not result:
-            return result
-        frames = [self._frame(frame) for frame in result]
-        if self.inlines:
-            return frames
-        innermost, outermost = frames[0], frames[-1]
-        return [
-            Frame(
-                function=outermost.function,
-                file=innermost.file,
-                line=innermost.line,
-                column=innermost.column,
-                start_line=outermost.start_line,
-            )
-        ]
-
-    def _demangled(self, frame: Frame) -> Frame:
-        name = demangle_name(frame.function, self.mode) if frame.function else frame.function
-        if name == frame.function:
-            return frame
-        return Frame(name, frame.file, frame.line, frame.column, frame.start_line)
+        session.finish(loader, answered)
 
 
 def symbolize_profile(
@@ -335,24 +319,26 @@ def symbolize_profile(
         profile = profile_or_path
     else:
         profile, _ = read_profile(profile_or_path)
-    discovery = discovery_options(
-        binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache
-    )
+    session = Session(
+        binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache,
+        background_index=background_index, demangle=demangle,
+    )  # fmt: skip
     if drop_frames is not None:
         re.compile(drop_frames)  # refuse a bad pattern before any work
+    loader = Loader(session.options)
     options = RewriteOptions(
-        discovery=discovery,
+        discovery=loader,
         demangle=demangle,
         adjust_return_addresses=adjust_return_addresses,
         drop_frames=drop_frames,
     )
+    answered = False
     try:
         summary = rewrite_profile(profile, options)
-        if background_index:
-            index_in_background(discovery)
+        answered = True
         return profile, summary
     finally:
-        discovery.cache.close()
+        session.finish(loader, answered)
 
 
 def symbolize_file(
@@ -397,16 +383,22 @@ def symbolize_file(
     return summary
 
 
-def index_in_background(options: DiscoveryOptions) -> list[Path]:
-    """Start a detached, low-priority build of the indexes ``options`` found missing; returns the files.
+def index_in_background(loader: Loader) -> list[Path]:
+    """Start a detached, low-priority build of the indexes ``loader`` found missing; returns the files.
 
     The call that found them has answered already, from the files themselves:
     building an index takes a full decode, much longer than a first batch of
     lookups. A builder that cannot be started is a RuntimeWarning, not an
     error: every answer stands without it.
     """
+    missing = loader.missing_indexes()
+    index_dir = loader.options.index_dir
+    if not missing or index_dir is None:
+        return []
+    from symbolize.index.background import start_background_indexing
+
     try:
-        return options.cache.index_in_background()
+        return start_background_indexing(missing, index_dir)
     except OSError as error:
         warnings.warn(f"could not start building indexes in the background: {error}", RuntimeWarning, stacklevel=2)
         return []
@@ -426,14 +418,12 @@ def build_indexes(
     """
     index_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     built: list[Path] = []
+    searched = discovery_options(search_paths=search_paths, debug_dirs=debug_dirs, use_cache=False)
+    options = replace(searched, index_dir=index_dir, build_missing_indexes=True)
     for path in paths:
-        options = discovery_options(search_paths=search_paths, debug_dirs=debug_dirs, use_cache=False)
-        options.cache = ObjectCache(index_dir, build_missing_indexes=True)
-        try:
-            module = discovery_open_module(Path(path), options)
+        with Loader(options) as loader:
+            module = discovery_open_module(Path(path), loader)
             for source in [*module.debug_files, module.binary]:
                 if isinstance(source, IndexedObject) and source.index.path not in built:
                     built.append(source.index.path)
-        finally:
-            options.cache.close()
     return built

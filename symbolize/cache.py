@@ -18,7 +18,7 @@ import sys
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeGuard, TypeVar, cast
+from typing import Protocol
 
 from symbolize.demangle import DEMANGLER
 from symbolize.formats.errors import MalformedInputError
@@ -41,8 +41,6 @@ def _sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-Opened = TypeVar("Opened")
-
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
 # 5: untyped and data symbols that label code (hand-written assembly) name it.
@@ -60,7 +58,7 @@ class ConsultedFiles(Protocol):
     """The files a source's decoding looked up besides the source (a split unit's .dwo or .dwp, the
     dwz file), which its index key cannot name: they are known only once the answers are built.
     An index stores their record and is believed only while the record holds
-    (symbolize/discovery/options.py's Resolver)."""
+    (symbolize/loader.py's HintFollower)."""
 
     def consulted_record(self) -> bytes: ...
 
@@ -80,13 +78,9 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "symbolize"
 
 
-def is_indexable(opened: object) -> TypeGuard[IndexableSource]:
-    """Whether ``opened`` is a symbol source that can list its answers (and is not an index already)."""
-    return (
-        not isinstance(opened, IndexedObject)
-        and callable(getattr(opened, "answer_regions", None))
-        and callable(getattr(opened, "answers", None))
-    )
+def is_indexable(source: IndexableSource) -> bool:
+    """Whether ``source`` can be indexed: a symbol source that is not an index already."""
+    return not isinstance(source, IndexedObject)
 
 
 def worth_indexing(source: IndexableSource) -> bool:
@@ -113,15 +107,12 @@ def index_key(source: IndexableSource) -> str:
         else f"path {source.path.resolve()} size {stat.st_size} mtime {stat.st_mtime_ns}"
     )
     # The base its answers are at: a PDB's vaddrs are its image's ImageBase plus RVAs (bind_image).
-    base = getattr(source, "load_base", None)
     # A stand-in for a reader (formats/pdb/deferred.py) gives the reader's name: the index is the reader's.
-    name = getattr(source, "index_kind", None) or type(source).__name__
-    kind = f"{name} {getattr(source, 'format', '-')} {getattr(source, 'arch', '-')} base {base}"
+    kind = f"{source.index_kind} {source.format} {source.arch} base {source.load_base}"
     # The other files its answers come from, when it names them (a debug map's objects): an
     # index built while they were found must not answer a run that cannot find them, nor the reverse.
-    inputs = getattr(source, "answer_inputs", None)
-    if callable(inputs) and (described := inputs()):
-        kind += f" inputs {_sha256_hex(str(described).encode())[:32]}"
+    if described := source.answer_inputs():
+        kind += f" inputs {_sha256_hex(described.encode())[:32]}"
     # Indexes store demangled names (symbolize/index/indexed.py): a new demangler makes new ones.
     return f"symbolize index {FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION} {DEMANGLER} {kind} {identity}"
 
@@ -141,7 +132,7 @@ def load_index(
     """``source`` answered from its index in ``cache_dir``, or None when there is no usable index.
 
     An index whose answers came from other files too (split units, a dwz file) is used only
-    through ``consulted``, the resolver ``source`` asks them of, and only while they are as when it
+    through ``consulted``, the follower of ``source``'s needs, and only while they are as when it
     was built; otherwise it is stale and deleted, and ``source`` answers (a file that appeared or
     went away since changes the inline frames).
     """
@@ -183,22 +174,20 @@ def build_index(source: IndexableSource, cache_dir: Path, consulted: ConsultedFi
 
 
 def with_index(
-    opened: Opened, cache_dir: Path | None, build_missing: bool, consulted: ConsultedFiles | None = None
-) -> Opened:
-    """``opened`` answered from its index when there is one (built first if asked).
+    source: IndexableSource, cache_dir: Path | None, build_missing: bool, consulted: ConsultedFiles | None = None
+) -> IndexableSource:
+    """``source`` answered from its index when there is one (built first if asked), else itself.
 
-    Any symbol source that lists its answers is indexed; anything else comes back as it is.
-    The indexed object stands in for ``opened`` (it delegates everything but answers).
-    ``consulted`` is the resolver ``opened`` asks for the files its decoding needs (load_index).
+    The indexed object stands in for ``source`` (it answers from the index, the rest is the
+    source's). ``consulted`` is the follower of the needs ``source``'s decoding has (load_index).
     """
-    source = opened
     if cache_dir is None or not is_indexable(source):
-        return opened
+        return source
     indexed = load_index(source, cache_dir, consulted)
     if indexed is None and build_missing:
         build_index(source, cache_dir, consulted)
         indexed = load_index(source, cache_dir, consulted)
-    return cast(Opened, indexed) if indexed is not None else opened
+    return indexed if indexed is not None else source
 
 
 @dataclass(frozen=True)

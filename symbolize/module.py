@@ -40,9 +40,11 @@ class Source(Protocol):
 
     def debug_info(self) -> DebugInfoSummary: ...
 
-    def lines_missing_reason(self) -> str | None: ...
-
     def close(self) -> None: ...
+
+    def lines_missing_reason(self) -> str | None:
+        """Why it names functions but no lines (a stripped PDB), or None (SymbolSource's capability)."""
+        ...
 
 
 class Reason(Enum):

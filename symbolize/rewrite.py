@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from symbolize.demangle import DemangleMode, demangle
-from symbolize.discovery import DiscoveryOptions, find_module, open_module
+from symbolize.discovery import FileLoader, find_module, open_module
 from symbolize.discovery.slices import choose_mapping_slice
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.indexed_lines import NamedFacts, attach_indexed_lines
+from symbolize.loader import Loader
 from symbolize.module import Module, Reason, Unknown, reason_for_error
 from symbolize.normalize import (
     EXACT,
@@ -61,8 +62,8 @@ from symbolize.top_functions import top_leaf_functions
 
 __all__ = ["ModuleOpener", "RewriteOptions", "normalize_build_id", "symbolize_profile"]
 
-# (mapping filename, the mapping's debug ID text or None, discovery options) -> Module.
-ModuleOpener = Callable[[str, str | None, DiscoveryOptions], Module]
+# (mapping filename, the mapping's debug ID text or None, the loader that opens files) -> Module.
+ModuleOpener = Callable[[str, str | None, FileLoader], Module]
 
 KERNEL_ADDRESS_START = 0xFFFF800000000000
 ON_CPU_SAMPLE_TYPES = frozenset({"cpu", "samples"})
@@ -96,7 +97,8 @@ def fresh_ids(used: Iterable[int]) -> Iterator[int]:
 class RewriteOptions:
     """How to symbolize a profile.
 
-    ``discovery`` says where to look for binaries and debug files;
+    ``discovery`` opens binaries and debug files (a :class:`~symbolize.loader.Loader`, whose
+    options say where to look);
     ``open_module`` replaces ``discovery.find_module``
     (an embedding program's cache, or a fake in tests).
     ``adjust_return_addresses=False`` is for producers that already
@@ -105,7 +107,7 @@ class RewriteOptions:
     summary's top functions skip them.
     """
 
-    discovery: DiscoveryOptions = field(default_factory=DiscoveryOptions)
+    discovery: FileLoader = field(default_factory=Loader)
     demangle: DemangleMode = "full"
     adjust_return_addresses: bool = True
     open_module: ModuleOpener | None = None

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from symbolize.api import index_in_background
 from symbolize.cache import cache_entries, clear_cache
 from symbolize.cli.app import app
-from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
+from symbolize.discovery import SearchOptions, open_module
 from symbolize.formats.elf import ElfFile
 from symbolize.index.background import (
     LOG_NAME,
@@ -25,6 +26,7 @@ from symbolize.index.background import (
 )
 from symbolize.index.indexed import IndexedObject
 from symbolize.index.job import IndexJob
+from symbolize.loader import Loader
 from symbolize.module import Module
 
 FIXTURE_BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
@@ -49,7 +51,7 @@ def test_a_lookup_leaves_an_index_for_the_next_run(tmp_path: Path) -> None:
     with ElfFile(BINARY) as elf:
         _wait_for_index(cache_dir, elf)
     assert len(cache_entries(cache_dir)) == 1
-    module = open_module(BINARY, DiscoveryOptions(cache=ObjectCache(cache_dir)))
+    module = open_module(BINARY, Loader(SearchOptions(index_dir=cache_dir)))
     assert isinstance(module.binary, IndexedObject)
     second = runner.invoke(app, [*arguments, "--background-index"])
     assert second.stdout == first.stdout
@@ -141,16 +143,16 @@ def _wait_for_builders(cache_dir: Path, timeout: float = 120.0) -> None:
 def _indexed_in_background(binary: Path, cache_dir: Path, **settings: Any) -> Module:
     """The module of ``binary`` after a run's background builder indexed what the run opened."""
     arch = settings.pop("arch", None)
-    options = DiscoveryOptions(cache=ObjectCache(cache_dir), **settings)
+    options = Loader(SearchOptions(index_dir=cache_dir, **settings))
     try:
         module = open_module(binary, options, arch=arch)
         assert not any(isinstance(source, IndexedObject) for source in [*module.debug_files, module.binary])
-        assert options.cache.index_in_background()
+        assert index_in_background(options)
     finally:
-        options.cache.close()
+        options.close()
     _wait_for_builders(cache_dir)
     assert not (cache_dir / LOG_NAME).exists(), (cache_dir / LOG_NAME).read_text()
-    return open_module(binary, DiscoveryOptions(cache=ObjectCache(cache_dir), **settings), arch=arch)
+    return open_module(binary, Loader(SearchOptions(index_dir=cache_dir, **settings)), arch=arch)
 
 
 def test_a_pdb_is_indexed_in_the_background_bound_to_its_image(tmp_path: Path) -> None:
@@ -159,7 +161,7 @@ def test_a_pdb_is_indexed_in_the_background_bound_to_its_image(tmp_path: Path) -
     module = _indexed_in_background(binary, tmp_path / "cache")
     (pdb,) = [source for source in module.debug_files if callable(getattr(source, "bind_image", None))]
     assert isinstance(pdb, IndexedObject)
-    expected = open_module(binary, DiscoveryOptions()).lookup(list(range(0x140001000, 0x140002000, 7)))
+    expected = open_module(binary, Loader(SearchOptions())).lookup(list(range(0x140001000, 0x140002000, 7)))
     assert module.lookup(list(range(0x140001000, 0x140002000, 7))) == expected
 
 
@@ -179,7 +181,7 @@ def test_a_debug_map_binary_is_indexed_with_the_objects_the_run_found(tmp_path: 
     module = _indexed_in_background(binary, tmp_path / "cache", search_paths=[FIXTURE_BIN / "macos"])
     assert isinstance(module.binary, IndexedObject)
     vaddrs = list(range(0x100000338, 0x1000006E8, 3))
-    uncached = open_module(binary, DiscoveryOptions(search_paths=[FIXTURE_BIN / "macos"])).lookup(vaddrs)
+    uncached = open_module(binary, Loader(SearchOptions(search_paths=[FIXTURE_BIN / "macos"]))).lookup(vaddrs)
     assert module.lookup(vaddrs) == uncached
     assert any(len(result) > 1 for result in uncached if isinstance(result, list))
 

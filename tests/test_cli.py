@@ -18,7 +18,7 @@ from symbolize import api
 from symbolize.answer_text import frame_json as _frame_json
 from symbolize.answer_text import parse_address
 from symbolize.cli.app import app, default_output_path
-from symbolize.discovery import DiscoveryOptions
+from symbolize.discovery import FileLoader
 from symbolize.formats.errors import MissingDebugInfoError
 from symbolize.formats.types import Frame
 from symbolize.module import Module, Reason, Unknown
@@ -50,7 +50,7 @@ class FakeModule(Module):
 
 @pytest.fixture
 def fake_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fake_open(path: Path, options: DiscoveryOptions, arch: str | None = None) -> Module:
+    def fake_open(path: Path, options: FileLoader, arch: str | None = None) -> Module:
         if not path.name.startswith("fake"):
             raise MissingDebugInfoError("binary not found", path)
         return FakeModule(image=None)  # type: ignore[arg-type]

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from symbolize.discovery import DiscoveryOptions, ObjectCache, find_module, open_module
+from symbolize.discovery import SearchOptions, find_module, open_module
 from symbolize.formats import ElfFile
 from symbolize.formats.errors import DebugIdMismatchError, MalformedInputError, MissingDebugInfoError
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, DebugInfoSummary, Frame, Segment, Symbol
+from symbolize.loader import Loader
 from symbolize.module import Module, Reason, Unknown
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
@@ -28,9 +29,9 @@ def build_id_of(path: Path) -> str:
         return str(elf.debug_id)
 
 
-def options(**kwargs: object) -> DiscoveryOptions:
+def options(**kwargs: object) -> Loader:
     kwargs.setdefault("debug_dirs", [])
-    return DiscoveryOptions(**kwargs)  # type: ignore[arg-type]
+    return Loader(SearchOptions(**kwargs))  # type: ignore[arg-type]
 
 
 def test_debuglink_next_to_binary() -> None:
@@ -124,11 +125,11 @@ def test_find_module_falls_back_to_debug_file_by_build_id() -> None:
     build_id = build_id_of(BUILD_ID_BINARY)
     module = find_module("/gone/cppdemo", build_id, options(debug_dirs=[DEBUG_DIR]))
     assert str(module.binary.debug_id) == build_id
-    assert module.binary.segments()
+    assert module.image.segments()
 
 
 def test_object_cache_reuses_and_reopens(tmp_path: Path) -> None:
-    cache = ObjectCache()
+    cache = Loader()
     copy = Path(shutil.copy(DEBUGLINK, tmp_path))
     first = cache.open(copy)
     assert cache.open(tmp_path / "." / copy.name) is first

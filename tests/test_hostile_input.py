@@ -16,6 +16,7 @@ import time
 import tracemalloc
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -338,7 +339,11 @@ def _split_dwarf64_case() -> tuple[dict[str, bytes], dict[str, bytes]]:
 
 def test_split_unit_default_bases_follow_64_bit_dwarf() -> None:
     main_sections, dwo = _split_dwarf64_case()
-    info = _info(main_sections, split_resolver=lambda name, comp_dir, dwo_id: (getter(dwo), Path("x.dwo")))
+    info = _info(main_sections, follows_split_units=True)
+    # What the loader does for a region's needs: the skeleton's .dwo, supplied before it is asked.
+    dwo_file = SimpleNamespace(path=Path("x.dwo"), section_data=getter(dwo))
+    for hint in {hint for region in info.answer_regions() for hint in region.needs}:
+        info.dwarf.supply_split_unit(hint, dwo_file)  # type: ignore[arg-type]
     frames = info.frames_at(0x1018)
     assert frames is not None and frames[0].function == "split_function"
 

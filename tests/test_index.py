@@ -7,6 +7,7 @@ import random
 import threading
 import zlib
 from array import array
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,13 @@ from symbolize.api import build_indexes, lookup, symbolize_profile
 from symbolize.cache import build_index, cache_entries, clear_cache, index_key, index_path, load_index
 from symbolize.cli.app import app
 from symbolize.demangle import DemangleMode, demangle
-from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
+from symbolize.discovery import SearchOptions, open_module
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.index.store import IndexFile, write_index
+from symbolize.loader import Loader
 from symbolize.module import Module, PerFrame, Unknown
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -29,8 +31,8 @@ DEBUG_DIR = FIXTURES / "bin" / "debug"
 BINARIES = sorted({FIXTURES / json.loads(p.read_text())["binary"] for p in (FIXTURES / "expected").glob("*.json")})
 
 
-def _module(binary: Path, cache: ObjectCache) -> Module:
-    return open_module(binary, DiscoveryOptions(debug_dirs=[DEBUG_DIR], cache=cache))
+def _module(binary: Path, cache: SearchOptions) -> Module:
+    return open_module(binary, Loader(replace(cache, debug_dirs=[DEBUG_DIR])))
 
 
 def fixture_addresses(binary: Path, per_segment: int = 1500) -> list[int]:
@@ -49,8 +51,8 @@ def fixture_addresses(binary: Path, per_segment: int = 1500) -> list[int]:
 @pytest.mark.parametrize("binary", BINARIES, ids=lambda p: p.name)
 def test_indexed_answers_are_identical_to_the_uncached_path(binary: Path, tmp_path: Path) -> None:
     vaddrs = fixture_addresses(binary)
-    uncached = _module(binary, ObjectCache())
-    indexed = _module(binary, ObjectCache(tmp_path, build_missing_indexes=True))
+    uncached = _module(binary, SearchOptions())
+    indexed = _module(binary, SearchOptions(index_dir=tmp_path, build_missing_indexes=True))
     assert any(isinstance(source, IndexedObject) for source in [*indexed.debug_files, indexed.binary])
     assert indexed.lookup(vaddrs) == uncached.lookup(vaddrs)
 
@@ -70,10 +72,10 @@ def test_damaged_index_is_never_believed(tmp_path: Path) -> None:
     data[start + array(code).itemsize * (items // 2)] ^= 0xFF
     path.write_bytes(bytes(data))
     vaddrs = fixture_addresses(elf.path)
-    damaged = _module(elf.path, ObjectCache(tmp_path))
+    damaged = _module(elf.path, SearchOptions(index_dir=tmp_path))
     # The header is intact, so the index opens; the damage shows when the array is first used.
     assert isinstance(damaged.binary, IndexedObject)
-    assert damaged.lookup(vaddrs) == _module(elf.path, ObjectCache()).lookup(vaddrs)
+    assert damaged.lookup(vaddrs) == _module(elf.path, SearchOptions()).lookup(vaddrs)
     assert not path.exists()
 
 
@@ -97,7 +99,7 @@ def test_shaped_lookups_match_demangling_each_frame(tmp_path: Path, mode: Demang
     binary = FIXTURES / "bin" / "cppdemo-clang-dwarf5-pie"
     build_indexes([binary], cache_dir=tmp_path)
     vaddrs = fixture_addresses(binary)
-    raw = _module(binary, ObjectCache(tmp_path)).lookup(vaddrs)
+    raw = _module(binary, SearchOptions(index_dir=tmp_path)).lookup(vaddrs)
     shaped = lookup(binary, vaddrs, demangle=mode, inlines=inlines, debug_dirs=[DEBUG_DIR], cache_dir=tmp_path)
     expected = []
     for frames in raw:
@@ -277,12 +279,12 @@ def test_indexed_pe_answers_are_identical_to_the_uncached_path(binary: Path, tmp
                 vaddrs += [rng.randrange(segment.vaddr, segment.vaddr + segment.memsz) for _ in range(500)]
     finally:
         image.close()
-    uncached = _module(binary, ObjectCache())
-    indexed = _module(binary, ObjectCache(tmp_path, build_missing_indexes=True))
+    uncached = _module(binary, SearchOptions())
+    indexed = _module(binary, SearchOptions(index_dir=tmp_path, build_missing_indexes=True))
     uncached_results = uncached.lookup(vaddrs)
     assert any(isinstance(source, IndexedObject) for source in [*indexed.debug_files, indexed.binary])
     assert indexed.lookup(vaddrs) == uncached_results
     assert sum(not isinstance(result, Unknown) for result in uncached_results) > len(vaddrs) // 2
     # Warm: a new cache reading the index built above answers the same.
-    warm = _module(binary, ObjectCache(tmp_path))
+    warm = _module(binary, SearchOptions(index_dir=tmp_path))
     assert warm.lookup(vaddrs) == uncached_results

@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symbolize.demangle import DemangleMode
-from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
+from symbolize.discovery import SearchOptions, open_module
 from symbolize.formats.native import kernels
 from symbolize.formats.types import AnswerRegion, AnswerRun
 from symbolize.index.indexed import IndexedObject
 from symbolize.indexed_lines import NamedFacts, attach_indexed_lines
+from symbolize.loader import Loader
 from symbolize.module import Module
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Profile
@@ -70,7 +71,8 @@ def _fixture_vaddrs(binary: Path) -> list[int]:
 
 @pytest.mark.parametrize("binary", BINARIES, ids=lambda p: p.name)
 def test_every_fixture_names_the_same_lines_both_ways(binary: Path, tmp_path: Path) -> None:
-    module = open_module(binary, DiscoveryOptions(debug_dirs=[DEBUG_DIR], cache=ObjectCache(tmp_path, True)))
+    options = SearchOptions(debug_dirs=[DEBUG_DIR], index_dir=tmp_path, build_missing_indexes=True)
+    module = open_module(binary, Loader(options))
     vaddrs = _fixture_vaddrs(binary)
     if not all(isinstance(source, IndexedObject) for source in module.sources):
         # A stripped binary's own symbol table is not indexed: the Python path names it.

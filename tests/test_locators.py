@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from symbolize.discovery import (
     Candidate,
-    DiscoveryOptions,
+    LocatorDefaults,
     LookupContext,
-    ObjectCache,
+    SearchOptions,
     find_module,
     locate,
     module_for,
@@ -26,18 +26,19 @@ from symbolize.formats import ElfFile
 from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.errors import MissingDebugInfoError
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, HintKind, ObjectFile
+from symbolize.loader import Loader
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 SPLIT = "cdemo-clang-split"
 DWZ = "cppdemo-gcc-dwz"
 
 
-def options(**kwargs: object) -> DiscoveryOptions:
+def options(**kwargs: object) -> Loader:
     kwargs.setdefault("debug_dirs", [])
-    return DiscoveryOptions(**kwargs)  # type: ignore[arg-type]
+    return Loader(SearchOptions(**kwargs))  # type: ignore[arg-type]
 
 
-def context_for(path: Path, opts: DiscoveryOptions) -> LookupContext:
+def context_for(path: Path, opts: Loader) -> LookupContext:
     return LookupContext(opts, path, path)
 
 
@@ -69,7 +70,7 @@ def test_split_dwarf_prefers_the_package_beside_the_binary() -> None:
     found = locate(split_hint(dwo_id_of(BIN / SPLIT)), context_for(BIN / SPLIT, opts), refused)
     assert found is not None and found.path == BIN / f"{SPLIT}.dwp"
     assert refused == []
-    opts.cache.close()
+    opts.close()
 
 
 def test_split_dwarf_dwo_beside_the_binary(tmp_path: Path) -> None:
@@ -77,7 +78,7 @@ def test_split_dwarf_dwo_beside_the_binary(tmp_path: Path) -> None:
     opts = options()
     found = locate(split_hint(dwo_id_of(binary)), context_for(binary, opts), [])
     assert found is not None and found.path == tmp_path / f"{SPLIT}.dwo"
-    opts.cache.close()
+    opts.close()
 
 
 def test_split_dwarf_found_through_a_search_path(tmp_path: Path) -> None:
@@ -86,7 +87,7 @@ def test_split_dwarf_found_through_a_search_path(tmp_path: Path) -> None:
     opts = options(search_paths=[tmp_path / "dwo"])
     found = locate(split_hint(dwo_id_of(binary)), context_for(binary, opts), [])
     assert found is not None and found.path == tmp_path / "dwo" / f"{SPLIT}.dwo"
-    opts.cache.close()
+    opts.close()
 
 
 def test_split_dwarf_with_another_dwo_id_is_refused(tmp_path: Path) -> None:
@@ -95,7 +96,7 @@ def test_split_dwarf_with_another_dwo_id_is_refused(tmp_path: Path) -> None:
     refused: list[str] = []
     assert locate(split_hint(dwo_id_of(binary) ^ 1), context_for(binary, opts), refused) is None
     assert len(refused) == 2 and all("holds no split unit" in reason for reason in refused)
-    opts.cache.close()
+    opts.close()
 
 
 def test_split_dwarf_gnu_dwarf4_dwo_verifies_by_its_attribute(tmp_path: Path) -> None:
@@ -106,7 +107,7 @@ def test_split_dwarf_gnu_dwarf4_dwo_verifies_by_its_attribute(tmp_path: Path) ->
     found = locate(split_hint(dwo_id, "cdemo-gcc-split4.dwo"), context_for(binary, opts), [])
     assert found is not None and found.path.name == "cdemo-gcc-split4.dwo"
     assert locate(split_hint(dwo_id + 1, "cdemo-gcc-split4.dwo"), context_for(binary, opts), []) is None
-    opts.cache.close()
+    opts.close()
 
 
 def test_split_dwarf_escaping_name_is_not_followed(tmp_path: Path) -> None:
@@ -116,7 +117,7 @@ def test_split_dwarf_escaping_name_is_not_followed(tmp_path: Path) -> None:
     opts = options()
     hint = split_hint(None, f"../{SPLIT}.dwo", directory="")
     assert locate(hint, context_for(binary, opts), []) is None
-    opts.cache.close()
+    opts.close()
 
 
 def test_split_dwarf_absolute_name_followed_only_when_it_verifies(tmp_path: Path) -> None:
@@ -128,7 +129,7 @@ def test_split_dwarf_absolute_name_followed_only_when_it_verifies(tmp_path: Path
     assert found is not None and found.path == elsewhere
     # Without a DWO ID to check, a recorded absolute path is not opened.
     assert locate(split_hint(None, str(elsewhere)), context_for(binary, opts), []) is None
-    opts.cache.close()
+    opts.close()
 
 
 def test_module_lookups_reach_split_units_through_the_resolver(tmp_path: Path) -> None:
@@ -141,7 +142,7 @@ def test_module_lookups_reach_split_units_through_the_resolver(tmp_path: Path) -
     opts = options(search_paths=[tmp_path / "dwo"])
     module = module_for(opts.open(binary), opts)
     resolved = module.lookup(vaddrs)
-    opts.cache.close()
+    opts.close()
     assert any(r[-1].start_line > 0 for r in resolved if isinstance(r, list))
     assert all(frames and frames[-1].start_line == 0 for frames in unresolved)
 
@@ -158,7 +159,7 @@ def test_supplementary_beside_the_file() -> None:
     opts = options()
     found = locate(supplementary_hint(BIN / DWZ), context_for(BIN / DWZ, opts), [])
     assert found is not None and found.path == BIN / f"{DWZ}.common.debug"
-    opts.cache.close()
+    opts.close()
 
 
 def test_supplementary_with_another_build_id_is_refused(tmp_path: Path) -> None:
@@ -168,7 +169,7 @@ def test_supplementary_with_another_build_id_is_refused(tmp_path: Path) -> None:
     refused: list[str] = []
     assert locate(supplementary_hint(binary), context_for(binary, opts), refused) is None
     assert len(refused) == 1 and "does not match .gnu_debugaltlink's" in refused[0]
-    opts.cache.close()
+    opts.close()
 
 
 def test_supplementary_by_build_id_under_a_debug_dir(tmp_path: Path) -> None:
@@ -182,7 +183,7 @@ def test_supplementary_by_build_id_under_a_debug_dir(tmp_path: Path) -> None:
     opts = options(debug_dirs=[tmp_path / "debug"])
     found = locate(hint, context_for(binary, opts), [])
     assert found is not None and found.path == target
-    opts.cache.close()
+    opts.close()
 
 
 # --- debuglink and build ID ----------------------------------------------------------------
@@ -195,7 +196,7 @@ def test_debuglink_name_must_be_a_file_name(tmp_path: Path, name: str) -> None:
     opts = options()
     hint = DebugHint(HintKind.DEBUGLINK, name, crc32=None)
     assert locate(hint, context_for(binary, opts), []) is None
-    opts.cache.close()
+    opts.close()
 
 
 @pytest.mark.parametrize("size", [0, 1, 65])
@@ -234,7 +235,7 @@ def test_mapping_build_id_compared_as_a_value() -> None:
 # --- the registry ----------------------------------------------------------------------------
 
 
-class _FakePdbLocator:
+class _FakePdbLocator(LocatorDefaults):
     """Looks for ``<root>/<name>/<GUID><age>/<name>`` (the symbol-store layout) in the search paths."""
 
     def __init__(self, escape: bool = False) -> None:
@@ -278,7 +279,7 @@ def test_a_registered_locator_gives_the_module_its_debug_file(tmp_path: Path, pd
     module = module_for(image, opts)
     assert [source.path for source in module.debug_files] == [store / "cdemo-gcc-dwarf5-pie"]
     image.close()
-    opts.cache.close()
+    opts.close()
 
 
 def test_registry_refuses_a_candidate_outside_its_root(tmp_path: Path) -> None:
@@ -316,11 +317,11 @@ def test_debug_id_refusal_compares_values() -> None:
 
 
 def test_object_cache_keys_by_slice(tmp_path: Path) -> None:
-    cache = ObjectCache()
+    cache = Loader()
     path = BIN / "cdemo-gcc-symtab"
-    plain, sliced = cache.open(path), cache.open(path, "x86_64")
+    plain, sliced = cache.open(path), cache.open(path, arch="x86_64")
     assert plain is not sliced
-    assert cache.open(path, "x86_64") is sliced
+    assert cache.open(path, arch="x86_64") is sliced
     cache.close()
 
 

@@ -140,7 +140,7 @@ def test_a_debug_map_object_of_another_mtime_is_never_opened(
         opened.append(Path(path).resolve())
         return open_object(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("symbolize.discovery.options.open_object", counting_open)
+    monkeypatch.setattr("symbolize.loader.open_object", counting_open)
     answers = _expected("cdemo-macho-x86_64-debugmap")[:50]
     vaddrs = [vaddr for vaddr, _ in answers]
     stale = open_module(binary, use_cache=False)

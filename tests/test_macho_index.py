@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,10 @@ import pytest
 
 from symbolize.api import build_indexes
 from symbolize.cache import cache_entries
-from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
+from symbolize.discovery import SearchOptions, open_module
 from symbolize.formats.macho.file import MachOFile
 from symbolize.index.indexed import IndexedObject
+from symbolize.loader import Loader
 from symbolize.module import Module, Unknown
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -41,8 +43,8 @@ def _addresses(expected: dict[str, Any]) -> list[int]:
     return vaddrs
 
 
-def _module(expected: dict[str, Any], cache: ObjectCache) -> Module:
-    return open_module(FIXTURES / expected["binary"], DiscoveryOptions(cache=cache), arch=expected["arch"])
+def _module(expected: dict[str, Any], cache: SearchOptions) -> Module:
+    return open_module(FIXTURES / expected["binary"], Loader(cache), arch=expected["arch"])
 
 
 def _indexed_sources(module: Module) -> list[IndexedObject]:
@@ -53,13 +55,13 @@ def _indexed_sources(module: Module) -> list[IndexedObject]:
 def test_indexed_macho_answers_are_identical_to_the_uncached_path(path: Path, tmp_path: Path) -> None:
     expected = _variant(path)
     vaddrs = _addresses(expected)
-    uncached = _module(expected, ObjectCache()).lookup(vaddrs)
+    uncached = _module(expected, SearchOptions()).lookup(vaddrs)
     assert sum(not isinstance(result, Unknown) for result in uncached) > len(expected["addresses"]) // 2
-    indexed = _module(expected, ObjectCache(tmp_path, build_missing_indexes=True))
+    indexed = _module(expected, SearchOptions(index_dir=tmp_path, build_missing_indexes=True))
     assert _indexed_sources(indexed), "no source of this Mach-O module was indexed"
     assert indexed.lookup(vaddrs) == uncached
     # Warm: a new cache reading the indexes built above answers the same.
-    warm = _module(expected, ObjectCache(tmp_path))
+    warm = _module(expected, SearchOptions(index_dir=tmp_path))
     assert _indexed_sources(warm)
     assert warm.lookup(vaddrs) == uncached
 
@@ -69,7 +71,7 @@ def test_symbolize_index_indexes_each_slice_of_a_universal_file_apart(tmp_path: 
     universal = [_variant(path) for path in INDEXED if "universal" in path.stem]
     assert len(universal) == 2
     for expected in universal:
-        module = _module(expected, ObjectCache(tmp_path, build_missing_indexes=True))
+        module = _module(expected, SearchOptions(index_dir=tmp_path, build_missing_indexes=True))
         indexed = _indexed_sources(module)
         assert {source.arch for source in indexed} == {expected["arch"]}
         assert any(source.path.parent.name == "DWARF" for source in indexed)  # the dSYM's slice
@@ -86,16 +88,16 @@ def test_a_debug_map_index_is_keyed_by_the_objects_it_was_built_from(tmp_path: P
     cache_dir = tmp_path / "cache"
     vaddrs = _addresses(expected)
 
-    def lookup(search_paths: list[Path], cache: ObjectCache) -> list[object]:
-        return list(open_module(binary, DiscoveryOptions(search_paths=search_paths, cache=cache)).lookup(vaddrs))
+    def lookup(search_paths: list[Path], cache: SearchOptions) -> list[object]:
+        return list(open_module(binary, Loader(replace(cache, search_paths=search_paths))).lookup(vaddrs))
 
     objects_dir = (FIXTURES / expected["binary"]).parent
-    with_objects = lookup([objects_dir], ObjectCache(cache_dir, build_missing_indexes=True))
+    with_objects = lookup([objects_dir], SearchOptions(index_dir=cache_dir, build_missing_indexes=True))
     assert len(cache_entries(cache_dir)) == 1
-    assert with_objects == list(_module(expected, ObjectCache()).lookup(vaddrs))
-    without_objects = lookup([], ObjectCache())
+    assert with_objects == list(_module(expected, SearchOptions()).lookup(vaddrs))
+    without_objects = lookup([], SearchOptions())
     assert without_objects != with_objects  # the symbols alone: no lines
-    assert lookup([], ObjectCache(cache_dir)) == without_objects
+    assert lookup([], SearchOptions(index_dir=cache_dir)) == without_objects
 
 
 def test_symbolize_index_builds_the_indexes_a_lookup_then_reads(tmp_path: Path) -> None:
@@ -104,5 +106,5 @@ def test_symbolize_index_builds_the_indexes_a_lookup_then_reads(tmp_path: Path) 
         expected = _variant(FIXTURES / "expected" / "macos" / f"{stem}.json")
         built = build_indexes([FIXTURES / expected["binary"]], cache_dir=tmp_path / stem)
         assert built, stem
-        warm = _module(expected, ObjectCache(tmp_path / stem))
+        warm = _module(expected, SearchOptions(index_dir=tmp_path / stem))
         assert {source.index.path for source in _indexed_sources(warm)} == set(built)

@@ -25,6 +25,7 @@ from symbolize.formats.pdb.deferred import DeferredPdb, read_pdb_identity
 from symbolize.formats.pdb.msf import MSFZ_MAGIC
 from symbolize.formats.pe.file import PeFile
 from symbolize.index.indexed import IndexedObject
+from symbolize.loader import SuppliedSource
 from tests.msf_builder import build_msf, streams_of
 
 BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"
@@ -87,11 +88,14 @@ def test_a_warm_lookup_never_opens_the_pdb(name: str, tmp_path: Path) -> None:
     build_indexes([BIN / name], cache_dir=cache_dir)
     module = open_module(BIN / name, cache_dir=cache_dir)
     source = module.debug_files[0]
-    assert isinstance(source, IndexedObject) and isinstance(source.file, DeferredPdb)
+    # The index answers for the loader's source (symbolize/loader.py), whose reader is the stand-in.
+    assert isinstance(source, IndexedObject) and isinstance(source.file, SuppliedSource)
+    stand_in = source.file.reader
+    assert isinstance(stand_in, DeferredPdb)
     reader = PdbFile((BIN / name).with_suffix(".pdb"), image_base=PeFile(BIN / name).image_base)
     addresses = [symbol.vaddr + offset for symbol in reader.symbols()[:200] for offset in (0, 1, 7)]
     warm = module.lookup(addresses)
-    assert source.file._file is None  # answered from the index, the PDB never read
+    assert stand_in._file is None  # answered from the index, the PDB never read
     assert warm == open_module(BIN / name, use_cache=False).lookup(addresses)
     assert warm == lookup(BIN / name, addresses, demangle="none", cache_dir=cache_dir)
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symbolize.discovery import DiscoveryOptions
+from symbolize.discovery import FileLoader
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
 from symbolize.formats.types import DebugHint, DebugId, DebugInfoSummary, Frame, ReaderDefaults, Segment, Symbol
 from symbolize.module import Module, Reason, Unknown
@@ -80,7 +80,7 @@ class Opener:
     calls: list[tuple[str, str | None]] = field(default_factory=list)
     fail_for: set[str] = field(default_factory=set)
 
-    def __call__(self, filename: str, build_id: str | None, options: DiscoveryOptions) -> Module:
+    def __call__(self, filename: str, build_id: str | None, options: FileLoader) -> Module:
         self.calls.append((filename, build_id))
         if filename in self.fail_for:
             raise MissingDebugInfoError("binary not found", filename)
@@ -272,7 +272,7 @@ def test_rewrite_keeps_unknown_fields_and_string_prefix() -> None:
 
 def test_opener_errors_must_be_symbolize_errors() -> None:
     class Broken(Opener):
-        def __call__(self, filename: str, build_id: str | None, options: DiscoveryOptions) -> Module:
+        def __call__(self, filename: str, build_id: str | None, options: FileLoader) -> Module:
             raise SymbolizeError("cannot parse", filename)
 
     summary = run(make_profile([[1]], {1: 0x401001}), Broken())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from symbolize.cache import build_index, index_key, is_indexable, load_index, with_index, worth_indexing
-from symbolize.discovery import DiscoveryOptions
+from symbolize.discovery import FileLoader
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import AnswerRegion, AnswerRun, DebugId, DebugIdKind, Frame
 from symbolize.index.background import build_missing, failure_path, start_background_indexing
@@ -77,8 +77,9 @@ def test_indexed_and_uncached_answers_are_equal(tmp_path: Path) -> None:
     for vaddr in range(BASE - 0x10, BASE + 0x220):
         assert _answer(indexed, vaddr) == _answer(source, vaddr), hex(vaddr)
     assert indexed.file.decoded == []
-    # Everything but answers is the source's own.
-    assert indexed.load_base == BASE and indexed.segments() == source.segments()
+    # Everything but answers that a symbol source declares is the source's own.
+    assert indexed.load_base == BASE
+    assert (indexed.format, indexed.arch, indexed.index_kind) == (source.format, source.arch, source.index_kind)
 
 
 def test_the_index_key_holds_the_debug_id_fields(tmp_path: Path) -> None:
@@ -93,7 +94,7 @@ def test_a_profile_is_rewritten_from_the_indexed_source(tmp_path: Path) -> None:
     assert isinstance(indexed, IndexedObject)
     module = Module(image=_source(tmp_path), own_source=indexed)
 
-    def opener(filename: str, build_id: str | None, options: DiscoveryOptions) -> Module:
+    def opener(filename: str, build_id: str | None, options: FileLoader) -> Module:
         return module
 
     addresses = {1: BASE + 0x10, 2: BASE + 0x95, 3: BASE + 0x150, 4: BASE + 0x50}
@@ -125,14 +126,14 @@ def test_background_indexing_is_generic_and_records_failures(tmp_path: Path, mon
     buggy = _source(tmp_path)
     buggy.answers = bug  # type: ignore[method-assign]
     # The detached builder reopens files by path; here it gets the synthetic source back.
-    monkeypatch.setattr("symbolize.index.background.open_object", lambda path, **opened_with: buggy)
+    monkeypatch.setattr("symbolize.loader.open_object", lambda path, **opened_with: buggy)
     assert build_missing([source.path], index_dir) == 1
     assert "RuntimeError: a bug, not bad input" in (index_dir / "background.log").read_text()
     assert failure_path(index_dir, source).exists()
     # Recorded: no later run starts a builder for this file again (nothing is spawned here).
     assert start_background_indexing([source], index_dir) == []
 
-    monkeypatch.setattr("symbolize.index.background.open_object", lambda path, **opened_with: _source(tmp_path))
+    monkeypatch.setattr("symbolize.loader.open_object", lambda path, **opened_with: _source(tmp_path))
     failure_path(index_dir, source).unlink()
     assert build_missing([source.path], index_dir) == 0
     assert isinstance(load_index(source, index_dir), IndexedObject)

@@ -18,15 +18,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symbolize.answer_text import AnswerText
-from symbolize.api import FrameShaper
 from symbolize.cache import build_index, index_key, index_path, load_index
 from symbolize.demangle import DemangleMode
-from symbolize.discovery import DiscoveryOptions, ObjectCache, open_module
+from symbolize.discovery import SearchOptions, open_module
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.native import kernels
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 from symbolize.index.indexed import IndexedObject
+from symbolize.loader import Loader
 from symbolize.module import Module
+from symbolize.shaping import FrameShaper
 from tests.memory_source import MemorySource
 
 pytestmark = pytest.mark.skipif(kernels is None, reason="compiled kernels not built")
@@ -59,7 +60,8 @@ def _both(module: Module, texts: list[str], mode: DemangleMode, inlines: bool, a
 
 @pytest.mark.parametrize("binary", BINARIES, ids=lambda p: p.name)
 def test_every_fixture_answers_the_same_bytes_both_ways(binary: Path, tmp_path: Path) -> None:
-    module = open_module(binary, DiscoveryOptions(debug_dirs=[DEBUG_DIR], cache=ObjectCache(tmp_path, True)))
+    options = SearchOptions(debug_dirs=[DEBUG_DIR], index_dir=tmp_path, build_missing_indexes=True)
+    module = open_module(binary, Loader(options))
     if not all(isinstance(source, IndexedObject) for source in module.sources):
         # A stripped binary's own symbol table is not indexed: the kernel leaves the batch to Python.
         assert AnswerText(FrameShaper("full", True), True)._compiled(module, ["0x1"]) is None
@@ -147,7 +149,7 @@ def _has_surrogates(text: str) -> bool:
 
 def test_a_damaged_index_is_given_up_and_the_file_answers(tmp_path: Path) -> None:
     binary = FIXTURES / "bin" / "cppdemo-gcc-dwarf5-pie"
-    module = open_module(binary, DiscoveryOptions(cache=ObjectCache(tmp_path, True)))
+    module = open_module(binary, Loader(SearchOptions(index_dir=tmp_path, build_missing_indexes=True)))
     texts = _texts(binary)
     expected = AnswerText(FrameShaper("full", True), True).render_reference(module, texts)
     with ElfFile(binary) as elf:
@@ -155,7 +157,7 @@ def test_a_damaged_index_is_given_up_and_the_file_answers(tmp_path: Path) -> Non
     data = bytearray(path.read_bytes())
     data[-3] ^= 0xFF  # inside the last array: its CRC32 no longer matches
     path.write_bytes(data)
-    damaged = open_module(binary, DiscoveryOptions(cache=ObjectCache(tmp_path)))
+    damaged = open_module(binary, Loader(SearchOptions(index_dir=tmp_path)))
     assert AnswerText(FrameShaper("full", True), True).render(damaged, texts) == expected
     assert not path.exists()
 

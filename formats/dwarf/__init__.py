@@ -6,7 +6,7 @@ decompressed, by its DWARF name without the leading dot (``"debug_info"``,
 here knows ELF.
 """
 
-from symbolize.formats.dwarf.info import DwarfInfo, SplitDwarfResolver
+from symbolize.formats.dwarf.info import DwarfInfo
 from symbolize.formats.dwarf.sections import SectionGetter
 
-__all__ = ["DwarfInfo", "SectionGetter", "SplitDwarfResolver"]
+__all__ = ["DwarfInfo", "SectionGetter"]

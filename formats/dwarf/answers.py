@@ -82,8 +82,11 @@ class DwarfSymbolAnswers(SymbolAnswers):
             # answer where no other unit and no symbol names an address.
             self.broken = MalformedInputError(unplaced, self.path)
         skip_zero = self.zero_is_discarded
+        needs = self.dwarf.unit_needs
         units = [
-            AnswerRegion(low, high, unit) for low, high, unit in self.dwarf._unit_ranges if low or not skip_zero
+            AnswerRegion(low, high, unit, needs=needs(unit))
+            for low, high, unit in self.dwarf._unit_ranges
+            if low or not skip_zero
         ]
         return units + super().answer_regions()
 

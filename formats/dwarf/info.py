@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,11 +45,9 @@ from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter, secti
 from symbolize.formats.dwarf.split import load_split_sections
 from symbolize.formats.dwarf.unit import Unit, parse_unit_header
 from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, HintKind, SectionSource
 
-# () -> sections of the dwz supplementary file named by .gnu_debugaltlink, or None when not found.
-SupplementaryResolver = Callable[[], "tuple[SectionGetter, Path] | None"]
-# (dwo_name, comp_dir, dwo_id) -> sections of the .dwo or .dwp, or None when not found.
-SplitDwarfResolver = Callable[[str, "str | None", "int | None"], "tuple[SectionGetter, Path] | None"]
+_U64 = (1 << 64) - 1
 
 # What decoding hostile bytes raises: our own checks; reads past a section's end (IndexError,
 # struct.error); and an attribute whose form has the wrong class for its meaning (a block where a
@@ -106,17 +103,23 @@ class DwarfInfo:
         *,
         address_size: int = 8,
         little_endian: bool = True,
-        split_resolver: SplitDwarfResolver | None = None,
-        supplementary_resolver: SupplementaryResolver | None = None,
+        follows_split_units: bool = False,
+        supplementary: SectionSource | None = None,
     ) -> None:
+        """``follows_split_units``: a skeleton unit's region needs its .dwo or .dwp (ELF); without
+        it, or until the file is supplied (:meth:`supply_split_unit`), the unit answers from its
+        skeleton alone. ``supplementary``: the dwz common file (.gnu_debugaltlink), when found."""
         self.path = path
         self._getter = sections
         self._address_size = address_size
         self._little_endian = little_endian
-        self._split_resolver = split_resolver
-        self._supplementary_resolver = supplementary_resolver
-        # The dwz common file (.gnu_debugaltlink): found when units load, decoded on first use.
-        self._supplementary_found: tuple[SectionGetter, Path] | None = None
+        self._follows_split_units = follows_split_units
+        # The .dwo or .dwp supplied for each split unit's hint (None: looked for, not found).
+        self._split_files: dict[DebugHint, SectionSource | None] = {}
+        # The dwz common file: its strings read when units load, its DIEs decoded on first use.
+        self._supplementary_found: tuple[SectionGetter, Path] | None = (
+            (supplementary.section_data, supplementary.path) if supplementary is not None else None
+        )
         self._supplementary: DwarfInfo | None = None
         self._sections: DwarfSections | None = None
         self._states: list[_UnitState] | None = None
@@ -163,21 +166,32 @@ class DwarfInfo:
         """Whether any unit is a skeleton whose DIEs live in a .dwo or .dwp."""
         return any(state.unit.dwo_name is not None for state in self._load_units())
 
+    def unit_needs(self, state_index: int) -> tuple[DebugHint, ...]:
+        """The files unit ``state_index``'s answers need: a skeleton's .dwo or .dwp, as a
+        SPLIT_DWARF hint (its DWO name, comp_dir and DWO ID); () for a unit that holds its DIEs."""
+        unit = self._load_units()[state_index].unit
+        if not self._follows_split_units or not _is_skeleton(unit):
+            return ()
+        return (_split_hint(unit),)
+
+    def supply_split_unit(self, hint: DebugHint, found: SectionSource | None) -> None:
+        """The .dwo or .dwp found for a unit's need (:meth:`unit_needs`), or None when none was:
+        units decoded from now on read their DIEs from it."""
+        self._split_files[hint] = found
+
     # Units -------------------------------------------------------------------
 
     def _load_units(self) -> list[_UnitState]:
         if self._states is not None:
             return self._states
         sections = DwarfSections.from_getter(self._getter, self.path, self._little_endian, self._address_size)
-        if self._supplementary_resolver is not None:
-            self._supplementary_found = self._supplementary_resolver()
-            if self._supplementary_found is not None:
-                try:
-                    common_strings = section_bytes(self._supplementary_found[0], "debug_str")
-                except MalformedInputError:
-                    # A dwz file that cannot be read is as good as missing: this file's own DWARF stays.
-                    self._supplementary_found, common_strings = None, b""
-                sections = replace(sections, supplementary_str=common_strings)
+        if self._supplementary_found is not None:
+            try:
+                common_strings = section_bytes(self._supplementary_found[0], "debug_str")
+            except MalformedInputError:
+                # A dwz file that cannot be read is as good as missing: this file's own DWARF stays.
+                self._supplementary_found, common_strings = None, b""
+            sections = replace(sections, supplementary_str=common_strings)
         self._sections = sections
         states: list[_UnitState] = []
         ranges: list[tuple[int, int, int]] = []
@@ -306,7 +320,7 @@ class DwarfInfo:
         unit = state.unit
         try:
             die_unit: Unit | None = unit
-            if unit.dwo_name is not None and (unit.unit_type == c.DW_UT_skeleton or unit.version < 5):
+            if _is_skeleton(unit):
                 die_unit = self._split_unit(unit)
             state.die_unit = die_unit
             state.lines = decode_line_table(unit, unit.stmt_list) if unit.stmt_list is not None else None
@@ -333,15 +347,14 @@ class DwarfInfo:
         return scan_unit(unit, False, self._shared_tables)
 
     def _split_unit(self, skeleton: Unit) -> Unit | None:
-        """The .dwo unit a skeleton stands for, or None when its file is not found."""
-        if self._split_resolver is None or skeleton.dwo_name is None:
+        """The .dwo unit a skeleton stands for, or None when its file was not supplied or found."""
+        if not self._follows_split_units or skeleton.dwo_name is None:
             return None
-        found = self._split_resolver(skeleton.dwo_name, skeleton.comp_dir, skeleton.dwo_id)
+        found = self._split_files.get(_split_hint(skeleton))
         if found is None:
             return None
-        getter, dwo_path = found
         assert self._sections is not None
-        sections = load_split_sections(getter, dwo_path, self._sections, skeleton.dwo_id)
+        sections = load_split_sections(found.section_data, found.path, self._sections, skeleton.dwo_id)
         if sections is None:
             return None
         offset = 0
@@ -521,6 +534,19 @@ class DwarfInfo:
         if state is None or not self._ensure_decoded(state):
             return None
         return state.index
+
+
+def _is_skeleton(unit: Unit) -> bool:
+    """Whether ``unit``'s DIEs live in a .dwo or .dwp: a DWARF 5 skeleton unit, or a DWARF 4 unit
+    with the GNU extension's DW_AT_GNU_dwo_name."""
+    return unit.dwo_name is not None and (unit.unit_type == c.DW_UT_skeleton or unit.version < 5)
+
+
+def _split_hint(skeleton: Unit) -> DebugHint:
+    """The SPLIT_DWARF hint of a skeleton unit: its DWO name, relative to its comp_dir, and its DWO ID."""
+    dwo_id = skeleton.dwo_id
+    debug_id = DebugId(DebugIdKind.DWO_ID, (dwo_id & _U64).to_bytes(8, "big")) if dwo_id is not None else None
+    return DebugHint(HintKind.SPLIT_DWARF, skeleton.dwo_name or "", debug_id, directory=skeleton.comp_dir or "")
 
 
 def _decl_line(values: dict[int, tuple[int, Any]]) -> int:

@@ -9,8 +9,8 @@ Loading") and the GNU extensions:
   ``.gnu_debugaltlink``;
 - ``symtab.py``: function symbols from ``.symtab``/``.dynsym`` and MiniDebugInfo
   (``.gnu_debugdata``, an xz-compressed ELF);
-- ``hints.py``: the debug hints the file lists, and the resolver callbacks
-  its DWARF reader asks through (the reader opens no other file);
+- ``hints.py``: the debug hints the file lists (the reader opens no other file: what its
+  DWARF needs, it says in what it returns);
 - ``file.py``: :class:`ElfFile`, the mmap, section bytes for the DWARF
   reader (decompressed on first request) and the answer policy.
 - ``coverage.py``: what the auditor reads of an ELF file (sections, how much

@@ -2,7 +2,7 @@
 
 What it ties together, each concern in its own module: the tables
 (``headers.py``), identity and links (``notes.py``), function symbols and
-MiniDebugInfo (``symtab.py``), hints and resolver callbacks (``hints.py``).
+MiniDebugInfo (``symtab.py``), hints (``hints.py``).
 Here: the file's lifetime (mmap, plain reads of large sections), section
 bytes for the DWARF reader (SHF_COMPRESSED and ``.zdebug`` decompressed on
 first request, see formats/sections.py), and the file as a
@@ -18,19 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from symbolize.formats.elf.headers import PF_X, PT_LOAD, SHF_COMPRESSED, SHT_NOBITS, ElfHeaders
-from symbolize.formats.elf.hints import (
-    debug_hints,
-    debuglink_hint,
-    readable_hint,
-    split_resolver,
-    supplementary_hint,
-    supplementary_resolver,
-)
+from symbolize.formats.elf.hints import debug_hints, debuglink_hint, readable_hint, supplementary_hint
 from symbolize.formats.elf.notes import find_build_id, read_debug_link, read_supplementary_link
 from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
+from symbolize.formats.paired import paired_answers
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
-from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex, paired_answers
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,
@@ -39,9 +33,9 @@ from symbolize.formats.types import (
     DebugLink,
     Frame,
     HintKind,
-    HintResolver,
     Image,
     ReaderDefaults,
+    SectionSource,
     Segment,
     Symbol,
 )
@@ -63,14 +57,16 @@ class ElfFile(ReaderDefaults):
 
     format = "elf"
 
-    def __init__(self, path: Path, data: bytes | None = None, resolver: HintResolver | None = None) -> None:
+    def __init__(self, path: Path, data: bytes | None = None) -> None:
         """Open ``path`` (mmap, read only), or parse ``data`` in memory and name it ``path``.
 
-        ``resolver`` finds the files the DWARF refers to (``.dwo``/``.dwp``, the dwz
-        common file); without one, split units and supplementary references stay unresolved.
+        The files the DWARF refers to (the dwz common file: :meth:`needs`; a split unit's
+        ``.dwo``/``.dwp``: its region's ``needs``) are supplied by whoever opened it
+        (:meth:`supply`); until then split units and supplementary references stay unresolved.
         """
         self.path = path
-        self._resolver = resolver
+        # The dwz common file supplied for .gnu_debugaltlink (needs()), read when the DWARF loads.
+        self._supplementary: SectionSource | None = None
         self._file: BinaryIO | None = None
         self._map: mmap.mmap | None = None
         self._buf = memoryview(data if data is not None else self._map_file())
@@ -302,19 +298,14 @@ class ElfFile(ReaderDefaults):
                 # Imported here so a reader without DWARF never loads the DWARF package.
                 from symbolize.formats.dwarf import DwarfInfo
 
-                resolver = self._resolver
                 try:
                     dwarf = DwarfInfo(
                         self.section_data,
                         self.path,
                         address_size=self.address_size,
                         little_endian=self.little_endian,
-                        split_resolver=split_resolver(resolver) if resolver is not None else None,
-                        supplementary_resolver=(
-                            supplementary_resolver(resolver, self._supplementary_hint())
-                            if resolver is not None
-                            else None
-                        ),
+                        follows_split_units=True,
+                        supplementary=self._supplementary,
                     )
                     # Every section the units need is read here, so that damage to any of them
                     # shows now, once, and breaks the DWARF alone (issue 9).
@@ -324,6 +315,20 @@ class ElfFile(ReaderDefaults):
                     raise
                 self._dwarf = dwarf
         return self._dwarf
+
+    def needs(self) -> list[DebugHint]:
+        """The dwz common file its ``.gnu_debugaltlink`` names, when it has DWARF: its strings
+        are read with the units, so it is supplied before the DWARF is first read."""
+        hint = self._supplementary_hint() if self.has_dwarf() else None
+        return [hint] if hint is not None else []
+
+    def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
+        """The dwz common file (:meth:`needs`), or a split unit's ``.dwo``/``.dwp`` (its region's
+        ``needs``), found and verified by the caller; None when there is none."""
+        if hint.kind is HintKind.SUPPLEMENTARY:
+            self._supplementary = found
+        elif hint.kind is HintKind.SPLIT_DWARF and self._dwarf is not None:
+            self._dwarf.supply_split_unit(hint, found)
 
     def bind_image(self, image: Image) -> None:
         """Answer as ``image``'s separate debug file: as llvm-symbolizer 14 does, the image's own

@@ -1,25 +1,16 @@
-"""An ELF file's debug hints, and the resolver callbacks its DWARF reader asks through.
+"""An ELF file's debug hints: build ID, ``.gnu_debuglink``, ``.gnu_debugaltlink``.
 
 The reader opens no other file: the hints go up to symbolize/'s locators
-(symbolize/discovery/), and when a unit needs a ``.dwo``/``.dwp`` or the dwz
-common file, the callbacks here turn the DWARF reader's question into a
-:class:`DebugHint` for the resolver the file was opened with.
+(symbolize/discovery/), and the files its DWARF needs (a ``.dwo``/``.dwp``, the dwz
+common file) are said in what it returns (``needs``) and supplied by the caller.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from symbolize.formats.errors import MalformedInputError
-from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, DebugLink, HintKind, HintResolver
-
-if TYPE_CHECKING:
-    from symbolize.formats.dwarf.info import SplitDwarfResolver, SupplementaryResolver
-    from symbolize.formats.dwarf.sections import SectionGetter
-
-_U64 = (1 << 64) - 1
+from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, DebugLink, HintKind
 
 
 def debug_hints(
@@ -56,24 +47,3 @@ def supplementary_hint(link: tuple[str, bytes] | None) -> DebugHint | None:
         return None
     name, build_id = link
     return DebugHint(HintKind.SUPPLEMENTARY, name, DebugId(DebugIdKind.GNU_BUILD_ID, build_id) if build_id else None)
-
-
-def split_resolver(resolver: HintResolver) -> SplitDwarfResolver:
-    """The DWARF reader's split-unit callback: a SPLIT_DWARF hint (name, comp_dir, DWO ID) to ``resolver``."""
-
-    def resolve(dwo_name: str, comp_dir: str | None, dwo_id: int | None) -> tuple[SectionGetter, Path] | None:
-        debug_id = DebugId(DebugIdKind.DWO_ID, (dwo_id & _U64).to_bytes(8, "big")) if dwo_id is not None else None
-        found = resolver(DebugHint(HintKind.SPLIT_DWARF, dwo_name, debug_id, directory=comp_dir or ""))
-        return (found.section_data, found.path) if found is not None else None
-
-    return resolve
-
-
-def supplementary_resolver(resolver: HintResolver, hint: DebugHint | None) -> SupplementaryResolver:
-    """The DWARF reader's dwz callback: ``hint`` (from ``.gnu_debugaltlink``) to ``resolver``."""
-
-    def resolve() -> tuple[SectionGetter, Path] | None:
-        found = resolver(hint) if hint is not None else None
-        return (found.section_data, found.path) if found is not None else None
-
-    return resolve

@@ -41,7 +41,8 @@ from symbolize.formats.macho.symtab import (
     read_nlists,
     stabs,
 )
-from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex, paired_answers
+from symbolize.formats.paired import paired_answers
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,
@@ -51,8 +52,8 @@ from symbolize.formats.types import (
     DebugLink,
     Frame,
     HintKind,
-    HintResolver,
     ReaderDefaults,
+    SectionSource,
     Segment,
     Symbol,
 )
@@ -74,16 +75,16 @@ class MachOFile(ReaderDefaults):
 
     format = "macho"
 
-    def __init__(
-        self, path: Path, arch: str | None = None, resolver: HintResolver | None = None, member: str | None = None
-    ) -> None:
-        """Open the ``arch`` slice of ``path``; ``resolver`` finds the objects a debug map names.
+    def __init__(self, path: Path, arch: str | None = None, member: str | None = None) -> None:
+        """Open the ``arch`` slice of ``path``; the objects a debug map names are supplied
+        (:meth:`needs`, :meth:`supply`) by whoever opened it.
 
         ``member``: ``path`` is a static archive, and the object is its member of that name.
         """
         self.path = path
         self.member: ArchiveMember | None = None
-        self._resolver = resolver
+        # The object (or why there is none) supplied for each debug map hint, by its name.
+        self._map_objects: dict[str, MachOFile | str] = {}
         self._debug_map: DebugMapSource | None = None
         self._debug_map_built = False
         self._file: BinaryIO | None = None
@@ -309,22 +310,33 @@ class MachOFile(ReaderDefaults):
                     raise
         return self._dwarf
 
+    def needs(self) -> list[DebugHint]:
+        """The objects its debug map names, for a file without DWARF of its own (a dSYM's DWARF,
+        or an object file's, wins): its answers come from theirs."""
+        if self.has_dwarf():
+            return []
+        return [hint for hint in self.debug_hints() if hint.kind is HintKind.DEBUG_MAP_OBJECT]
+
+    def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
+        """The object a debug map hint names (:meth:`needs`), found and verified; None when not."""
+        if hint.kind is HintKind.DEBUG_MAP_OBJECT:
+            self._map_objects[hint.name] = found if isinstance(found, MachOFile) else "object file not found"
+
     def debug_map(self) -> DebugMapSource | None:
-        """The objects of this binary's debug map, found through the resolver; None without either.
+        """The objects of this binary's debug map, as supplied; None without a debug map, or
+        before its objects were supplied (a file read alone answers from its symbols).
 
         Only for a file without DWARF of its own (a dSYM's DWARF, or an object file's, wins).
         """
         if not self._debug_map_built:
-            self._debug_map_built = True
-            hints = [hint for hint in self.debug_hints() if hint.kind is HintKind.DEBUG_MAP_OBJECT]
-            if hints and self._resolver is not None and not self.has_dwarf():
+            hints = self.needs()
+            if hints and all(hint.name in self._map_objects for hint in hints):
                 from symbolize.formats.macho.debugmap import DebugMapSource
 
-                objects: dict[str, MachOFile | str] = {}
-                for hint in hints:
-                    found = self._resolver(hint)
-                    objects[hint.name] = found if isinstance(found, MachOFile) else "object file not found"
-                self._debug_map = DebugMapSource(self, objects)
+                self._debug_map_built = True
+                self._debug_map = DebugMapSource(self, {hint.name: self._map_objects[hint.name] for hint in hints})
+            elif not hints:
+                self._debug_map_built = True
         return self._debug_map
 
     def _answers(self) -> SymbolAnswers | DebugMapSource:

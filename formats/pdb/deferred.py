@@ -151,6 +151,9 @@ class DeferredPdb(ReaderDefaults):
         """The other files its answers come from (symbolize/cache.py asks): none, a PDB is whole."""
         return ""
 
+    def lines_missing_reason(self) -> str | None:
+        return self.opened().lines_missing_reason()
+
     def segments(self) -> Sequence[Segment]:
         return self.opened().segments()
 

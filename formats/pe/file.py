@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
-from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex, paired_answers
+from symbolize.formats.paired import paired_answers
+from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,

@@ -17,6 +17,7 @@ RVAs answer at the image's ImageBase).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,7 +35,7 @@ from symbolize.audit.report import (
     UnreadableBinary,
 )
 from symbolize.audit.verdict import judge
-from symbolize.discovery import DiscoveryOptions, Locator, LookupContext, locate
+from symbolize.discovery import Locator, LookupContext, SearchOptions, locate
 from symbolize.discovery.elf_locators import BuildIdLocator, DebugLinkLocator
 from symbolize.discovery.macho_locators import DsymLocator
 from symbolize.discovery.paths import build_id_path
@@ -49,6 +50,7 @@ from symbolize.formats.errors import (
 )
 from symbolize.formats.facts import AddressRange, Coverage, SectionFact, SymbolTable, covered_bytes, merge_ranges
 from symbolize.formats.types import DebugHint, DebugInfoSummary, HintKind, ObjectFile, Symbol
+from symbolize.loader import Loader
 
 # Which locator verifies a --debug-file, by the first of these hints the binary lists.
 _GIVEN_FILE_CHECKS: tuple[tuple[HintKind, Locator], ...] = (
@@ -72,36 +74,35 @@ def audit_binary(
     arch: str | None = None,
 ) -> BinaryAudit | UnreadableBinary:
     """The audit of ``path`` (its ``arch`` slice when universal), or why it cannot be audited."""
-    options = DiscoveryOptions(search_paths=tuple(search_paths))
-    if debug_dirs is not None:
-        options.debug_dirs = tuple(debug_dirs)
+    searched = SearchOptions(search_paths=tuple(search_paths))
+    loader = Loader(searched if debug_dirs is None else replace(searched, debug_dirs=tuple(debug_dirs)))
     try:
-        image = options.open(path, arch=arch)
+        image = loader.open(path, arch=arch)
         if not auditable(image):
             return UnreadableBinary(str(path), f"no auditor yet for {image.format} files")
-        return _audit(image, debug_files, options, arch)
+        return _audit(image, debug_files, loader, arch)
     except UnsupportedFormatError as err:
         return UnreadableBinary(str(path), err.reason)  # as lookup and index say it
     except SymbolizeError as err:
         return UnreadableBinary(str(path), err.reason)
     finally:
-        options.cache.close()
+        loader.close()
 
 
 def architectures(path: Path) -> list[str | None]:
     """The slices to audit in ``path``: each architecture of a universal file, else [None] (the file)."""
-    options = DiscoveryOptions()
+    loader = Loader()
     try:
-        arches = options.open(path).slice_arches()
+        arches = list(loader.open(path).slice_arches())
     except SymbolizeError:
         return [None]  # audit_binary says why
     finally:
-        options.cache.close()
+        loader.close()
     return list(arches) if len(arches) > 1 else [None]
 
 
 def _audit(
-    binary: ObjectFile, given: Sequence[Path], options: DiscoveryOptions, arch: str | None
+    binary: ObjectFile, given: Sequence[Path], loader: Loader, arch: str | None
 ) -> BinaryAudit:
     sections = section_facts(binary)
     code = merge_ranges(
@@ -109,13 +110,15 @@ def _audit(
         for section in sections
         if section.executable and not section.without_bytes
     )
-    file_reports, sources = _located_files(binary, sections, options)
+    file_reports, sources = _located_files(binary, sections, loader)
     for given_path in given:
-        report, opened = _given_debug_file(binary, given_path, options)
+        report, opened = _given_debug_file(binary, given_path, loader)
         file_reports.append(report)
         if opened is not None and all(opened.path.resolve() != source.path.resolve() for source in sources):
             sources.append(opened)
 
+    for source in sources:
+        loader.supply_all(source)  # coverage reads every unit: every split unit's .dwo is needed
     coverages = [coverage(source) for source in sources]
     coverage_report = _coverage_report(coverages, code)
     split_units = tuple(
@@ -152,7 +155,7 @@ def _audit(
             _union(coverage.inlined for coverage in coverages),
         )
         lookups = check_lookups(
-            binary.path, arch, claims, code, tuple(options.search_paths), tuple(options.debug_dirs)
+            binary.path, arch, claims, code, tuple(loader.options.search_paths), tuple(loader.options.debug_dirs)
         )
     verdict = judge(
         identity, symbol_report, debug_info, coverage_report, frame_pointers, rust=rust, lookups=lookups
@@ -240,7 +243,7 @@ _KINDS = {
 
 
 def _located_files(
-    binary: ObjectFile, sections: Sequence[SectionFact], options: DiscoveryOptions
+    binary: ObjectFile, sections: Sequence[SectionFact], loader: Loader
 ) -> tuple[list[DebugFileReport], list[ObjectFile]]:
     """Where the binary's debug info lives: in itself, and where each of its hints leads."""
     reports: list[DebugFileReport] = []
@@ -255,7 +258,7 @@ def _located_files(
         reports.append(
             DebugFileReport("minidebuginfo", str(binary.path), True, None, "local function symbols in .gnu_debugdata")
         )
-    context = LookupContext(options, binary.path, binary.path, binary.arch, binary.debug_id)
+    context = LookupContext(loader, binary.path, binary.path, binary.arch, binary.debug_id)
     hints = list(binary.debug_hints())
     for hint in hints:
         if hint.kind in READER_HINTS:
@@ -276,7 +279,7 @@ def _located_files(
         elif not hint.name and own_dwarf:
             continue  # an RSDS record naming no PDB (MinGW's --build-id): the DWARF is in the image
         else:
-            reports.append(DebugFileReport(how, None, False, None, _missing_detail(hint, options)))
+            reports.append(DebugFileReport(how, None, False, None, _missing_detail(hint, loader.options)))
     return reports, sources
 
 
@@ -299,7 +302,7 @@ def _match_detail(kind: HintKind) -> str:
     }.get(kind, "matches")
 
 
-def _missing_detail(hint: DebugHint, options: DiscoveryOptions) -> str:
+def _missing_detail(hint: DebugHint, options: SearchOptions) -> str:
     if hint.kind is HintKind.BUILD_ID:
         relative = build_id_path(hint.debug_id)
         places = ", ".join(str(directory / relative) for directory in options.debug_dirs) if relative else ""
@@ -337,17 +340,17 @@ def _debug_map_report(binary: ObjectFile) -> DebugFileReport | None:
 
 
 def _given_debug_file(
-    binary: ObjectFile, path: Path, options: DiscoveryOptions
+    binary: ObjectFile, path: Path, loader: Loader
 ) -> tuple[DebugFileReport, ObjectFile | None]:
     """A ``--debug-file``: used when the locator of the binary's debuglink (else build ID, PDB, dSYM)
     would accept it."""
     try:
-        opened = options.open(path, image_path=binary.path, arch=binary.arch)
+        opened = loader.open(path, image_path=binary.path, arch=binary.arch)
     except MissingDebugInfoError:
         return DebugFileReport("given", str(path), False, None, "file not found"), None
     except SymbolizeError as err:
         return DebugFileReport("given", str(path), True, False, err.reason), None
-    context = LookupContext(options, binary.path, binary.path, binary.arch, binary.debug_id)
+    context = LookupContext(loader, binary.path, binary.path, binary.arch, binary.debug_id)
     hints = {hint.kind: hint for hint in binary.debug_hints()}
     check = next(((hints[kind], locator) for kind, locator in _GIVEN_FILE_CHECKS if kind in hints), None)
     if check is None:

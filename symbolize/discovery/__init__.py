@@ -1,8 +1,8 @@
 """Discovery, in one place: the binary behind a mapping, the debug files behind a binary.
 
 - :mod:`symbolize.discovery.options`: where to look (``--binary``,
-  ``--search-path``, ``--debug-dir``) and the cache of opened files, keyed by
-  resolved path and slice (``arch``).
+  ``--search-path``, ``--debug-dir``) and where indexes live, as one frozen value
+  the loader (symbolize/loader.py, which opens every file) reads.
 - :mod:`symbolize.discovery.modules`: :func:`find_module` (a mapping's binary
   by debug ID, ``--binary``, recorded path or base name) and
   :func:`open_module`.
@@ -23,17 +23,25 @@ from symbolize.discovery import elf_locators as _elf_locators  # noqa: F401  (re
 from symbolize.discovery import macho_locators as _macho_locators  # noqa: F401  (registers dSYM, debug map)
 from symbolize.discovery import pdb_locator as _pdb_locator  # noqa: F401  (registers the PDB locator)
 from symbolize.discovery.modules import find_module, module_for, open_module
-from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, DiscoveryOptions, ObjectCache, Resolver
-from symbolize.discovery.registry import Candidate, Locator, LookupContext, locate, register_locator
+from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, SearchOptions
+from symbolize.discovery.registry import (
+    Candidate,
+    FileLoader,
+    Locator,
+    LocatorDefaults,
+    LookupContext,
+    locate,
+    register_locator,
+)
 
 __all__ = [
     "DEFAULT_DEBUG_DIRS",
     "Candidate",
-    "DiscoveryOptions",
+    "FileLoader",
     "Locator",
+    "LocatorDefaults",
     "LookupContext",
-    "ObjectCache",
-    "Resolver",
+    "SearchOptions",
     "find_module",
     "locate",
     "module_for",

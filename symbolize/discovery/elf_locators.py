@@ -22,12 +22,17 @@ Search order as GDB's ("Separate Debug Files" and "dwz" in the GDB manual;
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from symbolize.discovery.paths import base_name, build_id_path, is_file_name, normalized_dir, relative_path
-from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
+from symbolize.discovery.registry import (
+    Candidate,
+    LocatorDefaults,
+    LookupContext,
+    debug_id_refusal,
+    register_locator,
+)
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.types import DebugHint, DebugIdKind, HintKind, ObjectFile
 
@@ -40,7 +45,7 @@ def _build_id_candidates(hint: DebugHint, context: LookupContext) -> Iterator[Ca
         yield Candidate(directory / relative, directory)
 
 
-class BuildIdLocator:
+class BuildIdLocator(LocatorDefaults):
     """``<debug dir>/.build-id/xx/rest.debug`` by the image's GNU build ID."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
@@ -50,7 +55,7 @@ class BuildIdLocator:
         return debug_id_refusal(hint.debug_id, found.debug_id, "the binary's")
 
 
-class DebugLinkLocator:
+class DebugLinkLocator(LocatorDefaults):
     """The ``.gnu_debuglink`` file name in the places GDB looks, checked by CRC32."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
@@ -72,7 +77,7 @@ class DebugLinkLocator:
             return mismatch
         if hint.crc32 is not None:
             try:
-                actual = file_crc32(found.path)
+                actual = context.loader.file_crc32(found.path)
             except OSError as err:
                 return f"cannot read: {err.strerror or err}"
             if actual != hint.crc32:
@@ -80,7 +85,7 @@ class DebugLinkLocator:
         return None
 
 
-class SupplementaryLocator:
+class SupplementaryLocator(LocatorDefaults):
     """The dwz common file ``.gnu_debugaltlink`` names, checked by its build ID."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
@@ -104,7 +109,7 @@ class SupplementaryLocator:
         return damage_refusal(found)
 
 
-class SplitDwarfLocator:
+class SplitDwarfLocator(LocatorDefaults):
     """A skeleton unit's ``.dwo``, or the ``.dwp`` package holding it, checked by DWO ID."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
@@ -155,15 +160,6 @@ def _by_base_name(recorded: str, context: LookupContext) -> Iterator[Candidate]:
         yield Candidate(directory / name, directory)
     for search_path in context.options.search_paths:
         yield Candidate(search_path / name, search_path)
-
-
-def file_crc32(path: Path) -> int:
-    """The CRC32 ``.gnu_debuglink`` records: zlib's, over the whole file."""
-    crc = 0
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            crc = zlib.crc32(chunk, crc)
-    return crc
 
 
 register_locator(HintKind.BUILD_ID, BuildIdLocator())

@@ -24,9 +24,14 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-from symbolize.discovery.options import ObjectCache
-from symbolize.discovery.paths import base_name, is_file_name, normalized_dir, relative_path
-from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
+from symbolize.discovery.paths import DirectoryListings, base_name, is_file_name, normalized_dir, relative_path
+from symbolize.discovery.registry import (
+    Candidate,
+    LocatorDefaults,
+    LookupContext,
+    debug_id_refusal,
+    register_locator,
+)
 from symbolize.formats.archive import split_member_path
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
@@ -38,9 +43,9 @@ from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
 MAX_WALK_DEPTH = 6
 MAX_WALK_ENTRIES = 20000
 
-# Per run (per ObjectCache, which lives as long as one run's options): search path -> the DWARF
+# Per run (per loader, whose directory listings live as long as it): search path -> the DWARF
 # files of the dSYMs under it and their UUIDs.
-_WALKS: weakref.WeakKeyDictionary[ObjectCache, dict[Path, list[tuple[Path, frozenset[DebugId]]]]] = (
+_WALKS: weakref.WeakKeyDictionary[DirectoryListings, dict[Path, list[tuple[Path, frozenset[DebugId]]]]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -78,9 +83,10 @@ def _dsym_dwarf_files(root: Path) -> Iterator[Path]:
                 pending.append((path, depth + 1))
 
 
-def dsyms_under(root: Path, cache: ObjectCache) -> list[tuple[Path, frozenset[DebugId]]]:
-    """(DWARF file, its slices' UUIDs) of every dSYM under ``root``; walked once per run."""
-    walks = _WALKS.setdefault(cache, {})
+def dsyms_under(root: Path, listings: DirectoryListings) -> list[tuple[Path, frozenset[DebugId]]]:
+    """(DWARF file, its slices' UUIDs) of every dSYM under ``root``; walked once per run (per
+    ``listings``, the loader's)."""
+    walks = _WALKS.setdefault(listings, {})
     key = root.resolve()
     found = walks.get(key)
     if found is None:
@@ -96,7 +102,7 @@ def dsyms_under(root: Path, cache: ObjectCache) -> list[tuple[Path, frozenset[De
     return found
 
 
-class DsymLocator:
+class DsymLocator(LocatorDefaults):
     """A Mach-O image's dSYM: by name beside it and in the search paths, then by UUID under them."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
@@ -109,7 +115,7 @@ class DsymLocator:
         if hint.debug_id is None:
             return
         for search_path in context.options.search_paths:
-            for path, uuids in dsyms_under(search_path, context.options.cache):
+            for path, uuids in dsyms_under(search_path, context.loader.listings):
                 if hint.debug_id in uuids:
                     yield Candidate(path, search_path)
 
@@ -123,7 +129,7 @@ class DsymLocator:
         return debug_id_refusal(hint.debug_id, found.debug_id, "the binary's")
 
 
-class DebugMapObjectLocator:
+class DebugMapObjectLocator(LocatorDefaults):
     """An object file named by an N_OSO stab, checked by the mtime the stab records."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:

@@ -26,16 +26,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from symbolize.discovery.options import DiscoveryOptions
 from symbolize.discovery.paths import DirectoryListings, base_name, build_id_path, is_file_name, lies_under
-from symbolize.discovery.registry import READER_HINTS, LookupContext, locate
+from symbolize.discovery.registry import READER_HINTS, FileLoader, LookupContext, locate
 from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError
-from symbolize.formats.pe.file import PeFile
-from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, ObjectFile
+from symbolize.formats.types import DebugId, DebugIdKind, ObjectFile
 from symbolize.module import Module, Source
 
 
-def find_module(filename: str, debug_id: str | None, options: DiscoveryOptions) -> Module:
+def find_module(filename: str, debug_id: str | None, loader: FileLoader) -> Module:
     """The binary for a mapping named ``filename`` (with ``debug_id`` text when known) and its debug files.
 
     Raises DebugIdMismatchError when binaries named ``filename`` exist but none
@@ -44,16 +42,16 @@ def find_module(filename: str, debug_id: str | None, options: DiscoveryOptions) 
     wanted = debug_id.strip() if debug_id and debug_id.strip() else None
     name = base_name(filename)
     mismatch: DebugIdMismatchError | None = None
-    for candidate, by_name in _binary_candidates(filename, name, wanted is not None, options):
-        image = options.open(candidate)
+    for candidate, by_name in _binary_candidates(filename, name, wanted is not None, loader):
+        image = loader.open(candidate)
         if wanted is not None and not _matches(image, wanted):
-            image = _slice_with_id(candidate, image, wanted, options) or image
+            image = _slice_with_id(candidate, image, wanted, loader) or image
         if wanted is None or _matches(image, wanted):
-            return module_for(image, options)
+            return module_for(image, loader)
         if by_name and mismatch is None:
             mismatch = _mismatch(candidate, image, wanted)
     if wanted is not None:
-        stand_in = _debug_file_by_build_id(wanted, options)
+        stand_in = _debug_file_by_build_id(wanted, loader)
         if stand_in is not None:
             return stand_in
     if mismatch is not None:
@@ -61,66 +59,52 @@ def find_module(filename: str, debug_id: str | None, options: DiscoveryOptions) 
     raise MissingDebugInfoError("binary not found (give it with --binary or --search-path)", filename)
 
 
-def open_module(path: Path, options: DiscoveryOptions, arch: str | None = None) -> Module:
+def open_module(path: Path, loader: FileLoader, arch: str | None = None) -> Module:
     """``path`` as the binary (its ``arch`` slice, for a universal file), with the debug files discovery finds."""
-    return module_for(options.open(path, arch=arch), options)
+    return module_for(loader.open(path, arch=arch), loader)
 
 
-def module_for(image: ObjectFile, options: DiscoveryOptions) -> Module:
+def module_for(image: ObjectFile, loader: FileLoader) -> Module:
     """``image`` with its best debug file (when one verifies) and itself as sources."""
-    load_base = getattr(image, "load_base", None)
-    context = LookupContext(options, image.path, image.path, image.arch, image.debug_id, load_base)
+    context = LookupContext(loader, image.path, image.path, image.arch, image.debug_id, image.load_base)
     refused: list[str] = []
     debug_files: list[Source] = []
-    for hint in _image_hints(image):
+    for hint in image.debug_hints():
         if hint.kind in READER_HINTS:
             continue
         found = locate(hint, context, refused)
         if found is not None:
             # A PDB answers at its image's vaddrs only once it knows the ImageBase its RVAs add to.
-            debug_files.append(options.open_source(found.path, image_path=image.path, arch=image.arch, image=image))
+            debug_files.append(loader.open_source(found.path, image_path=image.path, arch=image.arch, image=image))
             break
     # A universal Mach-O file answers for the image's slice; other formats have one.
     own_arch = image.arch if image.format == "macho" else None
-    own = options.open_source(image.path, arch=own_arch)
+    own = loader.open_source(image.path, arch=own_arch)
     if own.debug_info().has_dwarf:
         debug_files.append(own)
     # What the sources' DWARF refuses later, as it asks for its .dwo files and dwz file.
-    reader_refusals = [options.cache.refused(source.path, image.arch) for source in debug_files if source is not own]
-    reader_refusals.append(options.cache.refused(image.path, own_arch))
+    reader_refusals = [loader.refused(source.path, image.arch) for source in debug_files if source is not own]
+    reader_refusals.append(loader.refused(image.path, own_arch))
     return Module(image, debug_files, refused, own_source=own, reader_refusals=reader_refusals)
 
 
-def _image_hints(image: ObjectFile) -> list[DebugHint]:
-    hints = getattr(image, "debug_hints", None)
-    return list(hints()) if callable(hints) else []
-
-
-def _slice_with_id(path: Path, image: ObjectFile, wanted: str, options: DiscoveryOptions) -> ObjectFile | None:
+def _slice_with_id(path: Path, image: ObjectFile, wanted: str, loader: FileLoader) -> ObjectFile | None:
     """The slice of a universal Mach-O file whose UUID is ``wanted`` (the mapping's), if another is."""
-    for other in getattr(image, "slices", ()):
-        if other.arch != image.arch:
-            opened = options.open(path, arch=other.arch)
+    for arch in image.slice_arches():
+        if arch != image.arch:
+            opened = loader.open(path, arch=arch)
             if _matches(opened, wanted):
                 return opened
     return None
 
 
-def _identities(image: ObjectFile) -> list[DebugId]:
-    """The IDs a mapping may name ``image`` by: its debug ID, and a PE image's code ID."""
-    found = [image.debug_id] if image.debug_id is not None else []
-    if isinstance(image, PeFile):
-        found.append(image.code_id)
-    return found
-
-
 def _matches(image: ObjectFile, wanted: str) -> bool:
-    return any(DebugId.parse(wanted, identity.kind) == identity for identity in _identities(image))
+    return any(DebugId.parse(wanted, identity.kind) == identity for identity in image.identities())
 
 
 def _mismatch(path: Path, image: ObjectFile, wanted: str) -> DebugIdMismatchError:
     """The refusal of ``image`` for ``wanted``, both IDs spelled as the kind ``wanted`` reads as."""
-    for identity in _identities(image):
+    for identity in image.identities():
         expected = DebugId.parse(wanted, identity.kind)
         if expected is not None:
             what = "code ID" if identity.kind is DebugIdKind.PE_CODE_ID else "debug ID"
@@ -128,38 +112,40 @@ def _mismatch(path: Path, image: ObjectFile, wanted: str) -> DebugIdMismatchErro
     return DebugIdMismatchError(path, wanted, str(image.debug_id) if image.debug_id is not None else None)
 
 
-def _debug_file_by_build_id(wanted: str, options: DiscoveryOptions) -> Module | None:
+def _debug_file_by_build_id(wanted: str, loader: FileLoader) -> Module | None:
     """A separate debug file found by build ID, standing in for a missing binary."""
     relative = build_id_path(DebugId.parse(wanted, DebugIdKind.GNU_BUILD_ID))
     if relative is None:
         return None
-    for directory in options.debug_dirs:
+    for directory in loader.options.debug_dirs:
         path = directory / relative
         try:
             present = lies_under(path, directory) and path.is_file()
         except OSError:
             continue  # a .build-id directory that cannot be searched: the next debug directory may hold it
         if present:
-            stand_in = options.open(path)
+            stand_in = loader.open(path)
             if _matches(stand_in, wanted):
-                return module_for(stand_in, options)
+                return module_for(stand_in, loader)
     return None
 
 
 def _binary_candidates(
-    filename: str, name: str, has_id: bool, options: DiscoveryOptions
+    filename: str, name: str, has_id: bool, loader: FileLoader
 ) -> Iterator[tuple[Path, bool]]:
     """(path, matched by name) in search order; a path matched only by ID may be rejected quietly."""
     seen: set[Path] = set()
     wanted_name = name.casefold()
-    named = [path for path in options.binaries if name and path.name.casefold() == wanted_name]
-    others = [path for path in options.binaries if has_id and path not in named]
+    named = [path for path in loader.options.binaries if name and path.name.casefold() == wanted_name]
+    others = [path for path in loader.options.binaries if has_id and path not in named]
     ordered = [(path, True) for path in named] + [(path, False) for path in others]
     if filename and "\0" not in filename:
         ordered.append((Path(filename), True))
     if is_file_name(name):
-        listings = options.cache.listings
-        ordered += [(path, True) for directory in options.search_paths for path in _named_in(directory, name, listings)]
+        listings = loader.listings
+        ordered += [
+            (path, True) for directory in loader.options.search_paths for path in _named_in(directory, name, listings)
+        ]
     for path, by_name in ordered:
         key = path.absolute()
         if key not in seen and path.is_file():

@@ -69,7 +69,7 @@ def build_id_path(debug_id: DebugId | None) -> PurePosixPath | None:
 
 class DirectoryListings:
     """The entries of each directory looked in, by case-folded name, listed once (one run's worth:
-    the owner, :class:`~symbolize.discovery.options.ObjectCache`, lives as long as a run's options)."""
+    the owner, :class:`~symbolize.loader.Loader`, lives as long as a run)."""
 
     def __init__(self) -> None:
         self._listed: dict[str, dict[str, list[str]]] = {}

@@ -30,7 +30,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from symbolize.discovery.paths import DirectoryListings, base_name, is_file_name, lies_under, normalized_dir
-from symbolize.discovery.registry import Candidate, LookupContext, debug_id_refusal, register_locator
+from symbolize.discovery.registry import (
+    Candidate,
+    LocatorDefaults,
+    LookupContext,
+    debug_id_refusal,
+    register_locator,
+)
 from symbolize.formats.pdb.deferred import DeferredPdb, read_pdb_identity
 from symbolize.formats.types import DebugHint, HintKind, ObjectFile
 
@@ -52,7 +58,7 @@ def symbol_path_directories(value: str | None) -> list[Path]:
     return directories
 
 
-class PdbLocator:
+class PdbLocator(LocatorDefaults):
     """Follows a ``HintKind.PDB`` hint (the RSDS record's path, GUID and age)."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
@@ -73,7 +79,7 @@ class PdbLocator:
                     break
         image_dir = normalized_dir(context.image_path)
         for directory in (image_dir, *options.search_paths):
-            yield from _named_in(directory, name, options.cache.listings)
+            yield from _named_in(directory, name, context.loader.listings)
         if hint.debug_id is None:
             return
         store_key = str(hint.debug_id)  # <GUID as Windows prints it><age in hex>
@@ -91,17 +97,17 @@ class PdbLocator:
 
     def open(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
         """The PDB at ``candidate`` by its identity alone when an index answers for it, else opened."""
-        options = context.options
-        cache = options.cache
-        if cache.index_dir is not None and context.image_load_base is not None:
+        loader = context.loader
+        index_dir = loader.options.index_dir
+        if index_dir is not None and context.image_load_base is not None:
             from symbolize.cache import has_index
 
             identity = read_pdb_identity(candidate.path)
             if identity is not None:
                 deferred = DeferredPdb(candidate.path, identity, context.image_load_base)
-                if has_index(deferred, cache.index_dir):
-                    return cache.adopt(candidate.path, context.arch, deferred)
-        return options.open(candidate.path, image_path=context.image_path, arch=context.arch)
+                if has_index(deferred, index_dir):
+                    return loader.adopt(candidate.path, context.arch, deferred)
+        return loader.open(candidate.path, image_path=context.image_path, arch=context.arch)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         if found.format != "pdb":

@@ -1,20 +1,21 @@
 """The locator registry: one locator per kind of debug hint, and the one loop that runs them.
 
 An image lists its hints (``Image.debug_hints()``: a build ID, a debuglink, a
-PDB path, a dSYM UUID, ...); a reader asks for the files its debug info refers
-to through the resolver it was opened with (a ``.dwo``, the dwz common file, a
-debug map's object). Either way :func:`locate` takes the hint to the locator
+PDB path, a dSYM UUID, ...); a reader says which files its debug info needs
+(``SymbolSource.needs()`` and ``AnswerRegion.needs``: a ``.dwo``, the dwz common
+file, a debug map's object), and the loader (symbolize/loader.py) follows them.
+Either way :func:`locate` takes the hint to the locator
 registered for its kind, which says where to look (:meth:`Locator.candidates`)
 and whether a file found is the one meant (:meth:`Locator.refusal`). The loop
 checks the path rules (symbolize/discovery/paths.py), opens each existing
-candidate through the options' cache, keeps the first that verifies, and
+candidate through the loader, keeps the first that verifies, and
 records why the others were refused.
 
 Adding a locator (a PDB's, a dSYM's) is one class registered for its kind::
 
     from symbolize.discovery.registry import Candidate, LookupContext, register_locator
 
-    class PdbLocator:
+    class PdbLocator(LocatorDefaults):
         def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
             # symbol-store layout under each --debug-dir / --search-path:
             #   <root>/name.pdb/<GUID><age>/name.pdb       (str(hint.debug_id) is "<GUID><age>")
@@ -34,9 +35,10 @@ explicit argument or a path the image records, and then the file must verify
 by its ID. Open nothing in ``candidates``: the loop opens, with the image's
 ``arch``, so a fat file's slice is the image's.
 
-A locator may also define ``stat_refusal(hint, candidate, status) -> str | None``: why the
-file at ``candidate`` is not the one meant, from its ``os.stat_result`` alone (a debug map
-object's mtime); a candidate it refuses is never opened. A candidate that cannot be looked at
+A locator may also override :class:`LocatorDefaults`' ``stat_refusal(hint, candidate, status)``:
+why the file at ``candidate`` is not the one meant, from its ``os.stat_result`` alone (a debug
+map object's mtime); a candidate it refuses is never opened; and ``open(candidate, context)``:
+how a candidate is opened (through ``context.loader``). A candidate that cannot be looked at
 (a name past the system's limit, a directory that cannot be searched) and a hint whose own
 record is malformed (``DebugHint.damaged``) are refused with their reason, never raised: one
 hint that cannot be followed leaves the rest of the file answering.
@@ -45,19 +47,18 @@ hint that cannot be followed leaves the rest of the file answering.
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from stat import S_ISREG
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
-from symbolize.discovery.paths import lies_under
+from symbolize.discovery.options import SearchOptions
+from symbolize.discovery.paths import DirectoryListings, lies_under
 from symbolize.formats.errors import SymbolizeError
-from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
+from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile, SymbolSource
 
-if TYPE_CHECKING:
-    from symbolize.discovery.options import DiscoveryOptions
-
-# Hints a reader asks for through its resolver while decoding; every other kind names a
+# Hints a reader says it needs (its needs() and its regions'); every other kind names a
 # module's debug file and is tried, in the image's order, when the module is opened.
 READER_HINTS = frozenset({HintKind.SUPPLEMENTARY, HintKind.SPLIT_DWARF, HintKind.DEBUG_MAP_OBJECT})
 
@@ -76,16 +77,47 @@ class Candidate(NamedTuple):
     member: str | None = None
 
 
-class LookupContext(NamedTuple):
-    """Who asks: the image (its path, arch, debug ID), the file whose hint it is, and where to look."""
+class FileLoader(Protocol):
+    """What locators and discovery ask of the loader (symbolize/loader.py), the one place that
+    opens files: declared here, so that nothing below the loader imports it."""
 
-    options: DiscoveryOptions
+    @property
+    def options(self) -> SearchOptions: ...
+
+    @property
+    def listings(self) -> DirectoryListings: ...
+
+    def open(
+        self, path: Path, *, image_path: Path | None = None, arch: str | None = None, member: str | None = None
+    ) -> ObjectFile: ...
+
+    def adopt(self, path: Path, arch: str | None, opened: ObjectFile) -> ObjectFile: ...
+
+    def open_source(
+        self, path: Path, *, image_path: Path | None = None, arch: str | None = None, image: ObjectFile | None = None
+    ) -> SymbolSource: ...
+
+    def refused(self, path: Path, arch: str | None = None) -> list[str]: ...
+
+    def file_crc32(self, path: Path) -> int: ...
+
+
+class LookupContext(NamedTuple):
+    """Who asks: the image (its path, arch, debug ID), the file whose hint it is, and the loader."""
+
+    loader: FileLoader
     image_path: Path
     asking_path: Path
     arch: str | None = None
     image_debug_id: DebugId | None = None
     # The vaddr the image's answers are at (a PDB's RVAs add to it): part of a PDB's index key.
     image_load_base: int | None = None
+
+
+    @property
+    def options(self) -> SearchOptions:
+        """Where to look: the loader's options."""
+        return self.loader.options
 
 
 class Located(NamedTuple):
@@ -104,6 +136,26 @@ class Locator(Protocol):
         """Why ``found`` is not the file ``hint`` names, or None when it is."""
         ...
 
+    def stat_refusal(self, hint: DebugHint, candidate: Candidate, status: os.stat_result) -> str | None:
+        """Why the file at ``candidate`` is not the one meant, from its status alone; None: open it."""
+        ...
+
+    def open(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
+        """The file at ``candidate``, opened for ``context``."""
+        ...
+
+
+class LocatorDefaults:
+    """What a locator that has nothing particular to say answers for :class:`Locator`'s optional
+    members: every locator inherits it, so the registry calls them, never probes for them."""
+
+    def stat_refusal(self, hint: DebugHint, candidate: Candidate, status: os.stat_result) -> str | None:
+        return None
+
+    def open(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
+        return context.loader.open(
+            candidate.path, image_path=context.image_path, arch=context.arch, member=candidate.member
+        )
 
 
 _LOCATORS: dict[HintKind, Locator] = {}
@@ -141,7 +193,6 @@ def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Locat
     # (directory looked under, errno) of a failure already refused: a directory that cannot be
     # searched fails every candidate under it alike, and is said once.
     unreadable: set[tuple[Path | None, int | None]] = set()
-    stat_refusal = getattr(locator, "stat_refusal", None)
     for candidate in locator.candidates(hint, context):
         path = candidate.path
         if candidate.root is not None and not lies_under(path, candidate.root):
@@ -164,19 +215,13 @@ def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Locat
         seen.add(key)
         where = f"{path}({candidate.member})" if candidate.member else str(path)
         # What the file's status alone refuses (a debug map object's mtime) is refused unopened.
-        reason = stat_refusal(hint, candidate, status) if callable(stat_refusal) else None
+        reason = locator.stat_refusal(hint, candidate, status)
         if reason is not None:
             refused.append(f"{where}: {reason}")
             continue
         try:
-            # A locator may open its candidates itself (``open(candidate, context)``, through the options'
-            # cache): the PDB's opens one by its identity alone when a persistent index answers for it.
-            opener = getattr(locator, "open", None)
-            if callable(opener):
-                opened = opener(candidate, context)
-            else:
-                opened = context.options.open(path, image_path=context.image_path, arch=context.arch,
-                                              member=candidate.member)  # fmt: skip
+            # The PDB's locator opens one by its identity alone when a persistent index answers for it.
+            opened = locator.open(candidate, context)
             # Verifying may read the candidate's sections (a .dwo's units): damage there refuses it.
             reason = locator.refusal(hint, opened, context)
         except SymbolizeError as err:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from symbolize.discovery.options import DiscoveryOptions
+from symbolize.discovery.registry import FileLoader
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Image
 from symbolize.normalize import translator
@@ -48,9 +48,7 @@ def _sizes(image: Image) -> set[int]:
 
 def _named(image: Image, memory_start: int, memory_limit: int, file_offset: int, addresses: Sequence[int]) -> int:
     """How many of ``addresses``, normalized for ``image``, fall inside one of its function symbols."""
-    symbol_at = getattr(image, "symbol_at", None)
-    if not callable(symbol_at):
-        return 0
+    symbol_at = image.symbol_at
     to_vaddr = translator(image, memory_start, memory_limit, file_offset)
     alignment = 4 if image.arch.startswith("arm64") else 1
     count = 0
@@ -63,7 +61,7 @@ def _named(image: Image, memory_start: int, memory_limit: int, file_offset: int,
 
 def choose_mapping_slice(
     image: Image,
-    options: DiscoveryOptions,
+    loader: FileLoader,
     memory_start: int,
     memory_limit: int,
     file_offset: int,
@@ -71,20 +69,20 @@ def choose_mapping_slice(
 ) -> SliceChoice | None:
     """The slice of universal ``image`` that a mapping ``[memory_start, memory_limit)`` holding
     ``addresses`` (runtime addresses) was read from; None when ``image`` has one slice."""
-    slices = getattr(image, "slices", ())
-    if len(slices) < 2:
+    arches = image.slice_arches()
+    if len(arches) < 2:
         return None
     size = memory_limit - memory_start
     scores: list[tuple[int, int, int, str]] = []
-    for candidate in slices:
+    for arch in arches:
         try:
-            opened = image if candidate.arch == image.arch else options.open(image.path, arch=candidate.arch)
+            opened = image if arch == image.arch else loader.open(image.path, arch=arch)
         except SymbolizeError:
             continue
         fits = int(size > 0 and size in _sizes(opened))
         named = _named(opened, memory_start, memory_limit, file_offset, addresses)
         # Ties: the slice opened first (the host's) ranks above the others.
-        scores.append((fits, named, int(candidate.arch == image.arch), candidate.arch))
+        scores.append((fits, named, int(arch == image.arch), arch))
     if not scores:
         return None
     best = max(scores)

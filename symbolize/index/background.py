@@ -32,17 +32,11 @@ import time
 from collections.abc import Iterable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from symbolize.cache import build_index, index_key, index_path, is_indexable, load_index
+from symbolize.cache import ConsultedFiles, build_index, index_key, index_path, load_index
 from symbolize.formats.errors import SymbolizeError
-from symbolize.formats.open import open_object
-from symbolize.formats.types import ObjectFile
 from symbolize.index.indexed import IndexableSource
 from symbolize.index.job import IndexJob
-
-if TYPE_CHECKING:
-    from symbolize.discovery.options import Resolver
 
 STALE_MARKER_SECONDS = 3600.0
 LOG_NAME = "background.log"
@@ -135,17 +129,15 @@ def build_missing(jobs: Sequence[IndexJob | Path], cache_dir: Path) -> int:
         job = item if isinstance(item, IndexJob) else IndexJob(item)
         with ExitStack() as opened_files:
             try:
-                opened, resolver = _open(job, opened_files)
+                opened, consulted = _open(job, opened_files)
             except Exception as error:  # the builder has no caller to raise to
                 failures += _log(cache_dir, f"{job.path}: {_describe(error)}")
                 continue
-            if not is_indexable(opened):
-                continue
             marker = marker_path(cache_dir, opened)
             try:
-                existing = load_index(opened, cache_dir, resolver)
+                existing = load_index(opened, cache_dir, consulted)
                 if existing is None:
-                    build_index(opened, cache_dir, resolver)
+                    build_index(opened, cache_dir, consulted)
                 else:
                     existing.index.close()
             except Exception as error:
@@ -156,28 +148,23 @@ def build_missing(jobs: Sequence[IndexJob | Path], cache_dir: Path) -> int:
     return failures
 
 
-def _open(job: IndexJob, opened_files: ExitStack) -> tuple[ObjectFile, Resolver]:
-    """``job``'s file opened as the run opened it: its slice, its hints followed through the run's
-    search settings, bound to its image, with the resolver it asks; everything opened is closed
-    with ``opened_files``."""
-    from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, DiscoveryOptions, Resolver
+def _open(job: IndexJob, opened_files: ExitStack) -> tuple[IndexableSource, ConsultedFiles]:
+    """``job``'s file opened as the run opened it: its slice, its needs followed through the run's
+    search settings, bound to its image, with the follower of its needs; everything opened is
+    closed with ``opened_files``."""
+    from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, SearchOptions
+    from symbolize.loader import Loader
 
-    options = DiscoveryOptions(
-        binaries=job.binaries,
-        search_paths=job.search_paths,
-        debug_dirs=DEFAULT_DEBUG_DIRS if job.debug_dirs is None else job.debug_dirs,
+    loader = Loader(
+        SearchOptions(
+            binaries=job.binaries,
+            search_paths=job.search_paths,
+            debug_dirs=DEFAULT_DEBUG_DIRS if job.debug_dirs is None else job.debug_dirs,
+        )
     )
-    opened_files.callback(options.cache.close)
-    resolver = Resolver(options, job.image_path or job.path, job.path, job.arch)
-    if job.arch is None:
-        opened = open_object(job.path, resolver=resolver)
-    else:
-        opened = open_object(job.path, arch=job.arch, resolver=resolver)
-    opened_files.callback(opened.close)
-    bind = getattr(opened, "bind_image", None)
-    if job.bound_image is not None and callable(bind):
-        bind(options.open(job.bound_image, arch=job.image_arch))
-    return opened, resolver
+    opened_files.callback(loader.close)
+    image = loader.open(job.bound_image, arch=job.image_arch) if job.bound_image is not None else None
+    return loader.open_for_indexing(job.path, image_path=job.image_path, arch=job.arch, image=image)
 
 
 def _describe(error: BaseException) -> str:
@@ -209,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--job", action="append", default=[], help="an IndexJob as JSON (symbolize/index/job.py)")
     parser.add_argument("paths", type=Path, nargs="*", help="files opened by path alone")
     args = parser.parse_args(argv)
-    if hasattr(os, "nice"):
+    if sys.platform != "win32":  # os.nice is POSIX's
         os.nice(10)  # an optimisation for later runs must not slow down what the user runs now
     jobs: list[IndexJob | Path] = [*args.paths]
     for text in args.job:

@@ -35,12 +35,23 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from symbolize.demangle import demangle, remember
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.native import kernels
-from symbolize.formats.types import AnswerRegion, AnswerRun, DebugId, DebugInfoSummary, Frame, Symbol
+from symbolize.formats.types import (
+    AnswerRegion,
+    AnswerRun,
+    DebugHint,
+    DebugId,
+    DebugInfoSummary,
+    Frame,
+    Image,
+    SectionSource,
+    Symbol,
+    SymbolSource,
+)
 from symbolize.index.store import IndexDamagedError, IndexFile
 
 if TYPE_CHECKING:
@@ -59,23 +70,9 @@ _ARRAYS = (
 )  # fmt: skip
 
 
-class IndexableSource(Protocol):
-    """What indexing needs of a symbol source (symbolize.formats.types.SymbolSource)."""
-
-    path: Path
-    debug_id: DebugId | None
-
-    def debug_info(self) -> DebugInfoSummary: ...
-
-    def answer_regions(self) -> Sequence[AnswerRegion]: ...
-
-    def answers(self, key: int) -> Sequence[AnswerRun]: ...
-
-    def frames_at(self, vaddr: int) -> list[Frame]: ...
-
-    def symbols(self) -> Sequence[Symbol]: ...
-
-    def close(self) -> None: ...
+# What indexing needs of a symbol source: all of it, the optional capabilities with their defaults
+# (its index key reads ``index_kind``, ``format``, ``arch``, ``load_base`` and ``answer_inputs``).
+IndexableSource = SymbolSource
 
 
 class _Strings:
@@ -349,8 +346,8 @@ class IndexedObject:
     """``source`` with ``frames_at`` answered from ``index``; everything else is the source's own.
 
     A symbol source itself (``answer_regions``/``answers`` give the stored runs
-    back), and whatever else the source is (an image, an object file) through
-    attribute delegation: the index knows no format.
+    back); what a symbol source declares besides its answers is the source's: the index knows no
+    format.
     """
 
     run_low: Sequence[int]
@@ -380,6 +377,9 @@ class IndexedObject:
         self.index = index
         self.path: Path = source.path
         self.debug_id: DebugId | None = source.debug_id
+        self.format: str = source.format
+        self.arch: str = source.arch
+        self.load_base: int = source.load_base
         self._strings: dict[int, str] = {}
         self._names: dict[int, str | None] = {}
         facts = index.array("facts")
@@ -409,12 +409,27 @@ class IndexedObject:
         self._heads: dict[int, tuple[str | None, str | None, int, tuple[Frame, ...]]] = {}
         self._frames: dict[int, Frame] = {}
 
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for attributes not defined here: the source's image side (segments,
-        # debug link, format, arch, load base, ...).
-        if name.startswith("__") or name in _ARRAYS:
-            raise AttributeError(name)
-        return getattr(self.file, name)
+    # The source's declared capabilities ---------------------------------------------------
+
+    @property
+    def index_kind(self) -> str:
+        return self.file.index_kind
+
+    def bind_image(self, image: Image) -> None:
+        self.file.bind_image(image)
+        self.load_base = self.file.load_base
+
+    def answer_inputs(self) -> str:
+        return self.file.answer_inputs()
+
+    def lines_missing_reason(self) -> str | None:
+        return self.file.lines_missing_reason()
+
+    def needs(self) -> Sequence[DebugHint]:
+        return self.file.needs()
+
+    def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
+        self.file.supply(hint, found)
 
     def __repr__(self) -> str:
         return f"IndexedObject({self.file!r}, {str(self.index.path)!r})"

@@ -1,0 +1,46 @@
+"""How a lookup's frames are shown: names demangled as asked, inline chains kept or folded.
+
+Shared by the library API (symbolize/api.py) and the text answers (symbolize/answer_text.py).
+"""
+
+from __future__ import annotations
+
+from symbolize.demangle import DemangleMode
+from symbolize.demangle import demangle as demangle_name
+from symbolize.formats.types import Frame
+from symbolize.module import PerFrame, Unknown
+
+
+class FrameShaper:
+    """Demangles a lookup result's names and, with ``inlines=False``, folds it into one frame.
+
+    Each distinct frame is demangled once (see :class:`symbolize.module.PerFrame`).
+    """
+
+    def __init__(self, mode: DemangleMode, inlines: bool) -> None:
+        self.mode = mode
+        self.inlines = inlines
+        self._frame = PerFrame(self._demangled)
+
+    def shape(self, result: list[Frame] | Unknown) -> list[Frame] | Unknown:
+        if isinstance(result, Unknown) or not result:
+            return result
+        frames = [self._frame(frame) for frame in result]
+        if self.inlines:
+            return frames
+        innermost, outermost = frames[0], frames[-1]
+        return [
+            Frame(
+                function=outermost.function,
+                file=innermost.file,
+                line=innermost.line,
+                column=innermost.column,
+                start_line=outermost.start_line,
+            )
+        ]
+
+    def _demangled(self, frame: Frame) -> Frame:
+        name = demangle_name(frame.function, self.mode) if frame.function else frame.function
+        if name == frame.function:
+            return frame
+        return Frame(name, frame.file, frame.line, frame.column, frame.start_line)
