@@ -14,12 +14,11 @@ import pytest
 import symbolize
 import symbolize.formats
 from symbolize.cache import CACHE_DIR_VARIABLE
-
-CHECKOUT = Path(__file__).resolve().parent.parent
+from tests.fixtures_data import ROOT
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for package, directory in ((symbolize, CHECKOUT / "symbolize"), (symbolize.formats, CHECKOUT / "formats")):
+    for package, directory in ((symbolize, ROOT / "symbolize"), (symbolize.formats, ROOT / "formats")):
         imported = Path(package.__file__ or "").resolve().parent
         if imported != directory:
             raise pytest.UsageError(f"{package.__name__} is imported from {imported}, not from {directory}: "

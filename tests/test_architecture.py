@@ -57,7 +57,8 @@ from pathlib import Path
 
 import pytest
 
-CHECKOUT = Path(__file__).resolve().parent.parent
+from tests.fixtures_data import ROOT
+
 # Directory in the checkout -> the package it is installed as.
 PACKAGE_ROOTS = {"symbolize": "symbolize", "formats": "symbolize.formats"}
 FORMATS = "symbolize.formats"
@@ -99,7 +100,7 @@ class SourceModule:
         return self.path.relative_to(self.checkout).as_posix()
 
 
-def source_modules(checkout: Path = CHECKOUT) -> dict[str, SourceModule]:
+def source_modules(checkout: Path = ROOT) -> dict[str, SourceModule]:
     """Every module of the tree by its installed name (symlinked directories are not followed)."""
     modules: dict[str, SourceModule] = {}
     for directory, package in PACKAGE_ROOTS.items():
@@ -341,7 +342,7 @@ def isinstance_offenders(modules: dict[str, SourceModule]) -> list[str]:
     return offenders
 
 
-def symlink_offenders(checkout: Path = CHECKOUT) -> list[str]:
+def symlink_offenders(checkout: Path = ROOT) -> list[str]:
     """Symlinks git tracks, and any under the package directories or tests/."""
     offenders = set()
     git = shutil.which("git")
@@ -389,7 +390,7 @@ def open_offenders(modules: dict[str, SourceModule]) -> list[str]:
 
 def uninstalled_packages(modules: dict[str, SourceModule]) -> tuple[list[str], list[str]]:
     """(packages of the tree that pyproject.toml does not install, listed ones that are not in the tree)."""
-    settings = tomllib.loads((CHECKOUT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(settings["packages"])
     present = {name for name, module in modules.items() if module.is_package}
     return sorted(present - listed), sorted(listed - present)

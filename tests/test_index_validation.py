@@ -22,10 +22,10 @@ from symbolize.api import build_indexes, lookup, symbolize_profile
 from symbolize.cache import SOURCE_PATH_ARRAY, index_key, index_path
 from symbolize.formats.elf import ElfFile
 from symbolize.index.store import IndexFile, write_index
+from tests.fixtures_data import ROOT
 from tests.test_cli_contracts import console_script, tree_environment
 from tests.test_index import fixture_addresses
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 BINARY = FIXTURES / "bin" / "cppdemo-clang-dwarf5-pie"
 PROFILE = FIXTURES / "profiles" / "cppdemo-clang-dwarf5-pie.cpu.pb"

@@ -15,8 +15,9 @@ import pytest
 
 from symbolize.formats.macho.file import BuildVersion, MachOFile, list_slices, read_uuids
 from symbolize.formats.types import HintKind
+from tests.fixtures_data import MACOS_BIN
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos"
+FIXTURES = MACOS_BIN
 LLVM_OBJDUMP = shutil.which("llvm-objdump")
 
 

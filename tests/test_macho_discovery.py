@@ -19,9 +19,9 @@ from symbolize.formats.archive import archive_members
 from symbolize.formats.macho.file import N_OSO, MachOFile
 from symbolize.formats.open import open_object
 from symbolize.module import Unknown
+from tests.fixtures_data import FIXTURES
 from tests.macho_patch import with_oso_name
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MACOS = FIXTURES / "bin" / "macos"
 EXPECTED = FIXTURES / "expected" / "macos"
 

@@ -25,8 +25,9 @@ from symbolize.formats.macho.file import (
     list_slices,
     read_uuids,
 )
+from tests.fixtures_data import MACOS_BIN
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos"
+FIXTURES = MACOS_BIN
 CPU_X86_64 = 0x01000007
 CPU_ARM64 = 0x0100000C
 UUID = bytes(range(16))

@@ -36,10 +36,10 @@ from symbolize.formats.elf import ElfFile
 from symbolize.formats.macho.file import MachOFile, list_slices
 from symbolize.formats.native import PURE_PYTHON_VARIABLE
 from tests.dwarf_builder import sleb, uleb
+from tests.fixtures_data import FIXTURES
 
 _kernels = pytest.importorskip("symbolize.formats._kernels", reason="the compiled kernels were not built")
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin"
 # ELF files and Mach-O files (thin, universal, dSYM DWARF files and objects): every reader of DWARF.
 MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")

@@ -25,11 +25,11 @@ from symbolize.formats.dwarf import answers as dwarf_answers
 from symbolize.formats.dwarf.answers import DwarfSymbolAnswers, UnitRuns
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.native import kernels
+from tests.fixtures_data import FIXTURES
 
 if kernels is None:
     pytest.skip("the compiled kernels are not built or not enabled", allow_module_level=True)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ELF_FILES = sorted(path for path in FIXTURES.rglob("*") if path.is_file() and path.read_bytes()[:4] == b"\x7fELF")
 
 

@@ -24,10 +24,11 @@ from symbolize.formats.pdb.codeview import CodeViewError
 from symbolize.formats.pdb.pdb import _CompiledModule, _PythonModule
 from symbolize.formats.pdb.streams import IPI_STREAM, TPI_STREAM, ModuleInfo, TypeRecords
 from symbolize.formats.pe.file import PeFile
+from tests.fixtures_data import WINDOWS_BIN
 
 pytestmark = pytest.mark.skipif(kernels is None, reason="the compiled kernels are not built")
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"
+BIN = WINDOWS_BIN
 PDBS = sorted(BIN.glob("*.pdb"))
 
 

@@ -27,11 +27,11 @@ from symbolize.formats.native import kernels
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Module
+from tests.fixtures_data import FIXTURES
 from tests.memory_source import MemorySource
 
 pytestmark = pytest.mark.skipif(kernels is None, reason="compiled kernels not built")
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEBUG_DIR = FIXTURES / "bin" / "debug"
 BINARIES = sorted({FIXTURES / json.loads(p.read_text())["binary"] for p in (FIXTURES / "expected").glob("*.json")})
 SHAPES = [(mode, inlines) for mode in ("full", "short", "none") for inlines in (True, False)]
