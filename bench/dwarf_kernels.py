@@ -23,12 +23,12 @@ import statistics
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from symbolize.formats.dwarf import DwarfInfo, abbrev, lines, scan, skip
+from symbolize.formats.dwarf import DwarfInfo, abbrev, lines, ranges, scan, skip
 from symbolize.formats.dwarf import answers as dwarf_answers
 from symbolize.formats.dwarf.scan import SharedTables, scan_unit
 from symbolize.formats.dwarf.unit import Unit
@@ -38,7 +38,7 @@ from symbolize.formats.native import kernels, status
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.kernel_twins import index_state, scan_kernels  # noqa: E402
+from tests.kernel_twins import index_state, kernels_in, scan_kernels  # noqa: E402
 
 
 def default_binary() -> Path:
@@ -121,19 +121,9 @@ def file_names(headers: list[tuple[Unit, tuple[Any, ...]]]) -> list[Any]:
     return [lines.file_names(unit, *arguments) for unit, arguments in headers]
 
 
-@contextmanager
-def module_kernels(value: Any) -> Iterator[None]:
+def module_kernels(value: Any) -> AbstractContextManager[None]:
     """``value`` as the kernels of abbrev.py, lines.py and the walk's (scan.py, ranges.py, skip.py)."""
-    modules = (vars(abbrev), vars(lines))
-    saved = [module["kernels"] for module in modules]
-    for module in modules:
-        module["kernels"] = value
-    try:
-        with scan_kernels(value):
-            yield
-    finally:
-        for module, kept in zip(modules, saved, strict=True):
-            module["kernels"] = kept
+    return kernels_in(value, abbrev, lines, scan, ranges, skip)
 
 
 def node_ranges(cases: list[tuple[Unit, dict[int, Any]]]) -> object:
@@ -147,16 +137,9 @@ def unit_answers(path: Path) -> int:
         return sum(len(elf.answers(key)) for key in keys)
 
 
-@contextmanager
-def sweep_kernels(value: Any) -> Iterator[None]:
+def sweep_kernels(value: Any) -> AbstractContextManager[None]:
     """``value`` as the kernels of answers.py alone (the walk's and ranges' kernels stay on)."""
-    module = vars(dwarf_answers)
-    saved = module["kernels"]
-    module["kernels"] = value
-    try:
-        yield
-    finally:
-        module["kernels"] = saved
+    return kernels_in(value, dwarf_answers)
 
 
 def timed(repeat: int, sides: dict[str, Callable[[], object]], swap: Any = None) -> dict[str, list[float]]:

@@ -82,18 +82,15 @@ def sections_of(data: bytes) -> dict[str, bytes] | None:
 
 def _line_outcome(unit: Any, kernels: Any) -> tuple[object, ...]:
     from symbolize.formats.dwarf import lines
+    from tests.kernel_twins import kernels_in
 
-    module = vars(lines)
-    saved = module["kernels"]
-    module["kernels"] = kernels
     try:
-        table = lines.decode_line_table(unit, unit.stmt_list)
+        with kernels_in(kernels, lines):
+            table = lines.decode_line_table(unit, unit.stmt_list)
         return ("decoded", table.files, list(table.addresses), list(table.file_indexes), list(table.lines),
                 list(table.columns), table.sequences)
     except Exception as error:  # any type: the two sides must raise the same one
         return ("raised", type(error), str(error))
-    finally:
-        module["kernels"] = saved
 
 
 def compare(sections: dict[str, bytes]) -> int:

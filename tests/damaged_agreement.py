@@ -25,8 +25,9 @@ from symbolize.formats.elf import ElfFile
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import Frame
 from tests.elf_patch import section_headers
+from tests.fixtures_data import BIN
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
+FIXTURES = BIN
 # DWARF 4 and 5, GCC (sibling links) and Clang (none), C and C++ with deep inlining.
 CASES = ("cppdemo-gcc-dwarf5-pie", "cppdemo-clang-dwarf5-pie", "cdemo-gcc-dwarf4-pie", "cppdemo-clang-dwarf4-pie",
          "cdemo-clang-dwarf5-pie")

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
+FIXTURES = ROOT / "fixtures"
 BIN = FIXTURES / "bin"
+MACOS_BIN = BIN / "macos"
+WINDOWS_BIN = BIN / "windows"
 EXPECTED = FIXTURES / "expected"
 PROFILES = FIXTURES / "profiles"
 DEBUG_DIR = BIN / "debug"

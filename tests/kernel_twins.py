@@ -4,14 +4,20 @@ Each ``*_outcome`` function runs one side (``compiled`` True: the kernel where t
 offers it; False: the Python reference alone) and returns what it produced, or the exception it
 raised as (type, message) together with whatever it had appended by then. The two sides must give
 equal outcomes on any input (``tests/test_native_walk.py``, ``fuzz/fuzz_kernels.py``).
+
+The switch between the two is one place for every test, fuzz target and bench: each reader module
+with a compiled twin dispatches on its module-level ``kernels`` (``formats/native.py``: the loaded
+module, or None for the Python reference); ``kernels_in`` sets it for the length of a ``with``, and
+``kernel_environment`` sets ``SYMBOLIZE_PURE_PYTHON`` for a subprocess.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from symbolize.formats.dwarf import DwarfInfo, ranges, scan, skip
@@ -20,6 +26,7 @@ from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.macho.slices import list_slices
+from symbolize.formats.native import PURE_PYTHON_VARIABLE
 
 DWARF_SECTIONS = ("debug_info", "debug_abbrev", "debug_str", "debug_line_str", "debug_str_offsets", "debug_addr",
                   "debug_line", "debug_ranges", "debug_rnglists", "debug_aranges")
@@ -64,17 +71,30 @@ class RecordingWalk:
 
 
 @contextmanager
-def scan_kernels(kernels: Any) -> Iterator[None]:
-    """``kernels`` in scan.py, ranges.py and skip.py (None: the Python reference alone)."""
-    modules = (vars(scan), vars(ranges), vars(skip))
-    saved = [module["kernels"] for module in modules]
-    for module in modules:
-        module["kernels"] = kernels
+def kernels_in(kernels: Any, *modules: ModuleType) -> Iterator[None]:
+    """``kernels`` as what each of ``modules`` dispatches on (None: the Python reference alone)."""
+    namespaces = [vars(module) for module in modules]
+    saved = [namespace["kernels"] for namespace in namespaces]
+    for namespace in namespaces:
+        namespace["kernels"] = kernels
     try:
         yield
     finally:
-        for module, value in zip(modules, saved, strict=True):
-            module["kernels"] = value
+        for namespace, value in zip(namespaces, saved, strict=True):
+            namespace["kernels"] = value
+
+
+def kernel_environment(environment: Mapping[str, str], pure_python: bool) -> dict[str, str]:
+    """``environment`` for a subprocess on the Python reference alone, or with the kernels where built."""
+    switched = {name: value for name, value in environment.items() if name != PURE_PYTHON_VARIABLE}
+    if pure_python:
+        switched[PURE_PYTHON_VARIABLE] = "1"
+    return switched
+
+
+def scan_kernels(kernels: Any) -> AbstractContextManager[None]:
+    """``kernels`` in the DIE walk's modules: scan.py, ranges.py and skip.py."""
+    return kernels_in(kernels, scan, ranges, skip)
 
 
 def index_state(index: UnitIndex) -> tuple[object, ...]:

@@ -28,8 +28,9 @@ from symbolize.index.indexed import IndexedObject
 from symbolize.index.job import IndexJob
 from symbolize.loader import Loader
 from symbolize.module import Module
+from tests.fixtures_data import BIN
 
-FIXTURE_BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
+FIXTURE_BIN = BIN
 BINARY = FIXTURE_BIN / "cppdemo-gcc-dwarf5-pie"
 runner = CliRunner()
 

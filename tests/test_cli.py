@@ -24,8 +24,8 @@ from symbolize.formats.types import Frame
 from symbolize.module import Module, Reason, Unknown
 from symbolize.pprof import read_profile, write_profile
 from symbolize.proto.profile_pb2 import Profile
+from tests.fixtures_data import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_BIN = ROOT / "fixtures" / "bin"
 NOPIE = FIXTURE_BIN / "cdemo-clang-dwarf4-nopie"
 LLVM_SYMBOLIZER = shutil.which("llvm-symbolizer")

@@ -19,8 +19,8 @@ import pytest
 from symbolize import api
 from symbolize.errors import SymbolizeError
 from symbolize.pprof import read_profile
+from tests.fixtures_data import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_BIN = ROOT / "fixtures" / "bin"
 PROFILE = ROOT / "fixtures" / "profiles" / "cdemo-gcc-dwarf5-pie.cpu.pb"
 BINARY = FIXTURE_BIN / "cdemo-gcc-dwarf5-pie"

@@ -12,8 +12,8 @@ import pytest
 
 from symbolize.cli.entry import PlainLookup, PlainProfile, plain_command, plain_lookup
 from symbolize.cli.spellings import llvm_spellings
+from tests.fixtures_data import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 BINARY = ROOT / "fixtures" / "bin" / "cppdemo-gcc-dwarf5-pie"
 PROFILE = ROOT / "fixtures" / "profiles" / "cdemo-gcc-dwarf5-pie.cpu.pb"
 TYPER = "import sys; from symbolize.cli.app import main; main()"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures_data import ROOT
 from tests.test_cli_contracts import console_script
 
-ROOT = Path(__file__).resolve().parent.parent
 STYLES = sorted((ROOT / "fixtures" / "expected" / "styles").glob("*.json"))
 LLVM_SYMBOLIZER = shutil.which("llvm-symbolizer")
 DISCRIMINATOR = re.compile(r" \(discriminator \d+\)$", re.MULTILINE)

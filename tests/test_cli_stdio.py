@@ -23,8 +23,8 @@ from symbolize.cli.app import app
 from symbolize.errors import SymbolizeError
 from symbolize.pprof import parse_profile, write_profile
 from symbolize.proto.profile_pb2 import Profile
+from tests.fixtures_data import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 NOPIE = ROOT / "fixtures" / "bin" / "cdemo-clang-dwarf4-nopie"
 LLVM_SYMBOLIZER = shutil.which("llvm-symbolizer")
 needs_llvm = pytest.mark.skipif(

@@ -32,9 +32,9 @@ from symbolize.module import Reason, Unknown
 from symbolize.proto.profile_pb2 import Profile
 from tests import hostile_dwarf as h
 from tests.elf_patch import with_bomb
+from tests.fixtures_data import ROOT
 from tests.test_malformed_elf import SHF_COMPRESSED, SHT_PROGBITS, Section, build_elf, symtab
 
-ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "fixtures" / "bin"
 MACOS = BIN / "macos"
 EXPECTED = ROOT / "fixtures" / "expected"

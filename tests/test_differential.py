@@ -39,9 +39,9 @@ from elftools.elf.sections import SymbolTableSection
 from symbolize.api import lookup, open_module
 from symbolize.formats.elf import ElfFile
 from symbolize.module import Unknown
+from tests.fixtures_data import FIXTURES
 from tests.rust_names import RUST_LEGACY, rustc_demangle_escapes
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECTED = sorted((FIXTURES / "expected").glob("*.json"))
 DEBUG_DIR = FIXTURES / "bin" / "debug"
 LLVM_SYMBOLIZER = shutil.which("llvm-symbolizer")

@@ -16,8 +16,8 @@ from symbolize.formats.errors import DebugIdMismatchError, MalformedInputError, 
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, DebugInfoSummary, Frame, Segment, Symbol
 from symbolize.loader import Loader
 from symbolize.module import Module, Reason, Unknown
+from tests.fixtures_data import BIN
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 DEBUG_DIR = BIN / "debug"
 DEBUGLINK = BIN / "cdemo-gcc-debuglink"
 BUILD_ID_BINARY = BIN / "cppdemo-gcc-buildid"

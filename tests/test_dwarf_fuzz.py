@@ -12,8 +12,9 @@ from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.errors import MalformedInputError
 from tests.dwarf_builder import answering
+from tests.fixtures_data import BIN
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
+FIXTURES = BIN
 SECTIONS = ("debug_info", "debug_abbrev", "debug_line", "debug_rnglists", "debug_str_offsets", "debug_addr")
 
 

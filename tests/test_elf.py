@@ -14,8 +14,8 @@ import pytest
 from symbolize.formats import ElfFile, open_object
 from symbolize.formats.errors import MissingDebugInfoError, UnsupportedFormatError
 from symbolize.formats.types import DebugIdKind, Frame
+from tests.fixtures_data import BIN
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 ALL = sorted(path.name for path in BIN.iterdir() if path.is_file()) if BIN.is_dir() else []
 EXECUTABLES = [name for name in ALL if not name.endswith((".dwo", ".dwp", ".debug"))]
 COMPRESSED = ["cdemo-gcc-gz-zlib", "cdemo-gcc-gz-zstd", "cdemo-gcc-zdebug", "rustdemo-full"]

@@ -19,8 +19,8 @@ import pytest
 from symbolize.api import symbolize_profile
 from symbolize.pprof import StringTable, read_profile
 from symbolize.proto.profile_pb2 import Mapping, Profile
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin"
 # pprof profiles from the fixture sampler, and gperftools' own formats (fixtures/make_gperf_profiles.py),
 # of the ELF fixtures; the heap_v2 files of the PE and Mach-O fixtures are in test_foreign_heap_v2.py.

@@ -28,8 +28,8 @@ from symbolize.cli.app import app
 from symbolize.formats.macho.file import MachOFile
 from symbolize.pprof import read_profile
 from symbolize.proto.profile_pb2 import Profile
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 GPERFTOOLS = FIXTURES / "profiles" / "gperftools"
 WINDOWS = FIXTURES / "bin" / "windows"
 MACOS = FIXTURES / "bin" / "macos"

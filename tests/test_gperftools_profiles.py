@@ -30,8 +30,8 @@ from symbolize.pprof import StringTable, parse_profile, read_profile
 from symbolize.profiles import ProfileFormat, sniff_format
 from symbolize.profiles.heap_v2 import scale_heap_v2
 from symbolize.proto.profile_pb2 import Profile
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin"
 GPERFTOOLS = sorted((FIXTURES / "profiles" / "gperftools").iterdir())
 # Of the ELF fixtures (named from fixtures/bin); those of the PE and Mach-O fixtures: test_foreign_heap_v2.py.

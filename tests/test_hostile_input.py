@@ -35,6 +35,7 @@ from symbolize.proto.profile_pb2 import Function, Line, Profile
 from symbolize.rewrite import MAX_ID, fresh_ids
 from symbolize.tempfiles import STALE_AFTER_SECONDS
 from tests.dwarf_builder import answering, getter, sleb, uleb
+from tests.fixtures_data import MACOS_BIN
 from tests.hostile_dwarf import (
     LE4,
     Encoding,
@@ -464,7 +465,7 @@ def test_a_command_outside_the_boundary_still_ends_in_one_line(
 def test_truncated_macho_string_table_is_a_typed_error_not_a_buffer_error(tmp_path: Path) -> None:
     # fuzz_object.py macho: a string table past the end of the file raised MalformedInputError
     # while a view into the mapping was alive, and closing the mapping then raised BufferError.
-    data = (Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos" / "cdemo-x86_64").read_bytes()
+    data = (MACOS_BIN / "cdemo-x86_64").read_bytes()
     path = tmp_path / "truncated"
     path.write_bytes(data[:-1])
     try:

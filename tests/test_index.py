@@ -25,8 +25,8 @@ from symbolize.index.indexed import IndexedObject
 from symbolize.index.store import IndexFile, write_index
 from symbolize.loader import Loader
 from symbolize.module import Module, PerFrame, Unknown
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEBUG_DIR = FIXTURES / "bin" / "debug"
 BINARIES = sorted({FIXTURES / json.loads(p.read_text())["binary"] for p in (FIXTURES / "expected").glob("*.json")})
 

@@ -22,10 +22,11 @@ from symbolize.api import build_indexes, lookup, symbolize_profile
 from symbolize.cache import SOURCE_PATH_ARRAY, index_key, index_path
 from symbolize.formats.elf import ElfFile
 from symbolize.index.store import IndexFile, write_index
+from tests.fixtures_data import ROOT
+from tests.kernel_twins import kernel_environment
 from tests.test_cli_contracts import console_script, tree_environment
 from tests.test_index import fixture_addresses
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 BINARY = FIXTURES / "bin" / "cppdemo-clang-dwarf5-pie"
 PROFILE = FIXTURES / "profiles" / "cppdemo-clang-dwarf5-pie.cpu.pb"
@@ -178,10 +179,7 @@ def test_the_unchanged_index_is_kept(tmp_path: Path, built: Built, uncached: Unc
 
 def _run(arguments: list[str | Path], pure_python: bool) -> subprocess.CompletedProcess[bytes]:
     """The console script on this tree's code, with or without the compiled kernels."""
-    environment = tree_environment()
-    environment.pop("SYMBOLIZE_PURE_PYTHON", None)
-    if pure_python:
-        environment["SYMBOLIZE_PURE_PYTHON"] = "1"
+    environment = kernel_environment(tree_environment(), pure_python)
     return subprocess.run(
         [*console_script(), *map(str, arguments)], capture_output=True, cwd=ROOT, env=environment, timeout=120
     )

@@ -27,12 +27,12 @@ from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Profile
 from symbolize.rewrite import _attach_results, _FunctionTable, _Pending
 from symbolize.summary import MappingSummary
+from tests.fixtures_data import FIXTURES
 from tests.test_index import fixture_addresses
 from tests.test_warm_kernel import _memory_index, _regions_and_runs
 
 pytestmark = pytest.mark.skipif(kernels is None, reason="compiled kernels not built")
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEBUG_DIR = FIXTURES / "bin" / "debug"
 BINARIES = sorted({FIXTURES / json.loads(p.read_text())["binary"] for p in (FIXTURES / "expected").glob("*.json")})
 

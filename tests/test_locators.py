@@ -27,8 +27,8 @@ from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.errors import MissingDebugInfoError
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, HintKind, ObjectFile
 from symbolize.loader import Loader
+from tests.fixtures_data import BIN
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 SPLIT = "cdemo-clang-split"
 DWZ = "cppdemo-gcc-dwz"
 

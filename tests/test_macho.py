@@ -17,8 +17,9 @@ from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.macho.load_commands import BuildVersion, read_uuids
 from symbolize.formats.macho.slices import list_slices
 from symbolize.formats.types import HintKind
+from tests.fixtures_data import MACOS_BIN
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos"
+FIXTURES = MACOS_BIN
 LLVM_OBJDUMP = shutil.which("llvm-objdump")
 
 

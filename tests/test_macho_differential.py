@@ -37,8 +37,8 @@ from symbolize.formats.archive import split_member_path
 from symbolize.formats.macho.debugmap import DebugMapSource
 from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.types import HintKind
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECTED = sorted((FIXTURES / "expected" / "macos").glob("*.json"))
 LLVM_SYMBOLIZER = shutil.which("llvm-symbolizer")
 

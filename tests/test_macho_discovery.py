@@ -20,9 +20,9 @@ from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.macho.symtab import N_OSO
 from symbolize.formats.open import open_object
 from symbolize.module import Unknown
+from tests.fixtures_data import FIXTURES
 from tests.macho_patch import with_oso_name
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MACOS = FIXTURES / "bin" / "macos"
 EXPECTED = FIXTURES / "expected" / "macos"
 

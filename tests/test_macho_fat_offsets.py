@@ -10,15 +10,13 @@ is, and the summary says which was used. The profiles (``fixtures/make_macos_pro
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from symbolize.api import symbolize_profile
 from symbolize.formats.macho.file import MachOFile
 from symbolize.normalize import macho_offset_base, translator
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MACOS = FIXTURES / "bin" / "macos"
 PROFILES = FIXTURES / "profiles" / "macos"
 FAT = MACOS / "cppdemo-universal"

@@ -18,8 +18,8 @@ from symbolize.formats.macho.file import MachOFile
 from symbolize.index.indexed import IndexedObject
 from symbolize.loader import Loader
 from symbolize.module import Module, Unknown
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # The variants with debug info to index: a dSYM, or the objects of a debug map.
 INDEXED = sorted(
     path

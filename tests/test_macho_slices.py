@@ -4,7 +4,6 @@ size and the addresses it holds (symbolize/discovery/slices.py), not by the host
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,8 @@ from symbolize.formats.macho.slices import host_arch
 from symbolize.module import Unknown
 from symbolize.pprof import StringTable
 from symbolize.proto.profile_pb2 import Profile
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 UNIVERSAL = FIXTURES / "bin" / "macos" / "cppdemo-universal"
 SLIDE = 0x5A3C000
 

@@ -19,8 +19,8 @@ from symbolize.formats.macho.file import MachOFile
 from symbolize.module import Reason, Unknown
 from symbolize.pprof import StringTable, read_profile
 from symbolize.proto.profile_pb2 import Profile
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MACOS = FIXTURES / "bin" / "macos"
 PROFILES = FIXTURES / "profiles" / "macos"
 VARIANTS = json.loads((FIXTURES / "manifest.json").read_text())["macos_variants"]

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from symbolize.formats.archive import archive_members, find_member, split_member_path
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
 from symbolize.formats.macho.file import MachOFile
+from tests.fixtures_data import MACOS_BIN
 
-ARCHIVE = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos" / "obj" / "libmacarchive-x86_64.a"
+ARCHIVE = MACOS_BIN / "obj" / "libmacarchive-x86_64.a"
 
 
 def _header(name: bytes, size: bytes, mtime: bytes = b"0") -> bytes:

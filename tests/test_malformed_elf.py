@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from symbolize.formats import ElfFile, open_object
 from symbolize.formats.errors import MalformedInputError, SymbolizeError
 from symbolize.formats.sections import ELFCOMPRESS_ZLIB
+from tests.fixtures_data import BIN
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_NOTE = 1, 2, 3, 7
 SHF_COMPRESSED = 0x800
 

@@ -19,8 +19,9 @@ from symbolize.formats.macho.debugmap import DebugMapSource
 from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.macho.load_commands import LC_FUNCTION_STARTS, LC_SEGMENT_64, LC_SYMTAB, LC_UUID, read_uuids
 from symbolize.formats.macho.slices import list_slices
+from tests.fixtures_data import MACOS_BIN
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "macos"
+FIXTURES = MACOS_BIN
 CPU_X86_64 = 0x01000007
 CPU_ARM64 = 0x0100000C
 UUID = bytes(range(16))

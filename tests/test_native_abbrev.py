@@ -23,7 +23,7 @@ from symbolize.formats.dwarf import abbrev
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.abbrev import Abbrev, ShapeBytes
 from tests.dwarf_builder import sleb, uleb
-from tests.kernel_twins import object_units
+from tests.kernel_twins import kernels_in, object_units
 from tests.test_native_kernels import BIN, OBJECT_FILES
 
 _kernels = pytest.importorskip("symbolize.formats._kernels", reason="the compiled kernels were not built")
@@ -33,14 +33,11 @@ FIXTURES = BIN.parent
 
 def _outcome(compiled: bool, data: bytes, offset: int, shapes: ShapeBytes) -> tuple[object, ...]:
     """What a parse returned, or raised, and the memo it left (a copy of ``shapes``, which it fills)."""
-    saved = abbrev.kernels
-    abbrev.kernels = _kernels if compiled else None
     try:
-        table, end = abbrev.read_abbrev_table(data, offset, shapes)
+        with kernels_in(_kernels if compiled else None, abbrev):
+            table, end = abbrev.read_abbrev_table(data, offset, shapes)
     except Exception as error:  # any type: the two must raise the same one
         return ("raised", type(error), str(error), shapes)
-    finally:
-        abbrev.kernels = saved
     # Values and their order, each entry an Abbrev, and where the table ends.
     return ("returned", list(table.items()), [type(entry) for entry in table.values()], end, shapes)
 

@@ -37,10 +37,11 @@ from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.macho.slices import list_slices
 from symbolize.formats.native import PURE_PYTHON_VARIABLE
 from tests.dwarf_builder import sleb, uleb
+from tests.fixtures_data import FIXTURES
+from tests.kernel_twins import kernel_environment, kernels_in
 
 _kernels = pytest.importorskip("symbolize.formats._kernels", reason="the compiled kernels were not built")
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin"
 # ELF files and Mach-O files (thin, universal, dSYM DWARF files and objects): every reader of DWARF.
 MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
@@ -132,11 +133,11 @@ def test_every_fixture_program_decodes_alike(path: Path, monkeypatch: pytest.Mon
     units = _line_units(path)
     if not units:
         pytest.skip("no line programs (a file without DWARF, or a .dwo)")
-    monkeypatch.setattr(lines, "kernels", None)
-    reference = [_decoded(unit) for unit in units]
+    with kernels_in(None, lines):
+        reference = [_decoded(unit) for unit in units]
     recording = _RecordingKernels()
-    monkeypatch.setattr(lines, "kernels", recording)
-    compiled = [_decoded(unit) for unit in units]
+    with kernels_in(recording, lines):
+        compiled = [_decoded(unit) for unit in units]
     assert compiled == reference
     # The kernel decoded them all itself (nothing in a real program outgrows 64 bits).
     assert recording.returned and None not in recording.returned
@@ -290,13 +291,10 @@ def _fixture_programs(name: str) -> tuple[Program, ...]:
         captured.append(program)  # type: ignore[arg-type]
         return reference(table, *program, keep_every_row=keep_every_row)
 
-    saved = lines.kernels, lines._run_program
-    lines.kernels, lines._run_program = None, capture  # type: ignore[assignment]
-    try:
+    with kernels_in(None, lines), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lines, "_run_program", capture)
         for unit in _line_units(BIN / name):
             _decoded(unit)
-    finally:
-        lines.kernels, lines._run_program = saved
     return tuple(captured)
 
 
@@ -327,9 +325,7 @@ def test_mutated_fixture_programs_decode_alike(data: st.DataObject, case: str) -
 @pytest.mark.parametrize(("variable", "expected"), [(None, "compiled kernels: yes"),
                                                     ("1", f"compiled kernels: no ({PURE_PYTHON_VARIABLE} is set)")])
 def test_the_environment_variable_forces_the_python_path(variable: str | None, expected: str) -> None:
-    environment = {name: value for name, value in os.environ.items() if name != PURE_PYTHON_VARIABLE}
-    if variable is not None:
-        environment[PURE_PYTHON_VARIABLE] = variable
+    environment = kernel_environment(os.environ, pure_python=variable is not None)
     script = ("import symbolize, symbolize.formats.dwarf.lines as lines;"
               "print(symbolize.native_status(), lines.kernels is None)")
     printed = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True,

@@ -25,6 +25,7 @@ from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf import lines
 from symbolize.formats.dwarf.unit import Unit
 from tests.dwarf_builder import uleb
+from tests.kernel_twins import kernels_in
 from tests.test_native_kernels import BIN, OBJECT_FILES, _line_units
 
 _kernels = pytest.importorskip("symbolize.formats._kernels", reason="the compiled kernels were not built")
@@ -35,14 +36,11 @@ Header = tuple[bytes, int, int, int, int]
 
 
 def _outcome(compiled: bool, unit: Unit, header: Header) -> tuple[object, ...]:
-    saved = lines.kernels
-    lines.kernels = _kernels if compiled else None
     try:
-        return ("returned", lines.file_names(unit, *header))
+        with kernels_in(_kernels if compiled else None, lines):
+            return ("returned", lines.file_names(unit, *header))
     except Exception as error:  # any type: the two must raise the same one
         return ("raised", type(error), str(error))
-    finally:
-        lines.kernels = saved
 
 
 def _assert_alike(unit: Unit, header: Header) -> None:

@@ -9,8 +9,6 @@ Skipped where the kernels are not built or not enabled.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
@@ -25,11 +23,12 @@ from symbolize.formats.dwarf import answers as dwarf_answers
 from symbolize.formats.dwarf.answers import DwarfSymbolAnswers, UnitRuns
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.native import kernels
+from tests.fixtures_data import FIXTURES
+from tests.kernel_twins import kernels_in
 
 if kernels is None:
     pytest.skip("the compiled kernels are not built or not enabled", allow_module_level=True)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ELF_FILES = sorted(path for path in FIXTURES.rglob("*") if path.is_file() and path.read_bytes()[:4] == b"\x7fELF")
 
 
@@ -46,24 +45,13 @@ class _Recording:
         return returned
 
 
-@contextmanager
-def _sweep_kernels(value: Any) -> Iterator[None]:
-    module = vars(dwarf_answers)
-    saved = module["kernels"]
-    module["kernels"] = value
-    try:
-        yield
-    finally:
-        module["kernels"] = saved
-
-
 def _table(table: RunTable) -> tuple[object, ...]:
     return (list(table.lows), list(table.highs), list(table.files), list(table.lines), list(table.columns),
             list(table.heads), list(table.chain_heads), list(table.file_names))
 
 
 def _all_answers(path: Path, sweep: Any) -> list[object]:
-    with _sweep_kernels(sweep), ElfFile(path) as elf:
+    with kernels_in(sweep, dwarf_answers), ElfFile(path) as elf:
         found: list[object] = []
         # One unit can have many regions (rustc's units hold many ranges): each unit once.
         for key in dict.fromkeys(region.key for region in elf.answer_regions()):

@@ -23,12 +23,12 @@ from symbolize.formats.dwarf.abbrev import Abbrev
 from symbolize.formats.dwarf.scan import SharedTables, scan_unit
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.native import kernels
+from tests.fixtures_data import FIXTURES
 from tests.kernel_twins import RecordingWalk, index_state, object_units, scan_kernels, scan_outcome, with_info
 
 if kernels is None:
     pytest.skip("the compiled kernels are not built or not enabled", allow_module_level=True)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
 OBJECT_FILES = sorted(path for path in FIXTURES.rglob("*") if path.is_file() and path.read_bytes()[:4] in MAGICS)
 

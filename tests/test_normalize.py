@@ -9,7 +9,6 @@ from ``base + page_floor(first p_vaddr)`` with offset 0.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -18,8 +17,8 @@ from hypothesis import strategies as st
 from symbolize.formats import ElfFile
 from symbolize.formats.types import Segment
 from symbolize.normalize import PAGE_SIZE, runtime_to_vaddr
+from tests.fixtures_data import BIN
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 RELOCATABLE = ["cdemo-gcc-dwarf5-pie", "cppdemo-clang-dwarf5-pie", "libshape.so", "rustdemo-full"]
 FIXED = ["cdemo-gcc-dwarf5-nopie", "cppdemo-clang-dwarf5-nopie"]
 BASES = [0x5555_5555_4000, 0x7F12_3456_0000]

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from symbolize.formats import ElfFile
 from symbolize.formats.types import DebugHint, DebugId, Segment
 from symbolize.normalize import PAGE_SIZE, runtime_to_vaddr, translator
-
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
+from tests.fixtures_data import BIN
 
 
 @dataclass

@@ -23,9 +23,9 @@ from symbolize.profiles import sniff_format
 from symbolize.profiles.sniff import OPENTELEMETRY_EXPORT, ProfileFormat
 from symbolize.proto import profile_pb2
 from symbolize.proto.profile_pb2 import Profile
+from tests.fixtures_data import ROOT
 from tests.test_cli_contracts import NO_SIDE_EFFECTS, one_error_line, run
 
-ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "fixtures" / "profiles"
 
 

@@ -33,8 +33,8 @@ from symbolize.pprof import StringTable, read_profile
 from symbolize.proto.profile_pb2 import Profile
 from symbolize.rewrite import RewriteOptions
 from symbolize.rewrite import symbolize_profile as rewrite_profile
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin"
 SOURCE = FIXTURES / "profiles" / "rustdemo-full.cpu.pb"
 SPELLINGS = ["module-offset", "module-base-offset", "absolute"]

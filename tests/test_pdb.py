@@ -49,9 +49,9 @@ from symbolize.formats.pdb.msf import MSFZ_MAGIC, MsfFile
 from symbolize.formats.pdb.streams import FEATURE_MINIMAL_DEBUG_INFO
 from symbolize.formats.pe.file import PeFile
 from symbolize.formats.types import Frame
+from tests.fixtures_data import FIXTURES
 from tests.msf_builder import build_msf, streams_of
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin" / "windows"
 PDBUTIL = shutil.which("llvm-pdbutil")
 LLVM_SYMBOLIZER = shutil.which("llvm-symbolizer")

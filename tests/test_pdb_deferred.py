@@ -26,9 +26,10 @@ from symbolize.formats.pdb.msf import MSFZ_MAGIC
 from symbolize.formats.pe.file import PeFile
 from symbolize.index.indexed import IndexedObject
 from symbolize.loader import SuppliedSource
+from tests.fixtures_data import WINDOWS_BIN
 from tests.msf_builder import build_msf, streams_of
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"
+BIN = WINDOWS_BIN
 PDBS = sorted(BIN.glob("*.pdb"))
 IMAGES = ["winapp.exe", "winlib.dll", "win32demo.exe", "winarm64.exe"]
 

@@ -47,6 +47,7 @@ from symbolize.formats.pdb import PdbFile
 from symbolize.formats.pdb.inline import InlineSite
 from symbolize.formats.pdb.module_stream import PythonModule, sites_of
 from symbolize.formats.pe.file import PeFile
+from tests.fixtures_data import WINDOWS_BIN
 from tests.pdb_rewrite import (
     DEBUG_S_CROSSSCOPEEXPORTS,
     DEBUG_S_CROSSSCOPEIMPORTS,
@@ -55,7 +56,7 @@ from tests.pdb_rewrite import (
     rewrite_module,
 )
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"
+BIN = WINDOWS_BIN
 FIXTURE_PDBS = sorted(BIN.glob("*.pdb"))
 LLVM_SYMBOLIZER_22 = Path("/usr/lib/llvm-22/bin/llvm-symbolizer")
 _MACHINES = {

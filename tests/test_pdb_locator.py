@@ -13,9 +13,9 @@ from symbolize.api import lookup, open_module
 from symbolize.discovery.pdb_locator import symbol_path_directories
 from symbolize.formats.pdb import PdbFile
 from symbolize.module import Unknown
+from tests.fixtures_data import FIXTURES
 from tests.msf_builder import build_msf, streams_of
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin" / "windows"
 
 

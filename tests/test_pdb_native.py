@@ -24,10 +24,12 @@ from symbolize.formats.pdb.codeview import CodeViewError
 from symbolize.formats.pdb.module_stream import CompiledModule, PythonModule
 from symbolize.formats.pdb.streams import IPI_STREAM, TPI_STREAM, ModuleInfo, TypeRecords
 from symbolize.formats.pe.file import PeFile
+from tests.fixtures_data import WINDOWS_BIN
+from tests.kernel_twins import kernels_in
 
 pytestmark = pytest.mark.skipif(kernels is None, reason="the compiled kernels are not built")
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"
+BIN = WINDOWS_BIN
 PDBS = sorted(BIN.glob("*.pdb"))
 
 
@@ -139,13 +141,11 @@ def test_made_symbol_and_line_bytes_decode_alike(data: st.DataObject) -> None:
 
 
 def _reference_offsets(records: TypeRecords) -> list[int]:
-    with_kernels = streams.kernels
-    streams.kernels = None
     try:
-        records._offsets = None
-        return records._index()
+        with kernels_in(None, streams):
+            records._offsets = None
+            return records._index()
     finally:
-        streams.kernels = with_kernels
         records._offsets = None
 
 

@@ -15,8 +15,9 @@ from symbolize.formats.open import open_object
 from symbolize.formats.pdb import PdbFile
 from symbolize.formats.pe.file import PeFile
 from symbolize.formats.types import DebugId, DebugIdKind, HintKind
+from tests.fixtures_data import WINDOWS_BIN
 
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin" / "windows"
+BIN = WINDOWS_BIN
 IMAGES = ["winapp.exe", "winlib.dll", "win32demo.exe", "winarm64.exe", "mingwapp.exe", "rustwin.exe"]
 READOBJ = shutil.which("llvm-readobj")
 

@@ -11,7 +11,6 @@ each location, whose answer the differential tests hold against llvm-symbolizer)
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +21,8 @@ from symbolize.formats.types import DebugId, DebugIdKind
 from symbolize.module import Reason, Unknown
 from symbolize.pprof import StringTable, read_profile
 from symbolize.proto.profile_pb2 import Profile
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin" / "windows"
 PROFILES = FIXTURES / "profiles" / "windows"
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 from symbolize import api
 from symbolize.summary import Summary
+from tests.fixtures_data import BIN
 from tests.test_contained_damage import _pie_profile, _vaddrs
-
-BIN = Path(__file__).resolve().parent.parent / "fixtures" / "bin"
 
 
 def _summary_of(binary: Path) -> Summary:

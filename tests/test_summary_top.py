@@ -18,8 +18,8 @@ from symbolize.cli.app import app
 from symbolize.pprof import StringTable, read_profile, serialize_profile
 from symbolize.proto.profile_pb2 import Profile
 from symbolize.top_functions import top_leaf_functions
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BIN = FIXTURES / "bin"
 HEAP_V2 = FIXTURES / "profiles" / "gperftools" / "rustdemo-full.heap_v2"
 TCMALLOC = r"tc_\w+|.*tcmalloc.*"

@@ -24,8 +24,8 @@ from elftools.elf.elffile import ELFFile
 
 from symbolize.api import build_indexes, lookup
 from symbolize.module import Unknown
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DIRECTORY = FIXTURES / "symbol-choice"
 FILES = ["armdemo-aarch64", "armdemo-armv7", "mingwcrt.exe"]
 LLVM_SYMBOLIZER = Path(os.environ.get("LLVM_SYMBOLIZER", "/usr/lib/llvm-22/bin/llvm-symbolizer"))

@@ -31,10 +31,10 @@ from symbolize.formats.open import open_object
 from symbolize.formats.pe.file import PeFile
 from symbolize.proto.profile_pb2 import Profile
 from tests.elf_patch import with_section_contents
+from tests.fixtures_data import ROOT
 from tests.macho_patch import with_oso_name
 from tests.pe_patch import rsds_head, with_codeview
 
-ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "fixtures" / "bin"
 EXPECTED = ROOT / "fixtures" / "expected"
 LLVM_22 = Path("/usr/lib/llvm-22/bin/llvm-symbolizer")

@@ -18,8 +18,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
 from symbolize.formats.elf import ElfFile
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 SHF_EXECINSTR = 0x4
 ELF_VARIANTS = sorted(
     name

@@ -28,11 +28,11 @@ from symbolize.index.indexed import IndexedObject
 from symbolize.loader import Loader
 from symbolize.module import Module
 from symbolize.shaping import FrameShaper
+from tests.fixtures_data import FIXTURES
 from tests.memory_source import MemorySource
 
 pytestmark = pytest.mark.skipif(kernels is None, reason="compiled kernels not built")
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEBUG_DIR = FIXTURES / "bin" / "debug"
 BINARIES = sorted({FIXTURES / json.loads(p.read_text())["binary"] for p in (FIXTURES / "expected").glob("*.json")})
 SHAPES = [(mode, inlines) for mode in ("full", "short", "none") for inlines in (True, False)]

@@ -40,8 +40,8 @@ from symbolize.formats.pdb.codeview import (
 )
 from symbolize.formats.pe.file import PeFile
 from symbolize.formats.types import Frame
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECTED = sorted((FIXTURES / "expected" / "windows").glob("*.json"))
 LLVM_SYMBOLIZER = shutil.which("llvm-symbolizer")
 

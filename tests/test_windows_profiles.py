@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from symbolize.cli.app import app
 from symbolize.pprof import read_profile
 from symbolize.proto.profile_pb2 import Profile
+from tests.fixtures_data import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 PROFILE = FIXTURES / "profiles" / "windows" / "winapp.heap.pb.gz"
 TRUTH = FIXTURES / "profiles" / "windows" / "winapp.heap.truth.json"
 BIN = FIXTURES / "bin" / "windows"
