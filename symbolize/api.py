@@ -102,7 +102,7 @@ class Session:
     def shaper(self) -> FrameShaper:
         return FrameShaper(self.demangle, self.inlines)
 
-    def open(self, path: PathLike, arch: str | None) -> tuple[Module, Loader]:
+    def open_module(self, path: PathLike, arch: str | None) -> tuple[Module, Loader]:
         """The module at ``path`` (``FILE:ARCH`` read as in :func:`path_and_arch`), with the loader
         the caller ends the run with (:meth:`finish`; closed here when opening fails)."""
         loader = Loader(self.options)
@@ -228,7 +228,7 @@ def lookup_batches(
         search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache,
         background_index=background_index, demangle=demangle, inlines=inlines,
     )  # fmt: skip
-    module, loader = session.open(path, arch)
+    module, loader = session.open_module(path, arch)
     return _looked_up_batches(session, module, loader, batches)
 
 
@@ -259,7 +259,7 @@ def lookup_text_batches(
         search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache,
         background_index=background_index, demangle=demangle, inlines=inlines,
     )  # fmt: skip
-    module, loader = session.open(path, arch)
+    module, loader = session.open_module(path, arch)
     return _answered_text_batches(session, module, loader, AnswerText(session.shaper(), as_json, style), batches)
 
 

@@ -27,16 +27,19 @@ import json
 import os
 import zlib
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from stat import S_ISREG
+from typing import BinaryIO
 
-from symbolize.cache import is_indexable, with_index, worth_indexing
+from symbolize.cache import has_index, is_indexable, with_index, worth_indexing
 from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, SearchOptions
 from symbolize.discovery.paths import DirectoryListings
 from symbolize.discovery.registry import LookupContext, candidate_paths, locate
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
 from symbolize.formats.open import open_object
+from symbolize.formats.pdb.deferred import DeferredPdb, read_pdb_identity
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,
@@ -297,17 +300,38 @@ class Loader:
             raise
         return opened
 
-    def adopt(self, path: Path, arch: str | None, opened: ObjectFile) -> ObjectFile:
-        """``opened`` (made by a locator, for ``path``) as what :meth:`open` gives for ``path`` from now
-        on; the file already open for ``path``, unchanged since, when there is one."""
+    def open_indexed_pdb(self, path: Path, arch: str | None, image_load_base: int) -> ObjectFile | None:
+        """The PDB at ``path`` by its identity alone (a few blocks read), answering at
+        ``image_load_base``, when a persistent index answers for it: what :meth:`open` gives for
+        ``path`` from then on. None without an index directory, an identity or an index."""
+        index_dir = self.options.index_dir
+        if index_dir is None:
+            return None
+        identity = read_pdb_identity(path)
+        if identity is None:
+            return None
+        deferred = DeferredPdb(path, identity, image_load_base)
+        if not has_index(deferred, index_dir):
+            return None
         key, stamp = self._key(path, arch)
         cached = self._objects.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
         if cached is not None:
             self._forget(key)
-        self._objects[key] = (stamp, opened)
-        return opened
+        self._objects[key] = (stamp, deferred)
+        return deferred
+
+    @contextmanager
+    def byte_stream(self, path: Path) -> Iterator[BinaryIO]:
+        """The bytes of the file at ``path``, for a caller that decodes them itself (the auditor's
+        prologue decoder). Raises SymbolizeError when it cannot be read."""
+        try:
+            stream = path.open("rb")
+        except OSError as err:
+            raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
+        with stream:
+            yield stream
 
     def refused(self, path: Path, arch: str | None = None) -> list[str]:
         """What following ``path``'s needs has refused so far, as ``"path: reason"``.

@@ -31,14 +31,47 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from symbolize.formats.answers import AnswerLookup, Block, LazyRuns, RunTable, flatten_answers
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
-from symbolize.formats.macho.file import MachOFile
-from symbolize.formats.macho.symtab import N_FUN, N_OSO, N_SECT, N_SO, N_STAB, N_TYPE, Stab
+from symbolize.formats.macho.symtab import N_FUN, N_OSO, N_SECT, N_SO, N_STAB, N_TYPE, Nlist, Stab
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
-from symbolize.formats.types import AnswerRegion, AnswerRun, DebugInfoSummary, Frame, Symbol
+from symbolize.formats.types import AnswerRegion, AnswerRun, DebugId, DebugInfoSummary, Frame, Symbol
+
+if TYPE_CHECKING:
+    from symbolize.formats.dwarf import DwarfInfo
+
+
+class MapBinary(Protocol):
+    """What a debug map reads of its binary (a MachOFile; declared here, so that the reader that
+    holds a debug map and the debug map do not import each other)."""
+
+    path: Path
+    debug_id: DebugId | None
+
+    def stabs(self) -> list[Stab]: ...
+
+    def symbols(self) -> Sequence[Symbol]: ...
+
+    def symbol_index(self) -> SymbolIndex: ...
+
+
+class MapObject(Protocol):
+    """What a debug map reads of an object file it names (a MachOFile)."""
+
+    path: Path
+
+    @property
+    def slice_offset(self) -> int: ...
+
+    def nlists(self) -> list[Nlist]: ...
+
+    def has_dwarf(self) -> bool: ...
+
+    def dwarf_info(self) -> DwarfInfo | None: ...
+
+    def section_data(self, dwarf_name: str) -> bytes | None: ...
 
 
 class MappedFunction(NamedTuple):
@@ -89,10 +122,10 @@ def parse_debug_map(stabs: Sequence[Stab], path: Path) -> list[DebugMapObject]:
     return objects
 
 
-def _object_symbols(obj: MachOFile) -> dict[str, int]:
+def _object_symbols(obj: MapObject) -> dict[str, int]:
     """Name (as stored, leading ``_`` kept) -> object vaddr of every defined symbol of an object file."""
     found: dict[str, int] = {}
-    for entry in obj._all_nlists():
+    for entry in obj.nlists():
         if not entry.n_type & N_STAB and entry.n_type & N_TYPE == N_SECT and entry.name:
             found.setdefault(entry.name, entry.value)
     return found
@@ -112,7 +145,7 @@ class _ObjectAnswers:
     object's mapped functions moved to object addresses (so the outermost frame takes the
     binary's name, through the shared run builder)."""
 
-    def __init__(self, obj: MachOFile, regions: Sequence[_MappedRegion], binary_symbols: SymbolIndex) -> None:
+    def __init__(self, obj: MapObject, regions: Sequence[_MappedRegion], binary_symbols: SymbolIndex) -> None:
         entries = []
         for region in regions:
             shift = region.object_low - region.low
@@ -172,7 +205,7 @@ class DebugMapSource:
     binary's symbol table as fallback. Frames lists are innermost first.
     """
 
-    def __init__(self, binary: MachOFile, objects: Mapping[str, MachOFile | str]) -> None:
+    def __init__(self, binary: MapBinary, objects: Mapping[str, MapObject | str]) -> None:
         self.path = binary.path
         self.debug_id = binary.debug_id
         self._binary = binary
@@ -183,7 +216,7 @@ class DebugMapSource:
         regions: list[_MappedRegion] = []
         for entry in self.map:
             obj = objects.get(entry.name)
-            if not isinstance(obj, MachOFile):
+            if obj is None or isinstance(obj, str):
                 continue
             symbols = _object_symbols(obj)
             for function in entry.functions:
@@ -202,13 +235,13 @@ class DebugMapSource:
     def object_names(self) -> list[str]:
         return [entry.name for entry in self.map]
 
-    def mapped_regions(self) -> list[tuple[int, int, int, MachOFile]]:
+    def mapped_regions(self) -> list[tuple[int, int, int, MapObject]]:
         """Each mapped function whose object answers: ``[low, high)`` in the binary, its start in
         the object, and the object (what its DWARF covers there: formats/macho/coverage.py)."""
         found = []
         for region in self._regions:
             obj = self._objects.get(region.object_name)
-            if isinstance(obj, MachOFile):
+            if obj is not None and not isinstance(obj, str):
                 found.append((region.low, region.high, region.object_low, obj))
         return found
 
@@ -216,13 +249,13 @@ class DebugMapSource:
         """The objects the answers come from (path, size, mtime), or the reason each is not used."""
         described = []
         for name, obj in sorted(self._objects.items()):
-            if isinstance(obj, MachOFile):
+            if not isinstance(obj, str):
                 try:
                     stat = obj.path.stat()
                     state = f"{stat.st_size} {stat.st_mtime_ns}"
                 except OSError as err:
                     state = f"unreadable: {err.strerror or err}"
-                described.append(f"{name} = {obj.path.resolve()} {obj.slice.file_offset} {state}")
+                described.append(f"{name} = {obj.path.resolve()} {obj.slice_offset} {state}")
             else:
                 described.append(f"{name}: {obj}")
         return "\n".join(described)
@@ -231,7 +264,7 @@ class DebugMapSource:
         found = self._object_answers.get(name)
         if found is None:
             obj = self._objects[name]
-            assert isinstance(obj, MachOFile)
+            assert not isinstance(obj, str)  # only objects that answer have regions
             mine = [region for region in self._regions if region.object_name == name]
             found = self._object_answers[name] = _ObjectAnswers(obj, mine, self._symbol_answers.symbols)
         return found
@@ -287,7 +320,7 @@ class DebugMapSource:
         return self._lookup.frames_at(vaddr)
 
     def debug_info(self) -> DebugInfoSummary:
-        opened = [obj for obj in self._objects.values() if isinstance(obj, MachOFile)]
+        opened = [obj for obj in self._objects.values() if not isinstance(obj, str)]
         return DebugInfoSummary(
             has_symbols=bool(self._binary.symbols()),
             has_dwarf=any(obj.has_dwarf() for obj in opened),

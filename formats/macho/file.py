@@ -232,6 +232,10 @@ class MachOFile(ReaderDefaults):
                 self._nlists = read_nlists(table, strings, self.little_endian, self.address_size, where)
         return self._nlists
 
+    def nlists(self) -> list[Nlist]:
+        """Every entry of the symbol table, in table order."""
+        return self._all_nlists()
+
     def stabs(self) -> list[Stab]:
         """The debugging entries of the symbol table, in table order (a debug map, when the linker kept one)."""
         return stabs(self._all_nlists())

@@ -136,7 +136,7 @@ def _audit(
     table = min((coverage.symbol_table for coverage in coverages), key=lambda found: found.rank)
     symbol_report = SymbolReport(_KINDS[table], len(all_symbols), table.value)
     unwind = tuple(name for name in UNWIND_SECTIONS if any(section.name == name for section in sections))
-    frame_pointers = audit_frame_pointers(binary, unwind, code, all_symbols, functions)
+    frame_pointers = audit_frame_pointers(loader, binary, unwind, code, all_symbols, functions)
     identity = Identity(
         path=str(binary.path),
         format=binary.format,

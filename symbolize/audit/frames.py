@@ -21,6 +21,7 @@ from typing import BinaryIO
 from symbolize.audit.prologue import PROLOGUE_BYTES, SUPPORTED_ARCHES, PrologueDecoder
 from symbolize.audit.report import FramePointerReport
 from symbolize.demangle import demangle
+from symbolize.discovery.registry import FileLoader
 from symbolize.formats.facts import AddressRange, covered_bytes
 from symbolize.formats.types import ObjectFile, Segment, Symbol
 
@@ -62,6 +63,7 @@ UNWIND_SECTIONS = (".eh_frame", ".eh_frame_hdr", ".debug_frame", ".pdata", "__un
 
 
 def audit_frame_pointers(
+    loader: FileLoader,
     binary: ObjectFile,
     unwind: tuple[str, ...],
     code: Sequence[AddressRange],
@@ -81,7 +83,7 @@ def audit_frame_pointers(
     if base:
         segments = [segment._replace(file_offset=segment.file_offset + base) for segment in segments]
     own = [start for start in starts if not is_rust_toolchain_function(start[1])]
-    with binary.path.open("rb") as stream:
+    with loader.byte_stream(binary.path) as stream:
         decoded, with_frame_pointer, leaves, without = _decode(stream, segments, decoder, _spread(starts))
         # The prebuilt Rust std keeps frame pointers whatever the program asks for: in a small
         # program it can hold most functions, so the program's own are sampled apart.

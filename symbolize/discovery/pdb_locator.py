@@ -37,7 +37,6 @@ from symbolize.discovery.registry import (
     debug_id_refusal,
     register_locator,
 )
-from symbolize.formats.pdb.deferred import DeferredPdb, read_pdb_identity
 from symbolize.formats.types import DebugHint, HintKind, ObjectFile
 
 
@@ -95,18 +94,13 @@ class PdbLocator(LocatorDefaults):
                     for key in keys:
                         yield Candidate(directory / spelling / key / spelling, store)
 
-    def open(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
+    def load(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
         """The PDB at ``candidate`` by its identity alone when an index answers for it, else opened."""
         loader = context.loader
-        index_dir = loader.options.index_dir
-        if index_dir is not None and context.image_load_base is not None:
-            from symbolize.cache import has_index
-
-            identity = read_pdb_identity(candidate.path)
-            if identity is not None:
-                deferred = DeferredPdb(candidate.path, identity, context.image_load_base)
-                if has_index(deferred, index_dir):
-                    return loader.adopt(candidate.path, context.arch, deferred)
+        if context.image_load_base is not None:
+            deferred = loader.open_indexed_pdb(candidate.path, context.arch, context.image_load_base)
+            if deferred is not None:
+                return deferred
         return loader.open(candidate.path, image_path=context.image_path, arch=context.arch)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:

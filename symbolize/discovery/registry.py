@@ -49,9 +49,10 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from stat import S_ISREG
-from typing import NamedTuple, Protocol
+from typing import BinaryIO, NamedTuple, Protocol
 
 from symbolize.discovery.options import SearchOptions
 from symbolize.discovery.paths import DirectoryListings, lies_under
@@ -91,7 +92,9 @@ class FileLoader(Protocol):
         self, path: Path, *, image_path: Path | None = None, arch: str | None = None, member: str | None = None
     ) -> ObjectFile: ...
 
-    def adopt(self, path: Path, arch: str | None, opened: ObjectFile) -> ObjectFile: ...
+    def open_indexed_pdb(self, path: Path, arch: str | None, image_load_base: int) -> ObjectFile | None: ...
+
+    def byte_stream(self, path: Path) -> AbstractContextManager[BinaryIO]: ...
 
     def open_source(
         self, path: Path, *, image_path: Path | None = None, arch: str | None = None, image: ObjectFile | None = None
@@ -140,8 +143,8 @@ class Locator(Protocol):
         """Why the file at ``candidate`` is not the one meant, from its status alone; None: open it."""
         ...
 
-    def open(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
-        """The file at ``candidate``, opened for ``context``."""
+    def load(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
+        """The file at ``candidate``, opened for ``context`` by the loader."""
         ...
 
 
@@ -152,7 +155,7 @@ class LocatorDefaults:
     def stat_refusal(self, hint: DebugHint, candidate: Candidate, status: os.stat_result) -> str | None:
         return None
 
-    def open(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
+    def load(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
         return context.loader.open(
             candidate.path, image_path=context.image_path, arch=context.arch, member=candidate.member
         )
@@ -221,7 +224,7 @@ def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Locat
             continue
         try:
             # The PDB's locator opens one by its identity alone when a persistent index answers for it.
-            opened = locator.open(candidate, context)
+            opened = locator.load(candidate, context)
             # Verifying may read the candidate's sections (a .dwo's units): damage there refuses it.
             reason = locator.refusal(hint, opened, context)
         except SymbolizeError as err:
