@@ -31,7 +31,7 @@ def paired_answers(
     ``beneath`` names addresses neither ``symbols`` nor the DWARF names (see formats/symbols.py's docstring).
     ``zero_is_discarded``: unit ranges starting at address 0 are discarded code (DwarfSymbolAnswers).
 
-    DWARF that cannot be read at all hides nothing the symbols know (issue 9): its error is the
+    DWARF that cannot be read at all hides nothing the symbols know: its error is the
     answer only where no symbol covers the address. ``broken`` is damage found before the DWARF
     (a symbol table that did not read), answered the same way.
     """

@@ -12,7 +12,7 @@ Every problem raises :class:`MalformedInputError` naming the file and the
 section's offset in it.
 
 The size a header declares is the attacker's to choose, and the output is
-allocated up front, so it is capped before anything is inflated (issue 9): a
+allocated up front, so it is capped before anything is inflated: a
 section may decompress to at most :data:`SIZE_FACTOR` times the size of the
 file holding it, and never more than :data:`MAX_DECOMPRESSED_SIZE` (1 GiB by
 default; the environment variable ``SYMBOLIZE_MAX_SECTION_SIZE``, in bytes,

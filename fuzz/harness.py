@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SEEDS = REPO / "fuzz" / "seeds"
-# Per input, as issue 9 asks: an input that takes longer or needs more is a finding too.
+# Per input: an input that takes longer or needs more is a finding too.
 TIMEOUT_SECONDS = 20
 RSS_LIMIT_MB = 3072
 

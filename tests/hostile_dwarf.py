@@ -1,4 +1,4 @@
-"""Small synthetic DWARF built to be hostile (issue 9): deep nesting, shared tables, absurd values.
+"""Small synthetic DWARF built to be hostile: deep nesting, shared tables, absurd values.
 
 Any byte order, 32- or 64-bit DWARF, versions 4 and 5. Each ``*_case`` function returns
 ``(sections, vaddr)``: the sections of one file and an address whose lookup exercises the case.

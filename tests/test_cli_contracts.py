@@ -1,4 +1,4 @@
-"""Command-line contracts of issue 14, through the real console script (a subprocess):
+"""Command-line contracts, through the real console script (a subprocess):
 errors for paths that do not exist, an empty profile, ``index A B`` going on past A,
 messages that name the user's path, output files that follow the umask, ``cache show``.
 """

@@ -1,4 +1,4 @@
-"""Conventions of issue 14 that only the installed console script shows (its ``main`` rewrites the
+"""Conventions that only the installed console script shows (its ``main`` rewrites the
 words before typer sees them), run as a subprocess: ``--version``, ``-h`` everywhere, ``--debug``
 after the command name, and ``lookup``'s non-addresses and reasons as a pipe reads them.
 """

@@ -1,4 +1,4 @@
-"""Damage to one part of a file breaks that part alone (issue 9): the rest of the file stays named.
+"""Damage to one part of a file breaks that part alone: the rest of the file stays named.
 
 A compressed-section bomb in the DWARF leaves the symbol table naming; a ``.dwo``, ``.dwp`` or dwz
 file that cannot be read is refused, as a missing one would be, and says why; MiniDebugInfo that

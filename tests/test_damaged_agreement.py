@@ -1,4 +1,4 @@
-"""On damaged DWARF the index and uncached lookups give the same answer at every address (issue 9).
+"""On damaged DWARF the index and uncached lookups give the same answer at every address.
 
 Damage under one function breaks that function's addresses alone, in both paths: its subtree
 that cannot be scanned, a child whose ranges cannot be decoded, a name that cannot be read. The

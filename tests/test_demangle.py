@@ -79,7 +79,7 @@ def test_rust_legacy_escapes_read_as_rustc_demangle_prints_them(mangled: str, fu
 @pytest.mark.parametrize(
     ("mangled", "full", "short"),
     [
-        # Issue 14: short gave the generic argument (``foo::Compiler``) for the function.
+        # short gave the generic argument (``foo::Compiler``) for the function.
         (
             "_RINvNtCs1_4core3ptr13drop_in_placeNtCs2_3foo8CompilerE",
             "core::ptr::drop_in_place::<foo::Compiler>",

@@ -1,4 +1,4 @@
-"""Hostile input (issue 9): each class of input that got through, as a small synthetic reproducer.
+"""Hostile input: each class of input that got through, as a small synthetic reproducer.
 
 Every test here failed before its fix. Work is measured in walks, not seconds (timings belong
 in bench/); tests/test_hostile_limits.py runs the same reproducers under a memory and time limit.
@@ -215,7 +215,7 @@ _LINE_CASES = {
 
 @pytest.mark.parametrize("case", sorted(_LINE_CASES))
 def test_call_and_decl_lines_read_as_llvm_symbolizer_reads_them(tmp_path: Path, case: str) -> None:
-    # An unsigned constant modulo 2^32 (was: 0 past 2^32-1); sdata 0 whatever its sign (issue 9).
+    # An unsigned constant modulo 2^32 (was: 0 past 2^32-1); sdata 0 whatever its sign.
     call_line, decl_line, (llvm_line, llvm_start_line) = _LINE_CASES[case]
     sections, vaddr = lines_case(call_line, decl_line)
     frames = _info(sections).frames_at(vaddr)

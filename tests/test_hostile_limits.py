@@ -1,4 +1,4 @@
-"""Every hostile reproducer in its own process, in a 3 GiB address space and 20 s (issue 9).
+"""Every hostile reproducer in its own process, in a 3 GiB address space and 20 s.
 
 A case passes when it ends with an answer or one typed error (tests/hostile_run.py); a
 traceback, MemoryError, RecursionError or a hang fails it.

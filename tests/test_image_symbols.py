@@ -1,4 +1,4 @@
-"""A separate debug file's frames named as llvm-symbolizer 14 names them (issue 14): the outermost
+"""A separate debug file's frames named as llvm-symbolizer 14 names them: the outermost
 frame by its binary's own symbols first (a stripped library keeps only its .dynsym), else by the
 debug file's DWARF, never by the debug file's own symbol table where either names the address.
 

@@ -182,7 +182,7 @@ def test_gnu_debugdata_holding_a_broken_elf(tmp_path: Path) -> None:
 
 
 def _assert_mini_debug_info_damaged(tmp_path: Path, payload: bytes) -> None:
-    # Bad MiniDebugInfo takes only its own symbols (issue 9): .symtab's stay, the damage is reported,
+    # Bad MiniDebugInfo takes only its own symbols: .symtab's stay, the damage is reported,
     # and it is the answer where nothing names an address.
     path = write(tmp_path, build_elf([*symtab(b"kept"), Section(".gnu_debugdata", SHT_PROGBITS, payload)]))
     with ElfFile(path) as elf:
@@ -207,7 +207,7 @@ def test_truncated_debug_info_unit(tmp_path: Path) -> None:
     unit = struct.pack("<IH", 100, 5) + bytes(6)  # claims 100 bytes, has 8
     path = write(tmp_path, build_elf([Section(".debug_info", SHT_PROGBITS, unit)]))
     with ElfFile(path) as elf:
-        # Reported, not raised: a symbol table beside it would still answer (issue 9).
+        # Reported, not raised: a symbol table beside it would still answer.
         assert str(path) in elf.debug_info().damaged and elf.debug_info().has_dwarf
         with pytest.raises(MalformedInputError):
             elf.frames_at(0x1000)

@@ -1,4 +1,4 @@
-"""Candidate debug files that were found and turned down are shown in the summary, with why (issue 8).
+"""Candidate debug files that were found and turned down are shown in the summary, with why.
 
 A ``.dwo`` of another build (its DWO ID differs) and a dwz file of another build (its build ID
 differs) are refused while the DWARF is decoded; a debug file whose CRC32 differs is refused when

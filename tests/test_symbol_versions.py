@@ -1,6 +1,6 @@
 """Symbol names never carry a symbol version: a debug file's ``.symtab`` keeps the assembler's
 ``cfree@GLIBC_2.2.5`` and ``pthread_create@@GLIBC_2.34``, and llvm-symbolizer 14 prints
-``cfree`` and ``pthread_create`` (issue 14). Checked on this machine's libc and its debug
+``cfree`` and ``pthread_create``. Checked on this machine's libc and its debug
 file, where installed (libc6-dbg)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Untyped symbols name code where they label it, as llvm-symbolizer 14 names them (issue 14).
+"""Untyped symbols name code where they label it, as llvm-symbolizer 14 names them.
 
 Hand-written assembly (``fixtures/src/asmdemo.S``, like BLAKE3's routines in cargo) leaves global
 labels with no ``.type`` or ``.size``: ``STT_NOTYPE`` symbols of size 0 in ``.text``, which

@@ -1,5 +1,5 @@
 """A binary matched only by its file name (the mapping has no build ID), through the real console
-script (issue 14): named, and the summary says the match is unverified; refused with the reason when
+script: named, and the summary says the match is unverified; refused with the reason when
 the mapping's size or file offset contradicts the file (symbolize/normalize.py,
 ``mapping_contradiction``), its addresses kept and counted.
 
@@ -112,7 +112,7 @@ def _assert_refused(entry: dict[str, Any], stderr: str, out: Profile, locations:
 
 
 def test_the_output_carries_the_build_id_of_the_binary_used(tmp_path: Path) -> None:
-    """Issue 13: the output keeps the build ID of the binary found by name, so a later run checks
+    """The output keeps the build ID of the binary found by name, so a later run checks
     the binary it is given against the one this run used: the same file is then verified by it, and
     another build of the same name is not taken for it."""
     entry, _, out = _symbolize(tmp_path, _profile_without_build_id(tmp_path))

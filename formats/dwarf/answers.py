@@ -70,7 +70,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
     def answer_regions(self) -> list[AnswerRegion]:
         """The units' regions and the symbol table's; DWARF that cannot be read at all (a section
         past its file, a first unit without a length) leaves the symbol table answering, and its
-        error the answer where no symbol is (issue 9)."""
+        error the answer where no symbol is."""
         try:
             self.dwarf.load()
         except MalformedInputError as err:
@@ -173,7 +173,7 @@ class UnitRuns:
         self._node_spans: dict[int, list[tuple[int, int]]] = {}
         # Inline node -> why the spans it owns cannot be answered: its subtree cannot be scanned
         # (UnitIndex.failed), a child's ranges cannot be decoded, or its chain cannot be named.
-        # The error is held per span so that the rest of the unit still answers (issue 9).
+        # The error is held per span so that the rest of the unit still answers.
         self._broken_nodes: dict[int, BrokenSpanError] = {}
 
     # Spans ----------------------------------------------------------------------

@@ -337,7 +337,7 @@ class DwarfInfo:
 
         A whole scan that fails is done again as lookups do it, function subtrees deferred: damage
         under one function then breaks that function's addresses alone (its expansion fails, see
-        ``UnitRuns``), as for a lookup, instead of the whole unit (issue 9).
+        ``UnitRuns``), as for a lookup, instead of the whole unit.
         """
         if whole:
             try:

@@ -12,7 +12,7 @@ that may have code of its own; outside a function, a scope with children (its
 name qualifies declarations); inside one (an ``inner`` walk), an inlined call. The caller then walks the
 subtree DIE by DIE as before, so skipping never changes what a scan finds.
 
-Linear, whatever the nesting (issue 9): after a walk stopped, or when an
+Linear, whatever the nesting: after a walk stopped, or when an
 inlined call is expanded, the caller asks again for subtrees *inside* the one
 just walked, and a nested chain of n DIEs with children would be walked n
 times (20,000 nested DIEs took 33 s). So a request that lands inside a recent

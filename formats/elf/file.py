@@ -246,7 +246,7 @@ class ElfFile(ReaderDefaults):
                 if ".gnu_debugdata" not in self._headers.by_name:
                     raise
                 # MiniDebugInfo that cannot be read (bad xz, a broken payload) takes only its own
-                # symbols with it (issue 9); a damaged .symtab raises again here.
+                # symbols with it; a damaged .symtab raises again here.
                 self._symbols = all_function_symbols(self._headers, mini_debug_info=False)
                 self._symbols_error = err
         return self._symbols
@@ -308,7 +308,7 @@ class ElfFile(ReaderDefaults):
                         supplementary=self._supplementary,
                     )
                     # Every section the units need is read here, so that damage to any of them
-                    # shows now, once, and breaks the DWARF alone (issue 9).
+                    # shows now, once, and breaks the DWARF alone.
                     dwarf.load()
                 except MalformedInputError as err:
                     self._dwarf_error = err
@@ -356,7 +356,7 @@ class ElfFile(ReaderDefaults):
     def _naming_symbols(self) -> tuple[SymbolIndex, SymbolIndex | None]:
         """(the symbols that name outermost frames, the symbols beneath them): the bound image's
         and this file's own, else this file's own alone. An image whose symbol table does not read
-        names nothing (issue 9): this file's own symbols stand in."""
+        names nothing: this file's own symbols stand in."""
         own = self._symbol_index()
         if self._image is None:
             return own, None
