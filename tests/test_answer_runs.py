@@ -150,7 +150,7 @@ def test_owned_pieces_give_the_least_rank_holding_each_address(ranges: list[tupl
 
 
 def test_deep_inline_nesting_builds_runs_without_recursion() -> None:
-    """6,000 nested inlined calls at one address (issue 9: the index builder's recursive descent
+    """6,000 nested inlined calls at one address (the index builder's recursive descent
     overflowed at 1,200): the whole-unit runs and the lazy lookup give the same 6,001 frames."""
     from symbolize.formats.dwarf import DwarfInfo
     from symbolize.formats.dwarf.answers import DwarfSymbolAnswers

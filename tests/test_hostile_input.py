@@ -298,7 +298,7 @@ def test_unit_with_unreadable_header_leaves_the_symbol_table(tmp_path: Path) -> 
     assert [result[0].function for result in results if isinstance(result, list)] == ["from_symtab", "kept"]
 
 
-# The DWARF review fixes of issue 8 ---------------------------------------------------------
+# Fixes from the DWARF review ---------------------------------------------------------
 
 
 def test_fixed_advance_pc_reads_the_files_byte_order() -> None:
