@@ -9,6 +9,7 @@ ones, which the PDB reader refuses with a reason).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from symbolize.formats.elf import ELF_MAGIC, ElfFile
@@ -34,6 +35,28 @@ _MACHO_MAGICS = {
 }
 
 
+# A reader of a format the toolkit does not know, by the magic bytes its files start with: given
+# the path and the ``arch`` asked for, it returns the reader (raising SymbolizeError as readers do).
+FormatOpener = Callable[[Path, "str | None"], ObjectFile]
+
+_REGISTERED: dict[bytes, FormatOpener] = {}
+
+
+def register_format(magic: bytes, opener: FormatOpener) -> Callable[[], None]:
+    """Open files whose first bytes are ``magic`` with ``opener``, ahead of the built-in readers;
+    returns what undoes it. A format the toolkit does not read is then discovered, indexed, looked
+    up and rewritten like the others, with nothing above ``formats/`` knowing it."""
+    if not 2 <= len(magic) <= 64:
+        raise ValueError("a format's magic is 2 to 64 bytes")
+    _REGISTERED[magic] = opener
+
+    def unregister() -> None:
+        if _REGISTERED.get(magic) is opener:
+            del _REGISTERED[magic]
+
+    return unregister
+
+
 def open_object(path: Path, *, arch: str | None = None, member: str | None = None) -> ObjectFile:
     """Open ``path`` with the reader its magic bytes call for.
 
@@ -55,6 +78,9 @@ def open_object(path: Path, *, arch: str | None = None, member: str | None = Non
         raise MissingDebugInfoError("file not found", path) from err
     except OSError as err:
         raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
+    for registered_magic, opener in _REGISTERED.items():
+        if head.startswith(registered_magic) and member is None:
+            return opener(path, arch)
     if member is not None:
         if head[:8] != b"!<arch>\n":
             raise UnsupportedFormatError(f"not a static archive (asked for its member {member})", path)

@@ -3,8 +3,8 @@
 The format (an image that is also its symbol source, tests/memory_source.py's kind) lists two
 regions; the second takes its frames from another file it names in the region's ``needs``. It is
 discovered (``find_module``), indexed, looked up and used in a profile rewrite through
-symbolize/loader.py, with nothing in symbolize/ knowing the format: the test opens its files by
-their magic (in place of ``formats.open.open_object``) and registers a locator for the hint.
+symbolize/loader.py, with nothing in symbolize/ knowing the format: the test registers a reader
+for its files' magic (``formats.open.register_format``) and a locator for the hint.
 The reader never opens the second file itself; read alone, its second region names nothing.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from symbolize.discovery import Candidate, LocatorDefaults, LookupContext, SearchOptions, find_module, registry
-from symbolize.formats.errors import UnsupportedFormatError
+from symbolize.formats.open import register_format
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,
@@ -83,23 +83,24 @@ class PartLocator(LocatorDefaults):
         return None if found.format == "mempart" else f"not a part file ({found.format})"
 
 
-def _open_by_magic(path: Path, **opened_with: object) -> object:
-    head = path.read_bytes()[:8]
-    if head.startswith(APP_MAGIC):
-        return NeedingSource(path)
-    if head.startswith(PART_MAGIC):
-        return PartFile(path)
-    raise UnsupportedFormatError("not an object file", path)
-
-
 @pytest.fixture
-def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr("symbolize.loader.open_object", _open_by_magic)
-    monkeypatch.setitem(registry._LOCATORS, HintKind.DEBUG_MAP_OBJECT, PartLocator())
+def app(tmp_path: Path) -> Iterator[Path]:
+    unregister = [
+        register_format(APP_MAGIC, lambda path, arch: NeedingSource(path)),
+        register_format(PART_MAGIC, lambda path, arch: PartFile(path)),
+    ]
+    kept = registry.located_by(HintKind.DEBUG_MAP_OBJECT)
+    registry.register_locator(HintKind.DEBUG_MAP_OBJECT, PartLocator())
     (tmp_path / "part.mem").write_bytes(PART_MAGIC + b"from_the_part")
     path = tmp_path / "app.mem"
     path.write_bytes(APP_MAGIC)
-    return path
+    try:
+        yield path
+    finally:
+        if kept is not None:
+            registry.register_locator(HintKind.DEBUG_MAP_OBJECT, kept)
+        for undo in unregister:
+            undo()
 
 
 def _lookup(app: Path, options: SearchOptions, vaddrs: Sequence[int]) -> tuple[list[object], list[object]]:

@@ -170,6 +170,11 @@ def register_locator(kind: HintKind, locator: Locator) -> Locator:
     return locator
 
 
+def located_by(kind: HintKind) -> Locator | None:
+    """The locator that follows hints of ``kind``, None when none does."""
+    return _LOCATORS.get(kind)
+
+
 def registered_kinds() -> frozenset[HintKind]:
     return frozenset(_LOCATORS)
 
