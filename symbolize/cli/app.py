@@ -65,7 +65,7 @@ def typer_parameter(declared: CliOption) -> Any:
     the default, like the names, help and metavar, is the declaration's (symbolize/cli/options.py).
     A parameter's type is its annotation in the command's signature; tests/test_cli_options.py
     checks it against the declaration's kind and choices."""
-    if declared.kind in (Kind.ARGUMENT, Kind.ARGUMENTS):
+    if declared.kind in (Kind.ARGUMENT, Kind.ARGUMENTS, Kind.PATH_ARGUMENTS):
         return typer.Argument(declared.default, metavar=declared.metavar, help=declared.help)
     names = declared.names
     if declared.kind is Kind.SWITCH:

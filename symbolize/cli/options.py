@@ -26,6 +26,7 @@ class Kind(enum.Enum):
     PATHS = "paths"  # a path, repeatable
     CHOICE = "choice"  # one of ``choices``
     ARGUMENTS = "arguments"  # positional words, any number
+    PATH_ARGUMENTS = "path arguments"  # positional paths, any number
     ARGUMENT = "argument"  # one positional word, a path
 
 
@@ -173,7 +174,7 @@ LOOKUP_OPTIONS = (
 )
 
 INDEX_OPTIONS = (
-    CliOption("binaries", (), Kind.ARGUMENTS, "Binaries to index.", default=..., metavar="BINARY..."),
+    CliOption("binaries", (), Kind.PATH_ARGUMENTS, "Binaries to index.", default=..., metavar="BINARY..."),
     SEARCH_PATHS,
     DEBUG_DIRS,
     CACHE_DIR,
