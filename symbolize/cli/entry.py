@@ -50,7 +50,11 @@ def _words(options: tuple[CliOption, ...]) -> dict[str, tuple[CliOption, bool | 
     return words
 
 
-_COMMANDS = {"lookup": (LOOKUP_OPTIONS, _words(LOOKUP_OPTIONS)), "profile": (PROFILE_OPTIONS, _words(PROFILE_OPTIONS))}
+_COMMANDS: dict[str, tuple[type[LookupRequest | ProfileRequest], tuple[CliOption, ...]]] = {
+    "lookup": (LookupRequest, LOOKUP_OPTIONS),
+    "profile": (ProfileRequest, PROFILE_OPTIONS),
+}
+_WORDS = {name: _words(options) for name, (_, options) in _COMMANDS.items()}
 
 
 def plain_command(arguments: list[str]) -> LookupRequest | ProfileRequest | None:
@@ -59,7 +63,8 @@ def plain_command(arguments: list[str]) -> LookupRequest | ProfileRequest | None
     command = _COMMANDS.get(arguments[0]) if arguments else None
     if command is None or _COMPLETION_VARIABLE in os.environ:
         return None
-    options, words = command
+    request, options = command
+    words = _WORDS[arguments[0]]
     given: dict[str, Any] = {}
     positionals: list[str] = []
     remaining = iter(arguments[1:])
@@ -95,11 +100,16 @@ def plain_command(arguments: list[str]) -> LookupRequest | ProfileRequest | None
             if switched is None:
                 return None
             given[declared.field] = switched
-    if arguments[0] == "lookup":
-        return LookupRequest(addresses=positionals, **given) if "obj" in given else None
-    if len(positionals) != 1 or not positionals[0]:
-        return None
-    return ProfileRequest(Path(positionals[0]), **given)
+    for declared in options:
+        if declared.kind is Kind.ARGUMENT:  # one word, a path
+            if len(positionals) != 1 or not positionals[0]:
+                return None
+            given[declared.field] = Path(positionals[0])
+        elif declared.kind is Kind.ARGUMENTS:
+            given[declared.field] = positionals
+        elif declared.required and declared.field not in given:
+            return None
+    return request(**given)
 
 
 def plain_lookup(arguments: list[str]) -> LookupRequest | None:
