@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from symbolize.cache import default_cache_dir
 from symbolize.demangle import DemangleMode
@@ -342,8 +342,8 @@ def symbolize_profile(
 
 
 def symbolize_file(
-    in_path: PathLike,
-    out_path: PathLike,
+    in_path: PathLike | BinaryIO,
+    out_path: PathLike | BinaryIO,
     *,
     gzip: bool | None = None,
     binaries: Iterable[PathLike] = (),
@@ -359,12 +359,18 @@ def symbolize_file(
     """Read the profile at ``in_path``, symbolize it, write it atomically to ``out_path``.
 
     ``gzip=None`` compresses the output when ``out_path`` ends in ``.gz`` or the
-    input was gzipped.
+    input was gzipped. Either may be a binary stream instead (the command line's ``-``): the
+    input is read whole, named ``<stdin>`` in errors; the output gets the profile in one write,
+    once the rewrite has succeeded, so a reader has a whole profile or nothing.
     """
-    from symbolize.pprof import output_target, read_profile, write_profile
+    from symbolize.pprof import output_target, parse_profile, read_profile, serialize_profile, write_profile
 
-    profile, was_gzipped = read_profile(in_path)
-    output_target(out_path)  # an output that cannot be written is refused before the work
+    if isinstance(in_path, str | Path):
+        profile, was_gzipped = read_profile(in_path)
+    else:
+        profile, was_gzipped = parse_profile(in_path.read(), "<stdin>")
+    if isinstance(out_path, str | Path):
+        output_target(out_path)  # an output that cannot be written is refused before the work
     _, summary = symbolize_profile(
         profile,
         binaries=binaries,
@@ -377,6 +383,10 @@ def symbolize_file(
         background_index=background_index,
         drop_frames=drop_frames,
     )
+    if not isinstance(out_path, str | Path):
+        out_path.write(serialize_profile(profile, gzip=was_gzipped if gzip is None else gzip))
+        out_path.flush()
+        return summary
     if gzip is None:
         gzip = was_gzipped or str(out_path).endswith(".gz")
     write_profile(profile, out_path, gzip=gzip)

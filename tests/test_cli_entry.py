@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from symbolize.cli.entry import PlainLookup, PlainProfile, plain_command, plain_lookup
+from symbolize.cli.commands import LookupRequest, ProfileRequest
+from symbolize.cli.entry import plain_command, plain_lookup
 from symbolize.cli.spellings import llvm_spellings
 from tests.fixtures_data import ROOT
 
@@ -96,10 +97,10 @@ def test_the_background_variable_is_read_as_click_reads_it(monkeypatch: pytest.M
     words = ["lookup", "--obj", "a.out", "0x10"]
     for value, expected in (("", True), (" Off ", False), ("0", False), ("yes", True), ("1", True)):
         monkeypatch.setenv("SYMBOLIZE_BACKGROUND_INDEX", value)
-        assert plain_lookup(words) == PlainLookup(Path("a.out"), ["0x10"], background_index=expected)
+        assert plain_lookup(words) == LookupRequest(Path("a.out"), ["0x10"], background_index=expected)
     monkeypatch.setenv("SYMBOLIZE_BACKGROUND_INDEX", "maybe")
     assert plain_lookup(words) is None  # typer's usage error
-    assert plain_lookup([*words, "--background-index"]) == PlainLookup(Path("a.out"), ["0x10"])
+    assert plain_lookup([*words, "--background-index"]) == LookupRequest(Path("a.out"), ["0x10"])
     monkeypatch.setenv("_SYMBOLIZE_COMPLETE", "bash_complete")
     assert plain_lookup(words) is None
 
@@ -175,6 +176,6 @@ def test_other_profile_command_lines_go_to_typer(words: list[str]) -> None:
 def test_a_plain_profile_reads_as_typer_would(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SYMBOLIZE_BACKGROUND_INDEX", raising=False)
     words = ["profile", "a.pb", "--output=o.pb", "--binary", "x", "--binary=y", "--demangle", "short"]
-    assert plain_command(words) == PlainProfile(
+    assert plain_command(words) == ProfileRequest(
         Path("a.pb"), Path("o.pb"), binaries=(Path("x"), Path("y")), demangle="short"
     )

@@ -406,7 +406,8 @@ def test_names_with_a_mangling_prefix_are_demangled(name: str, full: str) -> Non
 def test_unexpected_exception_is_one_line_and_exit_70(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from symbolize.cli.app import EXIT_INTERNAL_ERROR, app
+    from symbolize.cli.app import app
+    from symbolize.cli.exits import EXIT_INTERNAL_ERROR
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RecursionError("maximum recursion depth exceeded")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from symbolize.api import build_indexes, symbolize_file
-from symbolize.cli.entry import EXIT_INPUT_ERROR
+from symbolize.cli.exits import EXIT_INPUT_ERROR
 from symbolize.errors import SymbolizeError
 from symbolize.pprof import read_profile, write_profile
 from tests.test_cli_contracts import (

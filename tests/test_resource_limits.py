@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symbolize import api, pprof
-from symbolize.cli.entry import iter_stdin_batches
+from symbolize.cli.commands import iter_stdin_batches
 from symbolize.errors import InputLimitError, MalformedInputError
 from symbolize.formats.dwarf import info as info_module
 from symbolize.formats.macho.file import MachOFile

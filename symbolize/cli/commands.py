@@ -1,0 +1,271 @@
+"""What ``profile`` and ``lookup`` do once their command line is read, by typer (symbolize/cli/app.py) or
+without it (symbolize/cli/entry.py): the same calls of the API, output, one-line errors and exit codes.
+
+Nothing here imports typer. The requests' defaults are the declarations' (symbolize/cli/options.py).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, NamedTuple, TextIO
+
+from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
+from symbolize.cli.options import LOOKUP_OPTIONS, PROFILE_OPTIONS, option
+
+if TYPE_CHECKING:
+    from symbolize.summary import Summary
+
+# Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
+PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
+
+# IN or OUT spelled ``-``: stdin or stdout, as in most tools.
+STDIO_PATH = "-"
+
+# click.echo drops ANSI escape sequences from text written to a stream that is not a terminal.
+_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+
+
+class LookupRequest(NamedTuple):
+    """``lookup``'s options, one field per declaration in LOOKUP_OPTIONS, in its order."""
+
+    obj: Path
+    addresses: Sequence[str] | None = option(LOOKUP_OPTIONS, "addresses").default
+    as_json: bool = option(LOOKUP_OPTIONS, "as_json").default
+    inlines: bool = option(LOOKUP_OPTIONS, "inlines").default
+    demangle: str = option(LOOKUP_OPTIONS, "demangle").default
+    print_addresses: bool = option(LOOKUP_OPTIONS, "print_addresses").default
+    pretty: bool = option(LOOKUP_OPTIONS, "pretty").default
+    output_style: str = option(LOOKUP_OPTIONS, "output_style").default
+    functions: str = option(LOOKUP_OPTIONS, "functions").default
+    search_paths: Sequence[Path] | None = option(LOOKUP_OPTIONS, "search_paths").default
+    debug_dirs: Sequence[Path] | None = option(LOOKUP_OPTIONS, "debug_dirs").default
+    cache_dir: Path | None = option(LOOKUP_OPTIONS, "cache_dir").default
+    no_cache: bool = option(LOOKUP_OPTIONS, "no_cache").default
+    background_index: bool = option(LOOKUP_OPTIONS, "background_index").default
+    arch: str | None = option(LOOKUP_OPTIONS, "arch").default
+
+
+class ProfileRequest(NamedTuple):
+    """``profile``'s options, one field per declaration in PROFILE_OPTIONS, in its order."""
+
+    in_path: Path
+    out_path: Path | None = option(PROFILE_OPTIONS, "out_path").default
+    binaries: Sequence[Path] | None = option(PROFILE_OPTIONS, "binaries").default
+    search_paths: Sequence[Path] | None = option(PROFILE_OPTIONS, "search_paths").default
+    debug_dirs: Sequence[Path] | None = option(PROFILE_OPTIONS, "debug_dirs").default
+    demangle: str = option(PROFILE_OPTIONS, "demangle").default
+    no_return_address_adjust: bool = option(PROFILE_OPTIONS, "no_return_address_adjust").default
+    json_summary: bool = option(PROFILE_OPTIONS, "json_summary").default
+    drop_frames: str | None = option(PROFILE_OPTIONS, "drop_frames").default
+    cache_dir: Path | None = option(PROFILE_OPTIONS, "cache_dir").default
+    no_cache: bool = option(PROFILE_OPTIONS, "no_cache").default
+    background_index: bool = option(PROFILE_OPTIONS, "background_index").default
+
+    @property
+    def from_stdin(self) -> bool:
+        return str(self.in_path) == STDIO_PATH
+
+    @property
+    def to_stdout(self) -> bool:
+        """OUT ``-``, or no OUT for IN ``-``."""
+        return str(self.out_path) == STDIO_PATH or (self.out_path is None and self.from_stdin)
+
+
+def standard_output() -> TextIO:
+    """``sys.stdout``; a SymbolizeError (one line, exit 1: an output error) when the process was
+    started with it closed (``>&-``), where Python leaves ``sys.stdout`` None."""
+    if sys.stdout is None:
+        from symbolize.errors import SymbolizeError
+
+        raise SymbolizeError("cannot write: closed", "<stdout>")
+    return sys.stdout
+
+
+def iter_stdin_batches(stream: Any) -> Iterator[list[str]]:
+    """The lines of ``stream`` (a buffered binary stream), in batches of those already arrived;
+    never waits for more.
+
+    ``read1`` returns what is buffered or can be read at once, so a line written to a pipe
+    is handed on before the writer sends the next (llvm-symbolizer answers a pipe this way).
+    A line longer than a chunk is kept in pieces and joined once, when its newline arrives:
+    joining each chunk to all before it made one long line cost its length squared.
+    """
+    pending: list[bytes] = []
+    while chunk := stream.read1(1 << 16):
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        first, *complete, rest = chunk.split(b"\n")
+        pending.append(first)
+        lines = [b"".join(pending), *complete]
+        pending = [rest] if rest else []
+        yield [line.decode("utf-8", "replace").strip() for line in lines]
+    if pending:
+        yield [b"".join(pending).decode("utf-8", "replace").strip()]
+
+
+def default_output_path(in_path: Path) -> Path:
+    """``cpu.pb.gz`` -> ``cpu.symbolized.pb.gz``; ``cpu`` -> ``cpu.symbolized``.
+
+    Known profile extensions (``.pb``, ``.pprof``, ``.prof``, ``.proto``, ``.gz``)
+    at the end of the name stay at the end; ``.symbolized`` goes before them.
+    """
+    name = in_path.name
+    suffix = ""
+    stem = name
+    while True:
+        for known in PROFILE_SUFFIXES:
+            if stem.endswith(known) and len(stem) > len(known):
+                stem = stem[: -len(known)]
+                suffix = known + suffix
+                break
+        else:
+            break
+    return in_path.with_name(f"{stem}.symbolized{suffix}")
+
+
+def echo(line: str, *, err: bool = False) -> None:
+    """``typer.echo(line, err=err)``: a line and a flush; ANSI codes dropped unless to a terminal."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:  # closed (``>&-``): click.echo writes nothing then
+        return
+    if "\033" in line and not _is_terminal(stream):
+        line = _ANSI.sub("", line)
+    stream.write(line + "\n")
+    stream.flush()
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except Exception:
+        return False
+
+
+def run_guarded(work: Callable[[], None], *, debug: bool = False) -> int:
+    """Run ``work`` inside the command line's one error boundary; returns the exit code.
+
+    RuntimeWarnings print as ``symbolize: warning:`` lines once ``work`` is done; an input's error
+    (SymbolizeError, OSError) prints one line and gives EXIT_INPUT_ERROR, anything else its own
+    line and EXIT_INTERNAL_ERROR, never a traceback unless ``debug`` (``--debug``) asks for one.
+    KeyboardInterrupt is no Exception: it goes on up (click's "Aborted!").
+    """
+    from symbolize.errors import SymbolizeError
+
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            work()
+        for warning in caught:
+            echo(f"symbolize: warning: {warning.message}", err=True)
+    except (SymbolizeError, OSError) as exc:
+        if debug:
+            raise
+        echo(error_line(exc), err=True)
+        return EXIT_INPUT_ERROR
+    except Exception as exc:
+        if debug:
+            raise
+        echo(internal_error_line(exc), err=True)
+        return EXIT_INTERNAL_ERROR
+    return 0
+
+
+def run_lookup(request: LookupRequest, *, debug: bool = False) -> int:
+    """``lookup``: the frames at ``request``'s addresses on stdout; returns the exit code.
+
+    The output options' mix is checked before (typer's usage errors: symbolize/cli/app.py).
+    """
+    from symbolize.answer_text import PlainStyle
+    from symbolize.api import lookup_text_batches
+
+    style = PlainStyle(
+        gnu=request.output_style == "GNU",
+        addresses=request.print_addresses,
+        pretty=request.pretty,
+        functions=request.functions != "none",
+    )
+    demangle = "short" if request.functions == "short" else request.demangle
+    addresses = request.addresses
+    # An empty argument is no question (llvm-symbolizer skips it); an empty stdin line is echoed.
+    batches: Iterable[list[str]] = [[text for text in addresses or () if text.strip()]]
+    if not addresses:
+        batches = iter_stdin_batches(sys.stdin.buffer)
+
+    def answer() -> None:
+        output = standard_output()  # refused before any work
+        answers = lookup_text_batches(
+            request.obj,
+            batches,
+            as_json=request.as_json,
+            style=style,
+            demangle=demangle,  # type: ignore[arg-type]  # one of the declared choices
+            inlines=request.inlines,
+            search_paths=request.search_paths or (),
+            debug_dirs=request.debug_dirs or None,
+            cache_dir=request.cache_dir,
+            use_cache=not request.no_cache,
+            background_index=request.background_index,
+            arch=request.arch,
+        )
+        for text in answers:
+            # One write a batch: echoing 10,000 lines one by one costs more than looking them up
+            # from an index. Not through echo, which scans the whole text for ANSI codes to
+            # strip when stdout is not a terminal; there are none. Flushed, for whoever reads
+            # through a pipe and waits for this answer before writing the next address.
+            output.write(text)
+            output.flush()
+
+    return run_guarded(answer, debug=debug)
+
+
+def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
+    """``profile``: the rewritten profile to OUT, the summary to stderr (or stdout as JSON); returns
+    the exit code. ``-`` for IN or OUT is stdin or stdout: the output goes to stdout in one write
+    after the rewrite succeeded, so whoever reads it gets a whole profile or nothing.
+
+    The summary is printed outside the error boundary: a failure there is the program's, as
+    symbolize/cli/app.py's main reports it (and click, for typer's commands).
+    """
+    from symbolize.api import symbolize_file
+
+    summaries: list[Summary] = []
+
+    def rewrite() -> None:
+        if request.json_summary:
+            standard_output()  # refused before any work
+        out_path: Path | BinaryIO
+        if request.to_stdout:
+            out_path = standard_output().buffer  # refused before any work
+        else:
+            out_path = request.out_path or default_output_path(request.in_path)
+        summaries.append(
+            symbolize_file(
+                sys.stdin.buffer if request.from_stdin else request.in_path,
+                out_path,
+                binaries=request.binaries or (),
+                search_paths=request.search_paths or (),
+                debug_dirs=request.debug_dirs or None,
+                demangle=request.demangle,  # type: ignore[arg-type]  # one of the declared choices
+                adjust_return_addresses=not request.no_return_address_adjust,
+                cache_dir=request.cache_dir,
+                use_cache=not request.no_cache,
+                background_index=request.background_index,
+                drop_frames=request.drop_frames,
+            )
+        )
+
+    code = run_guarded(rewrite, debug=debug)
+    if code:
+        return code
+    if request.json_summary:
+        import json
+
+        echo(json.dumps(summaries[0].to_json(), indent=2))
+    else:
+        echo(summaries[0].format_text(), err=True)
+    return 0

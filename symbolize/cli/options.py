@@ -1,0 +1,202 @@
+"""The command line's options, declared once: names, help, defaults, kinds.
+
+typer builds the commands' options from these (symbolize/cli/app.py), and the plain ``lookup`` and
+``profile`` that run without typer read their command lines by them (symbolize/cli/entry.py), so
+help, defaults and what a value may be cannot differ between the two. tests/test_cli_options.py
+compares every declaration with the click parameter typer builds from it. Nothing here imports
+typer: this module is on the plain path's start-up.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from symbolize.cli.spellings import DEMANGLE_MODES
+
+
+class Kind(enum.Enum):
+    """What an option's words mean, as click reads them."""
+
+    FLAG = "flag"  # --json: True when given, else the default
+    SWITCH = "switch"  # --inlines/--no-inlines: True or False
+    TEXT = "text"  # one value
+    PATH = "path"  # one value, a path
+    PATHS = "paths"  # a path, repeatable
+    CHOICE = "choice"  # one of ``choices``
+    ARGUMENTS = "arguments"  # positional words, any number
+    PATH_ARGUMENTS = "path arguments"  # positional paths, any number
+    ARGUMENT = "argument"  # one positional word, a path
+
+
+@dataclass(frozen=True)
+class CliOption:
+    """One option (or argument) of a command: the parameter ``field`` of the command function."""
+
+    field: str
+    names: tuple[str, ...]  # the spellings that turn it on or take its value (none for an argument)
+    kind: Kind
+    help: str
+    default: Any = None
+    metavar: str | None = None
+    off_names: tuple[str, ...] = ()  # a switch's spellings that turn it off
+    choices: tuple[str, ...] = ()
+    case_sensitive: bool = True
+    envvar: str | None = None
+    # False: only typer reads it; a command line that gives it is handed to typer whole.
+    plain: bool = True
+
+    @property
+    def required(self) -> bool:
+        return self.default is ...
+
+    @property
+    def takes_value(self) -> bool:
+        return self.kind in (Kind.TEXT, Kind.PATH, Kind.PATHS, Kind.CHOICE)
+
+
+# --background-index/--no-background-index's environment variable.
+BACKGROUND_INDEX_VARIABLE = "SYMBOLIZE_BACKGROUND_INDEX"
+
+SEARCH_PATHS = CliOption(
+    "search_paths", ("--search-path",), Kind.PATHS, "Where to look for binaries and debug files.", metavar="DIR"
+)
+DEBUG_DIRS = CliOption("debug_dirs", ("--debug-dir",), Kind.PATHS, "Debug file directory.", metavar="DIR")
+CACHE_DIR = CliOption(
+    "cache_dir",
+    ("--cache-dir",),
+    Kind.PATH,
+    "Index cache (default: $SYMBOLIZE_CACHE_DIR, else the per-user cache).",
+    metavar="DIR",
+)
+NO_CACHE = CliOption("no_cache", ("--no-cache",), Kind.FLAG, "Do not read persistent indexes.", default=False)
+BACKGROUND_INDEX = CliOption(
+    "background_index",
+    ("--background-index",),
+    Kind.SWITCH,
+    "After answering, index the files found without an index, in a detached process, for next time.",
+    default=True,
+    off_names=("--no-background-index",),
+    envvar=BACKGROUND_INDEX_VARIABLE,
+)
+
+PROFILE_OPTIONS = (
+    CliOption("in_path", (), Kind.ARGUMENT, "pprof profile, gzipped or not; - for stdin.", default=..., metavar="IN"),
+    CliOption(
+        "out_path",
+        ("-o", "--output"),
+        Kind.PATH,
+        "Output file; - for stdout (default: IN with .symbolized before its extension; stdout for IN -).",
+        metavar="OUT",
+    ),
+    CliOption("binaries", ("--binary",), Kind.PATHS, "A binary of the profile.", metavar="FILE"),
+    SEARCH_PATHS,
+    DEBUG_DIRS,
+    CliOption("demangle", ("--demangle",), Kind.CHOICE, "Name style.", default="full", choices=DEMANGLE_MODES),
+    CliOption(
+        "no_return_address_adjust",
+        ("--no-return-address-adjust",),
+        Kind.FLAG,
+        "Look callers up at their address, not address - 1.",
+        default=False,
+    ),
+    CliOption("json_summary", ("--json-summary",), Kind.FLAG, "Print the summary as JSON on stdout.", default=False),
+    CliOption(
+        "drop_frames",
+        ("--drop-frames",),
+        Kind.TEXT,
+        "Set the profile's drop_frames (pprof hides matching frames and their callees); "
+        "the summary's top functions skip them too.",
+        metavar="REGEX",
+        plain=False,  # checked as a regular expression by typer's command
+    ),
+    CACHE_DIR,
+    NO_CACHE,
+    BACKGROUND_INDEX,
+)
+
+LOOKUP_OPTIONS = (
+    CliOption("obj", ("--obj", "-e", "--exe"), Kind.PATH, "The object file (binary).", default=..., metavar="FILE"),
+    CliOption("addresses", (), Kind.ARGUMENTS, "Object addresses; else stdin.", metavar="[ADDR...]"),
+    CliOption("as_json", ("--json",), Kind.FLAG, "One JSON object per line (our own shape).", default=False),
+    CliOption(
+        "inlines",
+        ("--inlines",),
+        Kind.SWITCH,
+        "Show inlined frames (also -i, --inlining[=BOOL]).",
+        default=True,
+        off_names=("--no-inlines",),
+    ),
+    CliOption(
+        "demangle",
+        ("--demangle",),
+        Kind.CHOICE,
+        "Name style (-C and --demangle alone: full; --no-demangle: none).",
+        default="full",
+        choices=DEMANGLE_MODES,
+    ),
+    # llvm-symbolizer's output options: only typer reads them (lookup_command checks their mix).
+    CliOption(
+        "print_addresses",
+        ("-a", "--addresses", "--print-address"),
+        Kind.FLAG,
+        "Print the address before its frames.",
+        default=False,
+        plain=False,
+    ),
+    CliOption("pretty", ("-p", "--pretty-print"), Kind.FLAG, "One line per frame.", default=False, plain=False),
+    CliOption(
+        "output_style",
+        ("--output-style",),
+        Kind.CHOICE,
+        "LLVM (default) or GNU (addr2line's: no column).",
+        default="LLVM",
+        choices=("LLVM", "GNU", "JSON"),
+        case_sensitive=False,
+        plain=False,
+    ),
+    CliOption(
+        "functions",
+        ("--functions",),
+        Kind.CHOICE,
+        "Function names: linkage (default, also -f), short (as --demangle short), none.",
+        default="linkage",
+        choices=("linkage", "short", "none"),
+        plain=False,
+    ),
+    SEARCH_PATHS,
+    DEBUG_DIRS,
+    CACHE_DIR,
+    NO_CACHE,
+    BACKGROUND_INDEX,
+    CliOption("arch", ("--arch",), Kind.TEXT, "Slice of a universal Mach-O (or --obj FILE:ARCH).", metavar="ARCH"),
+)
+
+INDEX_OPTIONS = (
+    CliOption("binaries", (), Kind.PATH_ARGUMENTS, "Binaries to index.", default=..., metavar="BINARY..."),
+    SEARCH_PATHS,
+    DEBUG_DIRS,
+    CACHE_DIR,
+)
+
+CACHE_SHOW_OPTIONS = (
+    CACHE_DIR,
+    CliOption("as_json", ("--json",), Kind.FLAG, "One JSON object with every index.", default=False),
+)
+
+CACHE_CLEAR_OPTIONS = (CACHE_DIR,)
+
+# Command name -> its options, for the commands typer builds from this module.
+COMMAND_OPTIONS: dict[str, tuple[CliOption, ...]] = {
+    "profile": PROFILE_OPTIONS,
+    "lookup": LOOKUP_OPTIONS,
+    "index": INDEX_OPTIONS,
+    "cache show": CACHE_SHOW_OPTIONS,
+    "cache clear": CACHE_CLEAR_OPTIONS,
+}
+
+
+def option(options: tuple[CliOption, ...], field: str) -> CliOption:
+    """The option of ``options`` that sets ``field``."""
+    return next(declared for declared in options if declared.field == field)
