@@ -39,7 +39,6 @@ from symbolize.discovery.paths import DirectoryListings
 from symbolize.discovery.registry import LookupContext, candidate_paths, locate
 from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
 from symbolize.formats.open import open_object
-from symbolize.formats.pdb.deferred import DeferredPdb, read_pdb_identity
 from symbolize.formats.types import (
     AnswerRegion,
     AnswerRun,
@@ -307,6 +306,9 @@ class Loader:
         index_dir = self.options.index_dir
         if index_dir is None:
             return None
+        # The PDB reader's modules only for a PDB: an ELF or Mach-O run never needs them.
+        from symbolize.formats.pdb.deferred import DeferredPdb, read_pdb_identity
+
         identity = read_pdb_identity(path)
         if identity is None:
             return None
