@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from symbolize.formats.pdb.msf import MSF_MAGIC
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, Frame, Image, ReaderDefaults, Segment
@@ -178,12 +178,6 @@ class DeferredPdb(ReaderDefaults):
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for what is not defined here: the reader's own (sections, dbi, coverage, ...).
-        if name.startswith("__") or name == "_file":
-            raise AttributeError(name)
-        return getattr(self.opened(), name)
 
     def __repr__(self) -> str:
         return f"DeferredPdb({str(self.path)!r})"
