@@ -157,6 +157,35 @@ RunDecoder = Callable[[int], Sequence[AnswerRun]]
 LazyRunDecoder = Callable[[int], "Sequence[AnswerRun] | LazyRuns"]
 
 
+class RegionAnswers(Protocol):
+    """What answers a reader's questions: its regions, a region's runs, the frames at a vaddr."""
+
+    def answer_regions(self) -> Sequence[AnswerRegion]: ...
+
+    def answers(self, key: int) -> Sequence[AnswerRun]: ...
+
+    def frames_at(self, vaddr: int) -> list[Frame]: ...
+
+
+class AnsweredByRegions:
+    """The three questions of a symbol source, asked of what the reader's ``_answers()`` builds
+    on first use (its DWARF paired with its symbols, a debug map): one forwarding for every reader
+    instead of a copy in each."""
+
+    def _answers(self) -> RegionAnswers:
+        raise NotImplementedError
+
+    def answer_regions(self) -> Sequence[AnswerRegion]:
+        return self._answers().answer_regions()
+
+    def answers(self, key: int) -> Sequence[AnswerRun]:
+        return self._answers().answers(key)
+
+    def frames_at(self, vaddr: int) -> list[Frame]:
+        """Frames at ``vaddr``, innermost first; [] when nothing covers it."""
+        return self._answers().frames_at(vaddr)
+
+
 class _DecodedRegion:
     __slots__ = ("error", "runs")
 

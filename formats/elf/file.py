@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from symbolize.formats.answers import AnsweredByRegions
 from symbolize.formats.elf.headers import PF_X, PT_LOAD, SHF_COMPRESSED, SHT_NOBITS, ElfHeaders
 from symbolize.formats.elf.hints import debug_hints, debuglink_hint, readable_hint, supplementary_hint
 from symbolize.formats.elf.notes import find_build_id, read_debug_link, read_supplementary_link
@@ -26,12 +27,9 @@ from symbolize.formats.paired import paired_answers
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
-    AnswerRegion,
-    AnswerRun,
     DebugHint,
     DebugInfoSummary,
     DebugLink,
-    Frame,
     HintKind,
     Image,
     ReaderDefaults,
@@ -48,7 +46,7 @@ _PAGE_SIZE = 0x1000
 ET_EXEC = 2
 
 
-class ElfFile(ReaderDefaults):
+class ElfFile(AnsweredByRegions, ReaderDefaults):
     """An ELF executable, shared object, separate debug file, ``.dwo`` or ``.dwp``.
 
     Frames lists are innermost first. ``section_data`` is the DWARF reader's
@@ -379,16 +377,6 @@ class ElfFile(ReaderDefaults):
                 zero_is_discarded=zero_is_discarded,
             )  # fmt: skip
         return self._answer_source
-
-    def answer_regions(self) -> Sequence[AnswerRegion]:
-        return self._answers().answer_regions()
-
-    def answers(self, key: int) -> Sequence[AnswerRun]:
-        return self._answers().answers(key)
-
-    def frames_at(self, vaddr: int) -> list[Frame]:
-        """Frames at ``vaddr``, innermost first, from DWARF and the symbol table; [] if none."""
-        return self._answers().frames_at(vaddr)
 
     def debug_info(self) -> DebugInfoSummary:
         """What this file carries. ``has_inline_info`` is always False: knowing it needs a DIE walk.

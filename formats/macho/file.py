@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from symbolize.formats.answers import AnsweredByRegions
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.macho.load_commands import (
     MH_BUNDLE,
@@ -44,13 +45,10 @@ from symbolize.formats.macho.symtab import (
 from symbolize.formats.paired import paired_answers
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
-    AnswerRegion,
-    AnswerRun,
     DebugHint,
     DebugId,
     DebugInfoSummary,
     DebugLink,
-    Frame,
     HintKind,
     ReaderDefaults,
     SectionSource,
@@ -66,7 +64,7 @@ if TYPE_CHECKING:
 _SECTION_NAME_SIZE = 16
 
 
-class MachOFile(ReaderDefaults):
+class MachOFile(AnsweredByRegions, ReaderDefaults):
     """One slice of a Mach-O file: an executable, dylib, bundle, object file or dSYM DWARF file.
 
     ``arch`` picks the slice of a universal file (see :func:`choose_slice`). Frames lists are
@@ -353,17 +351,6 @@ class MachOFile(ReaderDefaults):
             else:
                 self._answer_source = paired_answers(self.path, self.symbol_index(), self.dwarf_info)
         return self._answer_source
-
-    def answer_regions(self) -> Sequence[AnswerRegion]:
-        return self._answers().answer_regions()
-
-    def answers(self, key: int) -> Sequence[AnswerRun]:
-        return self._answers().answers(key)
-
-    def frames_at(self, vaddr: int) -> list[Frame]:
-        """Frames at ``vaddr``, innermost first: from DWARF (this file's, else its debug map's
-        objects'), else from the symbol table; [] if none."""
-        return self._answers().frames_at(vaddr)
 
     def answer_inputs(self) -> str:
         """What this slice's answers depend on besides the file itself (part of its index key):

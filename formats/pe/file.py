@@ -22,18 +22,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from symbolize.formats.answers import AnsweredByRegions
 from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
 from symbolize.formats.paired import paired_answers
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
-    AnswerRegion,
-    AnswerRun,
     DebugHint,
     DebugId,
     DebugIdKind,
     DebugInfoSummary,
     DebugLink,
-    Frame,
     HintKind,
     ReaderDefaults,
     Segment,
@@ -81,7 +79,7 @@ class _Section(NamedTuple):
     characteristics: int
 
 
-class PeFile(ReaderDefaults):
+class PeFile(AnsweredByRegions, ReaderDefaults):
     """A PE image: an ``Image`` always, and a symbol source through its DWARF and symbols (MinGW).
 
     Raises MalformedInputError when the headers are broken, MissingDebugInfoError when the
@@ -408,16 +406,6 @@ class PeFile(ReaderDefaults):
             index = SymbolIndex(RankedSymbol(symbol, None) for symbol in symbols)
             self._answer_source = paired_answers(self.path, index, self._dwarf_info)
         return self._answer_source
-
-    def answer_regions(self) -> Sequence[AnswerRegion]:
-        return self._answers().answer_regions()
-
-    def answers(self, key: int) -> Sequence[AnswerRun]:
-        return self._answers().answers(key)
-
-    def frames_at(self, vaddr: int) -> list[Frame]:
-        """Frames at ``vaddr``, innermost first, from DWARF and the symbols; [] if none."""
-        return self._answers().frames_at(vaddr)
 
     def debug_info(self) -> DebugInfoSummary:
         """What the image carries; DWARF that cannot be read is reported in ``damaged``, not raised."""
