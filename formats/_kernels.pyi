@@ -53,6 +53,32 @@ def node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[in
 class SymbolBounds:
     def __init__(self, starts: list[int], stops: list[int]) -> None: ...
 
+# The compiled DWARF answer source (native/src/dwarf/): a whole unit's runs, as UnitRuns.all_runs
+# builds them, or None where the Python reference must decide.
+
+class CompiledDwarfError(Exception): ...
+
+class UnitColumns:
+    lows: bytes  # native-endian u64 arrays
+    highs: bytes
+    files: bytes  # native-endian i64 arrays
+    lines: bytes
+    columns: bytes
+    heads: bytes  # indexes of head_keys
+    file_names: list[str | None]
+    # Per chain: (innermost function, its decl line, calling frames innermost first as
+    # (function, file, line, column, start_line)).
+    chains: list[tuple[str | None, int, list[tuple[str | None, str | None, int, int, int]]]]
+    # Per head: (chain id or -1 for no function, symbol index or -1).
+    head_keys: list[tuple[int, int]]
+
+class DwarfUnits:
+    def __init__(self, sections: dict[str, bytes], little_endian: bool, address_size: int,
+                 symbols: SymbolBounds) -> None: ...
+    def unit_runs(self, unit_offset: int, functions_only: bool) -> UnitColumns | None: ...
+    # Why unit_runs leaves the unit to the reference (None: it answers it).
+    def deferral(self, unit_offset: int, functions_only: bool) -> str | None: ...
+
 def build_unit_runs(runs: Any, table: Any, spans: list[tuple[int, int, int]], symbols: SymbolBounds) -> bool: ...
 
 # The warm lookup kernel (native/src/warm.rs), the twin of symbolize/answer_text.py's AnswerText.

@@ -9,6 +9,7 @@
 
 mod abbrev;
 mod die_walk;
+mod dwarf;
 mod line_header;
 mod line_program;
 mod pdb_module;
@@ -153,7 +154,7 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(ranges::decode_ranges, module)?)?;
     module.add_function(wrap_pyfunction!(ranges::node_ranges, module)?)?;
     module.add_function(wrap_pyfunction!(unit_runs::build_unit_runs, module)?)?;
-    module.add_class::<unit_runs::SymbolBounds>()?;
+    dwarf::register(module)?;
     warm::register(module)?;
     pdb_module::register(module)?;
     pdb_records::register(module)?;

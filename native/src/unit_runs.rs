@@ -17,51 +17,10 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+use crate::dwarf::runs::SymbolBounds;
+
 const ADDRESS_MAX: u128 = u64::MAX as u128;
 const INT64_MAX: i128 = i64::MAX as i128;
-
-/// Start and stop of every symbol (`SymbolIndex.starts`, `.stops`), read once per file.
-#[pyclass(frozen, module = "symbolize.formats._kernels")]
-pub struct SymbolBounds {
-    starts: Vec<u128>,
-    stops: Vec<u128>,
-}
-
-#[pymethods]
-impl SymbolBounds {
-    #[new]
-    fn new(starts: Vec<u128>, stops: Vec<u128>) -> PyResult<Self> {
-        if starts.len() != stops.len() {
-            return Err(pyo3::exceptions::PyValueError::new_err("starts and stops differ in length"));
-        }
-        Ok(SymbolBounds { starts, stops })
-    }
-}
-
-impl SymbolBounds {
-    /// `SymbolIndex.pieces`: `[low, high)` cut where the covering symbol changes.
-    fn pieces(&self, low: u128, high: u128, out: &mut Vec<(u128, u128, i64)>) {
-        out.clear();
-        let starts = &self.starts;
-        let mut position = starts.partition_point(|start| *start <= low).saturating_sub(1);
-        let mut cursor = low;
-        while position < starts.len() && starts[position] < high && cursor < high {
-            let (mut start, stop) = (starts[position].max(low), self.stops[position].min(high));
-            if stop > cursor && start < stop {
-                if cursor < start {
-                    out.push((cursor, start, -1));
-                }
-                start = start.max(cursor);
-                out.push((start, stop, position as i64));
-                cursor = stop;
-            }
-            position += 1;
-        }
-        if cursor < high {
-            out.push((cursor, high, -1));
-        }
-    }
-}
 
 /// Why the twin stopped: the reference decides, or a Python error to pass on.
 enum Stop {
