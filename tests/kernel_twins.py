@@ -20,10 +20,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from symbolize.formats.answers import RunTable
 from symbolize.formats.dwarf import DwarfInfo, ranges, scan, skip
+from symbolize.formats.dwarf import answers as dwarf_answers
+from symbolize.formats.dwarf.answers import DwarfSymbolAnswers, compiled_runs
 from symbolize.formats.dwarf.scan import SharedTables, UnitIndex, scan_unit
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.elf import ElfFile
+from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.macho.slices import list_slices
 from symbolize.formats.native import PURE_PYTHON_VARIABLE
@@ -145,3 +149,35 @@ def node_ranges_outcome(unit: Unit, values: dict[int, tuple[int, Any]], kernels:
             return ("decoded", scan._node_ranges(unit, values))
         except Exception as error:  # any type: the two sides must raise the same one
             return ("raised", type(error), str(error))
+
+
+def table_answers(table: RunTable) -> tuple[object, ...]:
+    """What a table answers: each run's bounds and frames, and its broken spans with their errors."""
+    runs = [(table.lows[i], table.highs[i], table.frames(i)) for i in range(len(table))]
+    return runs, [(low, high, str(error)) for low, high, error in table.broken]
+
+
+def reference_runs(source: DwarfSymbolAnswers, key: int) -> tuple[object, ...]:
+    """Unit ``key``'s runs by the Python reference alone: ("answered", runs, broken spans) or
+    ("raised", message)."""
+    with kernels_in(None, dwarf_answers):
+        try:
+            table = source.answers(key)
+        except MalformedInputError as error:
+            return ("raised", str(error))
+    return ("answered", *table_answers(table))
+
+
+def compiled_unit_runs(source: DwarfSymbolAnswers, key: int) -> tuple[object, ...] | None:
+    """Unit ``key``'s runs by the compiled source alone (``DwarfUnits.unit_runs``), as
+    :func:`reference_runs` gives them; None where it leaves the unit to the reference (or the unit's
+    header is broken, which the reference answers without asking it)."""
+    units = source._compiled_units()
+    assert units is not None, "the compiled kernels are not loaded"
+    state = source.dwarf._load_units()[key]
+    if state.error is not None:
+        return None
+    columns = units.unit_runs(state.unit.offset, source.functions_only)
+    if columns is None:
+        return None
+    return ("answered", *table_answers(compiled_runs(columns, source.symbols)))

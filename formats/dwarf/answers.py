@@ -37,15 +37,59 @@ from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
 from symbolize.formats.native import kernels
 from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
-from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
+from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
 
 if TYPE_CHECKING:
-    from symbolize.formats._kernels import SymbolBounds
+    from symbolize.formats._kernels import DwarfUnits, SymbolBounds, UnitColumns
 
 # Past every address: the end of the span after a unit's last function.
 _END = 1 << 65
+# What the compiled source raises: its own error, for a panic it caught (none crosses into Python).
+_COMPILED_ERRORS: tuple[type[Exception], ...] = (
+    (kernels.CompiledDwarfError,) if kernels is not None and hasattr(kernels, "CompiledDwarfError") else ()
+)
 # Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
 _MEMO_DEPTH = 64
+
+# An inline chain as both answer sources give it: the innermost function's name, its declaration
+# line, and the frames that called it, innermost first.
+Chain = tuple[str | None, int, tuple[Frame, ...]]
+
+
+def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
+    """The chain head of runs under inline ``chain`` (None: no function covers them) where symbol
+    ``covering`` (None: none) covers them: the one naming policy of the Python runs (:class:`UnitRuns`)
+    and the compiled ones (:func:`compiled_runs`). The symbol names the outermost frame, as
+    llvm-symbolizer names it (``foo.cold``, one of several folded functions), and its STT_FILE
+    source stands in for a file the outermost frame lacks; without a function, the symbol is the frame."""
+    if chain is None:
+        return ChainHead(covering.name, 0, (), covering.source_file) if covering is not None else ChainHead(None)
+    name, start_line, outer = chain
+    default_file = None
+    if covering is not None:
+        if outer:
+            outermost = outer[-1]
+            renamed = outermost._replace(function=covering.name, file=outermost.file or covering.source_file)
+            outer = (*outer[:-1], renamed)
+        else:
+            name, default_file = covering.name, covering.source_file
+    return ChainHead(name, start_line, outer, default_file)
+
+
+def compiled_runs(columns: UnitColumns, symbols: SymbolIndex) -> RunTable:
+    """A unit's runs as the compiled source built them (``DwarfUnits.unit_runs``), as a RunTable
+    whose chain heads :func:`chain_head` names from the columns' (chain, symbol) head keys."""
+    chains = [(name, start_line, tuple(Frame(*frame) for frame in outer)) for name, start_line, outer in columns.chains]
+    covering = symbols.symbols
+    heads = [
+        chain_head(chains[chain] if chain >= 0 else None, covering[symbol] if symbol >= 0 else None)
+        for chain, symbol in columns.head_keys
+    ]
+    table = RunTable(columns.file_names, heads)
+    for column, data in ((table.lows, columns.lows), (table.highs, columns.highs), (table.files, columns.files),
+                         (table.lines, columns.lines), (table.columns, columns.columns), (table.heads, columns.heads)):
+        column.frombytes(data)
+    return table
 
 
 class DwarfSymbolAnswers(SymbolAnswers):
@@ -66,6 +110,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         self.functions_only = functions_only
         self.zero_is_discarded = zero_is_discarded
         self._bounds: tuple[SymbolBounds | None] | None = None
+        self._compiled: tuple[DwarfUnits | None] | None = None
 
     def answer_regions(self) -> list[AnswerRegion]:
         """The units' regions and the symbol table's; DWARF that cannot be read at all (a section
@@ -98,6 +143,9 @@ class DwarfSymbolAnswers(SymbolAnswers):
         """
         if key < 0:  # the symbol table, or the region standing for debug info that cannot be read
             return super().answers(key)
+        compiled = self._compiled_runs(key)
+        if compiled is not None:
+            return compiled
         state = self.dwarf._load_units()[key]
         was_decoded = state.index is not None
         runs = self._unit(key, whole=True).all_runs()
@@ -106,9 +154,48 @@ class DwarfSymbolAnswers(SymbolAnswers):
         return runs
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
+        """Unit ``key``'s runs for a batch of lookups: the compiled source's whole unit where it
+        answers (a unit is built in about the time Python decodes one function), else the Python
+        runs decoded one top-level function at a time."""
         if key < 0:
             return super().answers(key)
+        compiled = self._compiled_runs(key)
+        if compiled is not None:
+            return compiled
         return self._unit(key, whole=False)
+
+    def _compiled_runs(self, key: int) -> RunTable | None:
+        """Unit ``key``'s runs from the compiled source (``native/src/dwarf/``); None where the
+        kernels are not loaded or the compiled source leaves the unit to the Python runs (anything
+        it is not certain of: damage, dwz references, split units). It never holds a broken span:
+        a unit with one is the Python runs'."""
+        units = self._compiled_units()
+        if units is None:
+            return None
+        state = self.dwarf._load_units()[key]
+        if state.error is not None:  # what the Python runs raise too, without asking them
+            raise MalformedInputError(state.error, self.path)
+        try:
+            columns = units.unit_runs(state.unit.offset, self.functions_only)
+        except _COMPILED_ERRORS as error:
+            raise MalformedInputError(f"compile unit at {state.unit.offset:#x}: {error}", self.path) from error
+        return compiled_runs(columns, self.symbols) if columns is not None else None
+
+    def _compiled_units(self) -> DwarfUnits | None:
+        """The compiled source over this file's DWARF sections and symbols, built on first use;
+        None without the kernels, or where a symbol's bounds do not fit 64 bits."""
+        if kernels is None or not hasattr(kernels, "DwarfUnits"):
+            return None
+        if self._compiled is None:
+            bounds = self._symbol_bounds()
+            dwarf = self.dwarf
+            try:
+                units = (kernels.DwarfUnits(dwarf.sections_by_name(), dwarf.little_endian, dwarf.address_size, bounds)
+                         if bounds is not None else None)
+            except _COMPILED_ERRORS as error:
+                raise MalformedInputError(f"DWARF: {error}", self.path) from error
+            self._compiled = (units,)
+        return self._compiled[0]
 
     def _unit(self, key: int, whole: bool) -> UnitRuns:
         state = self.dwarf._load_units()[key]
@@ -507,21 +594,8 @@ class UnitRuns:
         found = self._head_ids.get(key)
         if found is not None:
             return found
-        covering = self._symbols.symbols[symbol] if symbol >= 0 else None
-        if leaf < 0:
-            head = ChainHead(covering.name, 0, (), covering.source_file) if covering else ChainHead(None)
-        else:
-            name, start_line = self._name(leaf)
-            outer = self._outer_frames(leaf)
-            default_file = None
-            if covering is not None:
-                if outer:
-                    outermost = outer[-1]
-                    renamed = outermost._replace(function=covering.name, file=outermost.file or covering.source_file)
-                    outer = (*outer[:-1], renamed)
-                else:
-                    name, default_file = covering.name, covering.source_file
-            head = ChainHead(name, start_line, outer, default_file)
+        chain = (*self._name(leaf), self._outer_frames(leaf)) if leaf >= 0 else None
+        head = chain_head(chain, self._symbols.symbols[symbol] if symbol >= 0 else None)
         found = self._head_ids[key] = len(self._heads)
         self._heads.append(head)
         return found

@@ -159,6 +159,24 @@ class DwarfInfo:
         self._load_units()
         return self._unplaced_error
 
+    @property
+    def address_size(self) -> int:
+        """The container's address size in bytes."""
+        return self._address_size
+
+    @property
+    def little_endian(self) -> bool:
+        return self._little_endian
+
+    def sections_by_name(self) -> dict[str, bytes]:
+        """The DWARF sections the units read, by name (``.debug_info``, ...), as the getter gave them
+        (decompressed); absent and empty ones left out: what the compiled answer source reads."""
+        self._load_units()
+        sections = self._sections
+        assert sections is not None
+        names = ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "ranges", "rnglists", "line", "aranges")
+        return {f".debug_{name}": data for name in names if (data := getattr(sections, name))}
+
     def versions(self) -> tuple[int, ...]:
         return tuple(sorted({state.unit.version for state in self._load_units() if state.unit.version}))
 
