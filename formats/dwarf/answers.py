@@ -45,9 +45,7 @@ if TYPE_CHECKING:
 # Past every address: the end of the span after a unit's last function.
 _END = 1 << 65
 # What the compiled source raises: its own error, for a panic it caught (none crosses into Python).
-_COMPILED_ERRORS: tuple[type[Exception], ...] = (
-    (kernels.CompiledDwarfError,) if kernels is not None and hasattr(kernels, "CompiledDwarfError") else ()
-)
+_COMPILED_ERRORS: tuple[type[Exception], ...] = (kernels.CompiledDwarfError,) if kernels is not None else ()
 # Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
 _MEMO_DEPTH = 64
 
@@ -184,7 +182,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
     def _compiled_units(self) -> DwarfUnits | None:
         """The compiled source over this file's DWARF sections and symbols, built on first use;
         None without the kernels, or where a symbol's bounds do not fit 64 bits."""
-        if kernels is None or not hasattr(kernels, "DwarfUnits"):
+        if kernels is None:
             return None
         if self._compiled is None:
             bounds = self._symbol_bounds()
