@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from symbolize.api import open_module
 from symbolize.formats.answers import AnswerLookup
+from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.dwarf import answers as dwarf_answers
 from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 from symbolize.formats.dwarf.info import _is_skeleton
@@ -35,7 +36,15 @@ from symbolize.formats.macho.debugmap import DebugMapSource
 from symbolize.formats.macho.slices import list_slices
 from symbolize.formats.native import kernels
 from symbolize.module import Module
+from tests.dwarf_builder import answering, getter
 from tests.fixtures_data import BIN, FIXTURES, MACOS_BIN, WINDOWS_BIN
+from tests.hostile_dwarf import (
+    abbrev_offsets_apart_case,
+    deep_skip_case,
+    nested_inlines_case,
+    past_address_space_case,
+    shared_table_case,
+)
 from tests.kernel_twins import compiled_unit_runs, kernels_in, reference_runs, table_answers
 
 if kernels is None:
@@ -213,3 +222,26 @@ def test_drawn_addresses_look_up_alike(data: st.DataObject, chosen: tuple[str, s
     inside = st.sampled_from(regions).flatmap(lambda region: st.integers(max(region.low - 4, 0), region.high + 4))
     vaddrs = data.draw(st.lists(inside | st.integers(0, 1 << 64), min_size=1, max_size=40))
     assert _looked_up(source, vaddrs, compiled=True) == _looked_up(source, vaddrs, compiled=False)
+
+
+HOSTILE_SHAPES = {
+    "20,000 nested lexical blocks": lambda: deep_skip_case(20_000)[0],
+    "6,000 nested inlined calls": lambda: nested_inlines_case(6_000)[0],
+    "2,000 units sharing one table": lambda: shared_table_case(units=2_000, table_size=500)[0],
+    "600 units apart in one table": lambda: abbrev_offsets_apart_case(600)[0],
+    "a range past the address space": lambda: past_address_space_case()[0],
+}
+
+
+@pytest.mark.parametrize("shape", list(HOSTILE_SHAPES))
+def test_hostile_shapes_answer_as_the_reference_or_are_deferred(shape: str) -> None:
+    """The shapes tests/test_hostile_input.py bounds the Python reader's work on: the compiled
+    source answers them as the reference does (without exhausting its stack), or defers."""
+    source = answering(DwarfInfo(getter(HOSTILE_SHAPES[shape]()), Path(shape)))
+    answered = 0
+    for key in range(len(source.dwarf._load_units())):
+        compiled = compiled_unit_runs(source, key)
+        if compiled is not None:
+            assert compiled == reference_runs(source, key), f"unit {key}"
+            answered += 1
+    assert answered, "the compiled source deferred every unit"
