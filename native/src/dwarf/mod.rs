@@ -71,15 +71,28 @@ impl Sections {
 }
 
 /// A unit's runs, or why the reference must build them.
-pub(crate) fn build_unit(sections: &Sections, symbols: &SymbolBounds, offset: u64, functions_only: bool) -> Decided<Columns> {
+pub(crate) fn build_unit(
+    sections: &Sections, units: &[(u64, u64)], symbols: &SymbolBounds, offset: u64, functions_only: bool,
+) -> Decided<Columns> {
     let unit = unit::UnitData::load(sections, offset)?;
     let lines = match unit.stmt_list {
         Some(stmt_list) => Some(lines::decode(&unit, stmt_list)?),
         None => None,
     };
     let tree = tree::scan(&unit)?;
-    let namer = names::Namer::new(&unit, &tree, lines.as_ref());
+    let namer = names::Namer::new(&unit, &tree, lines.as_ref(), units);
     runs::all_runs(&tree, namer, lines.as_ref(), symbols, functions_only)
+}
+
+/// (offset, end) of each unit in .debug_info, up to the first header gimli cannot read.
+fn unit_spans(sections: &Sections) -> Vec<(u64, u64)> {
+    let mut spans = Vec::new();
+    let mut headers = gimli::DebugInfo::new(&sections.info, sections.endian).units();
+    while let Ok(Some(header)) = headers.next() {
+        let offset = header.offset().0 as u64;
+        spans.push((offset, offset + header.length_including_self() as u64));
+    }
+    spans
 }
 
 /// The message of a caught panic.
@@ -95,6 +108,8 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 #[pyclass(frozen, module = "symbolize.formats._kernels")]
 pub struct DwarfUnits {
     sections: Sections,
+    /// (offset, end) of each unit in .debug_info, up to the first header that cannot be read.
+    units: Vec<(u64, u64)>,
     symbols: Py<SymbolBounds>,
 }
 
@@ -152,8 +167,8 @@ fn section(sections: &Bound<'_, PyDict>, name: &str) -> PyResult<Vec<u8>> {
 impl DwarfUnits {
     fn decide(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Decided<Columns>> {
         let symbols = self.symbols.get();
-        let sections = &self.sections;
-        py.detach(|| catch_unwind(AssertUnwindSafe(|| build_unit(sections, symbols, unit_offset, functions_only))))
+        let (sections, units) = (&self.sections, &self.units);
+        py.detach(|| catch_unwind(AssertUnwindSafe(|| build_unit(sections, units, symbols, unit_offset, functions_only))))
             .map_err(|payload| {
                 CompiledDwarfError::new_err(format!(
                     "the compiled DWARF reader failed ({})",
@@ -170,8 +185,7 @@ impl DwarfUnits {
         if !(1..=8).contains(&address_size) {
             return Err(CompiledDwarfError::new_err(format!("address size {address_size}")));
         }
-        Ok(DwarfUnits {
-            sections: Sections {
+        let sections = Sections {
                 info: section(sections, ".debug_info")?,
                 abbrev: section(sections, ".debug_abbrev")?,
                 str: section(sections, ".debug_str")?,
@@ -183,9 +197,11 @@ impl DwarfUnits {
                 line: section(sections, ".debug_line")?,
                 endian: if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
                 address_size,
-            },
-            symbols,
-        })
+        };
+        let units = catch_unwind(AssertUnwindSafe(|| unit_spans(&sections))).map_err(|payload| {
+            CompiledDwarfError::new_err(format!("the compiled DWARF reader failed ({})", panic_message(payload.as_ref())))
+        })?;
+        Ok(DwarfUnits { sections, units, symbols })
     }
 
     /// The runs of the unit whose header is at `unit_offset` in .debug_info; None where the
