@@ -227,6 +227,41 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// What the cargo-fuzz target drives (native/fuzz/fuzz_targets/dwarf_units.rs).
+pub mod fuzzing {
+    use super::{build_unit, unit_spans, Sections, SymbolBounds};
+
+    /// The sections `build_every_unit` takes, in order.
+    pub const SECTION_NAMES: [&str; 9] = [
+        ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".debug_str_offsets",
+        ".debug_addr", ".debug_ranges", ".debug_rnglists",
+    ];
+
+    /// Every unit of `sections` (named as `SECTION_NAMES`) built or deferred, uncaught: a panic
+    /// here is what the Python module would raise as `CompiledDwarfError`.
+    pub fn build_every_unit(sections: &[Vec<u8>], little_endian: bool, address_size: u8, functions_only: bool) {
+        let section = |at: usize| sections.get(at).cloned().unwrap_or_default();
+        let sections = Sections {
+            info: section(0),
+            abbrev: section(1),
+            line: section(2),
+            str: section(3),
+            line_str: section(4),
+            str_offsets: section(5),
+            addr: section(6),
+            ranges: section(7),
+            rnglists: section(8),
+            endian: if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
+            address_size,
+        };
+        let symbols = SymbolBounds { starts: Vec::new(), stops: Vec::new() };
+        let units = unit_spans(&sections);
+        for &(offset, _) in &units {
+            let _ = build_unit(&sections, &units, &symbols, offset, functions_only);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
