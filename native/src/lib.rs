@@ -9,7 +9,12 @@
 
 mod abbrev;
 mod die_walk;
-mod dwarf;
+pub(crate) mod dwarf;
+/// What the cargo-fuzz targets (native/fuzz/) drive: not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::dwarf::fuzzing::{build_every_unit, SECTION_NAMES};
+}
 mod line_header;
 mod line_program;
 mod pdb_module;

@@ -281,3 +281,19 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
         sequences,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::join_path;
+
+    #[test]
+    fn paths_join_as_llvm_symbolizer_joins_them() {
+        assert_eq!(join_path(Some("/src"), "a.c"), "/src/a.c");
+        assert_eq!(join_path(Some("/src/"), "a.c"), "/src/a.c");
+        assert_eq!(join_path(Some("/src"), "/abs/a.c"), "/abs/a.c");
+        assert_eq!(join_path(Some("C:\\src"), "a.c"), "C:\\src\\a.c");
+        assert_eq!(join_path(Some("/src"), "D:\\a.c"), "D:\\a.c");
+        assert_eq!(join_path(Some(""), "a.c"), "a.c");
+        assert_eq!(join_path(None, "a.c"), "a.c");
+    }
+}

@@ -413,3 +413,37 @@ fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &S
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_owner_of_least_rank_owns_each_address() {
+        let pieces = owned_pieces(&[(0, 10, 0, 'a'), (5, 15, -1, 'b'), (15, 20, 0, 'a')]);
+        assert_eq!(pieces, vec![(0, 5, 'a'), (5, 15, 'b'), (15, 20, 'a')]);
+    }
+
+    #[test]
+    fn adjacent_pieces_of_one_owner_are_joined_and_empty_ones_dropped() {
+        let pieces = owned_pieces(&[(0, 5, 0, 'a'), (5, 5, -1, 'b'), (5, 9, -2, 'a')]);
+        assert_eq!(pieces, vec![(0, 9, 'a')]);
+    }
+
+    #[test]
+    fn an_owner_that_ended_under_the_top_does_not_come_back() {
+        // 'c' (rank -2) holds [2, 4); 'b' (rank -1) ended at 3 under it; 'a' answers from 4.
+        let pieces = owned_pieces(&[(0, 10, 0, 'a'), (1, 3, -1, 'b'), (2, 4, -2, 'c')]);
+        assert_eq!(pieces, vec![(0, 1, 'a'), (1, 2, 'b'), (2, 4, 'c'), (4, 10, 'a')]);
+    }
+
+    #[test]
+    fn symbol_pieces_cut_where_the_covering_symbol_changes() {
+        let bounds = SymbolBounds { starts: vec![10, 20], stops: vec![15, 30] };
+        let mut out = Vec::new();
+        bounds.pieces(0, 40, &mut out);
+        assert_eq!(out, vec![(0, 10, -1), (10, 15, 0), (15, 20, -1), (20, 30, 1), (30, 40, -1)]);
+        bounds.pieces(12, 22, &mut out);
+        assert_eq!(out, vec![(12, 15, 0), (15, 20, -1), (20, 22, 1)]);
+    }
+}

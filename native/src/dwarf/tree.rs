@@ -121,8 +121,15 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
     let mut functions_open = 0usize;
     loop {
         if raw.is_empty() {
-            // The unit ends with subtrees open: the reference ends them there; left to it.
-            return Err(Defer("a unit that ends inside a subtree"));
+            // The unit ends with subtrees open (damaged data, or an assembler's unit): they end
+            // there, as in the reference, unless a node's sibling link said otherwise.
+            let open_node_elsewhere = stack
+                .iter()
+                .any(|frame| matches!(frame.kind, Kind::Function(node) if node >= 0) && frame.sibling.is_some_and(|to| to != end));
+            if open_node_elsewhere {
+                return Err(Defer("children that run past their DW_AT_sibling"));
+            }
+            return Ok(tree);
         }
         let die = unit.offset + raw.next_offset().0 as u64;
         let Some(abbrev) = raw.read_abbreviation()? else {
