@@ -237,3 +237,23 @@ def test_hostile_shapes_answer_as_the_reference_or_are_deferred(shape: str) -> N
             assert compiled == reference_runs(source, key), f"unit {key}"
             answered += 1
     assert answered, "the compiled source deferred every unit"
+
+
+class _FailingUnits:
+    """Stands for a DwarfUnits whose Rust panicked: it raises what the source raises for a caught panic."""
+
+    def unit_runs(self, unit_offset: int, functions_only: bool) -> None:
+        assert kernels is not None
+        raise kernels.CompiledDwarfError("the compiled DWARF reader failed (index out of bounds)")
+
+
+def test_a_failure_of_the_compiled_source_is_the_readers_typed_error_naming_the_file() -> None:
+    with ElfFile(BIN / "cdemo-gcc-dwarf5-pie") as elf:
+        source = elf._answers()
+        assert isinstance(source, DwarfSymbolAnswers)
+        source._compiled = (_FailingUnits(),)  # type: ignore[assignment]
+        with pytest.raises(MalformedInputError, match="compiled DWARF reader failed") as raised:
+            source.answers(0)
+        assert raised.value.path == BIN / "cdemo-gcc-dwarf5-pie"
+        with pytest.raises(MalformedInputError, match="compiled DWARF reader failed"):
+            source.lookup_runs(0)
