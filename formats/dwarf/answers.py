@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable, owned_pieces
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
@@ -82,17 +82,51 @@ def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
 def compiled_runs(columns: UnitColumns, symbols: SymbolIndex) -> RunTable:
     """A unit's runs as the compiled source built them (``DwarfUnits.unit_runs``), as a RunTable
     whose chain heads :func:`chain_head` names from the columns' (chain, symbol) head keys."""
-    chains = [(name, start_line, tuple(Frame(*frame) for frame in outer)) for name, start_line, outer in columns.chains]
-    covering = symbols.symbols
-    heads = [
-        chain_head(chains[chain] if chain >= 0 else None, covering[symbol] if symbol >= 0 else None)
-        for chain, symbol in columns.head_keys
-    ]
-    table = RunTable(columns.file_names, heads)
+    table = RunTable(columns.file_names, _CompiledHeads(columns, symbols))
     for column, data in ((table.lows, columns.lows), (table.highs, columns.highs), (table.files, columns.files),
                          (table.lines, columns.lines), (table.columns, columns.columns), (table.heads, columns.heads)):
         column.frombytes(data)
     return table
+
+
+class _CompiledHeads(Sequence[ChainHead]):
+    """The chain heads of a compiled unit's runs, each named on first use: a batch of lookups reads
+    a few of a unit's thousands (naming them all took as long as building the unit, on libpython)."""
+
+    __slots__ = ("_chains", "_heads", "_keys", "_named_chains", "_symbols")
+
+    def __init__(self, columns: UnitColumns, symbols: SymbolIndex) -> None:
+        self._chains = columns.chains
+        self._keys = columns.head_keys
+        self._symbols = symbols.symbols
+        self._heads: list[ChainHead | None] = [None] * len(self._keys)
+        self._named_chains: dict[int, Chain] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @overload
+    def __getitem__(self, position: int) -> ChainHead: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> Sequence[ChainHead]: ...
+
+    def __getitem__(self, position: int | slice) -> ChainHead | Sequence[ChainHead]:
+        if isinstance(position, slice):
+            return [self[i] for i in range(*position.indices(len(self)))]
+        head = self._heads[position]
+        if head is None:
+            chain, symbol = self._keys[position]
+            covering = self._symbols[symbol] if symbol >= 0 else None
+            head = self._heads[position] = chain_head(self._chain(chain) if chain >= 0 else None, covering)
+        return head
+
+    def _chain(self, chain: int) -> Chain:
+        found = self._named_chains.get(chain)
+        if found is None:
+            name, start_line, outer = self._chains[chain]
+            found = self._named_chains[chain] = (name, start_line, tuple(Frame(*frame) for frame in outer))
+        return found
 
 
 class DwarfSymbolAnswers(SymbolAnswers):
