@@ -170,3 +170,11 @@ def test_a_distribution_library_without_its_debug_file_gets_its_debug_package(tm
     assert not C_FLAGS.search(fixes), fixes
     if Path("/var/lib/dpkg/info/libc6:amd64.list").is_file():
         assert "apt install libc6-dbg" in fixes
+
+
+def test_a_binary_of_another_platform_is_compared_with_its_prediction() -> None:
+    macho = FIXTURES / "bin" / "macos" / "cdemo-x86_64"
+    report = audit_binaries([macho], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", environment=PINNED)
+    assert report.cargo is not None
+    assert MACOS in {p.target for p in report.cargo.predictions}
+    assert not any("no prediction" in difference for difference in report.cargo.differences)

@@ -32,7 +32,8 @@ are evaluated from the target triple alone (``target_os``, ``target_arch``,
 
 The targets predicted are those a plain ``cargo build`` builds for, unless ``--target`` names
 others: ``CARGO_BUILD_TARGET``, else ``[build] target`` of the config (a triple or a list),
-else the host's (:func:`host_target`). ``--require`` is checked on those alone; for each other
+else the host's (:func:`host_target`), and the platform of each binary given (a Mach-O binary
+is a macOS build, compared with that prediction). ``--require`` is checked on those alone; for each other
 platform (Linux ELF, Windows MSVC, macOS: :data:`PLATFORM_TARGETS`) the release profile is
 predicted too, as advice (``other_platforms``): what to add there, e.g. ``split-debuginfo =
 "packed"`` for macOS, whose default (``unpacked``) leaves the debug info in ``target/``.
@@ -57,7 +58,14 @@ from symbolize.audit.cargo.model import (
     Setting,
     TargetPrediction,
 )
-from symbolize.audit.cargo.predict import compare, platform_of, predict, profile_of_binary, size_costs
+from symbolize.audit.cargo.predict import (
+    BINARY_PLATFORMS,
+    compare,
+    platform_of,
+    predict,
+    profile_of_binary,
+    size_costs,
+)
 from symbolize.audit.cargo.profiles import (
     profile_chain,
     profile_report,
@@ -111,6 +119,16 @@ def audit_cargo(
             release_like.append((name, chain))
             predicted.add(name)
     wanted, targets_from = (tuple(targets), "--target") if targets else build_targets(config, env)
+    if not targets:
+        # A binary given is a build for its platform: that platform is predicted too, to compare.
+        given = [BINARY_PLATFORMS.get(binary.identity.format, "") for binary in binaries]
+        extra = tuple(
+            target
+            for target in PLATFORM_TARGETS
+            if platform_of(target) in given and platform_of(target) not in {platform_of(t) for t in wanted}
+        )
+        if extra:
+            wanted, targets_from = wanted + extra, f"{targets_from}, and the binaries' platforms"
     reports = []
     predictions = []
     for name, chain in release_like:

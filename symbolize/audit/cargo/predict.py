@@ -24,6 +24,9 @@ def platform_of(target: str) -> str:
 
 _RUSTC_DEBUGINFO = {"0": "none", "1": "limited", "2": "full"}
 
+# A binary's format -> the platform whose prediction it is compared with.
+BINARY_PLATFORMS = {"elf": "elf", "pe": "windows-msvc", "macho": "macos"}
+
 
 def predict(profile: str, target: str, resolved: ResolvedProfile, rustflags: Sequence[str]) -> TargetPrediction:
     platform = platform_of(target)
@@ -242,7 +245,7 @@ def compare(predictions: Sequence[TargetPrediction], binaries: Sequence[BinaryAu
     differences = []
     profiles = {p.profile for p in predictions}
     for audit in binaries:
-        platform = {"elf": "elf", "pe": "windows-msvc", "macho": "macos"}.get(audit.identity.format, "")
+        platform = BINARY_PLATFORMS.get(audit.identity.format, "")
         name = audit.identity.path
         profile = profile_of_binary(Path(name), profiles) or "release"
         if profile not in profiles:
