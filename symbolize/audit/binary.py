@@ -42,8 +42,7 @@ from symbolize.discovery.macho_locators import DsymLocator
 from symbolize.discovery.paths import build_id_path
 from symbolize.discovery.pdb_locator import PdbLocator
 from symbolize.discovery.registry import READER_HINTS
-from symbolize.formats.coverage import auditable, coverage, debug_map_facts, section_facts
-from symbolize.formats.elf.file import ElfFile
+from symbolize.formats.coverage import auditable, coverage, debug_map_facts, producers, section_facts
 from symbolize.formats.errors import (
     MalformedInputError,
     MissingDebugInfoError,
@@ -168,12 +167,9 @@ def _audit(
 
 
 def _built_by_rustc(binary: ObjectFile) -> bool:
-    """Whether an ELF file's ``.comment`` names rustc (``rustc version 1.95.0 ...``), which a build
-    stripped of its symbols keeps (``strip`` leaves ``.comment``)."""
-    if not isinstance(binary, ElfFile):
-        return False
-    comment = binary.section_data("comment")
-    return comment is not None and b"rustc version " in bytes(comment)
+    """Whether the file says rustc built it (an ELF ``.comment`` entry ``rustc version 1.95.0 ...``,
+    which a build stripped of its symbols keeps)."""
+    return any(producer.startswith("rustc version ") for producer in producers(binary))
 
 
 def _coverage_report(coverages: Sequence[Coverage], code: Sequence[AddressRange]) -> CoverageReport:
