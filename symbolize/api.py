@@ -300,6 +300,7 @@ def symbolize_profile(
     use_cache: bool = True,
     background_index: bool = False,
     drop_frames: str | None = None,
+    keep_hashes: bool = False,
 ) -> tuple[Profile, Summary]:
     """Name the bare addresses of a profile; returns ``(profile, summary)``.
 
@@ -309,7 +310,10 @@ def symbolize_profile(
     by build ID or name). Raises MalformedInputError for an unreadable profile;
     mappings whose files are missing are reported in the summary. ``drop_frames``
     (a regex) becomes the profile's ``drop_frames`` and is skipped by the
-    summary's top functions; an invalid one raises ``re.error``.
+    summary's top functions; an invalid one raises ``re.error``. Without it a heap profile gets
+    its allocator's frames (:data:`symbolize.drop_frames.HEAP_DROP_FRAMES`), unless it has its own;
+    ``""`` adds none. Rust names lose their hash unless ``keep_hashes``
+    (:func:`symbolize.demangle.profile_name`).
     """
     from symbolize.pprof import Profile, read_profile
     from symbolize.rewrite import RewriteOptions
@@ -331,6 +335,7 @@ def symbolize_profile(
         demangle=demangle,
         adjust_return_addresses=adjust_return_addresses,
         drop_frames=drop_frames,
+        keep_hashes=keep_hashes,
     )
     answered = False
     try:
@@ -355,13 +360,15 @@ def symbolize_file(
     use_cache: bool = True,
     background_index: bool = False,
     drop_frames: str | None = None,
+    keep_hashes: bool = False,
 ) -> Summary:
     """Read the profile at ``in_path``, symbolize it, write it atomically to ``out_path``.
 
     ``gzip=None`` compresses the output when ``out_path`` ends in ``.gz`` or the
     input was gzipped. Either may be a binary stream instead (the command line's ``-``): the
     input is read whole, named ``<stdin>`` in errors; the output gets the profile in one write,
-    once the rewrite has succeeded, so a reader has a whole profile or nothing.
+    once the rewrite has succeeded, so a reader has a whole profile or nothing. ``drop_frames`` and
+    ``keep_hashes`` are :func:`symbolize_profile`'s.
     """
     from symbolize.pprof import output_target, parse_profile, read_profile, serialize_profile, write_profile
 
@@ -382,6 +389,7 @@ def symbolize_file(
         use_cache=use_cache,
         background_index=background_index,
         drop_frames=drop_frames,
+        keep_hashes=keep_hashes,
     )
     if not isinstance(out_path, str | Path):
         out_path.write(serialize_profile(profile, gzip=was_gzipped if gzip is None else gzip))

@@ -32,7 +32,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from symbolize.cli.audit import audit_command
-from symbolize.cli.commands import LookupRequest, ProfileRequest, run_guarded, run_lookup, run_profile
+from symbolize.cli.commands import (
+    LookupRequest,
+    ProfileRequest,
+    run_guarded,
+    run_lookup,
+    run_profile,
+    unnamed_limit,
+)
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
 from symbolize.cli.options import (
     CACHE_CLEAR_OPTIONS,
@@ -155,6 +162,9 @@ def profile_command(
     cache_dir: Path | None = _PROFILE["cache_dir"],
     no_cache: bool = _PROFILE["no_cache"],
     background_index: bool = _PROFILE["background_index"],
+    fail_unnamed_above: str | None = _PROFILE["fail_unnamed_above"],
+    require_verified: bool = _PROFILE["require_verified"],
+    keep_hashes: bool = _PROFILE["keep_hashes"],
 ) -> None:
     """Rewrite a profile with function names, files and lines.
 
@@ -166,6 +176,11 @@ def profile_command(
             re.compile(drop_frames)
         except re.error as exc:
             raise typer.BadParameter(f"not a regular expression: {exc}", param_hint="--drop-frames") from exc
+    try:
+        unnamed_limit(fail_unnamed_above)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not a percentage from 0 to 100: {fail_unnamed_above}",
+                                 param_hint="--fail-unnamed-above") from exc  # fmt: skip
     request = ProfileRequest(
         in_path=in_path,
         out_path=out_path,
@@ -179,6 +194,9 @@ def profile_command(
         cache_dir=cache_dir,
         no_cache=no_cache,
         background_index=background_index,
+        fail_unnamed_above=fail_unnamed_above,
+        require_verified=require_verified,
+        keep_hashes=keep_hashes,
     )
     if request.to_stdout and json_summary:
         raise typer.BadParameter("the profile goes to stdout: --json-summary cannot", param_hint="-o")

@@ -13,11 +13,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, NamedTuple, TextIO
 
-from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
+from symbolize.cli.exits import (
+    EXIT_INPUT_ERROR,
+    EXIT_INTERNAL_ERROR,
+    EXIT_UNNAMED_ABOVE,
+    EXIT_UNVERIFIED,
+    error_line,
+    internal_error_line,
+)
 from symbolize.cli.options import LOOKUP_OPTIONS, PROFILE_OPTIONS, option
 
 if TYPE_CHECKING:
-    from symbolize.summary import Summary
+    from symbolize.summary import GateFailure, Summary
 
 # Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
 PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
@@ -64,6 +71,9 @@ class ProfileRequest(NamedTuple):
     cache_dir: Path | None = option(PROFILE_OPTIONS, "cache_dir").default
     no_cache: bool = option(PROFILE_OPTIONS, "no_cache").default
     background_index: bool = option(PROFILE_OPTIONS, "background_index").default
+    fail_unnamed_above: str | None = option(PROFILE_OPTIONS, "fail_unnamed_above").default
+    require_verified: bool = option(PROFILE_OPTIONS, "require_verified").default
+    keep_hashes: bool = option(PROFILE_OPTIONS, "keep_hashes").default
 
     @property
     def from_stdin(self) -> bool:
@@ -256,16 +266,44 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
                 use_cache=not request.no_cache,
                 background_index=request.background_index,
                 drop_frames=request.drop_frames,
+                keep_hashes=request.keep_hashes,
             )
         )
 
     code = run_guarded(rewrite, debug=debug)
     if code:
         return code
+    summary = summaries[0]
+    # The gates are checked once OUT is written, so CI keeps the profile of a failed run to look at.
+    failures = summary.check_gates(
+        unnamed_above=unnamed_limit(request.fail_unnamed_above), require_verified=request.require_verified
+    )
     if request.json_summary:
         import json
 
-        echo(json.dumps(summaries[0].to_json(), indent=2))
+        echo(json.dumps(summary.to_json(), indent=2))
+        for failure in failures:  # the text summary has these lines already
+            echo(f"gate --{failure.gate} failed: {failure.detail}", err=True)
     else:
-        echo(summaries[0].format_text(), err=True)
-    return 0
+        echo(summary.format_text(), err=True)
+    return gate_exit_code(failures)
+
+
+def unnamed_limit(percent: str | None) -> float | None:
+    """``--fail-unnamed-above PCT`` as a share (0..1); None when not given. ValueError unless PCT is a
+    number from 0 to 100 (typer's command reports it as a usage error before any work)."""
+    if percent is None:
+        return None
+    value = float(percent)
+    if not 0.0 <= value <= 100.0:
+        raise ValueError(f"{percent} is not a percentage from 0 to 100")
+    return value / 100.0
+
+
+def gate_exit_code(failures: Sequence[GateFailure]) -> int:
+    """0 when no gate tripped; else the first tripped gate's code, unnamed share first (exits.py)."""
+    from symbolize.summary import GATE_UNNAMED_ABOVE
+
+    if any(failure.gate == GATE_UNNAMED_ABOVE for failure in failures):
+        return EXIT_UNNAMED_ABOVE
+    return EXIT_UNVERIFIED if failures else 0

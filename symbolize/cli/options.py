@@ -114,6 +114,29 @@ PROFILE_OPTIONS = (
     CACHE_DIR,
     NO_CACHE,
     BACKGROUND_INDEX,
+    # profile's CI gates (exit codes in symbolize/cli/exits.py) and Rust names.
+    CliOption(
+        "fail_unnamed_above",
+        ("--fail-unnamed-above",),
+        Kind.TEXT,
+        "Exit 4 (after writing OUT) when more than PCT percent of any sample type's value stays unnamed.",
+        metavar="PCT",
+        plain=False,  # checked as a number from 0 to 100 by typer's command
+    ),
+    CliOption(
+        "require_verified",
+        ("--require-verified",),
+        Kind.FLAG,
+        "Exit 5 (after writing OUT) when a mapping's binary was matched by file name only, no build ID checked.",
+        default=False,
+    ),
+    CliOption(
+        "keep_hashes",
+        ("--keep-hashes",),
+        Kind.FLAG,
+        "Keep Rust's ::h<hash> suffixes in function names (default: dropped, generics kept).",
+        default=False,
+    ),
 )
 
 LOOKUP_OPTIONS = (
