@@ -288,3 +288,21 @@ def test_indexed_pe_answers_are_identical_to_the_uncached_path(binary: Path, tmp
     # Warm: a new cache reading the index built above answers the same.
     warm = _module(binary, SearchOptions(index_dir=tmp_path))
     assert warm.lookup(vaddrs) == uncached_results
+
+
+@pytest.mark.parametrize("name", ["cppdemo-gcc-dwarf5-pie", "rustdemo-full", "cdemo-gcc-symtab"])
+def test_an_index_gives_its_runs_back_as_a_table_of_the_stored_columns(tmp_path: Path, name: str) -> None:
+    """``IndexedObject.answers`` (a table of the stored columns, each run's file its own or its
+    chain's) gives the runs the index answers from, frames and all."""
+    elf, path = _built(tmp_path, name)
+    indexed = IndexedObject(elf, IndexFile(path, index_key(elf)))
+    try:
+        table = indexed.answers(0)
+        runs = indexed.runs()
+        assert len(runs) > 10
+        assert [(run.low, run.frames) for run in table] == [(run.low, run.frames) for run in runs]
+        assert [run.high for run in table] == [min(run.high, (1 << 64) - 1) for run in runs]
+        for run in runs:
+            assert list(run.frames) == indexed.frames_at(run.low) == elf.frames_at(run.low)
+    finally:
+        indexed.close()
