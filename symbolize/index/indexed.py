@@ -36,7 +36,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from symbolize.demangle import demangle, remember
 from symbolize.formats.errors import MalformedInputError
@@ -276,6 +276,11 @@ def _add_full_names(out: dict[str, list[int]], strings: _Strings) -> None:
         name_full[name] = full
 
 
+_UnsignedCode = Literal["B", "H", "I", "Q"]
+# The unsigned types narrower than 64 bits, each with the first value it cannot hold.
+_NARROW_CODES: tuple[tuple[_UnsignedCode, int], ...] = (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32))
+
+
 def _narrowest(values: Sequence[int]) -> array[int]:
     """``values`` in the smallest unsigned type that holds them: a smaller file to map and check.
 
@@ -288,15 +293,13 @@ def _narrowest(values: Sequence[int]) -> array[int]:
     if smallest < 0 or largest >= _WHOLE_SPACE:
         values = [min(max(value, 0), _WHOLE_SPACE - 1) for value in values]
         largest = min(largest, _WHOLE_SPACE - 1)
-    for code, limit in (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32), ("Q", _WHOLE_SPACE)):
-        if largest < limit:
-            if isinstance(values, array):
-                return values if values.typecode == code else _narrowed(values, code)
-            return array(code, values)
-    raise AssertionError("unreachable: every value was clamped below 2^64")
+    code: _UnsignedCode = next((code for code, limit in _NARROW_CODES if largest < limit), "Q")
+    if isinstance(values, array):
+        return values if values.typecode == code else _narrowed(values, code)
+    return array(code, values)
 
 
-def _narrowed(values: array[int], code: str) -> array[int]:
+def _narrowed(values: array[int], code: _UnsignedCode) -> array[int]:
     """``values``, none negative and each below the limit of ``code``, as an array of ``code``.
 
     The run columns hold hundreds of thousands of items: on a little-endian machine the low
