@@ -97,7 +97,8 @@ class LlvmAnswers:
             except (SymbolizeError, OSError) as error:
                 self.failed = True
                 found = error_line(error).removeprefix("symbolize: error: ")
-                print(f"symbolize: error: {found}", file=sys.stderr)
+                if not self.output.as_json:  # llvm-symbolizer's JSON carries it alone
+                    print(f"symbolize: error: {found}", file=sys.stderr)
             self._modules[name] = found
         return found if isinstance(found, str) else found[0]
 
@@ -178,7 +179,9 @@ class LlvmAnswers:
             return self._symbol_answer(module, query)
         assert query.address is not None
         vaddr = query.address - self.output.adjust_vma
-        if self.output.relative_address:
+        if self.output.relative_address and module.image.format == "pe":
+            # LLVM adds the preferred base, a PE image's ImageBase; an ELF file's is 0 to it
+            # (llvm-symbolizer 22 on a non-PIE executable answers the address unmoved).
             vaddr += module.image.load_base
         if query.data:
             return self._data_answer(module, query.address, vaddr)
