@@ -214,4 +214,3 @@ def _name_shower(mode: DemangleMode) -> Callable[[str, str | None], str]:
         return demangle(name, mode)
 
     return shown
-

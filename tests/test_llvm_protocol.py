@@ -229,7 +229,9 @@ def _tool_dir(directory: Path, command: str) -> Path:
 PPROF_PROFILES = ["cdemo-gcc-dwarf5-pie.cpu.pb", "cppdemo-gcc-dwarf5-pie.heap.pb", "useshape.cpu.pb"]
 
 
-@pytest.mark.skipif(PPROF is None or not LLVM_22.exists(), reason="needs pprof ($SYMBOLIZE_PPROF) and llvm-symbolizer 22")
+@pytest.mark.skipif(
+    PPROF is None or not LLVM_22.exists(), reason="needs pprof ($SYMBOLIZE_PPROF) and llvm-symbolizer 22"
+)
 @pytest.mark.parametrize("profile", PPROF_PROFILES)
 def test_pprof_names_a_profile_through_symbolize_as_through_llvm_symbolizer(profile: str, tmp_path: Path) -> None:
     assert PPROF is not None

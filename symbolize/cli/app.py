@@ -134,8 +134,12 @@ def _global_options(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
     _version: Annotated[
         bool,
-        typer.Option("--version", is_eager=True, callback=_print_version,
-                     help="Print the version and whether the compiled kernels run, then exit."),
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version and whether the compiled kernels run, then exit.",
+        ),
     ] = False,
 ) -> None:
     ctx.obj = {"debug": debug}

@@ -342,4 +342,3 @@ def lookup_answers(
         answered = True
     finally:
         answers.finish(answered)
-

@@ -177,9 +177,7 @@ LOOKUP_OPTIONS = (
         "Addresses are relative to the image base.",
         default=False,
     ),
-    CliOption(
-        "adjust_vma", ("--adjust-vma",), Kind.TEXT, "Subtract OFFSET from each address.", metavar="OFFSET"
-    ),
+    CliOption("adjust_vma", ("--adjust-vma",), Kind.TEXT, "Subtract OFFSET from each address.", metavar="OFFSET"),
     CliOption("basenames", ("-s", "--basenames"), Kind.FLAG, "File names without directories.", default=False),
     CliOption(
         "relativenames",
