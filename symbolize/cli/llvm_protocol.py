@@ -164,6 +164,8 @@ class LlvmAnswers:
     def answer(self, query: Query) -> str:
         """One query's answer: a JSON object (no new line) or the text of llvm-symbolizer's style."""
         if query.error is not None:
+            if self.output.obj is not None and not self.output.as_json:
+                return f"{query.text}\n"  # echoed, as llvm-symbolizer 14 does (README)
             if query.error:
                 print(f"symbolize: error: '{query.text}': {query.error}", file=sys.stderr)
             if self.output.as_json:
@@ -184,7 +186,7 @@ class LlvmAnswers:
             # (llvm-symbolizer 22 on a non-PIE executable answers the address unmoved).
             vaddr += module.image.load_base
         if query.data:
-            return self._data_answer(module, query.address, vaddr)
+            return self._data_answer(module, query.address, vaddr, query.module)
         return self._code_answer(module, query.address, vaddr, query.module)
 
     def _frames(self, module: Module, vaddr: int) -> list[Frame]:
@@ -305,12 +307,12 @@ class LlvmAnswers:
             return self.output.style.answer(None, [Frame(None)])
         return "".join(self._text(symbol.vaddr, [frame], symbol) for symbol, frame in places)
 
-    def _data_answer(self, module: Module, address: int, vaddr: int) -> str:
+    def _data_answer(self, module: Module, address: int, vaddr: int, module_name: str) -> str:
         if self.output.as_json:
             symbol = module.image.symbol_at(vaddr) if 0 <= vaddr < 1 << 64 else None
             name, start, size = (symbol.name, symbol.vaddr, symbol.size) if symbol else ("", 0, 0)
             data = {"Name": name, "Size": f"{size:#x}", "Start": f"{start:#x}"}
-            return json_text({"Address": f"{address:#x}", "Data": data, "ModuleName": self.output.obj or ""})
+            return json_text({"Address": f"{address:#x}", "Data": data, "ModuleName": module_name})
         return self._data_text(module, vaddr)
 
     def _data_text(self, module: Module, vaddr: int) -> str:
