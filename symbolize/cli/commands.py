@@ -232,6 +232,7 @@ def run_lookup(request: LookupRequest, *, debug: bool = False) -> int:
         style=style,
         inlines=request.inlines,
         show_functions=request.functions != "none",
+        symbol_starts=request.functions == "linkage",
         relative_address=request.relative_address,
         adjust_vma=parse_number(request.adjust_vma) or 0 if request.adjust_vma is not None else 0,
         basenames=request.basenames,

@@ -58,6 +58,9 @@ class LlvmOutput(NamedTuple):
     style: PlainStyle = PlainStyle()
     inlines: bool = True
     show_functions: bool = True  # --functions=none: False
+    # --functions=linkage (the default): LLVM names the outermost frame, and takes its start
+    # address, from the covering symbol; with short or no names it keeps the DIE's DW_AT_low_pc.
+    symbol_starts: bool = True
     relative_address: bool = False
     adjust_vma: int = 0
     basenames: bool = False
@@ -66,8 +69,11 @@ class LlvmOutput(NamedTuple):
     our_json: bool = False  # --json: our own shape (symbolize/answer_text.py)
 
 
-def json_text(value: Any) -> str:
-    """``value`` as LLVM's JSON writer spells it: keys sorted, no spaces, UTF-8 kept."""
+def json_text(value: Any, pretty: bool = False) -> str:
+    """``value`` as LLVM's JSON writer spells it: keys sorted, no spaces, UTF-8 kept; ``pretty``
+    (``-p``) indented by two spaces, as its ``json::OStream`` indents."""
+    if pretty:
+        return json.dumps(value, sort_keys=True, indent=2, separators=(",", ": "), ensure_ascii=False)
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -129,6 +135,8 @@ class LlvmAnswers:
         if self._classic_output():
             return self._render_classic(queries)
         answers = [self.answer(query) for query in queries]
+        if self.output.as_json and self.output.style.pretty:
+            return json_text([json.loads(answer) for answer in answers], pretty=True) + "\n"
         return f"[{','.join(answers)}]\n" if self.output.as_json else "".join(answers)
 
     def _classic_output(self) -> bool:
@@ -169,13 +177,13 @@ class LlvmAnswers:
             if query.error:
                 print(f"symbolize: error: '{query.text}': {query.error}", file=sys.stderr)
             if self.output.as_json:
-                return json_text({"ModuleName": query.module, "Symbol": [_BLANK_FRAME]})
+                return self._json({"ModuleName": query.module, "Symbol": [_BLANK_FRAME]})
             return self.output.style.answer(None, [Frame(None)])
         module = self.open(query.module)
         if isinstance(module, str):
             if self.output.as_json:
                 where = {"Address": f"{query.address:#x}"} if query.address is not None else {"SymName": query.symbol}
-                return json_text({**where, "Error": {"Message": module}, "ModuleName": query.module})
+                return self._json({**where, "Error": {"Message": module}, "ModuleName": query.module})
             return self.output.style.answer(None, [Frame(None)])
         if query.symbol is not None:
             return self._symbol_answer(module, query)
@@ -189,6 +197,9 @@ class LlvmAnswers:
             return self._data_answer(module, query.address, vaddr, query.module)
         return self._code_answer(module, query.address, vaddr, query.module)
 
+    def _json(self, value: dict[str, Any]) -> str:
+        return json_text(value, self.output.style.pretty)
+
     def _frames(self, module: Module, vaddr: int) -> list[Frame]:
         if not 0 <= vaddr < 1 << 64:
             return []
@@ -197,11 +208,14 @@ class LlvmAnswers:
 
     def _code_answer(self, module: Module, address: int, vaddr: int, name: str) -> str:
         frames = self._frames(module, vaddr)
+        covering = module.image.symbol_at(vaddr) if frames else None
+        if not self.output.show_functions and self._symbol_only(frames, covering):
+            frames = []  # LLVM reads no symbol table when it prints no names (README)
         shown = self._cut(frames)
-        symbol = module.image.symbol_at(vaddr) if frames and 0 <= vaddr < 1 << 64 else None
+        symbol = covering if self.output.symbol_starts else None
         if self.output.as_json:
-            return json_text({"Address": f"{address:#x}", "ModuleName": name,
-                              "Symbol": self._json_frames(shown, symbol)})  # fmt: skip
+            return self._json({"Address": f"{address:#x}", "ModuleName": name,
+                               "Symbol": self._json_frames(shown, symbol)})  # fmt: skip
         return self._text(address, shown, symbol)
 
     def _cut(self, frames: list[Frame]) -> list[Frame]:
@@ -302,7 +316,7 @@ class LlvmAnswers:
         if self.output.as_json:
             found = [{**self._json_frames([frame], symbol)[0], "StartAddress": f"{symbol.vaddr:#x}"}
                      for symbol, frame in places]  # fmt: skip
-            return json_text({"Loc": found, "ModuleName": query.module, "SymName": query.symbol})
+            return self._json({"Loc": found, "ModuleName": query.module, "SymName": query.symbol})
         if not places:
             return self.output.style.answer(None, [Frame(None)])
         return "".join(self._text(symbol.vaddr, [frame], symbol) for symbol, frame in places)
@@ -312,7 +326,7 @@ class LlvmAnswers:
             symbol = module.image.symbol_at(vaddr) if 0 <= vaddr < 1 << 64 else None
             name, start, size = (symbol.name, symbol.vaddr, symbol.size) if symbol else ("", 0, 0)
             data = {"Name": name, "Size": f"{size:#x}", "Start": f"{start:#x}"}
-            return json_text({"Address": f"{address:#x}", "Data": data, "ModuleName": module_name})
+            return self._json({"Address": f"{address:#x}", "Data": data, "ModuleName": module_name})
         return self._data_text(module, vaddr)
 
     def _data_text(self, module: Module, vaddr: int) -> str:
