@@ -439,10 +439,11 @@ def app_for(arguments: list[str]) -> typer.Typer:
     return build_app(name) if name in known else app
 
 
-def usage_line(error: typer.TyperException) -> str:
-    """The one line a usage error prints for a script (stderr not a terminal)."""
-    context = getattr(error, "ctx", None)
-    path = context.command_path if context is not None else "symbolize"
+def usage_line(error: typer.TyperException, arguments: list[str]) -> str:
+    """The one line a usage error prints for a script (stderr not a terminal), naming the command
+    ``arguments`` run."""
+    name = next((word for word in arguments if not word.startswith("-")), None)
+    path = f"symbolize {name}" if name in {command for command, _ in _COMMANDS} | {"cache"} else "symbolize"
     message = error.format_message().replace("\n", " ")
     return f"{path}: error: {message} (try '{path} -h')"
 
@@ -456,7 +457,7 @@ def run_app(command: typer.Typer, arguments: list[str]) -> None:
     try:
         code = command(args=arguments, prog_name="symbolize", standalone_mode=False)
     except typer.TyperException as error:
-        line = usage_line(error) if error.exit_code == 2 else f"symbolize: error: {error.format_message()}"
+        line = usage_line(error, arguments) if error.exit_code == 2 else f"symbolize: error: {error.format_message()}"
         print(line, file=sys.stderr)
         sys.exit(error.exit_code)
     except typer.Abort:
