@@ -45,6 +45,8 @@ def parse_number(word: str) -> int | None:
         base, digits = 8, word[1:]
     if not digits.isascii() or not digits.isalnum():  # int() would take "_", "+" and spaces
         return None
+    if len(digits.lstrip("0")) > 64:  # past 64 bits in any base: not converted (a line may be MiBs)
+        return None
     try:
         value = int(digits, base)
     except ValueError:
@@ -55,7 +57,8 @@ def parse_number(word: str) -> int | None:
 def _next_word(text: str) -> tuple[str, str]:
     """The first word of ``text`` (leading delimiters skipped) and what follows it."""
     text = text.lstrip(_DELIMITERS)
-    end = next((position for position, character in enumerate(text) if character in _DELIMITERS), len(text))
+    ends = [position for position in map(text.find, _DELIMITERS) if position >= 0]
+    end = min(ends, default=len(text))
     return text[:end], text[end:]
 
 
