@@ -35,6 +35,7 @@ from symbolize.cli.audit import audit_command
 from symbolize.cli.commands import (
     LookupRequest,
     ProfileRequest,
+    lookup_usage_problem,
     run_guarded,
     run_lookup,
     run_profile,
@@ -62,6 +63,9 @@ _APP_SETTINGS: dict[str, Any] = dict(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help and errors, not rich's panels: a panel 80 columns wide cuts option names
+    # (``--background-i…``) and boxes the error a script reads from stderr.
+    rich_markup_mode=None,
     # -h as well, as llvm-symbolizer and most tools take it; every command inherits it.
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -131,8 +135,12 @@ def _global_options(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
     _version: Annotated[
         bool,
-        typer.Option("--version", is_eager=True, callback=_print_version,
-                     help="Print the version and whether the compiled kernels run, then exit."),
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version and whether the compiled kernels run, then exit.",
+        ),
     ] = False,
 ) -> None:
     ctx.obj = {"debug": debug}
@@ -205,7 +213,7 @@ def profile_command(
 
 def lookup_command(
     ctx: typer.Context,
-    obj: Path = _LOOKUP["obj"],
+    obj: Path | None = _LOOKUP["obj"],
     addresses: list[str] | None = _LOOKUP["addresses"],
     as_json: bool = _LOOKUP["as_json"],
     inlines: bool = _LOOKUP["inlines"],
@@ -214,6 +222,12 @@ def lookup_command(
     pretty: bool = _LOOKUP["pretty"],
     output_style: OutputStyle = _LOOKUP["output_style"],
     functions: FunctionNames = _LOOKUP["functions"],
+    relative_address: bool = _LOOKUP["relative_address"],
+    adjust_vma: str | None = _LOOKUP["adjust_vma"],
+    basenames: bool = _LOOKUP["basenames"],
+    relativenames: bool = _LOOKUP["relativenames"],
+    verbose: bool = _LOOKUP["verbose"],
+    context_lines: str | None = _LOOKUP["context_lines"],
     search_paths: list[Path] | None = _LOOKUP["search_paths"],
     debug_dirs: list[Path] | None = _LOOKUP["debug_dirs"],
     cache_dir: Path | None = _LOOKUP["cache_dir"],
@@ -221,21 +235,14 @@ def lookup_command(
     background_index: bool = _LOOKUP["background_index"],
     arch: str | None = _LOOKUP["arch"],
 ) -> None:
-    """Print the frames at object addresses, like llvm-symbolizer --obj.
+    """Print the frames at object addresses, like llvm-symbolizer.
 
     Addresses are hex with 0x or decimal, from the arguments or one per line on stdin (each
-    line answered as it arrives); a non-address is echoed back, as llvm-symbolizer does.
-    llvm-symbolizer's and addr2line's spellings work: -e/--exe, -a, -f, -C, -i, -p,
-    --output-style=LLVM|GNU.
+    line answered as it arrives), read as llvm-symbolizer reads them: CODE/DATA first, FILE
+    (or "FILE") before the address without --obj, words after it ignored; with --obj a
+    non-address is echoed back. llvm-symbolizer's and addr2line's spellings work: -e/--exe,
+    -a, -f, -C, -i, -p, -s, combined (-Cfi), --output-style=LLVM|GNU|JSON.
     """
-    if output_style is OutputStyle.JSON:
-        raise typer.BadParameter(
-            "llvm-symbolizer's JSON carries fields this tool does not read (StartAddress, StartFileName, "
-            "Discriminator); --json prints our own JSON",
-            param_hint="--output-style",
-        )
-    if as_json and (print_addresses or pretty or output_style is not OutputStyle.LLVM):
-        raise typer.BadParameter("--json has its own shape: no -a, -p or --output-style", param_hint="--json")
     request = LookupRequest(
         obj=obj,
         addresses=addresses,
@@ -246,6 +253,12 @@ def lookup_command(
         pretty=pretty,
         output_style=output_style.value,
         functions=functions.value,
+        relative_address=relative_address,
+        adjust_vma=adjust_vma,
+        basenames=basenames,
+        relativenames=relativenames,
+        verbose=verbose,
+        context_lines=context_lines,
         search_paths=search_paths,
         debug_dirs=debug_dirs,
         cache_dir=cache_dir,
@@ -253,6 +266,9 @@ def lookup_command(
         background_index=background_index,
         arch=arch,
     )
+    problem = lookup_usage_problem(request)
+    if problem is not None:
+        raise typer.BadParameter(problem[1], param_hint=problem[0])
     _exit_with(run_lookup(request, debug=_debug(ctx)))
 
 
@@ -403,7 +419,9 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only in (None, name):
             built.command(name)(function)
     if only in (None, "cache"):
-        cache_app = typer.Typer(help="Show or clear the persistent index cache.", no_args_is_help=True)
+        cache_app = typer.Typer(
+            help="Show or clear the persistent index cache.", no_args_is_help=True, rich_markup_mode=None
+        )
         for name, function in _CACHE_COMMANDS:
             cache_app.command(name)(function)
         built.add_typer(cache_app, name="cache")
@@ -433,12 +451,47 @@ def app_for(arguments: list[str]) -> typer.Typer:
     return build_app(name) if name in known else app
 
 
+def usage_line(error: typer.TyperException, arguments: list[str]) -> str:
+    """The one line a usage error prints for a script (stderr not a terminal), naming the command
+    ``arguments`` run."""
+    name = next((word for word in arguments if not word.startswith("-")), None)
+    path = f"symbolize {name}" if name in {command for command, _ in _COMMANDS} | {"cache"} else "symbolize"
+    message = error.format_message().replace("\n", " ")
+    return f"{path}: error: {message} (try '{path} -h')"
+
+
+def run_app(command: typer.Typer, arguments: list[str]) -> None:
+    """Run ``command``; when stderr is no terminal, a usage error is :func:`usage_line`, exit 2
+    (click's own report, on a terminal, takes four lines)."""
+    if _is_terminal(sys.stderr):
+        command(args=arguments, prog_name="symbolize")
+        return
+    try:
+        code = command(args=arguments, prog_name="symbolize", standalone_mode=False)
+    except typer.TyperException as error:
+        line = usage_line(error, arguments) if error.exit_code == 2 else f"symbolize: error: {error.format_message()}"
+        print(line, file=sys.stderr)
+        sys.exit(error.exit_code)
+    except typer.Abort:
+        print("Aborted!", file=sys.stderr)
+        sys.exit(EXIT_INPUT_ERROR)
+    if isinstance(code, int) and code:
+        sys.exit(code)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except Exception:  # closed, or no stream at all
+        return False
+
+
 def main() -> None:
     """Run the command line through typer (symbolize/cli/entry.py's main runs the plain forms
     without it, and comes here for everything else)."""
     arguments = llvm_spellings(hoist_debug(sys.argv[1:]))
     try:
-        app_for(arguments)(args=arguments, prog_name="symbolize")
+        run_app(app_for(arguments), arguments)
     except Exception as exc:
         # The boundary again, for a command that does not run inside run_guarded.
         if arguments[:1] == ["--debug"]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, NamedTuple, TextIO
 
@@ -39,7 +39,7 @@ _ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
 class LookupRequest(NamedTuple):
     """``lookup``'s options, one field per declaration in LOOKUP_OPTIONS, in its order."""
 
-    obj: Path
+    obj: Path | None = option(LOOKUP_OPTIONS, "obj").default
     addresses: Sequence[str] | None = option(LOOKUP_OPTIONS, "addresses").default
     as_json: bool = option(LOOKUP_OPTIONS, "as_json").default
     inlines: bool = option(LOOKUP_OPTIONS, "inlines").default
@@ -48,6 +48,12 @@ class LookupRequest(NamedTuple):
     pretty: bool = option(LOOKUP_OPTIONS, "pretty").default
     output_style: str = option(LOOKUP_OPTIONS, "output_style").default
     functions: str = option(LOOKUP_OPTIONS, "functions").default
+    relative_address: bool = option(LOOKUP_OPTIONS, "relative_address").default
+    adjust_vma: str | None = option(LOOKUP_OPTIONS, "adjust_vma").default
+    basenames: bool = option(LOOKUP_OPTIONS, "basenames").default
+    relativenames: bool = option(LOOKUP_OPTIONS, "relativenames").default
+    verbose: bool = option(LOOKUP_OPTIONS, "verbose").default
+    context_lines: str | None = option(LOOKUP_OPTIONS, "context_lines").default
     search_paths: Sequence[Path] | None = option(LOOKUP_OPTIONS, "search_paths").default
     debug_dirs: Sequence[Path] | None = option(LOOKUP_OPTIONS, "debug_dirs").default
     cache_dir: Path | None = option(LOOKUP_OPTIONS, "cache_dir").default
@@ -185,50 +191,91 @@ def run_guarded(work: Callable[[], None], *, debug: bool = False) -> int:
     return 0
 
 
+def lookup_usage_problem(request: LookupRequest) -> tuple[str, str] | None:
+    """What is wrong with ``request``'s mix of options, as (the option, why); None when nothing is.
+    typer's command reports it as a usage error (the plain path hands such a command line to typer)."""
+    from symbolize.cli.llvm_input import parse_number
+
+    if request.as_json and (
+        request.print_addresses or request.pretty or request.output_style.upper() != "LLVM" or request.verbose
+        or request.basenames or request.context_lines is not None or request.relative_address
+        or request.adjust_vma is not None or request.obj is None
+    ):  # fmt: skip
+        return "--json", (
+            "--json has its own shape, for --obj: no -a, -p, -s, --verbose, --relative-address, --adjust-vma, "
+            "--print-source-context-lines or --output-style (--output-style=JSON is llvm-symbolizer's shape)"
+        )
+    if request.relativenames:
+        return "--relativenames", (
+            "needs each unit's compilation directory, which the readers do not give yet; "
+            "-s/--basenames strips every directory"
+        )
+    if request.adjust_vma is not None and parse_number(request.adjust_vma) is None:
+        return "--adjust-vma", f"expected a number (0x hex, 0 octal or decimal), got {request.adjust_vma!r}"
+    if request.context_lines is not None and not request.context_lines.isdecimal():
+        return "--print-source-context-lines", f"expected a non-negative integer, got {request.context_lines!r}"
+    return None
+
+
 def run_lookup(request: LookupRequest, *, debug: bool = False) -> int:
     """``lookup``: the frames at ``request``'s addresses on stdout; returns the exit code.
 
-    The output options' mix is checked before (typer's usage errors: symbolize/cli/app.py).
+    The output options' mix is checked before (:func:`lookup_usage_problem`, typer's usage error).
+    With ``--obj`` the file is opened before any input is read (an error there exits 1); files that
+    input lines name are opened as they come, each once, an error said on stderr and answered as
+    llvm-symbolizer answers it.
     """
     from symbolize.answer_text import PlainStyle
-    from symbolize.api import lookup_text_batches
+    from symbolize.api import Session
+    from symbolize.cli.llvm_input import parse_number
+    from symbolize.cli.llvm_protocol import LlvmAnswers, LlvmOutput, lookup_answers
 
     style = PlainStyle(
-        gnu=request.output_style == "GNU",
+        gnu=request.output_style.upper() == "GNU",
         addresses=request.print_addresses,
         pretty=request.pretty,
         functions=request.functions != "none",
     )
+    output = LlvmOutput(
+        obj=None if request.obj is None else str(request.obj),
+        as_json=request.output_style.upper() == "JSON",
+        style=style,
+        inlines=request.inlines,
+        show_functions=request.functions != "none",
+        symbol_starts=request.functions == "linkage",
+        relative_address=request.relative_address,
+        adjust_vma=parse_number(request.adjust_vma) or 0 if request.adjust_vma is not None else 0,
+        basenames=request.basenames,
+        verbose=request.verbose,
+        context_lines=int(request.context_lines or 0),
+        our_json=request.as_json,
+    )
     demangle = "short" if request.functions == "short" else request.demangle
-    addresses = request.addresses
     # An empty argument is no question (llvm-symbolizer skips it); an empty stdin line is echoed.
-    batches: Iterable[list[str]] = [[text for text in addresses or () if text.strip()]]
-    if not addresses:
-        batches = iter_stdin_batches(sys.stdin.buffer)
+    arguments = [text for text in request.addresses or () if text.strip()]
 
     def answer() -> None:
-        output = standard_output()  # refused before any work
-        answers = lookup_text_batches(
-            request.obj,
-            batches,
-            as_json=request.as_json,
-            style=style,
-            demangle=demangle,  # type: ignore[arg-type]  # one of the declared choices
-            inlines=request.inlines,
+        out = standard_output()  # refused before any work
+        session = Session(
             search_paths=request.search_paths or (),
             debug_dirs=request.debug_dirs or None,
             cache_dir=request.cache_dir,
             use_cache=not request.no_cache,
             background_index=request.background_index,
-            arch=request.arch,
+            demangle=demangle,  # type: ignore[arg-type]  # one of the declared choices
+            inlines=request.inlines,
         )
-        for text in answers:
+        answers = LlvmAnswers(session, output, request.arch)
+        if output.obj is not None:
+            answers.open_obj(output.obj)  # its error is the command's (exit 1), before any input
+        stdin = iter_stdin_batches(sys.stdin.buffer) if not request.addresses else iter(())
+        for text in lookup_answers(answers, arguments if request.addresses else None, stdin):
             # One write a batch: echoing 10,000 lines one by one costs more than looking them up
             # from an index. Not through echo, which scans the whole text for ANSI codes to
             # strip when stdout is not a terminal; there are none. Flushed, for whoever reads
             # through a pipe and waits for this answer before writing the next address.
-            output.write(text)
-            output.flush()
+            out.write(text)
+            out.flush()
 
     return run_guarded(answer, debug=debug)
 

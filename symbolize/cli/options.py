@@ -140,7 +140,13 @@ PROFILE_OPTIONS = (
 )
 
 LOOKUP_OPTIONS = (
-    CliOption("obj", ("--obj", "-e", "--exe"), Kind.PATH, "The object file (binary).", default=..., metavar="FILE"),
+    CliOption(
+        "obj",
+        ("--obj", "-e", "--exe"),
+        Kind.PATH,
+        "The object file (binary); without it each address is FILE ADDR, as llvm-symbolizer reads it.",
+        metavar="FILE",
+    ),
     CliOption("addresses", (), Kind.ARGUMENTS, "Object addresses; else stdin.", metavar="[ADDR...]"),
     CliOption("as_json", ("--json",), Kind.FLAG, "One JSON object per line (our own shape).", default=False),
     CliOption(
@@ -173,11 +179,10 @@ LOOKUP_OPTIONS = (
         "output_style",
         ("--output-style",),
         Kind.CHOICE,
-        "LLVM (default) or GNU (addr2line's: no column).",
+        "LLVM (default), GNU (addr2line's: no column) or JSON (llvm-symbolizer's own shape).",
         default="LLVM",
         choices=("LLVM", "GNU", "JSON"),
         case_sensitive=False,
-        plain=False,
     ),
     CliOption(
         "functions",
@@ -187,6 +192,31 @@ LOOKUP_OPTIONS = (
         default="linkage",
         choices=("linkage", "short", "none"),
         plain=False,
+    ),
+    CliOption(
+        "relative_address",
+        ("--relative-address",),
+        Kind.FLAG,
+        "Addresses are relative to the image base.",
+        default=False,
+    ),
+    CliOption("adjust_vma", ("--adjust-vma",), Kind.TEXT, "Subtract OFFSET from each address.", metavar="OFFSET"),
+    CliOption("basenames", ("-s", "--basenames"), Kind.FLAG, "File names without directories.", default=False),
+    CliOption(
+        "relativenames",
+        ("--relativenames",),
+        Kind.FLAG,
+        "File names without the compilation directory (not supported: refused).",
+        default=False,
+        plain=False,
+    ),
+    CliOption("verbose", ("--verbose",), Kind.FLAG, "llvm-symbolizer's block of fields per frame.", default=False),
+    CliOption(
+        "context_lines",
+        ("--print-source-context-lines",),
+        Kind.TEXT,
+        "Print N lines of the source around each frame's line.",
+        metavar="N",
     ),
     SEARCH_PATHS,
     DEBUG_DIRS,
