@@ -22,7 +22,7 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,8 +35,11 @@ Target = Callable[[bytes], object]
 
 
 def seed_files(target: str) -> list[Path]:
-    """The seed files of ``target``: its directory's files and the fixtures its FIXTURES names."""
+    """The seed files of ``target``: its directory's files and the fixtures its FIXTURES names
+    (none for a target that builds its seeds, without a directory)."""
     directory = SEEDS / target
+    if not directory.is_dir():
+        return []
     found = sorted(path for path in directory.iterdir() if path.is_file() and path.name != "FIXTURES")
     listing = directory / "FIXTURES"
     if listing.exists():
@@ -47,11 +50,11 @@ def seed_files(target: str) -> list[Path]:
     return found
 
 
-def seed_corpus(target: str, corpus: Path) -> Path:
-    """``corpus`` (created if missing) with the seeds of ``target`` copied in, for libFuzzer to grow."""
+def seed_corpus(target: str, corpus: Path, built: Sequence[bytes] = ()) -> Path:
+    """``corpus`` (created if missing) with the seeds of ``target`` and the ``built`` ones copied
+    in, for libFuzzer to grow."""
     corpus.mkdir(parents=True, exist_ok=True)
-    for seed in seed_files(target):
-        data = seed.read_bytes()
+    for data in [*(seed.read_bytes() for seed in seed_files(target)), *built]:
         (corpus / ("seed-" + hashlib.sha1(data).hexdigest())).write_bytes(data)
     return corpus
 
@@ -114,25 +117,31 @@ def _import_everything() -> None:
         importlib.import_module(module.name)
 
 
-def main(target_name: str, make_target: Callable[[], Target], argv: list[str]) -> None:
+def main(
+    target_name: str, make_target: Callable[[], Target], argv: list[str],
+    built_seeds: Callable[[], Sequence[bytes]] | None = None,
+) -> None:
     """Run ``target_name`` under libFuzzer (atheris) with its seeds.
 
     ``argv``: libFuzzer's own options (``-max_total_time=25``, ``-runs=100000``, corpus
     directories). With no corpus directory given, the seeds are copied into a fresh one.
+    ``built_seeds``: seeds the target builds at start (from the fixtures), besides its directory's.
     """
     import atheris
 
     with atheris.instrument_imports(include=["symbolize"]):
         _import_everything()
         target = make_target()
+    built = built_seeds() if built_seeds is not None else ()
     options = [arg for arg in argv[1:] if arg.startswith("-")]
     corpora = [arg for arg in argv[1:] if not arg.startswith("-")]
     if not corpora:
-        corpora = [str(seed_corpus(target_name, Path(tempfile.mkdtemp(prefix=f"fuzz-{target_name}-"))))]
+        corpora = [str(seed_corpus(target_name, Path(tempfile.mkdtemp(prefix=f"fuzz-{target_name}-")), built))]
     elif not Path(corpora[0]).is_file():  # a file argument replays that input alone
-        seed_corpus(target_name, Path(corpora[0]))
+        seed_corpus(target_name, Path(corpora[0]), built)
     defaults = [f"-timeout={TIMEOUT_SECONDS}", f"-rss_limit_mb={RSS_LIMIT_MB}", "-print_final_stats=1"]
-    biggest = max((len(path.read_bytes()) for path in seed_files(target_name)), default=4096)
+    sizes = [*(len(path.read_bytes()) for path in seed_files(target_name)), *map(len, built)]
+    biggest = max(sizes, default=4096)
     if not any(option.startswith("-max_len=") for option in options):
         defaults.append(f"-max_len={biggest}")
     atheris.Setup([argv[0], *defaults, *options, *corpora], checked(target))

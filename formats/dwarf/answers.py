@@ -11,11 +11,16 @@ STT_FILE source standing in for a missing row file. Where a unit covers an
 address with a row but no function, the frame is the symbol's (or nameless).
 
 Any container that pairs DWARF with a symbol table (ELF, Mach-O, MinGW PE)
-answers through :class:`DwarfSymbolAnswers`. The persistent index asks for
-whole units (:meth:`DwarfSymbolAnswers.answers`); the reader's own lookups
-decode a unit's runs one top-level function at a time
-(:class:`UnitRuns`), since a batch of lookups touches few functions of a unit;
-both build runs with the same code, so they agree.
+answers through :class:`DwarfSymbolAnswers`. Where the compiled kernels are
+loaded, a unit's runs come whole from the compiled answer source
+(``native/src/dwarf/``, on gimli), which decides by the same rules and leaves to
+the Python runs any unit it is not certain of (damage, dwz references, split
+units); both name chain heads with :func:`chain_head`. The Python runs are the
+reference and the fallback: the persistent index asks for whole units
+(:meth:`DwarfSymbolAnswers.answers`); the reader's own lookups decode a unit's
+runs one top-level function at a time (:class:`UnitRuns`), since a batch of
+lookups touches few functions of a unit; both build runs with the same code, so
+they agree.
 
 Inline trees are walked with an explicit stack, never recursion: the depth of
 nesting comes from the input.
@@ -29,7 +34,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable, owned_pieces
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
@@ -37,15 +42,91 @@ from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
 from symbolize.formats.native import kernels
 from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
-from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
+from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
 
 if TYPE_CHECKING:
-    from symbolize.formats._kernels import SymbolBounds
+    from symbolize.formats._kernels import DwarfUnits, UnitColumns
 
 # Past every address: the end of the span after a unit's last function.
 _END = 1 << 65
+# What the compiled source raises: its own error, for a panic it caught (none crosses into Python).
+_COMPILED_ERRORS: tuple[type[Exception], ...] = (kernels.CompiledDwarfError,) if kernels is not None else ()
 # Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
 _MEMO_DEPTH = 64
+
+# An inline chain as both answer sources give it: the innermost function's name, its declaration
+# line, and the frames that called it, innermost first.
+Chain = tuple[str | None, int, tuple[Frame, ...]]
+
+
+def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
+    """The chain head of runs under inline ``chain`` (None: no function covers them) where symbol
+    ``covering`` (None: none) covers them: the one naming policy of the Python runs (:class:`UnitRuns`)
+    and the compiled ones (:func:`compiled_runs`). The symbol names the outermost frame, as
+    llvm-symbolizer names it (``foo.cold``, one of several folded functions), and its STT_FILE
+    source stands in for a file the outermost frame lacks; without a function, the symbol is the frame."""
+    if chain is None:
+        return ChainHead(covering.name, 0, (), covering.source_file) if covering is not None else ChainHead(None)
+    name, start_line, outer = chain
+    default_file = None
+    if covering is not None:
+        if outer:
+            outermost = outer[-1]
+            renamed = outermost._replace(function=covering.name, file=outermost.file or covering.source_file)
+            outer = (*outer[:-1], renamed)
+        else:
+            name, default_file = covering.name, covering.source_file
+    return ChainHead(name, start_line, outer, default_file)
+
+
+def compiled_runs(columns: UnitColumns, symbols: SymbolIndex) -> RunTable:
+    """A unit's runs as the compiled source built them (``DwarfUnits.unit_runs``), as a RunTable
+    whose chain heads :func:`chain_head` names from the columns' (chain, symbol) head keys."""
+    table = RunTable(columns.file_names, _CompiledHeads(columns, symbols))
+    for column, data in ((table.lows, columns.lows), (table.highs, columns.highs), (table.files, columns.files),
+                         (table.lines, columns.lines), (table.columns, columns.columns), (table.heads, columns.heads)):
+        column.frombytes(data)
+    return table
+
+
+class _CompiledHeads(Sequence[ChainHead]):
+    """The chain heads of a compiled unit's runs, each named on first use: a batch of lookups reads
+    a few of a unit's thousands (naming them all took as long as building the unit, on libpython)."""
+
+    __slots__ = ("_chains", "_heads", "_keys", "_named_chains", "_symbols")
+
+    def __init__(self, columns: UnitColumns, symbols: SymbolIndex) -> None:
+        self._chains = columns.chains
+        self._keys = columns.head_keys
+        self._symbols = symbols.symbols
+        self._heads: list[ChainHead | None] = [None] * len(self._keys)
+        self._named_chains: dict[int, Chain] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @overload
+    def __getitem__(self, position: int) -> ChainHead: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> Sequence[ChainHead]: ...
+
+    def __getitem__(self, position: int | slice) -> ChainHead | Sequence[ChainHead]:
+        if isinstance(position, slice):
+            return [self[i] for i in range(*position.indices(len(self)))]
+        head = self._heads[position]
+        if head is None:
+            chain, symbol = self._keys[position]
+            covering = self._symbols[symbol] if symbol >= 0 else None
+            head = self._heads[position] = chain_head(self._chain(chain) if chain >= 0 else None, covering)
+        return head
+
+    def _chain(self, chain: int) -> Chain:
+        found = self._named_chains.get(chain)
+        if found is None:
+            name, start_line, outer = self._chains[chain]
+            found = self._named_chains[chain] = (name, start_line, tuple(Frame(*frame) for frame in outer))
+        return found
 
 
 class DwarfSymbolAnswers(SymbolAnswers):
@@ -65,7 +146,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         self.dwarf = dwarf
         self.functions_only = functions_only
         self.zero_is_discarded = zero_is_discarded
-        self._bounds: tuple[SymbolBounds | None] | None = None
+        self._compiled: tuple[DwarfUnits | None] | None = None
 
     def answer_regions(self) -> list[AnswerRegion]:
         """The units' regions and the symbol table's; DWARF that cannot be read at all (a section
@@ -98,6 +179,9 @@ class DwarfSymbolAnswers(SymbolAnswers):
         """
         if key < 0:  # the symbol table, or the region standing for debug info that cannot be read
             return super().answers(key)
+        compiled = self._compiled_runs(key)
+        if compiled is not None:
+            return compiled
         state = self.dwarf._load_units()[key]
         was_decoded = state.index is not None
         runs = self._unit(key, whole=True).all_runs()
@@ -106,27 +190,57 @@ class DwarfSymbolAnswers(SymbolAnswers):
         return runs
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
+        """Unit ``key``'s runs for a batch of lookups: the compiled source's whole unit where it
+        answers (a unit is built in about the time Python decodes one function), else the Python
+        runs decoded one top-level function at a time."""
         if key < 0:
             return super().answers(key)
+        compiled = self._compiled_runs(key)
+        if compiled is not None:
+            return compiled
         return self._unit(key, whole=False)
+
+    def _compiled_runs(self, key: int) -> RunTable | None:
+        """Unit ``key``'s runs from the compiled source (``native/src/dwarf/``); None where the
+        kernels are not loaded or the compiled source leaves the unit to the Python runs (anything
+        it is not certain of: damage, dwz references, split units). It never holds a broken span:
+        a unit with one is the Python runs'."""
+        units = self._compiled_units()
+        if units is None:
+            return None
+        state = self.dwarf._load_units()[key]
+        if state.error is not None:  # what the Python runs raise too, without asking them
+            raise MalformedInputError(state.error, self.path)
+        try:
+            columns = units.unit_runs(state.unit.offset, self.functions_only)
+        except _COMPILED_ERRORS as error:
+            raise MalformedInputError(f"compile unit at {state.unit.offset:#x}: {error}", self.path) from error
+        return compiled_runs(columns, self.symbols) if columns is not None else None
+
+    def _compiled_units(self) -> DwarfUnits | None:
+        """The compiled source over this file's DWARF sections and symbols, built on first use;
+        None without the kernels, or where a symbol's bounds do not fit 64 bits (hostile sizes)."""
+        if kernels is None:
+            return None
+        if self._compiled is None:
+            dwarf = self.dwarf
+            try:
+                bounds = kernels.SymbolBounds(self.symbols.starts, self.symbols.stops)
+            except OverflowError:
+                self._compiled = (None,)
+                return None
+            try:
+                units = kernels.DwarfUnits(dwarf.sections_by_name(), dwarf.little_endian, dwarf.address_size, bounds)
+            except _COMPILED_ERRORS as error:
+                raise MalformedInputError(f"DWARF: {error}", self.path) from error
+            self._compiled = (units,)
+        return self._compiled[0]
 
     def _unit(self, key: int, whole: bool) -> UnitRuns:
         state = self.dwarf._load_units()[key]
         if not self.dwarf._ensure_decoded(state, whole):
             raise MalformedInputError(state.error or "unit cannot be decoded", self.path)
-        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only,
-                        self._symbol_bounds() if whole else None)
-
-    def _symbol_bounds(self) -> SymbolBounds | None:
-        """The symbol table's starts and stops for the compiled sweep, read once per file."""
-        if kernels is None:
-            return None
-        if self._bounds is None:
-            try:
-                self._bounds = (kernels.SymbolBounds(self.symbols.starts, self.symbols.stops),)
-            except OverflowError:
-                self._bounds = (None,)  # a bound past 128 bits (hostile sizes): the sweep in Python
-        return self._bounds[0]
+        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only)
 
 
 class UnitRuns:
@@ -140,11 +254,8 @@ class UnitRuns:
 
     def __init__(
         self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path, functions_only: bool = False,
-        symbol_bounds: SymbolBounds | None = None,
     ) -> None:
-        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing).
-        ``symbol_bounds``: ``symbols``' bounds for the compiled whole-unit sweep (None: the sweep in Python)."""
-        self._symbol_bounds = symbol_bounds
+        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing)."""
         assert state.index is not None
         self._info = info
         self._functions_only = functions_only
@@ -264,21 +375,12 @@ class UnitRuns:
                     unbroken.append(span)
                 elif low < high:
                     broken.append((low, high, error))
-            table = self._build_all(unbroken)
+            table = RunTable(self._file_names, self._heads)
+            self._sweep(table, unbroken)
             table.broken = broken
             return table
         except _DECODE_ERRORS as error:
             raise self._broken(error) from error
-
-    def _build_all(self, spans: list[tuple[int, int, int]]) -> RunTable:
-        """:meth:`_sweep`, by its compiled twin where built (``native/src/unit_runs.rs``), which
-        appends the same runs or nothing (then the sweep runs)."""
-        table = RunTable(self._file_names, self._heads)
-        bounds = self._symbol_bounds
-        if bounds is not None and kernels is not None and kernels.build_unit_runs(self, table, spans, bounds):
-            return table
-        self._sweep(table, spans)
-        return table
 
     def _sweep(self, table: RunTable, spans: list[tuple[int, int, int]]) -> None:
         """:meth:`_build` over sorted disjoint ``spans``, with cursors over the row and symbol pieces
@@ -507,21 +609,8 @@ class UnitRuns:
         found = self._head_ids.get(key)
         if found is not None:
             return found
-        covering = self._symbols.symbols[symbol] if symbol >= 0 else None
-        if leaf < 0:
-            head = ChainHead(covering.name, 0, (), covering.source_file) if covering else ChainHead(None)
-        else:
-            name, start_line = self._name(leaf)
-            outer = self._outer_frames(leaf)
-            default_file = None
-            if covering is not None:
-                if outer:
-                    outermost = outer[-1]
-                    renamed = outermost._replace(function=covering.name, file=outermost.file or covering.source_file)
-                    outer = (*outer[:-1], renamed)
-                else:
-                    name, default_file = covering.name, covering.source_file
-            head = ChainHead(name, start_line, outer, default_file)
+        chain = (*self._name(leaf), self._outer_frames(leaf)) if leaf >= 0 else None
+        head = chain_head(chain, self._symbols.symbols[symbol] if symbol >= 0 else None)
         found = self._head_ids[key] = len(self._heads)
         self._heads.append(head)
         return found

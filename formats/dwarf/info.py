@@ -26,7 +26,7 @@ from typing import Any
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, read_abbrev_table
 from symbolize.formats.dwarf.lines import LineTable, decode_line_table
-from symbolize.formats.dwarf.ranges import decode_ranges_attribute
+from symbolize.formats.dwarf.ranges import decode_ranges
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
 from symbolize.formats.dwarf.scan import (
     SLOT_ABSTRACT_ORIGIN,
@@ -159,6 +159,24 @@ class DwarfInfo:
         self._load_units()
         return self._unplaced_error
 
+    @property
+    def address_size(self) -> int:
+        """The container's address size in bytes."""
+        return self._address_size
+
+    @property
+    def little_endian(self) -> bool:
+        return self._little_endian
+
+    def sections_by_name(self) -> dict[str, bytes]:
+        """The DWARF sections the units read, by name (``.debug_info``, ...), as the getter gave them
+        (decompressed); absent and empty ones left out: what the compiled answer source reads."""
+        self._load_units()
+        sections = self._sections
+        assert sections is not None
+        names = ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "ranges", "rnglists", "line", "aranges")
+        return {f".debug_{name}": data for name in names if (data := getattr(sections, name))}
+
     def versions(self) -> tuple[int, ...]:
         return tuple(sorted({state.unit.version for state in self._load_units() if state.unit.version}))
 
@@ -281,7 +299,7 @@ class DwarfInfo:
         if c.DW_AT_GNU_dwo_id in values and unit.dwo_id is None:
             unit.dwo_id = int(values[c.DW_AT_GNU_dwo_id][1])
         if c.DW_AT_ranges in values:
-            return decode_ranges_attribute(unit, *values[c.DW_AT_ranges])
+            return decode_ranges(unit, *values[c.DW_AT_ranges])
         if bounds is not None and bounds[1] > bounds[0]:
             return [bounds]
         return []

@@ -1,0 +1,299 @@
+//! A unit's line table as the reference decodes it (`formats/dwarf/lines.py`; DWARF 5, 6.2).
+//!
+//! gimli reads the program header (its fields, directory and file entries with their forms). This
+//! module decides two things that are the reference's, not a library's:
+//!
+//! * the file names: each joined with its directory as llvm-symbolizer joins them (`join_path`),
+//!   DWARF 4 numbering from 1 (a `None` first), DWARF 5's directory 0 as the base of the others;
+//! * the rows that answer: a row whose address the next row of its sequence repeats is dropped
+//!   (a lookup never lands on it), and the damage checks of `_run_program` (a line below 0, a
+//!   value too large to store, an address past 64 bits) leave the unit to the reference.
+//!
+//! The opcodes are stepped here over gimli's byte reader, not by gimli's `LineRows`: the
+//! reference takes `DW_LNE_set_address` only with an operand of the unit's address size, ignores
+//! `maximum_operations_per_instruction`, and a program whose address steps back is the
+//! reference's own slow path; each of those is a rule gimli's state machine does not share.
+
+use gimli::constants as dw;
+use gimli::{AttributeValue, Reader};
+
+use super::unit::{utf8, UnitData};
+use super::{Decided, Defer, R};
+
+pub(crate) struct LineTable {
+    pub files: Vec<Option<String>>,
+    pub addresses: Vec<u64>,
+    pub file_indexes: Vec<i64>,
+    pub lines: Vec<i64>,
+    pub columns: Vec<i64>,
+    /// (low, high, first row, end row), sorted.
+    pub sequences: Vec<(u128, u128, usize, usize)>,
+}
+
+/// `lines.join_path`: absolute names win; the separator follows the directory's style.
+pub(crate) fn join_path(directory: Option<&str>, name: &str) -> String {
+    let directory = match directory {
+        Some(directory) if !directory.is_empty() => directory,
+        _ => return name.to_owned(),
+    };
+    let bytes = name.as_bytes();
+    if name.starts_with('/') || name.starts_with('\\') || (name.chars().count() > 2 && name.chars().nth(1) == Some(':')) {
+        return name.to_owned();
+    }
+    let _ = bytes;
+    let separator = if directory.contains('\\') && !directory.contains('/') { '\\' } else { '/' };
+    let mut joined = directory.trim_end_matches(['/', '\\']).to_owned();
+    joined.push(separator);
+    joined.push_str(name);
+    joined
+}
+
+/// The text of a directory or file entry's path: strings only (another form reads "", as in the
+/// reference, which keeps only a `str` value).
+fn entry_path<'a>(unit: &UnitData<'a>, value: &AttributeValue<R<'a>>) -> Decided<String> {
+    match value {
+        AttributeValue::String(_)
+        | AttributeValue::DebugStrRef(_)
+        | AttributeValue::DebugLineStrRef(_)
+        | AttributeValue::DebugStrOffsetsIndex(_) => {
+            Ok(unit.string(&(dw::DW_FORM_string, value.clone()))?.unwrap_or_default())
+        }
+        _ => Ok(String::new()),
+    }
+}
+
+/// The forms `_read_entries` reads; another makes the reference fail the unit.
+fn entry_forms_known(formats: &[gimli::FileEntryFormat]) -> Decided<()> {
+    let mut seen = Vec::new();
+    for format in formats {
+        if seen.contains(&format.content_type) {
+            return Err(Defer("a line header entry format listed twice"));
+        }
+        seen.push(format.content_type);
+        match format.form {
+            dw::DW_FORM_string | dw::DW_FORM_line_strp | dw::DW_FORM_strp | dw::DW_FORM_udata | dw::DW_FORM_data1
+            | dw::DW_FORM_data2 | dw::DW_FORM_data4 | dw::DW_FORM_data8 | dw::DW_FORM_data16 | dw::DW_FORM_block
+            | dw::DW_FORM_strx | dw::DW_FORM_strx1 | dw::DW_FORM_strx2 | dw::DW_FORM_strx3 | dw::DW_FORM_strx4 => {}
+            _ => return Err(Defer("a line header entry form the reference does not read")),
+        }
+    }
+    Ok(())
+}
+
+fn file_names<'a>(unit: &UnitData<'a>, header: &gimli::LineProgramHeader<R<'a>>) -> Decided<Vec<Option<String>>> {
+    let comp_dir = unit.comp_dir.as_deref();
+    if header.version() >= 5 {
+        entry_forms_known(header.directory_entry_format())?;
+        entry_forms_known(header.file_name_entry_format())?;
+        let directories = header
+            .include_directories()
+            .iter()
+            .map(|value| entry_path(unit, value))
+            .collect::<Decided<Vec<String>>>()?;
+        let mut files = Vec::with_capacity(header.file_names().len());
+        for entry in header.file_names() {
+            let name = entry_path(unit, &entry.path_name())?;
+            let index = entry.directory_index();
+            let mut directory = usize::try_from(index).ok().and_then(|at| directories.get(at)).cloned();
+            if let Some(found) = &directory {
+                if index != 0 {
+                    let base = directories.first().map(String::as_str).or(comp_dir);
+                    directory = Some(join_path(base, found));
+                }
+            }
+            files.push(Some(join_path(directory.as_deref(), &name)));
+        }
+        Ok(files)
+    } else {
+        let mut directories = vec![comp_dir.unwrap_or("").to_owned()];
+        for value in header.include_directories() {
+            let AttributeValue::String(bytes) = value else { return Err(Defer("a DWARF 4 directory not inline")) };
+            directories.push(join_path(comp_dir, &utf8(bytes.slice())?));
+        }
+        let mut files = vec![None];
+        for entry in header.file_names() {
+            let AttributeValue::String(bytes) = entry.path_name() else { return Err(Defer("a DWARF 4 file not inline")) };
+            let name = utf8(bytes.slice())?;
+            let directory = usize::try_from(entry.directory_index()).ok().and_then(|at| directories.get(at));
+            files.push(Some(join_path(directory.map(String::as_str), &name)));
+        }
+        Ok(files)
+    }
+}
+
+/// The rows of a program, the row held back until the next shows whether it repeats its address.
+#[derive(Default)]
+struct Rows {
+    addresses: Vec<u64>,
+    files: Vec<i64>,
+    lines: Vec<i64>,
+    columns: Vec<i64>,
+}
+
+impl Rows {
+    fn push(&mut self, (address, file, line, column): (u128, u64, i128, u64)) -> Decided<()> {
+        if line < 0 {
+            return Err(Defer("a line program that steps below line 0"));
+        }
+        self.addresses.push(u64::try_from(address).map_err(|_| Defer("a line address past 64 bits"))?);
+        self.files.push(file as i64);
+        self.lines.push(line as i64);
+        self.columns.push(column as i64);
+        Ok(())
+    }
+}
+
+const LINE_LIMIT: i128 = 1 << 62;
+
+/// `decode_line_table`: the unit's line table at `offset` in .debug_line.
+pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable> {
+    let sections = unit.sections;
+    let debug_line = gimli::DebugLine::new(&sections.line, sections.endian);
+    let program = debug_line.program(gimli::DebugLineOffset(offset as usize), unit.addr_size, None, None)?;
+    let header = program.header();
+    if !(2..=5).contains(&header.version()) {
+        return Err(Defer("line table version"));
+    }
+    let opcode_base = header.opcode_base();
+    let line_range = header.line_range();
+    if opcode_base == 0 || line_range == 0 {
+        return Err(Defer("a line header the reference reads its own way"));
+    }
+    let files = file_names(unit, header)?;
+    let min_length = u128::from(header.minimum_instruction_length());
+    let line_base = i128::from(header.line_base());
+    let mut standard_lengths = Vec::new();
+    let mut lengths = header.standard_opcode_lengths().clone();
+    while !lengths.is_empty() {
+        standard_lengths.push(lengths.read_u8()?);
+    }
+    let special = |opcode: u8| -> (u128, i128) {
+        let adjusted = opcode - opcode_base;
+        (u128::from(adjusted / line_range) * min_length, line_base + i128::from(adjusted % line_range))
+    };
+    let const_add_pc = special(255).0;
+    let addr_size = unit.addr_size;
+    let mut input = header.raw_program_buf();
+    let mut rows = Rows::default();
+    let mut sequences = Vec::new();
+    let (mut address, mut file, mut line, mut column): (u128, u64, i128, u64) = (0, 1, 1, 0);
+    let mut first_row = 0usize;
+    let mut held: Option<(u128, u64, i128, u64)> = None;
+    while !input.is_empty() {
+        let opcode = input.read_u8()?;
+        if opcode >= opcode_base || opcode == dw::DW_LNS_copy.0 {
+            if opcode >= opcode_base {
+                let (address_advance, line_advance) = special(opcode);
+                address += address_advance;
+                line += line_advance;
+            }
+            if address > u128::from(u64::MAX) || line.abs() >= LINE_LIMIT {
+                return Err(Defer("a line program past what the reference stores"));
+            }
+            match held {
+                Some(row) if row.0 == address => {
+                    if row.2 < 0 {
+                        return Err(Defer("a line program that steps below line 0"));
+                    }
+                }
+                Some(row) => rows.push(row)?,
+                None => {}
+            }
+            held = Some((address, file, line, column));
+            continue;
+        }
+        match gimli::DwLns(opcode) {
+            dw::DW_LNS_set_column => {
+                column = input.read_uleb128()?;
+                if column >> 63 != 0 {
+                    return Err(Defer("a column too large to store"));
+                }
+            }
+            dw::DW_LNS_advance_line => {
+                line += i128::from(input.read_sleb128()?);
+                if line.abs() >= LINE_LIMIT {
+                    return Err(Defer("a line too large to store"));
+                }
+            }
+            dw::DW_LNS_negate_stmt => {}
+            dw::DW_LNS_set_file => {
+                file = input.read_uleb128()?;
+                if file >> 63 != 0 {
+                    return Err(Defer("a file index too large to store"));
+                }
+            }
+            dw::DW_LNS_const_add_pc => address += const_add_pc,
+            dw::DW_LNS_advance_pc => address += u128::from(input.read_uleb128()?) * min_length,
+            dw::DW_LNS_fixed_advance_pc => address += u128::from(input.read_u16()?),
+            _ if opcode == 0 => {
+                let length = input.read_uleb128()?;
+                if length == 0 {
+                    continue;
+                }
+                let sub_opcode = gimli::DwLne(input.read_u8()?);
+                let operand_size = length - 1;
+                if sub_opcode == dw::DW_LNE_set_address && operand_size == u64::from(addr_size) {
+                    let new_address = u128::from(input.read_address(addr_size)?);
+                    if new_address < address {
+                        return Err(Defer("a line program whose address steps back"));
+                    }
+                    address = new_address;
+                    continue;
+                }
+                if sub_opcode == dw::DW_LNE_end_sequence {
+                    if let Some(row) = held.take() {
+                        rows.push(row)?;
+                    }
+                    if rows.addresses.len() > first_row {
+                        sequences.push((u128::from(rows.addresses[first_row]), address, first_row, rows.addresses.len()));
+                    }
+                    first_row = rows.addresses.len();
+                    (address, file, line, column) = (0, 1, 1, 0);
+                } else if sub_opcode == dw::DW_LNE_set_address {
+                    if address != 0 {
+                        return Err(Defer("a line program whose address steps back"));
+                    }
+                    address = 0;
+                }
+                input.skip(usize::try_from(operand_size).map_err(|_| Defer("operand size"))?)?;
+            }
+            _ => {
+                let count = standard_lengths.get(usize::from(opcode) - 1).copied().unwrap_or(0);
+                for _ in 0..count {
+                    input.read_uleb128()?;
+                }
+            }
+        }
+        if address > u128::from(u64::MAX) {
+            return Err(Defer("a line address past 64 bits"));
+        }
+    }
+    if let Some(row) = held {
+        rows.push(row)?;
+    }
+    sequences.sort_unstable();
+    Ok(LineTable {
+        files,
+        addresses: rows.addresses,
+        file_indexes: rows.files,
+        lines: rows.lines,
+        columns: rows.columns,
+        sequences,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join_path;
+
+    #[test]
+    fn paths_join_as_llvm_symbolizer_joins_them() {
+        assert_eq!(join_path(Some("/src"), "a.c"), "/src/a.c");
+        assert_eq!(join_path(Some("/src/"), "a.c"), "/src/a.c");
+        assert_eq!(join_path(Some("/src"), "/abs/a.c"), "/abs/a.c");
+        assert_eq!(join_path(Some("C:\\src"), "a.c"), "C:\\src\\a.c");
+        assert_eq!(join_path(Some("/src"), "D:\\a.c"), "D:\\a.c");
+        assert_eq!(join_path(Some(""), "a.c"), "a.c");
+        assert_eq!(join_path(None, "a.c"), "a.c");
+    }
+}

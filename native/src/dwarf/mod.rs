@@ -1,0 +1,429 @@
+//! The compiled DWARF answer source: a whole unit's answer runs, built in Rust on gimli, as
+//! `UnitRuns.all_runs` in `formats/dwarf/answers.py` builds them (the Python reader stays the
+//! reference and the fallback).
+//!
+//! `DwarfUnits.unit_runs` answers a unit or returns None, "the reference must decide": for any
+//! decode error, any form or shape whose meaning the reference gives by a rule this source does
+//! not carry (dwz references, split units, a line program that steps back, a name chain leaving
+//! its unit), so that a unit it answers is answered as the reference answers it. A panic is
+//! caught and raised as `CompiledDwarfError`, which the reader turns into its typed error.
+//!
+//! What is hand-written here is policy; gimli parses. `unit` (the bases, strings, addresses and
+//! range lists the reference reads its own way), `lines` (file names, the rows that answer),
+//! `tree` (which DIEs are nodes and scopes), `names` (llvm-symbolizer's naming), `runs` (which
+//! function, inline level, row and symbol answer each address).
+
+mod lines;
+mod names;
+pub(crate) mod runs;
+mod tree;
+mod unit;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use runs::{Columns, SymbolBounds};
+
+use crate::panic_message;
+
+pyo3::create_exception!(
+    _kernels,
+    CompiledDwarfError,
+    PyException,
+    "The compiled DWARF answer source failed (a caught panic): the reader raises its typed error."
+);
+
+pub(crate) type R<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
+
+/// Why a unit is left to the reference.
+#[derive(Debug)]
+pub(crate) struct Defer(pub &'static str);
+
+impl From<gimli::Error> for Defer {
+    fn from(_: gimli::Error) -> Self {
+        Defer("gimli cannot read it")
+    }
+}
+
+pub(crate) type Decided<T> = Result<T, Defer>;
+
+/// The DWARF sections of one file, as the reader's section getter gives them.
+pub(crate) struct Sections {
+    pub info: Vec<u8>,
+    pub abbrev: Vec<u8>,
+    pub str: Vec<u8>,
+    pub line_str: Vec<u8>,
+    pub str_offsets: Vec<u8>,
+    pub addr: Vec<u8>,
+    pub ranges: Vec<u8>,
+    pub rnglists: Vec<u8>,
+    pub line: Vec<u8>,
+    pub endian: gimli::RunTimeEndian,
+    /// The container's address size: no range reaches past its last address.
+    pub address_size: u8,
+}
+
+impl Sections {
+    pub(crate) fn last_address(&self) -> u128 {
+        (1u128 << (8 * u32::from(self.address_size))) - 1
+    }
+}
+
+/// A unit's runs, or why the reference must build them.
+pub(crate) fn build_unit(
+    sections: &Sections, units: &[(u64, u64)], symbols: &SymbolBounds, offset: u64, functions_only: bool,
+) -> Decided<Columns> {
+    let unit = unit::UnitData::load(sections, offset)?;
+    let lines = match unit.stmt_list {
+        Some(stmt_list) => Some(lines::decode(&unit, stmt_list)?),
+        None => None,
+    };
+    let tree = tree::scan(&unit)?;
+    let namer = names::Namer::new(&unit, &tree, lines.as_ref(), units);
+    runs::all_runs(&tree, namer, lines.as_ref(), symbols, functions_only)
+}
+
+/// (offset, end) of each unit in .debug_info, up to the first header gimli cannot read.
+fn unit_spans(sections: &Sections) -> Vec<(u64, u64)> {
+    let mut spans = Vec::new();
+    let mut headers = gimli::DebugInfo::new(&sections.info, sections.endian).units();
+    while let Ok(Some(header)) = headers.next() {
+        let offset = header.offset().0 as u64;
+        spans.push((offset, offset + header.length_including_self() as u64));
+    }
+    spans
+}
+
+/// The units of one file's DWARF, answered one whole unit at a time.
+#[pyclass(frozen, module = "symbolize.formats._kernels")]
+pub struct DwarfUnits {
+    sections: Sections,
+    /// (offset, end) of each unit in .debug_info, up to the first header that cannot be read.
+    units: Vec<(u64, u64)>,
+    symbols: Py<SymbolBounds>,
+}
+
+/// One unit's runs as parallel columns (see `formats/_kernels.pyi`).
+#[pyclass(frozen, get_all, module = "symbolize.formats._kernels")]
+pub struct UnitColumns {
+    lows: Py<PyBytes>,
+    highs: Py<PyBytes>,
+    files: Py<PyBytes>,
+    lines: Py<PyBytes>,
+    columns: Py<PyBytes>,
+    heads: Py<PyBytes>,
+    file_names: Py<PyList>,
+    chains: Py<PyList>,
+    head_keys: Py<PyList>,
+}
+
+fn machine_bytes<'py, T: Copy, const N: usize>(py: Python<'py>, values: &[T], to_bytes: fn(T) -> [u8; N]) -> PyResult<Py<PyBytes>> {
+    Ok(PyBytes::new_with(py, values.len() * N, |buffer| {
+        for (chunk, value) in buffer.chunks_exact_mut(N).zip(values) {
+            chunk.copy_from_slice(&to_bytes(*value));
+        }
+        Ok(())
+    })?
+    .unbind())
+}
+
+impl UnitColumns {
+    fn from_columns(py: Python<'_>, built: Columns) -> PyResult<Self> {
+        let chains = PyList::empty(py);
+        for ((name, start_line), outer) in built.chains {
+            chains.append((name, start_line, PyList::new(py, outer)?))?;
+        }
+        Ok(UnitColumns {
+            lows: machine_bytes(py, &built.lows, u64::to_ne_bytes)?,
+            highs: machine_bytes(py, &built.highs, u64::to_ne_bytes)?,
+            files: machine_bytes(py, &built.files, i64::to_ne_bytes)?,
+            lines: machine_bytes(py, &built.lines, i64::to_ne_bytes)?,
+            columns: machine_bytes(py, &built.columns, i64::to_ne_bytes)?,
+            heads: machine_bytes(py, &built.heads, i64::to_ne_bytes)?,
+            file_names: PyList::new(py, built.file_names)?.unbind(),
+            chains: chains.unbind(),
+            head_keys: PyList::new(py, built.head_keys)?.unbind(),
+        })
+    }
+}
+
+fn section(sections: &Bound<'_, PyDict>, name: &str) -> PyResult<Vec<u8>> {
+    Ok(match sections.get_item(name)? {
+        Some(data) => data.extract::<&[u8]>()?.to_vec(),
+        None => Vec::new(),
+    })
+}
+
+impl DwarfUnits {
+    fn decide(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Decided<Columns>> {
+        let symbols = self.symbols.get();
+        let (sections, units) = (&self.sections, &self.units);
+        py.detach(|| catch_unwind(AssertUnwindSafe(|| build_unit(sections, units, symbols, unit_offset, functions_only))))
+            .map_err(|payload| {
+                CompiledDwarfError::new_err(format!(
+                    "the compiled DWARF reader failed ({})",
+                    panic_message(payload.as_ref())
+                ))
+            })
+    }
+}
+
+#[pymethods]
+impl DwarfUnits {
+    #[new]
+    fn new(sections: &Bound<'_, PyDict>, little_endian: bool, address_size: u8, symbols: Py<SymbolBounds>) -> PyResult<Self> {
+        if !(1..=8).contains(&address_size) {
+            return Err(CompiledDwarfError::new_err(format!("address size {address_size}")));
+        }
+        let sections = Sections {
+                info: section(sections, ".debug_info")?,
+                abbrev: section(sections, ".debug_abbrev")?,
+                str: section(sections, ".debug_str")?,
+                line_str: section(sections, ".debug_line_str")?,
+                str_offsets: section(sections, ".debug_str_offsets")?,
+                addr: section(sections, ".debug_addr")?,
+                ranges: section(sections, ".debug_ranges")?,
+                rnglists: section(sections, ".debug_rnglists")?,
+                line: section(sections, ".debug_line")?,
+                endian: if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
+                address_size,
+        };
+        let units = catch_unwind(AssertUnwindSafe(|| unit_spans(&sections))).map_err(|payload| {
+            CompiledDwarfError::new_err(format!("the compiled DWARF reader failed ({})", panic_message(payload.as_ref())))
+        })?;
+        Ok(DwarfUnits { sections, units, symbols })
+    }
+
+    /// The runs of the unit whose header is at `unit_offset` in .debug_info; None where the
+    /// reference must decide.
+    fn unit_runs(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Option<UnitColumns>> {
+        match self.decide(py, unit_offset, functions_only)? {
+            Ok(built) => Ok(Some(UnitColumns::from_columns(py, built)?)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Why `unit_runs` leaves the unit to the reference (None: it answers it), for measurement.
+    fn deferral(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Option<&'static str>> {
+        Ok(self.decide(py, unit_offset, functions_only)?.err().map(|defer| defer.0))
+    }
+}
+
+pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<DwarfUnits>()?;
+    module.add_class::<UnitColumns>()?;
+    module.add_class::<SymbolBounds>()?;
+    module.add("CompiledDwarfError", module.py().get_type::<CompiledDwarfError>())?;
+    Ok(())
+}
+
+/// What the cargo-fuzz target drives (native/fuzz/fuzz_targets/dwarf_units.rs).
+pub mod fuzzing {
+    use super::{build_unit, unit_spans, Sections, SymbolBounds};
+
+    /// The sections `build_every_unit` takes, in order.
+    pub const SECTION_NAMES: [&str; 9] = [
+        ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".debug_str_offsets",
+        ".debug_addr", ".debug_ranges", ".debug_rnglists",
+    ];
+
+    /// Every unit of `sections` (named as `SECTION_NAMES`) built or deferred, uncaught: a panic
+    /// here is what the Python module would raise as `CompiledDwarfError`.
+    pub fn build_every_unit(sections: &[Vec<u8>], little_endian: bool, address_size: u8, functions_only: bool) {
+        let section = |at: usize| sections.get(at).cloned().unwrap_or_default();
+        let sections = Sections {
+            info: section(0),
+            abbrev: section(1),
+            line: section(2),
+            str: section(3),
+            line_str: section(4),
+            str_offsets: section(5),
+            addr: section(6),
+            ranges: section(7),
+            rnglists: section(8),
+            endian: if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
+            address_size,
+        };
+        let symbols = SymbolBounds { starts: Vec::new(), stops: Vec::new() };
+        let units = unit_spans(&sections);
+        for &(offset, _) in &units {
+            let _ = build_unit(&sections, &units, &symbols, offset, functions_only);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sections(info: Vec<u8>, abbrev: Vec<u8>, line: Vec<u8>) -> Sections {
+        Sections {
+            info,
+            abbrev,
+            str: Vec::new(),
+            line_str: Vec::new(),
+            str_offsets: Vec::new(),
+            addr: Vec::new(),
+            ranges: Vec::new(),
+            rnglists: Vec::new(),
+            line,
+            endian: gimli::RunTimeEndian::Little,
+            address_size: 8,
+        }
+    }
+
+    /// A DWARF 4 unit (hand-made): a compile unit over [0x1000, 0x1100) with one function `main`
+    /// over [0x1000, 0x1040), and a line table of one file whose program is `program`.
+    fn one_function_unit(program: &[u8]) -> Sections {
+        let abbrev = vec![
+            1, 0x11, 1, 0x10, 0x17, 0x11, 0x01, 0x12, 0x06, 0, 0, // compile_unit: stmt_list, low_pc, high_pc
+            2, 0x2e, 0, 0x03, 0x08, 0x11, 0x01, 0x12, 0x06, 0, 0, // subprogram: name, low_pc, high_pc
+            0,
+        ];
+        let mut dies = vec![1];
+        dies.extend(0u32.to_le_bytes());
+        dies.extend(0x1000u64.to_le_bytes());
+        dies.extend(0x100u32.to_le_bytes());
+        dies.push(2);
+        dies.extend(b"main\0");
+        dies.extend(0x1000u64.to_le_bytes());
+        dies.extend(0x40u32.to_le_bytes());
+        dies.push(0);
+        let mut info = Vec::new();
+        info.extend((2 + 4 + 1 + dies.len() as u32).to_le_bytes());
+        info.extend(4u16.to_le_bytes());
+        info.extend(0u32.to_le_bytes());
+        info.push(8);
+        info.extend(dies);
+        let mut header = vec![1, 1, 1, 0xfb, 14, 13, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1];
+        header.extend(b"/src\0\0a.c\0\x01\0\0\0");
+        let mut line = Vec::new();
+        line.extend((2 + 4 + header.len() as u32 + program.len() as u32).to_le_bytes());
+        line.extend(4u16.to_le_bytes());
+        line.extend((header.len() as u32).to_le_bytes());
+        line.extend(header);
+        line.extend(program);
+        sections(info, abbrev, line)
+    }
+
+    const SET_ADDRESS_0X1000: [u8; 11] = [0, 9, 2, 0, 0x10, 0, 0, 0, 0, 0, 0];
+    const END_SEQUENCE: [u8; 3] = [0, 1, 1];
+    const NO_SYMBOLS: SymbolBounds = SymbolBounds { starts: Vec::new(), stops: Vec::new() };
+
+    fn program(parts: &[&[u8]]) -> Vec<u8> {
+        parts.concat()
+    }
+
+    #[test]
+    fn a_row_whose_address_the_next_repeats_never_answers() {
+        // Rows at 0x1000 (line 1), again at 0x1000 (line 3), at 0x1010 (line 3); the sequence
+        // ends at 0x1040. The first row is the one a lookup never lands on.
+        let bytes = program(&[&SET_ADDRESS_0X1000, &[1], &[3, 2], &[1], &[242], &[2, 0x30], &END_SEQUENCE]);
+        let sections = one_function_unit(&bytes);
+        let units = unit_spans(&sections);
+        let built = build_unit(&sections, &units, &NO_SYMBOLS, 0, false).expect("the unit answers");
+        assert_eq!(built.lows, vec![0x1000, 0x1010]);
+        assert_eq!(built.highs, vec![0x1010, 0x1040]);
+        assert_eq!(built.lines, vec![3, 3]);
+        assert_eq!(built.files, vec![1, 1]);
+        assert_eq!(built.file_names, vec![None, Some("/src/a.c".to_owned())]);
+        assert_eq!(built.chains, vec![((Some("main".to_owned()), 0), Vec::new())]);
+        assert_eq!(built.head_keys, vec![(0, -1)]);
+    }
+
+    #[test]
+    fn a_program_whose_address_steps_back_is_left_to_the_reference() {
+        let back = [0u8, 9, 2, 0, 0x08, 0, 0, 0, 0, 0, 0];
+        let bytes = program(&[&SET_ADDRESS_0X1000, &[1], &back, &[1], &END_SEQUENCE]);
+        let sections = one_function_unit(&bytes);
+        let units = unit_spans(&sections);
+        let deferred = build_unit(&sections, &units, &NO_SYMBOLS, 0, false).err().expect("deferred");
+        assert!(deferred.0.contains("steps back"), "{}", deferred.0);
+    }
+
+    #[test]
+    fn a_program_that_ends_inside_an_instruction_is_left_to_the_reference() {
+        let bytes = program(&[&SET_ADDRESS_0X1000, &[1], &[2]]);
+        let sections = one_function_unit(&bytes);
+        let units = unit_spans(&sections);
+        assert!(build_unit(&sections, &units, &NO_SYMBOLS, 0, false).is_err());
+    }
+
+    #[test]
+    fn functions_only_leaves_rows_between_functions_unanswered() {
+        // One sequence over [0x1000, 0x1080): rows past main's end answer only without functions_only.
+        let bytes = program(&[&SET_ADDRESS_0X1000, &[1], &[2, 0x60], &[1], &[2, 0x20], &END_SEQUENCE]);
+        let sections = one_function_unit(&bytes);
+        let units = unit_spans(&sections);
+        let all = build_unit(&sections, &units, &NO_SYMBOLS, 0, false).expect("answers");
+        let functions = build_unit(&sections, &units, &NO_SYMBOLS, 0, true).expect("answers");
+        assert_eq!(all.lows, vec![0x1000, 0x1040, 0x1060]);
+        assert_eq!(all.head_keys, vec![(0, -1), (-1, -1)]);
+        assert_eq!(functions.lows, vec![0x1000]);
+        assert_eq!(functions.highs, vec![0x1040]);
+    }
+
+    /// The DWARF sections of a fixture binary, as the reader's section getter gives them.
+    fn fixture_sections(name: &str) -> Option<Sections> {
+        use object::{Object, ObjectSection};
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/bin").join(name);
+        let data = std::fs::read(path).ok()?;
+        let file = object::File::parse(&*data).ok()?;
+        let get = |name: &str| {
+            file.section_by_name(name).and_then(|section| section.uncompressed_data().ok()).map(|data| data.into_owned()).unwrap_or_default()
+        };
+        Some(Sections {
+            info: get(".debug_info"),
+            abbrev: get(".debug_abbrev"),
+            str: get(".debug_str"),
+            line_str: get(".debug_line_str"),
+            str_offsets: get(".debug_str_offsets"),
+            addr: get(".debug_addr"),
+            ranges: get(".debug_ranges"),
+            rnglists: get(".debug_rnglists"),
+            line: get(".debug_line"),
+            endian: if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
+            address_size: if file.is_64() { 8 } else { 4 },
+        })
+    }
+
+    #[test]
+    fn every_unit_of_the_c_cpp_and_rust_fixtures_answers_with_consistent_columns() {
+        for name in ["cdemo-gcc-dwarf5-pie", "cdemo-clang-dwarf4-pie", "cppdemo-clang-dwarf5-pie", "cppdemo-gcc-dwarf4-pie",
+                     "rustdemo-full"] {
+            let sections = fixture_sections(name).unwrap_or_else(|| panic!("fixture {name} is readable"));
+            let units = unit_spans(&sections);
+            assert!(!units.is_empty(), "{name} has units");
+            for &(offset, _) in &units {
+                let built = build_unit(&sections, &units, &NO_SYMBOLS, offset, false)
+                    .unwrap_or_else(|why| panic!("{name} unit {offset:#x} deferred: {}", why.0));
+                let count = built.lows.len();
+                for column in [built.highs.len(), built.files.len(), built.lines.len(), built.columns.len(), built.heads.len()] {
+                    assert_eq!(column, count, "{name} unit {offset:#x}: columns of one length");
+                }
+                for run in 0..count {
+                    assert!(built.lows[run] < built.highs[run], "{name} unit {offset:#x}: run {run} is empty");
+                    if run > 0 {
+                        assert!(built.highs[run - 1] <= built.lows[run], "{name} unit {offset:#x}: runs overlap");
+                    }
+                    let head = usize::try_from(built.heads[run]).expect("a head id");
+                    let (chain, _) = built.head_keys[head];
+                    assert!(chain < built.chains.len() as i64, "{name} unit {offset:#x}: a chain id");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cpp_names_are_qualified_or_linkage_names() {
+        let sections = fixture_sections("cppdemo-clang-dwarf5-pie").expect("fixture");
+        let units = unit_spans(&sections);
+        let built = build_unit(&sections, &units, &NO_SYMBOLS, units[0].0, false).expect("answers");
+        let names: Vec<&str> = built.chains.iter().filter_map(|((name, _), _)| name.as_deref()).collect();
+        assert!(names.iter().any(|name| name.starts_with("_Z")), "{names:?}");
+        assert!(built.chains.iter().any(|(_, outer)| !outer.is_empty()), "an inlined call has its callers");
+    }
+}

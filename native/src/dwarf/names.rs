@@ -1,0 +1,210 @@
+//! Names of functions and call sites as the reference gives them (`DwarfInfo._die_name`,
+//! `_resolve_name`, `_qualify`, `call_site` in `formats/dwarf/info.py`).
+//!
+//! The rule is llvm-symbolizer's and the reference's, not a library's: the linkage name, through
+//! `DW_AT_abstract_origin` and `DW_AT_specification` when the DIE itself lacks one, else the
+//! qualified name (enclosing namespaces and types; `(anonymous namespace)`; an unnamed type ends
+//! the prefix), and the declaration line from the first DIE of that chain that has one. A chain
+//! that leaves the unit (`DW_FORM_ref_addr` into another unit, dwz references) or runs as deep as
+//! the reference's cut-off is left to the reference.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use gimli::constants as dw;
+use gimli::AttributeValue;
+
+use super::lines::LineTable;
+use super::tree::{NodeAttrs, Tree};
+use super::unit::{source_line, Attr, UnitData};
+use super::{Decided, Defer};
+
+const MAX_REFERENCE_DEPTH: u32 = 16;
+
+pub(crate) type Name = (Option<String>, i64);
+
+/// Another unit a name chain reaches (`DW_FORM_ref_addr`): its DIEs and scopes.
+type Reached<'a> = Rc<(UnitData<'a>, Tree<'a>)>;
+
+pub(crate) struct Namer<'u, 'a> {
+    pub unit: &'u UnitData<'a>,
+    pub tree: &'u Tree<'a>,
+    pub lines: Option<&'u LineTable>,
+    /// (offset, end) of every unit of the file, in order.
+    units: &'u [(u64, u64)],
+    reached: HashMap<u64, Reached<'a>>,
+    cache: HashMap<u64, Name>,
+}
+
+impl<'u, 'a> Namer<'u, 'a> {
+    pub(crate) fn new(
+        unit: &'u UnitData<'a>, tree: &'u Tree<'a>, lines: Option<&'u LineTable>, units: &'u [(u64, u64)],
+    ) -> Self {
+        Namer { unit, tree, lines, units, reached: HashMap::new(), cache: HashMap::new() }
+    }
+
+    /// `_unit_for_reference` into another unit: that unit, decoded as `_index_for` decodes it (its
+    /// line table and DIEs); any doubt about it leaves the unit asking to the reference.
+    fn reach(&mut self, target: u64) -> Decided<Reached<'a>> {
+        let position = self.units.partition_point(|(offset, _)| *offset <= target);
+        let &(offset, end) = position.checked_sub(1).and_then(|at| self.units.get(at)).ok_or(Defer("a reference outside every unit"))?;
+        if target >= end {
+            return Err(Defer("a reference outside every unit"));
+        }
+        if let Some(found) = self.reached.get(&offset) {
+            return Ok(found.clone());
+        }
+        let unit = UnitData::load(self.unit.sections, offset)?;
+        if let Some(stmt_list) = unit.stmt_list {
+            super::lines::decode(&unit, stmt_list)?;
+        }
+        let tree = super::tree::scan(&unit)?;
+        let found = Rc::new((unit, tree));
+        self.reached.insert(offset, found.clone());
+        Ok(found)
+    }
+
+    /// `DwarfInfo.node_name`: (name, decl line) of a node.
+    pub(crate) fn node_name(&mut self, node: usize) -> Decided<Name> {
+        let (unit, tree) = (self.unit, self.tree);
+        let found = &tree.nodes[node];
+        let attrs: &NodeAttrs<'a> = &found.attrs;
+        let decl = match &attrs.decl_line {
+            Some(decl) => source_line(decl)?,
+            None => 0,
+        };
+        let reference = attrs.abstract_origin.as_ref().or(attrs.specification.as_ref());
+        self.resolve_name(unit, tree, found.die, attrs.linkage_name.as_ref(), attrs.name.as_ref(), decl, reference, 0)
+    }
+
+    /// `DwarfInfo.call_site`: (file, line, column) an inlined call was called from.
+    pub(crate) fn call_site(&self, node: usize) -> Decided<(Option<String>, i64, i64)> {
+        let attrs = &self.tree.nodes[node].attrs;
+        let file = match &attrs.call_file {
+            Some((form, value)) => {
+                let index: i128 = match (*form, value) {
+                    (dw::DW_FORM_sdata | dw::DW_FORM_implicit_const, AttributeValue::Sdata(v)) => i128::from(*v),
+                    (dw::DW_FORM_data1 | dw::DW_FORM_data2 | dw::DW_FORM_data4 | dw::DW_FORM_data8 | dw::DW_FORM_udata, _) => {
+                        i128::from(super::unit::int_value(value)?)
+                    }
+                    _ => return Err(Defer("a call file in an unexpected form")),
+                };
+                self.lines
+                    .and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at)))
+                    .and_then(Clone::clone)
+            }
+            None => None,
+        };
+        let line = attrs.call_line.as_ref().map(source_line).transpose()?.unwrap_or(0);
+        let column = attrs.call_column.as_ref().map(source_line).transpose()?.unwrap_or(0);
+        Ok((file, line, column))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn resolve_name(
+        &mut self,
+        unit: &UnitData<'a>,
+        tree: &Tree<'a>,
+        die: u64,
+        linkage: Option<&Attr<'a>>,
+        name: Option<&Attr<'a>>,
+        mut decl: i64,
+        reference: Option<&Attr<'a>>,
+        depth: u32,
+    ) -> Decided<Name> {
+        let mut linkage = match linkage {
+            Some(attr) => unit.string(attr)?.filter(|text| !text.is_empty()),
+            None => None,
+        };
+        let mut name = match name {
+            Some(attr) => unit.string(attr)?,
+            None => None,
+        };
+        if let (true, Some(reference)) = (linkage.is_none() || decl == 0, reference) {
+            if depth >= MAX_REFERENCE_DEPTH {
+                return Err(Defer("a chain of abstract origins as deep as the reference follows"));
+            }
+            if let Some((origin_name, origin_decl)) = self.origin_name(unit, reference, depth)? {
+                if decl == 0 {
+                    decl = origin_decl;
+                }
+                if linkage.is_none() && (name.is_none() || origin_name.is_some()) {
+                    name = None;
+                    linkage = origin_name;
+                }
+            }
+        }
+        if linkage.is_none() {
+            if let Some(name) = name {
+                linkage = Some(qualify(tree, die, name));
+            }
+        }
+        Ok((linkage, decl))
+    }
+
+    /// `_origin_name`: the name of the DIE a reference points to; None where none can be reached.
+    fn origin_name(&mut self, unit: &UnitData<'a>, reference: &Attr<'a>, depth: u32) -> Decided<Option<Name>> {
+        let target = match reference.1 {
+            AttributeValue::UnitRef(offset) => unit.offset + offset.0 as u64,
+            AttributeValue::DebugInfoRef(offset) => offset.0 as u64,
+            AttributeValue::DebugInfoRefSup(_) => return Err(Defer("a dwz reference")),
+            _ if reference.0 == dw::DW_FORM_ref_sup4 || reference.0 == dw::DW_FORM_ref_sup8 => {
+                return Err(Defer("a supplementary-file reference"))
+            }
+            _ => return Ok(None),
+        };
+        if unit.offset <= target && target < unit.end {
+            if let Some(found) = self.cache.get(&target) {
+                return Ok(Some(found.clone()));
+            }
+            let (own_unit, own_tree) = if unit.offset == self.unit.offset {
+                (self.unit, self.tree)
+            } else {
+                let reached = self.reach(target)?;
+                return self.die_name(&reached.0, &reached.1, target, depth + 1).map(Some);
+            };
+            return self.die_name(own_unit, own_tree, target, depth + 1).map(Some);
+        }
+        let reached = self.reach(target)?;
+        self.die_name(&reached.0, &reached.1, target, depth + 1).map(Some)
+    }
+
+    /// `_die_name`: (name, decl line) of the DIE at `die`, every attribute of it read.
+    fn die_name(&mut self, unit: &UnitData<'a>, tree: &Tree<'a>, die: u64, depth: u32) -> Decided<Name> {
+        if let Some(found) = self.cache.get(&die) {
+            return Ok(found.clone());
+        }
+        let Some((_, values)) = unit.read_die(die)? else {
+            self.cache.insert(die, (None, 0));
+            return Ok((None, 0));
+        };
+        let last = |name: dw::DwAt| values.iter().rev().find(|(at, _)| *at == name).map(|(_, attr)| attr);
+        let linkage = last(dw::DW_AT_linkage_name).or_else(|| last(dw::DW_AT_MIPS_linkage_name));
+        let reference = last(dw::DW_AT_abstract_origin).or_else(|| last(dw::DW_AT_specification));
+        let decl = match last(dw::DW_AT_decl_line) {
+            Some(decl) => source_line(decl)?,
+            None => 0,
+        };
+        let result = self.resolve_name(unit, tree, die, linkage, last(dw::DW_AT_name), decl, reference, depth)?;
+        self.cache.insert(die, result.clone());
+        Ok(result)
+    }
+
+}
+
+/// `_qualify`: `name` prefixed with its enclosing namespaces and types.
+fn qualify(tree: &Tree<'_>, die: u64, name: String) -> String {
+    let mut parts = vec![name];
+    let mut scope = tree.scope_of(die);
+    while scope >= 0 {
+        let found = &tree.scopes[scope as usize];
+        match found.name.as_deref() {
+            Some(text) if !text.is_empty() => parts.push(text.to_owned()),
+            _ if found.is_namespace => parts.push("(anonymous namespace)".to_owned()),
+            _ => break,
+        }
+        scope = found.parent;
+    }
+    parts.reverse();
+    parts.join("::")
+}

@@ -1,0 +1,449 @@
+//! A unit's answer runs, as `UnitRuns.all_runs` builds them (`formats/dwarf/answers.py`): which
+//! top-level function owns which addresses (`owned_pieces`: the greater low wins, then the later
+//! DIE), the inline level that holds each address (the first child in DIE order whose ranges hold
+//! it), the line sequence answering there, and the cuts where the covering symbol changes
+//! (`_sweep`), one run per line row. Heads are numbered as the reference numbers them: by first
+//! use, per (innermost node, covering symbol).
+//!
+//! Nothing here parses: it is the reference's answer policy over what `tree`, `lines` and the
+//! symbol table give. `SymbolBounds` is the symbol table's starts and stops, read once per file.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use pyo3::prelude::*;
+
+use super::lines::LineTable;
+use super::names::{Name, Namer};
+use super::tree::Tree;
+use super::{Decided, Defer};
+
+const ADDRESS_MAX: u128 = u64::MAX as u128;
+/// Past every address: the end of the span after a unit's last function.
+const END: u128 = 1 << 65;
+
+/// Start and stop of every symbol (`SymbolIndex.starts`, `.stops`), read once per file.
+#[pyclass(frozen, module = "symbolize.formats._kernels")]
+pub struct SymbolBounds {
+    pub(crate) starts: Vec<u128>,
+    pub(crate) stops: Vec<u128>,
+}
+
+#[pymethods]
+impl SymbolBounds {
+    #[new]
+    fn new(starts: Vec<u128>, stops: Vec<u128>) -> PyResult<Self> {
+        if starts.len() != stops.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err("starts and stops differ in length"));
+        }
+        Ok(SymbolBounds { starts, stops })
+    }
+}
+
+impl SymbolBounds {
+    /// `SymbolIndex.pieces`: `[low, high)` cut where the covering symbol changes.
+    pub(crate) fn pieces(&self, low: u128, high: u128, out: &mut Vec<(u128, u128, i64)>) {
+        out.clear();
+        let starts = &self.starts;
+        let mut position = starts.partition_point(|start| *start <= low).saturating_sub(1);
+        let mut cursor = low;
+        while position < starts.len() && starts[position] < high && cursor < high {
+            let (mut start, stop) = (starts[position].max(low), self.stops[position].min(high));
+            if stop > cursor && start < stop {
+                if cursor < start {
+                    out.push((cursor, start, -1));
+                }
+                start = start.max(cursor);
+                out.push((start, stop, position as i64));
+                cursor = stop;
+            }
+            position += 1;
+        }
+        if cursor < high {
+            out.push((cursor, high, -1));
+        }
+    }
+}
+
+/// `formats.answers.owned_pieces`: `(low, high, item)` where, of the ranges holding an address,
+/// the one of least rank owns it; in address order, adjacent pieces of one item joined.
+pub(crate) fn owned_pieces<T: Copy + PartialEq>(owners: &[(u128, u128, i64, T)]) -> Vec<(u128, u128, T)> {
+    let mut starts = owners.to_vec();
+    starts.sort_by_key(|owner| (owner.0, owner.2)); // stable, as Python's sorted
+    let mut pieces: Vec<(u128, u128, T)> = Vec::new();
+    let push = |pieces: &mut Vec<(u128, u128, T)>, low: u128, high: u128, item: T| match pieces.last_mut() {
+        Some(last) if last.1 == low && last.2 == item => last.1 = high,
+        _ => pieces.push((low, high, item)),
+    };
+    if starts.windows(2).all(|pair| pair[0].1 <= pair[1].0) {
+        for &(low, high, _, item) in &starts {
+            if low < high {
+                push(&mut pieces, low, high, item);
+            }
+        }
+        return pieces;
+    }
+    let mut points: Vec<u128> = owners.iter().flat_map(|owner| [owner.0, owner.1]).collect();
+    points.sort_unstable();
+    points.dedup();
+    let mut active: BinaryHeap<Reverse<(i64, u128, usize)>> = BinaryHeap::new();
+    let mut next_start = 0;
+    for pair in points.windows(2) {
+        let (low, high) = (pair[0], pair[1]);
+        while next_start < starts.len() && starts[next_start].0 <= low {
+            active.push(Reverse((starts[next_start].2, starts[next_start].1, next_start)));
+            next_start += 1;
+        }
+        while active.peek().is_some_and(|top| top.0 .1 <= low) {
+            active.pop();
+        }
+        let Some(top) = active.peek() else { continue };
+        push(&mut pieces, low, high, starts[top.0 .2].3);
+    }
+    pieces
+}
+
+/// The unit's runs, column by column, and what their heads and files name.
+#[derive(Default)]
+pub(crate) struct Columns {
+    pub lows: Vec<u64>,
+    pub highs: Vec<u64>,
+    pub files: Vec<i64>,
+    pub lines: Vec<i64>,
+    pub columns: Vec<i64>,
+    pub heads: Vec<i64>,
+    pub file_names: Vec<Option<String>>,
+    /// Per chain: innermost name and decl line, and the calling frames, innermost first.
+    pub chains: Vec<(Name, Vec<Frame>)>,
+    /// Per head: (chain or -1, symbol or -1).
+    pub head_keys: Vec<(i64, i64)>,
+}
+
+/// (function, file, line, column, start line) of a calling frame.
+pub(crate) type Frame = (Option<String>, Option<String>, i64, i64, i64);
+
+struct Builder<'u, 'a> {
+    tree: &'u Tree<'a>,
+    namer: Namer<'u, 'a>,
+    lines: Option<&'u LineTable>,
+    /// Per node: the spans it owns (from its parent's level), appended as levels are cut.
+    node_spans: HashMap<usize, Vec<(u128, u128)>>,
+    chain_ids: HashMap<usize, i64>,
+    head_ids: HashMap<(i64, i64), i64>,
+    names: HashMap<usize, Name>,
+    columns: Columns,
+}
+
+impl Builder<'_, '_> {
+    fn name(&mut self, node: usize) -> Decided<Name> {
+        if let Some(found) = self.names.get(&node) {
+            return Ok(found.clone());
+        }
+        let found = self.namer.node_name(node)?;
+        self.names.insert(node, found.clone());
+        Ok(found)
+    }
+
+    /// `_level`: the pieces `node` owns, cut among its children (owner `node` where none holds).
+    fn level(&mut self, node: usize) -> Vec<(u128, u128, usize)> {
+        let spans = self.node_spans.get(&node).cloned().unwrap_or_default();
+        let children = &self.tree.nodes[node].children;
+        let mut pieces = Vec::new();
+        if children.is_empty() {
+            pieces.extend(spans.iter().map(|&(low, high)| (low, high, node)));
+            pieces.sort_unstable();
+            return pieces;
+        }
+        let mut by_child: HashMap<usize, Vec<(u128, u128)>> = HashMap::new();
+        for &(span_low, span_high) in &spans {
+            let mut owners = Vec::new();
+            for (order, &child) in children.iter().enumerate() {
+                for &(child_low, child_high) in &self.tree.nodes[child].ranges {
+                    if child_low < span_high && child_high > span_low {
+                        owners.push((child_low.max(span_low), child_high.min(span_high), order as i64, child));
+                    }
+                }
+            }
+            let mut cursor = span_low;
+            for (piece_low, piece_high, child) in owned_pieces(&owners) {
+                if cursor < piece_low {
+                    pieces.push((cursor, piece_low, node));
+                }
+                by_child.entry(child).or_default().push((piece_low, piece_high));
+                pieces.push((piece_low, piece_high, child));
+                cursor = piece_high;
+            }
+            if cursor < span_high {
+                pieces.push((cursor, span_high, node));
+            }
+        }
+        pieces.sort_unstable();
+        self.node_spans.extend(by_child);
+        pieces
+    }
+
+    /// The chain id of inline node `leaf`: its name and its callers' frames (`_outer_frames`).
+    fn chain(&mut self, leaf: usize) -> Decided<i64> {
+        if let Some(found) = self.chain_ids.get(&leaf) {
+            return Ok(*found);
+        }
+        let name = self.name(leaf)?;
+        let mut outer = Vec::new();
+        let mut callee = leaf;
+        while self.tree.nodes[callee].parent >= 0 {
+            let caller = self.tree.nodes[callee].parent as usize;
+            let (function, start_line) = self.name(caller)?;
+            let (file, line, column) = self.namer.call_site(callee)?;
+            outer.push((function, file, line, column, start_line));
+            callee = caller;
+        }
+        let id = self.columns.chains.len() as i64;
+        self.columns.chains.push((name, outer));
+        self.chain_ids.insert(leaf, id);
+        Ok(id)
+    }
+
+    fn head(&mut self, leaf: i64, symbol: i64) -> Decided<i64> {
+        if let Some(found) = self.head_ids.get(&(leaf, symbol)) {
+            return Ok(*found);
+        }
+        let chain = if leaf >= 0 { self.chain(leaf as usize)? } else { -1 };
+        let id = self.columns.head_keys.len() as i64;
+        self.columns.head_keys.push((chain, symbol));
+        self.head_ids.insert((leaf, symbol), id);
+        Ok(id)
+    }
+
+    /// One run per row of `sequence` in `[low, high)` (`_append_rows`, rows sorted).
+    fn append_rows(&mut self, low: u128, high: u128, sequence: usize, head: i64) -> Decided<()> {
+        let lines = self.lines.ok_or(Defer("rows without a line table"))?;
+        let (_, _, first, end) = lines.sequences[sequence];
+        if high > ADDRESS_MAX {
+            return Err(Defer("a run past 64 bits"));
+        }
+        let addresses = &lines.addresses[first..end];
+        let after = addresses.partition_point(|address| u128::from(*address) <= low);
+        if after == 0 {
+            return Err(Defer("a run before its sequence's first row"));
+        }
+        let row = first + after - 1;
+        let stop = first + addresses.partition_point(|address| u128::from(*address) < high);
+        let columns = &mut self.columns;
+        columns.lows.push(low as u64);
+        columns.lows.extend_from_slice(&lines.addresses[row + 1..stop]);
+        columns.highs.extend_from_slice(&lines.addresses[row + 1..stop]);
+        columns.highs.push(high as u64);
+        columns.files.extend_from_slice(&lines.file_indexes[row..stop]);
+        columns.lines.extend_from_slice(&lines.lines[row..stop]);
+        columns.columns.extend_from_slice(&lines.columns[row..stop]);
+        columns.heads.extend(std::iter::repeat_n(head, stop - row));
+        Ok(())
+    }
+
+    /// `RunTable.append` of a run without a row.
+    fn append_bare(&mut self, low: u128, high: u128, head: i64) {
+        if low > ADDRESS_MAX {
+            return;
+        }
+        let columns = &mut self.columns;
+        columns.lows.push(low as u64);
+        columns.highs.push(high.min(ADDRESS_MAX) as u64);
+        columns.files.push(-1);
+        columns.lines.push(0);
+        columns.columns.push(0);
+        columns.heads.push(head);
+    }
+}
+
+/// `_row_parts`: `[low, high)` cut where the line sequence answering changes (-1: none).
+fn row_parts(pieces: &[(u128, u128, usize)], low: u128, high: u128, out: &mut Vec<(u128, u128, i64)>) {
+    out.clear();
+    let mut position = pieces.partition_point(|piece| piece.0 <= low).saturating_sub(1);
+    let mut cursor = low;
+    while position < pieces.len() && pieces[position].0 < high {
+        let (piece_low, piece_high, sequence) = pieces[position];
+        position += 1;
+        if piece_high <= cursor {
+            continue;
+        }
+        if cursor < piece_low {
+            out.push((cursor, piece_low, -1));
+            cursor = piece_low;
+        }
+        let end = piece_high.min(high);
+        out.push((cursor, end, sequence as i64));
+        cursor = end;
+    }
+    if cursor < high {
+        out.push((cursor, high, -1));
+    }
+}
+
+/// `UnitRuns.all_runs` of a unit whose every part decodes.
+pub(crate) fn all_runs<'u, 'a>(
+    tree: &'u Tree<'a>,
+    namer: Namer<'u, 'a>,
+    lines: Option<&'u LineTable>,
+    symbols: &SymbolBounds,
+    functions_only: bool,
+) -> Decided<Columns> {
+    // _settle_pieces: later entries (greater low) win where function ranges overlap.
+    let mut function_ranges = tree.function_ranges.clone();
+    function_ranges.sort_unstable();
+    let owners: Vec<_> = function_ranges
+        .iter()
+        .enumerate()
+        .map(|(position, &(low, high, node))| (low, high, -(position as i64), node))
+        .collect();
+    let pieces = owned_pieces(&owners);
+    let mut builder = Builder {
+        tree,
+        namer,
+        lines,
+        node_spans: HashMap::new(),
+        chain_ids: HashMap::new(),
+        head_ids: HashMap::new(),
+        names: HashMap::new(),
+        columns: Columns::default(),
+    };
+    let mut top_nodes = Vec::new();
+    for &(low, high, node) in &pieces {
+        let spans = builder.node_spans.entry(node).or_default();
+        if spans.is_empty() {
+            top_nodes.push(node);
+        }
+        spans.push((low, high));
+    }
+    let mut spans: Vec<(u128, u128, i64)> = Vec::new();
+    if !functions_only {
+        for after in 0..=pieces.len() {
+            let low = if after > 0 { pieces[after - 1].1 } else { 0 };
+            let high = if after < pieces.len() { pieces[after].0 } else { END };
+            spans.push((low, high, -1));
+        }
+    }
+    let mut seen: std::collections::HashSet<usize> = top_nodes.iter().copied().collect();
+    let mut pending = top_nodes;
+    while let Some(node) = pending.pop() {
+        for (low, high, owner) in builder.level(node) {
+            if owner == node {
+                spans.push((low, high, node as i64));
+            } else if seen.insert(owner) {
+                pending.push(owner);
+            }
+        }
+    }
+    spans.sort_unstable();
+    // _chain_error, asked of every leaf before any run is built: a chain that cannot be named is
+    // the reference's broken span.
+    for &(low, high, leaf) in &spans {
+        if leaf >= 0 && low < high {
+            builder.chain(leaf as usize)?;
+        }
+    }
+    builder.chain_ids.clear();
+    builder.columns.chains.clear();
+    sweep(&mut builder, &spans, symbols)?;
+    builder.columns.file_names = lines.map(|lines| lines.files.clone()).unwrap_or_default();
+    Ok(builder.columns)
+}
+
+/// `UnitRuns._sweep` over sorted disjoint spans, with cursors over the row and symbol pieces.
+fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &SymbolBounds) -> Decided<()> {
+    let row_pieces: Vec<(u128, u128, usize)> = match builder.lines {
+        Some(lines) => {
+            let owners: Vec<_> = lines
+                .sequences
+                .iter()
+                .enumerate()
+                .map(|(position, &(low, high, _, _))| (low, high, -(position as i64), position))
+                .collect();
+            owned_pieces(&owners)
+        }
+        None => Vec::new(),
+    };
+    let (starts, stops) = (&symbols.starts, &symbols.stops);
+    let (mut row_at, mut symbol_at) = (0usize, 0usize);
+    let mut parts = Vec::new();
+    let mut symbol_parts = Vec::new();
+    for &(low, high, leaf) in spans {
+        if low >= high {
+            continue; // the gap between two functions that touch
+        }
+        while row_at < row_pieces.len() && row_pieces[row_at].1 <= low {
+            row_at += 1;
+        }
+        if row_at < row_pieces.len() && row_pieces[row_at].0 <= low && high <= row_pieces[row_at].1 {
+            parts.clear();
+            parts.push((low, high, row_pieces[row_at].2 as i64));
+        } else if row_at >= row_pieces.len() || row_pieces[row_at].0 >= high {
+            if leaf < 0 {
+                continue;
+            }
+            parts.clear();
+            parts.push((low, high, -1));
+        } else {
+            row_parts(&row_pieces, low, high, &mut parts);
+        }
+        for &(part_low, part_high, sequence) in &parts {
+            if sequence < 0 && leaf < 0 {
+                continue;
+            }
+            while symbol_at < starts.len() && stops[symbol_at] <= part_low {
+                symbol_at += 1;
+            }
+            if symbol_at >= starts.len() || starts[symbol_at] >= part_high {
+                symbol_parts.clear();
+                symbol_parts.push((part_low, part_high, -1));
+            } else if starts[symbol_at] <= part_low && part_high <= stops[symbol_at] {
+                symbol_parts.clear();
+                symbol_parts.push((part_low, part_high, symbol_at as i64));
+            } else {
+                symbols.pieces(part_low, part_high, &mut symbol_parts);
+            }
+            for &(symbol_low, symbol_high, symbol) in &symbol_parts {
+                let head = builder.head(leaf, symbol)?;
+                if sequence < 0 {
+                    builder.append_bare(symbol_low, symbol_high, head);
+                } else {
+                    builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_owner_of_least_rank_owns_each_address() {
+        let pieces = owned_pieces(&[(0, 10, 0, 'a'), (5, 15, -1, 'b'), (15, 20, 0, 'a')]);
+        assert_eq!(pieces, vec![(0, 5, 'a'), (5, 15, 'b'), (15, 20, 'a')]);
+    }
+
+    #[test]
+    fn adjacent_pieces_of_one_owner_are_joined_and_empty_ones_dropped() {
+        let pieces = owned_pieces(&[(0, 5, 0, 'a'), (5, 5, -1, 'b'), (5, 9, -2, 'a')]);
+        assert_eq!(pieces, vec![(0, 9, 'a')]);
+    }
+
+    #[test]
+    fn an_owner_that_ended_under_the_top_does_not_come_back() {
+        // 'c' (rank -2) holds [2, 4); 'b' (rank -1) ended at 3 under it; 'a' answers from 4.
+        let pieces = owned_pieces(&[(0, 10, 0, 'a'), (1, 3, -1, 'b'), (2, 4, -2, 'c')]);
+        assert_eq!(pieces, vec![(0, 1, 'a'), (1, 2, 'b'), (2, 4, 'c'), (4, 10, 'a')]);
+    }
+
+    #[test]
+    fn symbol_pieces_cut_where_the_covering_symbol_changes() {
+        let bounds = SymbolBounds { starts: vec![10, 20], stops: vec![15, 30] };
+        let mut out = Vec::new();
+        bounds.pieces(0, 40, &mut out);
+        assert_eq!(out, vec![(0, 10, -1), (10, 15, 0), (15, 20, -1), (20, 30, 1), (30, 40, -1)]);
+        bounds.pieces(12, 22, &mut out);
+        assert_eq!(out, vec![(12, 15, 0), (15, 20, -1), (20, 22, 1)]);
+    }
+}

@@ -1,0 +1,323 @@
+//! The walk over a unit's DIEs that keeps what naming needs, as the reference's whole-unit scan
+//! (`formats/dwarf/scan.py`, DWARF 5, 3.3 and 3.3.8) keeps it.
+//!
+//! gimli reads the entries and their attributes; what this module decides is the reference's:
+//! which DIEs are *nodes* (a subprogram with non-empty ranges, an inlined call with an address
+//! attribute under a node), how nodes nest (a nested subprogram is a top-level function), which
+//! namespaces and types are *scopes* (outside functions only), and where the reference jumps over
+//! a subtree by its `DW_AT_sibling` instead of looking inside (types, declarations, a type's
+//! members): what lies behind such a jump is not seen by the reference, so it is not seen here.
+//! A subtree the reference's skipper steps over without a sibling link holds nothing it records
+//! (it stops where something would be), so walking into it finds the same.
+
+use gimli::constants as dw;
+use gimli::UnitOffset;
+
+use super::unit::{Attr, UnitData};
+use super::{Decided, Defer};
+
+/// The attributes a node keeps (`scan._SLOTS`), the last of each slot winning.
+#[derive(Default, Clone)]
+pub(crate) struct NodeAttrs<'a> {
+    pub name: Option<Attr<'a>>,
+    pub linkage_name: Option<Attr<'a>>,
+    pub low_pc: Option<Attr<'a>>,
+    pub high_pc: Option<Attr<'a>>,
+    pub ranges: Option<Attr<'a>>,
+    pub abstract_origin: Option<Attr<'a>>,
+    pub specification: Option<Attr<'a>>,
+    pub call_file: Option<Attr<'a>>,
+    pub call_line: Option<Attr<'a>>,
+    pub call_column: Option<Attr<'a>>,
+    pub decl_line: Option<Attr<'a>>,
+}
+
+pub(crate) struct Node<'a> {
+    /// .debug_info offset of the node's DIE.
+    pub die: u64,
+    /// The enclosing node of an inlined call; -1 for a function.
+    pub parent: i64,
+    pub children: Vec<usize>,
+    pub ranges: Vec<(u128, u128)>,
+    pub attrs: NodeAttrs<'a>,
+}
+
+pub(crate) struct Scope {
+    pub start: u64,
+    pub end: u64,
+    pub name: Option<String>,
+    pub parent: i64,
+    pub is_namespace: bool,
+}
+
+#[derive(Default)]
+pub(crate) struct Tree<'a> {
+    pub nodes: Vec<Node<'a>>,
+    /// (low, high, node) of every range of every function node.
+    pub function_ranges: Vec<(u128, u128, usize)>,
+    pub scopes: Vec<Scope>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    Skip,
+    Function,
+    Scope,
+    Container,
+    NoCode,
+}
+
+enum Kind {
+    /// A function or inlined call (node -1: one without code, which hides the nodes around it).
+    Function(i64),
+    Scope(usize),
+    Other,
+}
+
+struct Frame {
+    kind: Kind,
+    saved_node: i64,
+    saved_scope: i64,
+    /// A node's DW_AT_sibling: where its children must end.
+    sibling: Option<u64>,
+}
+
+fn role_of(abbrev: &gimli::Abbreviation) -> Role {
+    match abbrev.tag() {
+        dw::DW_TAG_subprogram | dw::DW_TAG_inlined_subroutine => {
+            let has_code =
+                abbrev.attributes().iter().any(|spec| spec.name() == dw::DW_AT_low_pc || spec.name() == dw::DW_AT_ranges);
+            if has_code {
+                Role::Function
+            } else {
+                Role::NoCode
+            }
+        }
+        dw::DW_TAG_namespace | dw::DW_TAG_class_type | dw::DW_TAG_structure_type | dw::DW_TAG_union_type
+        | dw::DW_TAG_enumeration_type => Role::Scope,
+        dw::DW_TAG_lexical_block | dw::DW_TAG_compile_unit | dw::DW_TAG_partial_unit | dw::DW_TAG_skeleton_unit => {
+            Role::Container
+        }
+        _ => Role::Skip,
+    }
+}
+
+/// `Unit.reference` of a sibling link: its .debug_info offset, 0 for a form that names none.
+fn sibling_offset(unit: &UnitData<'_>, attr: &Attr<'_>) -> u64 {
+    match attr.1 {
+        gimli::AttributeValue::UnitRef(offset) => unit.offset + offset.0 as u64,
+        gimli::AttributeValue::DebugInfoRef(offset) => offset.0 as u64,
+        _ => 0,
+    }
+}
+
+/// `scan_unit(unit, whole=True)`: the unit's nodes and scopes.
+pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
+    let mut tree = Tree::default();
+    let end = unit.end;
+    let mut raw = unit.header.entries_raw(&unit.abbrevs, None)?;
+    let mut stack: Vec<Frame> = Vec::new();
+    let (mut current_node, mut current_scope) = (-1i64, -1i64);
+    let mut functions_open = 0usize;
+    loop {
+        if raw.is_empty() {
+            // The unit ends with subtrees open (damaged data, or an assembler's unit): they end
+            // there, as in the reference, unless a node's sibling link said otherwise.
+            let open_node_elsewhere = stack
+                .iter()
+                .any(|frame| matches!(frame.kind, Kind::Function(node) if node >= 0) && frame.sibling.is_some_and(|to| to != end));
+            if open_node_elsewhere {
+                return Err(Defer("children that run past their DW_AT_sibling"));
+            }
+            return Ok(tree);
+        }
+        let die = unit.offset + raw.next_offset().0 as u64;
+        let Some(abbrev) = raw.read_abbreviation()? else {
+            let Some(frame) = stack.pop() else { return Ok(tree) };
+            current_node = frame.saved_node;
+            current_scope = frame.saved_scope;
+            let after = unit.offset + raw.next_offset().0 as u64;
+            match frame.kind {
+                Kind::Function(node) => {
+                    functions_open -= 1;
+                    if node >= 0 && frame.sibling.is_some_and(|sibling| sibling != after) {
+                        return Err(Defer("children that do not end at their DW_AT_sibling"));
+                    }
+                }
+                Kind::Scope(scope) => tree.scopes[scope].end = after,
+                Kind::Other => {}
+            }
+            if stack.is_empty() {
+                return Ok(tree);
+            }
+            continue;
+        };
+        let role = role_of(abbrev);
+        let has_children = abbrev.has_children();
+        if role == Role::Skip && !has_children {
+            if abbrev.attributes().iter().any(|spec| spec.form() == dw::DW_FORM_indirect) {
+                return Err(Defer("DW_FORM_indirect"));
+            }
+            raw.skip_attributes(abbrev.attributes())?;
+            continue;
+        }
+        let mut attrs = NodeAttrs::default();
+        let mut sibling = 0u64;
+        for spec in abbrev.attributes() {
+            if spec.form() == dw::DW_FORM_indirect {
+                return Err(Defer("DW_FORM_indirect"));
+            }
+            let name = spec.name();
+            let keep = match role {
+                Role::Function => true,
+                Role::Scope => name == dw::DW_AT_sibling || name == dw::DW_AT_name,
+                _ => name == dw::DW_AT_sibling,
+            };
+            if !keep {
+                raw.skip_attributes(std::slice::from_ref(spec))?;
+                continue;
+            }
+            let value: Attr<'a> = (spec.form(), raw.read_attribute(*spec)?.raw_value());
+            let slot = match name {
+                dw::DW_AT_sibling => {
+                    sibling = sibling_offset(unit, &value);
+                    continue;
+                }
+                dw::DW_AT_name => &mut attrs.name,
+                dw::DW_AT_linkage_name | dw::DW_AT_MIPS_linkage_name => &mut attrs.linkage_name,
+                dw::DW_AT_low_pc => &mut attrs.low_pc,
+                dw::DW_AT_high_pc => &mut attrs.high_pc,
+                dw::DW_AT_ranges => &mut attrs.ranges,
+                dw::DW_AT_abstract_origin => &mut attrs.abstract_origin,
+                dw::DW_AT_specification => &mut attrs.specification,
+                dw::DW_AT_call_file => &mut attrs.call_file,
+                dw::DW_AT_call_line => &mut attrs.call_line,
+                dw::DW_AT_call_column => &mut attrs.call_column,
+                dw::DW_AT_decl_line => &mut attrs.decl_line,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        let after = unit.offset + raw.next_offset().0 as u64;
+        let sibling = (after < sibling && sibling <= end).then_some(sibling);
+        if !has_children && role != Role::Function {
+            continue;
+        }
+        // Where the reference jumps over the subtree by its sibling link (`scan._walk`).
+        let jump = |raw: &mut gimli::EntriesRaw<'u, super::R<'a>>, to: u64| -> Decided<()> {
+            *raw = unit.header.entries_raw(&unit.abbrevs, Some(UnitOffset((to - unit.offset) as usize)))?;
+            Ok(())
+        };
+        match role {
+            Role::NoCode => {
+                if let Some(to) = sibling {
+                    jump(&mut raw, to)?;
+                    continue;
+                }
+                stack.push(Frame { kind: Kind::Function(-1), saved_node: current_node, saved_scope: current_scope, sibling: None });
+                functions_open += 1;
+                current_node = -1;
+            }
+            Role::Function => {
+                let mut node = -1i64;
+                let tag = abbrev.tag();
+                if (attrs.low_pc.is_some() || attrs.ranges.is_some())
+                    && (tag == dw::DW_TAG_subprogram || current_node >= 0)
+                {
+                    let inlined = tag == dw::DW_TAG_inlined_subroutine;
+                    let ranges = node_ranges(unit, &attrs)?;
+                    if inlined || !ranges.is_empty() {
+                        node = tree.nodes.len() as i64;
+                        let parent = if inlined { current_node } else { -1 };
+                        if parent >= 0 {
+                            tree.nodes[parent as usize].children.push(node as usize);
+                        } else {
+                            for &(low, high) in &ranges {
+                                tree.function_ranges.push((low, high, node as usize));
+                            }
+                        }
+                        tree.nodes.push(Node { die, parent, children: Vec::new(), ranges, attrs });
+                    }
+                }
+                if has_children {
+                    if node < 0 {
+                        if let Some(to) = sibling {
+                            jump(&mut raw, to)?;
+                            continue;
+                        }
+                    }
+                    stack.push(Frame {
+                        kind: Kind::Function(node),
+                        saved_node: current_node,
+                        saved_scope: current_scope,
+                        sibling: if node >= 0 { sibling } else { None },
+                    });
+                    functions_open += 1;
+                    current_node = node;
+                }
+            }
+            Role::Scope => {
+                if functions_open > 0 {
+                    if let Some(to) = sibling {
+                        jump(&mut raw, to)?;
+                        continue;
+                    }
+                    stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None });
+                } else {
+                    let scope = tree.scopes.len();
+                    let name = match &attrs.name {
+                        Some(name) => unit.string(name)?,
+                        None => None,
+                    };
+                    let is_namespace = abbrev.tag() == dw::DW_TAG_namespace;
+                    tree.scopes.push(Scope { start: die, end, name, parent: current_scope, is_namespace });
+                    if !is_namespace {
+                        if let Some(to) = sibling {
+                            tree.scopes[scope].end = to;
+                            jump(&mut raw, to)?;
+                            continue;
+                        }
+                    }
+                    stack.push(Frame { kind: Kind::Scope(scope), saved_node: current_node, saved_scope: current_scope, sibling: None });
+                    current_scope = scope as i64;
+                }
+            }
+            Role::Skip => {
+                if let Some(to) = sibling {
+                    jump(&mut raw, to)?;
+                    continue;
+                }
+                stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None });
+            }
+            Role::Container => {
+                stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None });
+            }
+        }
+    }
+}
+
+/// `scan.node_ranges`: `DW_AT_ranges`, else `DW_AT_low_pc` and `DW_AT_high_pc`.
+pub(crate) fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>) -> Decided<Vec<(u128, u128)>> {
+    if let Some(ranges) = &attrs.ranges {
+        return unit.decode_ranges(ranges);
+    }
+    match unit.pc_bounds(attrs.low_pc.as_ref(), attrs.high_pc.as_ref())? {
+        Some((low, high)) if high > low => Ok(vec![(low, high)]),
+        _ => Ok(Vec::new()),
+    }
+}
+
+impl Tree<'_> {
+    /// `UnitIndex.scope_of`: the innermost scope whose subtree holds `die`, -1 for none.
+    pub(crate) fn scope_of(&self, die: u64) -> i64 {
+        let mut scope = self.scopes.partition_point(|scope| scope.start <= die) as i64 - 1;
+        while scope >= 0 {
+            let found = &self.scopes[scope as usize];
+            if found.start < die && die < found.end {
+                break;
+            }
+            scope = found.parent;
+        }
+        scope
+    }
+}
