@@ -126,27 +126,28 @@ struct Builder<'u, 'a> {
     tree: &'u Tree<'a>,
     namer: Namer<'u, 'a>,
     lines: Option<&'u LineTable>,
-    /// Per node: the spans it owns (from its parent's level), appended as levels are cut.
-    node_spans: HashMap<usize, Vec<(u128, u128)>>,
-    chain_ids: HashMap<usize, i64>,
+    /// Per node: the spans it owns (from its parent's level), set as levels are cut.
+    node_spans: Vec<Vec<(u128, u128)>>,
+    /// Per node: its chain id, -1 until named.
+    chain_ids: Vec<i64>,
     head_ids: HashMap<(i64, i64), i64>,
-    names: HashMap<usize, Name>,
+    names: Vec<Option<Name>>,
     columns: Columns,
 }
 
 impl Builder<'_, '_> {
     fn name(&mut self, node: usize) -> Decided<Name> {
-        if let Some(found) = self.names.get(&node) {
+        if let Some(found) = &self.names[node] {
             return Ok(found.clone());
         }
         let found = self.namer.node_name(node)?;
-        self.names.insert(node, found.clone());
+        self.names[node] = Some(found.clone());
         Ok(found)
     }
 
     /// `_level`: the pieces `node` owns, cut among its children (owner `node` where none holds).
     fn level(&mut self, node: usize) -> Vec<(u128, u128, usize)> {
-        let spans = self.node_spans.get(&node).cloned().unwrap_or_default();
+        let spans = std::mem::take(&mut self.node_spans[node]);
         let children = &self.tree.nodes[node].children;
         let mut pieces = Vec::new();
         if children.is_empty() {
@@ -178,14 +179,16 @@ impl Builder<'_, '_> {
             }
         }
         pieces.sort_unstable();
-        self.node_spans.extend(by_child);
+        for (child, spans) in by_child {
+            self.node_spans[child] = spans;
+        }
         pieces
     }
 
     /// The chain id of inline node `leaf`: its name and its callers' frames (`_outer_frames`).
     fn chain(&mut self, leaf: usize) -> Decided<i64> {
-        if let Some(found) = self.chain_ids.get(&leaf) {
-            return Ok(*found);
+        if self.chain_ids[leaf] >= 0 {
+            return Ok(self.chain_ids[leaf]);
         }
         let name = self.name(leaf)?;
         let mut outer = Vec::new();
@@ -199,7 +202,7 @@ impl Builder<'_, '_> {
         }
         let id = self.columns.chains.len() as i64;
         self.columns.chains.push((name, outer));
-        self.chain_ids.insert(leaf, id);
+        self.chain_ids[leaf] = id;
         Ok(id)
     }
 
@@ -300,15 +303,15 @@ pub(crate) fn all_runs<'u, 'a>(
         tree,
         namer,
         lines,
-        node_spans: HashMap::new(),
-        chain_ids: HashMap::new(),
+        node_spans: vec![Vec::new(); tree.nodes.len()],
+        chain_ids: vec![-1; tree.nodes.len()],
         head_ids: HashMap::new(),
-        names: HashMap::new(),
+        names: vec![None; tree.nodes.len()],
         columns: Columns::default(),
     };
     let mut top_nodes = Vec::new();
     for &(low, high, node) in &pieces {
-        let spans = builder.node_spans.entry(node).or_default();
+        let spans = &mut builder.node_spans[node];
         if spans.is_empty() {
             top_nodes.push(node);
         }
@@ -335,14 +338,12 @@ pub(crate) fn all_runs<'u, 'a>(
     }
     spans.sort_unstable();
     // _chain_error, asked of every leaf before any run is built: a chain that cannot be named is
-    // the reference's broken span.
+    // the reference's broken span. (Chains are numbered here; heads by their first run.)
     for &(low, high, leaf) in &spans {
         if leaf >= 0 && low < high {
             builder.chain(leaf as usize)?;
         }
     }
-    builder.chain_ids.clear();
-    builder.columns.chains.clear();
     sweep(&mut builder, &spans, symbols)?;
     builder.columns.file_names = lines.map(|lines| lines.files.clone()).unwrap_or_default();
     Ok(builder.columns)
