@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         DebugIdMismatchError,
         MalformedInputError,
         MissingDebugInfoError,
+        NotFoundError,
         SymbolizeError,
         UnsupportedFormatError,
     )
@@ -42,6 +43,7 @@ _EXPORTS = {
     "MalformedInputError": "symbolize.errors",
     "MappingSummary": "symbolize.summary",
     "MissingDebugInfoError": "symbolize.errors",
+    "NotFoundError": "symbolize.errors",
     "Module": "symbolize.module",
     "Profile": "symbolize.pprof",
     "Reason": "symbolize.module",
@@ -70,6 +72,7 @@ __all__ = [
     "MappingSummary",
     "MissingDebugInfoError",
     "Module",
+    "NotFoundError",
     "Profile",
     "Reason",
     "Summary",
