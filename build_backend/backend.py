@@ -19,11 +19,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from setuptools import build_meta
-from setuptools.build_meta import (
-    get_requires_for_build_editable,
-    get_requires_for_build_sdist,
-    get_requires_for_build_wheel,
-)
 
 __all__ = [
     "build_editable",
@@ -59,6 +54,22 @@ def outside_the_tree() -> Iterator[str]:
             else:
                 os.environ[name] = value
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+# setuptools answers these by running egg_info too: in the tree, unless told otherwise.
+def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
+    with outside_the_tree():
+        return build_meta.get_requires_for_build_wheel(config_settings)
+
+
+def get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
+    with outside_the_tree():
+        return build_meta.get_requires_for_build_editable(config_settings)
+
+
+def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
+    with outside_the_tree():
+        return build_meta.get_requires_for_build_sdist(config_settings)
 
 
 def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None,
