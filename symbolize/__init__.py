@@ -14,7 +14,6 @@ Frame lists are innermost first. Every error raised for bad input is a
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,11 @@ def _installed_copy() -> list[str] | None:
     ``formats/``: nothing to do. Without any install, importing fails here, saying so.
     """
     here = os.path.dirname(os.path.abspath(__file__))
-    if os.path.isdir(os.path.join(here, "formats")) or importlib.util.find_spec("symbolize.formats") is not None:
+    if os.path.isdir(os.path.join(here, "formats")):
+        return None  # an installed copy: one stat, nothing more, on every run
+    import importlib.util
+
+    if importlib.util.find_spec("symbolize.formats") is not None:
         return None
     for entry in sys.path:
         candidate = os.path.join(os.path.abspath(entry or os.curdir), "symbolize")

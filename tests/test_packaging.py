@@ -1,15 +1,19 @@
 """What the package declares matches what it is: its runtime dependencies are what its modules
-import, and it ships its type hints (PEP 561)."""
+import, it ships its type hints (PEP 561), and a checkout runs what was installed from it."""
 
 from __future__ import annotations
 
 import ast
 import re
+import shutil
+import subprocess
 import sys
 import tomllib
 from importlib.metadata import packages_distributions
 from importlib.resources import files
+from pathlib import Path
 
+import symbolize
 from tests.fixtures_data import ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -61,3 +65,31 @@ def test_the_package_ships_its_type_hints() -> None:
     assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["symbolize"]
     assert (ROOT / "symbolize" / "py.typed").is_file()
     assert files("symbolize").joinpath("py.typed").is_file()  # as installed
+
+
+def _checkout_copy(tmp_path: Path) -> Path:
+    """A source checkout's layout: ``symbolize/`` without ``formats/`` (only its __init__ matters)."""
+    checkout = tmp_path / "checkout"
+    (checkout / "symbolize").mkdir(parents=True)
+    shutil.copy(ROOT / "symbolize" / "__init__.py", checkout / "symbolize" / "__init__.py")
+    return checkout
+
+
+def test_a_checkout_runs_the_installed_copy_with_its_kernels(tmp_path: Path) -> None:
+    """``python -m symbolize`` in a checkout: the checkout's package has no formats/ and no kernels,
+    the install has both (or maps them, editable): what runs is the install's, kernels as here."""
+    code = "import symbolize, symbolize.cli.entry as e; print(symbolize.native_status()); print(e.__file__)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=_checkout_copy(tmp_path), capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    status, entry = done.stdout.splitlines()
+    assert status == symbolize.native_status()
+    assert not Path(entry).is_relative_to(tmp_path)
+
+
+def test_a_checkout_without_any_install_says_to_install(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-S", "-c", "import symbolize"], cwd=_checkout_copy(tmp_path),
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1].startswith("ImportError: symbolize is imported from the source checkout ")
+    assert "pip install ." in done.stderr
