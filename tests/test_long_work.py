@@ -19,7 +19,11 @@ from symbolize.index.background import build_missing
 from symbolize.loader import Loader
 from tests.fixtures_data import BIN, PROFILES, ROOT
 
-pty = pytest.importorskip("pty", reason="a pseudo-terminal needs POSIX")
+try:
+    import pty
+except ImportError:  # Windows: no pseudo-terminals (termios)
+    pty = None  # type: ignore[assignment]
+needs_pty = pytest.mark.skipif(pty is None, reason="a pseudo-terminal needs POSIX")
 
 DEBUGLINK_BINARY = BIN / "cdemo-gcc-debuglink"
 DEBUG_FILE = BIN / "cdemo-gcc-debuglink.debug"
@@ -65,6 +69,7 @@ def _run(arguments: list[str], cache_dir: Path, *, terminal: bool) -> tuple[int,
     return code, stdout, b"".join(drawn)
 
 
+@needs_pty
 def test_index_shows_progress_on_a_terminal(tmp_path: Path) -> None:
     code, stdout, stderr = _run(["index", str(DEBUGLINK_BINARY)], tmp_path, terminal=True)
     assert code == 0, stderr
@@ -74,6 +79,7 @@ def test_index_shows_progress_on_a_terminal(tmp_path: Path) -> None:
     assert b"/1" in stderr  # the count of binaries done
 
 
+@needs_pty
 def test_a_cold_profile_shows_progress_on_a_terminal(tmp_path: Path) -> None:
     out = tmp_path / "out.pb.gz"
     arguments = ["profile", str(PROFILE), "--search-path", str(BIN), "-o", str(out), "--no-background-index"]
