@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 from symbolize.demangle import DemangleMode, profile_name
 from symbolize.discovery import FileLoader, find_module, open_module
+from symbolize.discovery.paths import base_name
 from symbolize.discovery.slices import choose_mapping_slice
 from symbolize.drop_frames import HEAP_DROP_FRAMES, is_heap_profile
 from symbolize.formats.errors import SymbolizeError
@@ -57,6 +58,7 @@ from symbolize.normalize import (
 )
 from symbolize.offset_frames import name_offset_frames
 from symbolize.pprof import StringTable
+from symbolize.progress import ProgressReport
 from symbolize.proto.profile_pb2 import Location, Mapping, Profile
 from symbolize.summary import DropFrames, MappingSummary, Summary
 from symbolize.top_functions import top_leaf_functions
@@ -110,6 +112,8 @@ class RewriteOptions:
     (:data:`symbolize.drop_frames.HEAP_DROP_FRAMES`); ``""`` leaves the profile's own alone and adds none.
     Function names are :func:`symbolize.demangle.profile_name`'s: Rust hashes dropped unless
     ``keep_hashes``, one closure spelling.
+    ``progress`` hears how many locations were named so far (a cold run decodes as it goes:
+    minutes for large binaries).
     """
 
     discovery: FileLoader = field(default_factory=Loader)
@@ -118,6 +122,11 @@ class RewriteOptions:
     open_module: ModuleOpener | None = None
     drop_frames: str | None = None
     keep_hashes: bool = False
+    progress: ProgressReport = field(default_factory=ProgressReport)
+
+
+# How many addresses a cold lookup is asked at once between two reports of progress.
+_PROGRESS_STEP = 4096
 
 
 class _Pending(NamedTuple):
@@ -233,9 +242,16 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
         role = RETURN if roles.get(location.id, EXACT) == RETURN else EXACT
         entry.pending.append(_Pending(location, role))
 
-    for entry in work.values():
-        if entry.pending and entry.mapping is not None:
-            _symbolize_mapping(entry.mapping, entry, options, strings, functions)
+    to_name = [entry for entry in work.values() if entry.pending and entry.mapping is not None]
+    progress = options.progress
+    progress.start("naming addresses", sum(len(entry.pending) for entry in to_name))
+    done = 0
+    for position, entry in enumerate(to_name, 1):
+        assert entry.mapping is not None
+        progress.describe(f"naming {base_name(entry.summary.filename)} ({position}/{len(to_name)} mappings)")
+        _symbolize_mapping(entry.mapping, entry, options, strings, functions)
+        done += len(entry.pending)
+        progress.reach(done)
 
     summary = Summary(mappings=[entry.summary for entry in work.values() if entry.summary.locations])
     if no_mapping.summary.locations:
@@ -383,7 +399,7 @@ def _symbolize_mapping(
     )
     if facts is None:
         try:
-            results = module.lookup([vaddr for _, vaddr in to_look_up])
+            results = _looked_up(module, [vaddr for _, vaddr in to_look_up], options.progress)
         except SymbolizeError as exc:
             for _ in to_look_up:
                 summary.count_unnamed(reason_for_error(exc), str(exc))
@@ -398,6 +414,16 @@ def _symbolize_mapping(
         mapping.has_filenames = facts.files
         mapping.has_line_numbers = facts.lines
         mapping.has_inline_frames = facts.inlines
+
+
+def _looked_up(module: Module, vaddrs: list[int], progress: ProgressReport) -> list[list[Frame] | Unknown]:
+    """``module.lookup(vaddrs)`` in steps of :data:`_PROGRESS_STEP`, each reported to ``progress``."""
+    results: list[list[Frame] | Unknown] = []
+    for start in range(0, len(vaddrs), _PROGRESS_STEP):
+        step = vaddrs[start : start + _PROGRESS_STEP]
+        results += module.lookup(step)
+        progress.advance(len(step))
+    return results
 
 
 def _attach_results(

@@ -45,7 +45,7 @@ from symbolize.discovery.registry import READER_HINTS
 from symbolize.formats.coverage import auditable, coverage, debug_map_facts, producers, section_facts
 from symbolize.formats.errors import (
     MalformedInputError,
-    MissingDebugInfoError,
+    NotFoundError,
     SymbolizeError,
     UnsupportedFormatError,
 )
@@ -355,7 +355,7 @@ def _given_debug_file(
     would accept it."""
     try:
         opened = loader.open(path, image_path=binary.path, arch=binary.arch)
-    except MissingDebugInfoError:
+    except NotFoundError:
         return DebugFileReport("given", str(path), False, None, "file not found"), None
     except SymbolizeError as err:
         return DebugFileReport("given", str(path), True, False, err.reason), None

@@ -41,6 +41,7 @@ from symbolize.audit.report import (
     SymbolTableKind,
     Verdict,
 )
+from symbolize.discovery.paths import base_name
 
 FRAME_POINTER_THRESHOLD = 0.9
 
@@ -268,7 +269,7 @@ def _fixes(
 ) -> list[str]:
     """The smallest change that gets to names and lines (and the inline chains, when one step away)."""
     fixes: list[str] = []
-    name = identity.path.rsplit("/", 1)[-1]
+    name = base_name(identity.path)  # a Windows path too (C:\app\x.exe)
     if missing or wrong:
         fixes.append(_ship_fix(identity.format))
     if unresolved_split:

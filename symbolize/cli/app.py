@@ -281,31 +281,51 @@ def index_command(
 ) -> None:
     """Build the persistent index of each binary and its debug files, for fast later lookups.
 
-    Prints each index file; a binary that cannot be indexed is reported on stderr and the
-    others are indexed still (exit 1 when any failed).
+    Prints each index file, and on stderr the binary (or debug file and its binary) it answers
+    for; a binary that cannot be indexed is reported on stderr and the others are indexed still
+    (exit 1 when any failed). On a terminal, stderr shows which binary is being indexed.
     """
     from symbolize.api import build_indexes
+    from symbolize.cache import index_owner
+    from symbolize.progress import stderr_progress
 
     failed: list[Path] = []
 
     def index() -> None:
-        for binary in binaries:
-            try:
-                built = build_indexes(
-                    [binary], search_paths=search_paths or (), debug_dirs=debug_dirs or None, cache_dir=cache_dir
-                )
-            except (SymbolizeError, OSError) as exc:
-                if _debug(ctx):
-                    raise
-                typer.echo(error_line(exc), err=True)
-                failed.append(binary)
-                continue
-            for path in built:
-                typer.echo(str(path))
+        progress = stderr_progress()
+        try:
+            progress.start("indexing", len(binaries))
+            for binary in binaries:
+                try:
+                    built = build_indexes(
+                        [binary], search_paths=search_paths or (), debug_dirs=debug_dirs or None, cache_dir=cache_dir,
+                        progress=progress,
+                    )  # fmt: skip
+                except (SymbolizeError, OSError) as exc:
+                    if _debug(ctx):
+                        raise
+                    typer.echo(error_line(exc), err=True)
+                    failed.append(binary)
+                    progress.advance()
+                    continue
+                for path in built:
+                    typer.echo(f"{path}: {_owner_text(*index_owner(path))}", err=True)
+                    typer.echo(str(path))
+        finally:
+            progress.close()
 
     _exit_with(run_guarded(index, debug=_debug(ctx)))
     if failed:
         raise typer.Exit(EXIT_INPUT_ERROR)
+
+
+def _owner_text(source_path: Path | None, image_path: Path | None) -> str:
+    """What an index answers for: ``BINARY``, or ``DEBUG FILE (debug file of BINARY)``."""
+    if source_path is None:
+        return "(unknown binary)"
+    if image_path is None or image_path == source_path:
+        return str(source_path)
+    return f"{source_path} (debug file of {image_path})"
 
 
 def cache_show_command(
@@ -336,14 +356,15 @@ def cache_show_command(
 
 
 def _cache_row(entry: CacheEntry, now: float) -> tuple[str, str, str, str, str]:
-    binary = str(entry.source_path) if entry.source_path else f"(unknown: {entry.path.name})"
+    binary = _owner_text(entry.source_path, entry.image_path) if entry.source_path else f"(unknown: {entry.path.name})"
     debug_id = entry.debug_id or ("(unreadable)" if entry.key is None else "(none: path, size, mtime)")
     return binary, debug_id, _human_size(entry.size), _human_age(now - entry.modified), entry.demangler or "?"
 
 
 def _cache_json(directory: Path, entries: list[CacheEntry], now: float) -> dict[str, Any]:
-    """``cache show --json``: {"cache_dir", "indexes": [{"index", "binary", "debug_id", "size",
-    "built", "age_seconds", "demangler", "key"}]}; unknown values are null."""
+    """``cache show --json``: {"cache_dir", "indexes": [{"index", "binary", "debug_file_of",
+    "debug_id", "size", "built", "age_seconds", "demangler", "key"}]}; unknown values are null,
+    and so is ``debug_file_of`` of a binary's own index."""
     from datetime import UTC, datetime
 
     return {
@@ -352,6 +373,7 @@ def _cache_json(directory: Path, entries: list[CacheEntry], now: float) -> dict[
             {
                 "index": str(entry.path),
                 "binary": str(entry.source_path) if entry.source_path else None,
+                "debug_file_of": str(entry.image_path) if entry.image_path else None,
                 "debug_id": entry.debug_id,
                 "size": entry.size,
                 "built": datetime.fromtimestamp(entry.modified, UTC).isoformat(timespec="seconds"),

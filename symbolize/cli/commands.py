@@ -289,6 +289,7 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
     symbolize/cli/app.py's main reports it (and click, for typer's commands).
     """
     from symbolize.api import symbolize_file
+    from symbolize.progress import stderr_progress
 
     summaries: list[Summary] = []
 
@@ -300,8 +301,9 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
             out_path = standard_output().buffer  # refused before any work
         else:
             out_path = request.out_path or default_output_path(request.in_path)
-        summaries.append(
-            symbolize_file(
+        progress = stderr_progress()
+        try:
+            summary = symbolize_file(
                 sys.stdin.buffer if request.from_stdin else request.in_path,
                 out_path,
                 binaries=request.binaries or (),
@@ -314,8 +316,11 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
                 background_index=request.background_index,
                 drop_frames=request.drop_frames,
                 keep_hashes=request.keep_hashes,
+                progress=progress,
             )
-        )
+        finally:
+            progress.close()  # erased before the summary and any error line are printed
+        summaries.append(summary)
 
     code = run_guarded(rewrite, debug=debug)
     if code:
