@@ -31,11 +31,11 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from symbolize.answer_text import PlainStyle, folded_frame
 from symbolize.cli.llvm_input import Query, parse_query
-from symbolize.formats.types import Frame
+from symbolize.formats.types import Frame, ObjectFile
 from symbolize.module import Unknown
 
 if TYPE_CHECKING:
@@ -305,7 +305,9 @@ class LlvmAnswers:
 
     def _symbol_answer(self, module: Module, query: Query) -> str:
         """A symbol's name: the place of each function symbol so named (llvm-symbolizer 22)."""
-        symbols = [symbol for symbol in module.image.symbols() if symbol.name == query.symbol]
+        # Every image the loader opens is a reader, and every reader lists its symbols (ObjectFile).
+        image = cast(ObjectFile, module.image)
+        symbols = [symbol for symbol in image.symbols() if symbol.name == query.symbol]
         if self.output.obj is not None and not self.output.as_json:
             return f"{query.text}\n"  # echoed, as llvm-symbolizer 14 does (README)
         places = []
