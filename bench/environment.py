@@ -36,6 +36,12 @@ def describe_environment(
         ("os", platform.platform()),
         ("python", platform.python_version()),
         ("llvm-symbolizer", command_version(["llvm-symbolizer", "--version"], "version")),
+        *(
+            [("newer llvm-symbolizer", command_version([str(args.newer_llvm), "--version"], "version"))]
+            if getattr(args, "newer_llvm", None)
+            else []
+        ),
+        ("pprof", str(args.pprof) if getattr(args, "pprof", None) else "not given (no pprof row)"),
         ("addr2line", command_version(["addr2line", "--version"], "")),
         ("symbolic", package_version("symbolic")),
         ("symbolize", f"{package_version('pprof-symbolize')} (git {revision}), {native_status()}"),

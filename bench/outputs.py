@@ -72,7 +72,8 @@ PARSERS: dict[str, Callable[[str], Stacks]] = {
 
 def parse_stacks(tool: str, text: str) -> Stacks | None:
     """Stacks of ``tool``'s output, or None when it has no parser or the output does not parse."""
-    parser = PARSERS.get(tool)
+    # Every llvm-symbolizer ("llvm-symbolizer 22" beside the baseline's) prints the same layout.
+    parser = PARSERS.get(tool) or (parse_llvm_symbolizer if tool.startswith("llvm-symbolizer") else None)
     if parser is None:
         return None
     try:

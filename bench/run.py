@@ -5,7 +5,9 @@ For each binary and batch size N, samples N object-file addresses inside functio
 and peak RSS. Runs alternate between tools within each repetition so that drift in machine load (the
 bench machine may be shared) spreads over all tools instead of landing on one. `symbolize` and
 `symbolic` run cold (no cache) and warm (a cache built before timing). Then a whole `symbolize profile`
-of a 10,000-location bare-hex profile of the first binary is timed, cold and warm.
+of a 10,000-location bare-hex profile of the first binary is timed, cold and warm, beside pprof
+driving llvm-symbolizer; each binary's `symbolize index` is timed; and a last table sets the figures
+beside the compiled core's goals (goals.py).
 
     python bench/run.py                                  # libpython, bench/work/rustgen, bench/work/cppcheck
     python bench/run.py --binary fixtures/bin/<x> --sizes 100,1000 --repeat 3
@@ -18,6 +20,8 @@ from __future__ import annotations
 import argparse
 import compileall
 import importlib.util
+import os
+import re
 import shutil
 import statistics
 import sys
@@ -30,9 +34,11 @@ from pathlib import Path
 from addresses import FunctionRange, SamplingError, function_ranges, sample_vaddrs
 from caches import SYMBOLIZE, Prepared, cold_flags, prepare_symbolize_index, prepare_symcache
 from environment import describe_environment, git_revision
+from goals import GOALS_HEADER, Figures, lookup_goal_rows, parse_index_before, profile_goal_rows
+from index_timing import INDEX_HEADER, index_rows, time_index_builds
 from measure import Measurement, run_measured
 from outputs import Stacks, agreement, parse_stacks
-from profile_timing import PROFILE_HEADER, ProfileJob, time_profile
+from profile_timing import PPROF_MODE, PROFILE_HEADER, ProfileJob, time_profile
 
 BENCH_DIR = Path(__file__).resolve().parent
 WORK_DIR = BENCH_DIR / "work"
@@ -86,6 +92,26 @@ def default_binaries() -> list[tuple[Path, str]]:
     ]
 
 
+def newest_llvm_symbolizer() -> Path | None:
+    """The llvm-symbolizer of the newest LLVM installed beside the baseline (Debian's
+    /usr/lib/llvm-N/bin), when it is not the baseline itself."""
+    baseline = shutil.which(BASELINE)
+    found = []
+    for candidate in Path("/usr/lib").glob("llvm-*/bin/llvm-symbolizer"):
+        version = re.fullmatch(r"llvm-(\d+)", candidate.parent.parent.name)
+        if version and candidate.is_file():
+            found.append((int(version.group(1)), candidate))
+    if not found:
+        return None
+    newest = max(found)[1]
+    return None if baseline and Path(baseline).resolve() == newest.resolve() else newest
+
+
+def newer_llvm_name(path: Path) -> str:
+    version = re.fullmatch(r"llvm-(\d+)", path.parent.parent.name)
+    return f"{BASELINE} {version.group(1)}" if version else f"{BASELINE} ({path})"
+
+
 def make_tools(
     binary: Path,
     cache_dir: Path,
@@ -94,6 +120,7 @@ def make_tools(
     symcache_ready: Prepared,
     pure_python: bool,
     warm_only: bool = False,
+    newer_llvm: Path | None = None,
 ) -> list[Tool]:
     python = sys.executable
     symbolic_script = str(BENCH_DIR / "symbolic_lookup.py")
@@ -118,6 +145,11 @@ def make_tools(
             BASELINE,
             [llvm_symbolizer, f"--obj={binary}", "--inlines", "--demangle"] if llvm_symbolizer else None,
             "" if llvm_symbolizer else "llvm-symbolizer not on PATH",
+        ),
+        *(
+            [Tool(newer_llvm_name(newer_llvm), [str(newer_llvm), f"--obj={binary}", "--inlines", "--demangle"])]
+            if newer_llvm
+            else []
         ),
         Tool(
             "addr2line",
@@ -255,10 +287,31 @@ def find_binaries(requested: list[Path] | None) -> tuple[list[Path], list[str]]:
     return found, missing
 
 
+@dataclass
+class BinaryResult:
+    """What one binary's measurement gives: table rows and the figures the goals are checked on."""
+
+    rows: list[list[str]]
+    index_rows: list[list[str]]
+    profile_rows: list[list[str]]
+    goal_rows: list[list[str]]
+
+
+def figures_of(label: str, cells: dict[tuple[str, int], Cell], index_cpu: dict[str, float]) -> Figures:
+    seconds = {key: cell.median_seconds for key, cell in cells.items() if not cell.failure}
+    rss = {key: cell.peak_rss_mb for key, cell in cells.items() if not cell.failure}
+    return Figures(
+        label,
+        {key: value for key, value in seconds.items() if value is not None},
+        {key: value for key, value in rss.items() if value is not None},
+        index_cpu,
+    )
+
+
 def measure_binary(
     binary: Path, functions: list[FunctionRange], args: argparse.Namespace, profile: bool
-) -> tuple[list[list[str]], list[list[str]]]:
-    """Lookup rows for one binary, and profile rows when ``profile`` is set."""
+) -> BinaryResult:
+    """Lookup and index rows for one binary, profile rows when ``profile`` is set, and its goal rows."""
     label = binary_label(binary)
     with tempfile.TemporaryDirectory(prefix="symbolize-bench-cache-") as cache_name:
         cache_root = Path(cache_name)
@@ -270,16 +323,32 @@ def measure_binary(
         index = prepare_symbolize_index(binary, symbolize_cache, scratch, args.timeout)
         symcache_ready = prepare_symcache(binary, symcache, scratch, args.timeout)
         tools = make_tools(
-            binary, symbolize_cache, index, symcache, symcache_ready, args.pure_python, args.warm_only
-        )
+            binary, symbolize_cache, index, symcache, symcache_ready, args.pure_python, args.warm_only,
+            args.newer_llvm,
+        )  # fmt: skip
         cells = benchmark(tools, functions, args.sizes, args)
         rows = table_rows(label, tools, args.sizes, cells)
+        timings = []
+        if args.index_repeat > 0:
+            print(f"{binary}: symbolize index, {args.index_repeat} runs per mode", file=sys.stderr)
+            timings = time_index_builds(binary, label, scratch, args.index_repeat, args.pure_python, args.timeout)
+        index_cpu = {timing.mode: cpu for timing in timings if (cpu := timing.median_cpu_seconds) is not None}
+        goal_rows = lookup_goal_rows(figures_of(label, cells, index_cpu), dict(args.index_before))
         profile_rows: list[list[str]] = []
         if profile:
             print(f"{binary}: symbolize profile, {args.profile_locations} locations", file=sys.stderr)
-            job = ProfileJob(binary, label, args.profile_locations, args.seed, args.profile_repeat, args.timeout)
-            profile_rows = time_profile(job, index, symbolize_cache, scratch)
-    return rows, profile_rows
+            job = ProfileJob(
+                binary, label, args.profile_locations, args.seed, args.profile_repeat, args.timeout, args.pprof
+            )
+            profile_rows, medians = time_profile(job, index, symbolize_cache, scratch)
+            goal_rows += profile_goal_rows(label, medians, PPROF_MODE)
+    return BinaryResult(rows, index_rows(timings), profile_rows, goal_rows)
+
+
+def default_pprof() -> Path | None:
+    """Google's pprof: $SYMBOLIZE_PPROF (as the test suite finds it), else pprof on PATH."""
+    named = os.environ.get("SYMBOLIZE_PPROF") or shutil.which("pprof")
+    return Path(named) if named and Path(named).is_file() else None
 
 
 def compile_bytecode() -> None:
@@ -311,6 +380,28 @@ def main() -> int:
         help="unique locations in the profile of the first binary; 0 skips",
     )
     parser.add_argument("--profile-repeat", type=int, default=3, help="runs per mode of `symbolize profile`")
+    parser.add_argument(
+        "--pprof",
+        type=Path,
+        default=default_pprof(),
+        help="Google's pprof, timed on the same profile with -symbolize=local (default $SYMBOLIZE_PPROF, else PATH; "
+        "build it with fixtures/build_pprof.sh)",
+    )
+    parser.add_argument(
+        "--newer-llvm",
+        type=Path,
+        default=newest_llvm_symbolizer(),
+        help="a newer llvm-symbolizer to time beside the baseline (default: the newest /usr/lib/llvm-N)",
+    )
+    parser.add_argument("--index-repeat", type=int, default=3, help="`symbolize index` runs per binary; 0 skips")
+    parser.add_argument(
+        "--index-before",
+        type=parse_index_before,
+        action="append",
+        default=[],
+        metavar="LABEL=SECONDS",
+        help="CPU seconds of an earlier index build of the binary named LABEL, for the 5x goal (repeat per binary)",
+    )
     parser.add_argument("--markdown", action="store_true", help="print a Markdown section for RESULTS.md")
     parser.add_argument(
         "--warm-only", action="store_true", help="skip the cold rows (symbolize and symbolic without a cache)"
@@ -328,8 +419,7 @@ def main() -> int:
     for message in missing:
         print(f"warning: {message}", file=sys.stderr)
     measured: list[tuple[Path, int]] = []
-    rows: list[list[str]] = []
-    profile_rows: list[list[str]] = []
+    results: list[BinaryResult] = []
     for binary in binaries:
         try:
             functions = function_ranges(binary)
@@ -338,26 +428,27 @@ def main() -> int:
             missing.append(str(error))
             continue
         wants_profile = args.profile_locations > 0 and not measured
-        binary_rows, binary_profile_rows = measure_binary(binary, functions, args, wants_profile)
-        rows += binary_rows
-        profile_rows += binary_profile_rows
+        results.append(measure_binary(binary, functions, args, wants_profile))
         measured.append((binary, len(functions)))
     if not measured:
         print("error: nothing to measure", file=sys.stderr)
         return 2
 
+    tables = [
+        (HEADER, [row for result in results for row in result.rows]),
+        (INDEX_HEADER, [row for result in results for row in result.index_rows]),
+        (PROFILE_HEADER, [row for result in results for row in result.profile_rows]),
+        (GOALS_HEADER, [row for result in results for row in result.goal_rows]),
+    ]
     if args.markdown:
         environment = describe_environment(measured, args, start_revision)
         lines = [f"- {key}: {value}" for key, value in environment]
         lines += [f"- missing: {message}" for message in missing]
         print("\n".join(lines))
-        print("\n" + format_markdown_table(HEADER, rows))
-        if profile_rows:
-            print("\n" + format_markdown_table(PROFILE_HEADER, profile_rows))
-    else:
-        print(format_plain(HEADER, rows))
-        if profile_rows:
-            print("\n" + format_plain(PROFILE_HEADER, profile_rows))
+    for position, (header, table) in enumerate(tables):
+        if table:
+            text = format_markdown_table(header, table) if args.markdown else format_plain(header, table)
+            print(("\n" if position or args.markdown else "") + text)
     return 0
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
+from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, NotFoundError, SymbolizeError
 
 AR_MAGIC = b"!<arch>\n"
 # More members than this is not an archive a linker made (the largest system ones hold thousands).
@@ -54,7 +54,7 @@ def archive_members(path: Path) -> list[ArchiveMember]:
         size = path.stat().st_size
         stream = path.open("rb")
     except FileNotFoundError as err:
-        raise MissingDebugInfoError("file not found", path) from err
+        raise NotFoundError("file not found", path) from err
     except OSError as err:
         raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
     members: list[ArchiveMember] = []

@@ -61,6 +61,21 @@ def debug_map_facts(reader: ObjectFile) -> DebugMapFacts | None:
     return macho_debug_map_facts(reader) if isinstance(reader, MachOFile) else None
 
 
+def producers(reader: ObjectFile) -> tuple[str, ...]:
+    """The toolchains that say they built ``reader``'s file: an ELF file's ``.comment`` entries
+    (``GCC: (Debian 12.2.0-14) 12.2.0``, ``rustc version 1.95.0 (...)``), which ``strip`` keeps;
+    () for other formats or a file without them."""
+    if reader.format != "elf":
+        return ()
+    from symbolize.formats.elf.file import ElfFile
+
+    comment = reader.section_data("comment") if isinstance(reader, ElfFile) else None
+    if comment is None:
+        return ()
+    entries = bytes(comment).split(b"\0")
+    return tuple(entry.decode("utf-8", "replace") for entry in entries if entry)
+
+
 def _measured(reader: ObjectFile) -> _Measures:
     found = _measures(reader)
     if found is None:

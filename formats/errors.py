@@ -70,6 +70,11 @@ class MissingDebugInfoError(SymbolizeError):
     """The binary or debug file that would name these addresses cannot be found."""
 
 
+class NotFoundError(SymbolizeError):
+    """A file or directory the caller named (a binary, a debug file, a profile, a search path) does
+    not exist."""
+
+
 class DebugIdMismatchError(SymbolizeError):
     """A candidate file's debug ID differs from the one the profile or binary asks for."""
 

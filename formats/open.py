@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from symbolize.formats.elf import ELF_MAGIC, ElfFile
-from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError, UnsupportedFormatError
+from symbolize.formats.errors import NotFoundError, SymbolizeError, UnsupportedFormatError
 from symbolize.formats.types import ObjectFile
 
 # The DOS header's e_magic, as symbolize.formats.pe checks it (kept here: importing the PE
@@ -66,7 +66,7 @@ def open_object(path: Path, *, arch: str | None = None, member: str | None = Non
     Readers open no other file: the files their debug info refers to (``.dwo``/``.dwp``,
     dwz, a debug map's objects) they say they need (``needs()``, ``AnswerRegion.needs``),
     and the caller supplies them (``supply``).
-    Raises MissingDebugInfoError when the file does not exist, SymbolizeError
+    Raises NotFoundError when the file does not exist, SymbolizeError
     when it cannot be read, UnsupportedFormatError for formats not read yet or
     files that are not object files.
     """
@@ -75,7 +75,7 @@ def open_object(path: Path, *, arch: str | None = None, member: str | None = Non
             head = stream.read(64)
             magic = head[:4]
     except FileNotFoundError as err:
-        raise MissingDebugInfoError("file not found", path) from err
+        raise NotFoundError("file not found", path) from err
     except OSError as err:
         raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
     for registered_magic, opener in _REGISTERED.items():

@@ -14,7 +14,40 @@ Frame lists are innermost first. Every error raised for bad input is a
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import TYPE_CHECKING, Any
+
+
+def _installed_copy() -> list[str] | None:
+    """Where an installed copy of this package lives, when this one is a source checkout's.
+
+    ``python -m symbolize`` or ``python -m pytest`` run in a checkout put the checkout first on
+    ``sys.path``, and its ``symbolize/`` has no ``formats`` (pyproject.toml maps ``formats/`` there
+    only when installing) and no compiled kernels (pip built them into the install). So a checkout's
+    package without ``symbolize.formats`` takes its modules from the copy pip installed: what runs
+    is what was installed. An editable install maps ``symbolize.formats`` to the checkout's
+    ``formats/``: nothing to do. Without any install, importing fails here, saying so.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    if os.path.isdir(os.path.join(here, "formats")):
+        return None  # an installed copy: one stat, nothing more, on every run
+    import importlib.util
+
+    if importlib.util.find_spec("symbolize.formats") is not None:
+        return None
+    for entry in sys.path:
+        candidate = os.path.join(os.path.abspath(entry or os.curdir), "symbolize")
+        if os.path.isfile(os.path.join(candidate, "formats", "__init__.py")):
+            return [candidate]
+    raise ImportError(
+        f"symbolize is imported from the source checkout {os.path.dirname(here)} and is not installed: "
+        "pip install . (or pip install -e .) first"
+    )
+
+
+if (_installed := _installed_copy()) is not None:
+    __path__[:] = _installed
 
 if TYPE_CHECKING:
     from symbolize.api import discovery_options, lookup, open_module, symbolize_file, symbolize_profile
@@ -23,6 +56,7 @@ if TYPE_CHECKING:
         DebugIdMismatchError,
         MalformedInputError,
         MissingDebugInfoError,
+        NotFoundError,
         SymbolizeError,
         UnsupportedFormatError,
     )
@@ -42,6 +76,7 @@ _EXPORTS = {
     "MalformedInputError": "symbolize.errors",
     "MappingSummary": "symbolize.summary",
     "MissingDebugInfoError": "symbolize.errors",
+    "NotFoundError": "symbolize.errors",
     "Module": "symbolize.module",
     "Profile": "symbolize.pprof",
     "Reason": "symbolize.module",
@@ -70,6 +105,7 @@ __all__ = [
     "MappingSummary",
     "MissingDebugInfoError",
     "Module",
+    "NotFoundError",
     "Profile",
     "Reason",
     "Summary",

@@ -112,17 +112,21 @@ class PlainStyle(NamedTuple):
             result = next(found)
             frames = [] if isinstance(result, Unknown) else result
             if not inlines and len(frames) > 1:
-                frames = [frames[0]] if self.gnu else [_folded(frames)]
-            yield self._answer(vaddr, frames or [Frame(None)])
+                frames = [frames[0]] if self.gnu else [folded_frame(frames)]
+            yield self.answer(vaddr, frames or [Frame(None)])
 
-    def _answer(self, vaddr: int, frames: list[Frame]) -> str:
-        out = [f"{vaddr:#x}{': ' if self.pretty else chr(10)}"] if self.addresses else []
+    def answer(self, vaddr: int | None, frames: list[Frame], source: Callable[[Frame], str] | None = None) -> str:
+        """One address's text (no address line for None, a line llvm-symbolizer could not read);
+        ``source`` gives the source lines printed after a frame's place (``--print-source-context-lines``)."""
+        out = [f"{vaddr:#x}{': ' if self.pretty else chr(10)}"] if self.addresses and vaddr is not None else []
         for depth, frame in enumerate(frames):
             if self.functions:
                 prefix = " (inlined by) " if self.pretty and depth else ""
                 out.append(f"{prefix}{frame.function or '??'}{' at ' if self.pretty else chr(10)}")
             column = "" if self.gnu else f":{frame.column}"
             out.append(f"{frame.file or '??'}:{frame.line}{column}\n")
+            if source is not None:
+                out.append(source(frame))
         if not self.gnu:
             out.append("\n")
         return "".join(out)
@@ -131,10 +135,11 @@ class PlainStyle(NamedTuple):
 DEFAULT_STYLE = PlainStyle()
 
 
-def _folded(frames: list[Frame]) -> Frame:
-    """llvm-symbolizer's one frame without inlines: the outermost name, the innermost place."""
+def folded_frame(frames: list[Frame]) -> Frame:
+    """llvm-symbolizer's one frame without inlines: the outermost name, the innermost place and
+    decl line (its ``StartLine`` is the innermost DIE's, as ``getLineInfoForAddress`` reads it)."""
     innermost, outermost = frames[0], frames[-1]
-    return Frame(outermost.function, innermost.file, innermost.line, innermost.column, outermost.start_line)
+    return Frame(outermost.function, innermost.file, innermost.line, innermost.column, innermost.start_line)
 
 
 class AnswerText:
@@ -209,4 +214,3 @@ def _name_shower(mode: DemangleMode) -> Callable[[str, str | None], str]:
         return demangle(name, mode)
 
     return shown
-

@@ -18,7 +18,7 @@ from symbolize.cache import default_cache_dir
 from symbolize.demangle import DemangleMode
 from symbolize.discovery import SearchOptions
 from symbolize.discovery import open_module as discovery_open_module
-from symbolize.errors import MissingDebugInfoError
+from symbolize.errors import MissingDebugInfoError, NotFoundError
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.loader import Loader
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     # Imported where used: looking addresses up should not pay for protobuf.
     from symbolize.pprof import Profile
+    from symbolize.progress import ProgressReport
     from symbolize.summary import Summary
 
 __all__ = [
@@ -61,8 +62,8 @@ def discovery_options(
     from ``cache_dir`` (default: :func:`symbolize.cache.default_cache_dir`)
     unless ``use_cache`` is False; ``symbolize index`` builds them. A binary that is
     not a file, or a search path or debug directory that is not a directory, raises
-    MissingDebugInfoError naming it: a mistyped path would otherwise only leave
-    addresses unnamed.
+    MissingDebugInfoError naming it (NotFoundError when it does not exist): a mistyped path
+    would otherwise only leave addresses unnamed.
     """
     arguments: dict[str, Any] = {
         "binaries": tuple(_existing(path, "binary", directory=False) for path in binaries),
@@ -126,7 +127,7 @@ def _existing(path: PathLike, role: str, *, directory: bool) -> Path:
     """``path``, checked to be a directory (``directory``) or a file; the error names ``role``."""
     path = Path(path)
     if not path.exists():
-        raise MissingDebugInfoError(f"{role} not found", path)
+        raise NotFoundError(f"{role} not found", path)
     if directory and not path.is_dir():
         raise MissingDebugInfoError(f"{role} is not a directory", path)
     if not directory and path.is_dir():
@@ -146,10 +147,14 @@ def open_module(
     """Open a binary with its debug file (found by build ID, debuglink, dSYM, search paths).
 
     ``arch`` picks the slice of a universal Mach-O file (also written ``FILE:ARCH``, as
-    llvm-symbolizer takes it). Raises SymbolizeError when the file cannot be read.
+    llvm-symbolizer takes it). Raises SymbolizeError when the file cannot be read (NotFoundError
+    when it does not exist). Close the module (``module.close()``, or ``with open_module(...) as
+    module:``) to release its files at once rather than when it is collected.
     """
     session = Session(search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache)
-    return _open_with(Loader(session.options), path, arch)
+    module, loader = session.open_module(path, arch)
+    module.close_with(loader.close)
+    return module
 
 
 def _open_with(loader: Loader, path: PathLike, arch: str | None) -> Module:
@@ -300,6 +305,8 @@ def symbolize_profile(
     use_cache: bool = True,
     background_index: bool = False,
     drop_frames: str | None = None,
+    keep_hashes: bool = False,
+    progress: ProgressReport | None = None,
 ) -> tuple[Profile, Summary]:
     """Name the bare addresses of a profile; returns ``(profile, summary)``.
 
@@ -309,9 +316,15 @@ def symbolize_profile(
     by build ID or name). Raises MalformedInputError for an unreadable profile;
     mappings whose files are missing are reported in the summary. ``drop_frames``
     (a regex) becomes the profile's ``drop_frames`` and is skipped by the
-    summary's top functions; an invalid one raises ``re.error``.
+    summary's top functions; an invalid one raises ``re.error``. Without it a heap profile gets
+    its allocator's frames (:data:`symbolize.drop_frames.HEAP_DROP_FRAMES`), unless it has its own;
+    ``""`` adds none. Rust names lose their hash unless ``keep_hashes``
+    (:func:`symbolize.demangle.profile_name`).
+    ``progress`` hears how many locations were named so far (symbolize/progress.py; the command
+    line draws it on a terminal).
     """
     from symbolize.pprof import Profile, read_profile
+    from symbolize.progress import ProgressReport
     from symbolize.rewrite import RewriteOptions
     from symbolize.rewrite import symbolize_profile as rewrite_profile
 
@@ -331,6 +344,8 @@ def symbolize_profile(
         demangle=demangle,
         adjust_return_addresses=adjust_return_addresses,
         drop_frames=drop_frames,
+        keep_hashes=keep_hashes,
+        progress=progress if progress is not None else ProgressReport(),
     )
     answered = False
     try:
@@ -355,13 +370,17 @@ def symbolize_file(
     use_cache: bool = True,
     background_index: bool = False,
     drop_frames: str | None = None,
+    keep_hashes: bool = False,
+    progress: ProgressReport | None = None,
 ) -> Summary:
     """Read the profile at ``in_path``, symbolize it, write it atomically to ``out_path``.
 
     ``gzip=None`` compresses the output when ``out_path`` ends in ``.gz`` or the
     input was gzipped. Either may be a binary stream instead (the command line's ``-``): the
     input is read whole, named ``<stdin>`` in errors; the output gets the profile in one write,
-    once the rewrite has succeeded, so a reader has a whole profile or nothing.
+    once the rewrite has succeeded, so a reader has a whole profile or nothing. ``drop_frames`` and
+    ``keep_hashes`` and ``progress`` are
+    :func:`symbolize_profile`'s.
     """
     from symbolize.pprof import output_target, parse_profile, read_profile, serialize_profile, write_profile
 
@@ -382,6 +401,8 @@ def symbolize_file(
         use_cache=use_cache,
         background_index=background_index,
         drop_frames=drop_frames,
+        keep_hashes=keep_hashes,
+        progress=progress,
     )
     if not isinstance(out_path, str | Path):
         out_path.write(serialize_profile(profile, gzip=was_gzipped if gzip is None else gzip))
@@ -420,20 +441,27 @@ def build_indexes(
     search_paths: Iterable[PathLike] = (),
     debug_dirs: Iterable[PathLike] | None = None,
     cache_dir: PathLike | None = None,
+    progress: ProgressReport | None = None,
 ) -> list[Path]:
     """Build the persistent index of each binary and of the debug files found for it.
 
     Returns the index files written or found. Later lookups and profile
-    rewrites with the same ``cache_dir`` answer from them.
+    rewrites with the same ``cache_dir`` answer from them. ``progress`` hears which binary is
+    being indexed and one step per binary done (symbolize/progress.py; the caller starts its stage).
     """
+    from symbolize.progress import ProgressReport
+
     index_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     built: list[Path] = []
     searched = discovery_options(search_paths=search_paths, debug_dirs=debug_dirs, use_cache=False)
     options = replace(searched, index_dir=index_dir, build_missing_indexes=True)
+    progress = progress if progress is not None else ProgressReport()
     for path in paths:
+        progress.describe(f"indexing {Path(path).name}")
         with Loader(options) as loader:
             module = discovery_open_module(Path(path), loader)
             for source in [*module.debug_files, module.binary]:
                 if isinstance(source, IndexedObject) and source.index.path not in built:
                     built.append(source.index.path)
+        progress.advance()
     return built

@@ -52,6 +52,9 @@ ANSWER_VERSION = 7
 SOURCE_PATH_ARRAY = "source_path"
 # The index array holding the files the source's decoding looked up (ConsultedFiles), or nothing.
 CONSULTED_ARRAY = "consulted_files"
+# The index array holding the path of the binary a debug file was found for, or nothing (the
+# source is the binary): what `symbolize index` and `cache show` name a debug file's index by.
+IMAGE_PATH_ARRAY = "image_path"
 
 
 class ConsultedFiles(Protocol):
@@ -83,8 +86,15 @@ def is_indexable(source: IndexableSource) -> bool:
     return not isinstance(source, IndexedObject)
 
 
+# From this many function symbols on, a file without debug info is worth an index too: reading and
+# ordering its symbol table costs a run about a second or more (librustc_driver's 107,000: 2.7 s),
+# its index answers in milliseconds.
+LARGE_SYMBOL_TABLE = 20_000
+
+
 def worth_indexing(source: IndexableSource) -> bool:
-    """Whether a source holds debug info whose decode an index saves (a symbol table alone is quick).
+    """Whether a source holds what an index saves reading again: debug info, or a large symbol table
+    (:data:`LARGE_SYMBOL_TABLE`; a small one is quick to read).
 
     Debug info that cannot be read at all (``damaged``) saves nothing: such a file answers from
     its symbol table, and its own answers keep saying why the rest is unnamed.
@@ -92,7 +102,10 @@ def worth_indexing(source: IndexableSource) -> bool:
     summary = source.debug_info()
     if summary.damaged:
         return False
-    return summary.has_dwarf or summary.has_line_info or summary.has_inline_info
+    if summary.has_dwarf or summary.has_line_info or summary.has_inline_info:
+        return True
+    # The readers keep the table they read for debug_info(): counting it reads nothing again.
+    return summary.has_symbols and len(source.symbols()) >= LARGE_SYMBOL_TABLE
 
 
 def index_key(source: IndexableSource) -> str:
@@ -156,8 +169,14 @@ def load_index(
         return None
 
 
-def build_index(source: IndexableSource, cache_dir: Path, consulted: ConsultedFiles | None = None) -> Path:
-    """Store every answer ``source`` gives, and what ``consulted`` looked up for them; returns the index's path."""
+def build_index(
+    source: IndexableSource,
+    cache_dir: Path,
+    consulted: ConsultedFiles | None = None,
+    image_path: Path | None = None,
+) -> Path:
+    """Store every answer ``source`` gives, and what ``consulted`` looked up for them; returns the
+    index's path. ``image_path`` is the binary ``source`` is the debug file of (None: itself)."""
     key = index_key(source)
     path = index_path(cache_dir, key)
     answers = build_index_arrays(source)
@@ -167,6 +186,7 @@ def build_index(source: IndexableSource, cache_dir: Path, consulted: ConsultedFi
         SOURCE_PATH_ARRAY: os.fsencode(source.path.resolve()),
         # After the answers were built: every split unit and the dwz file were looked up by then.
         CONSULTED_ARRAY: consulted.consulted_record() if consulted is not None else b"",
+        IMAGE_PATH_ARRAY: os.fsencode(image_path.resolve()) if image_path is not None else b"",
     }
     arrays.update(answers)
     write_index(path, key, arrays)
@@ -174,18 +194,23 @@ def build_index(source: IndexableSource, cache_dir: Path, consulted: ConsultedFi
 
 
 def with_index(
-    source: IndexableSource, cache_dir: Path | None, build_missing: bool, consulted: ConsultedFiles | None = None
+    source: IndexableSource,
+    cache_dir: Path | None,
+    build_missing: bool,
+    consulted: ConsultedFiles | None = None,
+    image_path: Path | None = None,
 ) -> IndexableSource:
     """``source`` answered from its index when there is one (built first if asked), else itself.
 
     The indexed object stands in for ``source`` (it answers from the index, the rest is the
-    source's). ``consulted`` is the follower of the needs ``source``'s decoding has (load_index).
+    source's). ``consulted`` is the follower of the needs ``source``'s decoding has (load_index);
+    ``image_path`` the binary ``source`` is the debug file of (build_index).
     """
     if cache_dir is None or not is_indexable(source):
         return source
     indexed = load_index(source, cache_dir, consulted)
     if indexed is None and build_missing:
-        build_index(source, cache_dir, consulted)
+        build_index(source, cache_dir, consulted, image_path)
         indexed = load_index(source, cache_dir, consulted)
     return indexed if indexed is not None else source
 
@@ -203,11 +228,14 @@ class CacheEntry:
     debug_id: str | None = None
     demangler: str | None = None
     modified: float = 0.0
+    # The binary the source is the debug file of (None: the source is the binary, or unknown).
+    image_path: Path | None = None
 
 
-# An index's key, as index_key spells it (demangler names hold spaces; the kind is 4 words).
+# An index's key, as index_key spells it (demangler names hold spaces; the kind is 4 words, then
+# the digest of the other files its answers come from when there are any).
 _KEY = re.compile(
-    r"symbolize index \S+ (?P<demangler>.+?) \w+ \S+ \S+ base \S+ "
+    r"symbolize index \S+ (?P<demangler>.+?) \w+ \S+ \S+ base \S+ (?:inputs [0-9a-f]+ )?"
     r"(?:(?P<kind>[\w-]+) (?P<id>[0-9a-f]+) age (?P<age>\d+) size \d+|path .*)"
 )
 
@@ -225,15 +253,17 @@ def cache_entries(cache_dir: Path) -> list[CacheEntry]:
         debug_id = None
         if fields is not None and fields["id"] is not None:
             debug_id = fields["id"] + (f"-{fields['age']}" if fields["age"] != "0" else "")
+        source_path, image_path = _stored_paths(path, key)
         entries.append(
             CacheEntry(
                 path,
                 stat.st_size,
                 key,
-                _stored_source_path(path, key),
+                source_path,
                 debug_id,
                 fields["demangler"] if fields is not None else None,
                 stat.st_mtime,
+                image_path,
             )
         )
     return entries
@@ -260,17 +290,30 @@ def _stored_key(path: Path) -> str | None:
         return None
 
 
-def _stored_source_path(path: Path, key: str | None) -> Path | None:
-    """The path an index was built from; None for an index without one or one that cannot be read."""
+def index_owner(path: Path) -> tuple[Path | None, Path | None]:
+    """The file the index at ``path`` was built from, and the binary that file is the debug file
+    of (None when it is the binary); None for what cannot be read."""
+    return _stored_paths(path, _stored_key(path))
+
+
+def _stored_paths(path: Path, key: str | None) -> tuple[Path | None, Path | None]:
+    """The path an index was built from and the binary that file is the debug file of; None for
+    what the index does not hold (written before it was stored) or an index that cannot be read."""
     if key is None:
-        return None
+        return None, None
     try:
         index = IndexFile(path, key)
     except (MalformedInputError, OSError):
-        return None
+        return None, None
     try:
-        return Path(os.fsdecode(bytes(index.array(SOURCE_PATH_ARRAY))))
-    except MalformedInputError:
-        return None  # an index written before the path was stored
+        return _stored_path(index, SOURCE_PATH_ARRAY), _stored_path(index, IMAGE_PATH_ARRAY)
     finally:
         index.close()
+
+
+def _stored_path(index: IndexFile, name: str) -> Path | None:
+    try:
+        stored = bytes(index.array(name))
+    except MalformedInputError:
+        return None  # an index written before the array was
+    return Path(os.fsdecode(stored)) if stored else None

@@ -32,6 +32,17 @@ Short-mode rules (on the fully demangled text):
 - Rust legacy names lose the ``::h<16 hex>`` hash. Their ``$LT$``-style escapes are
   decoded in ``full`` too (``Vec$LT$T$C$A$GT$`` -> ``Vec<T,A>``, ``_$u7b$$u7b$closure$u7d$$u7d$``
   -> ``{{closure}}``), as rustc-demangle and GNU c++filt print them; LLVM 14 leaves them.
+
+A profile's names (:func:`profile_name`, what ``symbolize profile`` and the library's profile
+rewrite write into pprof ``Function`` names) are the mode's names with two Rust rules on top, as
+pprof users read Rust: a legacy symbol's ``::h<16 hex>`` hash is dropped in ``full`` too (generic
+parameters kept: ``alloc::vec::Vec<T,A>::push_mut``), unless asked to keep it; and a closure is
+spelled ``{{closure}}`` whatever named it. Legacy symbols (rustc's default for a crate) say
+``{{closure}}`` and carry no closure index; v0 symbols (the prebuilt std's, newer rustc) and
+DWARF names say ``{closure#N}``. One stack mixes them, and pprof merges functions by name, so
+one spelling is needed; ``{{closure}}`` is the one every source can give truthfully (a legacy
+name cannot be given the index it lacks). ``lookup`` keeps LLVM's spelling, as llvm-symbolizer
+prints it.
 """
 
 from __future__ import annotations
@@ -42,7 +53,7 @@ from typing import Literal, get_args
 
 import pycxxfilt
 
-__all__ = ["DEMANGLER", "DEMANGLE_MODES", "DemangleMode", "demangle", "remember", "shorten"]
+__all__ = ["DEMANGLER", "DEMANGLE_MODES", "DemangleMode", "demangle", "profile_name", "remember", "shorten"]
 
 DemangleMode = Literal["full", "short", "none"]
 DEMANGLE_MODES: tuple[str, ...] = get_args(DemangleMode)
@@ -60,6 +71,10 @@ _MEMO_LIMIT = 1 << 18
 _full_names: dict[str, str] = {}
 
 _RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
+# The hash of a full Rust legacy name, before any clone suffix LLVM prints (`` (.llvm.123)``).
+_RUST_HASH_BEFORE_SUFFIX = re.compile(r"::h[0-9a-f]{16}(?=(?: \(\.[^()]*\))*$)")
+# A closure as v0 symbols and DWARF names spell it; legacy symbols say {{closure}}.
+_V0_CLOSURE = re.compile(r"\{closure#[0-9]+\}")
 # A Rust legacy symbol: an Itanium nested name whose last component is the 17-character hash.
 _RUST_LEGACY = re.compile(r"17h[0-9a-f]{16}E(?:\.|$)")
 _CLONE_SUFFIX = re.compile(r"(?:\s*\(\.[^()]*\)|\s*\[clone \.[^\]]*\])+$")
@@ -99,6 +114,20 @@ def demangle(name: str, mode: DemangleMode) -> str:
     if mode == "short":
         return _demangle_short(name)
     raise ValueError(f"unknown demangle mode {mode!r}")  # a programming error, not bad input
+
+
+def profile_name(name: str, mode: DemangleMode, *, keep_hashes: bool = False) -> str:
+    """``name`` (a linkage name, or a name the debug info gives) as a profile's Function name:
+    :func:`demangle`'s, then Rust's hash dropped (``full``; kept with ``keep_hashes``) and closures
+    spelled ``{{closure}}`` (``full`` and ``short``). Module docstring, "A profile's names"."""
+    shown = demangle(name, mode)
+    if mode == "none":
+        return shown
+    if mode == "full" and not keep_hashes and _RUST_LEGACY.search(name):
+        shown = _RUST_HASH_BEFORE_SUFFIX.sub("", shown)
+    if "{closure#" in shown:
+        shown = _V0_CLOSURE.sub("{{closure}}", shown)
+    return shown
 
 
 def _demangle_full(name: str) -> str:

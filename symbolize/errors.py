@@ -15,6 +15,7 @@ from symbolize.formats.errors import (
     InputLimitError,
     MalformedInputError,
     MissingDebugInfoError,
+    NotFoundError,
     SymbolizeError,
     UnsupportedFormatError,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "InputLimitError",
     "MalformedInputError",
     "MissingDebugInfoError",
+    "NotFoundError",
     "SymbolizeError",
     "UnsupportedFormatError",
     "os_error",
@@ -36,10 +38,10 @@ _PHRASES = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
 def os_error(error: OSError, doing: str, path: Path | str) -> SymbolizeError:
     """``error`` as a SymbolizeError naming ``path`` (the user's, never a temporary's) and what
     failed (``doing``: "read", "write"): ``out.pb: cannot write: permission denied``; a file
-    to read that is missing reads ``file not found``, as discovery words it."""
+    to read that is missing reads ``file not found`` (a NotFoundError), as discovery words it."""
     path = Path(path)
     if error.errno == errno.ENOENT and doing == "read":
-        return SymbolizeError("file not found", path)
+        return NotFoundError("file not found", path)
     if error.errno == errno.ENOENT and doing == "write" and not path.parent.is_dir():
         return SymbolizeError(f"cannot write: no directory {path.parent}", path)
     reason = _PHRASES.get(error.errno or 0) or (error.strerror or str(error)).lower()

@@ -37,7 +37,7 @@ from symbolize.cache import has_index, is_indexable, with_index, worth_indexing
 from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, SearchOptions
 from symbolize.discovery.paths import DirectoryListings
 from symbolize.discovery.registry import LookupContext, candidate_paths, locate
-from symbolize.formats.errors import MissingDebugInfoError, SymbolizeError
+from symbolize.formats.errors import NotFoundError, SymbolizeError
 from symbolize.formats.open import open_object
 from symbolize.formats.types import (
     AnswerRegion,
@@ -369,7 +369,7 @@ class Loader:
             return cached[1]
         supplied, follower = self.open_for_indexing(path, image_path=image_path, arch=arch, image=image)
         options = self.options
-        source = with_index(supplied, options.index_dir, options.build_missing_indexes, follower)
+        source = with_index(supplied, options.index_dir, options.build_missing_indexes, follower, image_path)
         self._sources[key] = (stamp, source)
         self._jobs[key] = IndexJob(
             path,
@@ -421,7 +421,7 @@ class Loader:
         try:
             stat = path.stat()
         except FileNotFoundError as err:
-            raise MissingDebugInfoError("file not found", path) from err
+            raise NotFoundError("file not found", path) from err
         except OSError as err:
             raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
         return (path.resolve(), arch), (stat.st_mtime_ns, stat.st_size)

@@ -7,6 +7,7 @@
   a non-empty list of raw (not demangled) frames, innermost first, or Unknown.
   One bad address never fails the batch; a broken file raises SymbolizeError.
 - ``PerFrame(compute)`` remembers what the layers above derive from a frame.
+- ``Module.close()`` (or ``with module:``) closes the files it was opened with.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from symbolize.formats.errors import (
     DebugIdMismatchError,
     MalformedInputError,
     MissingDebugInfoError,
+    NotFoundError,
     SymbolizeError,
     UnsupportedFormatError,
 )
@@ -79,7 +81,7 @@ def reason_for_error(error: SymbolizeError | OSError) -> Reason:
     """The Reason a failure to open or read a module's files stands for."""
     if isinstance(error, DebugIdMismatchError):
         return Reason.DEBUG_ID_MISMATCH
-    if isinstance(error, MissingDebugInfoError):
+    if isinstance(error, MissingDebugInfoError | NotFoundError):
         return Reason.BINARY_NOT_FOUND
     if isinstance(error, MalformedInputError):
         return Reason.DAMAGED_DEBUG_INFO
@@ -109,6 +111,8 @@ class Module:
     reader_refusals: list[list[str]] = field(default_factory=list)
     _results: dict[int, list[Frame] | Unknown] = field(default_factory=dict, init=False, repr=False, compare=False)
     _has_names: bool | None = field(default=None, init=False, repr=False, compare=False)
+    # What closes the files the module was opened with (the loader that opened them), when it owns them.
+    _closers: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
     def path(self) -> Path:
@@ -175,6 +179,28 @@ class Module:
 
     def _summaries(self) -> list[DebugInfoSummary]:
         return [source.debug_info() for source in self.sources]
+
+    def close_with(self, close: Callable[[], None]) -> None:
+        """Have :meth:`close` call ``close`` (the loader that opened the module for it alone)."""
+        self._closers.append(close)
+
+    def close(self) -> None:
+        """Close the files the module was opened with (each reader holds a descriptor and a
+        mapping); lookups after that raise. Closing twice does nothing more."""
+        closers, self._closers = self._closers, []
+        if closers:
+            for close in closers:
+                close()
+            return
+        for source in self.sources:
+            source.close()
+        self.image.close()
+
+    def __enter__(self) -> Module:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def describe(self) -> dict[str, str | None]:
         """A short summary: binary path, best debug file path, debug ID."""

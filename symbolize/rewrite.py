@@ -37,9 +37,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from symbolize.demangle import DemangleMode, demangle
+from symbolize.demangle import DemangleMode, profile_name
 from symbolize.discovery import FileLoader, find_module, open_module
+from symbolize.discovery.paths import base_name
 from symbolize.discovery.slices import choose_mapping_slice
+from symbolize.drop_frames import HEAP_DROP_FRAMES, is_heap_profile
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.indexed_lines import NamedFacts, attach_indexed_lines
@@ -56,8 +58,9 @@ from symbolize.normalize import (
 )
 from symbolize.offset_frames import name_offset_frames
 from symbolize.pprof import StringTable
+from symbolize.progress import ProgressReport
 from symbolize.proto.profile_pb2 import Location, Mapping, Profile
-from symbolize.summary import MappingSummary, Summary
+from symbolize.summary import DropFrames, MappingSummary, Summary
 from symbolize.top_functions import top_leaf_functions
 
 __all__ = ["ModuleOpener", "RewriteOptions", "normalize_build_id", "symbolize_profile"]
@@ -104,7 +107,13 @@ class RewriteOptions:
     ``adjust_return_addresses=False`` is for producers that already
     subtracted 1 from return addresses. ``drop_frames`` (a regex) is written
     to the profile's ``drop_frames`` so pprof hides those frames, and the
-    summary's top functions skip them.
+    summary's top functions skip them; None leaves a profile's own
+    ``drop_frames`` and gives a heap profile without one the allocator's frames
+    (:data:`symbolize.drop_frames.HEAP_DROP_FRAMES`); ``""`` leaves the profile's own alone and adds none.
+    Function names are :func:`symbolize.demangle.profile_name`'s: Rust hashes dropped unless
+    ``keep_hashes``, one closure spelling.
+    ``progress`` hears how many locations were named so far (a cold run decodes as it goes:
+    minutes for large binaries).
     """
 
     discovery: FileLoader = field(default_factory=Loader)
@@ -112,6 +121,12 @@ class RewriteOptions:
     adjust_return_addresses: bool = True
     open_module: ModuleOpener | None = None
     drop_frames: str | None = None
+    keep_hashes: bool = False
+    progress: ProgressReport = field(default_factory=ProgressReport)
+
+
+# How many addresses a cold lookup is asked at once between two reports of progress.
+_PROGRESS_STEP = 4096
 
 
 class _Pending(NamedTuple):
@@ -181,7 +196,7 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
     """
     options = options or RewriteOptions()
     strings = StringTable(profile)
-    functions = _FunctionTable(profile, strings, options.demangle)
+    functions = _FunctionTable(profile, strings, options.demangle, options.keep_hashes)
     mappings = {mapping.id: mapping for mapping in profile.mapping}
     work: dict[int, _MappingWork] = {}
     for mapping in profile.mapping:
@@ -227,20 +242,40 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
         role = RETURN if roles.get(location.id, EXACT) == RETURN else EXACT
         entry.pending.append(_Pending(location, role))
 
-    for entry in work.values():
-        if entry.pending and entry.mapping is not None:
-            _symbolize_mapping(entry.mapping, entry, options, strings, functions)
+    to_name = [entry for entry in work.values() if entry.pending and entry.mapping is not None]
+    progress = options.progress
+    progress.start("naming addresses", sum(len(entry.pending) for entry in to_name))
+    done = 0
+    for position, entry in enumerate(to_name, 1):
+        assert entry.mapping is not None
+        progress.describe(f"naming {base_name(entry.summary.filename)} ({position}/{len(to_name)} mappings)")
+        _symbolize_mapping(entry.mapping, entry, options, strings, functions)
+        done += len(entry.pending)
+        progress.reach(done)
 
     summary = Summary(mappings=[entry.summary for entry in work.values() if entry.summary.locations])
     if no_mapping.summary.locations:
         summary.mappings.append(no_mapping.summary)
     summary.mappings.extend(offset_summaries)
     summary.unnamed_value_share = _unnamed_value_share(profile, strings)
-    if options.drop_frames:
-        profile.drop_frames = strings.intern(options.drop_frames)
+    summary.drop_frames = _set_drop_frames(profile, strings, options.drop_frames)
     drop_frames = _compiled(strings.get(profile.drop_frames)) if profile.drop_frames else None
     summary.top_functions_by_type = top_leaf_functions(profile, strings, drop_frames)
     return summary
+
+
+def _set_drop_frames(profile: Profile, strings: StringTable, given: str | None) -> DropFrames | None:
+    """Write the profile's ``drop_frames`` as :class:`RewriteOptions` says; returns it and its source."""
+    if given:
+        profile.drop_frames = strings.intern(given)
+        return DropFrames(given, "given")
+    own = strings.get(profile.drop_frames) if profile.drop_frames else ""
+    if own:
+        return DropFrames(own, "profile")
+    if given is None and is_heap_profile(profile, strings):
+        profile.drop_frames = strings.intern(HEAP_DROP_FRAMES)
+        return DropFrames(HEAP_DROP_FRAMES, "heap default")
+    return None
 
 
 def _location_roles(profile: Profile, on_cpu: bool, adjust: bool) -> dict[int, int]:
@@ -364,7 +399,7 @@ def _symbolize_mapping(
     )
     if facts is None:
         try:
-            results = module.lookup([vaddr for _, vaddr in to_look_up])
+            results = _looked_up(module, [vaddr for _, vaddr in to_look_up], options.progress)
         except SymbolizeError as exc:
             for _ in to_look_up:
                 summary.count_unnamed(reason_for_error(exc), str(exc))
@@ -379,6 +414,16 @@ def _symbolize_mapping(
         mapping.has_filenames = facts.files
         mapping.has_line_numbers = facts.lines
         mapping.has_inline_frames = facts.inlines
+
+
+def _looked_up(module: Module, vaddrs: list[int], progress: ProgressReport) -> list[list[Frame] | Unknown]:
+    """``module.lookup(vaddrs)`` in steps of :data:`_PROGRESS_STEP`, each reported to ``progress``."""
+    results: list[list[Frame] | Unknown] = []
+    for start in range(0, len(vaddrs), _PROGRESS_STEP):
+        step = vaddrs[start : start + _PROGRESS_STEP]
+        results += module.lookup(step)
+        progress.advance(len(step))
+    return results
 
 
 def _attach_results(
@@ -443,8 +488,9 @@ def _attach_lines(location: Location, frames: list[Frame], functions: _FunctionT
 class _FunctionTable:
     """Deduplicates Function entries by (name, system_name, filename, start_line)."""
 
-    def __init__(self, profile: Profile, strings: StringTable, mode: DemangleMode) -> None:
+    def __init__(self, profile: Profile, strings: StringTable, mode: DemangleMode, keep_hashes: bool = False) -> None:
         self._mode = mode
+        self._keep_hashes = keep_hashes
         self._profile = profile
         self._strings = strings
         self._ids: dict[tuple[str, str, str, int], int] = {}
@@ -471,9 +517,8 @@ class _FunctionTable:
         function_id = self._by_frame.get(key)
         if function_id is None:
             system_name = function or "??"
-            function_id = self._by_frame[key] = self.intern(
-                demangle(system_name, self._mode), system_name, file or "", start_line
-            )
+            name = profile_name(system_name, self._mode, keep_hashes=self._keep_hashes)
+            function_id = self._by_frame[key] = self.intern(name, system_name, file or "", start_line)
         return function_id
 
     def intern(self, name: str, system_name: str, filename: str, start_line: int) -> int:

@@ -11,7 +11,10 @@
      "locations": N, "named": N, "unnamed": N,
      "nothing_to_name": bool,
      "unnamed_value_share": {sample_type_name: float 0..1},
-     "top_functions": {sample_type_name: [{"function": str, "value": N, "share": float}]}}
+     "top_functions": {sample_type_name: [{"function": str, "value": N, "share": float}]},
+     "drop_frames": {"pattern": str, "source": "heap default"|"given"|"profile"} | null,
+     "gates": [{"gate": "fail-unnamed-above"|"require-verified", "subject": str,
+                "detail": str, "share": float|null, "limit": float|null}]}
 
 ``reason`` is a :class:`symbolize.module.Reason` value (``"binary-not-found"``,
 ``"not-covered"``, ...); ``"reasons"`` counts unnamed locations by it, most
@@ -42,6 +45,14 @@ build ID to check it by, or it is the module of ``module+0xOFFSET`` frames), so 
 build of that name; a file found by name whose size
 or segments contradict the mapping is not used: its path is in ``"refused"`` with the reason, and
 its locations are counted under ``"mapping-contradicts-file"``.
+``"drop_frames"`` is the profile's ``drop_frames`` as written and where it comes from: ``"heap
+default"`` (a heap profile's allocator frames, :data:`symbolize.drop_frames.HEAP_DROP_FRAMES`),
+``"given"`` (``--drop-frames``) or ``"profile"`` (the input's own); null when there is none.
+``"gates"`` lists what tripped ``profile``'s CI gates (:meth:`Summary.check_gates`), empty when
+none did or none was asked: ``fail-unnamed-above`` once per sample type whose unnamed share
+(``share``, 0..1) is above ``limit`` (0..1; ``subject`` the sample type), ``require-verified``
+once per mapping whose binary was matched by file name only (``subject`` the mapping's file
+name; ``share`` and ``limit`` null).
 ``"missing_lines"`` says why named locations have no file or line, when none has one: discovery
 found no debug file (a stripped binary without its dSYM or debug file), or the debug file found
 says why it has none (a publics-only PDB); else null.
@@ -58,6 +69,28 @@ from symbolize.module import Reason, Unknown
 
 # Why an answer of frames that name neither a function nor a file counts as unnamed.
 NOT_COVERED_DETAIL = "frames without a function or file"
+
+
+# profile's CI gates (README "Commands"; the exit codes are symbolize/cli/exits.py's).
+GATE_UNNAMED_ABOVE = "fail-unnamed-above"
+GATE_REQUIRE_VERIFIED = "require-verified"
+
+
+class GateFailure(NamedTuple):
+    """One thing that trips a gate: a sample type's unnamed share, or a mapping matched by name only."""
+
+    gate: str  # GATE_UNNAMED_ABOVE or GATE_REQUIRE_VERIFIED
+    subject: str  # the sample type, or the mapping's file name
+    detail: str  # what tripped it, for people
+    share: float | None = None  # the unnamed share (0..1), for GATE_UNNAMED_ABOVE
+    limit: float | None = None  # the limit (0..1), for GATE_UNNAMED_ABOVE
+
+
+class DropFrames(NamedTuple):
+    """The profile's ``drop_frames`` as written, and where it comes from (module docstring)."""
+
+    pattern: str
+    source: str  # "heap default", "given", "profile"
 
 
 class TopFunction(NamedTuple):
@@ -156,6 +189,38 @@ class Summary:
     mappings: list[MappingSummary] = field(default_factory=list)
     unnamed_value_share: dict[str, float] = field(default_factory=dict)
     top_functions_by_type: dict[str, list[TopFunction]] = field(default_factory=dict)
+    drop_frames: DropFrames | None = None
+    gates: list[GateFailure] = field(default_factory=list)
+
+    def check_gates(self, *, unnamed_above: float | None = None, require_verified: bool = False) -> list[GateFailure]:
+        """What trips ``profile``'s gates, also kept in :attr:`gates`: each sample type whose unnamed
+        share is above ``unnamed_above`` (a share, 0..1; None: no such gate) and, with
+        ``require_verified``, each mapping whose binary was matched by file name only."""
+        found: list[GateFailure] = []
+        if unnamed_above is not None:
+            for sample_type, share in self.unnamed_value_share.items():
+                if share > unnamed_above:
+                    found.append(
+                        GateFailure(
+                            GATE_UNNAMED_ABOVE,
+                            sample_type,
+                            f"unnamed {sample_type or 'value'}: {share:.1%} of the value, above {unnamed_above:.1%}",
+                            share,
+                            unnamed_above,
+                        )
+                    )
+        if require_verified:
+            for mapping in self.mappings:
+                if mapping.unverified:
+                    found.append(
+                        GateFailure(
+                            GATE_REQUIRE_VERIFIED,
+                            mapping.filename,
+                            f"{mapping.filename}: matched by file name only to {mapping.binary}, no build ID checked",
+                        )
+                    )
+        self.gates = found
+        return found
 
     @property
     def top_functions(self) -> list[tuple[str, int]]:
@@ -196,6 +261,8 @@ class Summary:
             "top_functions": {
                 sample_type: [top._asdict() for top in tops] for sample_type, tops in self.top_functions_by_type.items()
             },
+            "drop_frames": self.drop_frames._asdict() if self.drop_frames is not None else None,
+            "gates": [failure._asdict() for failure in self.gates],
         }
 
     def format_text(self, *, top: int = 10) -> str:
@@ -233,6 +300,13 @@ class Summary:
             lines.append("nothing to name: every location already had its function names")
         for sample_type, share in self.unnamed_value_share.items():
             lines.append(f"unnamed {sample_type}: {share:.1%} of the value")
+        if self.drop_frames is not None and self.drop_frames.source == "heap default":
+            lines.append(
+                "drop_frames: the allocator's frames (heap profile default; --drop-frames '' keeps them): "
+                "top functions and pprof start at the caller"
+            )
+        elif self.drop_frames is not None:
+            lines.append(f"drop_frames ({self.drop_frames.source}): {self.drop_frames.pattern}")
         for sample_type, tops in self.top_functions_by_type.items():
             if not tops or top <= 0:
                 continue
@@ -240,4 +314,6 @@ class Summary:
             width = max(len(str(entry.value)) for entry in tops[:top])
             for entry in tops[:top]:
                 lines.append(f"  {entry.value:>{width}} {entry.share:6.1%}  {entry.function}")
+        for failure in self.gates:
+            lines.append(f"gate --{failure.gate} failed: {failure.detail}")
         return "\n".join(lines)

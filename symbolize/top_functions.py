@@ -3,10 +3,13 @@
 A sample's leaf function is the innermost inlined frame of its first location. With a
 ``drop_frames`` pattern (profile.proto: "frames with Function.function_name fully matching the
 regexp will be dropped from the samples, along with their successors"), each stack is walked
-from its root as pprof's ``Prune`` walks it: at the first frame whose function name (or system
-name) fully matches, that frame and every frame it called are dropped, and the leaf is the
-innermost frame kept. A sample whose root frame matches has no leaf and counts in no top list,
-only in the totals the shares are taken of (the sum of every sample's absolute value).
+from its root as pprof's ``Prune`` walks it (``profile/prune.go``): a frame is dropped when its
+function name, cut at its first ``(`` as pprof's ``simplifyFunc`` cuts it, fully matches; at the
+first such frame after a frame of the program's own (one that does not match), that frame and
+every frame it called are dropped, and the leaf is the innermost frame kept. Frames that match
+before any of the program's are kept (pprof never prunes a stack away), so a stack of the
+allocator's frames alone keeps its leaf. The shares are taken of the sum of every sample's
+absolute value.
 """
 
 from __future__ import annotations
@@ -103,14 +106,44 @@ def _pruned_leaf_names(
 
 
 def _leaf_name(
-    stack: tuple[int, ...], frames: dict[int, list[tuple[str, str]]], drop_frames: re.Pattern[str] | None
+    stack: tuple[int, ...], frames: dict[int, list[tuple[str, str]]], drop_frames: re.Pattern[str]
 ) -> str:
-    kept: list[tuple[str, str]] = []  # frames from the root inward
+    """The leaf of ``stack`` once pprof's ``Prune`` has applied ``drop_frames`` (module docstring)."""
+    found_user = False
+    leaf = ""  # the innermost frame kept so far, walking from the root
     for location_id in reversed(stack):
-        for name, system_name in reversed(frames.get(location_id, [])):
-            if drop_frames is not None and (drop_frames.fullmatch(name) or drop_frames.fullmatch(system_name)):
-                return kept[-1][0] if kept else ""
-            kept.append((name, system_name))
-        if not frames.get(location_id):
-            kept.append(("", ""))  # an unnamed location ends the named part of the stack
-    return kept[-1][0] if kept else ""
+        lines = frames.get(location_id, [])
+        # pprof looks from a location's outermost line inward and cuts at the first that matches.
+        cut = next((index for index in range(len(lines) - 1, -1, -1) if _dropped(lines[index][0], drop_frames)), -1)
+        if cut < 0:
+            found_user = True
+            leaf = lines[0][0] if lines else ""  # an unnamed location is a frame of the program's
+            continue
+        whole = cut == len(lines) - 1
+        if not found_user:
+            # Before the program's first frame nothing is dropped, but a location cut inside keeps
+            # only the lines outside the match (pprof trims the location itself).
+            leaf = lines[0][0] if whole else lines[cut + 1][0]
+            continue
+        return leaf if whole else lines[cut + 1][0]
+    return leaf
+
+
+# pprof's bracketRx: the names simplifyFunc keeps whole although they hold "(", or a "(".
+_RESERVED = ("(anonymous namespace)", "operator()")
+_BRACKET = re.compile("|".join(re.escape(word) for word in (*_RESERVED, "(")))
+
+
+def _dropped(name: str, drop_frames: re.Pattern[str]) -> bool:
+    """Whether pprof drops a frame of this function name: its simplified name matches whole."""
+    return bool(name) and drop_frames.fullmatch(simplified_name(name)) is not None
+
+
+def simplified_name(name: str) -> str:
+    """pprof's ``simplifyFunc``: ``name`` cut at its first ``(`` that opens no reserved name
+    (``(anonymous namespace)``, ``operator()``), without a leading ``.`` (PPC64 ELFv1)."""
+    name = name.removeprefix(".")
+    for found in _BRACKET.finditer(name):
+        if found.group() not in _RESERVED:
+            return name[: found.start()]
+    return name

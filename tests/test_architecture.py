@@ -79,6 +79,7 @@ OPENS_OTHER_FILES = (
     "symbolize.cache",
     "symbolize.index",
     "symbolize.audit.cargo",
+    "symbolize.audit.distro",  # dpkg's file lists, to name a distribution file's package
     "symbolize.cli",
 )
 # Functions of formats/ that open an object or debug file by its path (rule 6).

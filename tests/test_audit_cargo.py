@@ -23,8 +23,9 @@ LINUX, MSVC, MACOS = "x86_64-unknown-linux-gnu", "x86_64-pc-windows-msvc", "aarc
 
 
 def _audit(project: str, environment: dict[str, str] | None = None, **options: object) -> CargoAudit:
+    """The project audited for the three platforms' targets (the default is the host's alone)."""
     env = {"HOME": "/nonexistent", "CARGO_HOME": "/nonexistent", **(environment or {})}
-    return audit_cargo(CARGO / project / "Cargo.toml", (), environment=env, **options)  # type: ignore[arg-type]
+    return audit_cargo(CARGO / project / "Cargo.toml", (LINUX, MSVC, MACOS), environment=env, **options)  # type: ignore[arg-type]
 
 
 def _prediction(audit: CargoAudit, target: str, profile: str = "release") -> TargetPrediction:
@@ -169,8 +170,9 @@ def test_a_binary_under_target_profile_is_compared_with_that_profile(tmp_path: P
 
 
 def test_cargo_requirements_without_binaries() -> None:
-    report = audit_binaries([], cargo_manifest=CARGO / "no-release-profile" / "Cargo.toml", require=Requirement.LINES)
-    assert report.exit_code == 1 and len(report.shortfalls) == 3  # one per default target
+    manifest = CARGO / "no-release-profile" / "Cargo.toml"
+    report = audit_binaries([], cargo_manifest=manifest, require=Requirement.LINES, targets=[LINUX, MSVC, MACOS])
+    assert report.exit_code == 1 and len(report.shortfalls) == 3  # one per target
     report = audit_binaries([], cargo_manifest=CARGO / "line-tables" / "Cargo.toml", require=Requirement.LINES)
     assert report.exit_code == 0
 

@@ -67,14 +67,16 @@ def test_a_warm_lookup_prints_what_typer_prints(tmp_path: Path) -> None:
     [
         ["lookup", "--obj", "a.out", "-a", "0x10"],
         ["lookup", "--obj", "a.out", "--pretty-print"],
-        ["lookup", "--obj", "a.out", "--output-style=GNU"],
+        ["lookup", "--obj", "a.out", "--output-style=gnu"],  # click's case-insensitive choice
         ["lookup", "--obj", "a.out", "--functions=none"],
+        ["lookup", "--obj", "a.out", "--json", "--output-style=JSON"],  # lookup_usage_problem's
+        ["lookup", "--json", "0x10"],
+        ["lookup", "--obj", "a.out", "--relativenames"],
         ["lookup", "--help"],
         ["lookup", "-h"],
         ["--debug", "lookup", "--obj", "a.out"],
         ["--version"],
         ["profile", "in.pb"],
-        ["lookup", "0x10"],
         ["lookup", "--obj", "a.out", "--obj", "b.out"],
         ["lookup", "--obj", "a.out", "--json", "--json"],
         ["lookup", "--obj", "a.out", "--inlines", "--no-inlines"],

@@ -109,10 +109,3 @@ def test_spellings_mean_what_llvm_symbolizer_means(spelling: list[str], canonica
     )
     assert spelled.returncode == plain.returncode == 0, spelled.stderr + plain.stderr
     assert spelled.stdout == plain.stdout and spelled.stdout
-
-
-def test_llvm_json_style_is_refused_with_a_pointer_to_ours() -> None:
-    obj = ROOT / "fixtures" / "bin" / "cppdemo-gcc-dwarf5-pie"
-    command = [*console_script(), "lookup", "-e", str(obj), "--output-style=JSON", "0x1100"]
-    done = subprocess.run(command, capture_output=True, text=True)
-    assert done.returncode == 2 and "--json" in done.stderr

@@ -103,7 +103,9 @@ def _sample_lines(command: str, options: tuple[CliOption, ...], required: list[s
             elif declared.kind is Kind.PATHS:
                 lines.append([command, *required, name, "d1", name, "d2"])
             elif declared.kind in (Kind.PATH, Kind.TEXT) and declared.field not in ("obj",):
-                lines.append([command, *required, name, "value"])
+                # lookup's numeric options are checked by the command (lookup_usage_problem).
+                value = "3" if declared.field in ("adjust_vma", "context_lines") else "value"
+                lines.append([command, *required, name, value])
     return lines
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from symbolize.formats import ElfFile, open_object
-from symbolize.formats.errors import MissingDebugInfoError, UnsupportedFormatError
+from symbolize.formats.errors import NotFoundError, UnsupportedFormatError
 from symbolize.formats.types import DebugIdKind, Frame
 from tests.fixtures_data import BIN
 
@@ -290,7 +290,7 @@ def test_open_object_refuses_other_formats(magic: bytes, what: str, tmp_path: Pa
 
 
 def test_open_object_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(MissingDebugInfoError) as info:
+    with pytest.raises(NotFoundError) as info:
         open_object(tmp_path / "absent")
     assert info.value.path == tmp_path / "absent"
 

@@ -423,7 +423,7 @@ def test_unexpected_exception_is_one_line_and_exit_70(monkeypatch: pytest.Monkey
     def broken(*args: object, **kwargs: object) -> None:
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(api, "lookup_text_batches", broken)  # what the lookup command calls
+    monkeypatch.setattr(api.Session, "open_module", broken)  # what the lookup command calls first
     result = CliRunner().invoke(app, ["lookup", "--obj", "whatever", "0x10"])
     assert result.exit_code == EXIT_INTERNAL_ERROR == 70
     assert result.stderr == (
@@ -445,7 +445,7 @@ def test_debug_works_after_the_command_name(monkeypatch: pytest.MonkeyPatch) -> 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(api, "lookup_text_batches", broken)
+    monkeypatch.setattr(api.Session, "open_module", broken)
     monkeypatch.setattr(sys, "argv", ["symbolize", "lookup", "--obj", "whatever", "--debug", "0x10"])
     with pytest.raises(RuntimeError, match="boom"):
         main()

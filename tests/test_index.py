@@ -288,3 +288,34 @@ def test_indexed_pe_answers_are_identical_to_the_uncached_path(binary: Path, tmp
     # Warm: a new cache reading the index built above answers the same.
     warm = _module(binary, SearchOptions(index_dir=tmp_path))
     assert warm.lookup(vaddrs) == uncached_results
+
+
+@pytest.mark.parametrize("name", ["cppdemo-gcc-dwarf5-pie", "rustdemo-full", "cdemo-gcc-symtab"])
+def test_an_index_gives_its_runs_back_as_a_table_of_the_stored_columns(tmp_path: Path, name: str) -> None:
+    """``IndexedObject.answers`` (a table of the stored columns, each run's file its own or its
+    chain's) gives the runs the index answers from, frames and all."""
+    elf, path = _built(tmp_path, name)
+    indexed = IndexedObject(elf, IndexFile(path, index_key(elf)))
+    try:
+        table = indexed.answers(0)
+        runs = indexed.runs()
+        assert len(runs) > 10
+        assert [(run.low, run.frames) for run in table] == [(run.low, run.frames) for run in runs]
+        assert [run.high for run in table] == [min(run.high, (1 << 64) - 1) for run in runs]
+        for run in runs:
+            assert list(run.frames) == indexed.frames_at(run.low) == elf.frames_at(run.low)
+    finally:
+        indexed.close()
+
+
+@pytest.mark.parametrize("typecode", ["Q", "q"])
+@pytest.mark.parametrize("largest", [0, 255, 256, 65_535, 65_536, (1 << 32) - 1, 1 << 32, (1 << 63) - 1])
+def test_a_wide_column_narrows_to_the_same_values(typecode: str, largest: int) -> None:
+    """The run columns (64-bit arrays) narrow by a copy of their low bytes: every value, the
+    largest included, comes through in the type a list of the same values takes."""
+    from symbolize.index.indexed import _narrowest
+
+    values = [0, 1, largest // 3, largest // 2, largest]
+    narrowed = _narrowest(array(typecode, values))
+    assert list(narrowed) == values
+    assert narrowed.typecode == _narrowest(values).typecode

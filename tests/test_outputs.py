@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from symbolize.api import build_indexes, symbolize_file
 from symbolize.cli.exits import EXIT_INPUT_ERROR
 from symbolize.errors import SymbolizeError
 from symbolize.pprof import read_profile, write_profile
+from tests.posix import require, symlink
 from tests.test_cli_contracts import (
     BINARY,
     NO_SIDE_EFFECTS,
@@ -49,7 +51,7 @@ def test_a_symlinked_output_is_written_through_to_its_file(tmp_path: Path) -> No
     target = tmp_path / "target.pb"
     target.write_bytes(b"old")
     link = tmp_path / "link.pb"
-    link.symlink_to(target.name)
+    symlink(link, target.name)
     result = run(*PROFILE_OUT, link)
     assert result.returncode == 0, result.stderr
     assert link.is_symlink() and os.readlink(link) == target.name
@@ -59,7 +61,7 @@ def test_a_symlinked_output_is_written_through_to_its_file(tmp_path: Path) -> No
 def test_a_dangling_symlink_gets_its_file(tmp_path: Path) -> None:
     expected = _expected_profile(tmp_path)
     link = tmp_path / "link.pb"
-    link.symlink_to("made.pb")
+    symlink(link, "made.pb")
     assert run(*PROFILE_OUT, link).returncode == 0
     assert link.is_symlink() and (tmp_path / "made.pb").read_bytes() == expected
 
@@ -69,7 +71,7 @@ def test_the_library_writes_through_a_symlink_too(tmp_path: Path) -> None:
     target = tmp_path / "target.pb"
     target.write_bytes(b"old")
     link = tmp_path / "link.pb"
-    link.symlink_to(target)
+    symlink(link, target)
     write_profile(profile, link, gzip=False)
     assert link.is_symlink() and read_profile(target)[0] == profile
     symbolize_file(PROFILE, link, use_cache=False)
@@ -81,6 +83,7 @@ def test_the_library_writes_through_a_symlink_too(tmp_path: Path) -> None:
 
 def _fifo(directory: Path) -> Path:
     fifo = directory / "fifo"
+    require("mkfifo")
     os.mkfifo(fifo)
     return fifo
 
@@ -88,6 +91,7 @@ def _fifo(directory: Path) -> Path:
 def _device(directory: Path) -> Path:
     """A character device like /dev/null (1, 3), made here: never the system's own."""
     device = directory / "null"
+    require("mknod")
     try:
         os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
     except PermissionError:
@@ -97,7 +101,7 @@ def _device(directory: Path) -> Path:
 
 def _link_to_null(directory: Path) -> Path:
     link = directory / "devnull-link"
-    link.symlink_to(os.devnull)
+    symlink(link, os.devnull)
     return link
 
 
@@ -129,7 +133,9 @@ def test_an_output_that_is_no_regular_file_is_refused_and_left_alone(tmp_path: P
 
 
 def _run_with_stdout_closed(*arguments: str | Path) -> subprocess.CompletedProcess[bytes]:
-    """The console script started with fd 1 closed, as ``>&-`` starts it."""
+    """The console script started with fd 1 closed, as ``>&-`` starts it (a POSIX shell's)."""
+    if sys.platform == "win32":
+        pytest.skip("closing the child's stdout before it runs needs preexec_fn, which is POSIX's")
     return subprocess.run(
         [*console_script(), *map(str, arguments)],
         stdin=subprocess.DEVNULL,
@@ -175,6 +181,7 @@ def unwritable_cache(tmp_path: Path) -> Iterator[Path]:
     permissions do not stop)."""
     cache = tmp_path / "cache"
     (cache / "index").mkdir(parents=True)
+    require("geteuid")  # permissions that stop a writer (and root's immutable flag) are POSIX's
     if os.geteuid() != 0:
         (cache / "index").chmod(0o555)
         yield cache

@@ -55,7 +55,7 @@ def test_json_summary_has_top_functions_for_every_sample_type_with_shares(tmp_pa
 
 @needs_libtcmalloc
 def test_drop_frames_moves_the_leaf_to_the_first_caller_kept() -> None:
-    profile, summary = symbolize_profile(HEAP_V2, search_paths=[BIN])
+    profile, summary = symbolize_profile(HEAP_V2, search_paths=[BIN], drop_frames="")  # no heap default
     leaves_before = {top.function for top in summary.top_functions_by_type["inuse_space"]}
     strings = StringTable(profile)
     dropped = top_leaf_functions(profile, strings, re.compile(TCMALLOC))
@@ -146,9 +146,12 @@ def test_top_function_values_are_the_kept_leaves_totals(stacks: list[tuple[list[
     tops = top_leaf_functions(profile, StringTable(profile), pattern, count=10)["space"]
     expected: dict[str, int] = {}
     for names, value in stacks:
+        # pprof's Prune: from the root, the first matching frame after one that does not match ends
+        # the stack; matching frames before any that does not are kept.
         kept = []
-        for name in reversed(names):  # from the root
-            if pattern is not None and pattern.fullmatch(name):
+        for name in reversed(names):
+            matches = pattern is not None and pattern.fullmatch(name)
+            if matches and any(not pattern.fullmatch(earlier) for earlier in kept):  # type: ignore[union-attr]
                 break
             kept.append(name)
         if kept:

@@ -22,7 +22,7 @@ from symbolize.formats.elf.headers import PF_X, PT_LOAD, SHF_COMPRESSED, SHT_NOB
 from symbolize.formats.elf.hints import debug_hints, debuglink_hint, readable_hint, supplementary_hint
 from symbolize.formats.elf.notes import find_build_id, read_debug_link, read_supplementary_link
 from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols
-from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
+from symbolize.formats.errors import MalformedInputError, NotFoundError, SymbolizeError
 from symbolize.formats.paired import paired_answers
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
@@ -103,7 +103,7 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
             self._file = self.path.open("rb")
             size = os.fstat(self._file.fileno()).st_size
         except FileNotFoundError as err:
-            raise MissingDebugInfoError("file not found", self.path) from err
+            raise NotFoundError("file not found", self.path) from err
         except OSError as err:
             raise SymbolizeError(f"cannot read file: {err.strerror or err}", self.path) from err
         if size == 0:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from symbolize.formats.errors import (
     MalformedInputError,
-    MissingDebugInfoError,
+    NotFoundError,
     SymbolizeError,
     UnsupportedFormatError,
 )
@@ -96,7 +96,7 @@ def open_stream(path: Path) -> tuple[BinaryIO, int]:
         stream = path.open("rb")
         return stream, os.fstat(stream.fileno()).st_size
     except FileNotFoundError as err:
-        raise MissingDebugInfoError("file not found", path) from err
+        raise NotFoundError("file not found", path) from err
     except OSError as err:
         raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
 

@@ -46,7 +46,7 @@ from pathlib import Path
 from symbolize.formats.answers import AnswerLookup, LazyRuns
 from symbolize.formats.errors import (
     MalformedInputError,
-    MissingDebugInfoError,
+    NotFoundError,
     SymbolizeError,
     UnsupportedFormatError,
 )
@@ -116,7 +116,7 @@ class PdbFile(ReaderDefaults):
             try:
                 data = path.read_bytes()
             except FileNotFoundError as err:
-                raise MissingDebugInfoError("file not found", path) from err
+                raise NotFoundError("file not found", path) from err
             except OSError as err:
                 raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
         self._msf = MsfFile(data, path)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from symbolize.formats.answers import AnsweredByRegions
-from symbolize.formats.errors import MalformedInputError, MissingDebugInfoError, SymbolizeError
+from symbolize.formats.errors import MalformedInputError, NotFoundError, SymbolizeError
 from symbolize.formats.paired import paired_answers
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
@@ -82,7 +82,7 @@ class _Section(NamedTuple):
 class PeFile(AnsweredByRegions, ReaderDefaults):
     """A PE image: an ``Image`` always, and a symbol source through its DWARF and symbols (MinGW).
 
-    Raises MalformedInputError when the headers are broken, MissingDebugInfoError when the
+    Raises MalformedInputError when the headers are broken, NotFoundError when the
     file does not exist.
     """
 
@@ -96,7 +96,7 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
             try:
                 data = path.read_bytes()
             except FileNotFoundError as err:
-                raise MissingDebugInfoError("file not found", path) from err
+                raise NotFoundError("file not found", path) from err
             except OSError as err:
                 raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
         self._data = data

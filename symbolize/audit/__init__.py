@@ -44,7 +44,10 @@ only ever added within a version::
                          "split_debuginfo": {"key", "value", "source"},
                          "frame_pointers", "emits": [...], "shows", "shows_when_shipped",
                          "reasons": [...], "fixes": [...]}],
-        "differences": [...], "size_costs": [...], "notes": [...]},
+        "differences": [...], "size_costs": [...], "notes": [...],
+        "other_platforms": [prediction, as above, of the release profile on each platform no
+                            audited target has: advice, not checked by --require],
+        "targets_from": "--target"|"CARGO_BUILD_TARGET"|"[build] target in .cargo/config.toml"|"the host"},
      "requirements": {"require": "names|lines|inlines"|null, "frame_pointers": bool},
      "shortfalls": ["..."],
      "exit_code": 0|1|3}

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
+from symbolize.audit.distro import distribution_file
 from symbolize.audit.frames import RUST_SYMBOL, UNWIND_SECTIONS, audit_frame_pointers
 from symbolize.audit.lookups import check_lookups, not_checked
 from symbolize.audit.report import (
@@ -41,10 +42,10 @@ from symbolize.discovery.macho_locators import DsymLocator
 from symbolize.discovery.paths import build_id_path
 from symbolize.discovery.pdb_locator import PdbLocator
 from symbolize.discovery.registry import READER_HINTS
-from symbolize.formats.coverage import auditable, coverage, debug_map_facts, section_facts
+from symbolize.formats.coverage import auditable, coverage, debug_map_facts, producers, section_facts
 from symbolize.formats.errors import (
     MalformedInputError,
-    MissingDebugInfoError,
+    NotFoundError,
     SymbolizeError,
     UnsupportedFormatError,
 )
@@ -144,7 +145,7 @@ def _audit(
         debug_id=str(binary.debug_id) if binary.debug_id is not None else None,
         debug_id_kind=binary.debug_id.kind.value if binary.debug_id is not None else None,
     )
-    rust = any(RUST_SYMBOL.match(symbol.name) for symbol in all_symbols)
+    rust = _built_by_rustc(binary) or any(RUST_SYMBOL.match(symbol.name) for symbol in all_symbols)
     if any(report.how == "given" and report.matches for report in file_reports):
         lookups = not_checked("not checked: a lookup does not read --debug-file files")
     else:
@@ -157,10 +158,18 @@ def _audit(
         lookups = check_lookups(
             binary.path, arch, claims, code, tuple(loader.options.search_paths), tuple(loader.options.debug_dirs)
         )
+    distribution = distribution_file(binary.path) if binary.format == "elf" else None
     verdict = judge(
-        identity, symbol_report, debug_info, coverage_report, frame_pointers, rust=rust, lookups=lookups
-    )
+        identity, symbol_report, debug_info, coverage_report, frame_pointers, rust=rust, lookups=lookups,
+        distribution=distribution,
+    )  # fmt: skip
     return BinaryAudit(identity, symbol_report, debug_info, coverage_report, frame_pointers, verdict, lookups)
+
+
+def _built_by_rustc(binary: ObjectFile) -> bool:
+    """Whether the file says rustc built it (an ELF ``.comment`` entry ``rustc version 1.95.0 ...``,
+    which a build stripped of its symbols keeps)."""
+    return any(producer.startswith("rustc version ") for producer in producers(binary))
 
 
 def _coverage_report(coverages: Sequence[Coverage], code: Sequence[AddressRange]) -> CoverageReport:
@@ -346,7 +355,7 @@ def _given_debug_file(
     would accept it."""
     try:
         opened = loader.open(path, image_path=binary.path, arch=binary.arch)
-    except MissingDebugInfoError:
+    except NotFoundError:
         return DebugFileReport("given", str(path), False, None, "file not found"), None
     except SymbolizeError as err:
         return DebugFileReport("given", str(path), True, False, err.reason), None

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from symbolize.audit.distro import DistributionFile, debug_package_fixes
 from symbolize.audit.lookups import ANSWERED_THRESHOLD, answered_shares
 from symbolize.audit.report import (
     COVERAGE_THRESHOLD,
@@ -40,6 +41,7 @@ from symbolize.audit.report import (
     SymbolTableKind,
     Verdict,
 )
+from symbolize.discovery.paths import base_name
 
 FRAME_POINTER_THRESHOLD = 0.9
 
@@ -57,7 +59,11 @@ def judge(
     *,
     rust: bool = False,
     lookups: LookupCheck | None = None,
+    distribution: DistributionFile | None = None,
 ) -> Verdict:
+    """What a profile of the binary shows, why and the fixes (module docstring). ``rust``: rustc
+    built it (fixes in Cargo's terms); ``distribution``: a distribution installed it (its debug
+    info comes as a debug package or from debuginfod, never from a rebuild)."""
     reasons: list[str] = []
     fixes: list[str] = []
     # Each share as far as lookups bear it out: what a profile will actually show.
@@ -148,14 +154,23 @@ def judge(
         ]
     # Keeping the local symbols replaces "keep the symbol table" (the first step, when given).
     fixes.extend(step for step in steps if not (exported_only_fix and step == _first_step(identity, rust)))
+    split_off = identity.debug_id is not None or any(f.how == "debuglink" for f in debug_info.files)
+    if distribution is not None and not served and split_off and shows is not ProfileView.WITH_INLINES:
+        # Its debug info was split off by the distribution: install it, do not rebuild.
+        build_id = identity.debug_id if identity.debug_id_kind == "gnu-build-id" else None
+        fixes = debug_package_fixes(distribution, build_id)
     walks = _frame_pointer_walks(identity, frame_pointers)
     fp_share = frame_pointers.non_leaf_share
     own_share = frame_pointers.own_non_leaf_share
-    fix = (
-        "frame pointers: -C force-frame-pointers=yes (RUSTFLAGS)"
-        if rust
-        else "frame pointers: -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer"
-    )
+    if distribution is not None:
+        fix = (
+            "frame pointers: the distribution built it; walk its frames with DWARF unwinding (perf record "
+            "--call-graph dwarf) or use a distribution built with frame pointers (Fedora 38+, Ubuntu 24.04+)"
+        )
+    elif rust:
+        fix = "frame pointers: -C force-frame-pointers=yes (RUSTFLAGS)"
+    else:
+        fix = "frame pointers: -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer"
     if walks == "lose-callers" and fp_share is not None and fp_share < FRAME_POINTER_THRESHOLD:
         callers = frame_pointers.sampled - frame_pointers.leaves_without
         reasons.append(
@@ -254,7 +269,7 @@ def _fixes(
 ) -> list[str]:
     """The smallest change that gets to names and lines (and the inline chains, when one step away)."""
     fixes: list[str] = []
-    name = identity.path.rsplit("/", 1)[-1]
+    name = base_name(identity.path)  # a Windows path too (C:\app\x.exe)
     if missing or wrong:
         fixes.append(_ship_fix(identity.format))
     if unresolved_split:
@@ -278,11 +293,13 @@ def _first_step(identity: Identity, rust: bool) -> str:
 def _steps(identity: Identity, rust: bool) -> tuple[str, str, str]:
     """Names, then line tables, then inline chains: the fix for each, in the binary format's terms."""
     if rust:
+        # rustc built it (its symbols, or .comment): the fix is Cargo's profile, not compiler flags.
         steps = (
-            'keep the symbol table: strip = "debuginfo" at most ([profile.release]), not "symbols"',
+            'keep the symbol table: strip = "none" in [profile.release] ("debuginfo" at most, never "symbols" '
+            "or true)",
             'line tables: debug = "line-tables-only" in [profile.release] (split-debuginfo = "packed" to ship '
             "them beside the binary)",
-            'inline chains: debug = "line-tables-only" or higher',
+            'inline chains: debug = "line-tables-only" or higher in [profile.release]',
         )
     elif identity.format == "pe":
         steps = (

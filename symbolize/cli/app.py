@@ -32,7 +32,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from symbolize.cli.audit import audit_command
-from symbolize.cli.commands import LookupRequest, ProfileRequest, run_guarded, run_lookup, run_profile
+from symbolize.cli.commands import (
+    LookupRequest,
+    ProfileRequest,
+    lookup_usage_problem,
+    run_guarded,
+    run_lookup,
+    run_profile,
+    unnamed_limit,
+)
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
 from symbolize.cli.options import (
     CACHE_CLEAR_OPTIONS,
@@ -55,6 +63,9 @@ _APP_SETTINGS: dict[str, Any] = dict(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help and errors, not rich's panels: a panel 80 columns wide cuts option names
+    # (``--background-i…``) and boxes the error a script reads from stderr.
+    rich_markup_mode=None,
     # -h as well, as llvm-symbolizer and most tools take it; every command inherits it.
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -124,8 +135,12 @@ def _global_options(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
     _version: Annotated[
         bool,
-        typer.Option("--version", is_eager=True, callback=_print_version,
-                     help="Print the version and whether the compiled kernels run, then exit."),
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version and whether the compiled kernels run, then exit.",
+        ),
     ] = False,
 ) -> None:
     ctx.obj = {"debug": debug}
@@ -155,6 +170,9 @@ def profile_command(
     cache_dir: Path | None = _PROFILE["cache_dir"],
     no_cache: bool = _PROFILE["no_cache"],
     background_index: bool = _PROFILE["background_index"],
+    fail_unnamed_above: str | None = _PROFILE["fail_unnamed_above"],
+    require_verified: bool = _PROFILE["require_verified"],
+    keep_hashes: bool = _PROFILE["keep_hashes"],
 ) -> None:
     """Rewrite a profile with function names, files and lines.
 
@@ -166,6 +184,11 @@ def profile_command(
             re.compile(drop_frames)
         except re.error as exc:
             raise typer.BadParameter(f"not a regular expression: {exc}", param_hint="--drop-frames") from exc
+    try:
+        unnamed_limit(fail_unnamed_above)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not a percentage from 0 to 100: {fail_unnamed_above}",
+                                 param_hint="--fail-unnamed-above") from exc  # fmt: skip
     request = ProfileRequest(
         in_path=in_path,
         out_path=out_path,
@@ -179,6 +202,9 @@ def profile_command(
         cache_dir=cache_dir,
         no_cache=no_cache,
         background_index=background_index,
+        fail_unnamed_above=fail_unnamed_above,
+        require_verified=require_verified,
+        keep_hashes=keep_hashes,
     )
     if request.to_stdout and json_summary:
         raise typer.BadParameter("the profile goes to stdout: --json-summary cannot", param_hint="-o")
@@ -187,7 +213,7 @@ def profile_command(
 
 def lookup_command(
     ctx: typer.Context,
-    obj: Path = _LOOKUP["obj"],
+    obj: Path | None = _LOOKUP["obj"],
     addresses: list[str] | None = _LOOKUP["addresses"],
     as_json: bool = _LOOKUP["as_json"],
     inlines: bool = _LOOKUP["inlines"],
@@ -196,6 +222,12 @@ def lookup_command(
     pretty: bool = _LOOKUP["pretty"],
     output_style: OutputStyle = _LOOKUP["output_style"],
     functions: FunctionNames = _LOOKUP["functions"],
+    relative_address: bool = _LOOKUP["relative_address"],
+    adjust_vma: str | None = _LOOKUP["adjust_vma"],
+    basenames: bool = _LOOKUP["basenames"],
+    relativenames: bool = _LOOKUP["relativenames"],
+    verbose: bool = _LOOKUP["verbose"],
+    context_lines: str | None = _LOOKUP["context_lines"],
     search_paths: list[Path] | None = _LOOKUP["search_paths"],
     debug_dirs: list[Path] | None = _LOOKUP["debug_dirs"],
     cache_dir: Path | None = _LOOKUP["cache_dir"],
@@ -203,21 +235,14 @@ def lookup_command(
     background_index: bool = _LOOKUP["background_index"],
     arch: str | None = _LOOKUP["arch"],
 ) -> None:
-    """Print the frames at object addresses, like llvm-symbolizer --obj.
+    """Print the frames at object addresses, like llvm-symbolizer.
 
     Addresses are hex with 0x or decimal, from the arguments or one per line on stdin (each
-    line answered as it arrives); a non-address is echoed back, as llvm-symbolizer does.
-    llvm-symbolizer's and addr2line's spellings work: -e/--exe, -a, -f, -C, -i, -p,
-    --output-style=LLVM|GNU.
+    line answered as it arrives), read as llvm-symbolizer reads them: CODE/DATA first, FILE
+    (or "FILE") before the address without --obj, words after it ignored; with --obj a
+    non-address is echoed back. llvm-symbolizer's and addr2line's spellings work: -e/--exe,
+    -a, -f, -C, -i, -p, -s, combined (-Cfi), --output-style=LLVM|GNU|JSON.
     """
-    if output_style is OutputStyle.JSON:
-        raise typer.BadParameter(
-            "llvm-symbolizer's JSON carries fields this tool does not read (StartAddress, StartFileName, "
-            "Discriminator); --json prints our own JSON",
-            param_hint="--output-style",
-        )
-    if as_json and (print_addresses or pretty or output_style is not OutputStyle.LLVM):
-        raise typer.BadParameter("--json has its own shape: no -a, -p or --output-style", param_hint="--json")
     request = LookupRequest(
         obj=obj,
         addresses=addresses,
@@ -228,6 +253,12 @@ def lookup_command(
         pretty=pretty,
         output_style=output_style.value,
         functions=functions.value,
+        relative_address=relative_address,
+        adjust_vma=adjust_vma,
+        basenames=basenames,
+        relativenames=relativenames,
+        verbose=verbose,
+        context_lines=context_lines,
         search_paths=search_paths,
         debug_dirs=debug_dirs,
         cache_dir=cache_dir,
@@ -235,6 +266,9 @@ def lookup_command(
         background_index=background_index,
         arch=arch,
     )
+    problem = lookup_usage_problem(request)
+    if problem is not None:
+        raise typer.BadParameter(problem[1], param_hint=problem[0])
     _exit_with(run_lookup(request, debug=_debug(ctx)))
 
 
@@ -247,31 +281,51 @@ def index_command(
 ) -> None:
     """Build the persistent index of each binary and its debug files, for fast later lookups.
 
-    Prints each index file; a binary that cannot be indexed is reported on stderr and the
-    others are indexed still (exit 1 when any failed).
+    Prints each index file, and on stderr the binary (or debug file and its binary) it answers
+    for; a binary that cannot be indexed is reported on stderr and the others are indexed still
+    (exit 1 when any failed). On a terminal, stderr shows which binary is being indexed.
     """
     from symbolize.api import build_indexes
+    from symbolize.cache import index_owner
+    from symbolize.progress import stderr_progress
 
     failed: list[Path] = []
 
     def index() -> None:
-        for binary in binaries:
-            try:
-                built = build_indexes(
-                    [binary], search_paths=search_paths or (), debug_dirs=debug_dirs or None, cache_dir=cache_dir
-                )
-            except (SymbolizeError, OSError) as exc:
-                if _debug(ctx):
-                    raise
-                typer.echo(error_line(exc), err=True)
-                failed.append(binary)
-                continue
-            for path in built:
-                typer.echo(str(path))
+        progress = stderr_progress()
+        try:
+            progress.start("indexing", len(binaries))
+            for binary in binaries:
+                try:
+                    built = build_indexes(
+                        [binary], search_paths=search_paths or (), debug_dirs=debug_dirs or None, cache_dir=cache_dir,
+                        progress=progress,
+                    )  # fmt: skip
+                except (SymbolizeError, OSError) as exc:
+                    if _debug(ctx):
+                        raise
+                    typer.echo(error_line(exc), err=True)
+                    failed.append(binary)
+                    progress.advance()
+                    continue
+                for path in built:
+                    typer.echo(f"{path}: {_owner_text(*index_owner(path))}", err=True)
+                    typer.echo(str(path))
+        finally:
+            progress.close()
 
     _exit_with(run_guarded(index, debug=_debug(ctx)))
     if failed:
         raise typer.Exit(EXIT_INPUT_ERROR)
+
+
+def _owner_text(source_path: Path | None, image_path: Path | None) -> str:
+    """What an index answers for: ``BINARY``, or ``DEBUG FILE (debug file of BINARY)``."""
+    if source_path is None:
+        return "(unknown binary)"
+    if image_path is None or image_path == source_path:
+        return str(source_path)
+    return f"{source_path} (debug file of {image_path})"
 
 
 def cache_show_command(
@@ -302,14 +356,15 @@ def cache_show_command(
 
 
 def _cache_row(entry: CacheEntry, now: float) -> tuple[str, str, str, str, str]:
-    binary = str(entry.source_path) if entry.source_path else f"(unknown: {entry.path.name})"
+    binary = _owner_text(entry.source_path, entry.image_path) if entry.source_path else f"(unknown: {entry.path.name})"
     debug_id = entry.debug_id or ("(unreadable)" if entry.key is None else "(none: path, size, mtime)")
     return binary, debug_id, _human_size(entry.size), _human_age(now - entry.modified), entry.demangler or "?"
 
 
 def _cache_json(directory: Path, entries: list[CacheEntry], now: float) -> dict[str, Any]:
-    """``cache show --json``: {"cache_dir", "indexes": [{"index", "binary", "debug_id", "size",
-    "built", "age_seconds", "demangler", "key"}]}; unknown values are null."""
+    """``cache show --json``: {"cache_dir", "indexes": [{"index", "binary", "debug_file_of",
+    "debug_id", "size", "built", "age_seconds", "demangler", "key"}]}; unknown values are null,
+    and so is ``debug_file_of`` of a binary's own index."""
     from datetime import UTC, datetime
 
     return {
@@ -318,6 +373,7 @@ def _cache_json(directory: Path, entries: list[CacheEntry], now: float) -> dict[
             {
                 "index": str(entry.path),
                 "binary": str(entry.source_path) if entry.source_path else None,
+                "debug_file_of": str(entry.image_path) if entry.image_path else None,
                 "debug_id": entry.debug_id,
                 "size": entry.size,
                 "built": datetime.fromtimestamp(entry.modified, UTC).isoformat(timespec="seconds"),
@@ -385,7 +441,9 @@ def build_app(only: str | None = None) -> typer.Typer:
         if only in (None, name):
             built.command(name)(function)
     if only in (None, "cache"):
-        cache_app = typer.Typer(help="Show or clear the persistent index cache.", no_args_is_help=True)
+        cache_app = typer.Typer(
+            help="Show or clear the persistent index cache.", no_args_is_help=True, rich_markup_mode=None
+        )
         for name, function in _CACHE_COMMANDS:
             cache_app.command(name)(function)
         built.add_typer(cache_app, name="cache")
@@ -415,12 +473,47 @@ def app_for(arguments: list[str]) -> typer.Typer:
     return build_app(name) if name in known else app
 
 
+def usage_line(error: typer.TyperException, arguments: list[str]) -> str:
+    """The one line a usage error prints for a script (stderr not a terminal), naming the command
+    ``arguments`` run."""
+    name = next((word for word in arguments if not word.startswith("-")), None)
+    path = f"symbolize {name}" if name in {command for command, _ in _COMMANDS} | {"cache"} else "symbolize"
+    message = error.format_message().replace("\n", " ")
+    return f"{path}: error: {message} (try '{path} -h')"
+
+
+def run_app(command: typer.Typer, arguments: list[str]) -> None:
+    """Run ``command``; when stderr is no terminal, a usage error is :func:`usage_line`, exit 2
+    (click's own report, on a terminal, takes four lines)."""
+    if _is_terminal(sys.stderr):
+        command(args=arguments, prog_name="symbolize")
+        return
+    try:
+        code = command(args=arguments, prog_name="symbolize", standalone_mode=False)
+    except typer.TyperException as error:
+        line = usage_line(error, arguments) if error.exit_code == 2 else f"symbolize: error: {error.format_message()}"
+        print(line, file=sys.stderr)
+        sys.exit(error.exit_code)
+    except typer.Abort:
+        print("Aborted!", file=sys.stderr)
+        sys.exit(EXIT_INPUT_ERROR)
+    if isinstance(code, int) and code:
+        sys.exit(code)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except Exception:  # closed, or no stream at all
+        return False
+
+
 def main() -> None:
     """Run the command line through typer (symbolize/cli/entry.py's main runs the plain forms
     without it, and comes here for everything else)."""
     arguments = llvm_spellings(hoist_debug(sys.argv[1:]))
     try:
-        app_for(arguments)(args=arguments, prog_name="symbolize")
+        run_app(app_for(arguments), arguments)
     except Exception as exc:
         # The boundary again, for a command that does not run inside run_guarded.
         if arguments[:1] == ["--debug"]:

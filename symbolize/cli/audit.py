@@ -52,7 +52,11 @@ def audit_command(
     ] = None,
     targets: Annotated[
         list[str] | None,
-        typer.Option("--target", metavar="TRIPLE", help="Targets to predict (default: Linux, Windows MSVC, macOS)."),
+        typer.Option(
+            "--target",
+            metavar="TRIPLE",
+            help="Targets to predict and --require (default: what cargo build builds for, the host's).",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The report as JSON (schema 1) on stdout.")] = False,
     require: Annotated[
@@ -196,6 +200,18 @@ def _cargo_rows(cargo: CargoAudit) -> list[tuple[str, str]]:
         )
         rows.extend(("  why", reason) for reason in prediction.reasons)
         rows.extend(("  fix", fix) for fix in prediction.fixes)
+    if cargo.targets_from:
+        rows.append(("targets", f"{', '.join(sorted({p.target for p in cargo.predictions}))} ({cargo.targets_from})"))
+    for other in cargo.other_platforms:
+        rows.append(
+            (
+                f"on {other.platform} ({other.target})",
+                f"not audited (--target {other.target} checks it): release shows {other.shows.value}"
+                + (f" if {other.shows_when_shipped} ships" if other.shows_when_shipped else ""),
+            )
+        )
+        rows.extend(("  why", reason) for reason in other.reasons)
+        rows.extend(("  add", fix) for fix in other.fixes)
     rows.extend(("differs", difference) for difference in cargo.differences)
     rows.extend(("size", cost) for cost in cargo.size_costs)
     rows.extend(("note", note) for note in cargo.notes)

@@ -9,15 +9,22 @@ from __future__ import annotations
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, NamedTuple, TextIO
 
-from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
+from symbolize.cli.exits import (
+    EXIT_INPUT_ERROR,
+    EXIT_INTERNAL_ERROR,
+    EXIT_UNNAMED_ABOVE,
+    EXIT_UNVERIFIED,
+    error_line,
+    internal_error_line,
+)
 from symbolize.cli.options import LOOKUP_OPTIONS, PROFILE_OPTIONS, option
 
 if TYPE_CHECKING:
-    from symbolize.summary import Summary
+    from symbolize.summary import GateFailure, Summary
 
 # Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
 PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
@@ -32,7 +39,7 @@ _ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
 class LookupRequest(NamedTuple):
     """``lookup``'s options, one field per declaration in LOOKUP_OPTIONS, in its order."""
 
-    obj: Path
+    obj: Path | None = option(LOOKUP_OPTIONS, "obj").default
     addresses: Sequence[str] | None = option(LOOKUP_OPTIONS, "addresses").default
     as_json: bool = option(LOOKUP_OPTIONS, "as_json").default
     inlines: bool = option(LOOKUP_OPTIONS, "inlines").default
@@ -41,6 +48,12 @@ class LookupRequest(NamedTuple):
     pretty: bool = option(LOOKUP_OPTIONS, "pretty").default
     output_style: str = option(LOOKUP_OPTIONS, "output_style").default
     functions: str = option(LOOKUP_OPTIONS, "functions").default
+    relative_address: bool = option(LOOKUP_OPTIONS, "relative_address").default
+    adjust_vma: str | None = option(LOOKUP_OPTIONS, "adjust_vma").default
+    basenames: bool = option(LOOKUP_OPTIONS, "basenames").default
+    relativenames: bool = option(LOOKUP_OPTIONS, "relativenames").default
+    verbose: bool = option(LOOKUP_OPTIONS, "verbose").default
+    context_lines: str | None = option(LOOKUP_OPTIONS, "context_lines").default
     search_paths: Sequence[Path] | None = option(LOOKUP_OPTIONS, "search_paths").default
     debug_dirs: Sequence[Path] | None = option(LOOKUP_OPTIONS, "debug_dirs").default
     cache_dir: Path | None = option(LOOKUP_OPTIONS, "cache_dir").default
@@ -64,6 +77,9 @@ class ProfileRequest(NamedTuple):
     cache_dir: Path | None = option(PROFILE_OPTIONS, "cache_dir").default
     no_cache: bool = option(PROFILE_OPTIONS, "no_cache").default
     background_index: bool = option(PROFILE_OPTIONS, "background_index").default
+    fail_unnamed_above: str | None = option(PROFILE_OPTIONS, "fail_unnamed_above").default
+    require_verified: bool = option(PROFILE_OPTIONS, "require_verified").default
+    keep_hashes: bool = option(PROFILE_OPTIONS, "keep_hashes").default
 
     @property
     def from_stdin(self) -> bool:
@@ -175,50 +191,91 @@ def run_guarded(work: Callable[[], None], *, debug: bool = False) -> int:
     return 0
 
 
+def lookup_usage_problem(request: LookupRequest) -> tuple[str, str] | None:
+    """What is wrong with ``request``'s mix of options, as (the option, why); None when nothing is.
+    typer's command reports it as a usage error (the plain path hands such a command line to typer)."""
+    from symbolize.cli.llvm_input import parse_number
+
+    if request.as_json and (
+        request.print_addresses or request.pretty or request.output_style.upper() != "LLVM" or request.verbose
+        or request.basenames or request.context_lines is not None or request.relative_address
+        or request.adjust_vma is not None or request.obj is None
+    ):  # fmt: skip
+        return "--json", (
+            "--json has its own shape, for --obj: no -a, -p, -s, --verbose, --relative-address, --adjust-vma, "
+            "--print-source-context-lines or --output-style (--output-style=JSON is llvm-symbolizer's shape)"
+        )
+    if request.relativenames:
+        return "--relativenames", (
+            "needs each unit's compilation directory, which the readers do not give yet; "
+            "-s/--basenames strips every directory"
+        )
+    if request.adjust_vma is not None and parse_number(request.adjust_vma) is None:
+        return "--adjust-vma", f"expected a number (0x hex, 0 octal or decimal), got {request.adjust_vma!r}"
+    if request.context_lines is not None and not request.context_lines.isdecimal():
+        return "--print-source-context-lines", f"expected a non-negative integer, got {request.context_lines!r}"
+    return None
+
+
 def run_lookup(request: LookupRequest, *, debug: bool = False) -> int:
     """``lookup``: the frames at ``request``'s addresses on stdout; returns the exit code.
 
-    The output options' mix is checked before (typer's usage errors: symbolize/cli/app.py).
+    The output options' mix is checked before (:func:`lookup_usage_problem`, typer's usage error).
+    With ``--obj`` the file is opened before any input is read (an error there exits 1); files that
+    input lines name are opened as they come, each once, an error said on stderr and answered as
+    llvm-symbolizer answers it.
     """
     from symbolize.answer_text import PlainStyle
-    from symbolize.api import lookup_text_batches
+    from symbolize.api import Session
+    from symbolize.cli.llvm_input import parse_number
+    from symbolize.cli.llvm_protocol import LlvmAnswers, LlvmOutput, lookup_answers
 
     style = PlainStyle(
-        gnu=request.output_style == "GNU",
+        gnu=request.output_style.upper() == "GNU",
         addresses=request.print_addresses,
         pretty=request.pretty,
         functions=request.functions != "none",
     )
+    output = LlvmOutput(
+        obj=None if request.obj is None else str(request.obj),
+        as_json=request.output_style.upper() == "JSON",
+        style=style,
+        inlines=request.inlines,
+        show_functions=request.functions != "none",
+        symbol_starts=request.functions == "linkage",
+        relative_address=request.relative_address,
+        adjust_vma=parse_number(request.adjust_vma) or 0 if request.adjust_vma is not None else 0,
+        basenames=request.basenames,
+        verbose=request.verbose,
+        context_lines=int(request.context_lines or 0),
+        our_json=request.as_json,
+    )
     demangle = "short" if request.functions == "short" else request.demangle
-    addresses = request.addresses
     # An empty argument is no question (llvm-symbolizer skips it); an empty stdin line is echoed.
-    batches: Iterable[list[str]] = [[text for text in addresses or () if text.strip()]]
-    if not addresses:
-        batches = iter_stdin_batches(sys.stdin.buffer)
+    arguments = [text for text in request.addresses or () if text.strip()]
 
     def answer() -> None:
-        output = standard_output()  # refused before any work
-        answers = lookup_text_batches(
-            request.obj,
-            batches,
-            as_json=request.as_json,
-            style=style,
-            demangle=demangle,  # type: ignore[arg-type]  # one of the declared choices
-            inlines=request.inlines,
+        out = standard_output()  # refused before any work
+        session = Session(
             search_paths=request.search_paths or (),
             debug_dirs=request.debug_dirs or None,
             cache_dir=request.cache_dir,
             use_cache=not request.no_cache,
             background_index=request.background_index,
-            arch=request.arch,
+            demangle=demangle,  # type: ignore[arg-type]  # one of the declared choices
+            inlines=request.inlines,
         )
-        for text in answers:
+        answers = LlvmAnswers(session, output, request.arch)
+        if output.obj is not None:
+            answers.open_obj(output.obj)  # its error is the command's (exit 1), before any input
+        stdin = iter_stdin_batches(sys.stdin.buffer) if not request.addresses else iter(())
+        for text in lookup_answers(answers, arguments if request.addresses else None, stdin):
             # One write a batch: echoing 10,000 lines one by one costs more than looking them up
             # from an index. Not through echo, which scans the whole text for ANSI codes to
             # strip when stdout is not a terminal; there are none. Flushed, for whoever reads
             # through a pipe and waits for this answer before writing the next address.
-            output.write(text)
-            output.flush()
+            out.write(text)
+            out.flush()
 
     return run_guarded(answer, debug=debug)
 
@@ -232,6 +289,7 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
     symbolize/cli/app.py's main reports it (and click, for typer's commands).
     """
     from symbolize.api import symbolize_file
+    from symbolize.progress import stderr_progress
 
     summaries: list[Summary] = []
 
@@ -243,8 +301,9 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
             out_path = standard_output().buffer  # refused before any work
         else:
             out_path = request.out_path or default_output_path(request.in_path)
-        summaries.append(
-            symbolize_file(
+        progress = stderr_progress()
+        try:
+            summary = symbolize_file(
                 sys.stdin.buffer if request.from_stdin else request.in_path,
                 out_path,
                 binaries=request.binaries or (),
@@ -256,16 +315,47 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
                 use_cache=not request.no_cache,
                 background_index=request.background_index,
                 drop_frames=request.drop_frames,
+                keep_hashes=request.keep_hashes,
+                progress=progress,
             )
-        )
+        finally:
+            progress.close()  # erased before the summary and any error line are printed
+        summaries.append(summary)
 
     code = run_guarded(rewrite, debug=debug)
     if code:
         return code
+    summary = summaries[0]
+    # The gates are checked once OUT is written, so CI keeps the profile of a failed run to look at.
+    failures = summary.check_gates(
+        unnamed_above=unnamed_limit(request.fail_unnamed_above), require_verified=request.require_verified
+    )
     if request.json_summary:
         import json
 
-        echo(json.dumps(summaries[0].to_json(), indent=2))
+        echo(json.dumps(summary.to_json(), indent=2))
+        for failure in failures:  # the text summary has these lines already
+            echo(f"gate --{failure.gate} failed: {failure.detail}", err=True)
     else:
-        echo(summaries[0].format_text(), err=True)
-    return 0
+        echo(summary.format_text(), err=True)
+    return gate_exit_code(failures)
+
+
+def unnamed_limit(percent: str | None) -> float | None:
+    """``--fail-unnamed-above PCT`` as a share (0..1); None when not given. ValueError unless PCT is a
+    number from 0 to 100 (typer's command reports it as a usage error before any work)."""
+    if percent is None:
+        return None
+    value = float(percent)
+    if not 0.0 <= value <= 100.0:
+        raise ValueError(f"{percent} is not a percentage from 0 to 100")
+    return value / 100.0
+
+
+def gate_exit_code(failures: Sequence[GateFailure]) -> int:
+    """0 when no gate tripped; else the first tripped gate's code, unnamed share first (exits.py)."""
+    from symbolize.summary import GATE_UNNAMED_ABOVE
+
+    if any(failure.gate == GATE_UNNAMED_ABOVE for failure in failures):
+        return EXIT_UNNAMED_ABOVE
+    return EXIT_UNVERIFIED if failures else 0

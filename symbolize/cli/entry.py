@@ -24,7 +24,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from symbolize.cli.commands import LookupRequest, ProfileRequest, echo, run_lookup, run_profile
+from symbolize.cli.commands import (
+    LookupRequest,
+    ProfileRequest,
+    echo,
+    lookup_usage_problem,
+    run_lookup,
+    run_profile,
+)
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, internal_error_line
 from symbolize.cli.options import LOOKUP_OPTIONS, PROFILE_OPTIONS, CliOption, Kind
 from symbolize.cli.spellings import llvm_spellings
@@ -109,7 +116,10 @@ def plain_command(arguments: list[str]) -> LookupRequest | ProfileRequest | None
             given[declared.field] = positionals
         elif declared.required and declared.field not in given:
             return None
-    return request(**given)
+    built = request(**given)
+    if isinstance(built, LookupRequest) and lookup_usage_problem(built) is not None:
+        return None  # typer's usage error
+    return built
 
 
 def plain_lookup(arguments: list[str]) -> LookupRequest | None:

@@ -3,14 +3,18 @@
 0 done; 1 an error the input caused (a SymbolizeError or OSError: one line
 ``symbolize: error: <message>``); 2 a usage error (typer's, or a check of ours reported as one);
 70 (sysexits' EX_SOFTWARE) an internal error, any other exception (a bug, or an input that found
-one: one line ``symbolize: error: internal error: <type>: <message>``). ``audit`` has its own
-codes besides (symbolize/cli/audit.py). Nothing here imports typer: the plain lookup and profile
-(symbolize/cli/entry.py) print the same lines without it.
+one: one line ``symbolize: error: internal error: <type>: <message>``). ``profile``'s gates, once
+the output is written: 4 ``--fail-unnamed-above`` (a sample type's unnamed share is above the
+limit), 5 ``--require-verified`` (a mapping's binary was matched by file name only); 4 when both
+trip. ``audit`` has its own codes besides (symbolize/cli/audit.py). Nothing here imports typer:
+the plain lookup and profile (symbolize/cli/entry.py) print the same lines without it.
 """
 
 from __future__ import annotations
 
 EXIT_INPUT_ERROR = 1
+EXIT_UNNAMED_ABOVE = 4
+EXIT_UNVERIFIED = 5
 EXIT_INTERNAL_ERROR = 70
 
 

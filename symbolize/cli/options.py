@@ -114,10 +114,39 @@ PROFILE_OPTIONS = (
     CACHE_DIR,
     NO_CACHE,
     BACKGROUND_INDEX,
+    # profile's CI gates (exit codes in symbolize/cli/exits.py) and Rust names.
+    CliOption(
+        "fail_unnamed_above",
+        ("--fail-unnamed-above",),
+        Kind.TEXT,
+        "Exit 4 (after writing OUT) when more than PCT percent of any sample type's value stays unnamed.",
+        metavar="PCT",
+        plain=False,  # checked as a number from 0 to 100 by typer's command
+    ),
+    CliOption(
+        "require_verified",
+        ("--require-verified",),
+        Kind.FLAG,
+        "Exit 5 (after writing OUT) when a mapping's binary was matched by file name only, no build ID checked.",
+        default=False,
+    ),
+    CliOption(
+        "keep_hashes",
+        ("--keep-hashes",),
+        Kind.FLAG,
+        "Keep Rust's ::h<hash> suffixes in function names (default: dropped, generics kept).",
+        default=False,
+    ),
 )
 
 LOOKUP_OPTIONS = (
-    CliOption("obj", ("--obj", "-e", "--exe"), Kind.PATH, "The object file (binary).", default=..., metavar="FILE"),
+    CliOption(
+        "obj",
+        ("--obj", "-e", "--exe"),
+        Kind.PATH,
+        "The object file (binary); without it each address is FILE ADDR, as llvm-symbolizer reads it.",
+        metavar="FILE",
+    ),
     CliOption("addresses", (), Kind.ARGUMENTS, "Object addresses; else stdin.", metavar="[ADDR...]"),
     CliOption("as_json", ("--json",), Kind.FLAG, "One JSON object per line (our own shape).", default=False),
     CliOption(
@@ -150,11 +179,10 @@ LOOKUP_OPTIONS = (
         "output_style",
         ("--output-style",),
         Kind.CHOICE,
-        "LLVM (default) or GNU (addr2line's: no column).",
+        "LLVM (default), GNU (addr2line's: no column) or JSON (llvm-symbolizer's own shape).",
         default="LLVM",
         choices=("LLVM", "GNU", "JSON"),
         case_sensitive=False,
-        plain=False,
     ),
     CliOption(
         "functions",
@@ -164,6 +192,31 @@ LOOKUP_OPTIONS = (
         default="linkage",
         choices=("linkage", "short", "none"),
         plain=False,
+    ),
+    CliOption(
+        "relative_address",
+        ("--relative-address",),
+        Kind.FLAG,
+        "Addresses are relative to the image base.",
+        default=False,
+    ),
+    CliOption("adjust_vma", ("--adjust-vma",), Kind.TEXT, "Subtract OFFSET from each address.", metavar="OFFSET"),
+    CliOption("basenames", ("-s", "--basenames"), Kind.FLAG, "File names without directories.", default=False),
+    CliOption(
+        "relativenames",
+        ("--relativenames",),
+        Kind.FLAG,
+        "File names without the compilation directory (not supported: refused).",
+        default=False,
+        plain=False,
+    ),
+    CliOption("verbose", ("--verbose",), Kind.FLAG, "llvm-symbolizer's block of fields per frame.", default=False),
+    CliOption(
+        "context_lines",
+        ("--print-source-context-lines",),
+        Kind.TEXT,
+        "Print N lines of the source around each frame's line.",
+        metavar="N",
     ),
     SEARCH_PATHS,
     DEBUG_DIRS,

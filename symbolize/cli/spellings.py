@@ -10,6 +10,8 @@ options cannot express without swallowing the next address (``--demangle 0x40100
 - ``-i``, ``--inlining``, ``--inlining=true`` -> ``--inlines``; ``--inlining=false`` -> ``--no-inlines``
 - ``-f``, ``--functions`` alone -> ``--functions=linkage``; ``-f=KIND`` -> ``--functions=KIND``
 - ``-e=FILE`` -> ``--obj=FILE`` (click reads ``-e=FILE`` as the file ``=FILE``)
+- flags combined after one dash, as llvm-symbolizer takes them (``-Cfi``, ``-as``): each of
+  ``-a -C -f -i -p -s`` on its own, rewritten as above
 
 Everything after ``--`` is left alone.
 """
@@ -32,6 +34,17 @@ _FIXED = {
     "-f": ["--functions=linkage"],
     "--functions": ["--functions=linkage"],
 }
+
+
+# The one-letter flags that may be combined after one dash (none takes a value).
+_COMBINABLE = frozenset("aCfips")
+
+
+def _split_flags(word: str) -> list[str]:
+    """``-Cfi`` -> ``["-C", "-f", "-i"]``; any other word alone."""
+    if len(word) > 2 and word[0] == "-" and word[1] != "-" and set(word[1:]) <= _COMBINABLE:
+        return [f"-{letter}" for letter in word[1:]]
+    return [word]
 
 
 def llvm_spellings(argv: list[str]) -> list[str]:
@@ -57,5 +70,6 @@ def llvm_spellings(argv: list[str]) -> list[str]:
         elif word.startswith("-e="):
             out.append("--obj=" + word[3:])
         else:
-            out.extend(_FIXED.get(word, [word]))
+            for flag in _split_flags(word):
+                out.extend(_FIXED.get(flag, [flag]))
     return out

@@ -137,7 +137,7 @@ def build_missing(jobs: Sequence[IndexJob | Path], cache_dir: Path) -> int:
             try:
                 existing = load_index(opened, cache_dir, consulted)
                 if existing is None:
-                    build_index(opened, cache_dir, consulted)
+                    build_index(opened, cache_dir, consulted, job.image_path)
                 else:
                     existing.index.close()
             except Exception as error:

@@ -31,11 +31,12 @@ the demangler's memo, so a warm lookup never runs the demangler.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from symbolize.demangle import demangle, remember
 from symbolize.formats.errors import MalformedInputError
@@ -121,16 +122,25 @@ class _Builder:
             out["frame_start_line"].append(frame.start_line)
         return found
 
-    def chain(self, head: ChainHead, outer_by_identity: dict[int, int] | None = None) -> int:
-        """The chain id of ``head``; ``outer_by_identity`` remembers outer tuples by identity
-        (sources share one tuple among the runs under one call), valid while they are alive."""
-        intern = self.strings.intern
-        outer = outer_by_identity.get(id(head.outer)) if outer_by_identity is not None else None
-        if outer is None:
-            outer = self._outer_id(tuple(self.frame(frame) for frame in head.outer))
-            if outer_by_identity is not None:
-                outer_by_identity[id(head.outer)] = outer
-        return self._chain_id((intern(head.function), head.start_line, intern(head.default_file), outer))
+    def chains(self, heads: Sequence[ChainHead]) -> list[int]:
+        """The chain id of each of ``heads`` (one table's), in order.
+
+        A large file has tens of thousands of heads, so this is one loop with its lookups bound
+        once. Outer tuples are remembered by identity (a source shares one tuple among the heads
+        under one call), which holds while ``heads`` keeps them alive.
+        """
+        intern, frame = self.strings.intern, self.frame
+        chain_ids = self.chain_ids
+        outer_by_identity: dict[int, int] = {}
+        found: list[int] = []
+        for function, start_line, outer, default_file in heads:
+            outer_id = outer_by_identity.get(id(outer))
+            if outer_id is None:
+                outer_id = outer_by_identity[id(outer)] = self._outer_id(tuple(map(frame, outer)))
+            key = (intern(function), start_line, intern(default_file), outer_id)
+            chain = chain_ids.get(key)
+            found.append(self._chain_id(key) if chain is None else chain)
+        return found
 
     def _outer_id(self, frame_ids: tuple[int, ...]) -> int:
         found = self.outer_ids.get(frame_ids)
@@ -177,8 +187,7 @@ class _Builder:
                 translation = translations.get(id(table))
                 if translation is None:
                     files = [self.strings.intern(name) for name in table.file_names] + [0]
-                    seen: dict[int, int] = {}
-                    heads = [self.chain(head, seen) for head in table.chain_heads]
+                    heads = self.chains(table.chain_heads)
                     translation = translations[id(table)] = (files, heads)
                 files, heads = translation
                 first, stop = block.first, block.end
@@ -267,6 +276,11 @@ def _add_full_names(out: dict[str, list[int]], strings: _Strings) -> None:
         name_full[name] = full
 
 
+_UnsignedCode = Literal["B", "H", "I", "Q"]
+# The unsigned types narrower than 64 bits, each with the first value it cannot hold.
+_NARROW_CODES: tuple[tuple[_UnsignedCode, int], ...] = (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32))
+
+
 def _narrowest(values: Sequence[int]) -> array[int]:
     """``values`` in the smallest unsigned type that holds them: a smaller file to map and check.
 
@@ -274,14 +288,30 @@ def _narrowest(values: Sequence[int]) -> array[int]:
     info pushed below 0 or past 2^64) is clamped: it names nothing real.
     """
     largest = max(values, default=0)
-    smallest = min(values, default=0)
+    unsigned = isinstance(values, array) and values.typecode in _UNSIGNED
+    smallest = 0 if unsigned else min(values, default=0)
     if smallest < 0 or largest >= _WHOLE_SPACE:
         values = [min(max(value, 0), _WHOLE_SPACE - 1) for value in values]
         largest = min(largest, _WHOLE_SPACE - 1)
-    for code, limit in (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32)):
-        if largest < limit:
-            return values if isinstance(values, array) and values.typecode == code else array(code, values)
-    return values if isinstance(values, array) and values.typecode == "Q" else array("Q", values)
+    code: _UnsignedCode = next((code for code, limit in _NARROW_CODES if largest < limit), "Q")
+    if isinstance(values, array):
+        return values if values.typecode == code else _narrowed(values, code)
+    return array(code, values)
+
+
+def _narrowed(values: array[int], code: _UnsignedCode) -> array[int]:
+    """``values``, none negative and each below the limit of ``code``, as an array of ``code``.
+
+    The run columns hold hundreds of thousands of items: on a little-endian machine the low
+    bytes of each item are the narrower item, so one strided copy in C does what a conversion
+    per item would.
+    """
+    narrowed = array(code)
+    if sys.byteorder == "little" and values.itemsize > narrowed.itemsize:
+        step = values.itemsize // narrowed.itemsize
+        narrowed.frombytes(memoryview(values).cast("B").cast(code)[::step].tobytes())
+        return narrowed
+    return array(code, values)
 
 
 # Arrays that describe one thing each (a run, a chain, a frame) and so are equally long.
@@ -452,10 +482,35 @@ class IndexedObject:
         return [AnswerRegion(0, _WHOLE_SPACE, 0)]
 
     def answers(self, key: int) -> Sequence[AnswerRun]:
-        """The stored runs (key 0, the one region), gaps and broken parts left out."""
-        from symbolize.formats.answers import RunTable
+        """The stored runs (key 0, the one region), gaps and broken parts left out, as a table
+        made from the index's columns: a chain head per stored chain, a file per stored string,
+        no run or frame object per run (a large index holds a million runs)."""
+        from symbolize.formats.answers import ChainHead, RunTable
 
-        return RunTable.from_runs(self.runs())
+        self._bind()
+        file_names: list[str | None] = []
+        heads: list[ChainHead] = []
+        table = RunTable(file_names, heads)
+        file_ids: dict[int, int] = {}
+        head_ids: dict[int, int] = {}
+        lows, chains, errors = self.run_low, self.run_chain, len(self.error_text)
+        ends = len(lows) - 1
+        for position, chain in enumerate(chains):
+            if chain <= errors:
+                continue  # the gap, or a broken region's addresses
+            head = head_ids.get(chain)
+            if head is None:
+                head = head_ids[chain] = len(heads)
+                name, default_file, start_line, outer = self._shared(chain)
+                heads.append(ChainHead(name, start_line, outer, default_file))
+            string = self.run_file[position]
+            file = file_ids.get(string)
+            if file is None:
+                file = file_ids[string] = len(file_names)
+                file_names.append(self._string(string))
+            high = lows[position + 1] if position < ends else _WHOLE_SPACE
+            table.append(lows[position], high, file, self.run_line[position], self.run_column[position], head)
+        return table
 
     def runs(self) -> list[AnswerRun]:
         self._bind()
@@ -558,12 +613,18 @@ class IndexedObject:
         self._bound = True
 
     def _frames_of(self, position: int, chain: int) -> list[Frame]:
-        head = self._heads.get(chain)
+        head = self._heads.get(chain)  # not through _shared: one call less on every warm lookup
         if head is None:
             head = self._heads[chain] = self._head(chain)
         name, default_file, start_line, outer = head
         file = self._string(self.run_file[position]) or default_file
         return [Frame(name, file, self.run_line[position], self.run_column[position], start_line), *outer]
+
+    def _shared(self, chain: int) -> tuple[str | None, str | None, int, tuple[Frame, ...]]:
+        head = self._heads.get(chain)
+        if head is None:
+            head = self._heads[chain] = self._head(chain)
+        return head
 
     def _head(self, chain: int) -> tuple[str | None, str | None, int, tuple[Frame, ...]]:
         """What every run of ``chain`` shares: the innermost function, its default file and

@@ -6,7 +6,9 @@ from typing import Any, NamedTuple
 
 from symbolize.audit.report import ProfileView, Requirement
 
-DEFAULT_TARGETS = ("x86_64-unknown-linux-gnu", "x86_64-pc-windows-msvc", "aarch64-apple-darwin")
+# One target per platform whose builds differ in what they emit (ELF, a PDB, a dSYM or debug map):
+# the targets the advice for the platforms not audited is predicted for.
+PLATFORM_TARGETS = ("x86_64-unknown-linux-gnu", "x86_64-pc-windows-msvc", "aarch64-apple-darwin")
 PROFILE_KEYS = ("debug", "strip", "split-debuginfo", "lto", "codegen-units", "panic", "opt-level")
 
 
@@ -56,6 +58,10 @@ class CargoAudit(NamedTuple):
     differences: tuple[str, ...]  # prediction against the binaries given
     size_costs: tuple[str, ...]  # what the debug info costs in the binaries given
     notes: tuple[str, ...]
+    # The release profile on each platform no target audited has (PLATFORM_TARGETS): what to add
+    # there, not checked by --require (a --target for it checks it).
+    other_platforms: tuple[TargetPrediction, ...] = ()
+    targets_from: str = ""  # where the audited targets come from: --target, CARGO_BUILD_TARGET, ...
 
     def to_json(self) -> dict[str, Any]:
         from symbolize.audit import jsonable

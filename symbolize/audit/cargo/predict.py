@@ -24,6 +24,9 @@ def platform_of(target: str) -> str:
 
 _RUSTC_DEBUGINFO = {"0": "none", "1": "limited", "2": "full"}
 
+# A binary's format -> the platform whose prediction it is compared with.
+BINARY_PLATFORMS = {"elf": "elf", "pe": "windows-msvc", "macho": "macos"}
+
 
 def predict(profile: str, target: str, resolved: ResolvedProfile, rustflags: Sequence[str]) -> TargetPrediction:
     platform = platform_of(target)
@@ -163,6 +166,9 @@ def _cargo_fixes(
     profile: str, platform: str, debug: str, strip: Setting, split: Setting, shows: ProfileView, forced: bool
 ) -> list[str]:
     fixes: list[str] = []
+    # On macOS Cargo's split-debuginfo turns "unpacked" (the debug info stays in target/) as soon as
+    # there is debug info to split, so a "packed" that only means "nothing to pack" must be asked for.
+    macos_unpacked = platform == "macos" and (split.value != "packed" or split.source.startswith("rustc default"))
     if shows.rank < ProfileView.NAMES_LINES.rank or (platform == "macos" and split.value != "packed"):
         change = []
         if debug == "none" or debug == "line-directives-only":
@@ -170,7 +176,7 @@ def _cargo_fixes(
         # Cargo's implicit strip (no debug info asked for) goes away by itself once debug is set.
         if strip.value != "none" and not strip.source.startswith("Cargo default"):
             change.append('strip = "none"')
-        if platform == "macos" and split.value != "packed":
+        if macos_unpacked:
             change.append('split-debuginfo = "packed"  # a .dSYM to ship beside the binary')
         elif platform == "elf":
             change.append('# optional: split-debuginfo = "packed" ships the line tables as a .dwp beside the binary')
@@ -239,7 +245,7 @@ def compare(predictions: Sequence[TargetPrediction], binaries: Sequence[BinaryAu
     differences = []
     profiles = {p.profile for p in predictions}
     for audit in binaries:
-        platform = {"elf": "elf", "pe": "windows-msvc", "macho": "macos"}.get(audit.identity.format, "")
+        platform = BINARY_PLATFORMS.get(audit.identity.format, "")
         name = audit.identity.path
         profile = profile_of_binary(Path(name), profiles) or "release"
         if profile not in profiles:

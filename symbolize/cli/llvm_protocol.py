@@ -1,0 +1,362 @@
+"""``lookup`` as a program drives llvm-symbolizer: input lines read as llvm-symbolizer 22 reads
+them (symbolize/cli/llvm_input.py), with or without ``--obj``, and llvm-symbolizer 22's output,
+``--output-style=JSON`` included (LLVM's ``DIPrinter.cpp``, ``JSONPrinter``).
+
+JSON, one object per input line (a JSON array of them, on one line, for addresses given as
+arguments), keys sorted as LLVM's ``json::Object`` writes them, no spaces:
+
+- code: ``{"Address": "0x..", "ModuleName": FILE, "Symbol": [frame, ...]}``, frames innermost
+  first, each ``{"Column", "FileName", "FunctionName", "Line", "StartLine"}`` ("" and 0 when
+  unknown), ``"Source"`` with ``--print-source-context-lines``. Of LLVM's other frame fields,
+  only what the readers know exactly is written: ``StartAddress`` of the outermost frame, which
+  LLVM takes from the covering symbol when one covers the address (as the readers name that
+  frame), and, for an address nothing names or only a symbol names, all of them (LLVM's
+  ``StartFileName`` "" and ``Discriminator`` 0, there being no DIE and no line row). The DIE's
+  ``DW_AT_low_pc`` of an inlined frame, its ``DW_AT_decl_file`` and the line row's
+  discriminator are not read, and not written (README, "Commands").
+- a file that cannot be opened: ``{"Address", "Error": {"Message"}, "ModuleName"}``, the message
+  on stderr too; a line llvm-symbolizer cannot read: the error on stderr and
+  ``{"ModuleName", "Symbol": [blank frame]}``; a symbol's name: ``{"Loc": [frame...],
+  "ModuleName", "SymName"}`` (its function symbols' places); ``DATA``: ``{"Address", "Data":
+  {"Name", "Size", "Start"}, "ModuleName"}`` from the covering function symbol.
+
+Text: llvm-symbolizer's styles (:class:`symbolize.answer_text.PlainStyle`), with ``--verbose``'s
+block per frame, ``--print-source-context-lines``' numbered source lines and ``-s``/``--basenames``;
+with ``--obj``, a line that is no address is echoed, as before (README), else answered ``??``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+from symbolize.answer_text import PlainStyle, folded_frame
+from symbolize.cli.llvm_input import Query, parse_query
+from symbolize.formats.types import Frame, ObjectFile
+from symbolize.module import Unknown
+
+if TYPE_CHECKING:
+    from symbolize.api import Session
+    from symbolize.demangle import DemangleMode
+    from symbolize.loader import Loader
+    from symbolize.module import Module
+    from symbolize.shaping import FrameShaper
+
+# The frame llvm-symbolizer prints for an address nothing names.
+_BLANK_FRAME = {"Column": 0, "Discriminator": 0, "FileName": "", "FunctionName": "", "Line": 0,
+                "StartAddress": "", "StartFileName": "", "StartLine": 0}  # fmt: skip
+
+
+class LlvmOutput(NamedTuple):
+    """How the answers are printed: llvm-symbolizer's options besides where to look."""
+
+    obj: str | None = None  # --obj; None: each line names its file
+    as_json: bool = False  # --output-style=JSON
+    style: PlainStyle = PlainStyle()
+    inlines: bool = True
+    show_functions: bool = True  # --functions=none: False
+    # --functions=linkage (the default): LLVM names the outermost frame, and takes its start
+    # address, from the covering symbol; with short or no names it keeps the DIE's DW_AT_low_pc.
+    symbol_starts: bool = True
+    relative_address: bool = False
+    adjust_vma: int = 0
+    basenames: bool = False
+    verbose: bool = False
+    context_lines: int = 0
+    our_json: bool = False  # --json: our own shape (symbolize/answer_text.py)
+
+
+def json_text(value: Any, pretty: bool = False) -> str:
+    """``value`` as LLVM's JSON writer spells it: keys sorted, no spaces, UTF-8 kept; ``pretty``
+    (``-p``) indented by two spaces, as its ``json::OStream`` indents."""
+    if pretty:
+        return json.dumps(value, sort_keys=True, indent=2, separators=(",", ": "), ensure_ascii=False)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class LlvmAnswers:
+    """The answers to llvm-symbolizer's input lines, each file opened once for the whole run."""
+
+    def __init__(self, session: Session, output: LlvmOutput, arch: str | None = None) -> None:
+        from symbolize.answer_text import AnswerText
+
+        self.session = session
+        self.output = output
+        self.arch = arch
+        self._chains = _chain_shaper(session.demangle)
+        self._classic = AnswerText(session.shaper(), output.our_json, output.style)
+        self._modules: dict[str, tuple[Module, Loader] | str] = {}
+        self.failed = False  # a file could not be opened
+
+    def open(self, name: str) -> Module | str:
+        """The module of file ``name``, or why it cannot be opened (already said on stderr)."""
+        from symbolize.cli.exits import error_line
+        from symbolize.errors import SymbolizeError
+
+        found = self._modules.get(name)
+        if found is None:
+            try:
+                found = self.session.open_module(name, self.arch)
+            except (SymbolizeError, OSError) as error:
+                self.failed = True
+                found = error_line(error).removeprefix("symbolize: error: ")
+                if not self.output.as_json:  # llvm-symbolizer's JSON carries it alone
+                    print(f"symbolize: error: {found}", file=sys.stderr)
+            self._modules[name] = found
+        return found if isinstance(found, str) else found[0]
+
+    def open_obj(self, name: str) -> None:
+        """Open the ``--obj`` file now; its error is raised (the command's one error line, exit 1)."""
+        self._modules[name] = self.session.open_module(name, self.arch)
+
+    def finish(self, answered: bool) -> None:
+        """End every file's run (background indexing when ``answered``, as one lookup does)."""
+        for opened in self._modules.values():
+            if not isinstance(opened, str):
+                self.session.finish(opened[1], answered)
+
+    # Answers ------------------------------------------------------------------------------
+
+    def render(self, lines: Sequence[str]) -> str:
+        """The text printed for ``lines`` read from stdin: one answer per line."""
+        queries = [parse_query(line, self.output.obj) for line in lines]
+        if self._classic_output():
+            return self._render_classic(queries)
+        return "".join(self.answer(query) + ("\n" if self.output.as_json else "") for query in queries)
+
+    def render_arguments(self, words: Sequence[str]) -> str:
+        """The text printed for addresses given as arguments: JSON as one array, on one line."""
+        queries = [parse_query(word, self.output.obj) for word in words]
+        if not queries:
+            return ""
+        if self._classic_output():
+            return self._render_classic(queries)
+        answers = [self.answer(query) for query in queries]
+        if self.output.as_json and self.output.style.pretty:
+            return json_text([json.loads(answer) for answer in answers], pretty=True) + "\n"
+        return f"[{','.join(answers)}]\n" if self.output.as_json else "".join(answers)
+
+    def _classic_output(self) -> bool:
+        """Whether the output is what ``lookup --obj`` printed before this protocol: llvm-symbolizer
+        14's text or our JSON, by symbolize/answer_text.py (its compiled kernel included)."""
+        output = self.output
+        return output.obj is not None and not (
+            output.as_json or output.relative_address or output.adjust_vma or output.basenames
+            or output.verbose or output.context_lines
+        )  # fmt: skip
+
+    def _render_classic(self, queries: list[Query]) -> str:
+        assert self.output.obj is not None
+        module = self.open(self.output.obj)
+        if isinstance(module, str):
+            return ""
+        out: list[str] = []
+        pending: list[str] = []
+        for query in queries:
+            if query.data and query.address is not None and not self.output.our_json:
+                if pending:
+                    out.append(self._classic.render(module, pending))
+                    pending = []
+                out.append(self._data_text(module, query.address))
+            elif query.address is not None:
+                pending.append(f"{query.address:#x}")
+            else:
+                pending.append(query.text)  # echoed, as llvm-symbolizer 14 does
+        if pending:
+            out.append(self._classic.render(module, pending))
+        return "".join(out)
+
+    def answer(self, query: Query) -> str:
+        """One query's answer: a JSON object (no new line) or the text of llvm-symbolizer's style."""
+        if query.error is not None:
+            if self.output.obj is not None and not self.output.as_json:
+                return f"{query.text}\n"  # echoed, as llvm-symbolizer 14 does (README)
+            if query.error:
+                print(f"symbolize: error: '{query.text}': {query.error}", file=sys.stderr)
+            if self.output.as_json:
+                return self._json({"ModuleName": query.module, "Symbol": [_BLANK_FRAME]})
+            return self.output.style.answer(None, [Frame(None)])
+        module = self.open(query.module)
+        if isinstance(module, str):
+            if self.output.as_json:
+                where = {"Address": f"{query.address:#x}"} if query.address is not None else {"SymName": query.symbol}
+                return self._json({**where, "Error": {"Message": module}, "ModuleName": query.module})
+            return self.output.style.answer(None, [Frame(None)])
+        if query.symbol is not None:
+            return self._symbol_answer(module, query)
+        assert query.address is not None
+        vaddr = query.address - self.output.adjust_vma
+        if self.output.relative_address and module.image.format == "pe":
+            # LLVM adds the preferred base, a PE image's ImageBase; an ELF file's is 0 to it
+            # (llvm-symbolizer 22 on a non-PIE executable answers the address unmoved).
+            vaddr += module.image.load_base
+        if query.data:
+            return self._data_answer(module, query.address, vaddr, query.module)
+        return self._code_answer(module, query.address, vaddr, query.module)
+
+    def _json(self, value: dict[str, Any]) -> str:
+        return json_text(value, self.output.style.pretty)
+
+    def _frames(self, module: Module, vaddr: int) -> list[Frame]:
+        if not 0 <= vaddr < 1 << 64:
+            return []
+        result = self._chains.shape(module.lookup([vaddr])[0])
+        return [] if isinstance(result, Unknown) else result
+
+    def _code_answer(self, module: Module, address: int, vaddr: int, name: str) -> str:
+        frames = self._frames(module, vaddr)
+        covering = module.image.symbol_at(vaddr) if frames else None
+        if not self.output.show_functions and self._symbol_only(frames, covering):
+            frames = []  # LLVM reads no symbol table when it prints no names (README)
+        shown = self._cut(frames)
+        symbol = covering if self.output.symbol_starts else None
+        if self.output.as_json:
+            return self._json({"Address": f"{address:#x}", "ModuleName": name,
+                               "Symbol": self._json_frames(shown, symbol)})  # fmt: skip
+        return self._text(address, shown, symbol)
+
+    def _cut(self, frames: list[Frame]) -> list[Frame]:
+        """The frames printed: all, or without inlines the one llvm-symbolizer's style shows."""
+        if self.output.inlines or len(frames) < 2:
+            return frames
+        return [frames[0]] if self.output.style.gnu else [folded_frame(frames)]
+
+    def _symbol_only(self, frames: list[Frame], symbol: Any) -> bool:
+        """Whether the symbol table alone named the address (no line row, no DIE)."""
+        return (
+            symbol is not None and len(frames) == 1 and frames[0].line == 0 and frames[0].start_line == 0
+            and frames[0].column == 0
+        )  # fmt: skip
+
+    def _json_frames(self, frames: list[Frame], symbol: Any) -> list[dict[str, Any]]:
+        if not frames:
+            return [_BLANK_FRAME]
+        symbol_only = self._symbol_only(frames, symbol)
+        shown: list[dict[str, Any]] = []
+        for depth, frame in enumerate(frames):
+            entry: dict[str, Any] = {
+                "Column": frame.column, "FileName": self._file(frame.file) or "",
+                "FunctionName": (frame.function or "") if self.output.show_functions else "",
+                "Line": frame.line, "StartLine": frame.start_line,
+            }  # fmt: skip
+            if symbol is not None and depth == len(frames) - 1:
+                entry["StartAddress"] = f"{symbol.vaddr:#x}"
+            if symbol_only:
+                entry.update(Discriminator=0, StartFileName="")
+            source = self._source(frame)
+            if source:
+                entry["Source"] = source
+            shown.append(entry)
+        return shown
+
+    def _text(self, address: int, frames: list[Frame], symbol: Any) -> str:
+        style = self.output.style
+        if not frames:
+            return style.answer(address, [Frame(None)])
+        if not (self.output.verbose or self.output.context_lines or self.output.basenames):
+            return style.answer(address, frames)
+        frames = [frame._replace(file=self._file(frame.file)) for frame in frames]
+        if not self.output.verbose:
+            return style.answer(address, frames, self._source)
+        out = [f"{address:#x}{': ' if style.pretty else chr(10)}"] if style.addresses else []
+        for depth, frame in enumerate(frames):
+            prefix = " (inlined by) " if style.pretty and depth else ""
+            name = (frame.function or "??") if style.functions else ""
+            out.append(f"{prefix}{name}{' at ' if style.pretty else chr(10)}" if style.functions else "")
+            out.append(f"  Filename: {frame.file or '??'}\n")
+            if frame.start_line:
+                out.append(f"  Function start line: {frame.start_line}\n")
+            if symbol is not None and depth == len(frames) - 1 and not style.gnu:
+                out.append(f"  Function start address: {symbol.vaddr:#x}\n")
+            out.append(f"  Line: {frame.line}\n  Column: {frame.column}\n")
+            out.append(self._source(frame))
+        if not style.gnu:
+            out.append("\n")
+        return "".join(out)
+
+    def _file(self, file: str | None) -> str | None:
+        if file is None or not self.output.basenames:
+            return file
+        return os.path.basename(file)
+
+    def _source(self, frame: Frame) -> str:
+        """``--print-source-context-lines``: the lines around the frame's, as DIPrinter numbers them."""
+        count = self.output.context_lines
+        if not count or not frame.file or not frame.line:
+            return ""
+        first = max(1, frame.line - count // 2)
+        last = first + count  # exclusive
+        try:
+            with open(frame.file, "rb") as source:
+                texts = source.read().split(b"\n")
+        except OSError:
+            return ""
+        width = len(str(last - 1))
+        out = []
+        for number in range(first, min(last, len(texts) + 1)):
+            if number == len(texts) and not texts[-1]:
+                break  # the new line ending the file starts no line
+            marker = " >: " if number == frame.line else "  : "
+            out.append(f"{number:>{width}}{marker}{texts[number - 1].decode('utf-8', 'replace')}\n")
+        return "".join(out)
+
+    def _symbol_answer(self, module: Module, query: Query) -> str:
+        """A symbol's name: the place of each function symbol so named (llvm-symbolizer 22)."""
+        # Every image the loader opens is a reader, and every reader lists its symbols (ObjectFile).
+        image = cast(ObjectFile, module.image)
+        symbols = [symbol for symbol in image.symbols() if symbol.name == query.symbol]
+        if self.output.obj is not None and not self.output.as_json:
+            return f"{query.text}\n"  # echoed, as llvm-symbolizer 14 does (README)
+        places = []
+        for symbol in symbols:
+            frames = self._frames(module, symbol.vaddr)
+            if frames:
+                places.append((symbol, folded_frame(frames)))
+        if self.output.as_json:
+            found = [{**self._json_frames([frame], symbol)[0], "StartAddress": f"{symbol.vaddr:#x}"}
+                     for symbol, frame in places]  # fmt: skip
+            return self._json({"Loc": found, "ModuleName": query.module, "SymName": query.symbol})
+        if not places:
+            return self.output.style.answer(None, [Frame(None)])
+        return "".join(self._text(symbol.vaddr, [frame], symbol) for symbol, frame in places)
+
+    def _data_answer(self, module: Module, address: int, vaddr: int, module_name: str) -> str:
+        if self.output.as_json:
+            symbol = module.image.symbol_at(vaddr) if 0 <= vaddr < 1 << 64 else None
+            name, start, size = (symbol.name, symbol.vaddr, symbol.size) if symbol else ("", 0, 0)
+            data = {"Name": name, "Size": f"{size:#x}", "Start": f"{start:#x}"}
+            return self._json({"Address": f"{address:#x}", "Data": data, "ModuleName": module_name})
+        return self._data_text(module, vaddr)
+
+    def _data_text(self, module: Module, vaddr: int) -> str:
+        """llvm-symbolizer's DATA answer: the name, ``START SIZE`` in decimal, the symbol's source file."""
+        symbol = module.image.symbol_at(vaddr) if 0 <= vaddr < 1 << 64 else None
+        if symbol is None:
+            return "??\n0 0\n??:0\n\n"
+        source = os.path.basename(symbol.source_file) if symbol.source_file else "??"
+        return f"{symbol.name}\n{symbol.vaddr} {symbol.size}\n{source}:0\n\n"
+
+
+def _chain_shaper(mode: DemangleMode) -> FrameShaper:
+    from symbolize.shaping import FrameShaper
+
+    return FrameShaper(mode, True)
+
+
+def lookup_answers(
+    answers: LlvmAnswers, arguments: Sequence[str] | None, stdin_batches: Iterator[list[str]]
+) -> Iterator[str]:
+    """The text to print, batch by batch: the arguments' answers, else each stdin batch's."""
+    answered = False
+    try:
+        if arguments is not None:
+            yield answers.render_arguments(arguments)
+        else:
+            for lines in stdin_batches:
+                yield answers.render(lines)
+        answered = True
+    finally:
+        answers.finish(answered)
