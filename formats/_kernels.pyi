@@ -22,11 +22,12 @@ class UnitColumns:
     columns: bytes
     heads: bytes  # indexes of head_keys
     file_names: list[str | None]
-    # Per chain: (innermost function, its decl line, calling frames innermost first as
-    # (function, file, line, column, start_line)).
-    chains: list[tuple[str | None, int, list[tuple[str | None, str | None, int, int, int]]]]
     # Per head: (chain id or -1 for no function, symbol index or -1).
     head_keys: list[tuple[int, int]]
+    # Chain ``chain``: (innermost function, its decl line, calling frames innermost first as
+    # (function, file, line, column, start_line)); built when asked, one chain at a time.
+    def chain(self, chain: int) -> tuple[str | None, int, list[tuple[str | None, str | None, int, int, int]]]: ...
+    def chain_count(self) -> int: ...
 
 class DwarfUnits:
     def __init__(self, sections: dict[str, bytes], little_endian: bool, address_size: int,

@@ -93,10 +93,10 @@ class _CompiledHeads(Sequence[ChainHead]):
     """The chain heads of a compiled unit's runs, each named on first use: a batch of lookups reads
     a few of a unit's thousands (naming them all took as long as building the unit, on libpython)."""
 
-    __slots__ = ("_chains", "_heads", "_keys", "_named_chains", "_symbols")
+    __slots__ = ("_columns", "_heads", "_keys", "_named_chains", "_symbols")
 
     def __init__(self, columns: UnitColumns, symbols: SymbolIndex) -> None:
-        self._chains = columns.chains
+        self._columns = columns
         self._keys = columns.head_keys
         self._symbols = symbols.symbols
         self._heads: list[ChainHead | None] = [None] * len(self._keys)
@@ -124,7 +124,7 @@ class _CompiledHeads(Sequence[ChainHead]):
     def _chain(self, chain: int) -> Chain:
         found = self._named_chains.get(chain)
         if found is None:
-            name, start_line, outer = self._chains[chain]
+            name, start_line, outer = self._columns.chain(chain)
             found = self._named_chains[chain] = (name, start_line, tuple(Frame(*frame) for frame in outer))
         return found
 

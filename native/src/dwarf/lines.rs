@@ -122,7 +122,6 @@ fn file_names<'a>(unit: &UnitData<'a>, header: &gimli::LineProgramHeader<R<'a>>)
 }
 
 /// The rows of a program, the row held back until the next shows whether it repeats its address.
-#[derive(Default)]
 struct Rows {
     addresses: Vec<u64>,
     files: Vec<i64>,
@@ -131,6 +130,18 @@ struct Rows {
 }
 
 impl Rows {
+    /// Room for the rows of a program of `length` bytes: compilers spend about 3 bytes a row (a
+    /// special opcode, a column or line advance), so growth by doubling is rare.
+    fn for_program(length: usize) -> Self {
+        let rows = length / 3;
+        Rows {
+            addresses: Vec::with_capacity(rows),
+            files: Vec::with_capacity(rows),
+            lines: Vec::with_capacity(rows),
+            columns: Vec::with_capacity(rows),
+        }
+    }
+
     fn push(&mut self, (address, file, line, column): (u128, u64, i128, u64)) -> Decided<()> {
         if line < 0 {
             return Err(Defer("a line program that steps below line 0"));
@@ -174,7 +185,7 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
     let const_add_pc = special(255).0;
     let addr_size = unit.addr_size;
     let mut input = header.raw_program_buf();
-    let mut rows = Rows::default();
+    let mut rows = Rows::for_program(input.len());
     let mut sequences = Vec::new();
     let (mut address, mut file, mut line, mut column): (u128, u64, i128, u64) = (0, 1, 1, 0);
     let mut first_row = 0usize;

@@ -21,9 +21,9 @@ mod unit;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyIndexError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use runs::{Columns, SymbolBounds};
 
@@ -106,18 +106,44 @@ pub struct DwarfUnits {
     symbols: Py<SymbolBounds>,
 }
 
-/// One unit's runs as parallel columns (see `formats/_kernels.pyi`).
-#[pyclass(frozen, get_all, module = "symbolize.formats._kernels")]
+/// One unit's runs as parallel columns (see `formats/_kernels.pyi`). The chains stay here until
+/// asked for one by one (`chain`): a batch of lookups names a few of a unit's thousands, and
+/// turning them all into Python tuples cost as much as the sweep that built the runs.
+#[pyclass(frozen, module = "symbolize.formats._kernels")]
 pub struct UnitColumns {
+    #[pyo3(get)]
     lows: Py<PyBytes>,
+    #[pyo3(get)]
     highs: Py<PyBytes>,
+    #[pyo3(get)]
     files: Py<PyBytes>,
+    #[pyo3(get)]
     lines: Py<PyBytes>,
+    #[pyo3(get)]
     columns: Py<PyBytes>,
+    #[pyo3(get)]
     heads: Py<PyBytes>,
+    #[pyo3(get)]
     file_names: Py<PyList>,
-    chains: Py<PyList>,
+    #[pyo3(get)]
     head_keys: Py<PyList>,
+    chains: Vec<(runs::Name, Vec<runs::Frame>)>,
+}
+
+#[pymethods]
+impl UnitColumns {
+    /// Chain `chain`: (innermost function, its decl line, calling frames innermost first).
+    fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
+        let Some(((name, start_line), outer)) = self.chains.get(chain) else {
+            return Err(PyIndexError::new_err(format!("chain {chain} of {}", self.chains.len())));
+        };
+        (name, start_line, PyList::new(py, outer)?).into_pyobject(py)
+    }
+
+    /// How many chains the runs' heads name.
+    fn chain_count(&self) -> usize {
+        self.chains.len()
+    }
 }
 
 fn machine_bytes<'py, T: Copy, const N: usize>(py: Python<'py>, values: &[T], to_bytes: fn(T) -> [u8; N]) -> PyResult<Py<PyBytes>> {
@@ -132,10 +158,6 @@ fn machine_bytes<'py, T: Copy, const N: usize>(py: Python<'py>, values: &[T], to
 
 impl UnitColumns {
     fn from_columns(py: Python<'_>, built: Columns) -> PyResult<Self> {
-        let chains = PyList::empty(py);
-        for ((name, start_line), outer) in built.chains {
-            chains.append((name, start_line, PyList::new(py, outer)?))?;
-        }
         Ok(UnitColumns {
             lows: machine_bytes(py, &built.lows, u64::to_ne_bytes)?,
             highs: machine_bytes(py, &built.highs, u64::to_ne_bytes)?,
@@ -144,8 +166,8 @@ impl UnitColumns {
             columns: machine_bytes(py, &built.columns, i64::to_ne_bytes)?,
             heads: machine_bytes(py, &built.heads, i64::to_ne_bytes)?,
             file_names: PyList::new(py, built.file_names)?.unbind(),
-            chains: chains.unbind(),
             head_keys: PyList::new(py, built.head_keys)?.unbind(),
+            chains: built.chains,
         })
     }
 }

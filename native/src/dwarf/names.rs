@@ -8,7 +8,7 @@
 //! that leaves the unit (`DW_FORM_ref_addr` into another unit, dwz references) or runs as deep as
 //! the reference's cut-off is left to the reference.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 use gimli::constants as dw;
@@ -32,15 +32,15 @@ pub(crate) struct Namer<'u, 'a> {
     pub lines: Option<&'u LineTable>,
     /// (offset, end) of every unit of the file, in order.
     units: &'u [(u64, u64)],
-    reached: HashMap<u64, Reached<'a>>,
-    cache: HashMap<u64, Name>,
+    reached: FxHashMap<u64, Reached<'a>>,
+    cache: FxHashMap<u64, Name>,
 }
 
 impl<'u, 'a> Namer<'u, 'a> {
     pub(crate) fn new(
         unit: &'u UnitData<'a>, tree: &'u Tree<'a>, lines: Option<&'u LineTable>, units: &'u [(u64, u64)],
     ) -> Self {
-        Namer { unit, tree, lines, units, reached: HashMap::new(), cache: HashMap::new() }
+        Namer { unit, tree, lines, units, reached: FxHashMap::default(), cache: FxHashMap::default() }
     }
 
     /// `_unit_for_reference` into another unit: that unit, decoded as `_index_for` decodes it (its

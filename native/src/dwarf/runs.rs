@@ -9,12 +9,15 @@
 //! symbol table give. `SymbolBounds` is the symbol table's starts and stops, read once per file.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
 
 use pyo3::prelude::*;
 
 use super::lines::LineTable;
-use super::names::{Name, Namer};
+pub(crate) use super::names::Name;
+use super::names::Namer;
 use super::tree::Tree;
 use super::{Decided, Defer};
 
@@ -130,7 +133,7 @@ struct Builder<'u, 'a> {
     node_spans: Vec<Vec<(u128, u128)>>,
     /// Per node: its chain id, -1 until named.
     chain_ids: Vec<i64>,
-    head_ids: HashMap<(i64, i64), i64>,
+    head_ids: FxHashMap<(i64, i64), i64>,
     names: Vec<Option<Name>>,
     columns: Columns,
 }
@@ -155,9 +158,10 @@ impl Builder<'_, '_> {
             pieces.sort_unstable();
             return pieces;
         }
-        let mut by_child: HashMap<usize, Vec<(u128, u128)>> = HashMap::new();
+        let mut by_child: FxHashMap<usize, Vec<(u128, u128)>> = FxHashMap::default();
+        let mut owners = Vec::new();
         for &(span_low, span_high) in &spans {
-            let mut owners = Vec::new();
+            owners.clear();
             for (order, &child) in children.iter().enumerate() {
                 for &(child_low, child_high) in &self.tree.nodes[child].ranges {
                     if child_low < span_high && child_high > span_low {
@@ -305,7 +309,7 @@ pub(crate) fn all_runs<'u, 'a>(
         lines,
         node_spans: vec![Vec::new(); tree.nodes.len()],
         chain_ids: vec![-1; tree.nodes.len()],
-        head_ids: HashMap::new(),
+        head_ids: FxHashMap::default(),
         names: vec![None; tree.nodes.len()],
         columns: Columns::default(),
     };
@@ -325,13 +329,17 @@ pub(crate) fn all_runs<'u, 'a>(
             spans.push((low, high, -1));
         }
     }
-    let mut seen: std::collections::HashSet<usize> = top_nodes.iter().copied().collect();
+    let mut seen = vec![false; tree.nodes.len()];
+    for &node in &top_nodes {
+        seen[node] = true;
+    }
     let mut pending = top_nodes;
     while let Some(node) = pending.pop() {
         for (low, high, owner) in builder.level(node) {
             if owner == node {
                 spans.push((low, high, node as i64));
-            } else if seen.insert(owner) {
+            } else if !seen[owner] {
+                seen[owner] = true;
                 pending.push(owner);
             }
         }
@@ -343,6 +351,16 @@ pub(crate) fn all_runs<'u, 'a>(
         if leaf >= 0 && low < high {
             builder.chain(leaf as usize)?;
         }
+    }
+    // One run per row a span covers, one per bare span, a few more where a symbol cuts: room for
+    // all of them at once, not a doubling per few thousand runs.
+    let room = lines.map_or(0, |lines| lines.addresses.len()) + spans.len();
+    let columns = &mut builder.columns;
+    for column in [&mut columns.lows, &mut columns.highs] {
+        column.reserve(room);
+    }
+    for column in [&mut columns.files, &mut columns.lines, &mut columns.columns, &mut columns.heads] {
+        column.reserve(room);
     }
     sweep(&mut builder, &spans, symbols)?;
     builder.columns.file_names = lines.map(|lines| lines.files.clone()).unwrap_or_default();
