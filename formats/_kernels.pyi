@@ -1,5 +1,6 @@
 # The compiled kernels of native/ (Rust, PyO3): each answers what its Python twin answers.
 from collections.abc import Callable
+from typing import Any
 
 # The entries of a serialized pprof Profile, counted up to one past ``limit``
 # (native/src/profile_entries.rs), twin of pprof._count_entries.
