@@ -3,8 +3,8 @@
 ``pip install`` builds ``symbolize.formats._kernels`` wherever cargo is found (setuptools-rust,
 marked optional in ``pyproject.toml``); where it is missing or the build fails the install still
 succeeds. Without the module, or with ``SYMBOLIZE_PURE_PYTHON=1`` in the environment, every reader
-runs its Python code, which stays the reference each kernel is tested against (the DWARF answer
-source in ``tests/test_compiled_dwarf.py``). The variable is read once, at import.
+runs its Python code, which stays the reference each kernel is tested against
+(``tests/test_native_kernels.py``). The variable is read once, at import.
 """
 
 from __future__ import annotations

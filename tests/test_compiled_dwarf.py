@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 
 from symbolize.api import open_module
 from symbolize.formats.answers import AnswerLookup
-from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.dwarf import answers as dwarf_answers
 from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 from symbolize.formats.dwarf.info import _is_skeleton
@@ -36,15 +35,7 @@ from symbolize.formats.macho.debugmap import DebugMapSource
 from symbolize.formats.macho.slices import list_slices
 from symbolize.formats.native import kernels
 from symbolize.module import Module
-from tests.dwarf_builder import answering, getter
 from tests.fixtures_data import BIN, FIXTURES, MACOS_BIN, WINDOWS_BIN
-from tests.hostile_dwarf import (
-    abbrev_offsets_apart_case,
-    deep_skip_case,
-    nested_inlines_case,
-    past_address_space_case,
-    shared_table_case,
-)
 from tests.kernel_twins import compiled_unit_runs, kernels_in, reference_runs, table_answers
 
 if kernels is None:

@@ -23,7 +23,6 @@ import pytest
 from symbolize import api
 from symbolize.demangle import demangle
 from symbolize.formats.dwarf import DwarfInfo
-from symbolize.formats.dwarf import answers as dwarf_answers
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 from symbolize.formats.dwarf.skip import SubtreeSkipper
@@ -66,15 +65,7 @@ def _info(sections: dict[str, bytes], **options: object) -> DwarfSymbolAnswers:
 
 
 @pytest.fixture
-def python_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Python runs answer, whether or not the compiled source is loaded: the tests that count
-    the Python reader's work (the compiled source's answers to the same shapes are compared with
-    these in tests/test_compiled_dwarf.py)."""
-    monkeypatch.setattr(dwarf_answers, "kernels", None)
-
-
-@pytest.fixture
-def skipper_walks(monkeypatch: pytest.MonkeyPatch, python_runs: None) -> list[int]:
+def skipper_walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Start offsets of every walk a SubtreeSkipper makes, noting walks included."""
     walks: list[int] = []
     original = SubtreeSkipper._walk
@@ -183,9 +174,7 @@ def test_deeply_nested_subtrees_are_walked_a_bounded_number_of_times(skipper_wal
     assert len(skipper_walks) <= 4  # was one walk per level: 20,000 walks, 33 s
 
 
-def test_units_sharing_one_abbreviation_table_share_its_tables(
-    monkeypatch: pytest.MonkeyPatch, python_runs: None
-) -> None:
+def test_units_sharing_one_abbreviation_table_share_its_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[int] = []
     original = SubtreeSkipper.__init__
 

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.reader import read_sleb, read_uleb
+from symbolize.formats.native import kernels
 
 # How a form's value is laid out in .debug_info.
 KIND_FIXED = 0
@@ -108,11 +109,28 @@ def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = Non
     return read_abbrev_table(data, offset, shapes)[0]
 
 
-def read_abbrev_table(
-    data: bytes, offset: int, shapes: ShapeBytes | None = None
-) -> tuple[dict[int, Abbrev], int]:
+def read_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = None) -> tuple[dict[int, Abbrev], int]:
     """The table at ``offset`` up to its terminating 0 code, and the offset past that code (what
     a file's tables cost to read is bounded by the bytes they span: see DwarfInfo).
+
+    By the compiled twin where built (``native/src/abbrev.rs``): the same table, end and entries
+    left in ``shapes``, or None where this function must parse (a table that runs off the
+    section, a number past 64 bits).
+    """
+    if shapes is None:
+        shapes = {}
+    if kernels is not None:
+        parsed: tuple[dict[int, Abbrev], int] | None = kernels.parse_abbrev_table(data, offset, shapes, Abbrev)
+        if parsed is not None:
+            return parsed
+    return _parse_abbrev_table(data, offset, shapes)
+
+
+def _parse_abbrev_table(
+    data: bytes, offset: int, shapes: ShapeBytes | None = None
+) -> tuple[dict[int, Abbrev], int]:
+    """The reference :func:`read_abbrev_table`: the table at ``offset`` up to its terminating 0
+    code, and the offset past that code.
 
     ``shapes`` remembers entries already parsed, by their bytes, across the tables of a file:
     each unit's table repeats most of the others' entries under other codes, and looking an

@@ -11,16 +11,11 @@ STT_FILE source standing in for a missing row file. Where a unit covers an
 address with a row but no function, the frame is the symbol's (or nameless).
 
 Any container that pairs DWARF with a symbol table (ELF, Mach-O, MinGW PE)
-answers through :class:`DwarfSymbolAnswers`. Where the compiled kernels are
-loaded, a unit's runs come whole from the compiled answer source
-(``native/src/dwarf/``, on gimli), which decides by the same rules and leaves to
-the Python runs any unit it is not certain of (damage, dwz references, split
-units); both name chain heads with :func:`chain_head`. The Python runs are the
-reference and the fallback: the persistent index asks for whole units
-(:meth:`DwarfSymbolAnswers.answers`); the reader's own lookups decode a unit's
-runs one top-level function at a time (:class:`UnitRuns`), since a batch of
-lookups touches few functions of a unit; both build runs with the same code, so
-they agree.
+answers through :class:`DwarfSymbolAnswers`. The persistent index asks for
+whole units (:meth:`DwarfSymbolAnswers.answers`); the reader's own lookups
+decode a unit's runs one top-level function at a time
+(:class:`UnitRuns`), since a batch of lookups touches few functions of a unit;
+both build runs with the same code, so they agree.
 
 Inline trees are walked with an explicit stack, never recursion: the depth of
 nesting comes from the input.
@@ -45,7 +40,7 @@ from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
 
 if TYPE_CHECKING:
-    from symbolize.formats._kernels import DwarfUnits, UnitColumns
+    from symbolize.formats._kernels import DwarfUnits, SymbolBounds, UnitColumns
 
 # Past every address: the end of the span after a unit's last function.
 _END = 1 << 65
@@ -146,6 +141,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         self.dwarf = dwarf
         self.functions_only = functions_only
         self.zero_is_discarded = zero_is_discarded
+        self._bounds: tuple[SymbolBounds | None] | None = None
         self._compiled: tuple[DwarfUnits | None] | None = None
 
     def answer_regions(self) -> list[AnswerRegion]:
@@ -219,18 +215,15 @@ class DwarfSymbolAnswers(SymbolAnswers):
 
     def _compiled_units(self) -> DwarfUnits | None:
         """The compiled source over this file's DWARF sections and symbols, built on first use;
-        None without the kernels, or where a symbol's bounds do not fit 64 bits (hostile sizes)."""
+        None without the kernels, or where a symbol's bounds do not fit 64 bits."""
         if kernels is None:
             return None
         if self._compiled is None:
+            bounds = self._symbol_bounds()
             dwarf = self.dwarf
             try:
-                bounds = kernels.SymbolBounds(self.symbols.starts, self.symbols.stops)
-            except OverflowError:
-                self._compiled = (None,)
-                return None
-            try:
-                units = kernels.DwarfUnits(dwarf.sections_by_name(), dwarf.little_endian, dwarf.address_size, bounds)
+                units = (kernels.DwarfUnits(dwarf.sections_by_name(), dwarf.little_endian, dwarf.address_size, bounds)
+                         if bounds is not None else None)
             except _COMPILED_ERRORS as error:
                 raise MalformedInputError(f"DWARF: {error}", self.path) from error
             self._compiled = (units,)
@@ -240,7 +233,19 @@ class DwarfSymbolAnswers(SymbolAnswers):
         state = self.dwarf._load_units()[key]
         if not self.dwarf._ensure_decoded(state, whole):
             raise MalformedInputError(state.error or "unit cannot be decoded", self.path)
-        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only)
+        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only,
+                        self._symbol_bounds() if whole else None)
+
+    def _symbol_bounds(self) -> SymbolBounds | None:
+        """The symbol table's starts and stops for the compiled sweep, read once per file."""
+        if kernels is None:
+            return None
+        if self._bounds is None:
+            try:
+                self._bounds = (kernels.SymbolBounds(self.symbols.starts, self.symbols.stops),)
+            except OverflowError:
+                self._bounds = (None,)  # a bound past 128 bits (hostile sizes): the sweep in Python
+        return self._bounds[0]
 
 
 class UnitRuns:
@@ -254,8 +259,11 @@ class UnitRuns:
 
     def __init__(
         self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path, functions_only: bool = False,
+        symbol_bounds: SymbolBounds | None = None,
     ) -> None:
-        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing)."""
+        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing).
+        ``symbol_bounds``: ``symbols``' bounds for the compiled whole-unit sweep (None: the sweep in Python)."""
+        self._symbol_bounds = symbol_bounds
         assert state.index is not None
         self._info = info
         self._functions_only = functions_only
@@ -375,12 +383,21 @@ class UnitRuns:
                     unbroken.append(span)
                 elif low < high:
                     broken.append((low, high, error))
-            table = RunTable(self._file_names, self._heads)
-            self._sweep(table, unbroken)
+            table = self._build_all(unbroken)
             table.broken = broken
             return table
         except _DECODE_ERRORS as error:
             raise self._broken(error) from error
+
+    def _build_all(self, spans: list[tuple[int, int, int]]) -> RunTable:
+        """:meth:`_sweep`, by its compiled twin where built (``native/src/unit_runs.rs``), which
+        appends the same runs or nothing (then the sweep runs)."""
+        table = RunTable(self._file_names, self._heads)
+        bounds = self._symbol_bounds
+        if bounds is not None and kernels is not None and kernels.build_unit_runs(self, table, spans, bounds):
+            return table
+        self._sweep(table, spans)
+        return table
 
     def _sweep(self, table: RunTable, spans: list[tuple[int, int, int]]) -> None:
         """:meth:`_build` over sorted disjoint ``spans``, with cursors over the row and symbol pieces
