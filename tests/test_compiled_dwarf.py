@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from symbolize.api import open_module
 from symbolize.formats.answers import AnswerLookup
+from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.dwarf import answers as dwarf_answers
 from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 from symbolize.formats.dwarf.info import _is_skeleton
@@ -35,7 +36,15 @@ from symbolize.formats.macho.debugmap import DebugMapSource
 from symbolize.formats.macho.slices import list_slices
 from symbolize.formats.native import kernels
 from symbolize.module import Module
+from tests.dwarf_builder import answering, getter
 from tests.fixtures_data import BIN, FIXTURES, MACOS_BIN, WINDOWS_BIN
+from tests.hostile_dwarf import (
+    abbrev_offsets_apart_case,
+    deep_skip_case,
+    nested_inlines_case,
+    past_address_space_case,
+    shared_table_case,
+)
 from tests.kernel_twins import compiled_unit_runs, kernels_in, reference_runs, table_answers
 
 if kernels is None:
@@ -44,15 +53,7 @@ if kernels is None:
 # Ordinary units the compiled source still leaves to the Python runs, by (file relative to the
 # fixtures, architecture or "", unit offset): why. An entry whose unit the compiled source answers
 # fails the test too, so the list shrinks as the compiled source widens.
-_CROSS_UNIT = "a reference into another unit (DW_FORM_ref_addr: rustc names inlined std functions there)"
-DEFERRED: dict[tuple[str, str, int], str] = {
-    ("bin/rustdemo-full", "", 0x11E9D1): _CROSS_UNIT,
-    ("bin/rustdemo-full", "", 0x11EB8C): _CROSS_UNIT,
-    ("bin/rustdemo-full", "", 0x11F034): _CROSS_UNIT,
-    ("bin/rustdemo-lines", "", 0x10D2EE): _CROSS_UNIT,
-    ("bin/rustdemo-lines", "", 0x10D4A9): _CROSS_UNIT,
-    ("bin/rustdemo-lines", "", 0x10D951): _CROSS_UNIT,
-}
+DEFERRED: dict[tuple[str, str, int], str] = {}
 
 MACHO_MAGICS = (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
 SEARCH = (BIN, MACOS_BIN, WINDOWS_BIN, BIN / "debug", BIN / "cargo-unpacked")
@@ -189,9 +190,11 @@ def _lookup_case(name: str, arch: str | None) -> UnitCase:
 
 
 def _looked_up(source: DwarfSymbolAnswers, vaddrs: list[int], compiled: bool) -> list[object]:
-    """``vaddrs`` looked up as a cold lookup does (``lookup_runs``), on a fresh lookup each time."""
+    """``vaddrs`` looked up on a fresh lookup each time: through the compiled source's whole units
+    (``answers``, what the index stores), or as a cold lookup of the Python reference does
+    (``lookup_runs``, one function at a time)."""
     with kernels_in(kernels if compiled else None, dwarf_answers):
-        lookup = AnswerLookup(source.answer_regions(), source.lookup_runs)
+        lookup = AnswerLookup(source.answer_regions(), source.answers if compiled else source.lookup_runs)
         found: list[object] = []
         for vaddr in vaddrs:
             try:
@@ -254,5 +257,3 @@ def test_a_failure_of_the_compiled_source_is_the_readers_typed_error_naming_the_
         with pytest.raises(MalformedInputError, match="compiled DWARF reader failed") as raised:
             source.answers(0)
         assert raised.value.path == BIN / "cdemo-gcc-dwarf5-pie"
-        with pytest.raises(MalformedInputError, match="compiled DWARF reader failed"):
-            source.lookup_runs(0)

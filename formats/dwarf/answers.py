@@ -186,14 +186,13 @@ class DwarfSymbolAnswers(SymbolAnswers):
         return runs
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
-        """Unit ``key``'s runs for a batch of lookups: the compiled source's whole unit where it
-        answers (a unit is built in about the time Python decodes one function), else the Python
-        runs decoded one top-level function at a time."""
+        """Unit ``key``'s runs for a batch of lookups: the Python runs decoded one top-level
+        function at a time (with the fine-grained kernels where built). Not the compiled source's
+        whole unit: a cold lookup touches few functions of a unit, and building whole units made a
+        cold run of a large Rust binary 1.7x the CPU and 3.6x the memory (bench/RESULTS.md), until
+        the compiled source answers one span at a time too."""
         if key < 0:
             return super().answers(key)
-        compiled = self._compiled_runs(key)
-        if compiled is not None:
-            return compiled
         return self._unit(key, whole=False)
 
     def _compiled_runs(self, key: int) -> RunTable | None:
