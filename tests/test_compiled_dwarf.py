@@ -257,3 +257,23 @@ def test_a_failure_of_the_compiled_source_is_the_readers_typed_error_naming_the_
         with pytest.raises(MalformedInputError, match="compiled DWARF reader failed") as raised:
             source.answers(0)
         assert raised.value.path == BIN / "cdemo-gcc-dwarf5-pie"
+
+
+def test_entries_after_the_roots_children_are_left_to_the_reference() -> None:
+    """A fuzz finding (fuzz_compiled_dwarf.py in CI's smoke run, kept in tests/data/): a MinGW
+    unit's ``.debug_info`` mutated so that entries follow the root's children, one naming an
+    undefined abbreviation. The reference's walk reads on and refuses the unit; the compiled walk
+    stopped at the root's end and answered it. It defers there now."""
+    import importlib.util
+
+    fuzz = FIXTURES.parent / "fuzz"
+    spec = importlib.util.spec_from_file_location("fuzz_compiled_dwarf", fuzz / "fuzz_compiled_dwarf.py")
+    assert spec is not None and spec.loader is not None
+    target = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(target)
+    finding = FIXTURES.parent / "tests" / "data" / "compiled_dwarf_entries_after_root.bin"
+    found = target.sections_of(finding.read_bytes())
+    assert found is not None
+    chosen, sections, functions_only = found
+    for flag in (functions_only, not functions_only):
+        target.compare(chosen, sections, flag)  # raises AssertionError where the two sides differ

@@ -111,6 +111,16 @@ fn sibling_offset(unit: &UnitData<'_>, attr: &Attr<'_>) -> u64 {
     }
 }
 
+/// The tree, where the unit's entries end with its root's children; where bytes follow, the
+/// reference's walk reads on and may refuse the unit for them (fuzz/findings/): deferred to it.
+fn ended<'a, R: gimli::Reader>(tree: Tree<'a>, raw: &gimli::EntriesRaw<'_, R>) -> Decided<Tree<'a>> {
+    if raw.is_empty() {
+        Ok(tree)
+    } else {
+        Err(Defer("entries after the root's children"))
+    }
+}
+
 /// `scan_unit(unit, whole=True)`: the unit's nodes and scopes.
 pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
     let mut tree = Tree::default();
@@ -133,7 +143,7 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
         }
         let die = unit.offset + raw.next_offset().0 as u64;
         let Some(abbrev) = raw.read_abbreviation()? else {
-            let Some(frame) = stack.pop() else { return Ok(tree) };
+            let Some(frame) = stack.pop() else { return ended(tree, &raw) };
             current_node = frame.saved_node;
             current_scope = frame.saved_scope;
             let after = unit.offset + raw.next_offset().0 as u64;
@@ -148,7 +158,7 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                 Kind::Other => {}
             }
             if stack.is_empty() {
-                return Ok(tree);
+                return ended(tree, &raw);
             }
             continue;
         };
