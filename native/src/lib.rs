@@ -40,7 +40,7 @@ use line_program::{Header, Outcome, Rows};
 pyo3::import_exception!(symbolize.formats.dwarf.reader, DwarfFormatError);
 
 /// The message of a caught panic, for the error raised in its place.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|text| (*text).to_owned())

@@ -27,6 +27,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use runs::{Columns, SymbolBounds};
 
+use crate::panic_message;
+
 pyo3::create_exception!(
     _kernels,
     CompiledDwarfError,
@@ -95,14 +97,6 @@ fn unit_spans(sections: &Sections) -> Vec<(u64, u64)> {
     spans
 }
 
-/// The message of a caught panic.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|text| (*text).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned())
-}
 
 /// The units of one file's DWARF, answered one whole unit at a time.
 #[pyclass(frozen, module = "symbolize.formats._kernels")]
