@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fuzz.harness import REPO, Target, main
+from fuzz.harness import KEEP_SECTION, REPO, Target, main, replaced_sections
 
 if TYPE_CHECKING:  # imported by the target, once atheris instruments the package (fuzz/harness.py)
     from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
@@ -41,7 +41,7 @@ TEMPLATES = (
     "bin/macos/cppdemo-x86_64.dSYM/Contents/Resources/DWARF/cppdemo-x86_64", "bin/windows/mingwapp.exe",
 )  # fmt: skip
 SECTIONS = ("debug_abbrev", "debug_line", "debug_str", "ranges")
-KEEP = 0xFFFF
+KEEP = KEEP_SECTION
 FUNCTIONS_ONLY = 0x80
 MAX_UNITS = 4
 
@@ -90,22 +90,9 @@ def sections_of(data: bytes) -> tuple[Template, dict[str, bytes], bool] | None:
     if not data:
         return None
     chosen = template((data[0] & ~FUNCTIONS_ONLY) % len(TEMPLATES))
-    sections = dict(chosen.sections)
-    position = 1
-    for name in SECTIONS:
-        if position + 2 > len(data):
-            return None
-        (length,) = struct.unpack_from("<H", data, position)
-        position += 2
-        if length == KEEP:
-            continue
-        replacement = data[position : position + length]
-        position += length
-        if name == "ranges":
-            sections["debug_rnglists" if "debug_rnglists" in sections else "debug_ranges"] = replacement
-        else:
-            sections[name] = replacement
-    sections["debug_info"] = data[position:]
+    sections = replaced_sections(dict(chosen.sections), data, SECTIONS)
+    if sections is None:
+        return None
     return chosen, sections, bool(data[0] & FUNCTIONS_ONLY)
 
 

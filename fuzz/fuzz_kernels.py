@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fuzz.harness import REPO, Target, checked
+from fuzz.harness import KEEP_SECTION, REPO, Target, checked, replaced_sections
 
 # The last: Cargo's split-debuginfo = "packed" skeletons, each with DW_AT_GNU_ranges_base (the base of
 # its split unit's range lists, not of its own DW_AT_ranges) and [0x1,0x1) tombstones in .debug_ranges.
@@ -33,7 +33,7 @@ TEMPLATES = (
     "rs-cargo-packed",
 )  # fmt: skip
 SECTIONS = ("debug_abbrev", "debug_line", "ranges")
-KEEP = 0xFFFF
+KEEP = KEEP_SECTION
 MAX_UNITS = 4
 
 
@@ -61,23 +61,7 @@ def sections_of(data: bytes) -> dict[str, bytes] | None:
     """The input's sections, or None for an input too short to say."""
     if not data:
         return None
-    sections = dict(template_sections(data[0] % len(TEMPLATES)))
-    position = 1
-    for name in SECTIONS:
-        if position + 2 > len(data):
-            return None
-        (length,) = struct.unpack_from("<H", data, position)
-        position += 2
-        if length == KEEP:
-            continue
-        replacement = data[position : position + length]
-        position += length
-        if name == "ranges":
-            sections["debug_rnglists" if "debug_rnglists" in sections else "debug_ranges"] = replacement
-        else:
-            sections[name] = replacement
-    sections["debug_info"] = data[position:]
-    return sections
+    return replaced_sections(template_sections(data[0] % len(TEMPLATES)), data, SECTIONS)
 
 
 def _line_outcome(unit: Any, kernels: Any) -> tuple[object, ...]:

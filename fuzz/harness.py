@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import struct
 import sys
 import tempfile
 import traceback
@@ -115,6 +116,35 @@ def _import_everything() -> None:
         if module.name.endswith("__main__") or ".cli" in module.name:
             continue
         importlib.import_module(module.name)
+
+
+
+# A section length that keeps the template's section (replaced_sections).
+KEEP_SECTION = 0xFFFF
+
+
+def replaced_sections(sections: dict[str, bytes], data: bytes, names: Sequence[str]) -> dict[str, bytes] | None:
+    """``sections`` with those ``data`` replaces: after its first byte (the template's number), for
+    each of ``names`` a little-endian u16 length (KEEP_SECTION: keep the template's) and that many
+    bytes, then the rest is ``debug_info``. "ranges" stands for whichever of ``debug_rnglists`` and
+    ``debug_ranges`` the template has. None for an input too short to say."""
+    replaced = dict(sections)
+    position = 1
+    for name in names:
+        if position + 2 > len(data):
+            return None
+        (length,) = struct.unpack_from("<H", data, position)
+        position += 2
+        if length == KEEP_SECTION:
+            continue
+        replacement = data[position : position + length]
+        position += length
+        if name == "ranges":
+            replaced["debug_rnglists" if "debug_rnglists" in replaced else "debug_ranges"] = replacement
+        else:
+            replaced[name] = replacement
+    replaced["debug_info"] = data[position:]
+    return replaced
 
 
 def main(

@@ -13,7 +13,7 @@ module, or None for the Python reference); ``kernels_in`` sets it for the length
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -36,8 +36,9 @@ DWARF_SECTIONS = ("debug_info", "debug_abbrev", "debug_str", "debug_line_str", "
                   "debug_line", "debug_ranges", "debug_rnglists", "debug_aranges")
 
 
-def object_units(path: Path) -> list[Unit]:
-    """The units of every slice of ``path`` whose DIEs are in the file itself (not a .dwo)."""
+def file_units(path: Path, keep: Callable[[Any], bool]) -> list[Unit]:
+    """The units whose state (formats/dwarf/info.py's _UnitState) ``keep`` keeps, of every slice
+    of ``path`` (an ELF file or a Mach-O, fat or thin)."""
     if path.read_bytes()[:4] == b"\x7fELF":
         readers: list[ElfFile | MachOFile] = [ElfFile(path)]
     else:
@@ -47,8 +48,13 @@ def object_units(path: Path) -> list[Unit]:
         with reader:
             sections = {name: bytes(data) for name in DWARF_SECTIONS if (data := reader.section_data(name)) is not None}
             info = DwarfInfo(sections.get, path, address_size=reader.address_size, little_endian=reader.little_endian)
-        units += [state.unit for state in info._load_units() if state.error is None and state.unit.dwo_name is None]
+        units += [state.unit for state in info._load_units() if keep(state)]
     return units
+
+
+def object_units(path: Path) -> list[Unit]:
+    """The units of every slice of ``path`` whose DIEs are in the file itself (not a .dwo)."""
+    return file_units(path, lambda state: state.error is None and state.unit.dwo_name is None)
 
 
 def with_info(unit: Unit, info: bytes) -> Unit:

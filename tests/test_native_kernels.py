@@ -28,17 +28,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-from symbolize.formats.dwarf import DwarfInfo, lines
 from symbolize.formats.dwarf import constants as c
+from symbolize.formats.dwarf import lines
 from symbolize.formats.dwarf.lines import LineTable, decode_line_table
 from symbolize.formats.dwarf.unit import Unit
-from symbolize.formats.elf import ElfFile
-from symbolize.formats.macho.file import MachOFile
-from symbolize.formats.macho.slices import list_slices
 from symbolize.formats.native import PURE_PYTHON_VARIABLE
 from tests.dwarf_builder import sleb, uleb
 from tests.fixtures_data import FIXTURES
-from tests.kernel_twins import kernel_environment, kernels_in
+from tests.kernel_twins import file_units, kernel_environment, kernels_in
 
 _kernels = pytest.importorskip("symbolize.formats._kernels", reason="the compiled kernels were not built")
 
@@ -101,23 +98,9 @@ class _RecordingKernels:
         return returned
 
 
-DWARF_SECTIONS = ("debug_info", "debug_abbrev", "debug_str", "debug_line_str", "debug_str_offsets", "debug_addr",
-                  "debug_line", "debug_ranges", "debug_rnglists", "debug_aranges")
-
-
 def _line_units(path: Path) -> list[Unit]:
     """The units with a line program, of every slice of ``path``."""
-    if path.read_bytes()[:4] == b"\x7fELF":
-        readers: list[ElfFile | MachOFile] = [ElfFile(path)]
-    else:
-        readers = [MachOFile(path, arch=piece.arch) for piece in list_slices(path)]
-    units = []
-    for reader in readers:
-        with reader:
-            sections = {name: bytes(data) for name in DWARF_SECTIONS if (data := reader.section_data(name)) is not None}
-            info = DwarfInfo(sections.get, path, address_size=reader.address_size, little_endian=reader.little_endian)
-        units += [state.unit for state in info._load_units() if state.unit.stmt_list is not None]
-    return units
+    return file_units(path, lambda state: state.unit.stmt_list is not None)
 
 
 def _decoded(unit: Unit) -> tuple[object, ...]:

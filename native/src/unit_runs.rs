@@ -170,8 +170,6 @@ impl Sweep<'_, '_> {
     fn run(&mut self, spans: &[(u128, u128, i64)]) -> Built<Runs> {
         let mut runs = Runs::default();
         let pieces = self.row_pieces;
-        let starts = &self.symbols.starts;
-        let stops = &self.symbols.stops;
         let (mut row_at, mut symbol_at) = (0usize, 0usize);
         let mut parts = Vec::new();
         let mut symbol_parts = Vec::new();
@@ -198,18 +196,7 @@ impl Sweep<'_, '_> {
                 if sequence < 0 && leaf < 0 {
                     continue;
                 }
-                while symbol_at < starts.len() && stops[symbol_at] <= part_low {
-                    symbol_at += 1;
-                }
-                if symbol_at >= starts.len() || starts[symbol_at] >= part_high {
-                    symbol_parts.clear();
-                    symbol_parts.push((part_low, part_high, -1));
-                } else if starts[symbol_at] <= part_low && part_high <= stops[symbol_at] {
-                    symbol_parts.clear();
-                    symbol_parts.push((part_low, part_high, symbol_at as i64));
-                } else {
-                    self.symbols.pieces(part_low, part_high, &mut symbol_parts);
-                }
+                self.symbols.pieces_in_order(&mut symbol_at, part_low, part_high, &mut symbol_parts);
                 for &(symbol_low, symbol_high, symbol) in &symbol_parts {
                     let head = self.head(leaf, symbol)?;
                     if sequence < 0 {

@@ -66,6 +66,25 @@ impl SymbolBounds {
             out.push((cursor, high, -1));
         }
     }
+
+    /// `pieces` for pieces visited in address order: `cursor` keeps the first symbol that may still
+    /// cover one, so the common cases (no symbol there, one symbol covering the whole piece) cost
+    /// no search.
+    pub(crate) fn pieces_in_order(&self, cursor: &mut usize, low: u128, high: u128, out: &mut Vec<(u128, u128, i64)>) {
+        let (starts, stops) = (&self.starts, &self.stops);
+        while *cursor < starts.len() && stops[*cursor] <= low {
+            *cursor += 1;
+        }
+        if *cursor >= starts.len() || starts[*cursor] >= high {
+            out.clear();
+            out.push((low, high, -1));
+        } else if starts[*cursor] <= low && high <= stops[*cursor] {
+            out.clear();
+            out.push((low, high, *cursor as i64));
+        } else {
+            self.pieces(low, high, out);
+        }
+    }
 }
 
 /// `formats.answers.owned_pieces`: `(low, high, item)` where, of the ranges holding an address,
@@ -381,7 +400,6 @@ fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &S
         }
         None => Vec::new(),
     };
-    let (starts, stops) = (&symbols.starts, &symbols.stops);
     let (mut row_at, mut symbol_at) = (0usize, 0usize);
     let mut parts = Vec::new();
     let mut symbol_parts = Vec::new();
@@ -408,18 +426,7 @@ fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &S
             if sequence < 0 && leaf < 0 {
                 continue;
             }
-            while symbol_at < starts.len() && stops[symbol_at] <= part_low {
-                symbol_at += 1;
-            }
-            if symbol_at >= starts.len() || starts[symbol_at] >= part_high {
-                symbol_parts.clear();
-                symbol_parts.push((part_low, part_high, -1));
-            } else if starts[symbol_at] <= part_low && part_high <= stops[symbol_at] {
-                symbol_parts.clear();
-                symbol_parts.push((part_low, part_high, symbol_at as i64));
-            } else {
-                symbols.pieces(part_low, part_high, &mut symbol_parts);
-            }
+            symbols.pieces_in_order(&mut symbol_at, part_low, part_high, &mut symbol_parts);
             for &(symbol_low, symbol_high, symbol) in &symbol_parts {
                 let head = builder.head(leaf, symbol)?;
                 if sequence < 0 {
