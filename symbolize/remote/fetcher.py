@@ -14,7 +14,6 @@ the slowest, not the sum (bench/remote_fetch.py).
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from typing import BinaryIO, Literal, Protocol
 from symbolize.errors import SymbolizeError
 from symbolize.remote.options import RemoteOptions
 from symbolize.remote.progress import DownloadProgress
+from symbolize.remote.prune import prune_if_due
 from symbolize.remote.store import DownloadStore, StoreKey, StoreTier
 from symbolize.remote.transfer import (
     Cancellation,
@@ -147,6 +147,8 @@ class Fetcher:
         self.cache_hits = 0
         self._lock = threading.Lock()
         self._cancellation = Cancellation()
+        if options.asked:
+            prune_if_due(self.store.root)
 
     def cancel(self) -> None:
         """Cancel every download under way (from any thread); later fetches start cancelled."""
@@ -302,8 +304,8 @@ class Fetcher:
         )
         partial: Path | None = None
         try:
-            partial, descriptor = self.store.open_partial(destination)
-            with os.fdopen(descriptor, "w+b") as sink:
+            partial, sink = self.store.open_partial(destination)
+            with sink:
                 url = attempt.run(session, sink)
                 sink.flush()
             if cancellation.cancelled:
