@@ -85,6 +85,9 @@ class _State:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 drops the SYNs of a burst of parallel fetches (each then
+    # waits a second for the retransmission): a real server's backlog is in the hundreds.
+    request_queue_size = 128
     state: _State
 
 
