@@ -8,6 +8,7 @@ verified by their GNU build ID, read by our ELF reader, as the debuginfod locato
 from __future__ import annotations
 
 import _thread
+import io
 import os
 import signal
 import subprocess
@@ -35,8 +36,10 @@ from symbolize.remote import (
     RemoteOptions,
     StoreKey,
     StoreTier,
+    TerminalDownloadProgress,
     UnsafeKeyError,
     from_environment,
+    stderr_download_progress,
 )
 from symbolize.remote.options import download_store_root
 from symbolize.remote.prune import PRUNED_STAMP, parse_age, parse_size, prune_if_due, prune_store
@@ -496,6 +499,39 @@ def test_keyboard_interrupt_mid_download_leaves_no_partial_file(
     assert store_files(fetcher) == []
 
 
+def test_keyboard_interrupt_during_fetch_many_cancels_every_file(tmp_path: Path) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("KeyboardInterrupt is delivered to the main thread only")
+    sources = {build_id(path): path for path in (WANTED, ANOTHER_BUILD)}
+    with HttpStore(serve(tmp_path / "served", sources)) as stalling:
+        for hex_id in sources:
+            stalling.fault(f"/buildid/{hex_id}/debuginfo", Fault(stall_after=4096))
+        fetcher = make_fetcher(tmp_path, [stalling], stall_timeout=60.0)
+        requests = [
+            FetchRequest(
+                StoreKey("debuginfod", (hex_id, "debuginfo")),
+                hex_id,
+                attempts([stalling], f"/buildid/{hex_id}/debuginfo"),
+                verify_build_id(hex_id),
+            )
+            for hex_id in sources
+        ]
+
+        def interrupt_once_both_are_under_way() -> None:
+            deadline = time.monotonic() + 10
+            while len(list(fetcher.store.root.rglob("*.tmp"))) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            _thread.interrupt_main()
+
+        threading.Thread(target=interrupt_once_both_are_under_way, daemon=True).start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            fetcher.fetch_many(requests)
+        assert time.monotonic() - started < 10
+        assert len(stalling.requests) == 2
+    assert store_files(fetcher) == []
+
+
 _CTRL_C_CHILD = """
 import sys
 from pathlib import Path
@@ -610,6 +646,37 @@ def test_progress_hears_of_each_download(tmp_path: Path, servers: tuple[HttpStor
     assert recorder.events[1] == ("sized", size)
     assert sum(count for kind, count in recorder.events if kind == "advance") == size  # type: ignore[misc]
     assert recorder.events[-1] == ("end", True)
+
+
+def test_a_terminal_shows_one_line_per_download_while_it_runs(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, _ = servers
+    first.fault(PATH, Fault(bytes_per_second=8192 / 0.25, piece_bytes=8192))  # about 1.3 s
+    terminal = io.StringIO()
+    progress = TerminalDownloadProgress(terminal)
+    fetcher = Fetcher(RemoteOptions(debuginfod_urls=(first.url,), cache_dir=tmp_path / "store"), progress=progress)
+    assert isinstance(fetcher.fetch(KEY, "cdemo debuginfo", attempts([first]), VERIFY), Fetched)
+    progress.close()
+    drawn = terminal.getvalue()
+    assert f"cdemo debuginfo from {first.url}" in drawn
+    assert "/42.6 kB" in drawn  # rich's DownloadColumn: received/total, in decimal units
+
+
+def test_download_lines_join_the_runs_bar_or_stay_off_a_pipe() -> None:
+    from symbolize.progress import ProgressReport, TerminalProgress
+
+    assert type(stderr_download_progress(ProgressReport())) is DownloadProgress  # pytest's stderr: no terminal
+    bar = TerminalProgress(io.StringIO())
+    try:
+        joined = stderr_download_progress(bar)
+        assert isinstance(joined, TerminalDownloadProgress)
+        ticket = joined.start("libc.so.6 debuginfo", "http://server")
+        assert [task.description for task in bar.display.tasks] == ["libc.so.6 debuginfo from http://server"]
+        joined.end(ticket, ok=True)
+        assert bar.display.tasks == []
+    finally:
+        bar.close()
 
 
 def test_an_attempt_with_a_bug_raises_in_the_caller(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:

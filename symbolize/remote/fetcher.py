@@ -17,7 +17,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol
@@ -202,6 +202,11 @@ class Fetcher:
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.parallel_fetches), thread_name_prefix="fetch")
         try:
             futures = [pool.submit(self.fetch, r.key, r.what, r.attempts, r.verify, tiers=r.tiers) for r in requests]
+            pending = set(futures)
+            while pending:
+                # Timed waits, so that a Ctrl-C reaches this thread (an untimed one is not
+                # interrupted on Windows, nor by a simulated signal anywhere).
+                _, pending = wait(pending, timeout=0.2)
             return [future.result() for future in futures]
         except BaseException:
             self.cancel()
