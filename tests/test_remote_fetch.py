@@ -10,6 +10,7 @@ from __future__ import annotations
 import _thread
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,7 +46,7 @@ from symbolize.remote.options import download_store_root
 from symbolize.remote.prune import PRUNED_STAMP, parse_age, parse_size, prune_if_due, prune_store
 from symbolize.remote.store import MISSES
 from tests.fixtures_data import BIN, ROOT
-from tests.servers.http_store import Fault, HttpStore, wait_for_request
+from tests.servers.http_store import Fault, HttpProxy, HttpStore, wait_for_request
 
 WANTED = BIN / "cdemo-gcc-dwarf5-pie"
 ANOTHER_BUILD = BIN / "cppdemo-gcc-dwarf5-pie"
@@ -133,7 +134,7 @@ def test_a_fetched_file_is_verified_stored_and_then_served_from_the_store_withou
     assert result.path == entry(fetcher)
     assert result.path.read_bytes() == WANTED.read_bytes()
     assert store_files(fetcher) == [result.path]
-    assert fetcher.report() == [f"fetched 1 debug files ({WANTED.stat().st_size / 1024:.1f} KiB) from {first.url} (1)"]
+    assert fetcher.report() == [f"fetched 1 debug file ({WANTED.stat().st_size / 1024:.1f} KiB) from {first.url} (1)"]
     first.clear_log()
     again = fetch(make_fetcher(tmp_path, [first]), [first])
     assert isinstance(again, Fetched)
@@ -465,6 +466,104 @@ def test_a_server_that_is_not_there_is_unreachable(tmp_path: Path) -> None:
     result = fetcher.fetch(KEY, "cdemo", [GetAttempt(url, url + PATH)], VERIFY)
     assert isinstance(result, Missed) and result.reason == "server-unreachable"
     assert "cannot connect" in result.detail and result.tried == (url + PATH,)
+
+
+# Proxies, as libcurl and urllib take them from the environment.
+
+_PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def fetch_by_a_name_only_the_proxy_knows(
+    tmp_path: Path, server: HttpStore, monkeypatch: pytest.MonkeyPatch, variable: str, credentials: str = ""
+) -> tuple[Fetched | Missed, list[tuple[str, str | None]], str]:
+    """Fetch WANTED from ``server`` by the name symbols.invalid, which only the proxy set in
+    ``variable`` maps to it: a download can only have gone through the proxy. Returns the result,
+    the proxy's log and the URL asked."""
+    origin = f"symbols.invalid:{server.port}"
+    with HttpProxy({origin: ("127.0.0.1", server.port)}) as proxy:
+        monkeypatch.setenv(variable, f"http://{credentials}{proxy.address}")
+        url = f"{server.url.partition(':')[0]}://{origin}"
+        fetcher = Fetcher(RemoteOptions(debuginfod_urls=(url,), cache_dir=tmp_path / "store"))
+        result = fetcher.fetch(KEY, "cdemo", [GetAttempt(url, url + PATH)], VERIFY)
+        return result, proxy.requests, url
+
+
+def test_http_proxy_from_the_environment_is_used_with_its_credentials(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = servers
+    result, proxied, url = fetch_by_a_name_only_the_proxy_knows(
+        tmp_path, first, monkeypatch, "http_proxy", credentials="user:p%40ss@"
+    )
+    assert isinstance(result, Fetched) and result.url == url + PATH
+    assert proxied == [(url + PATH, "Basic dXNlcjpwQHNz")]  # user:p@ss
+    assert [request.path for request in first.requests] == [PATH]
+
+
+def test_no_proxy_sends_a_host_past_the_proxy(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = servers
+    monkeypatch.setenv("no_proxy", "symbols.invalid")
+    # Asked directly, the made-up name does not resolve.
+    result, proxied, _ = fetch_by_a_name_only_the_proxy_knows(tmp_path, first, monkeypatch, "http_proxy")
+    assert isinstance(result, Missed) and result.reason == "server-unreachable"
+    assert proxied == [] and first.requests == []
+
+
+def test_a_proxy_is_never_used_for_loopback(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = servers
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # the discard port: nothing answers there
+    assert isinstance(fetch(make_fetcher(tmp_path, [first]), [first]), Fetched)
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and symbols.invalid, made by the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed (.ci/run installs it)")
+    directory = tmp_path_factory.mktemp("tls")
+    certificate, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:symbols.invalid,IP:127.0.0.1", "-keyout", str(key), "-out", str(certificate)],
+        check=True, capture_output=True,
+    )
+    return certificate, key
+
+
+def test_https_is_verified_against_the_trusted_certificates(
+    tmp_path: Path, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with HttpStore(serve(tmp_path / "served", {WANTED_ID: WANTED}), tls=certificate) as secure:
+        assert secure.url.startswith("https://")
+        untrusted = fetch(make_fetcher(tmp_path, [secure], cache_dir=tmp_path / "one"), [secure])
+        assert isinstance(untrusted, Missed) and untrusted.reason == "server-unreachable"
+        assert "CERTIFICATE_VERIFY_FAILED" in untrusted.detail
+        # OpenSSL's own setting names the certificates to trust (as for curl, git, pip).
+        monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+        trusted = fetch(make_fetcher(tmp_path, [secure], cache_dir=tmp_path / "two"), [secure])
+        assert isinstance(trusted, Fetched) and trusted.path.read_bytes() == WANTED.read_bytes()
+
+
+def test_https_through_a_proxy_goes_through_a_tunnel(
+    tmp_path: Path, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+    with HttpStore(serve(tmp_path / "served", {WANTED_ID: WANTED}), tls=certificate) as secure:
+        # The certificate names symbols.invalid: checked against the name the tunnel leads to.
+        result, proxied, url = fetch_by_a_name_only_the_proxy_knows(tmp_path, secure, monkeypatch, "https_proxy")
+    assert proxied == [(f"CONNECT {url.removeprefix('https://')}", None)]
+    assert isinstance(result, Fetched) and result.path.read_bytes() == WANTED.read_bytes()
+    assert [request.path for request in secure.requests] == [PATH]
 
 
 # Cancelling: Ctrl-C, another thread.

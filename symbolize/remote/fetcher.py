@@ -36,6 +36,7 @@ from symbolize.remote.transfer import (
     ServerUnreachableError,
     Session,
 )
+from symbolize.units import human_size
 
 # ``verify(path)``: None when the file is the one asked for, else why not ("build ID 12.. is not 34..").
 Verify = Callable[[Path], str | None]
@@ -123,6 +124,7 @@ class _Outcome:
     refused: str | None = None
     cancelled: bool = False
     crashed: BaseException | None = None
+    partial: Path | None = None  # the attempt's temporary while it exists
 
 
 @dataclass(frozen=True)
@@ -226,9 +228,9 @@ class Fetcher:
             by_server[record.server] = by_server.get(record.server, 0) + 1
         total = sum(record.size for record in records)
         servers = ", ".join(f"{server} ({count})" for server, count in by_server.items())
-        line = f"fetched {len(records)} debug files ({_size(total)})"
+        line = f"fetched {_files(len(records))} ({human_size(total)})"
         line += f" from {servers}" if servers else ""
-        line += f"; {hits} from the download cache" if hits else ""
+        line += f"; {_files(hits)} from the download cache" if hits else ""
         return [line]
 
     # The race.
@@ -273,6 +275,12 @@ class Fetcher:
             cancellation.cancel()
             for thread in threads:
                 thread.join(_LOSER_GRACE)
+            # An attempt still busy after the grace (verifying a large file) is a daemon thread
+            # the interpreter's exit ends: its temporary is removed here, not left behind.
+            for outcome in outcomes:
+                if outcome.partial is not None:
+                    with contextlib.suppress(OSError):
+                        outcome.partial.unlink()
             self.store.remove_empty_parents(destination, tier)
             raise
         finally:
@@ -310,6 +318,7 @@ class Fetcher:
         partial: Path | None = None
         try:
             partial, sink = self.store.open_partial(destination)
+            outcome.partial = partial
             with sink:
                 url = attempt.run(session, sink)
                 sink.flush()
@@ -324,7 +333,7 @@ class Fetcher:
                     raise CancelledError("cancelled", url)
                 size = partial.stat().st_size
                 self.store.commit(partial, destination)
-                partial = None
+                partial = outcome.partial = None
                 outcome.won, outcome.url = destination, url
                 cancellation.cancel()
             with self._lock:
@@ -350,6 +359,7 @@ class Fetcher:
             if partial is not None:
                 with contextlib.suppress(OSError):
                     partial.unlink()
+                outcome.partial = None
 
     def _conclude(
         self, key: StoreKey, what: str, outcomes: list[_Outcome], fresh: list[Attempt], skipped: list[str]
@@ -378,9 +388,5 @@ class Fetcher:
         return Missed(reason, tried, f"{what}: " + "; ".join(details), refused)
 
 
-def _size(count: int) -> str:
-    for unit in ("bytes", "KiB", "MiB"):
-        if count < 1024 or unit == "MiB":
-            return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
-        count /= 1024  # type: ignore[assignment]
-    return f"{count:.1f} GiB"
+def _files(count: int) -> str:
+    return f"{count} debug file{'' if count == 1 else 's'}"

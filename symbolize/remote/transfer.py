@@ -206,7 +206,7 @@ class Session:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise DownloadRefusedError("not an http or https URL", url)
         self.tried.append(url)
-        connection = _connection(parts, self._timeout(url))
+        connection, target, route_headers = _route(parts, self._timeout(url))
         sock: socket.socket | None = None
         try:
             try:
@@ -214,10 +214,8 @@ class Session:
                 sock = connection.sock
                 if sock is not None:
                     self.cancellation.register(sock)
-                target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
-                connection.request(
-                    "GET", target, headers={"User-Agent": _USER_AGENT, "Accept-Encoding": "identity"}
-                )
+                headers = {"User-Agent": _USER_AGENT, "Accept-Encoding": "identity", **route_headers}
+                connection.request("GET", target, headers=headers)
                 response = connection.getresponse()
                 return self._answer(url, response, sink, cap, sock)
             except TimeoutError:
@@ -306,12 +304,56 @@ def _content_length(response: http.client.HTTPResponse) -> int | None:
     return value if value >= 0 else None
 
 
-def _connection(parts: urllib.parse.SplitResult, timeout: float) -> http.client.HTTPConnection:
-    host = parts.hostname or ""
+def _port(parts: urllib.parse.SplitResult) -> int | None:
     try:
-        port = parts.port
+        return parts.port
     except ValueError:
-        port = None
-    if parts.scheme == "https":
-        return http.client.HTTPSConnection(host, port, timeout=timeout, context=ssl.create_default_context())
-    return http.client.HTTPConnection(host, port, timeout=timeout)
+        return None
+
+
+def _route(parts: urllib.parse.SplitResult, timeout: float) -> tuple[http.client.HTTPConnection, str, dict[str, str]]:
+    """The connection for ``parts``, the request target to send on it and the headers it needs.
+
+    A proxy is used as libcurl (elfutils' client) and urllib use one: ``http_proxy``,
+    ``https_proxy`` and ``no_proxy`` from the environment (the system's settings on Windows and
+    macOS, through urllib.request.getproxies); never for a loopback host. An http URL is asked of
+    the proxy by its absolute form, an https one through a CONNECT tunnel.
+    """
+    host = parts.hostname or ""
+    path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    proxy = _proxy_for(parts.scheme, host)
+    context = ssl.create_default_context() if parts.scheme == "https" else None
+    if proxy is None:
+        if context is not None:
+            return http.client.HTTPSConnection(host, _port(parts), timeout=timeout, context=context), path, {}
+        return http.client.HTTPConnection(host, _port(parts), timeout=timeout), path, {}
+    proxy_parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    headers: dict[str, str] = {}
+    if proxy_parts.username is not None:
+        import base64
+
+        user = urllib.parse.unquote(proxy_parts.username)
+        password = urllib.parse.unquote(proxy_parts.password or "")
+        headers["Proxy-Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    proxy_host, proxy_port = proxy_parts.hostname or "", _port(proxy_parts) or 8080
+    if context is not None:
+        tunnel = http.client.HTTPSConnection(proxy_host, proxy_port, timeout=timeout, context=context)
+        tunnel.set_tunnel(host, _port(parts) or 443, headers=headers)
+        return tunnel, path, {}
+    absolute = urllib.parse.urlunsplit(("http", parts.netloc.rpartition("@")[2], parts.path or "/", parts.query, ""))
+    return http.client.HTTPConnection(proxy_host, proxy_port, timeout=timeout), absolute, headers
+
+
+def _proxy_for(scheme: str, host: str) -> str | None:
+    import ipaddress
+    import urllib.request
+
+    if host == "localhost":
+        return None
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    proxy = urllib.request.getproxies().get(scheme)
+    if not proxy or urllib.request.proxy_bypass(host):
+        return None
+    return proxy

@@ -8,6 +8,8 @@ servers do. Every request is logged (:attr:`HttpStore.requests`), so a test can 
 none was made. Stalls end when the test stops the server (or after ``stall_seconds``), so a
 stopped server leaves no thread behind.
 
+:class:`HttpProxy` is a forward proxy in front of such servers, for the proxy settings.
+
 Used by tests/test_remote_fetch.py, the symbol-store tests and bench/remote_fetch.py::
 
     with HttpStore(directory) as store:
@@ -219,17 +221,30 @@ class _Handler(BaseHTTPRequestHandler):
 class HttpStore:
     """The server: start it with ``with HttpStore(root) as store``; ``store.url`` is its base URL."""
 
-    def __init__(self, root: Path, *, fold_case: bool = False) -> None:
+    def __init__(self, root: Path, *, fold_case: bool = False, tls: tuple[Path, Path] | None = None) -> None:
+        """``tls``: (certificate, key) PEM files: serve https (the handshake runs in the request's thread)."""
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.state = _State(root, fold_case)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="http_store", daemon=True
-        )
+        self._scheme = "http"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
+            self._scheme = "https"
+        self._thread = _serving_thread(self._server)
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
 
     @property
     def root(self) -> Path:
@@ -258,9 +273,7 @@ class HttpStore:
 
     def stop(self) -> None:
         self._server.state.stopping.set()  # ends every stall
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
+        _stop(self._server, self._thread)
 
     def __enter__(self) -> HttpStore:
         return self.start()
@@ -279,3 +292,125 @@ def wait_for_request(store: HttpStore, path: str, *, timeout: float = 10.0) -> b
             return True
         time.sleep(0.01)
     return False
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    """A forward proxy's GET: the absolute URL's host is looked up in the proxy's table of
+    origins (so the tests' made-up host names reach loopback servers only through it)."""
+
+    server: _ProxyServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        import http.client
+
+        target = urllib.parse.urlsplit(self.path)
+        with self.server.lock:
+            self.server.requests.append((self.path, self.headers.get("Proxy-Authorization")))
+            origin = self.server.origins.get(target.netloc)
+        if origin is None or not target.scheme:
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        upstream = http.client.HTTPConnection(*origin, timeout=30)
+        try:
+            upstream.request("GET", urllib.parse.urlunsplit(("", "", target.path, target.query, "")))
+            answer = upstream.getresponse()
+            body = answer.read()
+        finally:
+            upstream.close()
+        self.send_response(answer.status)
+        for name in ("Location", "Content-Type"):
+            if (value := answer.getheader(name)) is not None:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+    def do_CONNECT(self) -> None:
+        """A tunnel (https through the proxy): bytes relayed both ways until either side closes."""
+        import select
+
+        with self.server.lock:
+            self.server.requests.append((f"CONNECT {self.path}", self.headers.get("Proxy-Authorization")))
+            origin = self.server.origins.get(self.path)
+        if origin is None:
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        upstream = socket.create_connection(origin, timeout=30)
+        self.send_response(200, "Connection established")
+        self.end_headers()
+        self.wfile.flush()
+        self.close_connection = True
+        sides = [self.connection, upstream]
+        try:
+            while True:
+                readable, _, _ = select.select(sides, [], [], 30)
+                if not readable:
+                    return
+                for side in readable:
+                    data = side.recv(65536)
+                    if not data:
+                        return
+                    (upstream if side is self.connection else self.connection).sendall(data)
+        except OSError:
+            return
+        finally:
+            upstream.close()
+
+
+class _ProxyServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+    origins: dict[str, tuple[str, int]]
+    requests: list[tuple[str, str | None]]
+    lock: threading.Lock
+
+
+class HttpProxy:
+    """A forward HTTP proxy on loopback: ``origins`` maps a made-up ``host:port`` to a real server's
+    (host, port). ``requests`` logs (absolute URL, Proxy-Authorization header) of each request."""
+
+    def __init__(self, origins: dict[str, tuple[str, int]]) -> None:
+        self._server = _ProxyServer(("127.0.0.1", 0), _ProxyHandler)
+        self._server.origins = origins
+        self._server.requests = []
+        self._server.lock = threading.Lock()
+        self._thread = _serving_thread(self._server)
+
+    @property
+    def address(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}"
+
+    @property
+    def requests(self) -> list[tuple[str, str | None]]:
+        with self._server.lock:
+            return list(self._server.requests)
+
+    def __enter__(self) -> HttpProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        _stop(self._server, self._thread)
+
+
+def _serving_thread(server: ThreadingHTTPServer) -> threading.Thread:
+    # A short poll: shutdown() waits for the loop's next look at its flag.
+    return threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+
+def _stop(server: ThreadingHTTPServer, thread: threading.Thread) -> None:
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
