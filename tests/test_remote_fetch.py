@@ -10,6 +10,7 @@ from __future__ import annotations
 import _thread
 import io
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -228,6 +229,18 @@ def test_a_stalled_server_is_abandoned_while_a_second_one_answers(
     assert store_files(fetcher) == [result.path]
 
 
+def test_a_server_that_never_answers_is_given_up_after_the_stall_timeout(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, _ = servers
+    first.fault(PATH, Fault(stall_before_headers=True))
+    started = time.monotonic()
+    result = fetch(make_fetcher(tmp_path, [first], stall_timeout=0.5), [first])
+    assert isinstance(result, Missed) and result.reason == "server-unreachable"
+    assert result.detail.endswith("stalled: no byte for 0.5 s")
+    assert 0.5 <= time.monotonic() - started < 4
+
+
 def test_a_server_that_stalls_mid_body_is_given_up_after_the_stall_timeout(
     tmp_path: Path, servers: tuple[HttpStore, HttpStore]
 ) -> None:
@@ -238,7 +251,7 @@ def test_a_server_that_stalls_mid_body_is_given_up_after_the_stall_timeout(
     result = fetch(fetcher, [first])
     elapsed = time.monotonic() - started
     assert isinstance(result, Missed) and result.reason == "server-unreachable"
-    assert "stalled: no byte for 0.5 s" in result.detail
+    assert "stalled: 4096 bytes in 0.5 s (less than 102400)" in result.detail
     assert 0.5 <= elapsed < 5
     assert store_files(fetcher) == []  # the 4096 bytes did not become an entry
     # A timeout is never remembered as a miss: the next fetch asks again.
@@ -253,11 +266,27 @@ def test_the_stall_timeout_is_a_stall_not_a_total(tmp_path: Path, servers: tuple
     pieces = -(-WANTED.stat().st_size // 8192)
     assert pieces >= 5
     first.fault(PATH, Fault(bytes_per_second=8192 / 0.4, piece_bytes=8192))
-    fetcher = make_fetcher(tmp_path, [first], stall_timeout=1.0)
+    fetcher = make_fetcher(tmp_path, [first], stall_timeout=1.0, stall_min_bytes=8192)
     started = time.monotonic()
     result = fetch(fetcher, [first])
     assert isinstance(result, Fetched)
     assert time.monotonic() - started > 1.5
+
+
+def test_a_server_trickling_less_than_the_minimum_per_stall_timeout_is_given_up(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    """elfutils' rule: at least 100 KiB (or the rest of the file) per DEBUGINFOD_TIMEOUT, so a
+    server dripping a few bytes just often enough to keep the socket busy is no less stalled."""
+    first, _ = servers
+    first.fault(PATH, Fault(bytes_per_second=500 / 0.2, piece_bytes=500))
+    fetcher = make_fetcher(tmp_path, [first], stall_timeout=1.0)
+    started = time.monotonic()
+    result = fetch(fetcher, [first])
+    assert isinstance(result, Missed) and result.reason == "server-unreachable"
+    assert re.search(r"stalled: \d+ bytes in 1 s \(less than 102400\)", result.detail), result.detail
+    assert 1.0 <= time.monotonic() - started < 4
+    assert store_files(fetcher) == []
 
 
 def test_the_total_timeout_caps_a_trickling_download(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:

@@ -248,6 +248,7 @@ class Fetcher:
         total = self.options.total_timeout
         limits = Limits(
             stall_timeout=self.options.stall_timeout,
+            stall_min_bytes=self.options.stall_min_bytes,
             max_bytes=self.options.max_file_bytes,
             deadline=None if total is None else started + total,
         )

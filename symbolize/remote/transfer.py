@@ -2,12 +2,17 @@
 
 Hand-written on the standard library's http.client rather than urllib or a third-party client:
 what a debug-file download needs is the socket, to abandon a stalled server the moment a
-timeout (a stall: no byte for ``stall_timeout`` seconds, elfutils' DEBUGINFOD_TIMEOUT, not a
-total) or another server's win says so, by shutting it down from another thread; and its own
+timeout or another server's win says so, by shutting it down from another thread; and its own
 redirect rule (http/https only, counted), its own retry rule (5xx and connection resets only,
 never a timeout), and a size cap checked against Content-Length and again while reading.
 urllib hides the socket and follows redirects to ftp:; requests/httpx are not in the
 dependency set and would add nothing of this.
+
+A stall is elfutils' DEBUGINFOD_TIMEOUT rule (debuginfod_find_debuginfo(3)): a server that does
+not deliver ``stall_min_bytes`` (100 KiB), or the rest of the file, within ``stall_timeout``
+seconds is abandoned; the count starts again each time that much has come. So a silent server
+is dropped after the timeout, and so is one that trickles a byte at a time, but not a slow
+steady one: the timeout is no cap on the whole transfer (``total_timeout`` is).
 """
 
 from __future__ import annotations
@@ -131,6 +136,7 @@ class Limits:
 
     stall_timeout: float
     max_bytes: int
+    stall_min_bytes: int = 100 * 1024
     deadline: float | None = None
     retries: int = 2
     retry_delay: float = 0.25
@@ -189,14 +195,18 @@ class Session:
             current = location
         raise DownloadRefusedError(f"more than {self.limits.max_redirects} redirects", url)
 
-    def _timeout(self, url: str) -> float:
-        """The socket timeout for the next operation: the stall timeout, or less near the deadline."""
-        if self.limits.deadline is None:
-            return self.limits.stall_timeout
-        left = self.limits.deadline - time.monotonic()
+    def _timeout(self, url: str, window: _Window) -> float:
+        """The socket timeout for the next operation: what is left of the stall window, or of the
+        total time when that ends first."""
+        now = time.monotonic()
+        left = window.start + self.limits.stall_timeout - now
+        if self.limits.deadline is not None:
+            if self.limits.deadline <= now:
+                raise ServerUnreachableError("total timeout reached", url)
+            left = min(left, self.limits.deadline - now)
         if left <= 0:
-            raise ServerUnreachableError("total timeout reached", url)
-        return min(self.limits.stall_timeout, left)
+            raise ServerUnreachableError(window.stalled(self.limits), url)
+        return left
 
     def _get_once(self, url: str, sink: BinaryIO, cap: int) -> str | None:
         """One request: None when the body is in ``sink``, else the redirect's absolute target."""
@@ -206,7 +216,8 @@ class Session:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise DownloadRefusedError("not an http or https URL", url)
         self.tried.append(url)
-        connection, target, route_headers = _route(parts, self._timeout(url))
+        window = _Window(time.monotonic())
+        connection, target, route_headers = _route(parts, self._timeout(url, window))
         sock: socket.socket | None = None
         try:
             try:
@@ -217,12 +228,12 @@ class Session:
                 headers = {"User-Agent": _USER_AGENT, "Accept-Encoding": "identity", **route_headers}
                 connection.request("GET", target, headers=headers)
                 response = connection.getresponse()
-                return self._answer(url, response, sink, cap, sock)
+                return self._answer(url, response, sink, cap, sock, window)
             except TimeoutError:
                 self._raise_if_cancelled(url)
                 if self.limits.deadline is not None and time.monotonic() >= self.limits.deadline:
                     raise ServerUnreachableError("total timeout reached", url) from None
-                raise ServerUnreachableError(f"stalled: no byte for {self.limits.stall_timeout:g} s", url) from None
+                raise ServerUnreachableError(window.stalled(self.limits), url) from None
             except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.RemoteDisconnected,
                     http.client.IncompleteRead) as error:
                 self._raise_if_cancelled(url)
@@ -246,7 +257,13 @@ class Session:
             raise CancelledError("cancelled", url) from None
 
     def _answer(
-        self, url: str, response: http.client.HTTPResponse, sink: BinaryIO, cap: int, sock: socket.socket | None
+        self,
+        url: str,
+        response: http.client.HTTPResponse,
+        sink: BinaryIO,
+        cap: int,
+        sock: socket.socket | None,
+        window: _Window,
     ) -> str | None:
         status = response.status
         if status in _REDIRECTS:
@@ -273,12 +290,13 @@ class Session:
         received = 0
         while True:
             if sock is not None:
-                sock.settimeout(self._timeout(url))
+                sock.settimeout(self._timeout(url, window))
             chunk = response.read1(_CHUNK)
             self._raise_if_cancelled(url)
             if not chunk:
                 break
             received += len(chunk)
+            window.received(len(chunk), self.limits.stall_min_bytes)
             if received > cap:
                 raise DownloadRefusedError(f"file is larger than the cap of {cap} bytes", url)
             sink.write(chunk)
@@ -287,6 +305,24 @@ class Session:
         if length is not None and received < length:
             raise _Retryable(f"connection closed after {received} of {length} bytes", url)
         return None
+
+
+@dataclass
+class _Window:
+    """The current stall window: when it started and the bytes received in it."""
+
+    start: float
+    count: int = 0
+
+    def received(self, count: int, enough: int) -> None:
+        self.count += count
+        if self.count >= enough:
+            self.start, self.count = time.monotonic(), 0  # enough came: a new window
+
+    def stalled(self, limits: Limits) -> str:
+        if self.count == 0:
+            return f"stalled: no byte for {limits.stall_timeout:g} s"
+        return f"stalled: {self.count} bytes in {limits.stall_timeout:g} s (less than {limits.stall_min_bytes})"
 
 
 class _Retryable(TransferError):
