@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -495,6 +496,51 @@ def test_a_server_that_is_not_there_is_unreachable(tmp_path: Path) -> None:
     result = fetcher.fetch(KEY, "cdemo", [GetAttempt(url, url + PATH)], VERIFY)
     assert isinstance(result, Missed) and result.reason == "server-unreachable"
     assert "cannot connect" in result.detail and result.tried == (url + PATH,)
+
+
+# Any mix of faults: a verified file, or a miss and a clean store; never an exception.
+
+_SIZE = WANTED.stat().st_size
+_FAULTS = st.builds(
+    Fault,
+    fail_times=st.integers(0, 3),
+    fail_status=st.sampled_from([500, 502, 503, 504]),
+    reset_times=st.integers(0, 3),
+    reset_after=st.integers(0, _SIZE),
+    chunked=st.booleans(),
+    stall_after=st.none() | st.integers(0, _SIZE),
+    status=st.none() | st.sampled_from([404, 410, 403]),
+    serve=st.none() | st.just(ANOTHER_BUILD),
+    lie_length=st.none() | st.integers(_SIZE + 1, 2 * _SIZE),
+    redirect=st.none() | st.just("/elsewhere") | st.just(PATH),
+)
+
+
+@given(fault=_FAULTS)
+@settings(max_examples=20, deadline=None)
+def test_any_mix_of_faults_gives_the_verified_file_or_a_clean_miss(fault: Fault) -> None:
+    # Whether the retries (two) reach a good answer; known before the server counts the faults down.
+    clean = (
+        fault.stall_after is None
+        and fault.status is None
+        and fault.serve is None
+        and fault.lie_length is None
+        and fault.fail_times + fault.reset_times <= 2
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        with HttpStore(serve(work / "served", {WANTED_ID: WANTED})) as server:
+            (work / "served" / "elsewhere").write_bytes(WANTED.read_bytes())
+            server.fault(PATH, fault)
+            fetcher = make_fetcher(work, [server], stall_timeout=0.3, max_file_bytes=4 * _SIZE)
+            result = fetch(fetcher, [server])
+        if isinstance(result, Fetched):
+            assert result.path.read_bytes() == WANTED.read_bytes()
+            assert store_files(fetcher) == [result.path]
+        else:
+            assert not clean, result
+            assert store_files(fetcher) == []
+            assert result.tried and result.detail
 
 
 # Proxies, as libcurl and urllib take them from the environment.
