@@ -423,6 +423,18 @@ def test_a_chunked_answer_is_read_whole(tmp_path: Path, servers: tuple[HttpStore
     assert isinstance(result, Fetched) and result.path.read_bytes() == WANTED.read_bytes()
 
 
+def test_the_test_server_folds_case_only_when_asked(tmp_path: Path) -> None:
+    """IIS-hosted symbol stores answer a key in any case; tests of symsrv keys rely on the knob."""
+    root = serve(tmp_path / "served", {WANTED_ID: WANTED})
+    upper = PATH.replace("buildid", "BuildId").replace("debuginfo", "DebugInfo")
+    for fold_case, status in ((True, 200), (False, 404)):
+        with HttpStore(root, fold_case=fold_case) as server:
+            fetcher = Fetcher(RemoteOptions(debuginfod_urls=(server.url,), cache_dir=tmp_path / f"store{fold_case}"))
+            result = fetcher.fetch(KEY, "cdemo", [GetAttempt(server.url, server.url + upper)], VERIFY)
+            assert isinstance(result, Fetched) == (status == 200)
+            assert [request.status for request in server.requests] == [status]
+
+
 def test_a_redirect_is_followed(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:
     first, second = servers
     first.fault(PATH, Fault(redirect=second.url + PATH))
