@@ -138,10 +138,12 @@ def test_a_fetched_file_is_verified_stored_and_then_served_from_the_store_withou
     assert store_files(fetcher) == [result.path]
     assert fetcher.report() == [f"fetched 1 debug file ({WANTED.stat().st_size / 1024:.1f} KiB) from {first.url} (1)"]
     first.clear_log()
-    again = fetch(make_fetcher(tmp_path, [first]), [first])
+    second_run = make_fetcher(tmp_path, [first])
+    again = fetch(second_run, [first])
     assert isinstance(again, Fetched)
     assert again.cached and again.path == result.path
     assert first.requests == []
+    assert second_run.report() == ["1 debug file from the download cache"]
 
 
 def test_offline_reads_the_store_and_never_asks(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:

@@ -228,10 +228,9 @@ class Fetcher:
             by_server[record.server] = by_server.get(record.server, 0) + 1
         total = sum(record.size for record in records)
         servers = ", ".join(f"{server} ({count})" for server, count in by_server.items())
-        line = f"fetched {_files(len(records))} ({human_size(total)})"
-        line += f" from {servers}" if servers else ""
-        line += f"; {_files(hits)} from the download cache" if hits else ""
-        return [line]
+        parts = [f"fetched {_files(len(records))} ({human_size(total)}) from {servers}"] if records else []
+        parts += [f"{_files(hits)} from the download cache"] if hits else []
+        return ["; ".join(parts)]
 
     # The race.
 
