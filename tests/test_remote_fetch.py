@@ -44,7 +44,7 @@ from symbolize.remote import (
     from_environment,
     stderr_download_progress,
 )
-from symbolize.remote.options import download_store_root
+from symbolize.remote.options import download_store_root, server_url
 from symbolize.remote.prune import PRUNED_STAMP, parse_age, parse_size, prune_if_due, prune_store
 from symbolize.remote.store import MISSES
 from tests.fixtures_data import BIN, ROOT
@@ -1029,6 +1029,23 @@ def test_from_environment_reads_what_elfutils_and_symsrv_read(tmp_path: Path) ->
     assert options.symbol_servers == (r"srv*C:\symbols*https://msdl.microsoft.com/download/symbols", r"C:\local")
     assert (options.stall_timeout, options.total_timeout, options.max_file_bytes) == (7.0, 30.0, 1_000_000)
     assert options.cache_dir == tmp_path and options.asked and options.network
+
+
+@pytest.mark.parametrize(
+    ("text", "url"),
+    [("https://debuginfod.elfutils.org/", "https://debuginfod.elfutils.org"), ("http://127.0.0.1:8002", None)],
+)
+def test_server_urls_are_checked(text: str, url: str | None) -> None:
+    assert server_url(text) == (url or text)
+
+
+@pytest.mark.parametrize(
+    "text", ["debuginfod.example", "ftp://x/", "file:///srv", "http://", "http://h:99999", "http://a b"]
+)
+def test_what_is_no_server_url_is_refused_naming_it(text: str) -> None:
+    with pytest.raises(SymbolizeError, match="not a server URL") as caught:
+        server_url(text)
+    assert str(caught.value).startswith(text.strip())
 
 
 def test_from_environment_ignores_what_it_cannot_read() -> None:

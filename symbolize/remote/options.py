@@ -77,6 +77,26 @@ def download_store_root(cache_dir: Path | None) -> Path:
     return cache_dir / "downloads"
 
 
+def server_url(text: str) -> str:
+    """``text`` as a server's base URL (http or https, with a host; no trailing ``/``), else a
+    SymbolizeError naming it: what ``--debuginfod URL`` and DEBUGINFOD_URLS entries are checked by
+    before any request."""
+    import urllib.parse
+
+    from symbolize.errors import SymbolizeError
+
+    stripped = text.strip()
+    try:
+        parts = urllib.parse.urlsplit(stripped)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number or out of range
+    except ValueError as error:
+        raise SymbolizeError(f"{stripped}: not a server URL: {error}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in stripped):
+        # The URL in the message, not as the error's path: a Path would fold its "//".
+        raise SymbolizeError(f"{stripped}: not a server URL (http:// or https:// and a host)")
+    return stripped.rstrip("/")
+
+
 def _seconds(text: str | None) -> float | None:
     """A positive number of seconds, else None (elfutils ignores what it cannot read too)."""
     if not text:
