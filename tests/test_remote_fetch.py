@@ -343,6 +343,33 @@ def test_a_reset_mid_body_is_retried_and_its_bytes_never_become_an_entry(
     assert store_files(fetcher) == []
 
 
+@pytest.mark.parametrize(
+    ("fault", "answers"),
+    [
+        # The server offers ranges and its file is unchanged: the rest is asked for and spliced.
+        (Fault(), [(200, None), (206, "bytes=20000-")]),
+        # No ranges offered: the whole file again.
+        (Fault(ranges=False), [(200, None), (200, None)]),
+        # The file changed on the server (another ETag): If-Range gets the whole new file.
+        (Fault(new_version_each_time=True), [(200, None), (200, "bytes=20000-")]),
+        # A part that starts elsewhere than asked is never spliced in: start over.
+        (Fault(range_shift=100), [(200, None), (206, "bytes=20000-"), (200, None)]),
+    ],
+    ids=["resumed", "no-ranges", "changed", "wrong-part"],
+)
+def test_a_cut_download_resumes_only_where_it_is_safe(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore], fault: Fault, answers: list[tuple[int, str | None]]
+) -> None:
+    first, _ = servers
+    fault.reset_times, fault.reset_after, fault.cut_clean = 1, 20000, True
+    first.fault(PATH, fault)
+    fetcher = make_fetcher(tmp_path, [first])
+    result = fetch(fetcher, [first])
+    assert isinstance(result, Fetched) and result.path.read_bytes() == WANTED.read_bytes()
+    assert [(request.status, request.range) for request in first.requests] == answers
+    assert store_files(fetcher) == [result.path]
+
+
 def test_a_short_body_is_retried(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:
     """A Content-Length the body does not reach is a reset, not a file."""
     first, _ = servers
@@ -527,6 +554,10 @@ _FAULTS = st.builds(
     serve=st.none() | st.just(ANOTHER_BUILD),
     lie_length=st.none() | st.integers(_SIZE + 1, 2 * _SIZE),
     redirect=st.none() | st.just("/elsewhere") | st.just(PATH),
+    cut_clean=st.booleans(),
+    ranges=st.booleans(),
+    new_version_each_time=st.booleans(),
+    range_shift=st.sampled_from([0, 0, 1, -1, 5000]),
 )
 
 
@@ -539,7 +570,10 @@ def test_any_mix_of_faults_gives_the_verified_file_or_a_clean_miss(fault: Fault)
         and fault.status is None
         and fault.serve is None
         and fault.lie_length is None
+        and fault.redirect != PATH  # a redirect to itself: a loop
         and fault.fail_times + fault.reset_times <= 2
+        # A part that starts elsewhere than asked costs one more try (a fresh start).
+        and (fault.range_shift == 0 or fault.reset_times == 0)
     )
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)

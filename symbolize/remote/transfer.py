@@ -8,6 +8,12 @@ never a timeout), and a size cap checked against Content-Length and again while 
 urllib hides the socket and follows redirects to ftp:; requests/httpx are not in the
 dependency set and would add nothing of this.
 
+A retry after a reset resumes where the body stopped (``Range``, RFC 9110 section 14) when the
+server offered it (``Accept-Ranges: bytes``) and named the file's version (a strong ``ETag``,
+else ``Last-Modified``), sent back as ``If-Range``: a server whose file changed since answers
+with the whole new file, which replaces what came; a part that does not start where asked is
+never spliced in (the download starts over).
+
 A stall is elfutils' DEBUGINFOD_TIMEOUT rule (debuginfod_find_debuginfo(3)): a server that does
 not deliver ``stall_min_bytes`` (100 KiB), or the rest of the file, within ``stall_timeout``
 seconds is abandoned; the count starts again each time that much has come. So a silent server
@@ -156,6 +162,8 @@ class Session:
     on_start: Callable[[str, int | None], None] | None = None
     on_bytes: Callable[[int], None] | None = None
     tried: list[str] = field(default_factory=list)
+    # Where the body of the current download stopped and the version it was of, when resumable.
+    _resume: _Resume | None = field(default=None, init=False, repr=False)
 
     def download(self, url: str, sink: BinaryIO, *, max_bytes: int | None = None) -> str:
         """GET ``url`` into ``sink`` (from its start; a retry rewrites it); returns the URL the body
@@ -163,8 +171,12 @@ class Session:
         DownloadRefusedError or CancelledError; nothing is left out of ``sink`` on success."""
         cap = self.limits.max_bytes if max_bytes is None else min(max_bytes, self.limits.max_bytes)
         attempt = 0
+        self._resume = None
         while True:
-            sink.seek(0)
+            if self._resume is not None and self._resume.offset == 0:
+                self._resume = None  # nothing came: a plain request again
+            # A resumed try keeps the bytes before the resume point; any other starts empty.
+            sink.seek(self._resume.offset if self._resume is not None else 0)
             sink.truncate()
             try:
                 return self._follow(url, sink, cap)
@@ -226,6 +238,9 @@ class Session:
                 if sock is not None:
                     self.cancellation.register(sock)
                 headers = {"User-Agent": _USER_AGENT, "Accept-Encoding": "identity", **route_headers}
+                if self._resume is not None:
+                    headers["Range"] = f"bytes={self._resume.offset}-"
+                    headers["If-Range"] = self._resume.validator
                 connection.request("GET", target, headers=headers)
                 response = connection.getresponse()
                 return self._answer(url, response, sink, cap, sock, window)
@@ -276,17 +291,22 @@ class Session:
             return target
         if status >= 500:
             raise _Retryable(f"server error {status} {response.reason}".rstrip(), url)
+        if status == 416 and self._resume is not None:
+            self._resume = None
+            raise _Retryable("the server refused to resume (416)", url)
         if status >= 400:
             raise NotOnServerError(
                 f"{status} {response.reason}".rstrip(), url, status=status, cacheable=status in _CACHEABLE_MISS
             )
-        if status != 200:
-            raise DownloadRefusedError(f"unexpected status {status} {response.reason}".rstrip(), url)
+        offset = self._resumed_at(url, response, sink)
         length = _content_length(response)
-        if length is not None and length > cap:
-            raise DownloadRefusedError(f"file of {length} bytes is larger than the cap of {cap} bytes", url)
+        if length is not None and offset + length > cap:
+            raise DownloadRefusedError(f"file of {offset + length} bytes is larger than the cap of {cap} bytes", url)
+        self._resume = _resume_point(response, offset)
         if self.on_start is not None:
-            self.on_start(url, length)
+            self.on_start(url, None if length is None else offset + length)
+        if offset and self.on_bytes is not None:
+            self.on_bytes(offset)
         received = 0
         while True:
             if sock is not None:
@@ -297,14 +317,58 @@ class Session:
                 break
             received += len(chunk)
             window.received(len(chunk), self.limits.stall_min_bytes)
-            if received > cap:
+            if offset + received > cap:
                 raise DownloadRefusedError(f"file is larger than the cap of {cap} bytes", url)
             sink.write(chunk)
+            if self._resume is not None:
+                self._resume.offset = offset + received
             if self.on_bytes is not None:
                 self.on_bytes(len(chunk))
         if length is not None and received < length:
-            raise _Retryable(f"connection closed after {received} of {length} bytes", url)
+            raise _Retryable(f"connection closed after {offset + received} of {offset + length} bytes", url)
+        self._resume = None
         return None
+
+    def _resumed_at(self, url: str, response: http.client.HTTPResponse, sink: BinaryIO) -> int:
+        """Where this answer's body goes in ``sink``: the resume point for a 206 that starts there,
+        0 for a whole file (a 200, also the answer to an If-Range whose version changed)."""
+        if response.status == 200:
+            if self._resume is not None:  # the whole file after all: what came before goes
+                sink.seek(0)
+                sink.truncate()
+            return 0
+        if response.status != 206 or self._resume is None:
+            raise DownloadRefusedError(f"unexpected status {response.status} {response.reason}".rstrip(), url)
+        start = _range_start(response.getheader("Content-Range"))
+        if start != self._resume.offset:
+            self._resume = None  # never splice a part that starts elsewhere: start over
+            raise _Retryable(f"asked to resume at {sink.tell()}, got a part starting at {start}", url)
+        return start
+
+
+@dataclass
+class _Resume:
+    """Where a download's body stopped (``offset``) and the version it was of (``validator``)."""
+
+    offset: int
+    validator: str
+
+
+def _resume_point(response: http.client.HTTPResponse, offset: int) -> _Resume | None:
+    """A resume point for this answer's body, when the server allows one: it takes byte ranges and
+    names the version (a strong ETag, else Last-Modified) that If-Range sends back."""
+    ranges = response.status == 206 or "bytes" in (response.getheader("Accept-Ranges") or "").lower()
+    etag = response.getheader("ETag")
+    validator = etag if etag and not etag.startswith("W/") else response.getheader("Last-Modified")
+    return _Resume(offset, validator) if ranges and validator else None
+
+
+def _range_start(content_range: str | None) -> int | None:
+    """The first byte of ``Content-Range: bytes START-END/TOTAL``, else None."""
+    import re
+
+    match = re.fullmatch(r"\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*", content_range or "")
+    return int(match.group(1)) if match else None
 
 
 @dataclass

@@ -20,6 +20,9 @@ Used by tests/test_remote_fetch.py, the symbol-store tests and bench/remote_fetc
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import itertools
+import re
 import socket
 import struct
 import threading
@@ -39,12 +42,16 @@ class Fault:
     ``stall_seconds``). ``stall_after``: send the headers and this many body bytes, then nothing.
     ``fail_times``/``fail_status``: answer ``fail_status`` (5xx) to the first requests.
     ``reset_times``/``reset_after``: the first requests get ``reset_after`` body bytes then a TCP
-    reset. ``redirect``: answer 302 to this location (absolute, or a path of this server).
+    reset (or, with ``cut_clean``, a clean close: the client then has every byte sent).
+    ``redirect``: answer 302 to this location (absolute, or a path of this server).
     ``serve``: send this file instead (another build's). ``status``: answer this status, no body.
     ``chunked``: send the body chunked, without a Content-Length. ``lie_length``: claim this
-    Content-Length whatever the body is. ``bytes_per_second``: trickle the body, ``piece_bytes`` at a
-    time.
-    ``garbage``: send these bytes instead of an HTTP answer, then close.
+    Content-Length whatever the body is. ``bytes_per_second``: trickle the body, ``piece_bytes``
+    at a time. ``garbage``: send these bytes instead of an HTTP answer, then close. ``ranges``: offer byte
+    ranges (``Accept-Ranges``, an ``ETag``) and answer a ``Range: bytes=N-`` whose ``If-Range``
+    matches with a 206 (the body faults then apply to the part). ``new_version_each_time``: the
+    ETag changes with every request (a file replaced on the server). ``range_shift``: a 206 part
+    starts this many bytes after the one asked for (its Content-Range says so).
     """
 
     delay: float = 0.0
@@ -55,6 +62,7 @@ class Fault:
     fail_status: int = 503
     reset_times: int = 0
     reset_after: int = 0
+    cut_clean: bool = False
     redirect: str | None = None
     serve: Path | None = None
     status: int | None = None
@@ -63,15 +71,20 @@ class Fault:
     bytes_per_second: float | None = None
     piece_bytes: int = 16 * 1024
     garbage: bytes | None = None
+    ranges: bool = True
+    new_version_each_time: bool = False
+    range_shift: int = 0
 
 
 @dataclass(frozen=True)
 class Request:
-    """One request as the server saw it: method, path (unquoted), the status it answered."""
+    """One request as the server saw it: method, path (unquoted), the status it answered, and the
+    Range header it asked with."""
 
     method: str
     path: str
     status: int
+    range: str | None = None
 
 
 @dataclass
@@ -82,6 +95,7 @@ class _State:
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
+    versions: itertools.count[int] = field(default_factory=itertools.count)
 
 
 class _Server(ThreadingHTTPServer):
@@ -148,18 +162,15 @@ class _Handler(BaseHTTPRequestHandler):
         if file is None:
             self._send_status(path, 404)
             return
-        body = file.read_bytes()
-        self._log(path, 200)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/octet-stream")
-        if fault.chunked:
-            self.send_header("Transfer-Encoding", "chunked")
-        else:
-            self.send_header("Content-Length", str(fault.lie_length if fault.lie_length is not None else len(body)))
-        self.end_headers()
+        body = self._answer_headers(path, file.read_bytes(), fault)
+        if body is None:
+            return
         if reset:
             self._write(body[: fault.reset_after], fault)
-            self._reset()
+            if fault.cut_clean:
+                self.close_connection = True
+            else:
+                self._reset()
             return
         if fault.stall_after is not None:
             self._write(body[: fault.stall_after], fault)
@@ -172,6 +183,37 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
         if fault.lie_length is not None:
             self.close_connection = True  # the claimed length is never reached: end of body by EOF
+
+    def _answer_headers(self, path: str, whole: bytes, fault: Fault) -> bytes | None:
+        """Send the status and headers for ``whole`` (a 200, or a 206 for a range it may answer);
+        returns the body to send, None when the answer is complete (a 416)."""
+        state = self.server.state
+        version = f"-{next(state.versions)}" if fault.new_version_each_time else ""
+        etag = f'"{hashlib.sha256(whole).hexdigest()[:16]}{version}"'
+        asked = self.headers.get("Range")
+        start: int | None = None
+        if fault.ranges and asked and self.headers.get("If-Range") in (None, etag):
+            match = re.fullmatch(r"bytes=(\d+)-", asked.strip())
+            start = int(match.group(1)) + fault.range_shift if match else None
+        if start is not None and start >= len(whole):
+            self._send_status(path, 416)
+            return None
+        body = whole if start is None else whole[start:]
+        status = 200 if start is None else 206
+        self._log(path, status)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        if fault.ranges:
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("ETag", etag)
+        if start is not None:
+            self.send_header("Content-Range", f"bytes {start}-{len(whole) - 1}/{len(whole)}")
+        if fault.chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(fault.lie_length if fault.lie_length is not None else len(body)))
+        self.end_headers()
+        return body
 
     def _write(self, data: bytes, fault: Fault) -> None:
         step = fault.piece_bytes
@@ -207,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _log(self, path: str, status: int) -> None:
         with self.server.state.lock:
-            self.server.state.requests.append(Request(self.command, path, status))
+            self.server.state.requests.append(Request(self.command, path, status, self.headers.get("Range")))
 
     @staticmethod
     def _find(state: _State, path: str) -> Path | None:
