@@ -591,6 +591,27 @@ def test_any_mix_of_faults_gives_the_verified_file_or_a_clean_miss(fault: Fault)
             assert result.tried and result.detail
 
 
+def test_credentials_in_a_server_url_are_sent_to_it_alone_and_never_shown(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, second = servers
+    secret = first.url.replace("http://", "http://builder:s3cret@")
+    second.fault(PATH, Fault(status=404))
+    first.fault("/moved" + PATH, Fault(redirect=second.url.replace("http://", "http://other:pw@") + PATH))
+    fetcher = make_fetcher(tmp_path, [first])
+    fetched = fetcher.fetch(KEY, "cdemo", [GetAttempt(secret, secret + PATH)], VERIFY)
+    assert isinstance(fetched, Fetched)
+    assert first.requests_for(PATH)[0].authorization == "Basic YnVpbGRlcjpzM2NyZXQ="  # builder:s3cret
+    # A redirect to another host takes that URL's own credentials, never the first one's.
+    other = StoreKey("debuginfod", ("ef" * 20, "debuginfo"))
+    missed = fetcher.fetch(other, "x", [GetAttempt(secret, secret + "/moved" + PATH)], VERIFY)
+    assert isinstance(missed, Missed)
+    assert second.requests_for(PATH)[0].authorization == "Basic b3RoZXI6cHc="  # other:pw
+    shown = " ".join([str(fetched), *fetcher.report(), str(missed), *missed.tried])
+    assert "s3cret" not in shown and "pw@" not in shown and "***@127.0.0.1" in shown
+    assert all("s3cret" not in path.read_text() for path in (fetcher.store.root / MISSES).iterdir())
+
+
 # Proxies, as libcurl and urllib take them from the environment.
 
 _PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy")

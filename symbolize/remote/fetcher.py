@@ -35,6 +35,7 @@ from symbolize.remote.transfer import (
     NotOnServerError,
     ServerUnreachableError,
     Session,
+    redact,
 )
 from symbolize.units import human_size
 
@@ -191,9 +192,9 @@ class Fetcher:
         ttl = self.options.miss_ttl
         fresh = [a for a in attempts if ttl > 0 and self.store.miss_is_fresh(a.server, key, ttl)]
         asked = [a for a in attempts if a not in fresh]
-        skipped = [f"{a.server}: not found within the last {ttl:g} s (cached miss)" for a in fresh]
+        skipped = [f"{redact(a.server)}: not found within the last {ttl:g} s (cached miss)" for a in fresh]
         if not asked:
-            return Missed("not-on-server", tuple(a.server for a in fresh), f"{what}: " + "; ".join(skipped))
+            return Missed("not-on-server", tuple(redact(a.server) for a in fresh), f"{what}: " + "; ".join(skipped))
         outcomes = self._race(key, what, asked, verify, tiers)
         return self._conclude(key, what, outcomes, fresh, skipped)
 
@@ -307,7 +308,7 @@ class Fetcher:
         started: float,
     ) -> None:
         attempt = outcome.attempt
-        ticket = self.progress.start(what, attempt.server)
+        ticket = self.progress.start(what, redact(attempt.server))
         session = Session(
             limits,
             Cancellation(cancellation),
@@ -326,7 +327,7 @@ class Fetcher:
                 raise CancelledError("cancelled", url)
             reason = verify(partial)
             if reason is not None:
-                outcome.refused = f"{url}: {reason}"
+                outcome.refused = f"{redact(url)}: {reason}"
                 return
             with winner:
                 if cancellation.cancelled:
@@ -334,10 +335,11 @@ class Fetcher:
                 size = partial.stat().st_size
                 self.store.commit(partial, destination)
                 partial = outcome.partial = None
-                outcome.won, outcome.url = destination, url
+                outcome.won, outcome.url = destination, redact(url)
                 cancellation.cancel()
             with self._lock:
-                self.fetched.append(FetchRecord(what, url, attempt.server, size, time.monotonic() - started))
+                record = FetchRecord(what, redact(url), redact(attempt.server), size, time.monotonic() - started)
+                self.fetched.append(record)
         except NotOnServerError as error:
             outcome.not_found = error
         except ServerUnreachableError as error:
@@ -347,11 +349,11 @@ class Fetcher:
         except DownloadRefusedError as error:
             outcome.refused = str(error)
         except SymbolizeError as error:
-            url = outcome.tried[-1] if outcome.tried else attempt.server
+            url = outcome.tried[-1] if outcome.tried else redact(attempt.server)
             outcome.refused = f"{url}: {error}"
         except OSError as error:
             # The store cannot be written (disk full, permissions): the download is not kept.
-            outcome.refused = f"{attempt.server}: cannot store {what}: {error.strerror or error}"
+            outcome.refused = f"{redact(attempt.server)}: cannot store {what}: {error.strerror or error}"
         except BaseException as error:  # a bug in an attempt: raised again in the caller's thread
             outcome.crashed = error
         finally:
@@ -372,7 +374,7 @@ class Fetcher:
             if outcome.won is not None and outcome.url is not None:
                 self.store.forget_miss(outcome.attempt.server, key)
                 return Fetched(outcome.won, outcome.url, outcome.won.stat().st_size, refused)
-        tried = tuple(url for outcome in outcomes for url in outcome.tried) + tuple(a.server for a in fresh)
+        tried = tuple(url for outcome in outcomes for url in outcome.tried) + tuple(redact(a.server) for a in fresh)
         details = list(skipped)
         for outcome in outcomes:
             if outcome.not_found is not None:
@@ -382,7 +384,7 @@ class Fetcher:
             elif outcome.refused is not None:
                 details.append(f"refused: {outcome.refused}")
             elif outcome.cancelled:
-                details.append(f"{outcome.attempt.server}: cancelled")
+                details.append(f"{redact(outcome.attempt.server)}: cancelled")
         unreachable = any(outcome.unreachable is not None or outcome.cancelled for outcome in outcomes)
         reason: MissReason = "server-unreachable" if unreachable else "not-on-server"
         return Missed(reason, tried, f"{what}: " + "; ".join(details), refused)

@@ -44,11 +44,19 @@ _CACHEABLE_MISS = {404, 410}
 _USER_AGENT = "symbolize (debug-file fetcher)"
 
 
+def redact(url: str) -> str:
+    """``url`` as it may be shown (messages, summaries, logs): credentials in it replaced by ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
 class TransferError(SymbolizeError):
-    """A download failed; ``url`` is the one asked for (the message names it)."""
+    """A download failed; ``url`` is the one asked for, shown without credentials (:func:`redact`)."""
 
     def __init__(self, message: str, url: str) -> None:
-        self.url = url
+        self.url = url = redact(url)
         super().__init__(message, None)
         self.args = (f"{url}: {message}",)
 
@@ -153,7 +161,7 @@ class Limits:
 class Session:
     """The GETs of one attempt at one server, under its limits and cancellation.
 
-    ``tried`` records every URL asked (redirect targets included), in order; ``on_bytes`` is
+    ``tried`` records every URL asked (redirect targets included, credentials redacted), in order; ``on_bytes`` is
     told of every chunk received (progress), ``on_start`` of each response's URL and length.
     """
 
@@ -227,7 +235,7 @@ class Session:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise DownloadRefusedError("not an http or https URL", url)
-        self.tried.append(url)
+        self.tried.append(redact(url))
         window = _Window(time.monotonic())
         connection, target, route_headers = _route(parts, self._timeout(url, window))
         sock: socket.socket | None = None
@@ -421,27 +429,33 @@ def _route(parts: urllib.parse.SplitResult, timeout: float) -> tuple[http.client
     """
     host = parts.hostname or ""
     path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    # Credentials in the URL (a store behind basic authentication) go to that URL's host only: a
+    # redirect elsewhere is asked without them, as curl does.
+    headers = {"Authorization": _basic(parts)} if parts.username is not None else {}
     proxy = _proxy_for(parts.scheme, host)
     context = ssl.create_default_context() if parts.scheme == "https" else None
     if proxy is None:
         if context is not None:
-            return http.client.HTTPSConnection(host, _port(parts), timeout=timeout, context=context), path, {}
-        return http.client.HTTPConnection(host, _port(parts), timeout=timeout), path, {}
+            return http.client.HTTPSConnection(host, _port(parts), timeout=timeout, context=context), path, headers
+        return http.client.HTTPConnection(host, _port(parts), timeout=timeout), path, headers
     proxy_parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-    headers: dict[str, str] = {}
-    if proxy_parts.username is not None:
-        import base64
-
-        user = urllib.parse.unquote(proxy_parts.username)
-        password = urllib.parse.unquote(proxy_parts.password or "")
-        headers["Proxy-Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    proxy_headers = {"Proxy-Authorization": _basic(proxy_parts)} if proxy_parts.username is not None else {}
     proxy_host, proxy_port = proxy_parts.hostname or "", _port(proxy_parts) or 8080
     if context is not None:
         tunnel = http.client.HTTPSConnection(proxy_host, proxy_port, timeout=timeout, context=context)
-        tunnel.set_tunnel(host, _port(parts) or 443, headers=headers)
-        return tunnel, path, {}
+        tunnel.set_tunnel(host, _port(parts) or 443, headers=proxy_headers)
+        return tunnel, path, headers
     absolute = urllib.parse.urlunsplit(("http", parts.netloc.rpartition("@")[2], parts.path or "/", parts.query, ""))
-    return http.client.HTTPConnection(proxy_host, proxy_port, timeout=timeout), absolute, headers
+    return http.client.HTTPConnection(proxy_host, proxy_port, timeout=timeout), absolute, headers | proxy_headers
+
+
+def _basic(parts: urllib.parse.SplitResult) -> str:
+    """The Basic credentials of a URL's ``user:password@`` (RFC 7617)."""
+    import base64
+
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
 
 
 def _proxy_for(scheme: str, host: str) -> str | None:

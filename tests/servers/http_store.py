@@ -79,12 +79,13 @@ class Fault:
 @dataclass(frozen=True)
 class Request:
     """One request as the server saw it: method, path (unquoted), the status it answered, and the
-    Range header it asked with."""
+    Range and Authorization headers it came with."""
 
     method: str
     path: str
     status: int
     range: str | None = None
+    authorization: str | None = None
 
 
 @dataclass
@@ -249,7 +250,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _log(self, path: str, status: int) -> None:
         with self.server.state.lock:
-            self.server.state.requests.append(Request(self.command, path, status, self.headers.get("Range")))
+            self.server.state.requests.append(
+                Request(self.command, path, status, self.headers.get("Range"), self.headers.get("Authorization"))
+            )
 
     @staticmethod
     def _find(state: _State, path: str) -> Path | None:
