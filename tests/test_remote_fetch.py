@@ -46,7 +46,7 @@ from symbolize.remote import (
 )
 from symbolize.remote.options import download_store_root, server_url
 from symbolize.remote.prune import PRUNED_STAMP, parse_age, parse_size, prune_if_due, prune_store
-from symbolize.remote.store import MISSES
+from symbolize.remote.store import MISSES, DownloadStore
 from tests.fixtures_data import BIN, ROOT
 from tests.servers.http_store import Fault, HttpProxy, HttpStore, wait_for_request
 
@@ -211,6 +211,38 @@ def test_a_writable_tier_receives_the_download(tmp_path: Path, servers: tuple[Ht
     result = fetcher.fetch(KEY, "cdemo", attempts([first]), VERIFY, tiers=[StoreTier(downstream, writable=True)])
     assert isinstance(result, Fetched) and result.path == KEY.under(downstream)
     assert store_files(fetcher) == []
+
+
+class _StoreWhereAnotherProcessWins(DownloadStore):
+    """Windows' answer to a rename over a file another process holds open, after that process
+    stored the same key: the file is there, the rename refused."""
+
+    def commit(self, partial: Path, destination: Path) -> Path:
+        destination.write_bytes(WANTED.read_bytes())
+        raise PermissionError(13, "Access is denied", str(destination))
+
+
+def test_a_file_another_process_stored_meanwhile_serves_when_the_rename_is_refused(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, _ = servers
+    fetcher = make_fetcher(tmp_path, [first])
+    fetcher.store = _StoreWhereAnotherProcessWins(fetcher.store.root)
+    result = fetch(fetcher, [first])
+    assert isinstance(result, Fetched) and result.path == entry(fetcher)
+    assert store_files(fetcher) == [result.path]  # no temporary left
+
+
+def test_a_store_that_cannot_be_written_refuses_the_download_naming_why(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, _ = servers
+    fetcher = make_fetcher(tmp_path, [first])
+    entry(fetcher).mkdir(parents=True)  # a directory where the file would go
+    result = fetch(fetcher, [first])
+    assert isinstance(result, Missed) and len(result.refused) == 1
+    assert result.refused[0].startswith(f"{first.url}: cannot store cdemo debuginfo")
+    assert [path for path in entry(fetcher).parent.iterdir() if path.is_file()] == []
 
 
 # The race and its faults.
