@@ -251,6 +251,7 @@ class Fetcher:
             stall_min_bytes=self.options.stall_min_bytes,
             max_bytes=self.options.max_file_bytes,
             deadline=None if total is None else started + total,
+            retry_delay=self.options.retry_delay,
         )
 
         def run(outcome: _Outcome) -> None:
