@@ -26,6 +26,12 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
 AttributeValue = str | int | bool | tuple[str, ...] | tuple[int, ...]
 
 
+def as_int64(value: int) -> int:
+    """A uint64 as the int64 of the same bits: how pprof's int64 fields and OTLP's uint64 ones
+    (and an attribute's int64 holding a pprof uint64 ID) carry each other's values."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
 def any_value(value: AttributeValue) -> AnyValue:
     """``value`` as an OTLP AnyValue (a tuple becomes an ArrayValue of its elements)."""
     if isinstance(value, tuple):

@@ -4,8 +4,9 @@
 have the same fields under the same numbers and JSON names (``resource_profiles`` = 1,
 ``dictionary`` = 2), so the same bytes are either message: both are read as ProfilesData. Protobuf
 and JSON are told apart by their bytes: a JSON object starts with ``{`` (after a UTF-8 BOM and
-white space), which no serialized message of these two starts with (0x7B would be field 15,
-wire type 3). gzip (RFC 1952) is recognised by its magic, as for pprof.
+white space), as no serialized message of these two does (0x7B would be field 15, wire
+type 3) unless its first field is 123 bytes long (:func:`is_json`). gzip (RFC 1952) is
+recognised by its magic, as for pprof.
 
 OTLP JSON (opentelemetry-proto ``docs/specification.md``, "JSON Protobuf Encoding") is the proto3
 JSON mapping with lowerCamelCase keys, enums as integers and 64-bit integers as decimal strings
@@ -59,8 +60,20 @@ _HEX_IDS = {"traceId": 16, "spanId": 8, "profileId": 16}
 
 
 def is_json(data: bytes) -> bool:
-    """Whether ``data`` (gunzipped) is JSON text: an object, as OTLP JSON always is."""
-    return data.removeprefix(_BOM).lstrip(_WHITESPACE)[:1] == b"{"
+    """Whether ``data`` (gunzipped) is JSON text: an object, as OTLP JSON always is.
+
+    A message whose first field is ``resource_profiles`` starts with 0x0A, a newline to JSON, and
+    one 123 bytes long then has ``{``: bytes that start so are JSON only when they parse as JSON.
+    """
+    if data.removeprefix(_BOM).lstrip(_WHITESPACE)[:1] != b"{":
+        return False
+    if data[:1] != b"\n":
+        return True
+    try:
+        json.loads(data)
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return True
 
 
 def read_profiles_data(data: bytes, path: Path | str = "<memory>") -> tuple[ProfilesData, Encoding, bool]:

@@ -34,7 +34,7 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
 
 from symbolize.errors import MalformedInputError
 from symbolize.otlp import attributes as keys
-from symbolize.otlp.dictionary import DictionaryBuilder
+from symbolize.otlp.dictionary import DictionaryBuilder, as_int64
 from symbolize.proto import profile_pb2 as pprof
 
 # The instrumentation scope of what the converter writes.
@@ -171,7 +171,8 @@ def _profile_attributes(profile: pprof.Profile, built: DictionaryBuilder) -> lis
     ):
         ids = tuple(entry.id for entry in entries)
         if ids != tuple(range(1, len(ids) + 1)):
-            indices.append(built.named_attribute(key, ids))
+            # An attribute's int is an int64, a pprof ID a uint64: stored modulo 2**64.
+            indices.append(built.named_attribute(key, tuple(map(as_int64, ids))))
     return indices
 
 

@@ -29,9 +29,9 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
 
 from symbolize.errors import MalformedInputError
 from symbolize.otlp import attributes as keys
+from symbolize.otlp.dictionary import as_int64
 from symbolize.proto import profile_pb2 as pprof
 
-_INT64_SIGN = 1 << 63
 _UINT64 = 1 << 64
 # Profile attributes the conversion itself reads; any other is dropped (and counted).
 _PPROF_PROFILE_KEYS = frozenset(
@@ -91,8 +91,8 @@ def pprof_from_profiles(data: ProfilesData, path: Path | str = "<memory>") -> tu
     out = pprof.Profile()
     length = facts.get(keys.STRING_TABLE_LENGTH)
     strings = _StringMapper(reader.dictionary.string_table, length if isinstance(length, int) else 1, path)
-    out.time_nanos = _signed(first.time_unix_nano)
-    out.duration_nanos = _signed(first.duration_nano)
+    out.time_nanos = as_int64(first.time_unix_nano)
+    out.duration_nanos = as_int64(first.duration_nano)
     out.period = first.period
     if first.HasField("period_type"):
         out.period_type.type = strings(first.period_type.type_strindex)
@@ -113,11 +113,6 @@ def pprof_from_profiles(data: ProfilesData, path: Path | str = "<memory>") -> tu
             setattr(out, pprof_field, strings.intern(text))
     out.string_table.extend(strings.table)
     return out, dropped
-
-
-def _signed(value: int) -> int:
-    """A uint64 read back as the int64 pprof keeps (the conversion stored int64 modulo 2**64)."""
-    return value - _UINT64 if value >= _INT64_SIGN else value
 
 
 AttributeValue = str | int | float | bool | bytes | tuple["AttributeValue", ...] | None
@@ -203,7 +198,7 @@ def _ids(recorded: AttributeValue, count: int) -> list[int]:
     distinct positive integers, or more than the entries, are not used."""
     ids: list[int] = []
     if isinstance(recorded, tuple) and len(recorded) <= count:
-        numbers = [value for value in recorded if isinstance(value, int) and not isinstance(value, bool)]
+        numbers = [value % _UINT64 for value in recorded if isinstance(value, int) and not isinstance(value, bool)]
         if len(numbers) == len(recorded) and len(set(numbers)) == len(numbers) and min(numbers, default=1) > 0:
             ids = numbers
     following = max(ids, default=0)
