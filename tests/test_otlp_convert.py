@@ -36,7 +36,7 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
 from typer.testing import CliRunner
 
 from symbolize.cli.app import app
-from symbolize.errors import MalformedInputError
+from symbolize.errors import MalformedInputError, SymbolizeError
 from symbolize.formats.errors import InputLimitError
 from symbolize.otlp import attributes as keys
 from symbolize.otlp.convert import Target, convert
@@ -532,11 +532,28 @@ def test_an_index_out_of_range_is_refused_naming_the_file() -> None:
         (b"[1, 2]", "not an OpenTelemetry profiles export"),
         (b'{"resourceProfiles": 3}', "not an OpenTelemetry profiles export"),
         (b"\x0a\x05\x12\x03", "not an OpenTelemetry profiles export"),
+        (b'{"a":' * 200_000, "invalid JSON"),
+        (
+            b'{"dictionary":{"attributeTable":['
+            + b'{"value":{"arrayValue":{"values":[' * 2_000
+            + b"]}}}" * 2_000
+            + b"]}}",
+            "not an OpenTelemetry profiles export",
+        ),
     ],
 )
 def test_broken_exports_are_refused(data: bytes, message: str) -> None:
     with pytest.raises(MalformedInputError, match=message):
         read_profiles_data(data, "broken.otlp")
+
+
+def test_only_a_pprof_input_is_carried_as_original_payload() -> None:
+    heap_v2 = (PROFILES / "gperftools" / "rustdemo-full.heap_v2").read_bytes()
+    with pytest.raises(SymbolizeError, match="gperftools heap_v2 text profile, not pprof"):
+        convert(heap_v2, Target.OTLP, original_payload=True, path="x.heap")
+    otlp = convert(heap_v2, Target.OTLP).data
+    with pytest.raises(SymbolizeError, match="already OTLP"):
+        convert(otlp, Target.OTLP, original_payload=True)
 
 
 def test_the_entry_cap_holds(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -71,7 +71,7 @@ def is_json(data: bytes) -> bool:
         return True
     try:
         json.loads(data)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return False
     return True
 
@@ -116,7 +116,7 @@ def _check_entries(count: int, path: Path | str) -> None:
 def _from_json(data: bytes, path: Path | str) -> ProfilesData:
     try:
         tree = json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise MalformedInputError(f"not an OpenTelemetry profiles export: invalid JSON: {exc}", path) from exc
     if not isinstance(tree, dict):
         raise MalformedInputError("not an OpenTelemetry profiles export: JSON that is not an object", path)
@@ -125,7 +125,7 @@ def _from_json(data: bytes, path: Path | str) -> ProfilesData:
     message = ProfilesData()
     try:
         json_format.ParseDict(tree, message, ignore_unknown_fields=True)
-    except (json_format.ParseError, TypeError, ValueError, AttributeError) as exc:
+    except (json_format.ParseError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise MalformedInputError(f"not an OpenTelemetry profiles export: {exc}", path) from exc
     return message
 
