@@ -147,8 +147,7 @@ def _build_id_keys(path: Path) -> set[str]:
     data = _otlp_of(original)
     found: set[str] = set()
     for mapping in list(data.dictionary.mapping_table)[1:]:
-        found.update(key for key in _attributes(data, list(mapping.attribute_indices)) if "build_id" in key or
-                     key.startswith(("symbolize.pe.", "symbolize.macho.", "symbolize.pdb.")))  # fmt: skip
+        found.update(key for key in _attributes(data, list(mapping.attribute_indices)) if key in keys.BUILD_ID_KEYS)
     return found
 
 
@@ -433,8 +432,10 @@ def _ebpf_dictionary() -> ProfilesDictionary:
 def test_sample_attributes_become_labels() -> None:
     """collector-contrib #49480: OTLP sample attributes were not turned into pprof labels."""
     dictionary = _ebpf_dictionary()
-    profile = Profile(sample_type=ValueType(type_strindex=1, unit_strindex=2),
-                      samples=[Sample(stack_index=1, attribute_indices=[2], values=[3])])  # fmt: skip
+    profile = Profile(
+        sample_type=ValueType(type_strindex=1, unit_strindex=2),
+        samples=[Sample(stack_index=1, attribute_indices=[2], values=[3])],
+    )
     back, dropped = pprof_from_profiles(_foreign([profile], dictionary))
     strings = back.string_table
     assert [(strings[label.key], strings[label.str]) for label in back.sample[0].label] == [("thread.name", "worker")]
@@ -454,8 +455,9 @@ def test_every_value_and_timestamp_shape_is_counted() -> None:
             Sample(stack_index=2, link_index=1, values=[4]),
         ],
     )
-    off_cpu = Profile(sample_type=ValueType(type_strindex=7, unit_strindex=8),
-                      samples=[Sample(stack_index=2, values=[1_000_000])])  # fmt: skip
+    off_cpu = Profile(
+        sample_type=ValueType(type_strindex=7, unit_strindex=8), samples=[Sample(stack_index=2, values=[1_000_000])]
+    )
     back, dropped = pprof_from_profiles(_foreign([cpu, off_cpu], dictionary))
     strings = back.string_table
     assert [(strings[value_type.type], strings[value_type.unit]) for value_type in back.sample_type] == [
@@ -488,8 +490,9 @@ def test_stack_order_is_kept_leaf_first() -> None:
 
 def test_what_pprof_cannot_hold_is_named() -> None:
     dictionary = _ebpf_dictionary()
-    profile = Profile(sample_type=ValueType(type_strindex=1, unit_strindex=2),
-                      samples=[Sample(stack_index=1, values=[1])])  # fmt: skip
+    profile = Profile(
+        sample_type=ValueType(type_strindex=1, unit_strindex=2), samples=[Sample(stack_index=1, values=[1])]
+    )
     resource = [KeyValue(key="service.name", value=AnyValue(string_value="app"))]
     back, dropped = pprof_from_profiles(_foreign([profile], dictionary, resource))
     assert back.mapping[0].build_id == 0, "an htlhash is no pprof build ID"

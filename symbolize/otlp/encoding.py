@@ -109,8 +109,14 @@ def encode_profiles_data(message: ProfilesData, encoding: Encoding) -> bytes:
 def _check_entries(count: int, path: Path | str) -> None:
     limit = configured_limit(MAX_ENTRIES_SETTING, MAX_PROFILE_ENTRIES)
     if count > limit:
-        raise InputLimitError("the export holds too many entries", path, None, limit=limit,
-                              setting=MAX_ENTRIES_SETTING, unit="entries")  # fmt: skip
+        raise InputLimitError(
+            "the export holds more entries (dictionary entries, location lines, samples) than the cap",
+            path,
+            None,
+            limit=limit,
+            setting=MAX_ENTRIES_SETTING,
+            unit="entries",
+        )
 
 
 def _from_json(data: bytes, path: Path | str) -> ProfilesData:

@@ -86,8 +86,8 @@ def pprof_from_profiles(data: ProfilesData, path: Path | str = "<memory>") -> tu
     first = profiles[0]
     facts = reader.profile_attributes(first)
     for profile in profiles:
-        dropped.add("profile attributes", sum(1 for key, _ in map(reader.attribute, profile.attribute_indices)
-                                              if key not in _PPROF_PROFILE_KEYS))  # fmt: skip
+        found = [key for key, _ in map(reader.attribute, profile.attribute_indices) if key not in _PPROF_PROFILE_KEYS]
+        dropped.add("profile attributes", len(found))
     out = pprof.Profile()
     length = facts.get(keys.STRING_TABLE_LENGTH)
     strings = _StringMapper(reader.dictionary.string_table, length if isinstance(length, int) else 1, path)
@@ -141,8 +141,8 @@ class _DictionaryReader:
     def check(self, table: str, index: int) -> int:
         length = len(getattr(self.dictionary, table))
         if not 0 <= index < max(length, 1):
-            raise MalformedInputError(f"not a profile: {table} index {index} is out of range ({length} entries)",
-                                      self.path)  # fmt: skip
+            problem = f"{table} index {index} is out of range ({length} entries)"
+            raise MalformedInputError(f"not a profile: {problem}", self.path)
         return index
 
     def attribute(self, index: int) -> tuple[str, AttributeValue]:
@@ -306,8 +306,8 @@ def _add_samples(
 
     if _zipped(profiles):
         for position, model in enumerate(profiles[0].samples):
-            add(model.stack_index, model.attribute_indices,
-                [value for profile in profiles for value in profile.samples[position].values])  # fmt: skip
+            values = [value for profile in profiles for value in profile.samples[position].values]
+            add(model.stack_index, model.attribute_indices, values)
         for profile in profiles:
             dropped.add("links", sum(1 for sample in profile.samples if sample.link_index))
         return
