@@ -127,9 +127,14 @@ def test_the_otlp_of_a_fixture_keeps_the_dictionary_rules(path: Path) -> None:
     attributes = [entry.SerializeToString() for entry in dictionary.attribute_table]
     assert len(set(attributes)) == len(attributes)
     assert _strings(data)[: len(original.string_table)] == list(original.string_table)
-    profiles = data.resource_profiles[0].scope_profiles[0].profiles
+    scope = data.resource_profiles[0].scope_profiles[0]
+    profiles = scope.profiles
     assert len(profiles) == len(original.sample_type)
-    for column, profile in enumerate(profiles):
+    # pprof's default sample type (the last, none being named) is the first profile, as OTLP
+    # readers show profiles[0]; the scope records where each came from (semantic conventions).
+    order = _scope_attributes(scope).get(keys.SAMPLE_TYPE_ORDER, list(range(len(profiles))))
+    assert order[0] == len(original.sample_type) - 1 and sorted(order) == list(range(len(profiles)))
+    for column, profile in zip(order, profiles, strict=True):
         strings = dictionary.string_table
         assert strings[profile.sample_type.type_strindex] == original.string_table[original.sample_type[column].type]
         assert [sample.values[0] for sample in profile.samples] == [sample.value[column] for sample in original.sample]
@@ -140,6 +145,30 @@ def test_the_otlp_of_a_fixture_keeps_the_dictionary_rules(path: Path) -> None:
         stack = dictionary.stack_table[converted.stack_index].location_indices
         addresses = [dictionary.location_table[index].address for index in stack]
         assert addresses == [by_id[location_id].address for location_id in sample.location_id]
+
+
+def _scope_attributes(scope: ScopeProfiles) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for attribute in scope.scope.attributes:
+        kind = attribute.value.WhichOneof("value")
+        if kind == "array_value":
+            found[attribute.key] = [element.int_value for element in attribute.value.array_value.values]
+        else:
+            found[attribute.key] = getattr(attribute.value, kind) if kind else None
+    return found
+
+
+def test_the_default_sample_type_comes_first_and_is_recorded_on_the_scope() -> None:
+    strings = ["", "alloc_objects", "count", "alloc_space", "bytes", "inuse_objects", "inuse_space"]
+    profile = pprof.Profile(string_table=strings, default_sample_type=5)
+    for type_index, unit_index in ((1, 2), (3, 4), (5, 2), (6, 4)):
+        profile.sample_type.add(type=type_index, unit=unit_index)
+    profile.sample.add(value=[1, 2, 3, 4])
+    data = _otlp_of(profile)
+    scope = data.resource_profiles[0].scope_profiles[0]
+    assert _scope_attributes(scope) == {keys.DEFAULT_SAMPLE_TYPE: "inuse_objects", keys.SAMPLE_TYPE_ORDER: [2, 0, 1, 3]}
+    assert [sample.values[0] for otlp in scope.profiles for sample in otlp.samples] == [3, 1, 2, 4]
+    assert pprof_from_profiles(data)[0] == profile
 
 
 def _build_id_keys(path: Path) -> set[str]:

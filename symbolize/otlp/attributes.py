@@ -9,7 +9,9 @@ Semantic conventions (registry, ``process`` and ``pprof`` pages, Development sta
 - ``pprof.mapping.has_functions``, ``.has_filenames``, ``.has_line_numbers``,
   ``.has_inline_frames``, ``pprof.location.is_folded`` (booleans, written when true),
   ``pprof.profile.comment`` (string[]), ``.drop_frames``, ``.keep_frames``, ``.doc_url``
-  (strings), ``pprof.scope.default_sample_type`` (string).
+  (strings); on the scope (``scope.attributes``, as the conventions require):
+  ``pprof.scope.default_sample_type`` (string) and ``pprof.scope.sample_type_order`` (int[]: the
+  pprof index of each profile's sample type, when the default one was moved first).
 
 Ours, namespaced ``symbolize.`` (documented in README, "OTLP"), for what the conventions do not name:
 
@@ -57,14 +59,14 @@ COMMENT = "pprof.profile.comment"
 DROP_FRAMES = "pprof.profile.drop_frames"
 KEEP_FRAMES = "pprof.profile.keep_frames"
 DOC_URL = "pprof.profile.doc_url"
-DEFAULT_SAMPLE_TYPE = "pprof.scope.default_sample_type"
 # pprof Profile string-index field -> its attribute.
 PROFILE_STRINGS = (
     ("drop_frames", DROP_FRAMES),
     ("keep_frames", KEEP_FRAMES),
     ("doc_url", DOC_URL),
-    ("default_sample_type", DEFAULT_SAMPLE_TYPE),
 )
+DEFAULT_SAMPLE_TYPE = "pprof.scope.default_sample_type"
+SAMPLE_TYPE_ORDER = "pprof.scope.sample_type_order"
 
 STRING_TABLE_LENGTH = "symbolize.pprof.string_table_length"
 MAPPING_IDS = "symbolize.pprof.mapping_ids"

@@ -2,7 +2,9 @@
 
 An OTLP Profile has one sample type: a pprof profile with K sample types becomes K Profiles that
 share one ``ProfilesDictionary`` and hold the same samples in the same order (sample i of each is
-pprof sample i, with value K[i]), so the way back zips them (:mod:`symbolize.otlp.to_pprof`).
+pprof sample i, with its value of that type), so the way back zips them
+(:mod:`symbolize.otlp.to_pprof`). The default sample type's profile comes first, and the order is
+recorded (:func:`sample_type_order`).
 
 The pprof string table is the dictionary's first strings, in order, so every string index stays
 valid as it is; what the conversion adds (attribute keys) comes after it, and its length is
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
     Function,
     Line,
@@ -34,7 +36,7 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
 
 from symbolize.errors import MalformedInputError
 from symbolize.otlp import attributes as keys
-from symbolize.otlp.dictionary import DictionaryBuilder, as_int64
+from symbolize.otlp.dictionary import DictionaryBuilder, any_value, as_int64
 from symbolize.proto import profile_pb2 as pprof
 
 # The instrumentation scope of what the converter writes.
@@ -92,15 +94,31 @@ def profiles_from_pprof(
         )
         for sample in profile.sample
     ]
-    profiles = [
-        _otlp_profile(profile, column, shared, samples)
-        for column in (range(len(profile.sample_type)) if profile.sample_type else [None])
-    ]
+    order = sample_type_order(profile)
+    columns: list[int | None] = [*order] if order else [None]
+    profiles = [_otlp_profile(profile, column, shared, samples) for column in columns]
     if original_payload is not None:
         profiles[0].original_payload_format = "pprof"
         profiles[0].original_payload = original_payload
     scope = ScopeProfiles(scope=InstrumentationScope(name=SCOPE_NAME), profiles=profiles)
+    if profile.default_sample_type:
+        text = AnyValue(string_value=strings[profile.default_sample_type])
+        scope.scope.attributes.append(KeyValue(key=keys.DEFAULT_SAMPLE_TYPE, value=text))
+    if order != sorted(order):
+        scope.scope.attributes.append(KeyValue(key=keys.SAMPLE_TYPE_ORDER, value=any_value(tuple(order))))
     return ProfilesData(resource_profiles=[ResourceProfiles(scope_profiles=[scope])], dictionary=built.dictionary)
+
+
+def sample_type_order(profile: pprof.Profile) -> list[int]:
+    """The pprof sample type of each OTLP profile, in OTLP order: the default one first (OTLP
+    readers show ``profiles[0]`` first), then the others as pprof lists them. The default is the
+    one ``default_sample_type`` names, else the last (pprof's rule)."""
+    types = [profile.string_table[value_type.type] for value_type in profile.sample_type]
+    if not types:
+        return []
+    wanted = profile.string_table[profile.default_sample_type] if profile.default_sample_type else None
+    default = types.index(wanted) if wanted in types else len(types) - 1
+    return [default, *(column for column in range(len(types)) if column != default)]
 
 
 def _otlp_profile(

@@ -69,25 +69,25 @@ def pprof_from_profiles(data: ProfilesData, path: Path | str = "<memory>") -> tu
     Raises MalformedInputError (naming ``path``) for a dictionary reference out of range and for
     data without profiles.
     """
-    profiles = [
-        profile
-        for resource in data.resource_profiles
-        for scope in resource.scope_profiles
-        for profile in scope.profiles
-    ]
-    if not profiles:
-        raise MalformedInputError("not a profile: the OpenTelemetry export holds no profiles", path)
     dropped = Dropped()
+    profiles: list[Profile] = []
+    default_sample_type = None
     for resource in data.resource_profiles:
         dropped.add("resource attributes", len(resource.resource.attributes))
         for scope in resource.scope_profiles:
-            dropped.add("scope attributes", len(scope.scope.attributes))
+            found = {attribute.key: _python_value(attribute.value) for attribute in scope.scope.attributes}
+            dropped.add("scope attributes", len(set(found) - {keys.DEFAULT_SAMPLE_TYPE, keys.SAMPLE_TYPE_ORDER}))
+            profiles.extend(_in_pprof_order(scope.profiles, found.get(keys.SAMPLE_TYPE_ORDER)))
+            if default_sample_type is None and isinstance(found.get(keys.DEFAULT_SAMPLE_TYPE), str):
+                default_sample_type = str(found[keys.DEFAULT_SAMPLE_TYPE])
+    if not profiles:
+        raise MalformedInputError("not a profile: the OpenTelemetry export holds no profiles", path)
     reader = _DictionaryReader(data.dictionary, path)
     first = profiles[0]
     facts = reader.profile_attributes(first)
     for profile in profiles:
-        found = [key for key, _ in map(reader.attribute, profile.attribute_indices) if key not in _PPROF_PROFILE_KEYS]
-        dropped.add("profile attributes", len(found))
+        foreign = [key for key, _ in map(reader.attribute, profile.attribute_indices) if key not in _PPROF_PROFILE_KEYS]
+        dropped.add("profile attributes", len(foreign))
     out = pprof.Profile()
     length = facts.get(keys.STRING_TABLE_LENGTH)
     strings = _StringMapper(reader.dictionary.string_table, length if isinstance(length, int) else 1, path)
@@ -111,11 +111,24 @@ def pprof_from_profiles(data: ProfilesData, path: Path | str = "<memory>") -> tu
         text = facts.get(key)
         if isinstance(text, str):
             setattr(out, pprof_field, strings.intern(text))
+    if default_sample_type is not None:
+        out.default_sample_type = strings.intern(default_sample_type)
     out.string_table.extend(strings.table)
     return out, dropped
 
 
 AttributeValue = str | int | float | bool | bytes | tuple["AttributeValue", ...] | None
+
+
+def _in_pprof_order(profiles: Sequence[Profile], order: AttributeValue) -> list[Profile]:
+    """A scope's profiles in pprof's sample type order, by ``pprof.scope.sample_type_order``
+    (each profile's pprof index) when it is a permutation of them, else as they are."""
+    indices = [value for value in order if type(value) is int] if isinstance(order, tuple) else []
+    ordered = list(profiles)
+    if isinstance(order, tuple) and len(indices) == len(order) and sorted(indices) == list(range(len(profiles))):
+        for profile, index in zip(profiles, indices, strict=True):
+            ordered[index] = profile
+    return ordered
 
 
 def _python_value(value: AnyValue) -> AttributeValue:
