@@ -304,16 +304,19 @@ def _add_samples(
     dropped: Dropped,
 ) -> None:
     stacks = reader.dictionary.stack_table
+    # Each stack's pprof location IDs, made once: samples of every profile share the stacks.
+    stack_ids: dict[int, list[int]] = {0: []}
 
     def add(stack_index: int, attribute_indices: Sequence[int], values: list[int]) -> None:
         sample = out.sample.add(value=values)
-        if stack_index < len(stacks):
-            sample.location_id.extend(
-                location_ids[reader.check("location_table", index)]
-                for index in stacks[reader.check("stack_table", stack_index)].location_indices
-            )
-        else:
-            reader.check("stack_table", stack_index)
+        ids = stack_ids.get(stack_index)
+        if ids is None:
+            indices = stacks[reader.check("stack_table", stack_index)].location_indices
+            if indices:
+                reader.check("location_table", min(indices))
+                reader.check("location_table", max(indices))
+            ids = stack_ids[stack_index] = [location_ids[index] for index in indices]
+        sample.location_id.extend(ids)
         for index in attribute_indices:
             _add_labels(sample, reader, index, strings, dropped)
 
