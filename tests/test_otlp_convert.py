@@ -588,6 +588,50 @@ def test_only_a_pprof_input_is_carried_as_original_payload() -> None:
         convert(otlp, Target.OTLP, original_payload=True)
 
 
+# Every index field an OTLP export holds, as (where, field): each is overwritten with any int32.
+_INDEX_FIELDS = [
+    ("mapping_table", "filename_strindex"),
+    ("location_table", "mapping_index"),
+    ("function_table", "name_strindex"),
+    ("attribute_table", "key_strindex"),
+    ("attribute_table", "unit_strindex"),
+    ("samples", "stack_index"),
+    ("samples", "link_index"),
+    ("sample_type", "type_strindex"),
+]
+
+
+_CHANGES = st.lists(
+    st.tuples(st.sampled_from(_INDEX_FIELDS), st.integers(-(1 << 31), (1 << 31) - 1), st.integers(0, 100)),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pprof_profiles(), _CHANGES)
+def test_hostile_indices_are_refused_as_malformed(
+    profile: pprof.Profile, changes: list[tuple[tuple[str, str], int, int]]
+) -> None:
+    """Any index anywhere: the way back names a pprof profile or refuses with MalformedInputError,
+    never another exception."""
+    data = _otlp_of(profile)
+    otlp = data.resource_profiles[0].scope_profiles[0].profiles[0]
+    for (where, field), value, pick in changes:
+        if where == "samples":
+            entries = list(otlp.samples)
+        elif where == "sample_type":
+            entries = [otlp.sample_type]
+        else:
+            entries = list(getattr(data.dictionary, where))
+        if entries:
+            setattr(entries[pick % len(entries)], field, value)
+    try:
+        pprof_from_profiles(data, "hostile.otlp")
+    except MalformedInputError as error:
+        assert "hostile.otlp" in str(error)
+
+
 def test_the_entry_cap_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SYMBOLIZE_MAX_PROFILE_ENTRIES", "4")
     message = _linked_export()
@@ -616,6 +660,17 @@ def test_convert_on_the_command_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["convert", str(otlp), "-o", str(back), "--to", "pprof"])
     assert result.exit_code == 0, result.output
     assert back.read_bytes() == source.read_bytes()
+
+
+def test_convert_reads_stdin_and_writes_stdout() -> None:
+    source = (PROFILES / "rustdemo-full.cpu.daemon.pb.gz").read_bytes()
+    runner = CliRunner()
+    otlp = runner.invoke(app, ["convert", "-", "-o", "-", "--to", "otlp"], input=source)
+    assert otlp.exit_code == 0
+    assert otlp.stdout_bytes[:2] == b"\x1f\x8b", "gzipped in, gzipped out"
+    back = runner.invoke(app, ["convert", "-", "-o", "-", "--to", "pprof"], input=otlp.stdout_bytes)
+    assert back.exit_code == 0
+    assert parse_profile(back.stdout_bytes)[0] == parse_profile(source)[0]
 
 
 def test_convert_refusals_are_one_line(tmp_path: Path) -> None:

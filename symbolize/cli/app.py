@@ -118,6 +118,8 @@ class OutputStyle(enum.StrEnum):
     JSON = "JSON"
 
 
+# convert's choices, spelled here rather than imported from symbolize.otlp (Target, Encoding),
+# whose import loads opentelemetry-proto: only a convert run may pay for that.
 class ConvertTarget(enum.StrEnum):
     otlp = "otlp"
     pprof = "pprof"
