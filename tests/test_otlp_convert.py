@@ -498,6 +498,15 @@ def test_every_value_and_timestamp_shape_is_counted() -> None:
     assert dropped.counts == {"htlhash build IDs": 1, "sample timestamps": 7, "links": 1}
 
 
+def test_a_profile_without_a_sample_type_still_has_a_column() -> None:
+    """One profile with no sample type whose samples hold values: one pprof sample type (empty)
+    per profile, so that every sample's values match the sample types."""
+    profile = Profile(samples=[Sample(stack_index=1, values=[2]), Sample(stack_index=2, values=[3, 4])])
+    back, _ = pprof_from_profiles(_foreign([profile], _ebpf_dictionary()))
+    assert len(back.sample_type) == 1
+    assert sorted(list(sample.value) for sample in back.sample) == [[2], [7]]
+
+
 def test_stack_order_is_kept_leaf_first() -> None:
     """The Collector's first pprofile -> pprof conversion reordered the location indices of the
     stack table (review of collector-contrib #44357): the order is the stack, leaf first."""
@@ -627,9 +636,12 @@ def test_hostile_indices_are_refused_as_malformed(
         if entries:
             setattr(entries[pick % len(entries)], field, value)
     try:
-        pprof_from_profiles(data, "hostile.otlp")
+        back, _ = pprof_from_profiles(data, "hostile.otlp")
     except MalformedInputError as error:
         assert "hostile.otlp" in str(error)
+        return
+    # What comes back is a pprof profile whose references resolve: it converts again.
+    assert profiles_from_pprof(back, path="back.pb")
 
 
 def test_the_entry_cap_holds(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -97,7 +97,7 @@ def pprof_from_profiles(data: ProfilesData, path: Path | str = "<memory>") -> tu
     if first.HasField("period_type"):
         out.period_type.type = strings(first.period_type.type_strindex)
         out.period_type.unit = strings(first.period_type.unit_strindex)
-    if len(profiles) > 1 or first.HasField("sample_type"):
+    if not _typeless(profiles):
         for profile in profiles:
             value_type = out.sample_type.add()
             value_type.type = strings(profile.sample_type.type_strindex)
@@ -275,11 +275,23 @@ def _add_tables(
     return location_ids
 
 
-def _zipped(profiles: Sequence[Profile]) -> bool:
-    """Whether the profiles hold the same samples in the same order, one value each (no
-    timestamps), as :mod:`symbolize.otlp.from_pprof` writes them: then they are pprof's columns."""
+def _typeless(profiles: Sequence[Profile]) -> bool:
+    """Whether ``profiles`` are what a pprof profile without sample types becomes: one profile,
+    no sample type, samples without values or timestamps."""
     first = profiles[0]
-    values = 1 if len(profiles) > 1 or first.HasField("sample_type") else 0
+    return (
+        len(profiles) == 1
+        and not first.HasField("sample_type")
+        and not any(sample.values or sample.timestamps_unix_nano for sample in first.samples)
+    )
+
+
+def _zipped(profiles: Sequence[Profile]) -> bool:
+    """Whether the profiles hold the same samples in the same order, one value each (none for
+    :func:`_typeless` ones), no timestamps, as :mod:`symbolize.otlp.from_pprof` writes them: then
+    they are pprof's columns."""
+    first = profiles[0]
+    values = 0 if _typeless(profiles) else 1
     for profile in profiles:
         if len(profile.samples) != len(first.samples):
             return False
