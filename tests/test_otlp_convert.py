@@ -685,6 +685,19 @@ def test_convert_reads_stdin_and_writes_stdout() -> None:
     assert parse_profile(back.stdout_bytes)[0] == parse_profile(source)[0]
 
 
+def test_convert_names_what_pprof_has_no_place_for(tmp_path: Path) -> None:
+    cpu = Profile(
+        sample_type=ValueType(type_strindex=1, unit_strindex=2),
+        samples=[Sample(stack_index=1, timestamps_unix_nano=[5, 6, 7])],
+    )
+    source = tmp_path / "ebpf.otlp"
+    source.write_bytes(_foreign([cpu], _ebpf_dictionary()).SerializeToString())
+    result = CliRunner().invoke(app, ["convert", str(source), "-o", str(tmp_path / "out.pb"), "--to", "pprof"])
+    assert result.exit_code == 0
+    assert result.stderr == "symbolize: note: pprof has no place for: 1 htlhash build IDs, 3 sample timestamps\n"
+    assert [list(sample.value) for sample in parse_profile((tmp_path / "out.pb").read_bytes())[0].sample] == [[3]]
+
+
 def test_convert_refusals_are_one_line(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_bytes(b'{"resourceProfiles": [], "dictionary": {"stringTable": ["x"]}}')
