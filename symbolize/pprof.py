@@ -346,9 +346,14 @@ def write_profile(profile: Profile, path: Path | str, *, gzip: bool) -> None:
     and anything that is not a regular file (a device such as ``/dev/null``, a FIFO, a socket) is
     refused, never replaced.
     """
+    write_atomically(serialize_profile(profile, gzip=gzip), path)
+
+
+def write_atomically(data: bytes, path: Path | str) -> None:
+    """Write ``data`` to ``path`` as :func:`write_profile` writes a profile: atomically, through
+    symlinks, never over anything but a regular file."""
     named = Path(path)
     path = output_target(named)
-    data = serialize_profile(profile, gzip=gzip)
     remove_stale_temporaries(path.parent, PROFILE_TEMPORARY)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

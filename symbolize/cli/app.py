@@ -10,6 +10,8 @@ Commands (promises to users' scripts)::
     symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
               [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
               [--require-frame-pointers]   (exit codes: symbolize/cli/audit.py)
+    symbolize [--debug] convert IN|- -o OUT|- --to otlp|pprof [--encoding protobuf|json]
+              [--original-payload]
 
 Data goes to stdout, diagnostics to stderr; exit codes and error lines: symbolize/cli/exits.py,
 in every command, ``audit`` (whose own codes are in ``symbolize/cli/audit.py``) included.
@@ -46,6 +48,7 @@ from symbolize.cli.options import (
     CACHE_CLEAR_OPTIONS,
     CACHE_PRUNE_OPTIONS,
     CACHE_SHOW_OPTIONS,
+    CONVERT_OPTIONS,
     INDEX_OPTIONS,
     LOOKUP_OPTIONS,
     PROFILE_OPTIONS,
@@ -103,6 +106,7 @@ _INDEX = _parameters(INDEX_OPTIONS)
 _CACHE_SHOW = _parameters(CACHE_SHOW_OPTIONS)
 _CACHE_CLEAR = _parameters(CACHE_CLEAR_OPTIONS)
 _CACHE_PRUNE = _parameters(CACHE_PRUNE_OPTIONS)
+_CONVERT = _parameters(CONVERT_OPTIONS)
 
 
 class DemangleChoice(enum.StrEnum):
@@ -115,6 +119,18 @@ class OutputStyle(enum.StrEnum):
     LLVM = "LLVM"
     GNU = "GNU"
     JSON = "JSON"
+
+
+# convert's choices, spelled here rather than imported from symbolize.otlp (Target, Encoding),
+# whose import loads opentelemetry-proto: only a convert run may pay for that.
+class ConvertTarget(enum.StrEnum):
+    otlp = "otlp"
+    pprof = "pprof"
+
+
+class OtlpEncoding(enum.StrEnum):
+    protobuf = "protobuf"
+    json = "json"
 
 
 class FunctionNames(enum.StrEnum):
@@ -440,12 +456,62 @@ def cache_prune_command(
     _exit_with(run_guarded(prune, debug=_debug(ctx)))
 
 
+def convert_command(
+    ctx: typer.Context,
+    in_path: Path = _CONVERT["in_path"],
+    out_path: Path = _CONVERT["out_path"],
+    to: ConvertTarget = _CONVERT["to"],
+    encoding: OtlpEncoding = _CONVERT["encoding"],
+    original_payload: bool = _CONVERT["original_payload"],
+) -> None:
+    """Convert a profile between pprof and OpenTelemetry (OTLP profiles, v1development).
+
+    IN is told apart by its bytes; the output is gzipped when IN was. pprof -> OTLP -> pprof gives
+    back the same profile; what pprof has no place for (timestamps, links, resource attributes)
+    is named on stderr.
+    """
+    if original_payload and to is not ConvertTarget.otlp:
+        raise typer.BadParameter("only OTLP output carries an original payload", param_hint="--original-payload")
+
+    def work() -> None:
+        # Imported here: opentelemetry-proto's messages are no part of a run that does not convert.
+        from symbolize.otlp.convert import Target, convert
+        from symbolize.otlp.encoding import Encoding
+
+        data = sys.stdin.buffer.read() if str(in_path) == "-" else _read_input(in_path)
+        shown = "<stdin>" if str(in_path) == "-" else in_path
+        converted = convert(
+            data, Target(to.value), encoding=Encoding(encoding.value), original_payload=original_payload, path=shown
+        )
+        if str(out_path) == "-":
+            sys.stdout.buffer.write(converted.data)
+            sys.stdout.buffer.flush()
+        else:
+            from symbolize.pprof import write_atomically
+
+            write_atomically(converted.data, out_path)
+        if converted.note is not None:
+            typer.echo(f"symbolize: note: {converted.note}", err=True)
+
+    _exit_with(run_guarded(work, debug=_debug(ctx)))
+
+
+def _read_input(path: Path) -> bytes:
+    from symbolize.errors import os_error
+
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise os_error(error, "read", path) from error
+
+
 # The commands, in the order help lists them.
 _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("profile", profile_command),
     ("lookup", lookup_command),
     ("index", index_command),
     ("audit", audit_command),
+    ("convert", convert_command),
 )
 _CACHE_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("show", cache_show_command),

@@ -266,6 +266,34 @@ CACHE_PRUNE_OPTIONS = (
     ),
 )
 
+CONVERT_OPTIONS = (
+    CliOption(
+        "in_path",
+        (),
+        Kind.ARGUMENT,
+        "pprof, gperftools or OTLP profile (protobuf or JSON), gzipped or not; - for stdin.",
+        default=...,
+        metavar="IN",
+    ),
+    CliOption("out_path", ("-o", "--output"), Kind.PATH, "Output file; - for stdout.", default=..., metavar="OUT"),
+    CliOption("to", ("--to",), Kind.CHOICE, "Output format.", default=..., choices=("otlp", "pprof")),
+    CliOption(
+        "encoding",
+        ("--encoding",),
+        Kind.CHOICE,
+        "Encoding of OTLP output.",
+        default="protobuf",
+        choices=("protobuf", "json"),
+    ),
+    CliOption(
+        "original_payload",
+        ("--original-payload",),
+        Kind.FLAG,
+        "Put the pprof input's bytes in the OTLP profile's original_payload.",
+        default=False,
+    ),
+)
+
 # Command name -> its options, for the commands typer builds from this module.
 COMMAND_OPTIONS: dict[str, tuple[CliOption, ...]] = {
     "profile": PROFILE_OPTIONS,
@@ -274,6 +302,7 @@ COMMAND_OPTIONS: dict[str, tuple[CliOption, ...]] = {
     "cache show": CACHE_SHOW_OPTIONS,
     "cache clear": CACHE_CLEAR_OPTIONS,
     "cache prune": CACHE_PRUNE_OPTIONS,
+    "convert": CONVERT_OPTIONS,
 }
 
 
