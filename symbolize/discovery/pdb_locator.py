@@ -7,12 +7,14 @@ Search order (the debuggers' and llvm-symbolizer's places, without their network
   the build machine's: followed only where the user said to look);
 - the base name of the recorded path (a Windows path: ``C:\\build\\app.pdb`` -> ``app.pdb``)
   beside the image, then in each ``--search-path`` directory, matched ignoring case;
+- the base name in each plain directory of ``_NT_SYMBOL_PATH`` (and ``_NT_ALT_SYMBOL_PATH``);
 - symbol stores in the symsrv layout, ``<root>/<name>/<GUID><age>/<name>`` (GUID upper- or
   lower-case, age in hex), or ``<root>/<first two letters of name>/<name>/<GUID><age>/<name>`` in
-  a two-tier store (one with an ``index2.txt`` at its root), under every search path, every
-  debug directory, and the local parts of ``_NT_SYMBOL_PATH`` (``srv*<cache>*https://...`` and
-  ``cache*<dir>`` give their local directories, plain entries are directories; servers are left
-  out).
+  a two-tier store (one with an ``index2.txt`` at its root), and the file a ``file.ptr`` there
+  points to when it lies under a directory named here, under every search path, every debug
+  directory, and the local stores of the symbol path (symbolize/remote/symbol_path.py: its
+  ``srv*`` chains' directories, ``cache*<dir>``, plain directories; Windows paths name nothing on
+  POSIX).
 
 The file found must be a PDB whose info-stream GUID and DBI age are the RSDS record's; another
 is refused with both IDs in the reason (llvm-symbolizer uses any PDB it finds unchecked).
@@ -25,7 +27,6 @@ otherwise it is opened whole, as without an index.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,23 +39,14 @@ from symbolize.discovery.registry import (
     register_locator,
 )
 from symbolize.formats.types import DebugHint, HintKind, ObjectFile
+from symbolize.remote.symbol_path import parse_symbol_path, symbol_path_from_environment
+from symbolize.remote.symsrv import local_store_candidates, pdb_key
 
 
 def symbol_path_directories(value: str | None) -> list[Path]:
-    """The local directories of an ``_NT_SYMBOL_PATH`` value, in order (remote servers left out)."""
-    directories: list[Path] = []
-    for element in (value or "").split(";"):
-        element = element.strip()
-        if not element:
-            continue
-        parts = element.split("*")
-        head = parts[0].lower()
-        if head in ("srv", "symsrv", "cache"):
-            parts = parts[1:] if head != "symsrv" else parts[2:]
-        for part in parts:
-            if part and "://" not in part and not part.lower().endswith(".dll"):
-                directories.append(Path(part))
-    return directories
+    """The local directories of an ``_NT_SYMBOL_PATH`` value, in order (servers left out): what
+    :func:`symbolize.remote.symbol_path.parse_symbol_path` reads in it."""
+    return parse_symbol_path(value).directories()
 
 
 class PdbLocator(LocatorDefaults):
@@ -79,20 +71,16 @@ class PdbLocator(LocatorDefaults):
         image_dir = normalized_dir(context.image_path)
         for directory in (image_dir, *options.search_paths):
             yield from _named_in(directory, name, context.loader.listings)
-        if hint.debug_id is None:
+        key = pdb_key(name, hint.debug_id)
+        if key is None:
             return
-        store_key = str(hint.debug_id)  # <GUID as Windows prints it><age in hex>
-        keys = dict.fromkeys([store_key, store_key.lower(), store_key[:32] + store_key[32:].lower()])
-        nt_symbol_path = symbol_path_directories(os.environ.get("_NT_SYMBOL_PATH"))
-        stores = [*options.search_paths, *options.debug_dirs, *nt_symbol_path]
-        spellings = dict.fromkeys([name, name.lower()])
-        for store in dict.fromkeys(stores):
-            # A store with index2.txt at its root is two-tier: <root>/<first 2 letters>/<name>/...
-            tiers = [store / spelling[:2] for spelling in spellings] if _is_two_tier(store) else []
-            for spelling in spellings:
-                for directory in (*dict.fromkeys(tiers), store):
-                    for key in keys:
-                        yield Candidate(directory / spelling / key / spelling, store)
+        symbol_path = symbol_path_from_environment()
+        for chain in symbol_path.chains:
+            if chain.flat:  # a plain directory of the symbol path is looked in by name too (dbghelp)
+                for directory in chain.directories:
+                    yield from _named_in(directory, name, context.loader.listings)
+        stores = [*options.search_paths, *options.debug_dirs, *symbol_path.directories()]
+        yield from local_store_candidates(stores, key, context.loader, stores)
 
     def load(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
         """The PDB at ``candidate`` by its identity alone when an index answers for it, else opened."""
@@ -107,15 +95,6 @@ class PdbLocator(LocatorDefaults):
         if found.format != "pdb":
             return f"not a PDB ({found.format})"
         return debug_id_refusal(hint.debug_id, found.debug_id, "the image's RSDS record")
-
-
-def _is_two_tier(store: Path) -> bool:
-    """Whether ``store`` has an ``index2.txt`` at its root; a store that cannot be looked at is
-    not (its candidates are then refused, with why, as the registry stats them)."""
-    try:
-        return (store / "index2.txt").is_file()
-    except OSError:
-        return False
 
 
 def _named_in(directory: Path, name: str, listings: DirectoryListings) -> Iterator[Candidate]:
