@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from symbolize.api import lookup, open_module
+from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.pdb import PdbFile
 from symbolize.module import Unknown
-from symbolize.remote.symsrv import pdb_key
-from tests.fixtures_data import EXPECTED, WINDOWS_BIN
+from symbolize.remote.symsrv import macho_dwarf_key, pdb_key
+from tests.fixtures_data import EXPECTED, MACOS_BIN, WINDOWS_BIN
 
 
 def _copy_image(tmp_path: Path, name: str = "winapp.exe") -> Path:
@@ -105,3 +106,26 @@ def test_another_builds_pdb_in_a_store_is_refused(tmp_path: Path, monkeypatch: p
     module = open_module(image, use_cache=False)
     assert not module.debug_files
     assert any("does not match the image's RSDS record" in reason for reason in module.refused)
+
+
+def test_dsym_dwarf_in_an_ssqp_store_under_a_search_path(tmp_path: Path) -> None:
+    """``_.dwarf/mach-uuid-sym-<UUID>/_.dwarf``: a dSYM's DWARF file as SSQP stores it."""
+    binary = tmp_path / "app" / "cppdemo-arm64"
+    binary.parent.mkdir()
+    shutil.copy(MACOS_BIN / "cppdemo-arm64", binary)
+    dwarf = MACOS_BIN / "cppdemo-arm64.dSYM" / "Contents" / "Resources" / "DWARF" / "cppdemo-arm64"
+    key = macho_dwarf_key(MachOFile(dwarf).debug_id)
+    assert key is not None
+    stored = tmp_path / "store" / key.relative()
+    stored.parent.mkdir(parents=True)
+    shutil.copy(dwarf, stored)
+    answers = json.loads((EXPECTED / "macos" / "cppdemo-macho-arm64.json").read_text())["addresses"][:40]
+    vaddrs = [int(entry["address"], 16) for entry in answers]
+    lines = [[(f["function"], f["line"]) for f in entry["frames"]] for entry in answers]
+
+    def found(**options: object) -> list[list[tuple[str | None, int]]]:
+        results = lookup(binary, vaddrs, demangle="none", use_cache=False, **options)  # type: ignore[arg-type]
+        return [[] if isinstance(r, Unknown) else [(f.function, f.line) for f in r] for r in results]
+
+    assert found() != lines  # the symbol table alone: no lines
+    assert found(search_paths=[tmp_path / "store"]) == lines

@@ -4,8 +4,9 @@
   in each search path, as lldb and llvm-symbolizer look; then any dSYM under a search path
   whose UUID is the binary's (a renamed bundle, one made on another machine), found by a walk
   that reads only load commands (:func:`symbolize.formats.macho.read_uuids`) and is done once
-  per search path per run. A dSYM whose UUID differs is refused with both UUIDs. The slice is
-  the binary's: the registry opens a universal dSYM with the image's ``arch``.
+  per search path per run; then SSQP's store layout (``_.dwarf/mach-uuid-sym-<UUID>/_.dwarf``,
+  symbolize/remote/symsrv.py) under each search path. A dSYM whose UUID differs is refused with
+  both UUIDs. The slice is the binary's: the registry opens a universal dSYM with the image's ``arch``.
 - DEBUG_MAP_OBJECT (an N_OSO stab): the recorded path relative to the binary's directory and
   each search path (``-oso_prefix`` builds record such paths), the base name there, and an
   absolute recorded path only when the stab records an mtime to check it by. The file must be
@@ -35,6 +36,7 @@ from symbolize.discovery.registry import (
 from symbolize.formats.archive import split_member_path
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
+from symbolize.remote.symsrv import local_store_candidates, macho_dwarf_key
 
 # The Mach-O reader (and macholib) is imported where a Mach-O file is looked for or checked: an
 # ELF or PE lookup never needs it.
@@ -118,6 +120,10 @@ class DsymLocator(LocatorDefaults):
             for path, uuids in dsyms_under(search_path, context.loader.listings):
                 if hint.debug_id in uuids:
                     yield Candidate(path, search_path)
+        key = macho_dwarf_key(hint.debug_id)
+        if key is not None:  # SSQP's store layout, _.dwarf/mach-uuid-sym-<UUID>/_.dwarf
+            stores = list(context.options.search_paths)
+            yield from local_store_candidates(stores, key, context.loader, stores)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         from symbolize.formats.macho.file import MachOFile
