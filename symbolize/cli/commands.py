@@ -60,6 +60,10 @@ class LookupRequest(NamedTuple):
     no_cache: bool = option(LOOKUP_OPTIONS, "no_cache").default
     background_index: bool = option(LOOKUP_OPTIONS, "background_index").default
     arch: str | None = option(LOOKUP_OPTIONS, "arch").default
+    debuginfod: Sequence[str] | None = option(LOOKUP_OPTIONS, "debuginfod").default
+    symbol_servers: Sequence[str] | None = option(LOOKUP_OPTIONS, "symbol_servers").default
+    remote: bool = option(LOOKUP_OPTIONS, "remote").default
+    offline: bool = option(LOOKUP_OPTIONS, "offline").default
 
 
 class ProfileRequest(NamedTuple):
@@ -80,6 +84,10 @@ class ProfileRequest(NamedTuple):
     fail_unnamed_above: str | None = option(PROFILE_OPTIONS, "fail_unnamed_above").default
     require_verified: bool = option(PROFILE_OPTIONS, "require_verified").default
     keep_hashes: bool = option(PROFILE_OPTIONS, "keep_hashes").default
+    debuginfod: Sequence[str] | None = option(PROFILE_OPTIONS, "debuginfod").default
+    symbol_servers: Sequence[str] | None = option(PROFILE_OPTIONS, "symbol_servers").default
+    remote: bool = option(PROFILE_OPTIONS, "remote").default
+    offline: bool = option(PROFILE_OPTIONS, "offline").default
 
     @property
     def from_stdin(self) -> bool:
