@@ -70,7 +70,7 @@ class MissingDebugInfoError(SymbolizeError):
     """The binary or debug file that would name these addresses cannot be found."""
 
 
-class NotOnServerError(MissingDebugInfoError):
+class RemoteMissError(MissingDebugInfoError):
     """A file not on disk that the servers asked for did not give either: none has it
     (``unreachable`` False), or some could not be reached and none of the others has it
     (``unreachable`` True); ``tried`` lists the URLs asked."""

@@ -16,7 +16,7 @@ from symbolize.formats.errors import (
     MalformedInputError,
     MissingDebugInfoError,
     NotFoundError,
-    NotOnServerError,
+    RemoteMissError,
     SymbolizeError,
     UnsupportedFormatError,
 )
@@ -27,7 +27,7 @@ __all__ = [
     "MalformedInputError",
     "MissingDebugInfoError",
     "NotFoundError",
-    "NotOnServerError",
+    "RemoteMissError",
     "SymbolizeError",
     "UnsupportedFormatError",
     "os_error",

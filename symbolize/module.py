@@ -23,7 +23,7 @@ from symbolize.formats.errors import (
     MalformedInputError,
     MissingDebugInfoError,
     NotFoundError,
-    NotOnServerError,
+    RemoteMissError,
     SymbolizeError,
     UnsupportedFormatError,
 )
@@ -104,7 +104,7 @@ class Unknown(NamedTuple):
 
 def reason_for_error(error: SymbolizeError | OSError) -> Reason:
     """The Reason a failure to open or read a module's files stands for."""
-    if isinstance(error, NotOnServerError):
+    if isinstance(error, RemoteMissError):
         return Reason.SERVER_UNREACHABLE if error.unreachable else Reason.NOT_ON_SERVER
     if isinstance(error, DebugIdMismatchError):
         return Reason.DEBUG_ID_MISMATCH

@@ -42,7 +42,7 @@ from symbolize.discovery import FileLoader, find_module, open_module
 from symbolize.discovery.paths import base_name
 from symbolize.discovery.slices import choose_mapping_slice
 from symbolize.drop_frames import HEAP_DROP_FRAMES, is_heap_profile
-from symbolize.formats.errors import NotOnServerError, SymbolizeError
+from symbolize.formats.errors import RemoteMissError, SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.indexed_lines import NamedFacts, attach_indexed_lines
 from symbolize.loader import Loader
@@ -350,7 +350,7 @@ def _symbolize_mapping(
         module = _open_module(options, summary.filename, build_id)
     except (SymbolizeError, OSError) as exc:
         reason, detail = reason_for_error(exc), str(exc)
-        if isinstance(exc, NotOnServerError):
+        if isinstance(exc, RemoteMissError):
             summary.missed = [RemoteMiss(f"binary {summary.filename}", reason, exc.tried, exc.reason)]
         if reason is Reason.BINARY_NOT_FOUND and in_dyld_shared_cache(summary.filename):
             reason, detail = Reason.IN_SHARED_CACHE, f"{summary.filename}: a macOS system library, not on disk"
