@@ -15,7 +15,8 @@
      "top_functions": {sample_type_name: [{"function": str, "value": N, "share": float}]},
      "drop_frames": {"pattern": str, "source": "heap default"|"given"|"profile"} | null,
      "gates": [{"gate": "fail-unnamed-above"|"require-verified", "subject": str,
-                "detail": str, "share": float|null, "limit": float|null}]}
+                "detail": str, "share": float|null, "limit": float|null}],
+     "downloads": [str]}
 
 ``reason`` is a :class:`symbolize.module.Reason` value (``"binary-not-found"``,
 ``"not-covered"``, ...); ``"reasons"`` counts unnamed locations by it, most
@@ -52,6 +53,8 @@ it is and its ID), ``"not-on-server"`` (every server answered that it has none) 
 ``"server-unreachable"`` (one could not be reached or failed, and none of the others had it), the
 URLs tried and what the servers said. A location nothing names is then counted under that reason,
 with the miss as its detail.
+``"downloads"`` says what was fetched from servers and from where, and how many files came from
+the download caches (one line, empty when no server or cache was asked).
 ``"drop_frames"`` is the profile's ``drop_frames`` as written and where it comes from: ``"heap
 default"`` (a heap profile's allocator frames, :data:`symbolize.drop_frames.HEAP_DROP_FRAMES`),
 ``"given"`` (``--drop-frames``) or ``"profile"`` (the input's own); null when there is none.
@@ -204,6 +207,8 @@ class Summary:
     top_functions_by_type: dict[str, list[TopFunction]] = field(default_factory=dict)
     drop_frames: DropFrames | None = None
     gates: list[GateFailure] = field(default_factory=list)
+    # What was fetched from servers and from where (symbolize/remote/fetcher.py's report).
+    downloads: list[str] = field(default_factory=list)
 
     def check_gates(self, *, unnamed_above: float | None = None, require_verified: bool = False) -> list[GateFailure]:
         """What trips ``profile``'s gates, also kept in :attr:`gates`: each sample type whose unnamed
@@ -276,6 +281,7 @@ class Summary:
             },
             "drop_frames": self.drop_frames._asdict() if self.drop_frames is not None else None,
             "gates": [failure._asdict() for failure in self.gates],
+            "downloads": list(self.downloads),
         }
 
     def format_text(self, *, top: int = 10) -> str:
@@ -331,4 +337,5 @@ class Summary:
                 lines.append(f"  {entry.value:>{width}} {entry.share:6.1%}  {entry.function}")
         for failure in self.gates:
             lines.append(f"gate --{failure.gate} failed: {failure.detail}")
+        lines.extend(self.downloads)
         return "\n".join(lines)

@@ -165,6 +165,8 @@ def client_environment(home: Path, **extra: str) -> dict[str, str]:
     taken from the caller's environment unless a test sets one."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("DEBUGINFOD_")}
     env.pop("_NT_SYMBOL_PATH", None)
+    # elfutils' client makes its cache directory but not the one above it.
+    (home / "xdg-cache").mkdir(parents=True, exist_ok=True)
     env.update(
         XDG_CACHE_HOME=str(home / "xdg-cache"),
         SYMBOLIZE_CACHE_DIR=str(home / "symbolize-cache"),
