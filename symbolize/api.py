@@ -107,7 +107,8 @@ def remote_options(
     servers = tuple(symbol_servers) + (environment.symbol_servers if from_environment else ())
     for url in urls:
         if not re.match(r"https?://[^/\s]", url, re.IGNORECASE):
-            raise SymbolizeError("not a debuginfod server URL (http:// or https://)", url)
+            # Named in the message, not as a path: a path would fold the URL's "//".
+            raise SymbolizeError(f"{url}: not a debuginfod server URL (http:// or https://)")
     if not (urls or servers or offline):
         return None
     store = Path(cache_dir) / "downloads" if cache_dir is not None else None
