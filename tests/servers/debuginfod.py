@@ -61,9 +61,7 @@ class DebuginfodServer:
         self, argv: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 120.0
     ) -> subprocess.CompletedProcess[str]:
         """Run ``argv`` where the server is reachable; its output captured as text."""
-        return subprocess.run(
-            self.command(argv), capture_output=True, text=True, env=env, timeout=timeout, check=False
-        )
+        return subprocess.run(self.command(argv), capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
     def get(self, path: str) -> str:
         """The body of ``GET <url><path>``, asked from inside the namespace."""
