@@ -1,6 +1,6 @@
 """The PDB locator: the file a PE image's CodeView RSDS record names, checked by GUID and DBI age.
 
-Search order (the debuggers' and llvm-symbolizer's places, without their network servers):
+Search order (the debuggers' and llvm-symbolizer's places):
 
 - an explicit ``--binary`` argument with the PDB's base name (compared ignoring case);
 - the recorded path as is, when it lies under a search path or debug directory (a PDB path is
@@ -14,7 +14,15 @@ Search order (the debuggers' and llvm-symbolizer's places, without their network
   points to when it lies under a directory named here, under every search path, every debug
   directory, and the local stores of the symbol path (symbolize/remote/symbol_path.py: its
   ``srv*`` chains' directories, ``cache*<dir>``, plain directories; Windows paths name nothing on
-  POSIX).
+  POSIX), and of ``--symbol-server``;
+- then, when the run asks symbol servers (``--symbol-server``, ``--remote`` for the
+  environment's, ``--offline`` for the caches alone), the PDB from the download caches or the
+  HTTP stores, raced (symbolize/remote/symsrv.py): kept only when its GUID and age are the
+  image's, and only for an image without DWARF of its own.
+
+The symbol stores also give a mapping's binary by ID (:class:`SymbolStoreBinaries`, registered
+with symbolize/discovery/binary_sources.py): a PE image by its code ID, a Mach-O binary by its
+UUID.
 
 The file found must be a PDB whose info-stream GUID and DBI age are the RSDS record's; another
 is refused with both IDs in the reason (llvm-symbolizer uses any PDB it finds unchecked).
@@ -29,23 +37,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from symbolize.discovery.binary_sources import register_binary_source
 from symbolize.discovery.paths import DirectoryListings, base_name, is_file_name, lies_under, normalized_dir
 from symbolize.discovery.registry import (
     Candidate,
+    FileLoader,
     LocatorDefaults,
     LookupContext,
     debug_id_refusal,
     register_locator,
 )
-from symbolize.formats.types import DebugHint, HintKind, ObjectFile
-from symbolize.remote.symbol_path import parse_symbol_path, symbol_path_from_environment
-from symbolize.remote.symsrv import local_store_candidates, pdb_key
+from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
+
+if TYPE_CHECKING:
+    from symbolize.remote.symsrv import SymbolStoreKey
 
 
 def symbol_path_directories(value: str | None) -> list[Path]:
     """The local directories of an ``_NT_SYMBOL_PATH`` value, in order (servers left out): what
     :func:`symbolize.remote.symbol_path.parse_symbol_path` reads in it."""
+    from symbolize.remote.symbol_path import parse_symbol_path
+
     return parse_symbol_path(value).directories()
 
 
@@ -71,16 +85,21 @@ class PdbLocator(LocatorDefaults):
         image_dir = normalized_dir(context.image_path)
         for directory in (image_dir, *options.search_paths):
             yield from _named_in(directory, name, context.loader.listings)
+        # symbolize.remote (the transfer's modules) is imported once a PDB is looked for by its ID.
+        from symbolize.remote.symbol_path import symbol_path_from_environment
+        from symbolize.remote.symsrv import configured_symbol_path, local_store_candidates, pdb_key
+
         key = pdb_key(name, hint.debug_id)
-        if key is None:
+        if key is None or hint.debug_id is None:
             return
-        symbol_path = symbol_path_from_environment()
+        symbol_path = symbol_path_from_environment() + configured_symbol_path(options.remote)
         for chain in symbol_path.chains:
             if chain.flat:  # a plain directory of the symbol path is looked in by name too (dbghelp)
                 for directory in chain.directories:
                     yield from _named_in(directory, name, context.loader.listings)
         stores = [*options.search_paths, *options.debug_dirs, *symbol_path.directories()]
         yield from local_store_candidates(stores, key, context.loader, stores)
+        yield from _fetched(key, hint.debug_id, context)
 
     def load(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
         """The PDB at ``candidate`` by its identity alone when an index answers for it, else opened."""
@@ -97,6 +116,32 @@ class PdbLocator(LocatorDefaults):
         return debug_id_refusal(hint.debug_id, found.debug_id, "the image's RSDS record")
 
 
+def _fetched(key: SymbolStoreKey, debug_id: DebugId, context: LookupContext) -> Iterator[Candidate]:
+    """The PDB from the download caches or the run's symbol servers, after every local candidate."""
+    remote = context.loader.remote
+    if remote is None or not context.ask_servers:
+        return
+    from symbolize.remote.symsrv import fetch_from_symbol_servers, pdb_verifier
+
+    what = f"{key.name} ({key.index})"
+    found = fetch_from_symbol_servers(remote, str(context.image_path), key, what, pdb_verifier(debug_id))
+    if found is not None:
+        yield Candidate(found, found.parents[2])  # the tier's root: <root>/<name>/<index>/<name>
+
+
+class SymbolStoreBinaries:
+    """A mapping's binary from the symbol stores by its ID (a :class:`BinarySource`): a PE image by
+    its code ID, a Mach-O binary by its UUID (symbolize/remote/symsrv.py's :func:`fetch_binary`)."""
+
+    def fetch(self, filename: str, wanted: str, loader: FileLoader) -> Path | None:
+        remote = loader.remote
+        if remote is None:
+            return None
+        from symbolize.remote.symsrv import fetch_binary
+
+        return fetch_binary(remote, filename, wanted)
+
+
 def _named_in(directory: Path, name: str, listings: DirectoryListings) -> Iterator[Candidate]:
     """``directory/name``, then the entries of ``directory`` whose name matches ignoring case."""
     yield Candidate(directory / name, directory)
@@ -106,3 +151,4 @@ def _named_in(directory: Path, name: str, listings: DirectoryListings) -> Iterat
 
 
 register_locator(HintKind.PDB, PdbLocator())
+register_binary_source(SymbolStoreBinaries())

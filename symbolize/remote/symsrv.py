@@ -34,16 +34,24 @@ and the SSQP prefixes, so a key never holds a separator or ``..``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
-from urllib.parse import quote
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from urllib.parse import quote, urlsplit
 
-from symbolize.discovery.paths import is_file_name, lies_under
+from symbolize.discovery.paths import base_name, is_file_name, lies_under
 from symbolize.discovery.registry import Candidate, FileLoader
 from symbolize.formats.errors import InputLimitError, MalformedInputError, SymbolizeError
-from symbolize.formats.types import DebugId, DebugIdKind
+from symbolize.formats.types import DebugId, DebugIdKind, ObjectFile
+from symbolize.remote.fetcher import Verify
+from symbolize.remote.options import RemoteOptions
+from symbolize.remote.store import StoreKey, StoreTier, UnsafeKeyError
+from symbolize.remote.symbol_path import SymbolPath, parse_symbol_path
+from symbolize.remote.transfer import DownloadRefusedError, NotOnServerError, Session
+
+if TYPE_CHECKING:
+    from symbolize.remote.run import RemoteRun
 
 MAX_NAME_CHARS = 255
 SSQP_BUILD_ID_BYTES = 20
@@ -238,3 +246,202 @@ def _pointed_to(pointer: Path, store: Path, loader: FileLoader, roots: Sequence[
     path = Path(target) if Path(target).is_absolute() else store / target
     root = next((root for root in roots if lies_under(path, root)), store)
     return Candidate(path, root)
+
+
+# The remote part: a key from the symbol path's HTTP stores (and the download caches), verified.
+
+NAMESPACE = "symsrv"
+# index2.txt is a marker (symstore writes a line of text); an answer longer than this is still one.
+_MAX_MARKER_BYTES = 1 << 16
+
+
+def download_key(key: SymbolStoreKey) -> StoreKey | None:
+    """``key`` as the download store lays it out (``symsrv/<name>/<index>/<name>``, a downstream
+    store's own layout); None when the name cannot name a file on every system (the store's rules)."""
+    try:
+        return StoreKey(NAMESPACE, (key.name, key.index, key.name))
+    except UnsafeKeyError:
+        return None
+
+
+@dataclass(frozen=True)
+class SymbolStoreAttempt:
+    """Getting ``key`` from the symbol store at ``server`` (an :class:`~symbolize.remote.fetcher.Attempt`).
+
+    As symsrv asks an HTTP store, for each spelling of the key (symsrv's, then SSQP's lower case):
+    the file, then its compressed form (a one-file cabinet, decoded by
+    :func:`symbolize.formats.cab.extract_single`), then ``file.ptr``; when every form is missing,
+    the store's ``index2.txt`` says whether it is two-tier, and the two-tier layout is asked the
+    same way. A ``file.ptr`` is followed only to a URL on the same server (scheme, host and port):
+    a path on the server's network, or another host, is refused with why. ``MSG:`` is the store
+    saying it has no such file.
+    """
+
+    server: str
+    key: SymbolStoreKey
+
+    def run(self, session: Session, sink: BinaryIO) -> str:
+        last: NotOnServerError | None = None
+        for two_tier in (False, True):
+            if two_tier and not self._is_two_tier(session):
+                break
+            for spelling in self.key.spellings():
+                try:
+                    return self._get(session, sink, spelling, two_tier)
+                except NotOnServerError as error:
+                    last = error
+        if last is None:  # no spelling: cannot happen for a key, said for the type checker
+            raise NotOnServerError("no key to ask for", self.server, status=404, cacheable=False)
+        raise last
+
+    def _get(self, session: Session, sink: BinaryIO, spelling: SymbolStoreKey, two_tier: bool) -> str:
+        plain = spelling.url(self.server, two_tier=two_tier)
+        try:
+            return session.download(plain, sink)
+        except NotOnServerError:
+            pass
+        compressed = spelling.url(self.server, two_tier=two_tier, file_name=spelling.compressed_name)
+        try:
+            data = session.get_bytes(compressed, max_bytes=session.limits.max_bytes)
+        except NotOnServerError:
+            pass
+        else:
+            from symbolize.formats.cab import extract_single  # the cabinet reader, only for a `_` answer
+
+            name, contents = extract_single(data, path=compressed, max_bytes=session.limits.max_bytes)
+            if name.casefold() != spelling.name.casefold():
+                raise MalformedInputError(f"the cabinet holds {name!r}, not {spelling.name}", compressed)
+            sink.seek(0)
+            sink.truncate()
+            sink.write(contents)
+            return compressed
+        pointer_url = spelling.url(self.server, two_tier=two_tier, file_name=FILE_PTR)
+        pointer = parse_file_ptr(session.get_bytes(pointer_url, max_bytes=MAX_FILE_PTR_BYTES), pointer_url)
+        if pointer.message is not None:
+            raise NotOnServerError(f"the store says: {pointer.message[:200]}", pointer_url, status=404, cacheable=True)
+        target = pointer.target or ""
+        if not _same_server(target, self.server):
+            raise DownloadRefusedError(f"file.ptr points to {target[:200]!r}, not a URL on this server", pointer_url)
+        return session.download(target, sink)
+
+    def _is_two_tier(self, session: Session) -> bool:
+        try:
+            session.get_bytes(f"{self.server.rstrip('/')}/{TWO_TIER_MARKER}", max_bytes=_MAX_MARKER_BYTES)
+        except NotOnServerError:
+            return False
+        except DownloadRefusedError:
+            return True  # there, only larger than a marker needs to be
+        return True
+
+
+def _same_server(target: str, server: str) -> bool:
+    """Whether ``target`` is an http(s) URL on the host and port of ``server`` (with its scheme)."""
+    wanted, found = urlsplit(server), urlsplit(target)
+    return found.scheme in ("http", "https") and (found.scheme, found.netloc.lower()) == (
+        wanted.scheme,
+        wanted.netloc.lower(),
+    )
+
+
+def configured_symbol_path(options: RemoteOptions | None) -> SymbolPath:
+    """The symbol path the run was given (``--symbol-server`` entries, and with ``--remote`` the
+    environment's), read as one path so that a ``cache*`` entry applies to the entries after it."""
+    return parse_symbol_path(";".join(options.symbol_servers)) if options is not None else SymbolPath()
+
+
+def fetch_from_symbol_servers(
+    remote: RemoteRun, owner: str, key: SymbolStoreKey, what: str, verify: Verify
+) -> Path | None:
+    """``key``'s verified file from the download caches or the run's symbol servers, raced; None
+    when no symbol store is asked (none named, not offline) or none has it (the miss kept for
+    ``owner``). The chains' downstream stores are cache tiers, read and written (the first named
+    receives the download, as symsrv's bottom-most store does); without one, the download store."""
+    options = remote.options
+    servers = configured_symbol_path(options).servers()
+    stored = download_key(key)
+    if stored is None or not (servers or options.offline):
+        return None
+    caches = dict.fromkeys(cache for _, cache in servers if cache is not None)
+    tiers = [StoreTier(cache, writable=True) for cache in caches]
+    attempts = [SymbolStoreAttempt(url, key) for url in dict.fromkeys(url for url, _ in servers)]
+    return remote.fetch(owner, stored, what, attempts, verify, tiers)
+
+
+def pdb_verifier(expected: DebugId) -> Verify:
+    """``verify(path)``: None when ``path`` is a PDB with ``expected``'s GUID and (DBI) age, else why not.
+    Reads the PDB's identity from a few blocks (formats/pdb/deferred.py), not the PDB."""
+
+    def verify(path: Path) -> str | None:
+        from symbolize.formats.pdb.deferred import read_pdb_identity
+
+        identity = read_pdb_identity(path)
+        if identity is None:
+            return "not a PDB (MSF 7.0) with an info and a DBI stream"
+        if identity.debug_id != expected:
+            return f"PDB {identity.debug_id} is not the one asked for, {expected}"
+        return None
+
+    return verify
+
+
+def identity_verifier(expected: DebugId, what: str) -> Verify:
+    """``verify(path)``: None when ``path`` is an object file with ID ``expected`` among its
+    identities (a PE image's code ID, a Mach-O slice's UUID), else why not."""
+
+    def verify(path: Path) -> str | None:
+        from symbolize.formats.open import open_object  # the readers, only once a file is there
+
+        try:
+            opened = open_object(path)
+        except SymbolizeError as err:
+            return f"not a readable object file: {err.reason}"
+        try:
+            found = [identity for identity in opened.identities() if identity.kind is expected.kind]
+            if expected in found or any(expected in ids for ids in _slice_identities(opened)):
+                return None
+            shown = ", ".join(str(identity) for identity in found) or "none"
+            return f"{what} {shown} is not the one asked for, {expected}"
+        finally:
+            opened.close()
+
+    return verify
+
+
+def _slice_identities(opened: ObjectFile) -> Iterator[Sequence[DebugId]]:
+    """The identities of every other slice of a universal Mach-O file (one of them may be the one asked for)."""
+    from symbolize.formats.open import open_object
+
+    for arch in opened.slice_arches():
+        if arch != opened.arch:
+            other = open_object(opened.path, arch=arch)
+            try:
+                yield other.identities()
+            finally:
+                other.close()
+
+
+# The binaries a symbol store keeps by ID: (kind of the mapping's ID, its key, what the ID is called).
+_BINARY_KEYS: tuple[tuple[DebugIdKind, Callable[[str, DebugId | None], SymbolStoreKey | None], str], ...] = (
+    (DebugIdKind.PE_CODE_ID, pe_key, "code ID"),
+    (DebugIdKind.MACHO_UUID, macho_binary_key, "UUID"),
+)
+
+
+def fetch_binary(remote: RemoteRun, filename: str, wanted: str) -> Path | None:
+    """The binary a mapping names (file ``filename``, ID text ``wanted``) from the symbol stores: a
+    PE image by its code ID (``name.exe/<TIMESTAMP><SIZE>/name.exe``), a Mach-O binary by its
+    UUID (SSQP's ``name/mach-uuid-<UUID>/name``); None when ``wanted`` holds no such ID or no
+    store has it (the miss kept under ``filename``). Each ``,``-separated part of ``wanted`` is
+    read (a stamped mapping records several IDs)."""
+    name = base_name(filename)
+    for part in (part.strip() for part in wanted.split(",")):
+        for kind, make_key, what in _BINARY_KEYS:
+            debug_id = DebugId.parse(part, kind)
+            key = make_key(name, debug_id)
+            if key is None or debug_id is None:
+                continue
+            verify = identity_verifier(debug_id, what)
+            found = fetch_from_symbol_servers(remote, filename, key, f"{name} ({key.index})", verify)
+            if found is not None:
+                return found
+    return None
