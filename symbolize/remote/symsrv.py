@@ -33,6 +33,7 @@ and the SSQP prefixes, so a key never holds a separator or ``..``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -395,14 +396,11 @@ def identity_verifier(expected: DebugId, what: str) -> Verify:
             opened = open_object(path)
         except SymbolizeError as err:
             return f"not a readable object file: {err.reason}"
-        try:
-            found = [identity for identity in opened.identities() if identity.kind is expected.kind]
-            if expected in found or any(expected in ids for ids in _slice_identities(opened)):
+        with contextlib.closing(opened):
+            if any(expected in ids for ids in (opened.identities(), *_slice_identities(opened))):
                 return None
-            shown = ", ".join(str(identity) for identity in found) or "none"
-            return f"{what} {shown} is not the one asked for, {expected}"
-        finally:
-            opened.close()
+            found = ", ".join(str(i) for i in opened.identities() if i.kind is expected.kind) or "none"
+        return f"{what} {found} is not the one asked for, {expected}"
 
     return verify
 
