@@ -265,6 +265,10 @@ def download_key(key: SymbolStoreKey) -> StoreKey | None:
         return None
 
 
+class StoreMessageError(NotOnServerError):
+    """A ``file.ptr`` whose ``MSG:`` says why the store has no such file (a miss, in its words)."""
+
+
 @dataclass(frozen=True)
 class SymbolStoreAttempt:
     """Getting ``key`` from the symbol store at ``server`` (an :class:`~symbolize.remote.fetcher.Attempt`).
@@ -289,6 +293,8 @@ class SymbolStoreAttempt:
             for spelling in self.key.spellings():
                 try:
                     return self._get(session, sink, spelling, two_tier)
+                except StoreMessageError:
+                    raise  # the store said why it has no such file: no other spelling is asked
                 except NotOnServerError as error:
                     last = error
         if last is None:  # no spelling: cannot happen for a key, said for the type checker
@@ -319,7 +325,7 @@ class SymbolStoreAttempt:
         pointer_url = spelling.url(self.server, two_tier=two_tier, file_name=FILE_PTR)
         pointer = parse_file_ptr(session.get_bytes(pointer_url, max_bytes=MAX_FILE_PTR_BYTES), pointer_url)
         if pointer.message is not None:
-            raise NotOnServerError(f"the store says: {pointer.message[:200]}", pointer_url, status=404, cacheable=True)
+            raise StoreMessageError(f"the store says: {pointer.message[:200]}", pointer_url, status=404, cacheable=True)
         target = pointer.target or ""
         if not _same_server(target, self.server):
             raise DownloadRefusedError(f"file.ptr points to {target[:200]!r}, not a URL on this server", pointer_url)
