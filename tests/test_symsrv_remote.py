@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from symbolize.api import lookup, open_module, remote_options
 from symbolize.formats.pdb import PdbFile
 from symbolize.module import Reason, Unknown
-from symbolize.remote.symsrv import SymbolStoreKey, pdb_key
+from symbolize.remote import Fetcher, Missed, RemoteOptions
+from symbolize.remote.symsrv import SymbolStoreAttempt, SymbolStoreKey, download_key, pdb_key, pdb_verifier
 from tests.fixtures_data import EXPECTED, WINDOWS_BIN
 from tests.servers.http_store import Fault, HttpStore
 
@@ -250,3 +254,42 @@ def test_a_stalled_server_loses_to_one_that_answers(
     remote = remote_options(symbol_servers=[stalled.url, good.url], cache_dir=tmp_path / "cache")
     assert _names(image, remote=remote) == _expected()[1]
     assert any(request.path == "/" + str(KEY.relative()) for request in good.requests)
+
+
+_ANSWERS = st.one_of(
+    st.binary(max_size=300),
+    st.builds(lambda tail: b"MSCF" + tail, st.binary(max_size=300)),  # a cabinet's magic, then anything
+    st.builds(lambda data: data[:-1] + b"\0", st.just((COMPRESSED / "lzx" / "winapp.pd_").read_bytes())),
+    st.builds(lambda cut: (COMPRESSED / "mszip" / "winapp.pd_").read_bytes()[:cut], st.integers(0, 8000)),
+)
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HttpStore, Path]]:
+    served = tmp_path_factory.mktemp("hostile")
+    (served / KEY.relative().parent).mkdir(parents=True)
+    with HttpStore(served) as store:
+        yield store, served
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(form=st.sampled_from(["winapp.pdb", "winapp.pd_", "file.ptr"]), answer=_ANSWERS)
+def test_a_hostile_answer_is_refused_or_missed_never_raised(
+    form: str, answer: bytes, hostile: tuple[HttpStore, Path], tmp_path: Path
+) -> None:
+    """Whatever bytes a server sends for any form of the key, the fetch ends in a miss or a refusal
+    naming the URL, nothing is stored, and nothing raises."""
+    store, served = hostile
+    for old in (served / KEY.relative().parent).iterdir():
+        old.unlink()
+    (served / KEY.relative(file_name=form)).write_bytes(answer)
+    cache = Path(tempfile.mkdtemp(dir=tmp_path))
+    stored = download_key(KEY)
+    debug_id = PdbFile(WINDOWS_BIN / "winapp.pdb").debug_id
+    assert stored is not None and debug_id is not None
+    fetcher = Fetcher(RemoteOptions(symbol_servers=(store.url,), cache_dir=cache, stall_timeout=5))
+    outcome = fetcher.fetch(stored, "winapp.pdb", [SymbolStoreAttempt(store.url, KEY)], pdb_verifier(debug_id))
+    assert isinstance(outcome, Missed)
+    # Each refusal names its URL once, whole (a URL made a Path would read "http:/127...").
+    assert all(refusal.startswith(store.url) and "http:/1" not in refusal for refusal in outcome.refused)
+    assert not [path for path in cache.rglob("*") if path.is_file() and path.parent.name != ".misses"]

@@ -315,15 +315,21 @@ class SymbolStoreAttempt:
         else:
             from symbolize.formats.cab import extract_single  # the cabinet reader, only for a `_` answer
 
-            name, contents = extract_single(data, path=compressed, max_bytes=session.limits.max_bytes)
+            try:
+                name, contents = extract_single(data, path=compressed, max_bytes=session.limits.max_bytes)
+            except SymbolizeError as err:  # said as the refusal of this URL (a URL is no path)
+                raise DownloadRefusedError(err.reason, compressed) from err
             if name.casefold() != spelling.name.casefold():
-                raise MalformedInputError(f"the cabinet holds {name!r}, not {spelling.name}", compressed)
+                raise DownloadRefusedError(f"the cabinet holds {name!r}, not {spelling.name}", compressed)
             sink.seek(0)
             sink.truncate()
             sink.write(contents)
             return compressed
         pointer_url = spelling.url(self.server, two_tier=two_tier, file_name=FILE_PTR)
-        pointer = parse_file_ptr(session.get_bytes(pointer_url, max_bytes=MAX_FILE_PTR_BYTES), pointer_url)
+        try:
+            pointer = parse_file_ptr(session.get_bytes(pointer_url, max_bytes=MAX_FILE_PTR_BYTES), pointer_url)
+        except MalformedInputError as err:
+            raise DownloadRefusedError(err.reason, pointer_url) from err
         if pointer.message is not None:
             raise StoreMessageError(f"the store says: {pointer.message[:200]}", pointer_url, status=404, cacheable=True)
         target = pointer.target or ""
