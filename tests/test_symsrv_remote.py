@@ -17,12 +17,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symbolize.api import lookup, open_module, remote_options
+from symbolize.api import lookup, open_module, remote_options, symbolize_profile
+from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.pdb import PdbFile
 from symbolize.module import Reason, Unknown
 from symbolize.remote import Fetcher, Missed, RemoteOptions
-from symbolize.remote.symsrv import SymbolStoreAttempt, SymbolStoreKey, download_key, pdb_key, pdb_verifier
-from tests.fixtures_data import EXPECTED, WINDOWS_BIN
+from symbolize.remote.symsrv import (
+    SymbolStoreAttempt,
+    SymbolStoreKey,
+    download_key,
+    macho_binary_key,
+    macho_dwarf_key,
+    pdb_key,
+    pdb_verifier,
+)
+from tests.fixtures_data import EXPECTED, MACOS_BIN, PROFILES, WINDOWS_BIN
 from tests.servers.http_store import Fault, HttpStore
 
 COMPRESSED = WINDOWS_BIN / "compressed"
@@ -293,3 +302,27 @@ def test_a_hostile_answer_is_refused_or_missed_never_raised(
     # Each refusal names its URL once, whole (a URL made a Path would read "http:/127...").
     assert all(refusal.startswith(store.url) and "http:/1" not in refusal for refusal in outcome.refused)
     assert not [path for path in cache.rglob("*") if path.is_file() and path.parent.name != ".misses"]
+
+
+def test_a_mach_o_binary_and_its_dsym_by_uuid_from_an_ssqp_store(tmp_path: Path) -> None:
+    """A macOS profile's mapping records its UUID: the binary comes as SSQP's
+    ``cppdemo-arm64/mach-uuid-<UUID>/cppdemo-arm64``, its dSYM's DWARF as
+    ``_.dwarf/mach-uuid-sym-<UUID>/_.dwarf``, and the profile is named as with both on disk."""
+    profile = PROFILES / "macos" / "cppdemo-arm64.pac.cpu.pb.gz"
+    binary = MACOS_BIN / "cppdemo-arm64"
+    dwarf = MACOS_BIN / "cppdemo-arm64.dSYM" / "Contents" / "Resources" / "DWARF" / "cppdemo-arm64"
+    uuid = MachOFile(binary).debug_id
+    binary_key, dwarf_key = macho_binary_key("cppdemo-arm64", uuid), macho_dwarf_key(uuid)
+    assert binary_key is not None and dwarf_key is not None
+    served = tmp_path / "served"
+    _layout(served, binary_key, binary)
+    _layout(served, dwarf_key, dwarf)
+    local, _ = symbolize_profile(profile, binaries=[binary], use_cache=False)
+    with HttpStore(served) as store:
+        remote = remote_options(symbol_servers=[store.url], cache_dir=tmp_path / "cache")
+        fetched, summary = symbolize_profile(profile, use_cache=False, remote=remote)
+        asked = {request.path for request in store.requests if request.status == 200}
+    assert asked == {"/" + str(binary_key.relative()), "/" + str(dwarf_key.relative())}
+    assert fetched.SerializeToString() == local.SerializeToString()
+    (mapping,) = summary.mappings
+    assert mapping.debug_file is not None and mapping.debug_file.endswith("_.dwarf")

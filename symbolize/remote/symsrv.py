@@ -44,7 +44,7 @@ from urllib.parse import quote, urlsplit
 from symbolize.discovery.paths import base_name, is_file_name, lies_under
 from symbolize.discovery.registry import Candidate, FileLoader
 from symbolize.formats.errors import InputLimitError, MalformedInputError, SymbolizeError
-from symbolize.formats.types import DebugId, DebugIdKind, ObjectFile
+from symbolize.formats.types import DebugId, DebugIdKind
 from symbolize.remote.fetcher import Verify
 from symbolize.remote.options import RemoteOptions
 from symbolize.remote.store import StoreKey, StoreTier, UnsafeKeyError
@@ -397,9 +397,9 @@ def pdb_verifier(expected: DebugId) -> Verify:
     return verify
 
 
-def identity_verifier(expected: DebugId, what: str) -> Verify:
-    """``verify(path)``: None when ``path`` is an object file with ID ``expected`` among its
-    identities (a PE image's code ID, a Mach-O slice's UUID), else why not."""
+def code_id_verifier(expected: DebugId) -> Verify:
+    """``verify(path)``: None when ``path`` is a PE image whose code ID (TimeDateStamp, SizeOfImage)
+    is ``expected``, else why not."""
 
     def verify(path: Path) -> str | None:
         from symbolize.formats.open import open_object  # the readers, only once a file is there
@@ -409,31 +409,38 @@ def identity_verifier(expected: DebugId, what: str) -> Verify:
         except SymbolizeError as err:
             return f"not a readable object file: {err.reason}"
         with contextlib.closing(opened):
-            if any(expected in ids for ids in (opened.identities(), *_slice_identities(opened))):
-                return None
-            found = ", ".join(str(i) for i in opened.identities() if i.kind is expected.kind) or "none"
-        return f"{what} {found} is not the one asked for, {expected}"
+            found = [identity for identity in opened.identities() if identity.kind is DebugIdKind.PE_CODE_ID]
+        if expected in found:
+            return None
+        return f"code ID {', '.join(map(str, found)) or 'none'} is not the one asked for, {expected}"
 
     return verify
 
 
-def _slice_identities(opened: ObjectFile) -> Iterator[Sequence[DebugId]]:
-    """The identities of every other slice of a universal Mach-O file (one of them may be the one asked for)."""
-    from symbolize.formats.open import open_object
+def uuid_verifier(expected: DebugId) -> Verify:
+    """``verify(path)``: None when a slice of the Mach-O file ``path`` has UUID ``expected``, else why
+    not. Reads the load commands only (:func:`symbolize.formats.macho.load_commands.read_uuids`)."""
 
-    for arch in opened.slice_arches():
-        if arch != opened.arch:
-            other = open_object(opened.path, arch=arch)
-            try:
-                yield other.identities()
-            finally:
-                other.close()
+    def verify(path: Path) -> str | None:
+        from symbolize.formats.macho.load_commands import read_uuids
+
+        try:
+            found = read_uuids(path)
+        except SymbolizeError as err:
+            return f"not a readable Mach-O file: {err.reason}"
+        if expected in found.values():
+            return None
+        return f"UUID {', '.join(map(str, found.values())) or 'none'} is not the one asked for, {expected}"
+
+    return verify
 
 
-# The binaries a symbol store keeps by ID: (kind of the mapping's ID, its key, what the ID is called).
-_BINARY_KEYS: tuple[tuple[DebugIdKind, Callable[[str, DebugId | None], SymbolStoreKey | None], str], ...] = (
-    (DebugIdKind.PE_CODE_ID, pe_key, "code ID"),
-    (DebugIdKind.MACHO_UUID, macho_binary_key, "UUID"),
+# The binaries a symbol store keeps by ID: (kind of the mapping's ID, its key, how a file is checked).
+_BINARY_KEYS: tuple[
+    tuple[DebugIdKind, Callable[[str, DebugId | None], SymbolStoreKey | None], Callable[[DebugId], Verify]], ...
+] = (
+    (DebugIdKind.PE_CODE_ID, pe_key, code_id_verifier),
+    (DebugIdKind.MACHO_UUID, macho_binary_key, uuid_verifier),
 )
 
 
@@ -445,13 +452,12 @@ def fetch_binary(remote: RemoteRun, filename: str, wanted: str) -> Path | None:
     read (a stamped mapping records several IDs)."""
     name = base_name(filename)
     for part in (part.strip() for part in wanted.split(",")):
-        for kind, make_key, what in _BINARY_KEYS:
+        for kind, make_key, verifier in _BINARY_KEYS:
             debug_id = DebugId.parse(part, kind)
             key = make_key(name, debug_id)
             if key is None or debug_id is None:
                 continue
-            verify = identity_verifier(debug_id, what)
-            found = fetch_from_symbol_servers(remote, filename, key, f"{name} ({key.index})", verify)
+            found = fetch_from_symbol_servers(remote, filename, key, f"{name} ({key.index})", verifier(debug_id))
             if found is not None:
                 return found
     return None
