@@ -99,7 +99,7 @@ class PdbLocator(LocatorDefaults):
                     yield from _named_in(directory, name, context.loader.listings)
         stores = [*options.search_paths, *options.debug_dirs, *symbol_path.directories()]
         yield from local_store_candidates(stores, key, context.loader, stores)
-        yield from _fetched(key, hint.debug_id, context)
+        yield from _fetched(key, hint.debug_id, context, stores)
 
     def load(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
         """The PDB at ``candidate`` by its identity alone when an index answers for it, else opened."""
@@ -116,15 +116,19 @@ class PdbLocator(LocatorDefaults):
         return debug_id_refusal(hint.debug_id, found.debug_id, "the image's RSDS record")
 
 
-def _fetched(key: SymbolStoreKey, debug_id: DebugId, context: LookupContext) -> Iterator[Candidate]:
-    """The PDB from the download caches or the run's symbol servers, after every local candidate."""
+def _fetched(
+    key: SymbolStoreKey, debug_id: DebugId, context: LookupContext, stores: list[Path]
+) -> Iterator[Candidate]:
+    """The PDB from the download caches, the compressed forms in the local ``stores`` or the run's
+    symbol servers, after every local candidate."""
     remote = context.loader.remote
     if remote is None or not context.ask_servers:
         return
-    from symbolize.remote.symsrv import fetch_from_symbol_servers, pdb_verifier
+    from symbolize.remote.symsrv import LocalStores, fetch_from_symbol_servers, loader_reader, pdb_verifier
 
     what = f"{key.name} ({key.index})"
-    found = fetch_from_symbol_servers(remote, str(context.image_path), key, what, pdb_verifier(debug_id))
+    local = LocalStores(stores, loader_reader(context.loader))
+    found = fetch_from_symbol_servers(remote, str(context.image_path), key, what, pdb_verifier(debug_id), local)
     if found is not None:
         yield Candidate(found, found.parents[2])  # the tier's root: <root>/<name>/<index>/<name>
 

@@ -45,7 +45,7 @@ from symbolize.discovery.paths import base_name, is_file_name, lies_under
 from symbolize.discovery.registry import Candidate, FileLoader
 from symbolize.formats.errors import InputLimitError, MalformedInputError, SymbolizeError
 from symbolize.formats.types import DebugId, DebugIdKind
-from symbolize.remote.fetcher import Verify
+from symbolize.remote.fetcher import Attempt, Verify
 from symbolize.remote.options import RemoteOptions
 from symbolize.remote.store import StoreKey, StoreTier, UnsafeKeyError
 from symbolize.remote.symbol_path import SymbolPath, parse_symbol_path
@@ -362,21 +362,84 @@ def configured_symbol_path(options: RemoteOptions | None) -> SymbolPath:
     return parse_symbol_path(";".join(options.symbol_servers)) if options is not None else SymbolPath()
 
 
+@dataclass(frozen=True)
+class LocalCabinetAttempt:
+    """The compressed form of a key in a local store (``symstore /compress``'s output, a share
+    mounted here): decoded into the download like an HTTP store's ``_`` answer, so it is verified
+    and kept in a store tier before it is opened (an :class:`~symbolize.remote.fetcher.Attempt`).
+    ``read(path, cap)`` reads the cabinet (the loader's, so that the loader stays the one that
+    opens files); ``server`` is the store's directory."""
+
+    server: str
+    cabinet: Path
+    name: str
+    read: Callable[[Path, int], bytes]
+
+    def run(self, session: Session, sink: BinaryIO) -> str:
+        from symbolize.formats.cab import extract_single
+
+        cap = session.limits.max_bytes
+        stored, contents = extract_single(self.read(self.cabinet, cap), path=str(self.cabinet), max_bytes=cap)
+        if stored.casefold() != self.name.casefold():
+            raise MalformedInputError(f"the cabinet holds {stored!r}, not {self.name}", self.cabinet)
+        sink.write(contents)
+        return str(self.cabinet)
+
+
+@dataclass(frozen=True)
+class LocalStores:
+    """The local stores a locator looked in, and how to read a file there (the loader's)."""
+
+    roots: Sequence[Path]
+    read: Callable[[Path, int], bytes]
+
+    def cabinets(self, key: SymbolStoreKey) -> list[LocalCabinetAttempt]:
+        """An attempt for each compressed form of ``key`` in the stores, in their order."""
+        found: list[LocalCabinetAttempt] = []
+        for root in dict.fromkeys(self.roots):
+            layouts = (True, False) if is_two_tier(root) else (False,)
+            for spelling in key.local_spellings():
+                for two_tier in layouts:
+                    path = root / spelling.relative(two_tier=two_tier, file_name=spelling.compressed_name)
+                    with contextlib.suppress(OSError):
+                        if lies_under(path, root) and path.is_file():
+                            found.append(LocalCabinetAttempt(str(root), path, key.name, self.read))
+        return found
+
+
+def loader_reader(loader: FileLoader) -> Callable[[Path, int], bytes]:
+    """``read(path, cap)``: at most ``cap`` bytes of ``path`` through the loader; more is an error."""
+
+    def read(path: Path, cap: int) -> bytes:
+        with loader.byte_stream(path) as stream:
+            data = stream.read(cap + 1)
+        if len(data) > cap:
+            raise InputLimitError("a compressed file larger than the size cap", path, None, limit=cap)
+        return data
+
+    return read
+
+
 def fetch_from_symbol_servers(
-    remote: RemoteRun, owner: str, key: SymbolStoreKey, what: str, verify: Verify
+    remote: RemoteRun, owner: str, key: SymbolStoreKey, what: str, verify: Verify, local: LocalStores | None = None
 ) -> Path | None:
-    """``key``'s verified file from the download caches or the run's symbol servers, raced; None
-    when no symbol store is asked (none named, not offline) or none has it (the miss kept for
-    ``owner``). The chains' downstream stores are cache tiers, read and written (the first named
-    receives the download, as symsrv's bottom-most store does); without one, the download store."""
+    """``key``'s verified file from the download caches, the compressed forms in ``local``'s
+    stores and the run's symbol servers, raced; None when no symbol store is asked (none named,
+    none holding a compressed form, not offline) or none has it (the miss kept for ``owner``).
+    The chains' downstream stores are cache tiers, read and written (the first named receives
+    the download, as symsrv's bottom-most store does); without one, the download store. A
+    compressed form in a local store is decoded only when the run may make requests (not with
+    ``--offline``): what it holds is then in a cache tier."""
     options = remote.options
     servers = configured_symbol_path(options).servers()
     stored = download_key(key)
-    if stored is None or not (servers or options.offline):
+    cabinets: list[LocalCabinetAttempt] = [] if local is None else local.cabinets(key)
+    if stored is None or not (servers or cabinets or options.offline):
         return None
     caches = dict.fromkeys(cache for _, cache in servers if cache is not None)
     tiers = [StoreTier(cache, writable=True) for cache in caches]
-    attempts = [SymbolStoreAttempt(url, key) for url in dict.fromkeys(url for url, _ in servers)]
+    urls = dict.fromkeys(url for url, _ in servers)
+    attempts: list[Attempt] = [*cabinets, *(SymbolStoreAttempt(url, key) for url in urls)]
     return remote.fetch(owner, stored, what, attempts, verify, tiers)
 
 
