@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from symbolize.api import lookup, open_module, remote_options, symbolize_profile
+from symbolize.cli.app import app
 from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.pdb import PdbFile
 from symbolize.module import Reason, Unknown
@@ -326,3 +328,17 @@ def test_a_mach_o_binary_and_its_dsym_by_uuid_from_an_ssqp_store(tmp_path: Path)
     assert fetched.SerializeToString() == local.SerializeToString()
     (mapping,) = summary.mappings
     assert mapping.debug_file is not None and mapping.debug_file.endswith("_.dwarf")
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ("symsrv*agent.dll*https://h/s", "another symbol server (agent.dll), not symsrv's protocol"),
+        ("cache*/a*/b", "a cache element names one directory"),
+    ],
+)
+def test_a_symbol_server_entry_that_names_nothing_is_one_error_line(spec: str, why: str) -> None:
+    result = CliRunner().invoke(app, ["lookup", "--obj", str(WINDOWS_BIN / "winapp.exe"), "--symbol-server", spec,
+                                      "0x140001000"])  # fmt: skip
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [f"symbolize: error: symbol server {spec}: {why}"]
