@@ -6,7 +6,11 @@ flag asks (``DEBUGINFOD_URLS`` alone is not a request), and the command line's r
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +25,7 @@ from symbolize.cli.app import app
 from symbolize.formats.types import DebugId, DebugIdKind
 from symbolize.remote.debuginfod import artifact_url, build_id_hex, elfutils_cache_dir, store_key
 from tests.fixtures_data import BIN, DEBUG_DIR, PROFILES, load_expected
-from tests.servers.http_store import Fault, HttpStore
+from tests.servers.http_store import Fault, HttpStore, wait_for_request
 
 STRIPPED = BIN / "cppdemo-gcc-buildid"
 HEAP_PROFILE = PROFILES / "cppdemo-gcc-dwarf5-pie.heap.pb"
@@ -135,3 +139,31 @@ def test_only_a_gnu_build_id_is_asked_and_its_key_is_a_safe_path(value: bytes, k
     key = store_key(hex_id, "debuginfo")  # validated: no separator, no "..", or UnsafeKeyError
     assert key.under(Path("/store")) == Path("/store", hex_id, "debuginfo")
     assert artifact_url("http://h/", hex_id, "executable") == f"http://h/buildid/{hex_id}/executable"
+
+
+def test_ctrl_c_mid_download_leaves_no_partial_file(tmp_path: Path) -> None:
+    """The real command line, interrupted while a download is under way: it ends with one line,
+    no traceback, and nothing of the download is left in the store."""
+    with HttpStore(_served(tmp_path / "served", DEBUG_FILE)) as stalling:
+        stalling.fault(DEBUGINFO_PATH, Fault(stall_after=64 * 1024))
+        env = {**os.environ, "SYMBOLIZE_CACHE_DIR": str(tmp_path / "cache"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        argv = [sys.executable, "-m", "symbolize", "lookup", "--obj", str(STRIPPED), "--debug-dir", str(empty),
+                "--debuginfod", stalling.url, "0x1000"]  # fmt: skip
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert wait_for_request(stalling, DEBUGINFO_PATH, timeout=60), "the download never started"
+            store = tmp_path / "cache" / "downloads"
+            deadline = time.monotonic() + 10
+            while not any(path.is_file() for path in store.rglob("*")) and time.monotonic() < deadline:
+                time.sleep(0.02)  # until the partial file holds the bytes sent before the stall
+            assert any(path.name.endswith(".tmp") for path in store.rglob("*")), "no download under way"
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=30)
+        finally:
+            process.kill()
+    assert process.returncode != 0
+    assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] == "Aborted!"
+    left = [path for path in (tmp_path / "cache" / "downloads").rglob("*") if path.is_file()]
+    assert left == [], left
