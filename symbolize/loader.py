@@ -101,10 +101,14 @@ class HintFollower:
 
     def follow(self, hint: DebugHint) -> SectionSource | None:
         """The file ``hint`` names, found and verified; None when none is (the refusals noted)."""
-        context = LookupContext(self.loader, self.image_path, self.asking_path, self.arch)
+        # The servers are asked for what they can name (a dwz file by its build ID), after every
+        # local candidate; the files on disk alone are what an index's record keeps.
+        context = LookupContext(
+            self.loader, self.image_path, self.asking_path, self.arch, ask_servers=self.loader.remote is not None
+        )
         if hint.kind in _DECODING_HINTS:
             # Before locate opens anything: a file that appears meanwhile then shows as a change.
-            for path in map(os.path.abspath, candidate_paths(hint, context)):
+            for path in map(os.path.abspath, candidate_paths(hint, context._replace(ask_servers=False))):
                 if path not in self._consulted:
                     self._consulted[path] = _file_state(path)
         found = locate(hint, context, self.refused)

@@ -167,3 +167,37 @@ def test_ctrl_c_mid_download_leaves_no_partial_file(tmp_path: Path) -> None:
     assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] == "Aborted!"
     left = [path for path in (tmp_path / "cache" / "downloads").rglob("*") if path.is_file()]
     assert left == [], left
+
+
+def test_a_dwz_file_is_asked_by_its_build_id_as_libdw_asks(tmp_path: Path) -> None:
+    """A binary whose shared DWARF is in a dwz file (``.gnu_debugaltlink``) that is not beside it:
+    debuginfod is asked for the dwz file's build ID, and the answers are those with the file on disk."""
+    binary, common = BIN / "cppdemo-gcc-dwz", BIN / "cppdemo-gcc-dwz.common.debug"
+    alone = tmp_path / "alone" / binary.name
+    alone.parent.mkdir()
+    shutil.copyfile(binary, alone)
+    common_id = read_object_debug_id(common)
+    served = tmp_path / "served" / "buildid" / common_id / "debuginfo"
+    served.parent.mkdir(parents=True)
+    shutil.copyfile(common, served)
+    vaddrs = [address.vaddr for address in load_expected("cppdemo-gcc-dwz").addresses[:60]]
+    beside = lookup(binary, vaddrs, use_cache=False)
+    without = lookup(alone, vaddrs, use_cache=False, debug_dirs=[tmp_path / "alone"])
+    with HttpStore(tmp_path / "served") as dwz_server:
+        remote = remote_options(debuginfod_urls=[dwz_server.url], cache_dir=tmp_path / "cache")
+        fetched = lookup(alone, vaddrs, use_cache=False, debug_dirs=[tmp_path / "alone"], remote=remote)
+        asked = [request.path for request in dwz_server.requests]
+    assert fetched == beside != without
+    assert asked == [f"/buildid/{common_id}/debuginfo"]
+
+
+def read_object_debug_id(path: Path) -> str:
+    from symbolize.formats.open import open_object
+
+    opened = open_object(path)
+    try:
+        hex_id = build_id_hex(opened.debug_id)
+    finally:
+        opened.close()
+    assert hex_id is not None
+    return hex_id

@@ -124,7 +124,7 @@ class LookupContext(NamedTuple):
     # The vaddr the image's answers are at (a PDB's RVAs add to it): part of a PDB's index key.
     image_load_base: int | None = None
     # Whether a locator's remote part may ask the run's servers (the loader's ``remote``): not for
-    # an image whose own DWARF names its addresses, nor for what a reader asks while decoding.
+    # an image whose own DWARF names its addresses, nor when only the local candidates are listed.
     ask_servers: bool = False
 
     @property
