@@ -6,6 +6,7 @@ flag asks (``DEBUGINFOD_URLS`` alone is not a request), and the command line's r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -22,9 +23,12 @@ from typer.testing import CliRunner
 
 from symbolize.api import lookup, remote_options, symbolize_profile
 from symbolize.cli.app import app
+from symbolize.cli.download_line import BarWithDownloads
 from symbolize.formats.types import DebugId, DebugIdKind
+from symbolize.progress import ProgressReport
 from symbolize.remote.debuginfod import artifact_url, build_id_hex, elfutils_cache_dir, store_key
 from tests.fixtures_data import BIN, DEBUG_DIR, PROFILES, load_expected
+from tests.posix import require
 from tests.servers.http_store import Fault, HttpStore, wait_for_request
 
 STRIPPED = BIN / "cppdemo-gcc-buildid"
@@ -144,6 +148,7 @@ def test_only_a_gnu_build_id_is_asked_and_its_key_is_a_safe_path(value: bytes, k
 def test_ctrl_c_mid_download_leaves_no_partial_file(tmp_path: Path) -> None:
     """The real command line, interrupted while a download is under way: it ends with one line,
     no traceback, and nothing of the download is left in the store."""
+    require("killpg")  # a SIGINT sent to a child: POSIX's
     with HttpStore(_served(tmp_path / "served", DEBUG_FILE)) as stalling:
         stalling.fault(DEBUGINFO_PATH, Fault(stall_after=64 * 1024))
         env = {**os.environ, "SYMBOLIZE_CACHE_DIR": str(tmp_path / "cache"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
@@ -201,3 +206,50 @@ def read_object_debug_id(path: Path) -> str:
         opened.close()
     assert hex_id is not None
     return hex_id
+
+
+class _Recorded(ProgressReport):
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def describe(self, description: str) -> None:
+        self.lines.append(description)
+
+
+def test_a_download_borrows_the_bar_and_gives_it_back() -> None:
+    inner = _Recorded()
+    bar = BarWithDownloads(inner)
+    bar.describe("naming libc.so.6 (1/2 mappings)")
+    ticket = bar.downloads.start("libc.so.6 debuginfo", "http://a")
+    bar.downloads.sized(ticket, "http://a/buildid/ab/debuginfo", 3 << 20)
+    bar.downloads.advance(ticket, 1 << 20)
+    bar.describe("naming app (2/2 mappings)")  # kept for later: the download holds the line
+    bar.downloads.end(ticket, ok=True)
+    assert inner.lines[-2] == "fetching libc.so.6 debuginfo from http://a: 1.0 MiB of 3.0 MiB"
+    assert inner.lines[-1] == "naming app (2/2 mappings)"
+    assert "naming app (2/2 mappings)" not in inner.lines[:-1]
+
+
+def test_on_a_terminal_the_download_is_one_line_with_name_server_and_bytes(tmp_path: Path) -> None:
+    require("openpty")
+    import pty
+
+    with HttpStore(_served(tmp_path / "served", DEBUG_FILE)) as slow:
+        slow.fault(DEBUGINFO_PATH, Fault(bytes_per_second=200_000))  # about a second and a half
+        leader, follower = pty.openpty()
+        env = {**os.environ, "SYMBOLIZE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "250",
+               "XDG_CACHE_HOME": str(tmp_path / "xdg")}  # fmt: skip
+        argv = [sys.executable, "-m", "symbolize", "profile", str(HEAP_PROFILE), "-o", str(tmp_path / "out.pb"),
+                "--binary", str(STRIPPED), "--debug-dir", str(tmp_path), "--debuginfod", slow.url]  # fmt: skip
+        process = subprocess.Popen(argv, stderr=follower, stdout=subprocess.DEVNULL, env=env)
+        os.close(follower)
+        drawn = b""
+        with contextlib.suppress(OSError):  # EIO once the process has closed the terminal
+            while chunk := os.read(leader, 65536):
+                drawn += chunk
+        os.close(leader)
+        assert process.wait(timeout=60) == 0
+    text = drawn.decode(errors="replace")
+    assert f"fetching {STRIPPED.name} debuginfo (build ID {BUILD_ID}) from {slow.url}: " in text
+    assert "KiB" in text or "MiB" in text
+    assert "fetched 1 debug file" in text  # the summary's last line says what came from where

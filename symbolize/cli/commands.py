@@ -215,14 +215,19 @@ def requested_remote(request: LookupRequest | ProfileRequest) -> RemoteOptions |
     )
 
 
-def download_progress(remote: RemoteOptions | None) -> DownloadProgress | None:
-    """One line per download on stderr when it is a terminal and servers may be asked; else None."""
+def shows_downloads(remote: RemoteOptions | None) -> bool:
+    """Whether downloads are drawn: servers may be asked and stderr is a terminal."""
     stream = sys.stderr
-    if remote is None or not remote.network or stream is None or not _is_terminal(stream):
+    return remote is not None and remote.network and stream is not None and _is_terminal(stream)
+
+
+def download_progress(remote: RemoteOptions | None) -> DownloadProgress | None:
+    """One line per download on stderr when :func:`shows_downloads`; else None."""
+    if not shows_downloads(remote):
         return None
     from symbolize.remote.progress import TerminalDownloadProgress
 
-    return TerminalDownloadProgress(stream)
+    return TerminalDownloadProgress(sys.stderr)
 
 
 def lookup_usage_problem(request: LookupRequest) -> tuple[str, str] | None:
@@ -349,8 +354,14 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
         else:
             out_path = request.out_path or default_output_path(request.in_path)
         remote = requested_remote(request)
-        downloads = download_progress(remote)
         progress = stderr_progress()
+        downloads = None
+        if shows_downloads(remote):
+            # One live display: the downloads borrow the bar's line (symbolize/cli/download_line.py).
+            from symbolize.cli.download_line import BarWithDownloads
+
+            progress = BarWithDownloads(progress)
+            downloads = progress.downloads
         try:
             summary = symbolize_file(
                 sys.stdin.buffer if request.from_stdin else request.in_path,
@@ -371,8 +382,6 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
             )
         finally:
             progress.close()  # erased before the summary and any error line are printed
-            if downloads is not None:
-                downloads.close()
         summaries.append(summary)
 
     code = run_guarded(rewrite, debug=debug)
