@@ -25,7 +25,10 @@ from symbolize.api import lookup, remote_options, symbolize_profile
 from symbolize.cli.app import app
 from symbolize.cli.download_line import BarWithDownloads
 from symbolize.formats.types import DebugId, DebugIdKind
+from symbolize.module import Reason
 from symbolize.progress import ProgressReport
+from symbolize.remote.options import RemoteOptions
+from symbolize.summary import MappingSummary
 from symbolize.remote.debuginfod import artifact_url, build_id_hex, elfutils_cache_dir, store_key
 from tests.fixtures_data import BIN, DEBUG_DIR, PROFILES, load_expected
 from tests.posix import require
@@ -253,3 +256,35 @@ def test_on_a_terminal_the_download_is_one_line_with_name_server_and_bytes(tmp_p
     assert f"fetching {STRIPPED.name} debuginfo (build ID {BUILD_ID}) from {slow.url}: " in text
     assert "KiB" in text or "MiB" in text
     assert "fetched 1 debug file" in text  # the summary's last line says what came from where
+
+
+def test_a_binary_of_another_build_on_disk_gives_way_to_the_servers(tmp_path: Path) -> None:
+    """The mapping's file name is on disk but of another build: the server's, by build ID, is used."""
+    from symbolize.pprof import read_profile
+
+    right = BIN / "cdemo-gcc-dwarf5-pie"
+    right_id = read_object_debug_id(right)
+    profile, _ = read_profile(PROFILES / "cdemo-gcc-dwarf5-pie.cpu.pb")
+    strings = list(profile.string_table)
+    for mapping in profile.mapping:
+        if Path(strings[mapping.filename]).name == right.name:
+            profile.string_table[mapping.filename] = f"/nonexistent/{right.name}"
+    other_build = tmp_path / "search" / right.name
+    other_build.parent.mkdir()
+    shutil.copyfile(BIN / "cdemo-clang-dwarf5-pie", other_build)
+    served = tmp_path / "served" / "buildid" / right_id / "executable"
+    served.parent.mkdir(parents=True)
+    shutil.copyfile(right, served)
+
+    def summarized(remote: RemoteOptions | None) -> MappingSummary:
+        copy = type(profile)()
+        copy.CopyFrom(profile)
+        _, summary = symbolize_profile(copy, search_paths=[other_build.parent], remote=remote)
+        return next(m for m in summary.mappings if m.filename.endswith(right.name))
+
+    refused = summarized(None)
+    assert refused.reasons and set(refused.reasons) == {Reason.DEBUG_ID_MISMATCH}
+    with HttpStore(tmp_path / "served") as server:
+        fetched = summarized(remote_options(debuginfod_urls=[server.url], cache_dir=tmp_path / "cache"))
+    assert fetched.named == fetched.locations > 0
+    assert fetched.binary == str(tmp_path / "cache" / "downloads" / "debuginfod" / right_id / "executable")
