@@ -27,9 +27,9 @@ from symbolize.cli.download_line import BarWithDownloads
 from symbolize.formats.types import DebugId, DebugIdKind
 from symbolize.module import Reason
 from symbolize.progress import ProgressReport
+from symbolize.remote.debuginfod import artifact_url, build_id_hex, elfutils_cache_dir, store_key
 from symbolize.remote.options import RemoteOptions
 from symbolize.summary import MappingSummary
-from symbolize.remote.debuginfod import artifact_url, build_id_hex, elfutils_cache_dir, store_key
 from tests.fixtures_data import BIN, DEBUG_DIR, PROFILES, load_expected
 from tests.posix import require
 from tests.servers.http_store import Fault, HttpStore, wait_for_request
