@@ -95,6 +95,15 @@ class RemoteMiss(NamedTuple):
         return f"{self.what}: {self.reason.value}{said}{where}"
 
 
+class FileIdentity(NamedTuple):
+    """What a file is, read from its headers: its format, its debug ID, every ID a mapping may name
+    it by (a PE image's code ID too). What a download is verified by before it is stored."""
+
+    format: str
+    debug_id: DebugId | None
+    identities: tuple[DebugId, ...]
+
+
 class Unknown(NamedTuple):
     """Why an address could not be named: ``reason`` to count, ``detail`` to read ("" when the reason says it all)."""
 

@@ -24,6 +24,7 @@ from symbolize.cli.exits import (
 from symbolize.cli.options import LOOKUP_OPTIONS, PROFILE_OPTIONS, option
 
 if TYPE_CHECKING:
+    from symbolize.progress import ProgressReport
     from symbolize.remote.options import RemoteOptions
     from symbolize.remote.progress import DownloadProgress
     from symbolize.summary import GateFailure, Summary
@@ -215,19 +216,14 @@ def requested_remote(request: LookupRequest | ProfileRequest) -> RemoteOptions |
     )
 
 
-def shows_downloads(remote: RemoteOptions | None) -> bool:
-    """Whether downloads are drawn: servers may be asked and stderr is a terminal."""
-    stream = sys.stderr
-    return remote is not None and remote.network and stream is not None and _is_terminal(stream)
-
-
-def download_progress(remote: RemoteOptions | None) -> DownloadProgress | None:
-    """One line per download on stderr when :func:`shows_downloads`; else None."""
-    if not shows_downloads(remote):
+def download_progress(remote: RemoteOptions | None, bar: ProgressReport | None = None) -> DownloadProgress | None:
+    """One line per download on stderr when it is a terminal (in ``bar``'s display, the run's own
+    progress bar, when it has one) and servers may be asked; else None."""
+    if remote is None or not remote.network:
         return None
-    from symbolize.remote.progress import TerminalDownloadProgress
+    from symbolize.remote.progress import stderr_download_progress
 
-    return TerminalDownloadProgress(sys.stderr)
+    return stderr_download_progress(bar)
 
 
 def lookup_usage_problem(request: LookupRequest) -> tuple[str, str] | None:
@@ -355,13 +351,8 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
             out_path = request.out_path or default_output_path(request.in_path)
         remote = requested_remote(request)
         progress = stderr_progress()
-        downloads = None
-        if shows_downloads(remote):
-            # One live display: the downloads borrow the bar's line (symbolize/cli/download_line.py).
-            from symbolize.cli.download_line import BarWithDownloads
-
-            progress = BarWithDownloads(progress)
-            downloads = progress.downloads
+        # rich draws one live display: the download lines join the bar's.
+        downloads = download_progress(remote, progress)
         try:
             summary = symbolize_file(
                 sys.stdin.buffer if request.from_stdin else request.in_path,
@@ -381,6 +372,8 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
                 download_progress=downloads,
             )
         finally:
+            if downloads is not None:
+                downloads.close()
             progress.close()  # erased before the summary and any error line are printed
         summaries.append(summary)
 

@@ -58,6 +58,7 @@ from symbolize.discovery.options import SearchOptions
 from symbolize.discovery.paths import DirectoryListings, lies_under
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile, SymbolSource
+from symbolize.module import FileIdentity
 
 if TYPE_CHECKING:
     from symbolize.remote.run import RemoteRun
@@ -111,6 +112,8 @@ class FileLoader(Protocol):
     def refused(self, path: Path, arch: str | None = None) -> list[str]: ...
 
     def file_crc32(self, path: Path) -> int: ...
+
+    def identify(self, path: Path, arch: str | None = None) -> FileIdentity: ...
 
 
 class LookupContext(NamedTuple):
