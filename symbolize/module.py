@@ -89,10 +89,11 @@ class RemoteMiss(NamedTuple):
     detail: str = ""
 
     def describe(self) -> str:
-        """One line for people: what, why, and where it was asked."""
+        """One line for people: what, why, and what each server said (or, without that, where it was asked)."""
+        if self.detail:
+            return f"{self.what}: {self.reason.value}: {self.detail}"
         where = f" (tried {', '.join(self.tried)})" if self.tried else ""
-        said = f": {self.detail}" if self.detail else ""
-        return f"{self.what}: {self.reason.value}{said}{where}"
+        return f"{self.what}: {self.reason.value}{where}"
 
 
 class FileIdentity(NamedTuple):
