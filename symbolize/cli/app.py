@@ -46,6 +46,7 @@ from symbolize.cli.commands import (
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
 from symbolize.cli.options import (
     CACHE_CLEAR_OPTIONS,
+    CACHE_PRUNE_OPTIONS,
     CACHE_SHOW_OPTIONS,
     INDEX_OPTIONS,
     LOOKUP_OPTIONS,
@@ -102,6 +103,7 @@ _LOOKUP = _parameters(LOOKUP_OPTIONS)
 _INDEX = _parameters(INDEX_OPTIONS)
 _CACHE_SHOW = _parameters(CACHE_SHOW_OPTIONS)
 _CACHE_CLEAR = _parameters(CACHE_CLEAR_OPTIONS)
+_CACHE_PRUNE = _parameters(CACHE_PRUNE_OPTIONS)
 
 
 class DemangleChoice(enum.StrEnum):
@@ -434,6 +436,38 @@ def cache_clear_command(ctx: typer.Context, cache_dir: Path | None = _CACHE_CLEA
     _exit_with(run_guarded(clear, debug=_debug(ctx)))
 
 
+def cache_prune_command(
+    ctx: typer.Context,
+    cache_dir: Path | None = _CACHE_PRUNE["cache_dir"],
+    max_size: str = _CACHE_PRUNE["max_size"],
+    max_age: str = _CACHE_PRUNE["max_age"],
+) -> None:
+    """Remove downloaded debug files unused for longer than --max-age, then the least recently used
+    until the rest fit in --max-size; expired misses and stale partial downloads too."""
+    from symbolize.remote.options import download_store_root
+    from symbolize.remote.prune import parse_age, parse_size, prune_store
+
+    try:
+        size_limit = parse_size(max_size)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--max-size") from exc
+    try:
+        age_limit = parse_age(max_age)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--max-age") from exc
+
+    def prune() -> None:
+        store = download_store_root(cache_dir)
+        result = prune_store(store, max_bytes=size_limit, max_age=age_limit)
+        typer.echo(
+            f"removed {result.removed_files} downloaded files ({_human_size(result.removed_bytes)}) from {store}; "
+            f"kept {result.kept_files} ({_human_size(result.kept_bytes)})",
+            err=True,
+        )
+
+    _exit_with(run_guarded(prune, debug=_debug(ctx)))
+
+
 # The commands, in the order help lists them.
 _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("profile", profile_command),
@@ -444,6 +478,7 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
 _CACHE_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("show", cache_show_command),
     ("clear", cache_clear_command),
+    ("prune", cache_prune_command),
 )
 
 
@@ -460,7 +495,9 @@ def build_app(only: str | None = None) -> typer.Typer:
             built.command(name)(function)
     if only in (None, "cache"):
         cache_app = typer.Typer(
-            help="Show or clear the persistent index cache.", no_args_is_help=True, rich_markup_mode=None
+            help="Show or clear the persistent index cache; prune the downloaded debug files.",
+            no_args_is_help=True,
+            rich_markup_mode=None,
         )
         for name, function in _CACHE_COMMANDS:
             cache_app.command(name)(function)

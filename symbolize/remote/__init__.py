@@ -8,7 +8,7 @@ opens it like any local candidate. Nothing here touches the network unless
 
 from symbolize.remote.fetcher import Attempt, Fetched, Fetcher, FetchRecord, FetchRequest, GetAttempt, Missed, Verify
 from symbolize.remote.options import RemoteOptions, from_environment
-from symbolize.remote.progress import DownloadProgress, TerminalDownloadProgress
+from symbolize.remote.progress import DownloadProgress, TerminalDownloadProgress, stderr_download_progress
 from symbolize.remote.store import DownloadStore, StoreKey, StoreTier, UnsafeKeyError
 from symbolize.remote.transfer import (
     Cancellation,
@@ -46,4 +46,5 @@ __all__ = [
     "UnsafeKeyError",
     "Verify",
     "from_environment",
+    "stderr_download_progress",
 ]

@@ -14,11 +14,10 @@ the slowest, not the sum (bench/remote_fetch.py).
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol
@@ -26,6 +25,7 @@ from typing import BinaryIO, Literal, Protocol
 from symbolize.errors import SymbolizeError
 from symbolize.remote.options import RemoteOptions
 from symbolize.remote.progress import DownloadProgress
+from symbolize.remote.prune import prune_if_due
 from symbolize.remote.store import DownloadStore, StoreKey, StoreTier
 from symbolize.remote.transfer import (
     Cancellation,
@@ -147,6 +147,8 @@ class Fetcher:
         self.cache_hits = 0
         self._lock = threading.Lock()
         self._cancellation = Cancellation()
+        if options.asked:
+            prune_if_due(self.store.root)
 
     def cancel(self) -> None:
         """Cancel every download under way (from any thread); later fetches start cancelled."""
@@ -200,6 +202,11 @@ class Fetcher:
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.parallel_fetches), thread_name_prefix="fetch")
         try:
             futures = [pool.submit(self.fetch, r.key, r.what, r.attempts, r.verify, tiers=r.tiers) for r in requests]
+            pending = set(futures)
+            while pending:
+                # Timed waits, so that a Ctrl-C reaches this thread (an untimed one is not
+                # interrupted on Windows, nor by a simulated signal anywhere).
+                _, pending = wait(pending, timeout=0.2)
             return [future.result() for future in futures]
         except BaseException:
             self.cancel()
@@ -302,8 +309,8 @@ class Fetcher:
         )
         partial: Path | None = None
         try:
-            partial, descriptor = self.store.open_partial(destination)
-            with os.fdopen(descriptor, "w+b") as sink:
+            partial, sink = self.store.open_partial(destination)
+            with sink:
                 url = attempt.run(session, sink)
                 sink.flush()
             if cancellation.cancelled:

@@ -31,7 +31,8 @@ class RemoteOptions:
     ``debuginfod_urls``: base URLs of debuginfod servers (``<url>/buildid/<hex>/debuginfo``).
     ``symbol_servers``: raw symbol path entries (``srv*cache*URL``, directories...), parsed by
     symbolize/remote/symbol_path.py. ``offline``: caches only, no request. ``cache_dir``: the
-    download store's root (None: ``downloads`` under the per-user cache directory).
+    download store's root itself (None: :func:`download_store_root` of the per-user cache; for
+    ``--cache-dir DIR`` pass ``download_store_root(DIR)``).
     ``stall_timeout``: seconds without a byte after which a server is abandoned (a stall, not a
     total). ``total_timeout``: seconds one download may take in all (None: no cap).
     ``max_file_bytes``: the largest file accepted. ``miss_ttl``: seconds a server's "not found"
@@ -59,12 +60,18 @@ class RemoteOptions:
         return not self.offline and (bool(self.debuginfod_urls) or bool(self.symbol_servers))
 
     def store_root(self) -> Path:
-        """The download store's root: ``cache_dir``, else ``downloads`` in the per-user cache."""
-        if self.cache_dir is not None:
-            return self.cache_dir
+        """The download store's root: ``cache_dir``, else :func:`download_store_root`'s default."""
+        return self.cache_dir if self.cache_dir is not None else download_store_root(None)
+
+
+def download_store_root(cache_dir: Path | None) -> Path:
+    """The download store of a cache directory (``--cache-dir``, else the per-user cache, as the
+    indexes'): its ``downloads`` subdirectory."""
+    if cache_dir is None:
         from symbolize.cache import default_cache_dir
 
-        return default_cache_dir() / "downloads"
+        cache_dir = default_cache_dir()
+    return cache_dir / "downloads"
 
 
 def _seconds(text: str | None) -> float | None:

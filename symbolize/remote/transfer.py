@@ -232,10 +232,12 @@ class Session:
             except ssl.SSLError as error:
                 self._raise_if_cancelled(url)
                 raise ServerUnreachableError(f"TLS error: {error.reason or error}", url) from None
-            except (http.client.HTTPException, OSError) as error:
+            except http.client.HTTPException as error:
                 self._raise_if_cancelled(url)
-                text = getattr(error, "strerror", None) or str(error) or type(error).__name__
-                raise ServerUnreachableError(f"cannot connect: {text}", url) from None
+                raise ServerUnreachableError(f"not an HTTP answer: {type(error).__name__} {error}", url) from None
+            except OSError as error:
+                self._raise_if_cancelled(url)
+                raise ServerUnreachableError(f"cannot connect: {error.strerror or error}", url) from None
         finally:
             if sock is not None:
                 self.cancellation.unregister(sock)

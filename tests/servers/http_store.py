@@ -40,7 +40,9 @@ class Fault:
     reset. ``redirect``: answer 302 to this location (absolute, or a path of this server).
     ``serve``: send this file instead (another build's). ``status``: answer this status, no body.
     ``chunked``: send the body chunked, without a Content-Length. ``lie_length``: claim this
-    Content-Length whatever the body is.
+    Content-Length whatever the body is. ``bytes_per_second``: trickle the body, ``piece_bytes`` at a
+    time.
+    ``garbage``: send these bytes instead of an HTTP answer, then close.
     """
 
     delay: float = 0.0
@@ -57,6 +59,8 @@ class Fault:
     chunked: bool = False
     lie_length: int | None = None
     bytes_per_second: float | None = None
+    piece_bytes: int = 16 * 1024
+    garbage: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class _State:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 drops the SYNs of a burst of parallel fetches (each then
+    # waits a second for the retransmission): a real server's backlog is in the hundreds.
+    request_queue_size = 128
     state: _State
 
 
@@ -108,6 +115,11 @@ class _Handler(BaseHTTPRequestHandler):
         if fault.stall_before_headers:
             self._log(path, 0)
             state.stopping.wait(fault.stall_seconds)
+            self.close_connection = True
+            return
+        if fault.garbage is not None:
+            self._log(path, 0)
+            self.wfile.write(fault.garbage)
             self.close_connection = True
             return
         if fail:
@@ -149,9 +161,11 @@ class _Handler(BaseHTTPRequestHandler):
         self._write(body, fault)
         if fault.chunked:
             self.wfile.write(b"0\r\n\r\n")
+        if fault.lie_length is not None:
+            self.close_connection = True  # the claimed length is never reached: end of body by EOF
 
     def _write(self, data: bytes, fault: Fault) -> None:
-        step = 16 * 1024
+        step = fault.piece_bytes
         for start in range(0, len(data), step):
             piece = data[start : start + step]
             if fault.chunked:
@@ -208,7 +222,9 @@ class HttpStore:
     def __init__(self, root: Path, *, fold_case: bool = False) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.state = _State(root, fold_case)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="http_store", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="http_store", daemon=True
+        )
 
     @property
     def url(self) -> str:
