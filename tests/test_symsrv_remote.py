@@ -24,6 +24,7 @@ from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.pdb import PdbFile
 from symbolize.module import Reason, Unknown
 from symbolize.remote import Fetcher, Missed, RemoteOptions
+from symbolize.remote.prune import PRUNED_STAMP
 from symbolize.remote.symsrv import (
     SymbolStoreAttempt,
     SymbolStoreKey,
@@ -303,7 +304,9 @@ def test_a_hostile_answer_is_refused_or_missed_never_raised(
     assert isinstance(outcome, Missed)
     # Each refusal names its URL once, whole (a URL made a Path would read "http:/127...").
     assert all(refusal.startswith(store.url) and "http:/1" not in refusal for refusal in outcome.refused)
-    assert not [path for path in cache.rglob("*") if path.is_file() and path.parent.name != ".misses"]
+    # Nothing stored, no partial file left: only the store's own records (misses, the last pruning).
+    left = [path for path in cache.rglob("*") if path.is_file() and path.parent.name != ".misses"]
+    assert [path.name for path in left if path != cache / PRUNED_STAMP] == []
 
 
 def test_a_mach_o_binary_and_its_dsym_by_uuid_from_an_ssqp_store(tmp_path: Path) -> None:

@@ -143,7 +143,7 @@ class SymbolStoreBinaries:
             return None
         from symbolize.remote.symsrv import fetch_binary
 
-        return fetch_binary(remote, filename, wanted)
+        return fetch_binary(remote, filename, wanted, loader)
 
 
 def _named_in(directory: Path, name: str, listings: DirectoryListings) -> Iterator[Candidate]:

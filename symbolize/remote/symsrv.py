@@ -45,6 +45,7 @@ from symbolize.discovery.paths import base_name, is_file_name, lies_under
 from symbolize.discovery.registry import Candidate, FileLoader
 from symbolize.formats.errors import InputLimitError, MalformedInputError, SymbolizeError
 from symbolize.formats.types import DebugId, DebugIdKind
+from symbolize.module import FileIdentity
 from symbolize.remote.fetcher import Attempt, Verify
 from symbolize.remote.options import RemoteOptions
 from symbolize.remote.store import StoreKey, StoreTier, UnsafeKeyError
@@ -460,22 +461,19 @@ def pdb_verifier(expected: DebugId) -> Verify:
     return verify
 
 
-def code_id_verifier(expected: DebugId) -> Verify:
+def code_id_verifier(expected: DebugId, identify: Callable[[Path], FileIdentity]) -> Verify:
     """``verify(path)``: None when ``path`` is a PE image whose code ID (TimeDateStamp, SizeOfImage)
-    is ``expected``, else why not."""
+    is ``expected``, else why not (``identify`` is the loader's, which reads the file's headers)."""
 
     def verify(path: Path) -> str | None:
-        from symbolize.formats.open import open_object  # the readers, only once a file is there
-
         try:
-            opened = open_object(path)
+            found = identify(path)
         except SymbolizeError as err:
             return f"not a readable object file: {err.reason}"
-        with contextlib.closing(opened):
-            found = [identity for identity in opened.identities() if identity.kind is DebugIdKind.PE_CODE_ID]
-        if expected in found:
+        code_ids = [identity for identity in found.identities if identity.kind is DebugIdKind.PE_CODE_ID]
+        if expected in code_ids:
             return None
-        return f"code ID {', '.join(map(str, found)) or 'none'} is not the one asked for, {expected}"
+        return f"code ID {', '.join(map(str, code_ids)) or 'none'} is not the one asked for, {expected}"
 
     return verify
 
@@ -500,14 +498,15 @@ def uuid_verifier(expected: DebugId) -> Verify:
 
 # The binaries a symbol store keeps by ID: (kind of the mapping's ID, its key, how a file is checked).
 _BINARY_KEYS: tuple[
-    tuple[DebugIdKind, Callable[[str, DebugId | None], SymbolStoreKey | None], Callable[[DebugId], Verify]], ...
+    tuple[DebugIdKind, Callable[[str, DebugId | None], SymbolStoreKey | None], Callable[[DebugId, FileLoader], Verify]],
+    ...,
 ] = (
-    (DebugIdKind.PE_CODE_ID, pe_key, code_id_verifier),
-    (DebugIdKind.MACHO_UUID, macho_binary_key, uuid_verifier),
+    (DebugIdKind.PE_CODE_ID, pe_key, lambda code_id, loader: code_id_verifier(code_id, loader.identify)),
+    (DebugIdKind.MACHO_UUID, macho_binary_key, lambda uuid, _: uuid_verifier(uuid)),
 )
 
 
-def fetch_binary(remote: RemoteRun, filename: str, wanted: str) -> Path | None:
+def fetch_binary(remote: RemoteRun, filename: str, wanted: str, loader: FileLoader) -> Path | None:
     """The binary a mapping names (file ``filename``, ID text ``wanted``) from the symbol stores: a
     PE image by its code ID (``name.exe/<TIMESTAMP><SIZE>/name.exe``), a Mach-O binary by its
     UUID (SSQP's ``name/mach-uuid-<UUID>/name``); None when ``wanted`` holds no such ID or no
@@ -520,7 +519,8 @@ def fetch_binary(remote: RemoteRun, filename: str, wanted: str) -> Path | None:
             key = make_key(name, debug_id)
             if key is None or debug_id is None:
                 continue
-            found = fetch_from_symbol_servers(remote, filename, key, f"{name} ({key.index})", verifier(debug_id))
+            verify = verifier(debug_id, loader)
+            found = fetch_from_symbol_servers(remote, filename, key, f"{name} ({key.index})", verify)
             if found is not None:
                 return found
     return None
