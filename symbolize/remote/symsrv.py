@@ -496,6 +496,16 @@ def uuid_verifier(expected: DebugId) -> Verify:
     return verify
 
 
+def identity_verifier(expected: DebugId, what: str, identify: Callable[[Path], FileIdentity]) -> Verify:
+    """``verify(path)`` for an object file of ID ``expected``: :func:`code_id_verifier` for a PE code
+    ID (through ``identify``, the loader's), :func:`uuid_verifier` for a Mach-O UUID; ``what`` is
+    kept for callers that name the ID (the verifiers name it themselves)."""
+    del what
+    if expected.kind is DebugIdKind.MACHO_UUID:
+        return uuid_verifier(expected)
+    return code_id_verifier(expected, identify)
+
+
 # The binaries a symbol store keeps by ID: (kind of the mapping's ID, its key, how a file is checked).
 _BINARY_KEYS: tuple[
     tuple[DebugIdKind, Callable[[str, DebugId | None], SymbolStoreKey | None], Callable[[DebugId, FileLoader], Verify]],
