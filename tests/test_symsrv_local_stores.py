@@ -53,6 +53,20 @@ def test_plain_symbol_path_directory_by_name(tmp_path: Path, monkeypatch: pytest
     assert _named(image) == (total, total)
 
 
+@pytest.mark.parametrize("under", ["symbols/exe", "exe", ""])
+def test_plain_symbol_path_directory_as_dbghelp_looks(
+    under: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DIR/symbols/<ext>/x.pdb, DIR/<ext>/x.pdb, DIR/x.pdb ("Symbol path for Windows debuggers")."""
+    image = _copy_image(tmp_path)
+    plain = tmp_path / "plain"
+    (plain / under).mkdir(parents=True, exist_ok=True)
+    shutil.copy(WINDOWS_BIN / "winapp.pdb", plain / under / "winapp.pdb")
+    monkeypatch.setenv("_NT_SYMBOL_PATH", str(plain))
+    named, total = _named(image)
+    assert named == total
+
+
 def test_alt_symbol_path_is_searched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     image = _copy_image(tmp_path)
     store = tmp_path / "store"

@@ -7,7 +7,8 @@ Search order (the debuggers' and llvm-symbolizer's places):
   the build machine's: followed only where the user said to look);
 - the base name of the recorded path (a Windows path: ``C:\\build\\app.pdb`` -> ``app.pdb``)
   beside the image, then in each ``--search-path`` directory, matched ignoring case;
-- the base name in each plain directory of ``_NT_SYMBOL_PATH`` (and ``_NT_ALT_SYMBOL_PATH``);
+- the base name in each plain directory of ``_NT_SYMBOL_PATH`` (and ``_NT_ALT_SYMBOL_PATH``),
+  as dbghelp looks: ``DIR/symbols/<ext>``, ``DIR/<ext>``, ``DIR`` (``<ext>`` the image's, ``dll``);
 - symbol stores in the symsrv layout, ``<root>/<name>/<GUID><age>/<name>`` (GUID upper- or
   lower-case, age in hex), or ``<root>/<first two letters of name>/<name>/<GUID><age>/<name>`` in
   a two-tier store (one with an ``index2.txt`` at its root), and the file a ``file.ptr`` there
@@ -93,10 +94,14 @@ class PdbLocator(LocatorDefaults):
         if key is None or hint.debug_id is None:
             return
         symbol_path = symbol_path_from_environment() + configured_symbol_path(options.remote)
+        # A plain directory of the symbol path is looked in by name too, as dbghelp looks:
+        # DIR/symbols/<ext>, DIR/<ext>, DIR (<ext> the image's: dll, exe).
+        ext = context.image_path.suffix[1:].lower()
         for chain in symbol_path.chains:
-            if chain.flat:  # a plain directory of the symbol path is looked in by name too (dbghelp)
-                for directory in chain.directories:
-                    yield from _named_in(directory, name, context.loader.listings)
+            for directory in chain.directories if chain.flat else ():
+                for flat in (directory / "symbols" / ext, directory / ext) if is_file_name(ext) else ():
+                    yield from _named_in(flat, name, context.loader.listings)
+                yield from _named_in(directory, name, context.loader.listings)
         stores = [*options.search_paths, *options.debug_dirs, *symbol_path.directories()]
         yield from local_store_candidates(stores, key, context.loader, stores)
         yield from _fetched(key, hint.debug_id, context, stores)
