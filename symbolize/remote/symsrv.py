@@ -1,4 +1,4 @@
-"""Symbol-store keys and the pieces of a symbol store: symsrv's layout, SSQP's keys, ``file.ptr``.
+"""Symbol stores: symsrv's layout, SSQP's keys, ``file.ptr``, and asking HTTP stores for a key.
 
 Specs: Microsoft's "Symbol Storage Format" and "SymStore" (symstore.exe's layout, ``file.ptr``,
 ``index2.txt``), and the .NET symbol store's "SSQP Key Conventions" (dotnet/symstore,
@@ -9,9 +9,9 @@ A file is stored as ``<name>/<index>/<name>`` under a store's root; a two-tier s
 ``<na>/<name>/<index>/<name>``. The index of
 
 - a PDB is its GUID as Windows prints it (Data1 to Data3 as numbers, then Data4), then its age in
-  hex: ``winapp.pdb/1C1DF8E4B6D54E55A5F6DAC1C4C2A7C31/winapp.pdb`` (:meth:`DebugId.__str__`);
+  hex: ``winapp.pdb/D01E5215C14845FF4C4C44205044422E1/winapp.pdb`` (:meth:`DebugId.__str__`);
 - a PE image is its TimeDateStamp as 8 hex digits then its SizeOfImage in as few as it needs:
-  ``winapp.exe/5F3E2A1B7000/winapp.exe`` (the image's code ID);
+  ``winapp.exe/DD1324EA5000/winapp.exe`` (the image's code ID);
 - an ELF file (SSQP) is ``elf-buildid-<build ID>`` for the binary (under its own name) and
   ``elf-buildid-sym-<build ID>`` for its debug file, always named ``_.debug``; a build ID shorter
   than 20 bytes is padded with zero bytes to 20;
@@ -29,6 +29,15 @@ Names come from files we do not trust (an RSDS record, a profile's mapping): a k
 from a bare file name (:func:`symbolize.discovery.paths.is_file_name`) of at most
 ``MAX_NAME_CHARS`` characters, without control characters, and from an index made of hex digits
 and the SSQP prefixes, so a key never holds a separator or ``..``.
+
+The remote part (:func:`fetch_from_symbol_servers`): the run's symbol path (``--symbol-server``,
+and with ``--remote`` the environment's) gives HTTP stores and the downstream stores their files
+are kept in; a key is asked of every store at once through the run's Fetcher
+(symbolize/remote/fetcher.py), each store by a :class:`SymbolStoreAttempt` (every spelling and
+form, as symsrv asks), a compressed form in a local store by a :class:`LocalCabinetAttempt`,
+and the first answer that verifies by ID (:func:`pdb_verifier`, :func:`code_id_verifier`,
+:func:`uuid_verifier`) is stored, then opened by the registry like any local candidate. A
+mapping's binary comes the same way by its ID (:func:`fetch_binary`).
 """
 
 from __future__ import annotations
