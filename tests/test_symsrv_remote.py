@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from symbolize.api import lookup, open_module, remote_options, symbolize_profile
 from symbolize.cli.app import app
+from symbolize.formats.elf import ElfFile
 from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.pdb import PdbFile
 from symbolize.module import Reason, Unknown
@@ -29,12 +30,13 @@ from symbolize.remote.symsrv import (
     SymbolStoreAttempt,
     SymbolStoreKey,
     download_key,
+    elf_debug_key,
     macho_binary_key,
     macho_dwarf_key,
     pdb_key,
     pdb_verifier,
 )
-from tests.fixtures_data import EXPECTED, MACOS_BIN, PROFILES, WINDOWS_BIN
+from tests.fixtures_data import BIN, DEBUG_DIR, EXPECTED, MACOS_BIN, PROFILES, WINDOWS_BIN, load_expected
 from tests.servers.http_store import Fault, HttpStore
 
 COMPRESSED = WINDOWS_BIN / "compressed"
@@ -345,3 +347,23 @@ def test_a_symbol_server_entry_that_names_nothing_is_one_error_line(spec: str, w
                                       "0x140001000"])  # fmt: skip
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [f"symbolize: error: symbol server {spec}: {why}"]
+
+
+def test_an_elf_debug_file_by_build_id_from_an_ssqp_store(tmp_path: Path) -> None:
+    """SSQP's ``_.debug/elf-buildid-sym-<build ID>/_.debug``: a stripped binary's lines, as its
+    debug file on disk names them."""
+    stripped = BIN / "cppdemo-gcc-buildid"
+    build_id = ElfFile(stripped).debug_id
+    key = elf_debug_key(build_id)
+    assert key is not None and build_id is not None
+    debug_file = DEBUG_DIR / ".build-id" / build_id.value.hex()[:2] / f"{build_id.value.hex()[2:]}.debug"
+    _layout(tmp_path / "served", key, debug_file)
+    empty = tmp_path / "no-debug-files"
+    empty.mkdir()
+    vaddrs = [address.vaddr for address in load_expected("cppdemo-gcc-dwarf5-pie").addresses[:40]]
+    local = lookup(stripped, vaddrs, debug_dirs=[DEBUG_DIR], use_cache=False)
+    with HttpStore(tmp_path / "served") as store:
+        remote = remote_options(symbol_servers=[store.url], cache_dir=tmp_path / "cache")
+        fetched = lookup(stripped, vaddrs, debug_dirs=[empty], use_cache=False, remote=remote)
+        assert [request.path for request in store.requests if request.status == 200] == ["/" + str(key.relative())]
+    assert fetched == local != lookup(stripped, vaddrs, debug_dirs=[empty], use_cache=False)

@@ -515,6 +515,23 @@ def identity_verifier(expected: DebugId, what: str, identify: Callable[[Path], F
     return code_id_verifier(expected, identify)
 
 
+def build_id_verifier(expected: DebugId, identify: Callable[[Path], FileIdentity]) -> Verify:
+    """debuginfod's check (symbolize/remote/debuginfod.py): an ELF file with GNU build ID ``expected``."""
+    from symbolize.remote.debuginfod import build_id_verifier as elf_verifier
+
+    return elf_verifier(expected, identify)
+
+
+def fetch_elf_debug_file(remote: RemoteRun, owner: str, build_id: DebugId | None, loader: FileLoader) -> Path | None:
+    """SSQP's ``_.debug/elf-buildid-sym-<build ID>/_.debug`` from the symbol stores, verified by
+    build ID; None when it is no build ID or no store has it (the miss kept for ``owner``)."""
+    key = elf_debug_key(build_id)
+    if key is None or build_id is None:
+        return None
+    verify = build_id_verifier(build_id, loader.identify)
+    return fetch_from_symbol_servers(remote, owner, key, f"{Path(owner).name} debug file ({key.index})", verify)
+
+
 # The binaries a symbol store keeps by ID: (kind of the mapping's ID, its key, how a file is checked).
 _BINARY_KEYS: tuple[
     tuple[DebugIdKind, Callable[[str, DebugId | None], SymbolStoreKey | None], Callable[[DebugId, FileLoader], Verify]],
@@ -522,13 +539,15 @@ _BINARY_KEYS: tuple[
 ] = (
     (DebugIdKind.PE_CODE_ID, pe_key, lambda code_id, loader: code_id_verifier(code_id, loader.identify)),
     (DebugIdKind.MACHO_UUID, macho_binary_key, lambda uuid, _: uuid_verifier(uuid)),
+    (DebugIdKind.GNU_BUILD_ID, elf_binary_key, lambda build_id, loader: build_id_verifier(build_id, loader.identify)),
 )
 
 
 def fetch_binary(remote: RemoteRun, filename: str, wanted: str, loader: FileLoader) -> Path | None:
     """The binary a mapping names (file ``filename``, ID text ``wanted``) from the symbol stores: a
     PE image by its code ID (``name.exe/<TIMESTAMP><SIZE>/name.exe``), a Mach-O binary by its
-    UUID (SSQP's ``name/mach-uuid-<UUID>/name``); None when ``wanted`` holds no such ID or no
+    UUID (SSQP's ``name/mach-uuid-<UUID>/name``), an ELF binary by its build ID (SSQP's
+    ``name/elf-buildid-<build ID>/name``); None when ``wanted`` holds no such ID or no
     store has it (the miss kept under ``filename``). Each ``,``-separated part of ``wanted`` is
     read (a stamped mapping records several IDs)."""
     name = base_name(filename)
