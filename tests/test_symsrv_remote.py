@@ -367,3 +367,16 @@ def test_an_elf_debug_file_by_build_id_from_an_ssqp_store(tmp_path: Path) -> Non
         fetched = lookup(stripped, vaddrs, debug_dirs=[empty], use_cache=False, remote=remote)
         assert [request.path for request in store.requests if request.status == 200] == ["/" + str(key.relative())]
     assert fetched == local != lookup(stripped, vaddrs, debug_dirs=[empty], use_cache=False)
+
+
+def test_lookup_on_the_command_line_with_a_symbol_server(image: Path, tmp_path: Path) -> None:
+    served = tmp_path / "served"
+    _lzx(served)
+    addresses, theirs = _expected()
+    with HttpStore(served) as store:
+        result = CliRunner().invoke(app, ["lookup", "--obj", str(image), "--symbol-server", f"srv*{store.url}",
+                                          "--cache-dir", str(tmp_path / "cache"), "--demangle", "none", "--no-inlines",
+                                          *(hex(address) for address in addresses[:5])])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    # llvm-symbolizer's layout: function, location, a blank line per address.
+    assert result.stdout.splitlines()[::3] == theirs[:5]
