@@ -12,10 +12,7 @@ import hashlib
 import shutil
 import struct
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -39,6 +36,7 @@ from tests.cab_builder import (
     mszip_cabinet,
     stored_cabinet,
 )
+from tests.kernel_twins import kernels_in
 
 DATA_DIR = Path(__file__).parent / "data" / "cab"
 REPO = Path(__file__).parent.parent
@@ -47,17 +45,6 @@ CAP = 1 << 26
 CABEXTRACT = shutil.which("cabextract")
 needs_kernels = pytest.mark.skipif(kernels is None, reason="compiled kernels not built or SYMBOLIZE_PURE_PYTHON set")
 needs_cabextract = pytest.mark.skipif(CABEXTRACT is None, reason="cabextract (Debian package cabextract) not installed")
-
-
-@contextmanager
-def dispatching_to(module: ModuleType | None) -> Iterator[None]:
-    """extract_single's compiled path set to `module` (None: the reference alone) for a while."""
-    saved = cab.kernels
-    cab.kernels = module
-    try:
-        yield
-    finally:
-        cab.kernels = saved
 
 
 PATHS = [kernels, None] if kernels is not None else [None]
@@ -156,7 +143,7 @@ def test_e8_translation_of_a_zero_target() -> None:
 def test_libmspack_hostile_lzx(source: str) -> None:
     data = (DATA_DIR / source).read_bytes()
     for module in PATHS:
-        with dispatching_to(module), pytest.raises(MalformedInputError, match=source):
+        with kernels_in(module, cab), pytest.raises(MalformedInputError, match=source):
             extract_single(data, path=source, max_bytes=CAP)
 
 
@@ -243,7 +230,7 @@ def test_mutated_cabinets_fail_typed(seed: str, flips: list[tuple[int, int]], cu
     outcomes = []
     for module in PATHS:
         try:
-            with dispatching_to(module):
+            with kernels_in(module, cab):
                 _name, contents = extract_single(mutated, path="mutated.pd_", max_bytes=1 << 20)
         except (MalformedInputError, UnsupportedFormatError) as error:
             assert "mutated.pd_" in str(error)
@@ -313,5 +300,5 @@ def test_committed_compressed_pdbs_are_the_fixture_pdbs(form: str) -> None:
     assert [path.stem for path in written] == [pdb.stem for pdb in PDBS]
     for path, pdb in zip(written, PDBS, strict=True):
         for module in PATHS:
-            with dispatching_to(module):
+            with kernels_in(module, cab):
                 assert extract_single(path.read_bytes(), path=str(path), max_bytes=CAP) == (pdb.name, pdb.read_bytes())
