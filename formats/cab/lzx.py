@@ -256,7 +256,7 @@ def decompress(stream: bytes, window_bits: int, output_size: int) -> bytes:
     main_lengths = [0] * main_size
     length_lengths = [0] * LENGTH_TREE_SIZE
     output = bytearray()  # the decoded stream: LZX's window, never trimmed (output_size is capped)
-    result = bytearray()  # the same, frames E8-translated
+    translated = bytearray()  # the same, frames E8-translated, where the stream asks for it
     repeated = [1, 1, 1]
     block_type = 0
     block_remaining = 0
@@ -305,13 +305,14 @@ def decompress(stream: bytes, window_bits: int, output_size: int) -> bytes:
             block_remaining -= len(output) - (goal - run)
             if block_remaining < 0:
                 raise LzxError("a match runs past its block's end")
-        # The window keeps what was decoded (later matches copy it); the caller gets it translated.
-        frame = output[frame_start:frame_end]
-        if e8_file_size and len(frame) > 10 and frame_start < FRAME_SIZE * 32768:
-            _translate_e8(frame, frame_start, e8_file_size)
-        result += frame
+        if e8_file_size:
+            # The window keeps what was decoded (later matches copy it); the caller gets it translated.
+            frame = output[frame_start:frame_end]
+            if len(frame) > 10 and frame_start < FRAME_SIZE * 32768:
+                _translate_e8(frame, frame_start, e8_file_size)
+            translated += frame
         frame_start = frame_end
         if block_type != BLOCK_UNCOMPRESSED:  # raw bytes keep their place; bits re-align to a word
             bits.align_to_word()
             bits.check_end()
-    return bytes(result)
+    return bytes(translated if e8_file_size else output)
