@@ -23,7 +23,6 @@ NUM_CHARS = 256
 PRETREE_SIZE = 20
 LENGTH_TREE_SIZE = 249
 ALIGNED_TREE_SIZE = 8
-MAX_CODE_BITS = 16
 
 BLOCK_VERBATIM = 1
 BLOCK_ALIGNED = 2
@@ -108,35 +107,38 @@ class _Bits:
 
 
 class _Huffman:
-    """A canonical Huffman code decoded through one table indexed by the next 16 bits."""
+    """A canonical Huffman code decoded through one table indexed by the next `bits` bits (the
+    code's longest length).
+
+    Built in one pass over the used symbols in canonical order, (length, symbol): each code is the
+    next run of table entries. So a block's trees cost what reading their lengths costs, however
+    many blocks a hostile stream packs in, and a short code's table is small.
+    """
 
     def __init__(self, lengths: Sequence[int], what: str) -> None:
         self.what = what
-        self.lengths = list(lengths)
-        self.table: list[int] | None = None  # (symbol << 5) | length, per 16-bit prefix
-        if not any(self.lengths):
+        self.table: list[int] | None = None  # (symbol << 5) | length, per `bits`-bit prefix
+        self.bits = 0
+        used = sorted((length, symbol) for symbol, length in enumerate(lengths) if length)
+        if not used:
             return  # an empty code: legal while it is not used (libmspack allows it too)
-        table = [0] * (1 << MAX_CODE_BITS)
-        code = 0
-        for length in range(1, MAX_CODE_BITS + 1):
-            span = 1 << (MAX_CODE_BITS - length)
-            for symbol, symbol_length in enumerate(self.lengths):
-                if symbol_length != length:
-                    continue
-                start = code * span
-                if start + span > len(table):
-                    raise LzxError(f"the {what} tree's lengths are over-subscribed")
-                table[start:start + span] = [(symbol << 5) | length] * span
-                code += 1
-            code <<= 1
-        if code != 1 << (MAX_CODE_BITS + 1):
+        self.bits = used[-1][0]
+        table = [0] * (1 << self.bits)
+        filled = 0
+        for length, symbol in used:
+            span = 1 << (self.bits - length)
+            if filled + span > len(table):
+                raise LzxError(f"the {what} tree's lengths are over-subscribed")
+            table[filled:filled + span] = [(symbol << 5) | length] * span
+            filled += span
+        if filled != len(table):
             raise LzxError(f"the {what} tree's lengths leave codes unused")
         self.table = table
 
     def decode(self, bits: _Bits) -> int:
         if self.table is None:
             raise LzxError(f"a symbol is read from the empty {self.what} tree")
-        entry = self.table[bits.peek(MAX_CODE_BITS)]
+        entry = self.table[bits.peek(self.bits)]
         bits.position += entry & 31
         bits.check_end()
         return entry >> 5
@@ -190,13 +192,15 @@ def _decode_run(bits: _Bits, output: bytearray, goal: int, frame_end: int, windo
     main_table = main.table
     if main_table is None:
         raise LzxError("a symbol is read from the empty main tree")
+    shift = 32 - main.bits  # peek(main.bits), inlined
+    mask = (1 << main.bits) - 1
     words = bits.words
     limit = bits.limit
     position = bits.position
     append = output.append
     while len(output) < goal:
         start = position >> 3
-        entry = main_table[(int.from_bytes(words[start:start + 4], "big") >> (16 - (position & 7))) & 0xFFFF]
+        entry = main_table[(int.from_bytes(words[start:start + 4], "big") >> (shift - (position & 7))) & mask]
         position += entry & 31
         if position > limit:
             raise LzxError("the compressed data ends inside a code")
