@@ -312,11 +312,15 @@ def test_compiled_and_reference_agree_on_every_fixture_pdb() -> None:
 
 
 @pytest.mark.parametrize("form", ["mszip", "lzx"])
-def test_committed_compressed_pdbs_are_the_fixture_pdbs(form: str) -> None:
-    """fixtures/make_compressed_pdbs.py's outputs (symsrv24's store serves them) match the PDBs."""
-    written = sorted((REPO / "fixtures" / "bin" / "windows" / "compressed" / form).glob("*.pd_"))
-    assert [path.stem for path in written] == [pdb.stem for pdb in PDBS]
-    for path, pdb in zip(written, PDBS, strict=True):
+def test_committed_compressed_files_are_the_fixtures(form: str) -> None:
+    """fixtures/make_compressed_symbols.py's outputs (symsrv24's store serves them) are the
+    fixture PDBs, EXEs and DLLs, on both paths."""
+    windows = REPO / "fixtures" / "bin" / "windows"
+    originals = sorted(path for path in windows.iterdir() if path.suffix in (".pdb", ".exe", ".dll"))
+    written = sorted((windows / "compressed" / form).iterdir())
+    assert [path.name for path in written] == [path.name[:-1] + "_" for path in originals]
+    for path, original in zip(written, originals, strict=True):
         for module in PATHS:
             with kernels_in(module, cab):
-                assert extract_single(path.read_bytes(), path=str(path), max_bytes=CAP) == (pdb.name, pdb.read_bytes())
+                assert extract_single(path.read_bytes(), path=str(path), max_bytes=CAP) == \
+                    (original.name, original.read_bytes())
