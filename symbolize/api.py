@@ -110,13 +110,16 @@ def remote_options(
         if not re.match(r"https?://[^/\s]", url, re.IGNORECASE):
             # Named in the message, not as a path: a path would fold the URL's "//".
             raise SymbolizeError(f"{url}: not a debuginfod server URL (http:// or https://)")
+    from symbolize.remote.options import server_url
     from symbolize.remote.symbol_path import parse_symbol_path
 
     # An entry the user wrote that names nothing here is said, not skipped (the environment's are
     # skipped, as WinDbg skips them).
-    ignored = parse_symbol_path(";".join(symbol_servers)).ignored
-    if ignored:
-        raise SymbolizeError(f"symbol server {ignored[0]}")
+    written = parse_symbol_path(";".join(symbol_servers))
+    if written.ignored:
+        raise SymbolizeError(f"symbol server {written.ignored[0]}")
+    for url, _ in written.servers():
+        server_url(url)
     if not (urls or servers or offline):
         return None
     store = Path(cache_dir) / "downloads" if cache_dir is not None else None

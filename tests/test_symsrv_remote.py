@@ -380,3 +380,24 @@ def test_lookup_on_the_command_line_with_a_symbol_server(image: Path, tmp_path: 
     assert result.exit_code == 0, result.output
     # llvm-symbolizer's layout: function, location, a blank line per address.
     assert result.stdout.splitlines()[::3] == theirs[:5]
+
+
+def test_a_symbol_server_url_that_is_no_url_is_one_error_line() -> None:
+    result = CliRunner().invoke(app, ["lookup", "--obj", str(WINDOWS_BIN / "winapp.exe"), "--symbol-server",
+                                      "srv*https://host:99999/symbols", "0x140001000"])  # fmt: skip
+    assert result.exit_code == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("symbolize: error: https://host:99999/symbols: not a server URL")
+
+
+def test_file_ptr_to_the_same_server_with_credentials(image: Path, tmp_path: Path) -> None:
+    """The store's URL carries credentials, the pointer does not: still the same server."""
+    served = tmp_path / "served"
+    _layout(served, SymbolStoreKey("drops", "build7"), WINDOWS_BIN / "winapp.pdb", name="winapp.pdb")
+    with HttpStore(served) as store:
+        pointer = served / KEY.relative(file_name="file.ptr")
+        pointer.parent.mkdir(parents=True)
+        pointer.write_text(f"PATH:{store.url}/drops/build7/winapp.pdb")
+        with_credentials = store.url.replace("http://", "http://reader:secret@")
+        remote = remote_options(symbol_servers=[with_credentials], cache_dir=tmp_path / "cache")
+        assert _names(image, remote=remote) == _expected()[1]

@@ -358,12 +358,17 @@ class SymbolStoreAttempt:
 
 
 def _same_server(target: str, server: str) -> bool:
-    """Whether ``target`` is an http(s) URL on the host and port of ``server`` (with its scheme)."""
+    """Whether ``target`` is an http(s) URL on the host and port of ``server`` (with its scheme);
+    credentials in either do not count (they are sent only to the URL they are written in)."""
     wanted, found = urlsplit(server), urlsplit(target)
-    return found.scheme in ("http", "https") and (found.scheme, found.netloc.lower()) == (
-        wanted.scheme,
-        wanted.netloc.lower(),
-    )
+    try:
+        return found.scheme in ("http", "https") and (found.scheme, found.hostname, found.port) == (
+            wanted.scheme,
+            wanted.hostname,
+            wanted.port,
+        )
+    except ValueError:  # a port that is no number
+        return False
 
 
 def configured_symbol_path(options: RemoteOptions | None) -> SymbolPath:
