@@ -123,14 +123,18 @@ def test_each_form_of_a_store_names_the_image(form: str, image: Path, tmp_path: 
     assert asked[-1].lower().endswith(("winapp.pdb", "winapp.pd_"))
 
 
-def test_file_ptr_to_the_same_server(image: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("credentials", ["", "reader:secret@"])
+def test_file_ptr_to_the_same_server(credentials: str, image: Path, tmp_path: Path) -> None:
+    """A pointer to a URL on the store's server is followed; credentials in the store's URL (not
+    in the pointer's) do not make it another server."""
     served = tmp_path / "served"
     _layout(served, SymbolStoreKey("drops", "build7"), WINDOWS_BIN / "winapp.pdb", name="winapp.pdb")
     with HttpStore(served) as store:
         pointer = served / KEY.relative(file_name="file.ptr")
         pointer.parent.mkdir(parents=True)
         pointer.write_text(f"PATH:{store.url}/drops/build7/winapp.pdb\r\n")
-        remote = remote_options(symbol_servers=[store.url], cache_dir=tmp_path / "cache")
+        url = store.url.replace("http://", f"http://{credentials}")
+        remote = remote_options(symbol_servers=[url], cache_dir=tmp_path / "cache")
         assert _names(image, remote=remote) == _expected()[1]
         assert store.requests[-1].path == "/drops/build7/winapp.pdb"
 
@@ -388,16 +392,3 @@ def test_a_symbol_server_url_that_is_no_url_is_one_error_line() -> None:
     assert result.exit_code == 1
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("symbolize: error: https://host:99999/symbols: not a server URL")
-
-
-def test_file_ptr_to_the_same_server_with_credentials(image: Path, tmp_path: Path) -> None:
-    """The store's URL carries credentials, the pointer does not: still the same server."""
-    served = tmp_path / "served"
-    _layout(served, SymbolStoreKey("drops", "build7"), WINDOWS_BIN / "winapp.pdb", name="winapp.pdb")
-    with HttpStore(served) as store:
-        pointer = served / KEY.relative(file_name="file.ptr")
-        pointer.parent.mkdir(parents=True)
-        pointer.write_text(f"PATH:{store.url}/drops/build7/winapp.pdb")
-        with_credentials = store.url.replace("http://", "http://reader:secret@")
-        remote = remote_options(symbol_servers=[with_credentials], cache_dir=tmp_path / "cache")
-        assert _names(image, remote=remote) == _expected()[1]
