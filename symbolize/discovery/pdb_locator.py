@@ -86,25 +86,7 @@ class PdbLocator(LocatorDefaults):
         image_dir = normalized_dir(context.image_path)
         for directory in (image_dir, *options.search_paths):
             yield from _named_in(directory, name, context.loader.listings)
-        # symbolize.remote (the transfer's modules) is imported once a PDB is looked for by its ID.
-        from symbolize.remote.symbol_path import symbol_path_from_environment
-        from symbolize.remote.symsrv import configured_symbol_path, local_store_candidates, pdb_key
-
-        key = pdb_key(name, hint.debug_id)
-        if key is None or hint.debug_id is None:
-            return
-        symbol_path = symbol_path_from_environment() + configured_symbol_path(options.remote)
-        # A plain directory of the symbol path is looked in by name too, as dbghelp looks:
-        # DIR/symbols/<ext>, DIR/<ext>, DIR (<ext> the image's: dll, exe).
-        ext = context.image_path.suffix[1:].lower()
-        for chain in symbol_path.chains:
-            for directory in chain.directories if chain.flat else ():
-                for flat in (directory / "symbols" / ext, directory / ext) if is_file_name(ext) else ():
-                    yield from _named_in(flat, name, context.loader.listings)
-                yield from _named_in(directory, name, context.loader.listings)
-        stores = [*options.search_paths, *options.debug_dirs, *symbol_path.directories()]
-        yield from local_store_candidates(stores, key, context.loader, stores)
-        yield from _fetched(key, hint.debug_id, context, stores)
+        yield from _symbol_path_candidates(hint, name, context)
 
     def load(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
         """The PDB at ``candidate`` by its identity alone when an index answers for it, else opened."""
@@ -119,6 +101,34 @@ class PdbLocator(LocatorDefaults):
         if found.format != "pdb":
             return f"not a PDB ({found.format})"
         return debug_id_refusal(hint.debug_id, found.debug_id, "the image's RSDS record")
+
+
+def _symbol_path_candidates(hint: DebugHint, name: str, context: LookupContext) -> Iterator[Candidate]:
+    """The PDB ``name`` in the symbol path's plain directories (by name, as dbghelp looks:
+    ``DIR/symbols/<ext>``, ``DIR/<ext>``, ``DIR``, ``<ext>`` the image's), then by its key in every
+    local store, then from the download caches and the symbol servers."""
+    # symbolize.remote (the transfer's modules) is imported once a PDB is looked for by its ID.
+    from symbolize.remote.symbol_path import symbol_path_from_environment
+    from symbolize.remote.symsrv import configured_symbol_path, local_store_candidates, pdb_key
+
+    key = pdb_key(name, hint.debug_id)
+    if key is None or hint.debug_id is None:
+        return
+    options = context.options
+    listings = context.loader.listings
+    symbol_path = symbol_path_from_environment() + configured_symbol_path(options.remote)
+    ext = context.image_path.suffix[1:].lower()
+    subdirectories = [Path("symbols", ext), Path(ext)] if is_file_name(ext) else []
+    for chain in symbol_path.chains:
+        if not chain.flat:
+            continue
+        for directory in chain.directories:
+            for subdirectory in subdirectories:
+                yield from _named_in(directory / subdirectory, name, listings)
+            yield from _named_in(directory, name, listings)
+    stores = [*options.search_paths, *options.debug_dirs, *symbol_path.directories()]
+    yield from local_store_candidates(stores, key, context.loader, stores)
+    yield from _fetched(key, hint.debug_id, context, stores)
 
 
 def _fetched(
@@ -140,7 +150,8 @@ def _fetched(
 
 class SymbolStoreBinaries:
     """A mapping's binary from the symbol stores by its ID (a :class:`BinarySource`): a PE image by
-    its code ID, a Mach-O binary by its UUID (symbolize/remote/symsrv.py's :func:`fetch_binary`)."""
+    its code ID, a Mach-O binary by its UUID, an ELF one by its build ID (symbolize/remote/symsrv.py's
+    :func:`fetch_binary`)."""
 
     def fetch(self, filename: str, wanted: str, loader: FileLoader) -> Path | None:
         remote = loader.remote
