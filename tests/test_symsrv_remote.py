@@ -197,14 +197,17 @@ def test_a_cabinet_holding_another_file_is_refused(image: Path, tmp_path: Path) 
     [
         ("PATH:http://127.0.0.2:9/winapp.pdb", "not a URL on this server"),
         ("PATH:\\\\buildserver\\drops\\winapp.pdb", "not a URL on this server"),
+        # The store's host and port as user information: the host is 127.0.0.2.
+        ("PATH:http://{netloc}@127.0.0.2:9/winapp.pdb", "not a URL on this server"),
+        ("PATH:file:///etc/passwd", "not a URL on this server"),
     ],
 )
 def test_file_ptr_elsewhere_is_refused(pointer: str, why: str, image: Path, tmp_path: Path) -> None:
     served = tmp_path / "served"
     target = served / KEY.relative(file_name="file.ptr")
     target.parent.mkdir(parents=True)
-    target.write_text(pointer)
     with HttpStore(served) as store:
+        target.write_text(pointer.format(netloc=store.url.removeprefix("http://")))
         remote = remote_options(symbol_servers=[store.url], cache_dir=tmp_path / "cache")
         module = open_module(image, use_cache=False, remote=remote)
         assert all("127.0.0.2" not in request.path for request in store.requests)
