@@ -46,7 +46,7 @@ from symbolize.remote import (
 )
 from symbolize.remote.options import download_store_root, server_url
 from symbolize.remote.prune import PRUNED_STAMP, parse_age, parse_size, prune_if_due, prune_store
-from symbolize.remote.store import MISSES
+from symbolize.remote.store import MISSES, DownloadStore
 from tests.fixtures_data import BIN, ROOT
 from tests.servers.http_store import Fault, HttpProxy, HttpStore, wait_for_request
 
@@ -213,6 +213,38 @@ def test_a_writable_tier_receives_the_download(tmp_path: Path, servers: tuple[Ht
     assert store_files(fetcher) == []
 
 
+class _StoreWhereAnotherProcessWins(DownloadStore):
+    """Windows' answer to a rename over a file another process holds open, after that process
+    stored the same key: the file is there, the rename refused."""
+
+    def commit(self, partial: Path, destination: Path) -> Path:
+        destination.write_bytes(WANTED.read_bytes())
+        raise PermissionError(13, "Access is denied", str(destination))
+
+
+def test_a_file_another_process_stored_meanwhile_serves_when_the_rename_is_refused(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, _ = servers
+    fetcher = make_fetcher(tmp_path, [first])
+    fetcher.store = _StoreWhereAnotherProcessWins(fetcher.store.root)
+    result = fetch(fetcher, [first])
+    assert isinstance(result, Fetched) and result.path == entry(fetcher)
+    assert store_files(fetcher) == [result.path]  # no temporary left
+
+
+def test_a_store_that_cannot_be_written_refuses_the_download_naming_why(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, _ = servers
+    fetcher = make_fetcher(tmp_path, [first])
+    entry(fetcher).mkdir(parents=True)  # a directory where the file would go
+    result = fetch(fetcher, [first])
+    assert isinstance(result, Missed) and len(result.refused) == 1
+    assert result.refused[0].startswith(f"{first.url}: cannot store cdemo debuginfo")
+    assert [path for path in entry(fetcher).parent.iterdir() if path.is_file()] == []
+
+
 # The race and its faults.
 
 
@@ -304,12 +336,14 @@ def test_the_total_timeout_caps_a_trickling_download(tmp_path: Path, servers: tu
     assert store_files(fetcher) == []
 
 
-def test_a_5xx_is_retried(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:
+def test_a_5xx_is_retried_after_a_pause_that_doubles(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:
     first, _ = servers
     first.fault(PATH, Fault(fail_times=2, fail_status=503))
-    result = fetch(make_fetcher(tmp_path, [first]), [first])
+    started = time.monotonic()
+    result = fetch(make_fetcher(tmp_path, [first], retry_delay=0.3), [first])
     assert isinstance(result, Fetched)
     assert [request.status for request in first.requests_for(PATH)] == [503, 503, 200]
+    assert time.monotonic() - started >= 0.9  # 0.3 s, then 0.6 s
 
 
 def test_a_server_failing_every_time_is_unreachable_and_never_cached_as_a_miss(
@@ -562,7 +596,7 @@ _FAULTS = st.builds(
 
 
 @given(fault=_FAULTS)
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=40, deadline=None)
 def test_any_mix_of_faults_gives_the_verified_file_or_a_clean_miss(fault: Fault) -> None:
     # Whether the retries (two) reach a good answer; known before the server counts the faults down.
     clean = (
@@ -580,7 +614,7 @@ def test_any_mix_of_faults_gives_the_verified_file_or_a_clean_miss(fault: Fault)
         with HttpStore(serve(work / "served", {WANTED_ID: WANTED})) as server:
             (work / "served" / "elsewhere").write_bytes(WANTED.read_bytes())
             server.fault(PATH, fault)
-            fetcher = make_fetcher(work, [server], stall_timeout=0.3, max_file_bytes=4 * _SIZE)
+            fetcher = make_fetcher(work, [server], stall_timeout=0.3, max_file_bytes=4 * _SIZE, retry_delay=0.02)
             result = fetch(fetcher, [server])
         if isinstance(result, Fetched):
             assert result.path.read_bytes() == WANTED.read_bytes()

@@ -251,6 +251,7 @@ class Fetcher:
             stall_min_bytes=self.options.stall_min_bytes,
             max_bytes=self.options.max_file_bytes,
             deadline=None if total is None else started + total,
+            retry_delay=self.options.retry_delay,
         )
 
         def run(outcome: _Outcome) -> None:
@@ -333,8 +334,15 @@ class Fetcher:
                 if cancellation.cancelled:
                     raise CancelledError("cancelled", url)
                 size = partial.stat().st_size
-                self.store.commit(partial, destination)
-                partial = outcome.partial = None
+                try:
+                    self.store.commit(partial, destination)
+                    partial = outcome.partial = None
+                except OSError:
+                    # Windows refuses to replace a file another process has open: that process
+                    # stored the same key meanwhile. Its file serves, once verified (this
+                    # attempt's temporary is removed below); else the error stands.
+                    if not destination.is_file() or verify(destination) is not None:
+                        raise
                 outcome.won, outcome.url = destination, redact(url)
                 cancellation.cancel()
             with self._lock:

@@ -23,6 +23,8 @@ DEFAULT_MISS_TTL = 600.0
 DEFAULT_MAX_FILE_BYTES = 4 << 30
 # Files fetched at once by Fetcher.fetch_many (each racing its servers).
 DEFAULT_PARALLEL_FETCHES = 8
+# The pause before the first retry after a 5xx or a reset (it doubles for the second).
+DEFAULT_RETRY_DELAY = 0.25
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,9 @@ class RemoteOptions:
     file) in this many seconds is abandoned: elfutils' DEBUGINFOD_TIMEOUT rule, a rate, not a
     total. ``total_timeout``: seconds one download may take in all (None: no cap).
     ``max_file_bytes``: the largest file accepted. ``miss_ttl``: seconds a server's "not found"
-    (404/410) is believed without asking again.
+    (404/410) is believed without asking again. ``parallel_fetches``: files fetched at once by
+    Fetcher.fetch_many. ``retry_delay``: the pause before the first of the two retries after a 5xx
+    or a reset (doubled before the second).
     """
 
     debuginfod_urls: tuple[str, ...] = ()
@@ -51,6 +55,7 @@ class RemoteOptions:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     miss_ttl: float = DEFAULT_MISS_TTL
     parallel_fetches: int = DEFAULT_PARALLEL_FETCHES
+    retry_delay: float = DEFAULT_RETRY_DELAY
 
     @property
     def asked(self) -> bool:
