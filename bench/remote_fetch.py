@@ -2,14 +2,16 @@
 
 Two real loopback servers (tests/servers/http_store.py) hold the same N files; each answers every
 request after a delay and trickles its body at a fixed rate, the first faster than the second.
-Three ways are timed, each into an empty store:
+Four ways are timed, each into an empty store:
 
 - ``one by one, first server``: N fetches in a row, each asking only the first server, as a
   client that obeys a list of servers in order and a list of files in order does;
 - ``one by one, raced``: N fetches in a row, each racing both servers (Fetcher.fetch);
-- ``all at once, raced``: Fetcher.fetch_many, every file racing both servers, N at a time.
+- ``all at once, raced``: Fetcher.fetch_many, every file racing both servers, N at a time;
+- ``all at once, first silent``: the same while the first server never answers.
 
-The last should take about the time of the slowest single download, not the sum. Files are
+The last two should take about the time of the slowest single download, not the sum (nor the
+stall timeout). Files are
 random bytes verified by their SHA-256 (the stand-in for a build ID): the transfer is what is
 measured here, not a reader. Wall-clock figures on a shared machine: a second run varies by
 tens of milliseconds.
@@ -121,6 +123,12 @@ def main() -> None:
                 ("one by one, raced", _timed(one_by_one(both))),
                 ("all at once, raced", _timed(lambda: list(parallel.fetch_many(both)))),
             ]
+            # The first server now never answers: the race goes to the second without waiting for
+            # the stall timeout (90 s, elfutils' default).
+            for digest in digests:
+                first.fault(f"/buildid/{digest}/debuginfo", Fault(stall_before_headers=True))
+            silent_first = fresh(parallel=arguments.files)
+            rows.append(("all at once, first silent", _timed(lambda: list(silent_first.fetch_many(both)))))
             for label, (seconds, fetched) in rows:
                 print(f"  {label:<26} {seconds:6.2f} s  ({fetched}/{arguments.files} fetched)")
             first.clear_log()

@@ -10,9 +10,12 @@ from __future__ import annotations
 import _thread
 import io
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -41,11 +44,11 @@ from symbolize.remote import (
     from_environment,
     stderr_download_progress,
 )
-from symbolize.remote.options import download_store_root
+from symbolize.remote.options import download_store_root, server_url
 from symbolize.remote.prune import PRUNED_STAMP, parse_age, parse_size, prune_if_due, prune_store
-from symbolize.remote.store import MISSES
+from symbolize.remote.store import MISSES, DownloadStore
 from tests.fixtures_data import BIN, ROOT
-from tests.servers.http_store import Fault, HttpStore, wait_for_request
+from tests.servers.http_store import Fault, HttpProxy, HttpStore, wait_for_request
 
 WANTED = BIN / "cdemo-gcc-dwarf5-pie"
 ANOTHER_BUILD = BIN / "cppdemo-gcc-dwarf5-pie"
@@ -133,12 +136,14 @@ def test_a_fetched_file_is_verified_stored_and_then_served_from_the_store_withou
     assert result.path == entry(fetcher)
     assert result.path.read_bytes() == WANTED.read_bytes()
     assert store_files(fetcher) == [result.path]
-    assert fetcher.report() == [f"fetched 1 debug files ({WANTED.stat().st_size / 1024:.1f} KiB) from {first.url} (1)"]
+    assert fetcher.report() == [f"fetched 1 debug file ({WANTED.stat().st_size / 1024:.1f} KiB) from {first.url} (1)"]
     first.clear_log()
-    again = fetch(make_fetcher(tmp_path, [first]), [first])
+    second_run = make_fetcher(tmp_path, [first])
+    again = fetch(second_run, [first])
     assert isinstance(again, Fetched)
     assert again.cached and again.path == result.path
     assert first.requests == []
+    assert second_run.report() == ["1 debug file from the download cache"]
 
 
 def test_offline_reads_the_store_and_never_asks(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:
@@ -208,6 +213,38 @@ def test_a_writable_tier_receives_the_download(tmp_path: Path, servers: tuple[Ht
     assert store_files(fetcher) == []
 
 
+class _StoreWhereAnotherProcessWins(DownloadStore):
+    """Windows' answer to a rename over a file another process holds open, after that process
+    stored the same key: the file is there, the rename refused."""
+
+    def commit(self, partial: Path, destination: Path) -> Path:
+        destination.write_bytes(WANTED.read_bytes())
+        raise PermissionError(13, "Access is denied", str(destination))
+
+
+def test_a_file_another_process_stored_meanwhile_serves_when_the_rename_is_refused(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, _ = servers
+    fetcher = make_fetcher(tmp_path, [first])
+    fetcher.store = _StoreWhereAnotherProcessWins(fetcher.store.root)
+    result = fetch(fetcher, [first])
+    assert isinstance(result, Fetched) and result.path == entry(fetcher)
+    assert store_files(fetcher) == [result.path]  # no temporary left
+
+
+def test_a_store_that_cannot_be_written_refuses_the_download_naming_why(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, _ = servers
+    fetcher = make_fetcher(tmp_path, [first])
+    entry(fetcher).mkdir(parents=True)  # a directory where the file would go
+    result = fetch(fetcher, [first])
+    assert isinstance(result, Missed) and len(result.refused) == 1
+    assert result.refused[0].startswith(f"{first.url}: cannot store cdemo debuginfo")
+    assert [path for path in entry(fetcher).parent.iterdir() if path.is_file()] == []
+
+
 # The race and its faults.
 
 
@@ -227,6 +264,18 @@ def test_a_stalled_server_is_abandoned_while_a_second_one_answers(
     assert store_files(fetcher) == [result.path]
 
 
+def test_a_server_that_never_answers_is_given_up_after_the_stall_timeout(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, _ = servers
+    first.fault(PATH, Fault(stall_before_headers=True))
+    started = time.monotonic()
+    result = fetch(make_fetcher(tmp_path, [first], stall_timeout=0.5), [first])
+    assert isinstance(result, Missed) and result.reason == "server-unreachable"
+    assert result.detail.endswith("stalled: no byte for 0.5 s")
+    assert 0.5 <= time.monotonic() - started < 4
+
+
 def test_a_server_that_stalls_mid_body_is_given_up_after_the_stall_timeout(
     tmp_path: Path, servers: tuple[HttpStore, HttpStore]
 ) -> None:
@@ -237,7 +286,7 @@ def test_a_server_that_stalls_mid_body_is_given_up_after_the_stall_timeout(
     result = fetch(fetcher, [first])
     elapsed = time.monotonic() - started
     assert isinstance(result, Missed) and result.reason == "server-unreachable"
-    assert "stalled: no byte for 0.5 s" in result.detail
+    assert "stalled: 4096 bytes in 0.5 s (less than 102400)" in result.detail
     assert 0.5 <= elapsed < 5
     assert store_files(fetcher) == []  # the 4096 bytes did not become an entry
     # A timeout is never remembered as a miss: the next fetch asks again.
@@ -252,11 +301,27 @@ def test_the_stall_timeout_is_a_stall_not_a_total(tmp_path: Path, servers: tuple
     pieces = -(-WANTED.stat().st_size // 8192)
     assert pieces >= 5
     first.fault(PATH, Fault(bytes_per_second=8192 / 0.4, piece_bytes=8192))
-    fetcher = make_fetcher(tmp_path, [first], stall_timeout=1.0)
+    fetcher = make_fetcher(tmp_path, [first], stall_timeout=1.0, stall_min_bytes=8192)
     started = time.monotonic()
     result = fetch(fetcher, [first])
     assert isinstance(result, Fetched)
     assert time.monotonic() - started > 1.5
+
+
+def test_a_server_trickling_less_than_the_minimum_per_stall_timeout_is_given_up(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    """elfutils' rule: at least 100 KiB (or the rest of the file) per DEBUGINFOD_TIMEOUT, so a
+    server dripping a few bytes just often enough to keep the socket busy is no less stalled."""
+    first, _ = servers
+    first.fault(PATH, Fault(bytes_per_second=500 / 0.2, piece_bytes=500))
+    fetcher = make_fetcher(tmp_path, [first], stall_timeout=1.0)
+    started = time.monotonic()
+    result = fetch(fetcher, [first])
+    assert isinstance(result, Missed) and result.reason == "server-unreachable"
+    assert re.search(r"stalled: \d+ bytes in 1 s \(less than 102400\)", result.detail), result.detail
+    assert 1.0 <= time.monotonic() - started < 4
+    assert store_files(fetcher) == []
 
 
 def test_the_total_timeout_caps_a_trickling_download(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:
@@ -271,12 +336,14 @@ def test_the_total_timeout_caps_a_trickling_download(tmp_path: Path, servers: tu
     assert store_files(fetcher) == []
 
 
-def test_a_5xx_is_retried(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:
+def test_a_5xx_is_retried_after_a_pause_that_doubles(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:
     first, _ = servers
     first.fault(PATH, Fault(fail_times=2, fail_status=503))
-    result = fetch(make_fetcher(tmp_path, [first]), [first])
+    started = time.monotonic()
+    result = fetch(make_fetcher(tmp_path, [first], retry_delay=0.3), [first])
     assert isinstance(result, Fetched)
     assert [request.status for request in first.requests_for(PATH)] == [503, 503, 200]
+    assert time.monotonic() - started >= 0.9  # 0.3 s, then 0.6 s
 
 
 def test_a_server_failing_every_time_is_unreachable_and_never_cached_as_a_miss(
@@ -308,6 +375,33 @@ def test_a_reset_mid_body_is_retried_and_its_bytes_never_become_an_entry(
     assert isinstance(again, Missed) and again.reason == "server-unreachable"
     assert "connection" in again.detail
     assert store_files(fetcher) == []
+
+
+@pytest.mark.parametrize(
+    ("fault", "answers"),
+    [
+        # The server offers ranges and its file is unchanged: the rest is asked for and spliced.
+        (Fault(), [(200, None), (206, "bytes=20000-")]),
+        # No ranges offered: the whole file again.
+        (Fault(ranges=False), [(200, None), (200, None)]),
+        # The file changed on the server (another ETag): If-Range gets the whole new file.
+        (Fault(new_version_each_time=True), [(200, None), (200, "bytes=20000-")]),
+        # A part that starts elsewhere than asked is never spliced in: start over.
+        (Fault(range_shift=100), [(200, None), (206, "bytes=20000-"), (200, None)]),
+    ],
+    ids=["resumed", "no-ranges", "changed", "wrong-part"],
+)
+def test_a_cut_download_resumes_only_where_it_is_safe(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore], fault: Fault, answers: list[tuple[int, str | None]]
+) -> None:
+    first, _ = servers
+    fault.reset_times, fault.reset_after, fault.cut_clean = 1, 20000, True
+    first.fault(PATH, fault)
+    fetcher = make_fetcher(tmp_path, [first])
+    result = fetch(fetcher, [first])
+    assert isinstance(result, Fetched) and result.path.read_bytes() == WANTED.read_bytes()
+    assert [(request.status, request.range) for request in first.requests] == answers
+    assert store_files(fetcher) == [result.path]
 
 
 def test_a_short_body_is_retried(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:
@@ -392,6 +486,18 @@ def test_a_chunked_answer_is_read_whole(tmp_path: Path, servers: tuple[HttpStore
     assert isinstance(result, Fetched) and result.path.read_bytes() == WANTED.read_bytes()
 
 
+def test_the_test_server_folds_case_only_when_asked(tmp_path: Path) -> None:
+    """IIS-hosted symbol stores answer a key in any case; tests of symsrv keys rely on the knob."""
+    root = serve(tmp_path / "served", {WANTED_ID: WANTED})
+    upper = PATH.replace("buildid", "BuildId").replace("debuginfo", "DebugInfo")
+    for fold_case, status in ((True, 200), (False, 404)):
+        with HttpStore(root, fold_case=fold_case) as server:
+            fetcher = Fetcher(RemoteOptions(debuginfod_urls=(server.url,), cache_dir=tmp_path / f"store{fold_case}"))
+            result = fetcher.fetch(KEY, "cdemo", [GetAttempt(server.url, server.url + upper)], VERIFY)
+            assert isinstance(result, Fetched) == (status == 200)
+            assert [request.status for request in server.requests] == [status]
+
+
 def test_a_redirect_is_followed(tmp_path: Path, servers: tuple[HttpStore, HttpStore]) -> None:
     first, second = servers
     first.fault(PATH, Fault(redirect=second.url + PATH))
@@ -465,6 +571,177 @@ def test_a_server_that_is_not_there_is_unreachable(tmp_path: Path) -> None:
     result = fetcher.fetch(KEY, "cdemo", [GetAttempt(url, url + PATH)], VERIFY)
     assert isinstance(result, Missed) and result.reason == "server-unreachable"
     assert "cannot connect" in result.detail and result.tried == (url + PATH,)
+
+
+# Any mix of faults: a verified file, or a miss and a clean store; never an exception.
+
+_SIZE = WANTED.stat().st_size
+_FAULTS = st.builds(
+    Fault,
+    fail_times=st.integers(0, 3),
+    fail_status=st.sampled_from([500, 502, 503, 504]),
+    reset_times=st.integers(0, 3),
+    reset_after=st.integers(0, _SIZE),
+    chunked=st.booleans(),
+    stall_after=st.none() | st.integers(0, _SIZE),
+    status=st.none() | st.sampled_from([404, 410, 403]),
+    serve=st.none() | st.just(ANOTHER_BUILD),
+    lie_length=st.none() | st.integers(_SIZE + 1, 2 * _SIZE),
+    redirect=st.none() | st.just("/elsewhere") | st.just(PATH),
+    cut_clean=st.booleans(),
+    ranges=st.booleans(),
+    new_version_each_time=st.booleans(),
+    range_shift=st.sampled_from([0, 0, 1, -1, 5000]),
+)
+
+
+@given(fault=_FAULTS)
+@settings(max_examples=40, deadline=None)
+def test_any_mix_of_faults_gives_the_verified_file_or_a_clean_miss(fault: Fault) -> None:
+    # Whether the retries (two) reach a good answer; known before the server counts the faults down.
+    clean = (
+        fault.stall_after is None
+        and fault.status is None
+        and fault.serve is None
+        and fault.lie_length is None
+        and fault.redirect != PATH  # a redirect to itself: a loop
+        and fault.fail_times + fault.reset_times <= 2
+        # A part that starts elsewhere than asked costs one more try (a fresh start).
+        and (fault.range_shift == 0 or fault.reset_times == 0)
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        with HttpStore(serve(work / "served", {WANTED_ID: WANTED})) as server:
+            (work / "served" / "elsewhere").write_bytes(WANTED.read_bytes())
+            server.fault(PATH, fault)
+            fetcher = make_fetcher(work, [server], stall_timeout=0.3, max_file_bytes=4 * _SIZE, retry_delay=0.02)
+            result = fetch(fetcher, [server])
+        if isinstance(result, Fetched):
+            assert result.path.read_bytes() == WANTED.read_bytes()
+            assert store_files(fetcher) == [result.path]
+        else:
+            assert not clean, result
+            assert store_files(fetcher) == []
+            assert result.tried and result.detail
+
+
+def test_credentials_in_a_server_url_are_sent_to_it_alone_and_never_shown(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore]
+) -> None:
+    first, second = servers
+    secret = first.url.replace("http://", "http://builder:s3cret@")
+    second.fault(PATH, Fault(status=404))
+    first.fault("/moved" + PATH, Fault(redirect=second.url.replace("http://", "http://other:pw@") + PATH))
+    fetcher = make_fetcher(tmp_path, [first])
+    fetched = fetcher.fetch(KEY, "cdemo", [GetAttempt(secret, secret + PATH)], VERIFY)
+    assert isinstance(fetched, Fetched)
+    assert first.requests_for(PATH)[0].authorization == "Basic YnVpbGRlcjpzM2NyZXQ="  # builder:s3cret
+    # A redirect to another host takes that URL's own credentials, never the first one's.
+    other = StoreKey("debuginfod", ("ef" * 20, "debuginfo"))
+    missed = fetcher.fetch(other, "x", [GetAttempt(secret, secret + "/moved" + PATH)], VERIFY)
+    assert isinstance(missed, Missed)
+    assert second.requests_for(PATH)[0].authorization == "Basic b3RoZXI6cHc="  # other:pw
+    shown = " ".join([str(fetched), *fetcher.report(), str(missed), *missed.tried])
+    assert "s3cret" not in shown and "pw@" not in shown and "***@127.0.0.1" in shown
+    assert all("s3cret" not in path.read_text() for path in (fetcher.store.root / MISSES).iterdir())
+
+
+# Proxies, as libcurl and urllib take them from the environment.
+
+_PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "all_proxy")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_from_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def fetch_by_a_name_only_the_proxy_knows(
+    tmp_path: Path, server: HttpStore, monkeypatch: pytest.MonkeyPatch, variable: str, credentials: str = ""
+) -> tuple[Fetched | Missed, list[tuple[str, str | None]], str]:
+    """Fetch WANTED from ``server`` by the name symbols.invalid, which only the proxy set in
+    ``variable`` maps to it: a download can only have gone through the proxy. Returns the result,
+    the proxy's log and the URL asked."""
+    origin = f"symbols.invalid:{server.port}"
+    with HttpProxy({origin: ("127.0.0.1", server.port)}) as proxy:
+        monkeypatch.setenv(variable, f"http://{credentials}{proxy.address}")
+        url = f"{server.url.partition(':')[0]}://{origin}"
+        fetcher = Fetcher(RemoteOptions(debuginfod_urls=(url,), cache_dir=tmp_path / "store"))
+        result = fetcher.fetch(KEY, "cdemo", [GetAttempt(url, url + PATH)], VERIFY)
+        return result, proxy.requests, url
+
+
+def test_http_proxy_from_the_environment_is_used_with_its_credentials(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = servers
+    result, proxied, url = fetch_by_a_name_only_the_proxy_knows(
+        tmp_path, first, monkeypatch, "http_proxy", credentials="user:p%40ss@"
+    )
+    assert isinstance(result, Fetched) and result.url == url + PATH
+    assert proxied == [(url + PATH, "Basic dXNlcjpwQHNz")]  # user:p@ss
+    assert [request.path for request in first.requests] == [PATH]
+
+
+def test_no_proxy_sends_a_host_past_the_proxy(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = servers
+    monkeypatch.setenv("no_proxy", "symbols.invalid")
+    # Asked directly, the made-up name does not resolve.
+    result, proxied, _ = fetch_by_a_name_only_the_proxy_knows(tmp_path, first, monkeypatch, "http_proxy")
+    assert isinstance(result, Missed) and result.reason == "server-unreachable"
+    assert proxied == [] and first.requests == []
+
+
+def test_a_proxy_is_never_used_for_loopback(
+    tmp_path: Path, servers: tuple[HttpStore, HttpStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = servers
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # the discard port: nothing answers there
+    assert isinstance(fetch(make_fetcher(tmp_path, [first]), [first]), Fetched)
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and symbols.invalid, made by the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed (.ci/run installs it)")
+    directory = tmp_path_factory.mktemp("tls")
+    certificate, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:symbols.invalid,IP:127.0.0.1", "-keyout", str(key), "-out", str(certificate)],
+        check=True, capture_output=True,
+    )
+    return certificate, key
+
+
+def test_https_is_verified_against_the_trusted_certificates(
+    tmp_path: Path, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with HttpStore(serve(tmp_path / "served", {WANTED_ID: WANTED}), tls=certificate) as secure:
+        assert secure.url.startswith("https://")
+        untrusted = fetch(make_fetcher(tmp_path, [secure], cache_dir=tmp_path / "one"), [secure])
+        assert isinstance(untrusted, Missed) and untrusted.reason == "server-unreachable"
+        assert "CERTIFICATE_VERIFY_FAILED" in untrusted.detail
+        # OpenSSL's own setting names the certificates to trust (as for curl, git, pip).
+        monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+        trusted = fetch(make_fetcher(tmp_path, [secure], cache_dir=tmp_path / "two"), [secure])
+        assert isinstance(trusted, Fetched) and trusted.path.read_bytes() == WANTED.read_bytes()
+
+
+def test_https_through_a_proxy_goes_through_a_tunnel(
+    tmp_path: Path, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))
+    with HttpStore(serve(tmp_path / "served", {WANTED_ID: WANTED}), tls=certificate) as secure:
+        # The certificate names symbols.invalid: checked against the name the tunnel leads to.
+        result, proxied, url = fetch_by_a_name_only_the_proxy_knows(tmp_path, secure, monkeypatch, "https_proxy")
+    assert proxied == [(f"CONNECT {url.removeprefix('https://')}", None)]
+    assert isinstance(result, Fetched) and result.path.read_bytes() == WANTED.read_bytes()
+    assert [request.path for request in secure.requests] == [PATH]
 
 
 # Cancelling: Ctrl-C, another thread.
@@ -841,6 +1118,23 @@ def test_from_environment_reads_what_elfutils_and_symsrv_read(tmp_path: Path) ->
     assert options.symbol_servers == (r"srv*C:\symbols*https://msdl.microsoft.com/download/symbols", r"C:\local")
     assert (options.stall_timeout, options.total_timeout, options.max_file_bytes) == (7.0, 30.0, 1_000_000)
     assert options.cache_dir == tmp_path and options.asked and options.network
+
+
+@pytest.mark.parametrize(
+    ("text", "url"),
+    [("https://debuginfod.elfutils.org/", "https://debuginfod.elfutils.org"), ("http://127.0.0.1:8002", None)],
+)
+def test_server_urls_are_checked(text: str, url: str | None) -> None:
+    assert server_url(text) == (url or text)
+
+
+@pytest.mark.parametrize(
+    "text", ["debuginfod.example", "ftp://x/", "file:///srv", "http://", "http://h:99999", "http://a b"]
+)
+def test_what_is_no_server_url_is_refused_naming_it(text: str) -> None:
+    with pytest.raises(SymbolizeError, match="not a server URL") as caught:
+        server_url(text)
+    assert str(caught.value).startswith(text.strip())
 
 
 def test_from_environment_ignores_what_it_cannot_read() -> None:

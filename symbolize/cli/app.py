@@ -56,6 +56,7 @@ from symbolize.cli.options import (
 )
 from symbolize.cli.spellings import llvm_spellings
 from symbolize.errors import SymbolizeError
+from symbolize.units import human_size
 
 if TYPE_CHECKING:
     from symbolize.cache import CacheEntry
@@ -370,7 +371,7 @@ def cache_show_command(
             for row in rows:
                 typer.echo("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[4]]))
         total = sum(entry.size for entry in entries)
-        typer.echo(f"{len(entries)} indexes, {_human_size(total)} in {directory}", err=True)
+        typer.echo(f"{len(entries)} indexes, {human_size(total)} in {directory}", err=True)
 
     _exit_with(run_guarded(show, debug=_debug(ctx)))
 
@@ -378,7 +379,7 @@ def cache_show_command(
 def _cache_row(entry: CacheEntry, now: float) -> tuple[str, str, str, str, str]:
     binary = _owner_text(entry.source_path, entry.image_path) if entry.source_path else f"(unknown: {entry.path.name})"
     debug_id = entry.debug_id or ("(unreadable)" if entry.key is None else "(none: path, size, mtime)")
-    return binary, debug_id, _human_size(entry.size), _human_age(now - entry.modified), entry.demangler or "?"
+    return binary, debug_id, human_size(entry.size), _human_age(now - entry.modified), entry.demangler or "?"
 
 
 def _cache_json(directory: Path, entries: list[CacheEntry], now: float) -> dict[str, Any]:
@@ -404,17 +405,6 @@ def _cache_json(directory: Path, entries: list[CacheEntry], now: float) -> dict[
             for entry in entries
         ],
     }
-
-
-def _human_size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    scaled = size / 1024
-    for unit in ("KiB", "MiB"):
-        if scaled < 1024:
-            return f"{scaled:.1f} {unit}"
-        scaled /= 1024
-    return f"{scaled:.1f} GiB"
 
 
 def _human_age(seconds: float) -> str:
@@ -460,8 +450,8 @@ def cache_prune_command(
         store = download_store_root(cache_dir)
         result = prune_store(store, max_bytes=size_limit, max_age=age_limit)
         typer.echo(
-            f"removed {result.removed_files} downloaded files ({_human_size(result.removed_bytes)}) from {store}; "
-            f"kept {result.kept_files} ({_human_size(result.kept_bytes)})",
+            f"removed {result.removed_files} downloaded files ({human_size(result.removed_bytes)}) from {store}; "
+            f"kept {result.kept_files} ({human_size(result.kept_bytes)})",
             err=True,
         )
 
