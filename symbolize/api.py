@@ -97,38 +97,38 @@ def remote_options(
     what the download caches hold, no request (``--offline``). ``DEBUGINFOD_TIMEOUT``,
     ``_MAXTIME`` and ``_MAXSIZE`` set the stall timeout, the total timeout and the size cap in
     any case. Downloads are stored under ``cache_dir/downloads`` (default: the per-user cache's).
-    A debuginfod URL that is not http(s), and a symbol server entry that names nothing on this
-    system (another symbol server DLL, a Windows path elsewhere), raise SymbolizeError naming it.
+    A debuginfod URL that is not http(s) with a host, and a symbol server entry that names nothing
+    on this system (another symbol server DLL, a Windows path elsewhere, a URL that is none),
+    raise SymbolizeError naming it.
     """
-    from symbolize.errors import SymbolizeError
+    debuginfod_urls, symbol_servers = tuple(debuginfod_urls), tuple(symbol_servers)
+    if not (debuginfod_urls or symbol_servers or from_environment or offline):
+        return None  # before the network's modules are imported: a run that asks nothing pays nothing
+    from symbolize.remote.options import download_store_root, server_url
     from symbolize.remote.options import from_environment as read_environment
 
     environment = read_environment()
-    urls = tuple(debuginfod_urls) + (environment.debuginfod_urls if from_environment else ())
-    servers = tuple(symbol_servers) + (environment.symbol_servers if from_environment else ())
-    for url in urls:
-        if not re.match(r"https?://[^/\s]", url, re.IGNORECASE):
-            # Named in the message, not as a path: a path would fold the URL's "//".
-            raise SymbolizeError(f"{url}: not a debuginfod server URL (http:// or https://)")
-    from symbolize.remote.options import server_url
+    urls = debuginfod_urls + (environment.debuginfod_urls if from_environment else ())
+    servers = symbol_servers + (environment.symbol_servers if from_environment else ())
     from symbolize.remote.symbol_path import parse_symbol_path
 
     # An entry the user wrote that names nothing here is said, not skipped (the environment's are
     # skipped, as WinDbg skips them).
     written = parse_symbol_path(";".join(symbol_servers))
     if written.ignored:
+        from symbolize.errors import SymbolizeError
+
         raise SymbolizeError(f"symbol server {written.ignored[0]}")
     for url, _ in written.servers():
         server_url(url)
     if not (urls or servers or offline):
         return None
-    store = Path(cache_dir) / "downloads" if cache_dir is not None else None
     return replace(
         environment,
-        debuginfod_urls=tuple(dict.fromkeys(urls)),
+        debuginfod_urls=tuple(dict.fromkeys(server_url(url) for url in urls)),
         symbol_servers=tuple(dict.fromkeys(servers)),
         offline=offline,
-        cache_dir=store,
+        cache_dir=download_store_root(Path(cache_dir) if cache_dir is not None else None),
     )
 
 

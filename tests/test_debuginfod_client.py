@@ -123,7 +123,7 @@ def test_a_server_that_is_no_url_is_one_error_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["lookup", "--obj", str(STRIPPED), "--debuginfod", "ftp://example.org", "0x10"])
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [
-        "symbolize: error: ftp://example.org: not a debuginfod server URL (http:// or https://)"
+        "symbolize: error: ftp://example.org: not a server URL (http:// or https:// and a host)"
     ]
 
 
