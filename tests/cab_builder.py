@@ -65,9 +65,11 @@ def mszip_cabinet(name: str, data: bytes, level: int = 9) -> bytes:
 
 
 def lzx_cabinet(name: str, data: bytes, *, window_bits: int = 16, kinds: Sequence[int] = (VERBATIM,),
-                e8: bool = False, block_size: int = FRAME) -> bytes:
+                e8: bool | int = False, block_size: int = FRAME) -> bytes:
     """`data` LZX-compressed in blocks of `block_size`, block i of kind kinds[i % len(kinds)]."""
-    frames = LzxEncoder(window_bits, e8_file_size=len(data) if e8 else 0).encode(data, kinds, block_size)
+    # e8: True translates with the data's size, an int with that (signed 32-bit) translation size.
+    e8_size = len(data) if e8 is True else int(e8)
+    frames = LzxEncoder(window_bits, e8_file_size=e8_size).encode(data, kinds, block_size)
     return cabinet(name, frames, COMPRESS_LZX | (window_bits << 8))
 
 
@@ -157,7 +159,7 @@ class LzxEncoder:
         bits = _BitWriter()
         bits.write(1 if self.e8_file_size else 0, 1)
         if self.e8_file_size:
-            bits.write(self.e8_file_size >> 16, 16)
+            bits.write((self.e8_file_size >> 16) & 0xFFFF, 16)
             bits.write(self.e8_file_size & 0xFFFF, 16)
         window = self._translated(data)
         chunks: list[tuple[bytes, int]] = []

@@ -131,6 +131,19 @@ def test_real_makecab_folders(source: str, tmp_path: Path) -> None:
     assert seen & {COMPRESS_MSZIP, COMPRESS_LZX}
 
 
+def test_e8_translation_size_is_signed(tmp_path: Path) -> None:
+    """A fuzz_cab finding (kept in tests/data/cab/): a translation size past 2^31 is negative, as
+    libmspack, lzxd and 7-Zip read it, so these targets stay as they are; the reference had
+    translated them as if the size were unsigned."""
+    data = (DATA_DIR / "fuzz-e8-negative-size.cab").read_bytes()
+    expected = reference(data)
+    assert expected[1:6] == b"\xe8\0\0\2\0"  # E8 and its target as stored
+    if kernels is not None:
+        assert compiled(data) == expected
+    if CABEXTRACT is not None:
+        assert cabextract(data, tmp_path) == expected
+
+
 def test_e8_translation_of_a_zero_target() -> None:
     """libarchive's E8 cabinet holds `E8 00000000` at offset 0, whose target lzxd 0.2.7 undoes
     wrongly: extract_single gives the reference's bytes (libmspack's) on both paths."""
@@ -194,13 +207,15 @@ payloads = st.lists(pieces, max_size=60).flatmap(
 
 # Blocks of any size: they start mid-frame, span frames, end odd (an uncompressed one's pad byte).
 block_sizes = st.one_of(st.just(32768), st.integers(300, 70000))
+# E8 translation off, with the data's size, or with any signed 32-bit size (negative ones too).
+e8_sizes = st.one_of(st.booleans(), st.integers(-(2**31), 2**31 - 1))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=payloads, window_bits=st.sampled_from([15, 16, 17, 21]),
-       kinds=st.lists(st.sampled_from([VERBATIM, ALIGNED, UNCOMPRESSED]), min_size=1, max_size=3), e8=st.booleans(),
+       kinds=st.lists(st.sampled_from([VERBATIM, ALIGNED, UNCOMPRESSED]), min_size=1, max_size=3), e8=e8_sizes,
        block_size=block_sizes)
-def test_lzx_round_trip(data: bytes, window_bits: int, kinds: list[int], e8: bool, block_size: int) -> None:
+def test_lzx_round_trip(data: bytes, window_bits: int, kinds: list[int], e8: bool | int, block_size: int) -> None:
     written = lzx_cabinet("a.pdb", data, window_bits=window_bits, kinds=kinds, e8=e8, block_size=block_size)
     assert reference(written) == data
     if kernels is not None:
@@ -212,9 +227,9 @@ def test_lzx_round_trip(data: bytes, window_bits: int, kinds: list[int], e8: boo
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=payloads.filter(bool), window_bits=st.sampled_from([15, 21]),
-       kinds=st.lists(st.sampled_from([VERBATIM, ALIGNED, UNCOMPRESSED]), min_size=1, max_size=3), e8=st.booleans(),
+       kinds=st.lists(st.sampled_from([VERBATIM, ALIGNED, UNCOMPRESSED]), min_size=1, max_size=3), e8=e8_sizes,
        block_size=block_sizes)
-def test_lzx_round_trip_cabextract(data: bytes, window_bits: int, kinds: list[int], e8: bool, block_size: int,
+def test_lzx_round_trip_cabextract(data: bytes, window_bits: int, kinds: list[int], e8: bool | int, block_size: int,
                                    tmp_path: Path) -> None:
     """The encoder is checked by libmspack, not only by the decoder it was written beside."""
     written = lzx_cabinet("a.pdb", data, window_bits=window_bits, kinds=kinds, e8=e8, block_size=block_size)

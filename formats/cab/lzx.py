@@ -268,7 +268,10 @@ def decompress(stream: bytes, window_bits: int, output_size: int) -> bytes:
     main = length = aligned = None
     e8_file_size = 0
     if output_size > 0 and bits.read(1):
+        # A signed 32-bit size, as libmspack, lzxd and 7-Zip read it: a negative one translates
+        # only the targets it can still compare below, which is almost none.
         e8_file_size = bits.read(32)
+        e8_file_size -= (e8_file_size >> 31) << 32
 
     frame_start = 0
     while frame_start < output_size:
