@@ -14,7 +14,10 @@ and owns everything opened in it:
 - the index cache: a file answering lookups (:meth:`Loader.open_source`) comes from its persistent
   index in ``options.index_dir`` when there is one (symbolize/cache.py), built first when
   ``options.build_missing_indexes`` says so; :meth:`Loader.missing_indexes` reports the rest, for
-  the API to build in the background (symbolize/index/background.py).
+  the API to build in the background (symbolize/index/background.py);
+- the remote part (:attr:`Loader.remote`, symbolize/remote/run.py): when ``options.remote`` asks
+  for servers or download caches, the run's Fetcher, which locators and binary sources ask for
+  files not on disk, and what it missed and fetched, for the summary.
 
 A file's needs for the whole of it are supplied as it is opened (its strings and its debug map
 are read before anything else is asked of it); a region's, the first time that region is asked
@@ -31,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from stat import S_ISREG
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from symbolize.cache import has_index, is_indexable, with_index, worth_indexing
 from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, SearchOptions
@@ -55,6 +58,11 @@ from symbolize.formats.types import (
 )
 from symbolize.index.indexed import IndexableSource
 from symbolize.index.job import IndexJob
+from symbolize.module import FileIdentity
+
+if TYPE_CHECKING:
+    from symbolize.remote.progress import DownloadProgress
+    from symbolize.remote.run import RemoteRun
 
 # (resolved path, slice selector): a fat Mach-O holds one object per architecture, a static
 # archive one per member (selector "ARCH(member)").
@@ -94,10 +102,14 @@ class HintFollower:
 
     def follow(self, hint: DebugHint) -> SectionSource | None:
         """The file ``hint`` names, found and verified; None when none is (the refusals noted)."""
-        context = LookupContext(self.loader, self.image_path, self.asking_path, self.arch)
+        # The servers are asked for what they can name (a dwz file by its build ID), after every
+        # local candidate; the files on disk alone are what an index's record keeps.
+        context = LookupContext(
+            self.loader, self.image_path, self.asking_path, self.arch, ask_servers=self.loader.remote is not None
+        )
         if hint.kind in _DECODING_HINTS:
             # Before locate opens anything: a file that appears meanwhile then shows as a change.
-            for path in map(os.path.abspath, candidate_paths(hint, context)):
+            for path in map(os.path.abspath, candidate_paths(hint, context._replace(ask_servers=False))):
                 if path not in self._consulted:
                     self._consulted[path] = _file_state(path)
         found = locate(hint, context, self.refused)
@@ -252,8 +264,15 @@ class Loader:
     Close it (or use ``with``) to close every file it opened.
     """
 
-    def __init__(self, options: SearchOptions | None = None) -> None:
+    def __init__(
+        self, options: SearchOptions | None = None, *, download_progress: DownloadProgress | None = None
+    ) -> None:
         self.options = options if options is not None else SearchOptions()
+        self._remote: RemoteRun | None = None
+        if self.options.remote is not None and self.options.remote.asked:
+            from symbolize.remote.run import RemoteRun  # the network's modules, only when asked
+
+            self._remote = RemoteRun(self.options.remote, self.identify, download_progress)
         self._objects: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
         self._sources: dict[_Key, tuple[tuple[int, int], SymbolSource]] = {}
         # How each source was opened, for a background builder to open it alike.
@@ -266,6 +285,11 @@ class Loader:
     @property
     def listings(self) -> DirectoryListings:
         return self._listings
+
+    @property
+    def remote(self) -> RemoteRun | None:
+        """The run's servers and download caches (symbolize/remote/run.py); None when none is asked."""
+        return self._remote
 
     def __enter__(self) -> Loader:
         return self
@@ -352,6 +376,16 @@ class Loader:
             while chunk := stream.read(1 << 20):
                 crc = zlib.crc32(chunk, crc)
         return crc
+
+    def identify(self, path: Path, arch: str | None = None) -> FileIdentity:
+        """What the file at ``path`` is (format and IDs), opened and closed at once, never cached: how
+        a download is verified before it is stored under its final name. Raises SymbolizeError when
+        it is no object file this toolkit reads."""
+        opened = open_object(path, arch=arch)
+        try:
+            return FileIdentity(opened.format, opened.debug_id, tuple(opened.identities()))
+        finally:
+            opened.close()
 
     def open_source(
         self, path: Path, *, image_path: Path | None = None, arch: str | None = None, image: ObjectFile | None = None

@@ -4,13 +4,19 @@ Search order as GDB's ("Separate Debug Files" and "dwz" in the GDB manual;
 "Debug Fission" for split DWARF) and llvm-symbolizer's:
 
 - BUILD_ID: ``<debug dir>/.build-id/xx/rest.debug``; the file's build ID must be the hint's.
+  Then, when the run asks debuginfod (``--debuginfod``, ``--remote``, ``--offline``: the loader
+  holds a :class:`~symbolize.remote.run.RemoteRun`), ``/buildid/<hex>/debuginfo`` from its
+  caches or servers (symbolize/remote/debuginfod.py), after every local candidate: a local file
+  that verifies never costs a request; then, when it names symbol stores (``--symbol-server``),
+  SSQP's ``_.debug/elf-buildid-sym-<build ID>/_.debug`` (symbolize/remote/symsrv.py).
 - DEBUGLINK: the ``.gnu_debuglink`` name next to the binary, in its ``.debug/``,
   under ``<debug dir>/<binary's directory>/`` and in each search path; the
   file's CRC32 must be the link's, and its build ID the binary's when both have one.
 - SUPPLEMENTARY (``.gnu_debugaltlink``): the recorded path (absolute, or
   relative to the file that records it), then the base name beside that file,
   beside the binary and in the search paths, then ``.build-id/xx/rest.debug``
-  under each debug dir; the file's build ID must be the recorded one. A recorded
+  under each debug dir, then debuginfod's ``/buildid/<hex>/debuginfo`` of that build ID (as
+  elfutils' libdw asks for it); the file's build ID must be the recorded one. A recorded
   path that leaves its directory is followed only when there is a build ID to check.
 - SPLIT_DWARF: ``<file>.dwp`` beside the file asking and beside the binary,
   the recorded ``DW_AT_dwo_name`` (absolute, or under ``DW_AT_comp_dir``),
@@ -45,11 +51,39 @@ def _build_id_candidates(hint: DebugHint, context: LookupContext) -> Iterator[Ca
         yield Candidate(directory / relative, directory)
 
 
+def _debuginfod_candidates(hint: DebugHint, context: LookupContext, name: str) -> Iterator[Candidate]:
+    """The debuginfo of ``hint``'s build ID from the run's caches and servers (``name`` says whose)."""
+    remote = context.loader.remote
+    if remote is None or not context.ask_servers:
+        return
+    from symbolize.remote.debuginfod import fetch_artifact  # the network's modules, only when asked
+
+    found = fetch_artifact(remote, hint.debug_id, "debuginfo", name=name, owner=str(context.image_path))
+    if found is not None:
+        yield Candidate(*found)
+
+
+def _symbol_store_candidates(hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
+    """SSQP's ``_.debug/elf-buildid-sym-<build ID>/_.debug`` from the run's symbol stores."""
+    remote = context.loader.remote
+    if remote is None or not context.ask_servers or not remote.options.symbol_servers:
+        return
+    from symbolize.remote.symsrv import fetch_elf_debug_file  # the network's modules, only when asked
+
+    found = fetch_elf_debug_file(remote, str(context.image_path), hint.debug_id, context.loader)
+    if found is not None:
+        yield Candidate(found, found.parents[2])
+
+
 class BuildIdLocator(LocatorDefaults):
-    """``<debug dir>/.build-id/xx/rest.debug`` by the image's GNU build ID."""
+    """``<debug dir>/.build-id/xx/rest.debug`` by the image's GNU build ID, then debuginfod's, then
+    the symbol stores' (SSQP's ``elf-buildid-sym`` key)."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
-        return _build_id_candidates(hint, context)
+        # A generator: the servers are asked only once every local candidate was refused or absent.
+        yield from _build_id_candidates(hint, context)
+        yield from _debuginfod_candidates(hint, context, context.image_path.name)
+        yield from _symbol_store_candidates(hint, context)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         return debug_id_refusal(hint.debug_id, found.debug_id, "the binary's")
@@ -100,6 +134,7 @@ class SupplementaryLocator(LocatorDefaults):
             yield Candidate(Path(os.path.normpath(asking_dir / recorded)), None)
         yield from _by_base_name(recorded, context)
         yield from _build_id_candidates(hint, context)
+        yield from _debuginfod_candidates(hint, context, f"{context.asking_path.name}'s dwz file")
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         mismatch = debug_id_refusal(hint.debug_id, found.debug_id, ".gnu_debugaltlink's")
