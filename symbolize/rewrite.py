@@ -243,6 +243,7 @@ def symbolize_profile(profile: Profile, options: RewriteOptions | None = None) -
         entry.pending.append(_Pending(location, role))
 
     to_name = [entry for entry in work.values() if entry.pending and entry.mapping is not None]
+    _fetch_together(to_name, options, strings)
     progress = options.progress
     progress.start("naming addresses", sum(len(entry.pending) for entry in to_name))
     done = 0
@@ -475,6 +476,22 @@ def _lines_missing_reason(module: Module) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def _fetch_together(to_name: list[_MappingWork], options: RewriteOptions, strings: StringTable) -> None:
+    """Have the servers' files of every mapping fetched at once, before any is named
+    (symbolize/remote/run.py, RemoteRun.gathering): each module is found once with its fetches
+    only noted, and found again, answered from the downloads, when its mapping is named."""
+    remote = options.discovery.remote
+    if remote is None or not remote.options.network or len(to_name) < 2:
+        return
+    with remote.gathering():
+        for entry in to_name:
+            assert entry.mapping is not None
+            try:
+                _open_module(options, entry.summary.filename, normalize_build_id(strings.get(entry.mapping.build_id)))
+            except (SymbolizeError, OSError):
+                continue  # said when the mapping is named
 
 
 def _open_module(options: RewriteOptions, filename: str, build_id: str | None) -> Module:

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,21 @@ def test_pdbs_only_on_the_symbol_server_then_from_the_cache_then_offline(tmp_pat
         assert server.requests == []
         assert (tmp_path / "offline.pb.gz").read_bytes() == (tmp_path / "first.pb.gz").read_bytes()
         assert offline["named"] == first["named"]
+
+
+def test_a_profiles_pdbs_are_asked_for_together(tmp_path: Path) -> None:
+    """Each PDB's answer waits, at a barrier, until the other's is asked for too (503 when it is not
+    within 20 s): named only if the run asks for both at once (RemoteRun.gathering), not the
+    second after the first has come."""
+    images = _images_alone(tmp_path / "images")
+    with HttpStore(_store(tmp_path / "served")) as server:
+        gate = threading.Barrier(2)
+        for name in ("winapp.pdb", "winlib.pdb"):
+            server.fault("/" + _pdb_path(name)[:-1] + "_", Fault(gate=gate, stall_seconds=20))
+        _profile(tmp_path / "home", PROFILE, tmp_path / "named.pb.gz", "--search-path", images,
+                 "--symbol-server", server.url)  # fmt: skip
+        assert not gate.broken
+    _assert_named_as_llvm_names_them(PROFILE, tmp_path / "named.pb.gz")
 
 
 def test_images_and_pdbs_only_on_the_symbol_server_by_code_id(tmp_path: Path) -> None:

@@ -51,7 +51,9 @@ class Fault:
     ranges (``Accept-Ranges``, an ``ETag``) and answer a ``Range: bytes=N-`` whose ``If-Range``
     matches with a 206 (the body faults then apply to the part). ``new_version_each_time``: the
     ETag changes with every request (a file replaced on the server). ``range_shift``: a 206 part
-    starts this many bytes after the one asked for (its Content-Range says so).
+    starts this many bytes after the one asked for (its Content-Range says so). ``gate``: answer
+    only once the barrier's other parties (requests of other paths sharing it) are waiting too, and
+    503 when they are not within ``stall_seconds``: a test that files are asked for together.
     """
 
     delay: float = 0.0
@@ -74,6 +76,7 @@ class Fault:
     ranges: bool = True
     new_version_each_time: bool = False
     range_shift: int = 0
+    gate: threading.Barrier | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,11 @@ class _Handler(BaseHTTPRequestHandler):
                 fault.reset_times -= 1
         if fault.delay:
             state.stopping.wait(fault.delay)
+        if fault.gate is not None:
+            try:
+                fault.gate.wait(timeout=fault.stall_seconds)
+            except threading.BrokenBarrierError:
+                fail = True
         if fault.stall_before_headers:
             self._log(path, 0)
             state.stopping.wait(fault.stall_seconds)
