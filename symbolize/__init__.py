@@ -50,7 +50,7 @@ if (_installed := _installed_copy()) is not None:
     __path__[:] = _installed
 
 if TYPE_CHECKING:
-    from symbolize.api import discovery_options, lookup, open_module, symbolize_file, symbolize_profile
+    from symbolize.api import discovery_options, lookup, open_module, stamp_profile, symbolize_file, symbolize_profile
     from symbolize.demangle import DemangleMode, demangle
     from symbolize.errors import (
         DebugIdMismatchError,
@@ -90,6 +90,7 @@ _EXPORTS = {
     "lookup": "symbolize.api",
     "open_module": "symbolize.api",
     "read_profile": "symbolize.pprof",
+    "stamp_profile": "symbolize.api",
     "symbolize_file": "symbolize.api",
     "symbolize_profile": "symbolize.api",
     "write_profile": "symbolize.pprof",
@@ -119,6 +120,7 @@ __all__ = [
     "native_status",
     "open_module",
     "read_profile",
+    "stamp_profile",
     "symbolize_file",
     "symbolize_profile",
     "write_profile",
