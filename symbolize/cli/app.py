@@ -10,6 +10,7 @@ Commands (promises to users' scripts)::
     symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
               [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
               [--require-frame-pointers]   (exit codes: symbolize/cli/audit.py)
+    symbolize [--debug] stamp IN|- -o OUT|- [--binary FILE]... [--json-summary]
 
 Data goes to stdout, diagnostics to stderr; exit codes and error lines: symbolize/cli/exits.py,
 in every command, ``audit`` (whose own codes are in ``symbolize/cli/audit.py``) included.
