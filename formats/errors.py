@@ -70,6 +70,17 @@ class MissingDebugInfoError(SymbolizeError):
     """The binary or debug file that would name these addresses cannot be found."""
 
 
+class RemoteMissError(MissingDebugInfoError):
+    """A file not on disk that the servers asked for did not give either: none has it
+    (``unreachable`` False), or some could not be reached and none of the others has it
+    (``unreachable`` True); ``tried`` lists the URLs asked."""
+
+    def __init__(self, message: str, path: Path | str | None, *, unreachable: bool, tried: tuple[str, ...]) -> None:
+        self.unreachable = unreachable
+        self.tried = tried
+        super().__init__(message, path)
+
+
 class NotFoundError(SymbolizeError):
     """A file or directory the caller named (a binary, a debug file, a profile, a search path) does
     not exist."""

@@ -50,7 +50,15 @@ if (_installed := _installed_copy()) is not None:
     __path__[:] = _installed
 
 if TYPE_CHECKING:
-    from symbolize.api import discovery_options, lookup, open_module, stamp_profile, symbolize_file, symbolize_profile
+    from symbolize.api import (
+        discovery_options,
+        lookup,
+        open_module,
+        remote_options,
+        stamp_profile,
+        symbolize_file,
+        symbolize_profile,
+    )
     from symbolize.demangle import DemangleMode, demangle
     from symbolize.errors import (
         DebugIdMismatchError,
@@ -90,6 +98,7 @@ _EXPORTS = {
     "lookup": "symbolize.api",
     "open_module": "symbolize.api",
     "read_profile": "symbolize.pprof",
+    "remote_options": "symbolize.api",
     "stamp_profile": "symbolize.api",
     "symbolize_file": "symbolize.api",
     "symbolize_profile": "symbolize.api",
@@ -120,6 +129,7 @@ __all__ = [
     "native_status",
     "open_module",
     "read_profile",
+    "remote_options",
     "stamp_profile",
     "symbolize_file",
     "symbolize_profile",

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     # Imported where used: looking addresses up should not pay for protobuf.
     from symbolize.pprof import Profile
     from symbolize.progress import ProgressReport
+    from symbolize.remote.options import RemoteOptions
+    from symbolize.remote.progress import DownloadProgress
     from symbolize.stamp import StampReport
     from symbolize.summary import Summary
 
@@ -42,6 +44,7 @@ __all__ = [
     "lookup_batches",
     "lookup_text_batches",
     "open_module",
+    "remote_options",
     "stamp_profile",
     "symbolize_file",
     "symbolize_profile",
@@ -57,6 +60,7 @@ def discovery_options(
     debug_dirs: Iterable[PathLike] | None = None,
     cache_dir: PathLike | None = None,
     use_cache: bool = True,
+    remote: RemoteOptions | None = None,
 ) -> SearchOptions:
     """Where to find binaries, debug files and persistent indexes.
 
@@ -65,7 +69,8 @@ def discovery_options(
     unless ``use_cache`` is False; ``symbolize index`` builds them. A binary that is
     not a file, or a search path or debug directory that is not a directory, raises
     MissingDebugInfoError naming it (NotFoundError when it does not exist): a mistyped path
-    would otherwise only leave addresses unnamed.
+    would otherwise only leave addresses unnamed. ``remote`` names the servers and download caches
+    to ask for files not on disk (:func:`remote_options`); None, the default, asks none.
     """
     arguments: dict[str, Any] = {
         "binaries": tuple(_existing(path, "binary", directory=False) for path in binaries),
@@ -74,7 +79,48 @@ def discovery_options(
     if debug_dirs is not None:
         arguments["debug_dirs"] = tuple(_existing(path, "debug directory", directory=True) for path in debug_dirs)
     index_dir = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
-    return SearchOptions(**arguments, index_dir=index_dir)
+    return SearchOptions(**arguments, index_dir=index_dir, remote=remote)
+
+
+def remote_options(
+    *,
+    debuginfod_urls: Iterable[str] = (),
+    symbol_servers: Iterable[str] = (),
+    from_environment: bool = False,
+    offline: bool = False,
+    cache_dir: PathLike | None = None,
+) -> RemoteOptions | None:
+    """The servers and download caches a run may ask for debug files and binaries not on disk;
+    None when it asks none (nothing goes to the network unless asked).
+
+    ``debuginfod_urls``: debuginfod servers (raced; ``--debuginfod``). ``symbol_servers``: symbol
+    path entries (``srv*CACHE*URL``, a directory; ``--symbol-server``). ``from_environment``: also
+    the servers ``DEBUGINFOD_URLS`` and ``_NT_SYMBOL_PATH`` name (``--remote``). ``offline``: only
+    what the download caches hold, no request (``--offline``). ``DEBUGINFOD_TIMEOUT``,
+    ``_MAXTIME`` and ``_MAXSIZE`` set the stall timeout, the total timeout and the size cap in
+    any case. Downloads are stored under ``cache_dir/downloads`` (default: the per-user cache's).
+    A debuginfod URL that is not http(s) raises SymbolizeError naming it.
+    """
+    from symbolize.errors import SymbolizeError
+    from symbolize.remote.options import from_environment as read_environment
+
+    environment = read_environment()
+    urls = tuple(debuginfod_urls) + (environment.debuginfod_urls if from_environment else ())
+    servers = tuple(symbol_servers) + (environment.symbol_servers if from_environment else ())
+    for url in urls:
+        if not re.match(r"https?://[^/\s]", url, re.IGNORECASE):
+            # Named in the message, not as a path: a path would fold the URL's "//".
+            raise SymbolizeError(f"{url}: not a debuginfod server URL (http:// or https://)")
+    if not (urls or servers or offline):
+        return None
+    store = Path(cache_dir) / "downloads" if cache_dir is not None else None
+    return replace(
+        environment,
+        debuginfod_urls=tuple(dict.fromkeys(urls)),
+        symbol_servers=tuple(dict.fromkeys(servers)),
+        offline=offline,
+        cache_dir=store,
+    )
 
 
 class Session:
@@ -93,14 +139,23 @@ class Session:
         background_index: bool = False,
         demangle: DemangleMode = "full",
         inlines: bool = True,
+        remote: RemoteOptions | None = None,
+        download_progress: DownloadProgress | None = None,
     ) -> None:
         self.options = discovery_options(
             binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir,
-            use_cache=use_cache,
+            use_cache=use_cache, remote=remote,
         )  # fmt: skip
         self.background_index = background_index
         self.demangle = demangle
         self.inlines = inlines
+        self.download_progress = download_progress
+        # What the runs ended so far fetched, and from where (the servers' report lines).
+        self.download_report: list[str] = []
+
+    def loader(self) -> Loader:
+        """A run's loader, with the session's options and download progress."""
+        return Loader(self.options, download_progress=self.download_progress)
 
     def shaper(self) -> FrameShaper:
         return FrameShaper(self.demangle, self.inlines)
@@ -108,7 +163,7 @@ class Session:
     def open_module(self, path: PathLike, arch: str | None) -> tuple[Module, Loader]:
         """The module at ``path`` (``FILE:ARCH`` read as in :func:`path_and_arch`), with the loader
         the caller ends the run with (:meth:`finish`; closed here when opening fails)."""
-        loader = Loader(self.options)
+        loader = self.loader()
         try:
             return _open_with(loader, path, arch), loader
         except BaseException:
@@ -119,6 +174,8 @@ class Session:
         """End the run of ``loader``: the indexes it found missing built in the background when
         asked (and when the run ``answered``), then every file closed."""
         try:
+            if loader.remote is not None:
+                self.download_report += loader.remote.report()
             if answered and self.background_index:
                 index_in_background(loader)
         finally:
@@ -145,15 +202,19 @@ def open_module(
     cache_dir: PathLike | None = None,
     use_cache: bool = True,
     arch: str | None = None,
+    remote: RemoteOptions | None = None,
 ) -> Module:
     """Open a binary with its debug file (found by build ID, debuglink, dSYM, search paths).
 
     ``arch`` picks the slice of a universal Mach-O file (also written ``FILE:ARCH``, as
     llvm-symbolizer takes it). Raises SymbolizeError when the file cannot be read (NotFoundError
-    when it does not exist). Close the module (``module.close()``, or ``with open_module(...) as
+    when it does not exist). ``remote`` (:func:`remote_options`) lets servers supply the debug files
+    not on disk. Close the module (``module.close()``, or ``with open_module(...) as
     module:``) to release its files at once rather than when it is collected.
     """
-    session = Session(search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache)
+    session = Session(
+        search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache, remote=remote
+    )
     module, loader = session.open_module(path, arch)
     module.close_with(loader.close)
     return module
@@ -193,6 +254,7 @@ def lookup(
     use_cache: bool = True,
     background_index: bool = False,
     arch: str | None = None,
+    remote: RemoteOptions | None = None,
 ) -> list[list[Frame] | Unknown]:
     """Frames at each object address of the binary at ``path``: one result per address, in order.
 
@@ -202,11 +264,11 @@ def lookup(
     outermost function's name with the innermost frame's file, line and column.
     ``background_index`` starts a detached process that builds the indexes
     found missing, for later calls (see :func:`index_in_background`). ``arch`` picks the
-    slice of a universal Mach-O file, as in :func:`open_module`.
+    slice of a universal Mach-O file, and ``remote`` the servers to ask, as in :func:`open_module`.
     """
     batches = lookup_batches(
         path, [vaddrs], demangle=demangle, inlines=inlines, search_paths=search_paths, debug_dirs=debug_dirs,
-        cache_dir=cache_dir, use_cache=use_cache, background_index=background_index, arch=arch,
+        cache_dir=cache_dir, use_cache=use_cache, background_index=background_index, arch=arch, remote=remote,
     )  # fmt: skip
     (results,) = batches  # exhausting the iterator closes the cache
     return results
@@ -224,6 +286,7 @@ def lookup_batches(
     use_cache: bool = True,
     background_index: bool = False,
     arch: str | None = None,
+    remote: RemoteOptions | None = None,
 ) -> Iterator[list[list[Frame] | Unknown]]:
     """:func:`lookup` of each batch of ``batches`` in turn, the binary opened once.
 
@@ -233,7 +296,7 @@ def lookup_batches(
     """
     session = Session(
         search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache,
-        background_index=background_index, demangle=demangle, inlines=inlines,
+        background_index=background_index, demangle=demangle, inlines=inlines, remote=remote,
     )  # fmt: skip
     module, loader = session.open_module(path, arch)
     return _looked_up_batches(session, module, loader, batches)
@@ -253,6 +316,7 @@ def lookup_text_batches(
     use_cache: bool = True,
     background_index: bool = False,
     arch: str | None = None,
+    remote: RemoteOptions | None = None,
 ) -> Iterator[str]:
     """What ``symbolize lookup`` prints for each batch of input lines (see symbolize/answer_text.py):
     JSON lines (``as_json``) or llvm-symbolizer's text, one answer per line, a non-address echoed;
@@ -264,7 +328,7 @@ def lookup_text_batches(
 
     session = Session(
         search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache,
-        background_index=background_index, demangle=demangle, inlines=inlines,
+        background_index=background_index, demangle=demangle, inlines=inlines, remote=remote,
     )  # fmt: skip
     module, loader = session.open_module(path, arch)
     return _answered_text_batches(session, module, loader, AnswerText(session.shaper(), as_json, style), batches)
@@ -309,6 +373,8 @@ def symbolize_profile(
     drop_frames: str | None = None,
     keep_hashes: bool = False,
     progress: ProgressReport | None = None,
+    remote: RemoteOptions | None = None,
+    download_progress: DownloadProgress | None = None,
 ) -> tuple[Profile, Summary]:
     """Name the bare addresses of a profile; returns ``(profile, summary)``.
 
@@ -323,7 +389,10 @@ def symbolize_profile(
     ``""`` adds none. Rust names lose their hash unless ``keep_hashes``
     (:func:`symbolize.demangle.profile_name`).
     ``progress`` hears how many locations were named so far (symbolize/progress.py; the command
-    line draws it on a terminal).
+    line draws it on a terminal). ``remote`` (:func:`remote_options`) names the servers and download
+    caches to ask for the binaries and debug files not on disk, each verified by the mapping's ID;
+    ``download_progress`` hears each download (symbolize/remote/progress.py). The summary says per
+    mapping what the servers did not have (``missed``) and, in ``downloads``, what was fetched.
     """
     from symbolize.pprof import Profile, read_profile
     from symbolize.progress import ProgressReport
@@ -336,11 +405,11 @@ def symbolize_profile(
         profile, _ = read_profile(profile_or_path)
     session = Session(
         binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache,
-        background_index=background_index, demangle=demangle,
+        background_index=background_index, demangle=demangle, remote=remote, download_progress=download_progress,
     )  # fmt: skip
     if drop_frames is not None:
         re.compile(drop_frames)  # refuse a bad pattern before any work
-    loader = Loader(session.options)
+    loader = session.loader()
     options = RewriteOptions(
         discovery=loader,
         demangle=demangle,
@@ -353,6 +422,8 @@ def symbolize_profile(
     try:
         summary = rewrite_profile(profile, options)
         answered = True
+        if loader.remote is not None:
+            summary.downloads = loader.remote.report()
         return profile, summary
     finally:
         session.finish(loader, answered)
@@ -374,14 +445,16 @@ def symbolize_file(
     drop_frames: str | None = None,
     keep_hashes: bool = False,
     progress: ProgressReport | None = None,
+    remote: RemoteOptions | None = None,
+    download_progress: DownloadProgress | None = None,
 ) -> Summary:
     """Read the profile at ``in_path``, symbolize it, write it atomically to ``out_path``.
 
     ``gzip=None`` compresses the output when ``out_path`` ends in ``.gz`` or the
     input was gzipped. Either may be a binary stream instead (the command line's ``-``): the
     input is read whole, named ``<stdin>`` in errors; the output gets the profile in one write,
-    once the rewrite has succeeded, so a reader has a whole profile or nothing. ``drop_frames`` and
-    ``keep_hashes`` and ``progress`` are
+    once the rewrite has succeeded, so a reader has a whole profile or nothing. ``drop_frames``,
+    ``keep_hashes``, ``progress``, ``remote`` and ``download_progress`` are
     :func:`symbolize_profile`'s.
     """
     from symbolize.pprof import output_target, parse_profile, read_profile, serialize_profile, write_profile
@@ -405,6 +478,8 @@ def symbolize_file(
         drop_frames=drop_frames,
         keep_hashes=keep_hashes,
         progress=progress,
+        remote=remote,
+        download_progress=download_progress,
     )
     if not isinstance(out_path, str | Path):
         out_path.write(serialize_profile(profile, gzip=was_gzipped if gzip is None else gzip))

@@ -16,6 +16,7 @@ from symbolize.formats.errors import (
     MalformedInputError,
     MissingDebugInfoError,
     NotFoundError,
+    RemoteMissError,
     SymbolizeError,
     UnsupportedFormatError,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "MalformedInputError",
     "MissingDebugInfoError",
     "NotFoundError",
+    "RemoteMissError",
     "SymbolizeError",
     "UnsupportedFormatError",
     "os_error",

@@ -14,7 +14,10 @@ and owns everything opened in it:
 - the index cache: a file answering lookups (:meth:`Loader.open_source`) comes from its persistent
   index in ``options.index_dir`` when there is one (symbolize/cache.py), built first when
   ``options.build_missing_indexes`` says so; :meth:`Loader.missing_indexes` reports the rest, for
-  the API to build in the background (symbolize/index/background.py).
+  the API to build in the background (symbolize/index/background.py);
+- the remote part (:attr:`Loader.remote`, symbolize/remote/run.py): when ``options.remote`` asks
+  for servers or download caches, the run's Fetcher, which locators and binary sources ask for
+  files not on disk, and what it missed and fetched, for the summary.
 
 A file's needs for the whole of it are supplied as it is opened (its strings and its debug map
 are read before anything else is asked of it); a region's, the first time that region is asked
@@ -31,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from stat import S_ISREG
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from symbolize.cache import has_index, is_indexable, with_index, worth_indexing
 from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, SearchOptions
@@ -55,6 +58,10 @@ from symbolize.formats.types import (
 )
 from symbolize.index.indexed import IndexableSource
 from symbolize.index.job import IndexJob
+
+if TYPE_CHECKING:
+    from symbolize.remote.progress import DownloadProgress
+    from symbolize.remote.run import RemoteRun
 
 # (resolved path, slice selector): a fat Mach-O holds one object per architecture, a static
 # archive one per member (selector "ARCH(member)").
@@ -252,8 +259,15 @@ class Loader:
     Close it (or use ``with``) to close every file it opened.
     """
 
-    def __init__(self, options: SearchOptions | None = None) -> None:
+    def __init__(
+        self, options: SearchOptions | None = None, *, download_progress: DownloadProgress | None = None
+    ) -> None:
         self.options = options if options is not None else SearchOptions()
+        self._remote: RemoteRun | None = None
+        if self.options.remote is not None and self.options.remote.asked:
+            from symbolize.remote.run import RemoteRun  # the network's modules, only when asked
+
+            self._remote = RemoteRun(self.options.remote, download_progress)
         self._objects: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
         self._sources: dict[_Key, tuple[tuple[int, int], SymbolSource]] = {}
         # How each source was opened, for a background builder to open it alike.
@@ -266,6 +280,11 @@ class Loader:
     @property
     def listings(self) -> DirectoryListings:
         return self._listings
+
+    @property
+    def remote(self) -> RemoteRun | None:
+        """The run's servers and download caches (symbolize/remote/run.py); None when none is asked."""
+        return self._remote
 
     def __enter__(self) -> Loader:
         return self

@@ -23,6 +23,7 @@ from symbolize.formats.errors import (
     MalformedInputError,
     MissingDebugInfoError,
     NotFoundError,
+    RemoteMissError,
     SymbolizeError,
     UnsupportedFormatError,
 )
@@ -68,6 +69,30 @@ class Reason(Enum):
     NOT_COVERED = "not-covered"  # names exist, but none covers this address
     DAMAGED_DEBUG_INFO = "damaged-debug-info"  # the file or the unit covering the address is broken
     NOT_AN_ADDRESS = "not-an-address"  # lookup input that does not parse as an address
+    # The file was not on disk, and the servers asked (--debuginfod, --symbol-server, --remote) do
+    # not have it; or some could not be reached and none of the others has it.
+    NOT_ON_SERVER = "not-on-server"
+    SERVER_UNREACHABLE = "server-unreachable"
+
+
+_SERVER_REASONS = frozenset({Reason.NOT_ON_SERVER, Reason.SERVER_UNREACHABLE})
+
+
+class RemoteMiss(NamedTuple):
+    """A file the servers were asked for and did not give: what it is (``"debuginfo of libc.so.6
+    (build ID ...)"``), why (NOT_ON_SERVER or SERVER_UNREACHABLE), the URLs tried, and what the
+    servers said, for people."""
+
+    what: str
+    reason: Reason
+    tried: tuple[str, ...] = ()
+    detail: str = ""
+
+    def describe(self) -> str:
+        """One line for people: what, why, and where it was asked."""
+        where = f" (tried {', '.join(self.tried)})" if self.tried else ""
+        said = f": {self.detail}" if self.detail else ""
+        return f"{self.what}: {self.reason.value}{said}{where}"
 
 
 class Unknown(NamedTuple):
@@ -79,6 +104,8 @@ class Unknown(NamedTuple):
 
 def reason_for_error(error: SymbolizeError | OSError) -> Reason:
     """The Reason a failure to open or read a module's files stands for."""
+    if isinstance(error, RemoteMissError):
+        return Reason.SERVER_UNREACHABLE if error.unreachable else Reason.NOT_ON_SERVER
     if isinstance(error, DebugIdMismatchError):
         return Reason.DEBUG_ID_MISMATCH
     if isinstance(error, MissingDebugInfoError | NotFoundError):
@@ -102,6 +129,8 @@ class Module:
     the reason (``"path: reason"``); ``reader_refusals`` are the lists the
     sources' readers fill as they ask for the files their debug info refers to
     (a ``.dwo`` whose DWO ID differs, a dwz file of another build), live.
+    ``missed`` lists the debug files the servers were asked for and did not give: an address
+    nothing names is then counted under the miss's reason, not ``no-debug-info``.
     """
 
     image: Image
@@ -109,6 +138,7 @@ class Module:
     refused: list[str] = field(default_factory=list)
     own_source: Source | None = None
     reader_refusals: list[list[str]] = field(default_factory=list)
+    missed: list[RemoteMiss] = field(default_factory=list)
     _results: dict[int, list[Frame] | Unknown] = field(default_factory=dict, init=False, repr=False, compare=False)
     _has_names: bool | None = field(default=None, init=False, repr=False, compare=False)
     # What closes the files the module was opened with (the loader that opened them), when it owns them.
@@ -157,13 +187,18 @@ class Module:
                 return frames
         if error is not None:
             return Unknown(Reason.DAMAGED_DEBUG_INFO, str(error))
-        return Unknown(self.unnamed_reason())
+        reason = self.unnamed_reason()
+        # A server's miss names the file asked for and where: the detail a summary shows for it.
+        return Unknown(reason, self.missed[0].describe() if reason in _SERVER_REASONS else "")
 
     def unnamed_reason(self) -> Reason:
-        """The reason of an address no source names (and none failed on): not covered, or no names at all."""
+        """The reason of an address no source names (and none failed on): not covered, or no names at
+        all (the servers' miss, when a debug file was asked of them)."""
         if self._has_names is None:
             self._has_names = any(summary.has_symbols or summary.has_dwarf for summary in self._summaries())
-        return Reason.NOT_COVERED if self._has_names else Reason.NO_DEBUG_INFO
+        if self._has_names:
+            return Reason.NOT_COVERED
+        return self.missed[0].reason if self.missed else Reason.NO_DEBUG_INFO
 
     def refusals(self) -> list[str]:
         """Every candidate file refused so far, once each, in the order refused: the module's

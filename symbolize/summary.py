@@ -7,14 +7,16 @@
                    "details": [{"reason": reason, "detail": str, "count": N}],
                    "missing_lines": str|null, "damaged_debug_info": str|null,
                    "refused": [str], "slice": str|null, "slice_by": str|null,
-                   "file_offsets_from": str|null, "unverified": bool}],
+                   "file_offsets_from": str|null, "unverified": bool,
+                   "missed": [{"file": str, "reason": reason, "tried": [str], "detail": str}]}],
      "locations": N, "named": N, "unnamed": N,
      "nothing_to_name": bool,
      "unnamed_value_share": {sample_type_name: float 0..1},
      "top_functions": {sample_type_name: [{"function": str, "value": N, "share": float}]},
      "drop_frames": {"pattern": str, "source": "heap default"|"given"|"profile"} | null,
      "gates": [{"gate": "fail-unnamed-above"|"require-verified", "subject": str,
-                "detail": str, "share": float|null, "limit": float|null}]}
+                "detail": str, "share": float|null, "limit": float|null}],
+     "downloads": [str]}
 
 ``reason`` is a :class:`symbolize.module.Reason` value (``"binary-not-found"``,
 ``"not-covered"``, ...); ``"reasons"`` counts unnamed locations by it, most
@@ -45,6 +47,14 @@ build ID to check it by, or it is the module of ``module+0xOFFSET`` frames), so 
 build of that name; a file found by name whose size
 or segments contradict the mapping is not used: its path is in ``"refused"`` with the reason, and
 its locations are counted under ``"mapping-contradicts-file"``.
+``"missed"`` lists the files of the mapping that the servers were asked for (``--debuginfod``,
+``--symbol-server``, ``--remote``) and did not give: the binary or debug file (``"file"``, what
+it is and its ID), ``"not-on-server"`` (every server answered that it has none) or
+``"server-unreachable"`` (one could not be reached or failed, and none of the others had it), the
+URLs tried and what the servers said. A location nothing names is then counted under that reason,
+with the miss as its detail.
+``"downloads"`` says what was fetched from servers and from where, and how many files came from
+the download caches (one line, empty when no server or cache was asked).
 ``"drop_frames"`` is the profile's ``drop_frames`` as written and where it comes from: ``"heap
 default"`` (a heap profile's allocator frames, :data:`symbolize.drop_frames.HEAP_DROP_FRAMES`),
 ``"given"`` (``--drop-frames``) or ``"profile"`` (the input's own); null when there is none.
@@ -65,7 +75,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from symbolize.formats.types import Frame
-from symbolize.module import Reason, Unknown
+from symbolize.module import Reason, RemoteMiss, Unknown
 
 # Why an answer of frames that name neither a function nor a file counts as unnamed.
 NOT_COVERED_DETAIL = "frames without a function or file"
@@ -126,6 +136,8 @@ class MappingSummary:
     refused: list[str] = field(default_factory=list)
     # The binary was matched by its file name only: the mapping has no build ID to verify it by.
     unverified: bool = False
+    # Files of the mapping the servers were asked for and did not give.
+    missed: list[RemoteMiss] = field(default_factory=list)
 
     @property
     def unnamed(self) -> int:
@@ -173,6 +185,10 @@ class MappingSummary:
             "slice_by": self.slice_by,
             "file_offsets_from": self.file_offsets_from,
             "unverified": self.unverified,
+            "missed": [
+                {"file": miss.what, "reason": miss.reason.value, "tried": list(miss.tried), "detail": miss.detail}
+                for miss in self.missed
+            ],
         }
 
 
@@ -191,6 +207,8 @@ class Summary:
     top_functions_by_type: dict[str, list[TopFunction]] = field(default_factory=dict)
     drop_frames: DropFrames | None = None
     gates: list[GateFailure] = field(default_factory=list)
+    # What was fetched from servers and from where (symbolize/remote/fetcher.py's report).
+    downloads: list[str] = field(default_factory=list)
 
     def check_gates(self, *, unnamed_above: float | None = None, require_verified: bool = False) -> list[GateFailure]:
         """What trips ``profile``'s gates, also kept in :attr:`gates`: each sample type whose unnamed
@@ -263,6 +281,7 @@ class Summary:
             },
             "drop_frames": self.drop_frames._asdict() if self.drop_frames is not None else None,
             "gates": [failure._asdict() for failure in self.gates],
+            "downloads": list(self.downloads),
         }
 
     def format_text(self, *, top: int = 10) -> str:
@@ -290,6 +309,8 @@ class Summary:
                 lines.append(f"  {damaged}: {mapping.damaged_debug_info} (the rest of the file still names)")
             for refusal in mapping.refused:
                 lines.append(f"  refused: {refusal}")
+            for miss in mapping.missed:
+                lines.append(f"  {miss.describe()}")
             for reason, count in mapping.reasons.most_common():
                 lines.append(f"  {count} unnamed: {reason.value}")
                 for (detailed, detail), times in mapping.details.most_common():
@@ -316,4 +337,5 @@ class Summary:
                 lines.append(f"  {entry.value:>{width}} {entry.share:6.1%}  {entry.function}")
         for failure in self.gates:
             lines.append(f"gate --{failure.gate} failed: {failure.detail}")
+        lines.extend(self.downloads)
         return "\n".join(lines)

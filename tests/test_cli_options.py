@@ -24,6 +24,7 @@ _TYPE_NAMES = {
     Kind.TEXT: {"text", "str"},
     Kind.PATH: {"path"},
     Kind.PATHS: {"path"},
+    Kind.TEXTS: {"text", "str"},
     Kind.CHOICE: {"choice"},
     Kind.ARGUMENTS: {"text", "str"},
     Kind.PATH_ARGUMENTS: {"path"},
@@ -44,7 +45,7 @@ def _differences(declared: CliOption, param: Any) -> list[str]:
     """How typer's parameter differs from its declaration (empty when it does not)."""
     found: dict[str, tuple[Any, Any]] = {
         "name": (declared.field, param.name),
-        "repeatable": (declared.kind is Kind.PATHS, param.multiple),
+        "repeatable": (declared.repeatable, param.multiple),
         "metavar": (declared.metavar, param.metavar),
         "help": (declared.help, param.help),
         "required": (declared.required, param.required),
@@ -100,7 +101,7 @@ def _sample_lines(command: str, options: tuple[CliOption, ...], required: list[s
                 lines.append([command, *required, name])
             elif declared.kind is Kind.CHOICE:
                 lines.extend([command, *required, name, choice] for choice in declared.choices)
-            elif declared.kind is Kind.PATHS:
+            elif declared.repeatable:
                 lines.append([command, *required, name, "d1", name, "d2"])
             elif declared.kind in (Kind.PATH, Kind.TEXT) and declared.field not in ("obj",):
                 # lookup's numeric options are checked by the command (lookup_usage_problem).
@@ -130,7 +131,9 @@ def _as_typer_would(request: LookupRequest | ProfileRequest) -> dict[str, Any]:
 
 
 _SEQUENCES = {
-    declared.field for declared in (*LOOKUP_OPTIONS, *PROFILE_OPTIONS) if declared.kind in (Kind.PATHS, Kind.ARGUMENTS)
+    declared.field
+    for declared in (*LOOKUP_OPTIONS, *PROFILE_OPTIONS)
+    if declared.repeatable or declared.kind is Kind.ARGUMENTS
 }
 
 

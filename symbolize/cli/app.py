@@ -5,8 +5,10 @@ Commands (promises to users' scripts)::
     symbolize [--debug] profile IN|- [-o OUT|-] [--binary FILE]... [--search-path DIR]...
               [--debug-dir DIR]... [--demangle full|short|none] [--no-return-address-adjust]
               [--json-summary] [--drop-frames REGEX]
+              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline]
     symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
-              [--search-path DIR]... [--debug-dir DIR]... [--arch ARCH] [ADDR...]
+              [--search-path DIR]... [--debug-dir DIR]... [--arch ARCH]
+              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline] [ADDR...]
     symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
               [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
               [--require-frame-pointers]   (exit codes: symbolize/cli/audit.py)
@@ -176,6 +178,10 @@ def profile_command(
     fail_unnamed_above: str | None = _PROFILE["fail_unnamed_above"],
     require_verified: bool = _PROFILE["require_verified"],
     keep_hashes: bool = _PROFILE["keep_hashes"],
+    debuginfod: list[str] | None = _PROFILE["debuginfod"],
+    symbol_servers: list[str] | None = _PROFILE["symbol_servers"],
+    remote: bool = _PROFILE["remote"],
+    offline: bool = _PROFILE["offline"],
 ) -> None:
     """Rewrite a profile with function names, files and lines.
 
@@ -208,6 +214,10 @@ def profile_command(
         fail_unnamed_above=fail_unnamed_above,
         require_verified=require_verified,
         keep_hashes=keep_hashes,
+        debuginfod=debuginfod,
+        symbol_servers=symbol_servers,
+        remote=remote,
+        offline=offline,
     )
     if request.to_stdout and json_summary:
         raise typer.BadParameter("the profile goes to stdout: --json-summary cannot", param_hint="-o")
@@ -237,6 +247,10 @@ def lookup_command(
     no_cache: bool = _LOOKUP["no_cache"],
     background_index: bool = _LOOKUP["background_index"],
     arch: str | None = _LOOKUP["arch"],
+    debuginfod: list[str] | None = _LOOKUP["debuginfod"],
+    symbol_servers: list[str] | None = _LOOKUP["symbol_servers"],
+    remote: bool = _LOOKUP["remote"],
+    offline: bool = _LOOKUP["offline"],
 ) -> None:
     """Print the frames at object addresses, like llvm-symbolizer.
 
@@ -268,6 +282,10 @@ def lookup_command(
         no_cache=no_cache,
         background_index=background_index,
         arch=arch,
+        debuginfod=debuginfod,
+        symbol_servers=symbol_servers,
+        remote=remote,
+        offline=offline,
     )
     problem = lookup_usage_problem(request)
     if problem is not None:

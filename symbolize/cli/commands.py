@@ -24,6 +24,8 @@ from symbolize.cli.exits import (
 from symbolize.cli.options import LOOKUP_OPTIONS, PROFILE_OPTIONS, option
 
 if TYPE_CHECKING:
+    from symbolize.remote.options import RemoteOptions
+    from symbolize.remote.progress import DownloadProgress
     from symbolize.summary import GateFailure, Summary
 
 # Names of profile files' extensions, kept after ``.symbolized`` in the default output name.
@@ -60,6 +62,10 @@ class LookupRequest(NamedTuple):
     no_cache: bool = option(LOOKUP_OPTIONS, "no_cache").default
     background_index: bool = option(LOOKUP_OPTIONS, "background_index").default
     arch: str | None = option(LOOKUP_OPTIONS, "arch").default
+    debuginfod: Sequence[str] | None = option(LOOKUP_OPTIONS, "debuginfod").default
+    symbol_servers: Sequence[str] | None = option(LOOKUP_OPTIONS, "symbol_servers").default
+    remote: bool = option(LOOKUP_OPTIONS, "remote").default
+    offline: bool = option(LOOKUP_OPTIONS, "offline").default
 
 
 class ProfileRequest(NamedTuple):
@@ -80,6 +86,10 @@ class ProfileRequest(NamedTuple):
     fail_unnamed_above: str | None = option(PROFILE_OPTIONS, "fail_unnamed_above").default
     require_verified: bool = option(PROFILE_OPTIONS, "require_verified").default
     keep_hashes: bool = option(PROFILE_OPTIONS, "keep_hashes").default
+    debuginfod: Sequence[str] | None = option(PROFILE_OPTIONS, "debuginfod").default
+    symbol_servers: Sequence[str] | None = option(PROFILE_OPTIONS, "symbol_servers").default
+    remote: bool = option(PROFILE_OPTIONS, "remote").default
+    offline: bool = option(PROFILE_OPTIONS, "offline").default
 
     @property
     def from_stdin(self) -> bool:
@@ -191,6 +201,30 @@ def run_guarded(work: Callable[[], None], *, debug: bool = False) -> int:
     return 0
 
 
+def requested_remote(request: LookupRequest | ProfileRequest) -> RemoteOptions | None:
+    """The servers and download caches ``request`` asks for (``--debuginfod``, ``--symbol-server``,
+    ``--remote``, ``--offline``); None when none. A URL that is not http(s) raises SymbolizeError."""
+    from symbolize.api import remote_options
+
+    return remote_options(
+        debuginfod_urls=request.debuginfod or (),
+        symbol_servers=request.symbol_servers or (),
+        from_environment=request.remote,
+        offline=request.offline,
+        cache_dir=request.cache_dir,
+    )
+
+
+def download_progress(remote: RemoteOptions | None) -> DownloadProgress | None:
+    """One line per download on stderr when it is a terminal and servers may be asked; else None."""
+    stream = sys.stderr
+    if remote is None or not remote.network or stream is None or not _is_terminal(stream):
+        return None
+    from symbolize.remote.progress import TerminalDownloadProgress
+
+    return TerminalDownloadProgress(stream)
+
+
 def lookup_usage_problem(request: LookupRequest) -> tuple[str, str] | None:
     """What is wrong with ``request``'s mix of options, as (the option, why); None when nothing is.
     typer's command reports it as a usage error (the plain path hands such a command line to typer)."""
@@ -256,6 +290,8 @@ def run_lookup(request: LookupRequest, *, debug: bool = False) -> int:
 
     def answer() -> None:
         out = standard_output()  # refused before any work
+        remote = requested_remote(request)
+        downloads = download_progress(remote)
         session = Session(
             search_paths=request.search_paths or (),
             debug_dirs=request.debug_dirs or None,
@@ -264,7 +300,18 @@ def run_lookup(request: LookupRequest, *, debug: bool = False) -> int:
             background_index=request.background_index,
             demangle=demangle,  # type: ignore[arg-type]  # one of the declared choices
             inlines=request.inlines,
+            remote=remote,
+            download_progress=downloads,
         )
+        try:
+            _answer_lookup(session, out)
+        finally:
+            if downloads is not None:
+                downloads.close()  # erased before the report and any error line
+        for line in session.download_report:
+            echo(line, err=True)
+
+    def _answer_lookup(session: Session, out: TextIO) -> None:
         answers = LlvmAnswers(session, output, request.arch)
         if output.obj is not None:
             answers.open_obj(output.obj)  # its error is the command's (exit 1), before any input
@@ -301,6 +348,8 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
             out_path = standard_output().buffer  # refused before any work
         else:
             out_path = request.out_path or default_output_path(request.in_path)
+        remote = requested_remote(request)
+        downloads = download_progress(remote)
         progress = stderr_progress()
         try:
             summary = symbolize_file(
@@ -317,9 +366,13 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
                 drop_frames=request.drop_frames,
                 keep_hashes=request.keep_hashes,
                 progress=progress,
+                remote=remote,
+                download_progress=downloads,
             )
         finally:
             progress.close()  # erased before the summary and any error line are printed
+            if downloads is not None:
+                downloads.close()
         summaries.append(summary)
 
     code = run_guarded(rewrite, debug=debug)

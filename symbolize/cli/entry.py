@@ -94,8 +94,9 @@ def plain_command(arguments: list[str]) -> LookupRequest | ProfileRequest | None
             value = next(remaining, "")
         if not value or value.startswith("-"):
             return None
-        if declared.kind is Kind.PATHS:
-            given[declared.field] = (*given.get(declared.field, ()), Path(value))
+        if declared.repeatable:
+            word_value = Path(value) if declared.kind is Kind.PATHS else value
+            given[declared.field] = (*given.get(declared.field, ()), word_value)
         elif declared.field in given or (declared.kind is Kind.CHOICE and value not in declared.choices):
             return None
         else:

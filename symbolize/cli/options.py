@@ -24,6 +24,7 @@ class Kind(enum.Enum):
     TEXT = "text"  # one value
     PATH = "path"  # one value, a path
     PATHS = "paths"  # a path, repeatable
+    TEXTS = "texts"  # one value, repeatable
     CHOICE = "choice"  # one of ``choices``
     ARGUMENTS = "arguments"  # positional words, any number
     PATH_ARGUMENTS = "path arguments"  # positional paths, any number
@@ -53,7 +54,11 @@ class CliOption:
 
     @property
     def takes_value(self) -> bool:
-        return self.kind in (Kind.TEXT, Kind.PATH, Kind.PATHS, Kind.CHOICE)
+        return self.kind in (Kind.TEXT, Kind.TEXTS, Kind.PATH, Kind.PATHS, Kind.CHOICE)
+
+    @property
+    def repeatable(self) -> bool:
+        return self.kind in (Kind.PATHS, Kind.TEXTS)
 
 
 # --background-index/--no-background-index's environment variable.
@@ -80,6 +85,37 @@ BACKGROUND_INDEX = CliOption(
     off_names=("--no-background-index",),
     envvar=BACKGROUND_INDEX_VARIABLE,
 )
+
+# Debug files from servers (symbolize/remote/): nothing goes to the network unless one of these asks.
+DEBUGINFOD = CliOption(
+    "debuginfod",
+    ("--debuginfod",),
+    Kind.TEXTS,
+    "A debuginfod server to ask for debug files and binaries by build ID (repeatable: raced).",
+    metavar="URL",
+)
+SYMBOL_SERVER = CliOption(
+    "symbol_servers",
+    ("--symbol-server",),
+    Kind.TEXTS,
+    "A symbol store or server, as an _NT_SYMBOL_PATH entry (srv*CACHE*URL, a directory; repeatable).",
+    metavar="SPEC",
+)
+REMOTE = CliOption(
+    "remote",
+    ("--remote",),
+    Kind.FLAG,
+    "Also ask the servers the environment names (DEBUGINFOD_URLS, _NT_SYMBOL_PATH's HTTP entries).",
+    default=False,
+)
+OFFLINE = CliOption(
+    "offline",
+    ("--offline",),
+    Kind.FLAG,
+    "No request to any server: only what the download caches hold.",
+    default=False,
+)
+REMOTE_OPTIONS = (DEBUGINFOD, SYMBOL_SERVER, REMOTE, OFFLINE)
 
 PROFILE_OPTIONS = (
     CliOption("in_path", (), Kind.ARGUMENT, "pprof profile, gzipped or not; - for stdin.", default=..., metavar="IN"),
@@ -137,6 +173,7 @@ PROFILE_OPTIONS = (
         "Keep Rust's ::h<hash> suffixes in function names (default: dropped, generics kept).",
         default=False,
     ),
+    *REMOTE_OPTIONS,
 )
 
 LOOKUP_OPTIONS = (
@@ -224,6 +261,7 @@ LOOKUP_OPTIONS = (
     NO_CACHE,
     BACKGROUND_INDEX,
     CliOption("arch", ("--arch",), Kind.TEXT, "Slice of a universal Mach-O (or --obj FILE:ARCH).", metavar="ARCH"),
+    *REMOTE_OPTIONS,
 )
 
 INDEX_OPTIONS = (

@@ -4,6 +4,10 @@ Search order as GDB's ("Separate Debug Files" and "dwz" in the GDB manual;
 "Debug Fission" for split DWARF) and llvm-symbolizer's:
 
 - BUILD_ID: ``<debug dir>/.build-id/xx/rest.debug``; the file's build ID must be the hint's.
+  Then, when the run asks debuginfod (``--debuginfod``, ``--remote``, ``--offline``: the loader
+  holds a :class:`~symbolize.remote.run.RemoteRun`), ``/buildid/<hex>/debuginfo`` from its
+  caches or servers (symbolize/remote/debuginfod.py), after every local candidate: a local file
+  that verifies never costs a request.
 - DEBUGLINK: the ``.gnu_debuglink`` name next to the binary, in its ``.debug/``,
   under ``<debug dir>/<binary's directory>/`` and in each search path; the
   file's CRC32 must be the link's, and its build ID the binary's when both have one.
@@ -45,11 +49,26 @@ def _build_id_candidates(hint: DebugHint, context: LookupContext) -> Iterator[Ca
         yield Candidate(directory / relative, directory)
 
 
+def _debuginfod_candidates(hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
+    remote = context.loader.remote
+    if remote is None or not context.ask_servers:
+        return
+    from symbolize.remote.debuginfod import fetch_artifact  # the network's modules, only when asked
+
+    found = fetch_artifact(
+        remote, hint.debug_id, "debuginfo", name=context.image_path.name, owner=str(context.image_path)
+    )
+    if found is not None:
+        yield Candidate(*found)
+
+
 class BuildIdLocator(LocatorDefaults):
-    """``<debug dir>/.build-id/xx/rest.debug`` by the image's GNU build ID."""
+    """``<debug dir>/.build-id/xx/rest.debug`` by the image's GNU build ID, then debuginfod's."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
-        return _build_id_candidates(hint, context)
+        # A generator: the servers are asked only once every local candidate was refused or absent.
+        yield from _build_id_candidates(hint, context)
+        yield from _debuginfod_candidates(hint, context)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         return debug_id_refusal(hint.debug_id, found.debug_id, "the binary's")

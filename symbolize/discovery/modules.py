@@ -15,7 +15,10 @@ Sentry record), the only ID of a MinGW or CodeView-less image; a code ID of
 another build is refused with both code IDs. A stamped mapping (``symbolize stamp``) records
 several IDs, ``<GUID><AGE>,<TIMESTAMP><SIZEOFIMAGE>`` for a PE image: each must match
 (symbolize/mapping_ids.py). Without a binary, a separate
-debug file found by build ID stands in (it keeps the program headers).
+debug file found by build ID stands in (it keeps the program headers); then, when the run asks
+servers, the binary sources (symbolize/discovery/binary_sources.py: debuginfod's by build ID, the
+symbol servers' by code ID) fetch it, verified again here by ID. When none has it, the error
+says what each server answered (RemoteMissError: ``not-on-server`` or ``server-unreachable``).
 
 The debug files: each hint the image lists that names a module's debug file
 (see ``READER_HINTS`` in symbolize/discovery/registry.py), in the image's
@@ -29,11 +32,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from symbolize import mapping_ids
+from symbolize.discovery.binary_sources import fetched_binaries
 from symbolize.discovery.paths import DirectoryListings, base_name, build_id_path, is_file_name, lies_under
 from symbolize.discovery.registry import READER_HINTS, FileLoader, LookupContext, locate
-from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError
+from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError, RemoteMissError
 from symbolize.formats.types import DebugIdKind, ObjectFile
-from symbolize.module import Module, Source
+from symbolize.module import Module, Reason, RemoteMiss, Source
 
 
 def find_module(filename: str, debug_id: str | None, loader: FileLoader) -> Module:
@@ -57,8 +61,19 @@ def find_module(filename: str, debug_id: str | None, loader: FileLoader) -> Modu
         stand_in = _debug_file_by_build_id(wanted, loader)
         if stand_in is not None:
             return stand_in
+        for fetched in fetched_binaries(filename, wanted, loader):
+            image = loader.open(fetched)
+            if _matches(image, wanted):
+                return module_for(image, loader)
     if mismatch is not None:
         raise mismatch
+    missed = loader.remote.misses(filename) if loader.remote is not None else []
+    if missed:
+        unreachable = any(miss.reason is Reason.SERVER_UNREACHABLE for miss in missed)
+        tried = tuple(url for miss in missed for url in miss.tried)
+        said = "; ".join(miss.describe() for miss in missed)
+        raise RemoteMissError(f"binary not found on disk nor on the servers: {said}", filename,
+                              unreachable=unreachable, tried=tried)  # fmt: skip
     raise MissingDebugInfoError("binary not found (give it with --binary or --search-path)", filename)
 
 
@@ -69,7 +84,9 @@ def open_module(path: Path, loader: FileLoader, arch: str | None = None) -> Modu
 
 def module_for(image: ObjectFile, loader: FileLoader) -> Module:
     """``image`` with its best debug file (when one verifies) and itself as sources."""
-    context = LookupContext(loader, image.path, image.path, image.arch, image.debug_id, image.load_base)
+    # An image with its own DWARF is not worth a download: servers are asked for the others only.
+    ask_servers = loader.remote is not None and not image.debug_info().has_dwarf
+    context = LookupContext(loader, image.path, image.path, image.arch, image.debug_id, image.load_base, ask_servers)
     refused: list[str] = []
     debug_files: list[Source] = []
     for hint in image.debug_hints():
@@ -88,7 +105,12 @@ def module_for(image: ObjectFile, loader: FileLoader) -> Module:
     # What the sources' DWARF refuses later, as it asks for its .dwo files and dwz file.
     reader_refusals = [loader.refused(source.path, image.arch) for source in debug_files if source is not own]
     reader_refusals.append(loader.refused(image.path, own_arch))
-    return Module(image, debug_files, refused, own_source=own, reader_refusals=reader_refusals)
+    missed: list[RemoteMiss] = []
+    if loader.remote is not None and ask_servers:
+        # The servers' answers refused, and their misses when no debug file was found after all.
+        refused += [found for found in loader.remote.refusals(str(image.path)) if found not in refused]
+        missed = [] if debug_files else loader.remote.misses(str(image.path))
+    return Module(image, debug_files, refused, own_source=own, reader_refusals=reader_refusals, missed=missed)
 
 
 def _slice_with_id(path: Path, image: ObjectFile, wanted: str, loader: FileLoader) -> ObjectFile | None:

@@ -52,12 +52,15 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from stat import S_ISREG
-from typing import BinaryIO, NamedTuple, Protocol
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, Protocol
 
 from symbolize.discovery.options import SearchOptions
 from symbolize.discovery.paths import DirectoryListings, lies_under
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile, SymbolSource
+
+if TYPE_CHECKING:
+    from symbolize.remote.run import RemoteRun
 
 # Hints a reader says it needs (its needs() and its regions'); every other kind names a
 # module's debug file and is tried, in the image's order, when the module is opened.
@@ -88,6 +91,11 @@ class FileLoader(Protocol):
     @property
     def listings(self) -> DirectoryListings: ...
 
+    @property
+    def remote(self) -> RemoteRun | None:
+        """The run's servers and download caches; None when the run asks none (the default)."""
+        ...
+
     def open(
         self, path: Path, *, image_path: Path | None = None, arch: str | None = None, member: str | None = None
     ) -> ObjectFile: ...
@@ -115,7 +123,9 @@ class LookupContext(NamedTuple):
     image_debug_id: DebugId | None = None
     # The vaddr the image's answers are at (a PDB's RVAs add to it): part of a PDB's index key.
     image_load_base: int | None = None
-
+    # Whether a locator's remote part may ask the run's servers (the loader's ``remote``): not for
+    # an image whose own DWARF names its addresses, nor for what a reader asks while decoding.
+    ask_servers: bool = False
 
     @property
     def options(self) -> SearchOptions:

@@ -1,0 +1,94 @@
+"""The remote part of one run, which the loader (symbolize/loader.py) holds: its Fetcher, and what
+each module's fetches missed or refused, for the summary.
+
+A locator's remote part (symbolize/discovery/elf_locators.py's build ID, the symbol servers')
+and a binary source (symbolize/discovery/binary_sources.py) ask :meth:`RemoteRun.fetch` for a
+key on behalf of an *owner* (the image whose debug file it is, or the mapping's file name when
+the binary itself is asked for). A verified file comes back as its path in a store tier; a miss
+is kept for the owner as a :class:`~symbolize.module.RemoteMiss` (``not-on-server`` or
+``server-unreachable``, the URLs tried), and the answers refused on the way (another build's
+file) as ``"URL: reason"`` refusals, which :func:`symbolize.discovery.modules.module_for` adds to
+the module's. Each key is fetched once per run: a second question gets the first answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from symbolize.module import Reason, RemoteMiss
+from symbolize.remote.fetcher import Attempt, Fetched, Fetcher, Missed, Verify
+from symbolize.remote.options import RemoteOptions
+from symbolize.remote.progress import DownloadProgress
+from symbolize.remote.store import StoreKey, StoreTier
+
+_REASONS = {"not-on-server": Reason.NOT_ON_SERVER, "server-unreachable": Reason.SERVER_UNREACHABLE}
+
+
+class RemoteRun:
+    """The servers and caches of one run, asked through one Fetcher; see the module docstring."""
+
+    def __init__(self, options: RemoteOptions, progress: DownloadProgress | None = None) -> None:
+        self.options = options
+        self._progress = progress
+        self._fetcher: Fetcher | None = None
+        self._lock = threading.Lock()
+        self._answers: dict[StoreKey, Fetched | Missed] = {}
+        self._misses: dict[str, list[RemoteMiss]] = {}
+        self._refused: dict[str, list[str]] = {}
+
+    @property
+    def fetcher(self) -> Fetcher:
+        """The run's Fetcher, made on first use (it makes the store's directory only then)."""
+        with self._lock:
+            if self._fetcher is None:
+                self._fetcher = Fetcher(self.options, progress=self._progress)
+            return self._fetcher
+
+    def fetch(
+        self,
+        owner: str,
+        key: StoreKey,
+        what: str,
+        attempts: Sequence[Attempt],
+        verify: Verify,
+        tiers: Sequence[StoreTier] = (),
+    ) -> Path | None:
+        """The verified file for ``key`` (from a cache, else the first server to give one), or None,
+        the miss and the refusals kept for ``owner``."""
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = self.fetcher.fetch(key, what, attempts, verify, tiers=tiers)
+        self._note_refusals(owner, answer.refused)
+        if isinstance(answer, Fetched):
+            return answer.path
+        reason = _REASONS.get(answer.reason)
+        if reason is not None:  # "not-in-cache" (offline, no server) is no server's answer
+            detail = answer.detail.removeprefix(f"{what}: ")
+            miss = RemoteMiss(what, reason, answer.tried, detail)
+            owned = self._misses.setdefault(owner, [])
+            if miss not in owned:
+                owned.append(miss)
+        return None
+
+    def misses(self, owner: str) -> list[RemoteMiss]:
+        """What the servers did not give for ``owner``, in the order asked."""
+        return list(self._misses.get(owner, ()))
+
+    def refusals(self, owner: str) -> list[str]:
+        """The servers' answers refused for ``owner``, ``"URL: reason"``."""
+        return list(self._refused.get(owner, ()))
+
+    def report(self) -> list[str]:
+        """The run's fetch summary lines (what was fetched, from where); empty when nothing was asked."""
+        return self._fetcher.report() if self._fetcher is not None else []
+
+    def cancel(self) -> None:
+        """Cancel every download under way (Ctrl-C): their partial files are removed."""
+        if self._fetcher is not None:
+            self._fetcher.cancel()
+
+    def _note_refusals(self, owner: str, refused: Sequence[str]) -> None:
+        owned = self._refused.setdefault(owner, [])
+        owned.extend(refusal for refusal in refused if refusal not in owned)
