@@ -3,6 +3,7 @@ symbolizes verified anywhere; every reason a mapping stays unstamped; the ID spe
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -13,13 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from symbolize import mapping_ids
 from symbolize.api import stamp_profile, symbolize_profile
 from symbolize.cli.app import app
+from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.identity import read_header_identities
 from symbolize.formats.open import open_object
 from symbolize.formats.types import DebugId, DebugIdKind
@@ -391,3 +393,26 @@ def test_cli_in_a_real_process_through_stdin_and_stdout() -> None:
     profile.ParseFromString(completed.stdout)
     assert _ids_by_name(profile)["winlib.dll"] == "4CABE6CD4027C2F04C4C44205044422E1,39960DE33000"
     assert b"1 stamped" in completed.stderr
+
+
+# --- hostile headers -----------------------------------------------------------------------------
+
+_DAMAGED = [BIN / "sampler.so", WINDOWS_BIN / "winapp.exe", MACOS_BIN / "cppdemo-universal", MACOS_BIN / "cdemo-arm64"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(_DAMAGED), st.data())
+def test_damaged_headers_are_one_typed_error_or_an_answer(tmp_path: Path, original: Path, draw: st.DataObject) -> None:
+    """Bytes changed anywhere (headers, tables, notes, the CodeView record), or the file cut short:
+    the reader answers or raises a SymbolizeError; the stamp counts the mapping, never raises."""
+    data = bytearray(original.read_bytes())
+    data = data[: draw.draw(st.integers(0, len(data)), label="length")]
+    for _ in range(draw.draw(st.integers(0, 8), label="flips")):
+        if data:
+            data[draw.draw(st.integers(0, len(data) - 1))] = draw.draw(st.integers(0, 255))
+    path = tmp_path / original.name
+    path.write_bytes(bytes(data))
+    with contextlib.suppress(SymbolizeError):
+        read_header_identities(path)
+    _, report = stamp_profile(_one_mapping(str(path), 0x400000, 0x500000))
+    assert report.mappings[0].outcome is not StampOutcome.NOT_A_FILE
