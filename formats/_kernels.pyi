@@ -129,3 +129,7 @@ class PdbModule:
 
 def decode_pdb_module(stream: bytes, symbols_size: int, c11_size: int, c13_size: int, section_rvas: list[int],
                       image_base: int) -> PdbModule: ...
+
+# native/src/cabinet.rs: the one file of a single-file cabinet, at most max_bytes + 1 bytes of it;
+# ValueError where it does not decode.
+def cab_extract_single(data: bytes, max_bytes: int) -> bytes: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -101,7 +102,11 @@ def test_nt_symbol_path_local_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_symbol_path_parsing() -> None:
     value = r"srv*C:\cache*https://server/symbols;cache*D:\c2;E:\plain;;symsrv*symsrv.dll*F:\s*http://x"
-    assert [str(p) for p in symbol_path_directories(value)] == ["C:\\cache", "D:\\c2", "E:\\plain", "F:\\s"]
+    windows = ["C:\\cache", "D:\\c2", "E:\\plain", "F:\\s"]
+    # Windows paths name directories on Windows only (elsewhere they would be relative file names).
+    assert [str(p) for p in symbol_path_directories(value)] == (windows if os.name == "nt" else [])
+    posix = "srv*/cache*https://server/symbols;cache*/c2;/plain;;symsrv*symsrv.dll*/s*http://x"
+    assert [str(p) for p in symbol_path_directories(posix)] == ["/cache", "/c2", "/plain", "/s"]
 
 
 def test_base_name_in_a_search_path_ignoring_case(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod abbrev;
+mod cabinet;
 mod die_walk;
 pub(crate) mod dwarf;
 /// What the cargo-fuzz targets (native/fuzz/) drive: not an API.
@@ -163,5 +164,6 @@ fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     warm::register(module)?;
     pdb_module::register(module)?;
     pdb_records::register(module)?;
+    cabinet::register(module)?;
     Ok(())
 }

@@ -4,8 +4,11 @@
   in each search path, as lldb and llvm-symbolizer look; then any dSYM under a search path
   whose UUID is the binary's (a renamed bundle, one made on another machine), found by a walk
   that reads only load commands (:func:`symbolize.formats.macho.read_uuids`) and is done once
-  per search path per run. A dSYM whose UUID differs is refused with both UUIDs. The slice is
-  the binary's: the registry opens a universal dSYM with the image's ``arch``.
+  per search path per run; then SSQP's store layout (``_.dwarf/mach-uuid-sym-<UUID>/_.dwarf``,
+  symbolize/remote/symsrv.py) under each search path and each local store of ``--symbol-server``,
+  and, when the run asks symbol servers, from their caches and HTTP stores. A dSYM whose UUID
+  differs is refused with both UUIDs. The slice is the binary's: the registry opens a universal
+  dSYM with the image's ``arch``.
 - DEBUG_MAP_OBJECT (an N_OSO stab): the recorded path relative to the binary's directory and
   each search path (``-oso_prefix`` builds record such paths), the base name there, and an
   absolute recorded path only when the stab records an mtime to check it by. The file must be
@@ -118,6 +121,7 @@ class DsymLocator(LocatorDefaults):
             for path, uuids in dsyms_under(search_path, context.loader.listings):
                 if hint.debug_id in uuids:
                     yield Candidate(path, search_path)
+        yield from _stored_dwarf(hint.debug_id, context)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         from symbolize.formats.macho.file import MachOFile
@@ -127,6 +131,31 @@ class DsymLocator(LocatorDefaults):
         if not found.has_dwarf():
             return "holds no DWARF"
         return debug_id_refusal(hint.debug_id, found.debug_id, "the binary's")
+
+
+def _stored_dwarf(uuid: DebugId, context: LookupContext) -> Iterator[Candidate]:
+    """SSQP's ``_.dwarf/mach-uuid-sym-<UUID>/_.dwarf`` under the search paths and the symbol path's
+    local stores, then from the download caches or the run's symbol servers."""
+    from symbolize.remote.symsrv import (  # the transfer's modules, once a dSYM is looked for by UUID
+        configured_symbol_path,
+        fetch_from_symbol_servers,
+        identity_verifier,
+        local_store_candidates,
+        macho_dwarf_key,
+    )
+
+    key = macho_dwarf_key(uuid)
+    if key is None:
+        return
+    stores = [*context.options.search_paths, *configured_symbol_path(context.options.remote).directories()]
+    yield from local_store_candidates(stores, key, context.loader, stores)
+    remote = context.loader.remote
+    if remote is None or not context.ask_servers:
+        return
+    what = f"{context.image_path.name} dSYM ({key.index})"
+    found = fetch_from_symbol_servers(remote, str(context.image_path), key, what, identity_verifier(uuid, "UUID"))
+    if found is not None:
+        yield Candidate(found, found.parents[2])
 
 
 class DebugMapObjectLocator(LocatorDefaults):

@@ -1,18 +1,28 @@
 """The PDB locator: the file a PE image's CodeView RSDS record names, checked by GUID and DBI age.
 
-Search order (the debuggers' and llvm-symbolizer's places, without their network servers):
+Search order (the debuggers' and llvm-symbolizer's places):
 
 - an explicit ``--binary`` argument with the PDB's base name (compared ignoring case);
 - the recorded path as is, when it lies under a search path or debug directory (a PDB path is
   the build machine's: followed only where the user said to look);
 - the base name of the recorded path (a Windows path: ``C:\\build\\app.pdb`` -> ``app.pdb``)
   beside the image, then in each ``--search-path`` directory, matched ignoring case;
+- the base name in each plain directory of ``_NT_SYMBOL_PATH`` (and ``_NT_ALT_SYMBOL_PATH``);
 - symbol stores in the symsrv layout, ``<root>/<name>/<GUID><age>/<name>`` (GUID upper- or
   lower-case, age in hex), or ``<root>/<first two letters of name>/<name>/<GUID><age>/<name>`` in
-  a two-tier store (one with an ``index2.txt`` at its root), under every search path, every
-  debug directory, and the local parts of ``_NT_SYMBOL_PATH`` (``srv*<cache>*https://...`` and
-  ``cache*<dir>`` give their local directories, plain entries are directories; servers are left
-  out).
+  a two-tier store (one with an ``index2.txt`` at its root), and the file a ``file.ptr`` there
+  points to when it lies under a directory named here, under every search path, every debug
+  directory, and the local stores of the symbol path (symbolize/remote/symbol_path.py: its
+  ``srv*`` chains' directories, ``cache*<dir>``, plain directories; Windows paths name nothing on
+  POSIX), and of ``--symbol-server``;
+- then, when the run asks symbol servers (``--symbol-server``, ``--remote`` for the
+  environment's, ``--offline`` for the caches alone), the PDB from the download caches or the
+  HTTP stores, raced (symbolize/remote/symsrv.py): kept only when its GUID and age are the
+  image's, and only for an image without DWARF of its own.
+
+The symbol stores also give a mapping's binary by ID (:class:`SymbolStoreBinaries`, registered
+with symbolize/discovery/binary_sources.py): a PE image by its code ID, a Mach-O binary by its
+UUID.
 
 The file found must be a PDB whose info-stream GUID and DBI age are the RSDS record's; another
 is refused with both IDs in the reason (llvm-symbolizer uses any PDB it finds unchecked).
@@ -25,36 +35,32 @@ otherwise it is opened whole, as without an index.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from symbolize.discovery.binary_sources import register_binary_source
 from symbolize.discovery.paths import DirectoryListings, base_name, is_file_name, lies_under, normalized_dir
 from symbolize.discovery.registry import (
     Candidate,
+    FileLoader,
     LocatorDefaults,
     LookupContext,
     debug_id_refusal,
     register_locator,
 )
-from symbolize.formats.types import DebugHint, HintKind, ObjectFile
+from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
+
+if TYPE_CHECKING:
+    from symbolize.remote.symsrv import SymbolStoreKey
 
 
 def symbol_path_directories(value: str | None) -> list[Path]:
-    """The local directories of an ``_NT_SYMBOL_PATH`` value, in order (remote servers left out)."""
-    directories: list[Path] = []
-    for element in (value or "").split(";"):
-        element = element.strip()
-        if not element:
-            continue
-        parts = element.split("*")
-        head = parts[0].lower()
-        if head in ("srv", "symsrv", "cache"):
-            parts = parts[1:] if head != "symsrv" else parts[2:]
-        for part in parts:
-            if part and "://" not in part and not part.lower().endswith(".dll"):
-                directories.append(Path(part))
-    return directories
+    """The local directories of an ``_NT_SYMBOL_PATH`` value, in order (servers left out): what
+    :func:`symbolize.remote.symbol_path.parse_symbol_path` reads in it."""
+    from symbolize.remote.symbol_path import parse_symbol_path
+
+    return parse_symbol_path(value).directories()
 
 
 class PdbLocator(LocatorDefaults):
@@ -79,20 +85,21 @@ class PdbLocator(LocatorDefaults):
         image_dir = normalized_dir(context.image_path)
         for directory in (image_dir, *options.search_paths):
             yield from _named_in(directory, name, context.loader.listings)
-        if hint.debug_id is None:
+        # symbolize.remote (the transfer's modules) is imported once a PDB is looked for by its ID.
+        from symbolize.remote.symbol_path import symbol_path_from_environment
+        from symbolize.remote.symsrv import configured_symbol_path, local_store_candidates, pdb_key
+
+        key = pdb_key(name, hint.debug_id)
+        if key is None or hint.debug_id is None:
             return
-        store_key = str(hint.debug_id)  # <GUID as Windows prints it><age in hex>
-        keys = dict.fromkeys([store_key, store_key.lower(), store_key[:32] + store_key[32:].lower()])
-        nt_symbol_path = symbol_path_directories(os.environ.get("_NT_SYMBOL_PATH"))
-        stores = [*options.search_paths, *options.debug_dirs, *nt_symbol_path]
-        spellings = dict.fromkeys([name, name.lower()])
-        for store in dict.fromkeys(stores):
-            # A store with index2.txt at its root is two-tier: <root>/<first 2 letters>/<name>/...
-            tiers = [store / spelling[:2] for spelling in spellings] if _is_two_tier(store) else []
-            for spelling in spellings:
-                for directory in (*dict.fromkeys(tiers), store):
-                    for key in keys:
-                        yield Candidate(directory / spelling / key / spelling, store)
+        symbol_path = symbol_path_from_environment() + configured_symbol_path(options.remote)
+        for chain in symbol_path.chains:
+            if chain.flat:  # a plain directory of the symbol path is looked in by name too (dbghelp)
+                for directory in chain.directories:
+                    yield from _named_in(directory, name, context.loader.listings)
+        stores = [*options.search_paths, *options.debug_dirs, *symbol_path.directories()]
+        yield from local_store_candidates(stores, key, context.loader, stores)
+        yield from _fetched(key, hint.debug_id, context)
 
     def load(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
         """The PDB at ``candidate`` by its identity alone when an index answers for it, else opened."""
@@ -109,13 +116,30 @@ class PdbLocator(LocatorDefaults):
         return debug_id_refusal(hint.debug_id, found.debug_id, "the image's RSDS record")
 
 
-def _is_two_tier(store: Path) -> bool:
-    """Whether ``store`` has an ``index2.txt`` at its root; a store that cannot be looked at is
-    not (its candidates are then refused, with why, as the registry stats them)."""
-    try:
-        return (store / "index2.txt").is_file()
-    except OSError:
-        return False
+def _fetched(key: SymbolStoreKey, debug_id: DebugId, context: LookupContext) -> Iterator[Candidate]:
+    """The PDB from the download caches or the run's symbol servers, after every local candidate."""
+    remote = context.loader.remote
+    if remote is None or not context.ask_servers:
+        return
+    from symbolize.remote.symsrv import fetch_from_symbol_servers, pdb_verifier
+
+    what = f"{key.name} ({key.index})"
+    found = fetch_from_symbol_servers(remote, str(context.image_path), key, what, pdb_verifier(debug_id))
+    if found is not None:
+        yield Candidate(found, found.parents[2])  # the tier's root: <root>/<name>/<index>/<name>
+
+
+class SymbolStoreBinaries:
+    """A mapping's binary from the symbol stores by its ID (a :class:`BinarySource`): a PE image by
+    its code ID, a Mach-O binary by its UUID (symbolize/remote/symsrv.py's :func:`fetch_binary`)."""
+
+    def fetch(self, filename: str, wanted: str, loader: FileLoader) -> Path | None:
+        remote = loader.remote
+        if remote is None:
+            return None
+        from symbolize.remote.symsrv import fetch_binary
+
+        return fetch_binary(remote, filename, wanted)
 
 
 def _named_in(directory: Path, name: str, listings: DirectoryListings) -> Iterator[Candidate]:
@@ -127,3 +151,4 @@ def _named_in(directory: Path, name: str, listings: DirectoryListings) -> Iterat
 
 
 register_locator(HintKind.PDB, PdbLocator())
+register_binary_source(SymbolStoreBinaries())
