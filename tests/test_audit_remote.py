@@ -24,7 +24,7 @@ from symbolize.api import remote_options
 from symbolize.audit import EXIT_OK, EXIT_SHORT, audit_binaries
 from symbolize.cli.app import app
 from symbolize.formats.open import open_object
-from tests.fixtures_data import BIN, DEBUG_DIR, WINDOWS_BIN
+from tests.fixtures_data import BIN, DEBUG_DIR, MACOS_BIN, WINDOWS_BIN
 from tests.servers.debuginfod import DebuginfodServer, Unavailable, client_environment, debuginfod_serving
 from tests.servers.debuginfod import unavailable_reason as debuginfod_unavailable
 from tests.servers.http_store import Fault, HttpStore
@@ -82,9 +82,7 @@ def test_a_debug_file_missing_from_the_server_fails_the_audit_with_the_urls_trie
     [(BIN / "cdemo-gcc-dwarf5-pie", "is not the one asked for"), (STRIPPED, "holds no debug info")],
     ids=["another build", "stripped"],
 )
-def test_a_server_file_of_another_build_or_stripped_is_refused(
-    store: HttpStore, served: Path, refusal: str
-) -> None:
+def test_a_server_file_of_another_build_or_stripped_is_refused(store: HttpStore, served: Path, refusal: str) -> None:
     store.fault(DEBUGINFO, Fault(serve=served))
     report = _audit(store.url)
     check = next(check for check in report.binaries[0].servers if check.role == "debug file")
@@ -154,3 +152,56 @@ def test_end_to_end_against_elfutils_debuginfod(debuginfod: DebuginfodServer, tm
     other = [*argv[:4], str(BIN / "cdemo-gcc-dwarf5-pie"), *argv[5:]]  # a build the server does not hold
     missing = debuginfod.run(other, env=client_environment(tmp_path))
     assert missing.returncode == EXIT_SHORT and "not-on-server" in missing.stderr
+
+
+# --- symbol servers ------------------------------------------------------------------------------
+
+
+def _symbol_store(root: Path, files: dict[str, Path]) -> Path:
+    """``root`` as a symbol store holding ``files`` (relative key path -> file)."""
+    for relative, source in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, root / relative)
+    return root
+
+
+def _audit_symbol_server(url: str, binary: Path):  # type: ignore[no-untyped-def]
+    return audit_binaries([binary], remote=remote_options(symbol_servers=[f"srv*{url}"]))
+
+
+def test_a_pe_images_pdb_and_image_on_a_symbol_server(tmp_path: Path) -> None:
+    image = open_object(WINDOWS_BIN / "winapp.exe")
+    pdb_index, code_id = str(image.debug_id), str(image.identities()[1])
+    files = {
+        f"winapp.pdb/{pdb_index}/winapp.pd_": WINDOWS_BIN / "compressed" / "lzx" / "winapp.pd_",  # symstore /compress
+        f"winapp.exe/{code_id}/winapp.exe": WINDOWS_BIN / "winapp.exe",
+    }
+    with HttpStore(_symbol_store(tmp_path / "store", files)) as store:
+        report = _audit_symbol_server(store.url, WINDOWS_BIN / "winapp.exe")
+        checks = {check.role: check for check in report.binaries[0].servers}
+        assert checks["debug file"].verdict == "on-server" and checks["debug file"].url.endswith("/winapp.pd_")
+        assert checks["binary"].verdict == "on-server" and checks["binary"].what == f"winapp.exe ({code_id})"
+        assert report.exit_code == EXIT_OK
+        other = _audit_symbol_server(store.url, WINDOWS_BIN / "winlib.dll")  # uploaded: winapp only
+    check = next(check for check in other.binaries[0].servers if check.role == "debug file")
+    assert check.verdict == "not-on-server" and other.exit_code == EXIT_SHORT
+    assert any("winlib.pdb" in url for url in check.tried)
+
+
+def test_ssqp_keys_of_elf_and_mach_o_files(tmp_path: Path) -> None:
+    macho = MACOS_BIN / "cppdemo-arm64"
+    uuid = open_object(macho).debug_id.value.hex()  # type: ignore[union-attr]
+    dwarf = MACOS_BIN / "cppdemo-arm64.dSYM" / "Contents" / "Resources" / "DWARF" / "cppdemo-arm64"
+    files = {
+        f"_.debug/elf-buildid-sym-{BUILD_ID}/_.debug": DEBUG_FILE,
+        f"_.dwarf/mach-uuid-sym-{uuid}/_.dwarf": dwarf,
+        f"cppdemo-arm64/mach-uuid-{uuid}/cppdemo-arm64": macho,
+    }
+    with HttpStore(_symbol_store(tmp_path / "store", files)) as store:
+        report = audit_binaries([STRIPPED, macho], remote=remote_options(symbol_servers=[f"srv*{store.url}"]))
+    verdicts = [{check.role: check.verdict for check in audit.servers} for audit in report.binaries]
+    assert verdicts == [
+        {"debug file": "on-server", "binary": "not-on-server"},
+        {"debug file": "on-server", "binary": "on-server"},
+    ]
+    assert report.exit_code == EXIT_OK

@@ -17,9 +17,14 @@ the format). A *required* check that does not pass (the debug file) is a shortfa
 binary's is reported, not required (a profile stamped where it was made is symbolized elsewhere
 from it, but a debug file stands in for an ELF binary).
 
-Providers: debuginfod's (``/buildid/<hex>/debuginfo`` and ``/executable``, symbolize/remote/
-debuginfod.py). Others register with :func:`register_server_requests` (a symbol server's: PDB by
-GUID + age, PE by code ID, SSQP's ELF and Mach-O keys).
+Providers (others register with :func:`register_server_requests`):
+
+- debuginfod's, for ELF files: ``/buildid/<hex>/debuginfo`` and ``/executable``
+  (symbolize/remote/debuginfod.py);
+- the symbol servers' (``--symbol-server``, ``_NT_SYMBOL_PATH`` with ``--remote``;
+  symbolize/remote/symsrv.py, every form a store may hold: plain, ``_`` cabinet, ``file.ptr``,
+  two-tier): a PE image's PDB by GUID + age and the image by code ID; a Mach-O slice's dSYM DWARF
+  file and binary by UUID and an ELF file's debug file and binary by build ID, in SSQP's keys.
 """
 
 from __future__ import annotations
@@ -149,4 +154,50 @@ def _debuginfod_requests(image: ObjectFile, options: RemoteOptions) -> list[Serv
     return requests
 
 
+def _symbol_server_requests(image: ObjectFile, options: RemoteOptions) -> list[ServerRequest | ServerCheck]:
+    """The symbol stores' keys of ``image``'s debug file (required) and of the image itself."""
+    from symbolize.remote import symsrv
+
+    servers = list(dict.fromkeys(url for url, _ in symsrv.configured_symbol_path(options).servers()))
+    if not servers:
+        return []
+    from symbolize.discovery.paths import base_name
+    from symbolize.formats.types import DebugIdKind, HintKind
+    from symbolize.remote.debuginfod import build_id_verifier
+
+    name = image.path.name
+    ids = {identity.kind: identity for identity in image.identities()}
+    wanted: list[tuple[str, symsrv.SymbolStoreKey | None, Verify | None]] = []
+    if image.format == "pe":
+        pdb_id = ids.get(DebugIdKind.PDB)
+        pdb_name = next((base_name(hint.name) for hint in image.debug_hints() if hint.kind is HintKind.PDB), "")
+        pdb_key = symsrv.pdb_key(pdb_name, pdb_id)
+        wanted.append((DEBUG_FILE, pdb_key, symsrv.pdb_verifier(pdb_id) if pdb_id is not None else None))
+        code_id = ids.get(DebugIdKind.PE_CODE_ID)
+        wanted.append((BINARY, symsrv.pe_key(name, code_id),
+                       symsrv.identity_verifier(code_id, "code ID") if code_id is not None else None))  # fmt: skip
+    elif image.format == "macho":
+        uuid = ids.get(DebugIdKind.MACHO_UUID)
+        verify = symsrv.identity_verifier(uuid, "UUID") if uuid is not None else None
+        wanted.append((DEBUG_FILE, symsrv.macho_dwarf_key(uuid), holding_debug_info(verify) if verify else None))
+        wanted.append((BINARY, symsrv.macho_binary_key(name, uuid), verify))
+    elif image.format == "elf":
+        build_id = ids.get(DebugIdKind.GNU_BUILD_ID)
+        verify = build_id_verifier(build_id) if build_id is not None else None
+        wanted.append((DEBUG_FILE, symsrv.elf_debug_key(build_id), holding_debug_info(verify) if verify else None))
+        wanted.append((BINARY, symsrv.elf_binary_key(name, build_id), verify))
+    requests: list[ServerRequest | ServerCheck] = []
+    for role, key, verify in wanted:
+        stored = symsrv.download_key(key) if key is not None else None
+        if key is None or stored is None or verify is None:
+            detail = f"the {role} has no symbol-store key: the image records no ID (or name) of its kind"
+            requests.append(ServerCheck(role, "symsrv", name, "not-asked", role == DEBUG_FILE, detail=detail))
+            continue
+        attempts = [symsrv.SymbolStoreAttempt(server, key) for server in servers]
+        requests.append(ServerRequest(role, "symsrv", f"{key.name} ({key.index})", stored, attempts, verify,
+                                      role == DEBUG_FILE))  # fmt: skip
+    return requests
+
+
 register_server_requests(_debuginfod_requests)
+register_server_requests(_symbol_server_requests)
