@@ -416,3 +416,52 @@ def test_damaged_headers_are_one_typed_error_or_an_answer(tmp_path: Path, origin
         read_header_identities(path)
     _, report = stamp_profile(_one_mapping(str(path), 0x400000, 0x500000))
     assert report.mappings[0].outcome is not StampOutcome.NOT_A_FILE
+
+
+# --- stamped here, symbolized elsewhere from a server ------------------------------------------
+
+
+def test_a_stamped_windows_profile_is_named_elsewhere_from_a_symbol_server_alone(tmp_path: Path) -> None:
+    """The point of stamping: on a machine with no file of the build, a symbol server gives the
+    image by its code ID and the PDB by its GUID + age, both verified against the stamp."""
+    from symbolize.api import remote_options
+    from tests.servers.http_store import HttpStore
+
+    binaries = [WINDOWS_BIN / "winapp.exe", WINDOWS_BIN / "winlib.dll"]
+    stamped, _ = stamp_profile(PROFILES / "windows" / "winapp.heap.pb.gz", binaries=binaries)
+    store = tmp_path / "store"
+    for binary in binaries:
+        image = open_object(binary)
+        pdb = binary.with_suffix(".pdb")
+        for path, index in ((binary, image.identities()[1]), (pdb, image.debug_id)):
+            (store / path.name / str(index)).mkdir(parents=True)
+            shutil.copyfile(path, store / path.name / str(index) / path.name)
+    expected, _ = _symbolized(stamped, binaries, (WINDOWS_BIN,))
+    with HttpStore(store) as server:
+        remote = remote_options(symbol_servers=[f"srv*{server.url}"], cache_dir=tmp_path / "cache")
+        named, summary = symbolize_profile(_copy(stamped), remote=remote, use_cache=False)
+    assert _names(named) == _names(expected) and summary.unnamed == 0
+    assert all(not mapping.unverified and mapping.binary.startswith(str(tmp_path)) for mapping in summary.mappings)
+
+
+def test_a_stamped_linux_profile_is_named_elsewhere_from_debuginfod_alone(tmp_path: Path) -> None:
+    from symbolize.api import remote_options
+    from tests.servers.http_store import HttpStore
+
+    binaries = [BIN / "rustdemo-full", BIN / "sampler.so"]
+    stamped, _ = stamp_profile(_unstamped(PROFILES / "rustdemo-full.cpu.daemon.pb.gz"), binaries=binaries)
+    strings = StringTable(stamped)
+    for mapping in stamped.mapping:  # recorded where no file of theirs is
+        mapping.filename = strings.intern("/nonexistent/build/" + Path(strings.get(mapping.filename)).name)
+    store = tmp_path / "store"
+    for binary in binaries:
+        build_id = open_object(binary).debug_id.value.hex()  # type: ignore[union-attr]
+        (store / "buildid" / build_id).mkdir(parents=True)
+        shutil.copyfile(binary, store / "buildid" / build_id / "executable")
+    expected, _ = _symbolized(stamped, binaries)
+    with HttpStore(store) as server:
+        remote = remote_options(debuginfod_urls=[server.url], cache_dir=tmp_path / "cache")
+        named, summary = symbolize_profile(_copy(stamped), remote=remote, use_cache=False)
+    assert _names(named) == _names(expected)
+    served = [m for m in summary.mappings if Path(m.filename).name in {"rustdemo-full", "sampler.so"}]
+    assert len(served) == 2 and all(m.named and not m.unverified for m in served)
