@@ -171,13 +171,10 @@ def _server_checks(
     path: Path, arch: str | None, remote: RemoteOptions, progress: DownloadProgress | None
 ) -> tuple[ServerCheck, ...]:
     from symbolize.audit.remote import check_servers  # the network's modules, only when servers are named
-    from symbolize.formats.open import open_object
+    from symbolize.loader import Loader
 
-    image = open_object(path, arch=arch)
-    try:
-        return check_servers(image, remote, progress=progress)
-    finally:
-        image.close()
+    with Loader() as loader:
+        return check_servers(loader.open(path, arch=arch), remote, progress=progress)
 
 
 def jsonable(value: Any) -> Any:

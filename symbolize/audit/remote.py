@@ -110,17 +110,14 @@ def holding_debug_info(verify: Verify) -> Verify:
         reason = verify(path)
         if reason is not None:
             return reason
-        from symbolize.formats.open import open_object
+        from symbolize.loader import Loader
 
-        try:
-            opened = open_object(path)
-        except SymbolizeError as err:
-            return f"not a readable object file: {err.reason}"
-        try:
-            info = opened.debug_info()
-            return None if info.has_dwarf or info.has_line_info else "holds no debug info (stripped)"
-        finally:
-            opened.close()
+        with Loader() as loader:
+            try:
+                info = loader.open(path).debug_info()
+            except SymbolizeError as err:
+                return f"not a readable object file: {err.reason}"
+        return None if info.has_dwarf or info.has_line_info else "holds no debug info (stripped)"
 
     return verify_debug_file
 
