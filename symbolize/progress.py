@@ -75,6 +75,11 @@ class TerminalProgress(ProgressReport):
     def close(self) -> None:
         self._progress.stop()
 
+    @property
+    def display(self) -> Progress:
+        """The live rich display, which other work's lines join (downloads: symbolize/remote/progress.py)."""
+        return self._progress
+
 
 def stderr_progress() -> ProgressReport:
     """A :class:`TerminalProgress` on stderr when it is a terminal, else one that shows nothing."""

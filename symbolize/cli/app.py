@@ -47,6 +47,7 @@ from symbolize.cli.commands import (
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
 from symbolize.cli.options import (
     CACHE_CLEAR_OPTIONS,
+    CACHE_PRUNE_OPTIONS,
     CACHE_SHOW_OPTIONS,
     INDEX_OPTIONS,
     LOOKUP_OPTIONS,
@@ -57,6 +58,7 @@ from symbolize.cli.options import (
 )
 from symbolize.cli.spellings import llvm_spellings
 from symbolize.errors import SymbolizeError
+from symbolize.units import human_size
 
 if TYPE_CHECKING:
     from symbolize.cache import CacheEntry
@@ -105,6 +107,7 @@ _INDEX = _parameters(INDEX_OPTIONS)
 _CACHE_SHOW = _parameters(CACHE_SHOW_OPTIONS)
 _CACHE_CLEAR = _parameters(CACHE_CLEAR_OPTIONS)
 _STAMP = _parameters(STAMP_OPTIONS)
+_CACHE_PRUNE = _parameters(CACHE_PRUNE_OPTIONS)
 
 
 class DemangleChoice(enum.StrEnum):
@@ -371,7 +374,7 @@ def cache_show_command(
             for row in rows:
                 typer.echo("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[4]]))
         total = sum(entry.size for entry in entries)
-        typer.echo(f"{len(entries)} indexes, {_human_size(total)} in {directory}", err=True)
+        typer.echo(f"{len(entries)} indexes, {human_size(total)} in {directory}", err=True)
 
     _exit_with(run_guarded(show, debug=_debug(ctx)))
 
@@ -379,7 +382,7 @@ def cache_show_command(
 def _cache_row(entry: CacheEntry, now: float) -> tuple[str, str, str, str, str]:
     binary = _owner_text(entry.source_path, entry.image_path) if entry.source_path else f"(unknown: {entry.path.name})"
     debug_id = entry.debug_id or ("(unreadable)" if entry.key is None else "(none: path, size, mtime)")
-    return binary, debug_id, _human_size(entry.size), _human_age(now - entry.modified), entry.demangler or "?"
+    return binary, debug_id, human_size(entry.size), _human_age(now - entry.modified), entry.demangler or "?"
 
 
 def _cache_json(directory: Path, entries: list[CacheEntry], now: float) -> dict[str, Any]:
@@ -405,17 +408,6 @@ def _cache_json(directory: Path, entries: list[CacheEntry], now: float) -> dict[
             for entry in entries
         ],
     }
-
-
-def _human_size(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    scaled = size / 1024
-    for unit in ("KiB", "MiB"):
-        if scaled < 1024:
-            return f"{scaled:.1f} {unit}"
-        scaled /= 1024
-    return f"{scaled:.1f} GiB"
 
 
 def _human_age(seconds: float) -> str:
@@ -483,6 +475,38 @@ def stamp_command(
         echo(reports[0].format_text(), err=True)
 
 
+def cache_prune_command(
+    ctx: typer.Context,
+    cache_dir: Path | None = _CACHE_PRUNE["cache_dir"],
+    max_size: str = _CACHE_PRUNE["max_size"],
+    max_age: str = _CACHE_PRUNE["max_age"],
+) -> None:
+    """Remove downloaded debug files unused for longer than --max-age, then the least recently used
+    until the rest fit in --max-size; expired misses and stale partial downloads too."""
+    from symbolize.remote.options import download_store_root
+    from symbolize.remote.prune import parse_age, parse_size, prune_store
+
+    try:
+        size_limit = parse_size(max_size)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--max-size") from exc
+    try:
+        age_limit = parse_age(max_age)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--max-age") from exc
+
+    def prune() -> None:
+        store = download_store_root(cache_dir)
+        result = prune_store(store, max_bytes=size_limit, max_age=age_limit)
+        typer.echo(
+            f"removed {result.removed_files} downloaded files ({human_size(result.removed_bytes)}) from {store}; "
+            f"kept {result.kept_files} ({human_size(result.kept_bytes)})",
+            err=True,
+        )
+
+    _exit_with(run_guarded(prune, debug=_debug(ctx)))
+
+
 # The commands, in the order help lists them.
 _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("profile", profile_command),
@@ -494,6 +518,7 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
 _CACHE_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("show", cache_show_command),
     ("clear", cache_clear_command),
+    ("prune", cache_prune_command),
 )
 
 
@@ -510,7 +535,9 @@ def build_app(only: str | None = None) -> typer.Typer:
             built.command(name)(function)
     if only in (None, "cache"):
         cache_app = typer.Typer(
-            help="Show or clear the persistent index cache.", no_args_is_help=True, rich_markup_mode=None
+            help="Show or clear the persistent index cache; prune the downloaded debug files.",
+            no_args_is_help=True,
+            rich_markup_mode=None,
         )
         for name, function in _CACHE_COMMANDS:
             cache_app.command(name)(function)

@@ -298,6 +298,32 @@ STAMP_OPTIONS = (
     CliOption("json_summary", ("--json-summary",), Kind.FLAG, "Print the report as JSON on stdout.", default=False),
 )
 
+CACHE_PRUNE_OPTIONS = (
+    CliOption(
+        "cache_dir",
+        ("--cache-dir",),
+        Kind.PATH,
+        "Cache whose downloads/ to prune (default: $SYMBOLIZE_CACHE_DIR, else the per-user cache).",
+        metavar="DIR",
+    ),
+    CliOption(
+        "max_size",
+        ("--max-size",),
+        Kind.TEXT,
+        "Keep the downloaded debug files within this size, least recently used removed first (10G, 500M).",
+        default="10G",
+        metavar="SIZE",
+    ),
+    CliOption(
+        "max_age",
+        ("--max-age",),
+        Kind.TEXT,
+        "Remove the downloaded debug files unused for longer than this (7d, 12h, 30m, seconds).",
+        default="7d",
+        metavar="AGE",
+    ),
+)
+
 # Command name -> its options, for the commands typer builds from this module.
 COMMAND_OPTIONS: dict[str, tuple[CliOption, ...]] = {
     "profile": PROFILE_OPTIONS,
@@ -306,6 +332,7 @@ COMMAND_OPTIONS: dict[str, tuple[CliOption, ...]] = {
     "cache show": CACHE_SHOW_OPTIONS,
     "cache clear": CACHE_CLEAR_OPTIONS,
     "stamp": STAMP_OPTIONS,
+    "cache prune": CACHE_PRUNE_OPTIONS,
 }
 
 

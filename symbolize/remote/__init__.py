@@ -7,8 +7,8 @@ opens it like any local candidate. Nothing here touches the network unless
 """
 
 from symbolize.remote.fetcher import Attempt, Fetched, Fetcher, FetchRecord, FetchRequest, GetAttempt, Missed, Verify
-from symbolize.remote.options import RemoteOptions, from_environment
-from symbolize.remote.progress import DownloadProgress, TerminalDownloadProgress
+from symbolize.remote.options import RemoteOptions, download_store_root, from_environment, server_url
+from symbolize.remote.progress import DownloadProgress, TerminalDownloadProgress, stderr_download_progress
 from symbolize.remote.store import DownloadStore, StoreKey, StoreTier, UnsafeKeyError
 from symbolize.remote.transfer import (
     Cancellation,
@@ -19,6 +19,7 @@ from symbolize.remote.transfer import (
     ServerUnreachableError,
     Session,
     TransferError,
+    redact,
 )
 
 __all__ = [
@@ -45,5 +46,9 @@ __all__ = [
     "TransferError",
     "UnsafeKeyError",
     "Verify",
+    "download_store_root",
     "from_environment",
+    "redact",
+    "server_url",
+    "stderr_download_progress",
 ]

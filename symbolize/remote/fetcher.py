@@ -14,11 +14,10 @@ the slowest, not the sum (bench/remote_fetch.py).
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol
@@ -26,6 +25,7 @@ from typing import BinaryIO, Literal, Protocol
 from symbolize.errors import SymbolizeError
 from symbolize.remote.options import RemoteOptions
 from symbolize.remote.progress import DownloadProgress
+from symbolize.remote.prune import prune_if_due
 from symbolize.remote.store import DownloadStore, StoreKey, StoreTier
 from symbolize.remote.transfer import (
     Cancellation,
@@ -35,7 +35,9 @@ from symbolize.remote.transfer import (
     NotOnServerError,
     ServerUnreachableError,
     Session,
+    redact,
 )
+from symbolize.units import human_size
 
 # ``verify(path)``: None when the file is the one asked for, else why not ("build ID 12.. is not 34..").
 Verify = Callable[[Path], str | None]
@@ -123,6 +125,7 @@ class _Outcome:
     refused: str | None = None
     cancelled: bool = False
     crashed: BaseException | None = None
+    partial: Path | None = None  # the attempt's temporary while it exists
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,8 @@ class Fetcher:
         self.cache_hits = 0
         self._lock = threading.Lock()
         self._cancellation = Cancellation()
+        if options.asked:
+            prune_if_due(self.store.root)
 
     def cancel(self) -> None:
         """Cancel every download under way (from any thread); later fetches start cancelled."""
@@ -187,9 +192,9 @@ class Fetcher:
         ttl = self.options.miss_ttl
         fresh = [a for a in attempts if ttl > 0 and self.store.miss_is_fresh(a.server, key, ttl)]
         asked = [a for a in attempts if a not in fresh]
-        skipped = [f"{a.server}: not found within the last {ttl:g} s (cached miss)" for a in fresh]
+        skipped = [f"{redact(a.server)}: not found within the last {ttl:g} s (cached miss)" for a in fresh]
         if not asked:
-            return Missed("not-on-server", tuple(a.server for a in fresh), f"{what}: " + "; ".join(skipped))
+            return Missed("not-on-server", tuple(redact(a.server) for a in fresh), f"{what}: " + "; ".join(skipped))
         outcomes = self._race(key, what, asked, verify, tiers)
         return self._conclude(key, what, outcomes, fresh, skipped)
 
@@ -200,6 +205,11 @@ class Fetcher:
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.parallel_fetches), thread_name_prefix="fetch")
         try:
             futures = [pool.submit(self.fetch, r.key, r.what, r.attempts, r.verify, tiers=r.tiers) for r in requests]
+            pending = set(futures)
+            while pending:
+                # Timed waits, so that a Ctrl-C reaches this thread (an untimed one is not
+                # interrupted on Windows, nor by a simulated signal anywhere).
+                _, pending = wait(pending, timeout=0.2)
             return [future.result() for future in futures]
         except BaseException:
             self.cancel()
@@ -219,10 +229,9 @@ class Fetcher:
             by_server[record.server] = by_server.get(record.server, 0) + 1
         total = sum(record.size for record in records)
         servers = ", ".join(f"{server} ({count})" for server, count in by_server.items())
-        line = f"fetched {len(records)} debug files ({_size(total)})"
-        line += f" from {servers}" if servers else ""
-        line += f"; {hits} from the download cache" if hits else ""
-        return [line]
+        parts = [f"fetched {_files(len(records))} ({human_size(total)}) from {servers}"] if records else []
+        parts += [f"{_files(hits)} from the download cache"] if hits else []
+        return ["; ".join(parts)]
 
     # The race.
 
@@ -239,8 +248,10 @@ class Fetcher:
         total = self.options.total_timeout
         limits = Limits(
             stall_timeout=self.options.stall_timeout,
+            stall_min_bytes=self.options.stall_min_bytes,
             max_bytes=self.options.max_file_bytes,
             deadline=None if total is None else started + total,
+            retry_delay=self.options.retry_delay,
         )
 
         def run(outcome: _Outcome) -> None:
@@ -266,6 +277,12 @@ class Fetcher:
             cancellation.cancel()
             for thread in threads:
                 thread.join(_LOSER_GRACE)
+            # An attempt still busy after the grace (verifying a large file) is a daemon thread
+            # the interpreter's exit ends: its temporary is removed here, not left behind.
+            for outcome in outcomes:
+                if outcome.partial is not None:
+                    with contextlib.suppress(OSError):
+                        outcome.partial.unlink()
             self.store.remove_empty_parents(destination, tier)
             raise
         finally:
@@ -292,7 +309,7 @@ class Fetcher:
         started: float,
     ) -> None:
         attempt = outcome.attempt
-        ticket = self.progress.start(what, attempt.server)
+        ticket = self.progress.start(what, redact(attempt.server))
         session = Session(
             limits,
             Cancellation(cancellation),
@@ -302,26 +319,35 @@ class Fetcher:
         )
         partial: Path | None = None
         try:
-            partial, descriptor = self.store.open_partial(destination)
-            with os.fdopen(descriptor, "w+b") as sink:
+            partial, sink = self.store.open_partial(destination)
+            outcome.partial = partial
+            with sink:
                 url = attempt.run(session, sink)
                 sink.flush()
             if cancellation.cancelled:
                 raise CancelledError("cancelled", url)
             reason = verify(partial)
             if reason is not None:
-                outcome.refused = f"{url}: {reason}"
+                outcome.refused = f"{redact(url)}: {reason}"
                 return
             with winner:
                 if cancellation.cancelled:
                     raise CancelledError("cancelled", url)
                 size = partial.stat().st_size
-                self.store.commit(partial, destination)
-                partial = None
-                outcome.won, outcome.url = destination, url
+                try:
+                    self.store.commit(partial, destination)
+                    partial = outcome.partial = None
+                except OSError:
+                    # Windows refuses to replace a file another process has open: that process
+                    # stored the same key meanwhile. Its file serves, once verified (this
+                    # attempt's temporary is removed below); else the error stands.
+                    if not destination.is_file() or verify(destination) is not None:
+                        raise
+                outcome.won, outcome.url = destination, redact(url)
                 cancellation.cancel()
             with self._lock:
-                self.fetched.append(FetchRecord(what, url, attempt.server, size, time.monotonic() - started))
+                record = FetchRecord(what, redact(url), redact(attempt.server), size, time.monotonic() - started)
+                self.fetched.append(record)
         except NotOnServerError as error:
             outcome.not_found = error
         except ServerUnreachableError as error:
@@ -331,11 +357,11 @@ class Fetcher:
         except DownloadRefusedError as error:
             outcome.refused = str(error)
         except SymbolizeError as error:
-            url = outcome.tried[-1] if outcome.tried else attempt.server
+            url = outcome.tried[-1] if outcome.tried else redact(attempt.server)
             outcome.refused = f"{url}: {error}"
         except OSError as error:
             # The store cannot be written (disk full, permissions): the download is not kept.
-            outcome.refused = f"{attempt.server}: cannot store {what}: {error.strerror or error}"
+            outcome.refused = f"{redact(attempt.server)}: cannot store {what}: {error.strerror or error}"
         except BaseException as error:  # a bug in an attempt: raised again in the caller's thread
             outcome.crashed = error
         finally:
@@ -343,6 +369,7 @@ class Fetcher:
             if partial is not None:
                 with contextlib.suppress(OSError):
                     partial.unlink()
+                outcome.partial = None
 
     def _conclude(
         self, key: StoreKey, what: str, outcomes: list[_Outcome], fresh: list[Attempt], skipped: list[str]
@@ -355,7 +382,7 @@ class Fetcher:
             if outcome.won is not None and outcome.url is not None:
                 self.store.forget_miss(outcome.attempt.server, key)
                 return Fetched(outcome.won, outcome.url, outcome.won.stat().st_size, refused)
-        tried = tuple(url for outcome in outcomes for url in outcome.tried) + tuple(a.server for a in fresh)
+        tried = tuple(url for outcome in outcomes for url in outcome.tried) + tuple(redact(a.server) for a in fresh)
         details = list(skipped)
         for outcome in outcomes:
             if outcome.not_found is not None:
@@ -365,15 +392,11 @@ class Fetcher:
             elif outcome.refused is not None:
                 details.append(f"refused: {outcome.refused}")
             elif outcome.cancelled:
-                details.append(f"{outcome.attempt.server}: cancelled")
+                details.append(f"{redact(outcome.attempt.server)}: cancelled")
         unreachable = any(outcome.unreachable is not None or outcome.cancelled for outcome in outcomes)
         reason: MissReason = "server-unreachable" if unreachable else "not-on-server"
         return Missed(reason, tried, f"{what}: " + "; ".join(details), refused)
 
 
-def _size(count: int) -> str:
-    for unit in ("bytes", "KiB", "MiB"):
-        if count < 1024 or unit == "MiB":
-            return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
-        count /= 1024  # type: ignore[assignment]
-    return f"{count:.1f} GiB"
+def _files(count: int) -> str:
+    return f"{count} debug file{'' if count == 1 else 's'}"

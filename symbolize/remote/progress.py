@@ -1,17 +1,23 @@
-"""Progress of downloads: one line per download on a terminal (name, bytes, server), nothing elsewhere.
+"""Progress of downloads: one line per download on a terminal (name, server, bytes), nothing elsewhere.
 
 The Fetcher reports through :class:`DownloadProgress` from its worker threads; the base class
 shows nothing (the library, a pipe). :class:`TerminalDownloadProgress` draws a transient rich
-line per download on stderr, erased when it ends (the run's summary then says what was fetched).
+line per download on stderr while it runs (the run's summary then says what was fetched). rich
+allows one live display per terminal: when the run's own bar (symbolize/progress.py's
+TerminalProgress) is live, the download lines are added to it (:func:`stderr_download_progress`);
+otherwise the download display is live only while a download is.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
+
+    from symbolize.progress import ProgressReport
 
 
 class DownloadProgress:
@@ -35,26 +41,26 @@ class DownloadProgress:
 
 
 class TerminalDownloadProgress(DownloadProgress):
-    """A transient rich line per download on ``stream`` (a terminal): name, server, bytes, speed."""
+    """A transient rich line per download on ``stream`` (a terminal): what, from where, bytes, speed.
 
-    def __init__(self, stream: TextIO) -> None:
-        from rich.console import Console
-        from rich.progress import DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+    With ``shared`` (a live rich Progress, the run's bar), the lines are tasks of that display
+    (its columns); else of an own display, started at the first download and stopped when none
+    is running, so that it is never live at the same time as another display for long.
+    """
 
+    def __init__(self, stream: TextIO, *, shared: Progress | None = None) -> None:
         self._lock = threading.Lock()
-        self._progress: Progress = Progress(
-            TextColumn("{task.description}"),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            console=Console(file=stream, force_terminal=True),
-            transient=True,
-        )
+        self._shared = shared is not None
+        self._progress: Progress = shared if shared is not None else _own_display(stream)
+        self._live = self._shared
         self._tasks: dict[int, TaskID] = {}
         self._next = 0
-        self._progress.start()
 
     def start(self, what: str, server: str) -> int:
         with self._lock:
+            if not self._live:
+                self._progress.start()
+                self._live = True
             self._next += 1
             self._tasks[self._next] = self._progress.add_task(f"{what} from {server}", total=None)
             return self._next
@@ -73,7 +79,41 @@ class TerminalDownloadProgress(DownloadProgress):
         with self._lock:
             if (task := self._tasks.pop(ticket, None)) is not None:
                 self._progress.remove_task(task)
+            if not self._tasks and self._live and not self._shared:
+                self._progress.stop()
+                self._live = False
 
     def close(self) -> None:
         with self._lock:
-            self._progress.stop()
+            for task in self._tasks.values():
+                self._progress.remove_task(task)
+            self._tasks.clear()
+            if self._live and not self._shared:
+                self._progress.stop()
+                self._live = False
+
+
+def _own_display(stream: TextIO) -> Progress:
+    from rich.console import Console
+    from rich.progress import DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=Console(file=stream, force_terminal=True),
+        transient=True,
+    )
+
+
+def stderr_download_progress(run_progress: ProgressReport | None = None) -> DownloadProgress:
+    """Download lines on stderr when it is a terminal (inside ``run_progress``'s display when that
+    is a live terminal bar), else a progress that shows nothing."""
+    from symbolize.progress import TerminalProgress
+
+    if isinstance(run_progress, TerminalProgress):
+        return TerminalDownloadProgress(sys.stderr, shared=run_progress.display)
+    stream = sys.stderr
+    if stream is None or not stream.isatty():
+        return DownloadProgress()
+    return TerminalDownloadProgress(stream)

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from symbolize.errors import SymbolizeError
 from symbolize.tempfiles import PROFILE_TEMPORARY, remove_stale_temporaries
@@ -110,12 +111,13 @@ class DownloadStore:
                 if path.is_file() and path.stat().st_size > 0:
                     yield path
 
-    def open_partial(self, destination: Path) -> tuple[Path, int]:
-        """A new temporary beside ``destination`` (directories made): its path and open descriptor."""
+    @staticmethod
+    def open_partial(destination: Path) -> tuple[Path, BinaryIO]:
+        """A new temporary beside ``destination`` (directories made), open for writing and reading."""
         destination.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(destination.parent, PROFILE_TEMPORARY)
         descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
-        return Path(name), descriptor
+        return Path(name), os.fdopen(descriptor, "w+b")
 
     @staticmethod
     def remove_empty_parents(destination: Path, tier: StoreTier) -> None:

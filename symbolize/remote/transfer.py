@@ -2,12 +2,23 @@
 
 Hand-written on the standard library's http.client rather than urllib or a third-party client:
 what a debug-file download needs is the socket, to abandon a stalled server the moment a
-timeout (a stall: no byte for ``stall_timeout`` seconds, elfutils' DEBUGINFOD_TIMEOUT, not a
-total) or another server's win says so, by shutting it down from another thread; and its own
+timeout or another server's win says so, by shutting it down from another thread; and its own
 redirect rule (http/https only, counted), its own retry rule (5xx and connection resets only,
 never a timeout), and a size cap checked against Content-Length and again while reading.
 urllib hides the socket and follows redirects to ftp:; requests/httpx are not in the
 dependency set and would add nothing of this.
+
+A retry after a reset resumes where the body stopped (``Range``, RFC 9110 section 14) when the
+server offered it (``Accept-Ranges: bytes``) and named the file's version (a strong ``ETag``,
+else ``Last-Modified``), sent back as ``If-Range``: a server whose file changed since answers
+with the whole new file, which replaces what came; a part that does not start where asked is
+never spliced in (the download starts over).
+
+A stall is elfutils' DEBUGINFOD_TIMEOUT rule (debuginfod_find_debuginfo(3)): a server that does
+not deliver ``stall_min_bytes`` (100 KiB), or the rest of the file, within ``stall_timeout``
+seconds is abandoned; the count starts again each time that much has come. So a silent server
+is dropped after the timeout, and so is one that trickles a byte at a time, but not a slow
+steady one: the timeout is no cap on the whole transfer (``total_timeout`` is).
 """
 
 from __future__ import annotations
@@ -33,11 +44,19 @@ _CACHEABLE_MISS = {404, 410}
 _USER_AGENT = "symbolize (debug-file fetcher)"
 
 
+def redact(url: str) -> str:
+    """``url`` as it may be shown (messages, summaries, logs): credentials in it replaced by ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
 class TransferError(SymbolizeError):
-    """A download failed; ``url`` is the one asked for (the message names it)."""
+    """A download failed; ``url`` is the one asked for, shown without credentials (:func:`redact`)."""
 
     def __init__(self, message: str, url: str) -> None:
-        self.url = url
+        self.url = url = redact(url)
         super().__init__(message, None)
         self.args = (f"{url}: {message}",)
 
@@ -131,6 +150,7 @@ class Limits:
 
     stall_timeout: float
     max_bytes: int
+    stall_min_bytes: int = 100 * 1024
     deadline: float | None = None
     retries: int = 2
     retry_delay: float = 0.25
@@ -141,7 +161,7 @@ class Limits:
 class Session:
     """The GETs of one attempt at one server, under its limits and cancellation.
 
-    ``tried`` records every URL asked (redirect targets included), in order; ``on_bytes`` is
+    ``tried`` records every URL asked (redirect targets included, credentials redacted), in order; ``on_bytes`` is
     told of every chunk received (progress), ``on_start`` of each response's URL and length.
     """
 
@@ -150,6 +170,8 @@ class Session:
     on_start: Callable[[str, int | None], None] | None = None
     on_bytes: Callable[[int], None] | None = None
     tried: list[str] = field(default_factory=list)
+    # Where the body of the current download stopped and the version it was of, when resumable.
+    _resume: _Resume | None = field(default=None, init=False, repr=False)
 
     def download(self, url: str, sink: BinaryIO, *, max_bytes: int | None = None) -> str:
         """GET ``url`` into ``sink`` (from its start; a retry rewrites it); returns the URL the body
@@ -157,8 +179,12 @@ class Session:
         DownloadRefusedError or CancelledError; nothing is left out of ``sink`` on success."""
         cap = self.limits.max_bytes if max_bytes is None else min(max_bytes, self.limits.max_bytes)
         attempt = 0
+        self._resume = None
         while True:
-            sink.seek(0)
+            if self._resume is not None and self._resume.offset == 0:
+                self._resume = None  # nothing came: a plain request again
+            # A resumed try keeps the bytes before the resume point; any other starts empty.
+            sink.seek(self._resume.offset if self._resume is not None else 0)
             sink.truncate()
             try:
                 return self._follow(url, sink, cap)
@@ -189,14 +215,18 @@ class Session:
             current = location
         raise DownloadRefusedError(f"more than {self.limits.max_redirects} redirects", url)
 
-    def _timeout(self, url: str) -> float:
-        """The socket timeout for the next operation: the stall timeout, or less near the deadline."""
-        if self.limits.deadline is None:
-            return self.limits.stall_timeout
-        left = self.limits.deadline - time.monotonic()
+    def _timeout(self, url: str, window: _Window) -> float:
+        """The socket timeout for the next operation: what is left of the stall window, or of the
+        total time when that ends first."""
+        now = time.monotonic()
+        left = window.start + self.limits.stall_timeout - now
+        if self.limits.deadline is not None:
+            if self.limits.deadline <= now:
+                raise ServerUnreachableError("total timeout reached", url)
+            left = min(left, self.limits.deadline - now)
         if left <= 0:
-            raise ServerUnreachableError("total timeout reached", url)
-        return min(self.limits.stall_timeout, left)
+            raise ServerUnreachableError(window.stalled(self.limits), url)
+        return left
 
     def _get_once(self, url: str, sink: BinaryIO, cap: int) -> str | None:
         """One request: None when the body is in ``sink``, else the redirect's absolute target."""
@@ -205,8 +235,9 @@ class Session:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise DownloadRefusedError("not an http or https URL", url)
-        self.tried.append(url)
-        connection = _connection(parts, self._timeout(url))
+        self.tried.append(redact(url))
+        window = _Window(time.monotonic())
+        connection, target, route_headers = _route(parts, self._timeout(url, window))
         sock: socket.socket | None = None
         try:
             try:
@@ -214,17 +245,18 @@ class Session:
                 sock = connection.sock
                 if sock is not None:
                     self.cancellation.register(sock)
-                target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
-                connection.request(
-                    "GET", target, headers={"User-Agent": _USER_AGENT, "Accept-Encoding": "identity"}
-                )
+                headers = {"User-Agent": _USER_AGENT, "Accept-Encoding": "identity", **route_headers}
+                if self._resume is not None:
+                    headers["Range"] = f"bytes={self._resume.offset}-"
+                    headers["If-Range"] = self._resume.validator
+                connection.request("GET", target, headers=headers)
                 response = connection.getresponse()
-                return self._answer(url, response, sink, cap, sock)
+                return self._answer(url, response, sink, cap, sock, window)
             except TimeoutError:
                 self._raise_if_cancelled(url)
                 if self.limits.deadline is not None and time.monotonic() >= self.limits.deadline:
                     raise ServerUnreachableError("total timeout reached", url) from None
-                raise ServerUnreachableError(f"stalled: no byte for {self.limits.stall_timeout:g} s", url) from None
+                raise ServerUnreachableError(window.stalled(self.limits), url) from None
             except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.RemoteDisconnected,
                     http.client.IncompleteRead) as error:
                 self._raise_if_cancelled(url)
@@ -232,10 +264,12 @@ class Session:
             except ssl.SSLError as error:
                 self._raise_if_cancelled(url)
                 raise ServerUnreachableError(f"TLS error: {error.reason or error}", url) from None
-            except (http.client.HTTPException, OSError) as error:
+            except http.client.HTTPException as error:
                 self._raise_if_cancelled(url)
-                text = getattr(error, "strerror", None) or str(error) or type(error).__name__
-                raise ServerUnreachableError(f"cannot connect: {text}", url) from None
+                raise ServerUnreachableError(f"not an HTTP answer: {type(error).__name__} {error}", url) from None
+            except OSError as error:
+                self._raise_if_cancelled(url)
+                raise ServerUnreachableError(f"cannot connect: {error.strerror or error}", url) from None
         finally:
             if sock is not None:
                 self.cancellation.unregister(sock)
@@ -246,7 +280,13 @@ class Session:
             raise CancelledError("cancelled", url) from None
 
     def _answer(
-        self, url: str, response: http.client.HTTPResponse, sink: BinaryIO, cap: int, sock: socket.socket | None
+        self,
+        url: str,
+        response: http.client.HTTPResponse,
+        sink: BinaryIO,
+        cap: int,
+        sock: socket.socket | None,
+        window: _Window,
     ) -> str | None:
         status = response.status
         if status in _REDIRECTS:
@@ -259,34 +299,102 @@ class Session:
             return target
         if status >= 500:
             raise _Retryable(f"server error {status} {response.reason}".rstrip(), url)
+        if status == 416 and self._resume is not None:
+            self._resume = None
+            raise _Retryable("the server refused to resume (416)", url)
         if status >= 400:
             raise NotOnServerError(
                 f"{status} {response.reason}".rstrip(), url, status=status, cacheable=status in _CACHEABLE_MISS
             )
-        if status != 200:
-            raise DownloadRefusedError(f"unexpected status {status} {response.reason}".rstrip(), url)
+        offset = self._resumed_at(url, response, sink)
         length = _content_length(response)
-        if length is not None and length > cap:
-            raise DownloadRefusedError(f"file of {length} bytes is larger than the cap of {cap} bytes", url)
+        if length is not None and offset + length > cap:
+            raise DownloadRefusedError(f"file of {offset + length} bytes is larger than the cap of {cap} bytes", url)
+        self._resume = _resume_point(response, offset)
         if self.on_start is not None:
-            self.on_start(url, length)
+            self.on_start(url, None if length is None else offset + length)
+        if offset and self.on_bytes is not None:
+            self.on_bytes(offset)
         received = 0
         while True:
             if sock is not None:
-                sock.settimeout(self._timeout(url))
+                sock.settimeout(self._timeout(url, window))
             chunk = response.read1(_CHUNK)
             self._raise_if_cancelled(url)
             if not chunk:
                 break
             received += len(chunk)
-            if received > cap:
+            window.received(len(chunk), self.limits.stall_min_bytes)
+            if offset + received > cap:
                 raise DownloadRefusedError(f"file is larger than the cap of {cap} bytes", url)
             sink.write(chunk)
+            if self._resume is not None:
+                self._resume.offset = offset + received
             if self.on_bytes is not None:
                 self.on_bytes(len(chunk))
         if length is not None and received < length:
-            raise _Retryable(f"connection closed after {received} of {length} bytes", url)
+            raise _Retryable(f"connection closed after {offset + received} of {offset + length} bytes", url)
+        self._resume = None
         return None
+
+    def _resumed_at(self, url: str, response: http.client.HTTPResponse, sink: BinaryIO) -> int:
+        """Where this answer's body goes in ``sink``: the resume point for a 206 that starts there,
+        0 for a whole file (a 200, also the answer to an If-Range whose version changed)."""
+        if response.status == 200:
+            if self._resume is not None:  # the whole file after all: what came before goes
+                sink.seek(0)
+                sink.truncate()
+            return 0
+        if response.status != 206 or self._resume is None:
+            raise DownloadRefusedError(f"unexpected status {response.status} {response.reason}".rstrip(), url)
+        start = _range_start(response.getheader("Content-Range"))
+        if start != self._resume.offset:
+            self._resume = None  # never splice a part that starts elsewhere: start over
+            raise _Retryable(f"asked to resume at {sink.tell()}, got a part starting at {start}", url)
+        return start
+
+
+@dataclass
+class _Resume:
+    """Where a download's body stopped (``offset``) and the version it was of (``validator``)."""
+
+    offset: int
+    validator: str
+
+
+def _resume_point(response: http.client.HTTPResponse, offset: int) -> _Resume | None:
+    """A resume point for this answer's body, when the server allows one: it takes byte ranges and
+    names the version (a strong ETag, else Last-Modified) that If-Range sends back."""
+    ranges = response.status == 206 or "bytes" in (response.getheader("Accept-Ranges") or "").lower()
+    etag = response.getheader("ETag")
+    validator = etag if etag and not etag.startswith("W/") else response.getheader("Last-Modified")
+    return _Resume(offset, validator) if ranges and validator else None
+
+
+def _range_start(content_range: str | None) -> int | None:
+    """The first byte of ``Content-Range: bytes START-END/TOTAL``, else None."""
+    import re
+
+    match = re.fullmatch(r"\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*", content_range or "")
+    return int(match.group(1)) if match else None
+
+
+@dataclass
+class _Window:
+    """The current stall window: when it started and the bytes received in it."""
+
+    start: float
+    count: int = 0
+
+    def received(self, count: int, enough: int) -> None:
+        self.count += count
+        if self.count >= enough:
+            self.start, self.count = time.monotonic(), 0  # enough came: a new window
+
+    def stalled(self, limits: Limits) -> str:
+        if self.count == 0:
+            return f"stalled: no byte for {limits.stall_timeout:g} s"
+        return f"stalled: {self.count} bytes in {limits.stall_timeout:g} s (less than {limits.stall_min_bytes})"
 
 
 class _Retryable(TransferError):
@@ -304,12 +412,62 @@ def _content_length(response: http.client.HTTPResponse) -> int | None:
     return value if value >= 0 else None
 
 
-def _connection(parts: urllib.parse.SplitResult, timeout: float) -> http.client.HTTPConnection:
-    host = parts.hostname or ""
+def _port(parts: urllib.parse.SplitResult) -> int | None:
     try:
-        port = parts.port
+        return parts.port
     except ValueError:
-        port = None
-    if parts.scheme == "https":
-        return http.client.HTTPSConnection(host, port, timeout=timeout, context=ssl.create_default_context())
-    return http.client.HTTPConnection(host, port, timeout=timeout)
+        return None
+
+
+def _route(parts: urllib.parse.SplitResult, timeout: float) -> tuple[http.client.HTTPConnection, str, dict[str, str]]:
+    """The connection for ``parts``, the request target to send on it and the headers it needs.
+
+    A proxy is used as libcurl (elfutils' client) and urllib use one: ``http_proxy``,
+    ``https_proxy`` and ``no_proxy`` from the environment (the system's settings on Windows and
+    macOS, through urllib.request.getproxies); never for a loopback host. An http URL is asked of
+    the proxy by its absolute form, an https one through a CONNECT tunnel.
+    """
+    host = parts.hostname or ""
+    path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    # Credentials in the URL (a store behind basic authentication) go to that URL's host only: a
+    # redirect elsewhere is asked without them, as curl does.
+    headers = {"Authorization": _basic(parts)} if parts.username is not None else {}
+    proxy = _proxy_for(parts.scheme, host)
+    context = ssl.create_default_context() if parts.scheme == "https" else None
+    if proxy is None:
+        if context is not None:
+            return http.client.HTTPSConnection(host, _port(parts), timeout=timeout, context=context), path, headers
+        return http.client.HTTPConnection(host, _port(parts), timeout=timeout), path, headers
+    proxy_parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    proxy_headers = {"Proxy-Authorization": _basic(proxy_parts)} if proxy_parts.username is not None else {}
+    proxy_host, proxy_port = proxy_parts.hostname or "", _port(proxy_parts) or 8080
+    if context is not None:
+        tunnel = http.client.HTTPSConnection(proxy_host, proxy_port, timeout=timeout, context=context)
+        tunnel.set_tunnel(host, _port(parts) or 443, headers=proxy_headers)
+        return tunnel, path, headers
+    absolute = urllib.parse.urlunsplit(("http", parts.netloc.rpartition("@")[2], parts.path or "/", parts.query, ""))
+    return http.client.HTTPConnection(proxy_host, proxy_port, timeout=timeout), absolute, headers | proxy_headers
+
+
+def _basic(parts: urllib.parse.SplitResult) -> str:
+    """The Basic credentials of a URL's ``user:password@`` (RFC 7617)."""
+    import base64
+
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+def _proxy_for(scheme: str, host: str) -> str | None:
+    import ipaddress
+    import urllib.request
+
+    if host == "localhost":
+        return None
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    proxy = urllib.request.getproxies().get(scheme)
+    if not proxy or urllib.request.proxy_bypass(host):
+        return None
+    return proxy

@@ -8,6 +8,8 @@ servers do. Every request is logged (:attr:`HttpStore.requests`), so a test can 
 none was made. Stalls end when the test stops the server (or after ``stall_seconds``), so a
 stopped server leaves no thread behind.
 
+:class:`HttpProxy` is a forward proxy in front of such servers, for the proxy settings.
+
 Used by tests/test_remote_fetch.py, the symbol-store tests and bench/remote_fetch.py::
 
     with HttpStore(directory) as store:
@@ -18,6 +20,9 @@ Used by tests/test_remote_fetch.py, the symbol-store tests and bench/remote_fetc
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import itertools
+import re
 import socket
 import struct
 import threading
@@ -37,10 +42,16 @@ class Fault:
     ``stall_seconds``). ``stall_after``: send the headers and this many body bytes, then nothing.
     ``fail_times``/``fail_status``: answer ``fail_status`` (5xx) to the first requests.
     ``reset_times``/``reset_after``: the first requests get ``reset_after`` body bytes then a TCP
-    reset. ``redirect``: answer 302 to this location (absolute, or a path of this server).
+    reset (or, with ``cut_clean``, a clean close: the client then has every byte sent).
+    ``redirect``: answer 302 to this location (absolute, or a path of this server).
     ``serve``: send this file instead (another build's). ``status``: answer this status, no body.
     ``chunked``: send the body chunked, without a Content-Length. ``lie_length``: claim this
-    Content-Length whatever the body is.
+    Content-Length whatever the body is. ``bytes_per_second``: trickle the body, ``piece_bytes``
+    at a time. ``garbage``: send these bytes instead of an HTTP answer, then close. ``ranges``: offer byte
+    ranges (``Accept-Ranges``, an ``ETag``) and answer a ``Range: bytes=N-`` whose ``If-Range``
+    matches with a 206 (the body faults then apply to the part). ``new_version_each_time``: the
+    ETag changes with every request (a file replaced on the server). ``range_shift``: a 206 part
+    starts this many bytes after the one asked for (its Content-Range says so).
     """
 
     delay: float = 0.0
@@ -51,21 +62,30 @@ class Fault:
     fail_status: int = 503
     reset_times: int = 0
     reset_after: int = 0
+    cut_clean: bool = False
     redirect: str | None = None
     serve: Path | None = None
     status: int | None = None
     chunked: bool = False
     lie_length: int | None = None
     bytes_per_second: float | None = None
+    piece_bytes: int = 16 * 1024
+    garbage: bytes | None = None
+    ranges: bool = True
+    new_version_each_time: bool = False
+    range_shift: int = 0
 
 
 @dataclass(frozen=True)
 class Request:
-    """One request as the server saw it: method, path (unquoted), the status it answered."""
+    """One request as the server saw it: method, path (unquoted), the status it answered, and the
+    Range and Authorization headers it came with."""
 
     method: str
     path: str
     status: int
+    range: str | None = None
+    authorization: str | None = None
 
 
 @dataclass
@@ -76,12 +96,23 @@ class _State:
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
+    versions: itertools.count[int] = field(default_factory=itertools.count)
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog of 5 drops the SYNs of a burst of parallel fetches (each then
+    # waits a second for the retransmission): a real server's backlog is in the hundreds.
+    request_queue_size = 128
     state: _State
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Quiet about clients that went away (a race lost, a cancel): that is the tests' normal."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -110,6 +141,11 @@ class _Handler(BaseHTTPRequestHandler):
             state.stopping.wait(fault.stall_seconds)
             self.close_connection = True
             return
+        if fault.garbage is not None:
+            self._log(path, 0)
+            self.wfile.write(fault.garbage)
+            self.close_connection = True
+            return
         if fail:
             self._send_status(path, fault.fail_status)
             return
@@ -127,18 +163,15 @@ class _Handler(BaseHTTPRequestHandler):
         if file is None:
             self._send_status(path, 404)
             return
-        body = file.read_bytes()
-        self._log(path, 200)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/octet-stream")
-        if fault.chunked:
-            self.send_header("Transfer-Encoding", "chunked")
-        else:
-            self.send_header("Content-Length", str(fault.lie_length if fault.lie_length is not None else len(body)))
-        self.end_headers()
+        body = self._answer_headers(path, file.read_bytes(), fault)
+        if body is None:
+            return
         if reset:
             self._write(body[: fault.reset_after], fault)
-            self._reset()
+            if fault.cut_clean:
+                self.close_connection = True
+            else:
+                self._reset()
             return
         if fault.stall_after is not None:
             self._write(body[: fault.stall_after], fault)
@@ -149,9 +182,42 @@ class _Handler(BaseHTTPRequestHandler):
         self._write(body, fault)
         if fault.chunked:
             self.wfile.write(b"0\r\n\r\n")
+        if fault.lie_length is not None:
+            self.close_connection = True  # the claimed length is never reached: end of body by EOF
+
+    def _answer_headers(self, path: str, whole: bytes, fault: Fault) -> bytes | None:
+        """Send the status and headers for ``whole`` (a 200, or a 206 for a range it may answer);
+        returns the body to send, None when the answer is complete (a 416)."""
+        state = self.server.state
+        version = f"-{next(state.versions)}" if fault.new_version_each_time else ""
+        etag = f'"{hashlib.sha256(whole).hexdigest()[:16]}{version}"'
+        asked = self.headers.get("Range")
+        start: int | None = None
+        if fault.ranges and asked and self.headers.get("If-Range") in (None, etag):
+            match = re.fullmatch(r"bytes=(\d+)-", asked.strip())
+            start = int(match.group(1)) + fault.range_shift if match else None
+        if start is not None and start >= len(whole):
+            self._send_status(path, 416)
+            return None
+        body = whole if start is None else whole[start:]
+        status = 200 if start is None else 206
+        self._log(path, status)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        if fault.ranges:
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("ETag", etag)
+        if start is not None:
+            self.send_header("Content-Range", f"bytes {start}-{len(whole) - 1}/{len(whole)}")
+        if fault.chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(fault.lie_length if fault.lie_length is not None else len(body)))
+        self.end_headers()
+        return body
 
     def _write(self, data: bytes, fault: Fault) -> None:
-        step = 16 * 1024
+        step = fault.piece_bytes
         for start in range(0, len(data), step):
             piece = data[start : start + step]
             if fault.chunked:
@@ -184,7 +250,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _log(self, path: str, status: int) -> None:
         with self.server.state.lock:
-            self.server.state.requests.append(Request(self.command, path, status))
+            self.server.state.requests.append(
+                Request(self.command, path, status, self.headers.get("Range"), self.headers.get("Authorization"))
+            )
 
     @staticmethod
     def _find(state: _State, path: str) -> Path | None:
@@ -205,15 +273,30 @@ class _Handler(BaseHTTPRequestHandler):
 class HttpStore:
     """The server: start it with ``with HttpStore(root) as store``; ``store.url`` is its base URL."""
 
-    def __init__(self, root: Path, *, fold_case: bool = False) -> None:
+    def __init__(self, root: Path, *, fold_case: bool = False, tls: tuple[Path, Path] | None = None) -> None:
+        """``tls``: (certificate, key) PEM files: serve https (the handshake runs in the request's thread)."""
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.state = _State(root, fold_case)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="http_store", daemon=True)
+        self._scheme = "http"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
+            self._scheme = "https"
+        self._thread = _serving_thread(self._server)
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
 
     @property
     def root(self) -> Path:
@@ -242,9 +325,7 @@ class HttpStore:
 
     def stop(self) -> None:
         self._server.state.stopping.set()  # ends every stall
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
+        _stop(self._server, self._thread)
 
     def __enter__(self) -> HttpStore:
         return self.start()
@@ -263,3 +344,125 @@ def wait_for_request(store: HttpStore, path: str, *, timeout: float = 10.0) -> b
             return True
         time.sleep(0.01)
     return False
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    """A forward proxy's GET: the absolute URL's host is looked up in the proxy's table of
+    origins (so the tests' made-up host names reach loopback servers only through it)."""
+
+    server: _ProxyServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        import http.client
+
+        target = urllib.parse.urlsplit(self.path)
+        with self.server.lock:
+            self.server.requests.append((self.path, self.headers.get("Proxy-Authorization")))
+            origin = self.server.origins.get(target.netloc)
+        if origin is None or not target.scheme:
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        upstream = http.client.HTTPConnection(*origin, timeout=30)
+        try:
+            upstream.request("GET", urllib.parse.urlunsplit(("", "", target.path, target.query, "")))
+            answer = upstream.getresponse()
+            body = answer.read()
+        finally:
+            upstream.close()
+        self.send_response(answer.status)
+        for name in ("Location", "Content-Type"):
+            if (value := answer.getheader(name)) is not None:
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+    def do_CONNECT(self) -> None:
+        """A tunnel (https through the proxy): bytes relayed both ways until either side closes."""
+        import select
+
+        with self.server.lock:
+            self.server.requests.append((f"CONNECT {self.path}", self.headers.get("Proxy-Authorization")))
+            origin = self.server.origins.get(self.path)
+        if origin is None:
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        upstream = socket.create_connection(origin, timeout=30)
+        self.send_response(200, "Connection established")
+        self.end_headers()
+        self.wfile.flush()
+        self.close_connection = True
+        sides = [self.connection, upstream]
+        try:
+            while True:
+                readable, _, _ = select.select(sides, [], [], 30)
+                if not readable:
+                    return
+                for side in readable:
+                    data = side.recv(65536)
+                    if not data:
+                        return
+                    (upstream if side is self.connection else self.connection).sendall(data)
+        except OSError:
+            return
+        finally:
+            upstream.close()
+
+
+class _ProxyServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+    origins: dict[str, tuple[str, int]]
+    requests: list[tuple[str, str | None]]
+    lock: threading.Lock
+
+
+class HttpProxy:
+    """A forward HTTP proxy on loopback: ``origins`` maps a made-up ``host:port`` to a real server's
+    (host, port). ``requests`` logs (absolute URL, Proxy-Authorization header) of each request."""
+
+    def __init__(self, origins: dict[str, tuple[str, int]]) -> None:
+        self._server = _ProxyServer(("127.0.0.1", 0), _ProxyHandler)
+        self._server.origins = origins
+        self._server.requests = []
+        self._server.lock = threading.Lock()
+        self._thread = _serving_thread(self._server)
+
+    @property
+    def address(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}"
+
+    @property
+    def requests(self) -> list[tuple[str, str | None]]:
+        with self._server.lock:
+            return list(self._server.requests)
+
+    def __enter__(self) -> HttpProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        _stop(self._server, self._thread)
+
+
+def _serving_thread(server: ThreadingHTTPServer) -> threading.Thread:
+    # A short poll: shutdown() waits for the loop's next look at its flag.
+    return threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+
+def _stop(server: ThreadingHTTPServer, thread: threading.Thread) -> None:
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
