@@ -58,6 +58,7 @@ from symbolize.formats.types import (
 )
 from symbolize.index.indexed import IndexableSource
 from symbolize.index.job import IndexJob
+from symbolize.module import FileIdentity
 
 if TYPE_CHECKING:
     from symbolize.remote.progress import DownloadProgress
@@ -101,10 +102,14 @@ class HintFollower:
 
     def follow(self, hint: DebugHint) -> SectionSource | None:
         """The file ``hint`` names, found and verified; None when none is (the refusals noted)."""
-        context = LookupContext(self.loader, self.image_path, self.asking_path, self.arch)
+        # The servers are asked for what they can name (a dwz file by its build ID), after every
+        # local candidate; the files on disk alone are what an index's record keeps.
+        context = LookupContext(
+            self.loader, self.image_path, self.asking_path, self.arch, ask_servers=self.loader.remote is not None
+        )
         if hint.kind in _DECODING_HINTS:
             # Before locate opens anything: a file that appears meanwhile then shows as a change.
-            for path in map(os.path.abspath, candidate_paths(hint, context)):
+            for path in map(os.path.abspath, candidate_paths(hint, context._replace(ask_servers=False))):
                 if path not in self._consulted:
                     self._consulted[path] = _file_state(path)
         found = locate(hint, context, self.refused)
@@ -267,7 +272,7 @@ class Loader:
         if self.options.remote is not None and self.options.remote.asked:
             from symbolize.remote.run import RemoteRun  # the network's modules, only when asked
 
-            self._remote = RemoteRun(self.options.remote, download_progress)
+            self._remote = RemoteRun(self.options.remote, self.identify, download_progress)
         self._objects: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
         self._sources: dict[_Key, tuple[tuple[int, int], SymbolSource]] = {}
         # How each source was opened, for a background builder to open it alike.
@@ -371,6 +376,16 @@ class Loader:
             while chunk := stream.read(1 << 20):
                 crc = zlib.crc32(chunk, crc)
         return crc
+
+    def identify(self, path: Path, arch: str | None = None) -> FileIdentity:
+        """What the file at ``path`` is (format and IDs), opened and closed at once, never cached: how
+        a download is verified before it is stored under its final name. Raises SymbolizeError when
+        it is no object file this toolkit reads."""
+        opened = open_object(path, arch=arch)
+        try:
+            return FileIdentity(opened.format, opened.debug_id, tuple(opened.identities()))
+        finally:
+            opened.close()
 
     def open_source(
         self, path: Path, *, image_path: Path | None = None, arch: str | None = None, image: ObjectFile | None = None

@@ -89,10 +89,20 @@ class RemoteMiss(NamedTuple):
     detail: str = ""
 
     def describe(self) -> str:
-        """One line for people: what, why, and where it was asked."""
+        """One line for people: what, why, and what each server said (or, without that, where it was asked)."""
+        if self.detail:
+            return f"{self.what}: {self.reason.value}: {self.detail}"
         where = f" (tried {', '.join(self.tried)})" if self.tried else ""
-        said = f": {self.detail}" if self.detail else ""
-        return f"{self.what}: {self.reason.value}{said}{where}"
+        return f"{self.what}: {self.reason.value}{where}"
+
+
+class FileIdentity(NamedTuple):
+    """What a file is, read from its headers: its format, its debug ID, every ID a mapping may name
+    it by (a PE image's code ID too). What a download is verified by before it is stored."""
+
+    format: str
+    debug_id: DebugId | None
+    identities: tuple[DebugId, ...]
 
 
 class Unknown(NamedTuple):

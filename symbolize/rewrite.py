@@ -46,7 +46,7 @@ from symbolize.formats.errors import RemoteMissError, SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.indexed_lines import NamedFacts, attach_indexed_lines
 from symbolize.loader import Loader
-from symbolize.module import Module, Reason, RemoteMiss, Unknown, reason_for_error
+from symbolize.module import Module, Reason, Unknown, reason_for_error
 from symbolize.normalize import (
     EXACT,
     MIXED,
@@ -350,8 +350,8 @@ def _symbolize_mapping(
         module = _open_module(options, summary.filename, build_id)
     except (SymbolizeError, OSError) as exc:
         reason, detail = reason_for_error(exc), str(exc)
-        if isinstance(exc, RemoteMissError):
-            summary.missed = [RemoteMiss(f"binary {summary.filename}", reason, exc.tried, exc.reason)]
+        if isinstance(exc, RemoteMissError) and options.discovery.remote is not None:
+            summary.missed = options.discovery.remote.misses(summary.filename)
         if reason is Reason.BINARY_NOT_FOUND and in_dyld_shared_cache(summary.filename):
             reason, detail = Reason.IN_SHARED_CACHE, f"{summary.filename}: a macOS system library, not on disk"
         for _ in entry.pending:
@@ -468,8 +468,8 @@ def _lines_missing_reason(module: Module) -> str | None:
     (a publics-only PDB says so); None when the debug files give none."""
     if not module.debug_files:
         missing = "dSYM" if module.image.format == "macho" else "debug file"
-        asked = f" ({module.missed[0].describe()})" if module.missed else ""
-        return f"named from the symbol table only: no {missing} was found{asked}"
+        where = " on disk nor on the servers asked" if module.missed else ""
+        return f"named from the symbol table only: no {missing} was found{where}"
     for source in module.debug_files:
         found = source.lines_missing_reason()
         if found is not None:

@@ -132,10 +132,14 @@ def test_a_binary_only_on_the_server_is_fetched_by_build_id(server: DebuginfodSe
     absent = _profile(None, tmp_path / "bare", moved, tmp_path / "bare.pb")
     assert "binary-not-found" in _mapping(absent, name)["reasons"]
 
+    before = len(server.requests())
     summary = _profile(server, tmp_path / "client", moved, tmp_path / "fetched.pb", "--debuginfod", server.url)
     mapping = _mapping(summary, name)
     assert mapping["named"] == mapping["locations"] > 0
     assert mapping["binary"].endswith("/executable")
+    build_id = Path(mapping["binary"]).parent.name
+    asked = [path for path, _ in server.requests()[before:] if build_id in path]
+    assert asked == [f"/buildid/{build_id}/executable"], "a binary with its own DWARF needs no debuginfo"
     assert (tmp_path / "fetched.pb").read_bytes() == (tmp_path / "local.pb").read_bytes()
 
 

@@ -6,6 +6,7 @@ flag asks (``DEBUGINFOD_URLS`` alone is not a request), and the command line's r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -23,8 +24,12 @@ from typer.testing import CliRunner
 from symbolize.api import lookup, remote_options, symbolize_profile
 from symbolize.cli.app import app
 from symbolize.formats.types import DebugId, DebugIdKind
+from symbolize.module import Reason
 from symbolize.remote.debuginfod import artifact_url, build_id_hex, elfutils_cache_dir, store_key
+from symbolize.remote.options import RemoteOptions
+from symbolize.summary import MappingSummary
 from tests.fixtures_data import BIN, DEBUG_DIR, PROFILES, load_expected
+from tests.posix import require
 from tests.servers.http_store import Fault, HttpStore, wait_for_request
 
 STRIPPED = BIN / "cppdemo-gcc-buildid"
@@ -144,6 +149,7 @@ def test_only_a_gnu_build_id_is_asked_and_its_key_is_a_safe_path(value: bytes, k
 def test_ctrl_c_mid_download_leaves_no_partial_file(tmp_path: Path) -> None:
     """The real command line, interrupted while a download is under way: it ends with one line,
     no traceback, and nothing of the download is left in the store."""
+    require("killpg")  # a SIGINT sent to a child: POSIX's
     with HttpStore(_served(tmp_path / "served", DEBUG_FILE)) as stalling:
         stalling.fault(DEBUGINFO_PATH, Fault(stall_after=64 * 1024))
         env = {**os.environ, "SYMBOLIZE_CACHE_DIR": str(tmp_path / "cache"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
@@ -167,3 +173,93 @@ def test_ctrl_c_mid_download_leaves_no_partial_file(tmp_path: Path) -> None:
     assert "Traceback" not in stderr and stderr.strip().splitlines()[-1] == "Aborted!"
     left = [path for path in (tmp_path / "cache" / "downloads").rglob("*") if path.is_file()]
     assert left == [], left
+
+
+def test_a_dwz_file_is_asked_by_its_build_id_as_libdw_asks(tmp_path: Path) -> None:
+    """A binary whose shared DWARF is in a dwz file (``.gnu_debugaltlink``) that is not beside it:
+    debuginfod is asked for the dwz file's build ID, and the answers are those with the file on disk."""
+    binary, common = BIN / "cppdemo-gcc-dwz", BIN / "cppdemo-gcc-dwz.common.debug"
+    alone = tmp_path / "alone" / binary.name
+    alone.parent.mkdir()
+    shutil.copyfile(binary, alone)
+    common_id = read_object_debug_id(common)
+    served = tmp_path / "served" / "buildid" / common_id / "debuginfo"
+    served.parent.mkdir(parents=True)
+    shutil.copyfile(common, served)
+    vaddrs = [address.vaddr for address in load_expected("cppdemo-gcc-dwz").addresses[:60]]
+    beside = lookup(binary, vaddrs, use_cache=False)
+    without = lookup(alone, vaddrs, use_cache=False, debug_dirs=[tmp_path / "alone"])
+    with HttpStore(tmp_path / "served") as dwz_server:
+        remote = remote_options(debuginfod_urls=[dwz_server.url], cache_dir=tmp_path / "cache")
+        fetched = lookup(alone, vaddrs, use_cache=False, debug_dirs=[tmp_path / "alone"], remote=remote)
+        asked = [request.path for request in dwz_server.requests]
+    assert fetched == beside != without
+    assert asked == [f"/buildid/{common_id}/debuginfo"]
+
+
+def read_object_debug_id(path: Path) -> str:
+    from symbolize.formats.open import open_object
+
+    opened = open_object(path)
+    try:
+        hex_id = build_id_hex(opened.debug_id)
+    finally:
+        opened.close()
+    assert hex_id is not None
+    return hex_id
+
+
+def test_on_a_terminal_the_download_is_one_line_with_name_server_and_bytes(tmp_path: Path) -> None:
+    require("openpty")
+    import pty
+
+    with HttpStore(_served(tmp_path / "served", DEBUG_FILE)) as slow:
+        slow.fault(DEBUGINFO_PATH, Fault(bytes_per_second=200_000))  # about a second and a half
+        leader, follower = pty.openpty()
+        env = {**os.environ, "SYMBOLIZE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "250",
+               "XDG_CACHE_HOME": str(tmp_path / "xdg")}  # fmt: skip
+        argv = [sys.executable, "-m", "symbolize", "profile", str(HEAP_PROFILE), "-o", str(tmp_path / "out.pb"),
+                "--binary", str(STRIPPED), "--debug-dir", str(tmp_path), "--debuginfod", slow.url]  # fmt: skip
+        process = subprocess.Popen(argv, stderr=follower, stdout=subprocess.DEVNULL, env=env)
+        os.close(follower)
+        drawn = b""
+        with contextlib.suppress(OSError):  # EIO once the process has closed the terminal
+            while chunk := os.read(leader, 65536):
+                drawn += chunk
+        os.close(leader)
+        assert process.wait(timeout=60) == 0
+    text = drawn.decode(errors="replace")
+    assert f"{STRIPPED.name} debuginfo (build ID {BUILD_ID}) from {slow.url}" in text
+    assert "fetched 1 debug file" in text  # the summary's last line says what came from where
+
+
+def test_a_binary_of_another_build_on_disk_gives_way_to_the_servers(tmp_path: Path) -> None:
+    """The mapping's file name is on disk but of another build: the server's, by build ID, is used."""
+    from symbolize.pprof import read_profile
+
+    right = BIN / "cdemo-gcc-dwarf5-pie"
+    right_id = read_object_debug_id(right)
+    profile, _ = read_profile(PROFILES / "cdemo-gcc-dwarf5-pie.cpu.pb")
+    strings = list(profile.string_table)
+    for mapping in profile.mapping:
+        if Path(strings[mapping.filename]).name == right.name:
+            profile.string_table[mapping.filename] = f"/nonexistent/{right.name}"
+    other_build = tmp_path / "search" / right.name
+    other_build.parent.mkdir()
+    shutil.copyfile(BIN / "cdemo-clang-dwarf5-pie", other_build)
+    served = tmp_path / "served" / "buildid" / right_id / "executable"
+    served.parent.mkdir(parents=True)
+    shutil.copyfile(right, served)
+
+    def summarized(remote: RemoteOptions | None) -> MappingSummary:
+        copy = type(profile)()
+        copy.CopyFrom(profile)
+        _, summary = symbolize_profile(copy, search_paths=[other_build.parent], remote=remote)
+        return next(m for m in summary.mappings if m.filename.endswith(right.name))
+
+    refused = summarized(None)
+    assert refused.reasons and set(refused.reasons) == {Reason.DEBUG_ID_MISMATCH}
+    with HttpStore(tmp_path / "served") as server:
+        fetched = summarized(remote_options(debuginfod_urls=[server.url], cache_dir=tmp_path / "cache"))
+    assert fetched.named == fetched.locations > 0
+    assert fetched.binary == str(tmp_path / "cache" / "downloads" / "debuginfod" / right_id / "executable")

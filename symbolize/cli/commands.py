@@ -24,6 +24,7 @@ from symbolize.cli.exits import (
 from symbolize.cli.options import LOOKUP_OPTIONS, PROFILE_OPTIONS, option
 
 if TYPE_CHECKING:
+    from symbolize.progress import ProgressReport
     from symbolize.remote.options import RemoteOptions
     from symbolize.remote.progress import DownloadProgress
     from symbolize.summary import GateFailure, Summary
@@ -215,14 +216,14 @@ def requested_remote(request: LookupRequest | ProfileRequest) -> RemoteOptions |
     )
 
 
-def download_progress(remote: RemoteOptions | None) -> DownloadProgress | None:
-    """One line per download on stderr when it is a terminal and servers may be asked; else None."""
-    stream = sys.stderr
-    if remote is None or not remote.network or stream is None or not _is_terminal(stream):
+def download_progress(remote: RemoteOptions | None, bar: ProgressReport | None = None) -> DownloadProgress | None:
+    """One line per download on stderr when it is a terminal (in ``bar``'s display, the run's own
+    progress bar, when it has one) and servers may be asked; else None."""
+    if remote is None or not remote.network:
         return None
-    from symbolize.remote.progress import TerminalDownloadProgress
+    from symbolize.remote.progress import stderr_download_progress
 
-    return TerminalDownloadProgress(stream)
+    return stderr_download_progress(bar)
 
 
 def lookup_usage_problem(request: LookupRequest) -> tuple[str, str] | None:
@@ -349,8 +350,9 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
         else:
             out_path = request.out_path or default_output_path(request.in_path)
         remote = requested_remote(request)
-        downloads = download_progress(remote)
         progress = stderr_progress()
+        # rich draws one live display: the download lines join the bar's.
+        downloads = download_progress(remote, progress)
         try:
             summary = symbolize_file(
                 sys.stdin.buffer if request.from_stdin else request.in_path,
@@ -370,9 +372,9 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
                 download_progress=downloads,
             )
         finally:
-            progress.close()  # erased before the summary and any error line are printed
             if downloads is not None:
                 downloads.close()
+            progress.close()  # erased before the summary and any error line are printed
         summaries.append(summary)
 
     code = run_guarded(rewrite, debug=debug)

@@ -14,7 +14,8 @@ Search order as GDB's ("Separate Debug Files" and "dwz" in the GDB manual;
 - SUPPLEMENTARY (``.gnu_debugaltlink``): the recorded path (absolute, or
   relative to the file that records it), then the base name beside that file,
   beside the binary and in the search paths, then ``.build-id/xx/rest.debug``
-  under each debug dir; the file's build ID must be the recorded one. A recorded
+  under each debug dir, then debuginfod's ``/buildid/<hex>/debuginfo`` of that build ID (as
+  elfutils' libdw asks for it); the file's build ID must be the recorded one. A recorded
   path that leaves its directory is followed only when there is a build ID to check.
 - SPLIT_DWARF: ``<file>.dwp`` beside the file asking and beside the binary,
   the recorded ``DW_AT_dwo_name`` (absolute, or under ``DW_AT_comp_dir``),
@@ -49,15 +50,14 @@ def _build_id_candidates(hint: DebugHint, context: LookupContext) -> Iterator[Ca
         yield Candidate(directory / relative, directory)
 
 
-def _debuginfod_candidates(hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
+def _debuginfod_candidates(hint: DebugHint, context: LookupContext, name: str) -> Iterator[Candidate]:
+    """The debuginfo of ``hint``'s build ID from the run's caches and servers (``name`` says whose)."""
     remote = context.loader.remote
     if remote is None or not context.ask_servers:
         return
     from symbolize.remote.debuginfod import fetch_artifact  # the network's modules, only when asked
 
-    found = fetch_artifact(
-        remote, hint.debug_id, "debuginfo", name=context.image_path.name, owner=str(context.image_path)
-    )
+    found = fetch_artifact(remote, hint.debug_id, "debuginfo", name=name, owner=str(context.image_path))
     if found is not None:
         yield Candidate(*found)
 
@@ -68,7 +68,7 @@ class BuildIdLocator(LocatorDefaults):
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
         # A generator: the servers are asked only once every local candidate was refused or absent.
         yield from _build_id_candidates(hint, context)
-        yield from _debuginfod_candidates(hint, context)
+        yield from _debuginfod_candidates(hint, context, context.image_path.name)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         return debug_id_refusal(hint.debug_id, found.debug_id, "the binary's")
@@ -119,6 +119,7 @@ class SupplementaryLocator(LocatorDefaults):
             yield Candidate(Path(os.path.normpath(asking_dir / recorded)), None)
         yield from _by_base_name(recorded, context)
         yield from _build_id_candidates(hint, context)
+        yield from _debuginfod_candidates(hint, context, f"{context.asking_path.name}'s dwz file")
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         mismatch = debug_id_refusal(hint.debug_id, found.debug_id, ".gnu_debugaltlink's")

@@ -71,8 +71,8 @@ def find_module(filename: str, debug_id: str | None, loader: FileLoader) -> Modu
     if missed:
         unreachable = any(miss.reason is Reason.SERVER_UNREACHABLE for miss in missed)
         tried = tuple(url for miss in missed for url in miss.tried)
-        said = "; ".join(miss.describe() for miss in missed)
-        raise RemoteMissError(f"binary not found on disk nor on the servers: {said}", filename,
+        said = "; ".join(f"{miss.what}: {miss.reason.value}" for miss in missed)
+        raise RemoteMissError(f"binary not found on disk nor on the servers asked ({said})", filename,
                               unreachable=unreachable, tried=tried)  # fmt: skip
     raise MissingDebugInfoError("binary not found (give it with --binary or --search-path)", filename)
 

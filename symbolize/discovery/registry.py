@@ -58,6 +58,7 @@ from symbolize.discovery.options import SearchOptions
 from symbolize.discovery.paths import DirectoryListings, lies_under
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile, SymbolSource
+from symbolize.module import FileIdentity
 
 if TYPE_CHECKING:
     from symbolize.remote.run import RemoteRun
@@ -112,6 +113,8 @@ class FileLoader(Protocol):
 
     def file_crc32(self, path: Path) -> int: ...
 
+    def identify(self, path: Path, arch: str | None = None) -> FileIdentity: ...
+
 
 class LookupContext(NamedTuple):
     """Who asks: the image (its path, arch, debug ID), the file whose hint it is, and the loader."""
@@ -124,7 +127,7 @@ class LookupContext(NamedTuple):
     # The vaddr the image's answers are at (a PDB's RVAs add to it): part of a PDB's index key.
     image_load_base: int | None = None
     # Whether a locator's remote part may ask the run's servers (the loader's ``remote``): not for
-    # an image whose own DWARF names its addresses, nor for what a reader asks while decoding.
+    # an image whose own DWARF names its addresses, nor when only the local candidates are listed.
     ask_servers: bool = False
 
     @property

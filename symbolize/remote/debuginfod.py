@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import DebugId, DebugIdKind
+from symbolize.module import FileIdentity
 from symbolize.remote.fetcher import GetAttempt, Verify
 from symbolize.remote.store import StoreKey, StoreTier
 
@@ -74,25 +75,20 @@ def system_tiers(environ: Mapping[str, str] | None = None) -> tuple[StoreTier, .
     return () if directory is None else (StoreTier(directory, writable=False),)
 
 
-def build_id_verifier(expected: DebugId) -> Verify:
-    """``verify(path)``: None when ``path`` is an ELF file with GNU build ID ``expected``, else why not."""
+def build_id_verifier(expected: DebugId, identify: Callable[[Path], FileIdentity]) -> Verify:
+    """``verify(path)``: None when ``path`` is an ELF file with GNU build ID ``expected``, else why not
+    (``identify`` is the loader's, which reads the file's headers)."""
 
     def verify(path: Path) -> str | None:
-        from symbolize.formats.open import open_object  # the readers, only once a file is there
-
         try:
-            opened = open_object(path)
+            found = identify(path)
         except SymbolizeError as err:
             return f"not a readable object file: {err.reason}"
-        try:
-            if opened.format != "elf":
-                return f"a {opened.format} file, not ELF"
-            found = opened.debug_id
-            if found != expected:
-                return f"build ID {found if found is not None else 'none'} is not the one asked for, {expected}"
-            return None
-        finally:
-            opened.close()
+        if found.format != "elf":
+            return f"a {found.format} file, not ELF"
+        if found.debug_id != expected:
+            return f"build ID {found.debug_id or 'none'} is not the one asked for, {expected}"
+        return None
 
     return verify
 
@@ -120,7 +116,6 @@ def fetch_artifact(
         return None
     key = store_key(build_id, artifact)
     servers = attempts(options.debuginfod_urls, build_id, artifact)
-    path = remote.fetch(
-        owner, key, describe(artifact, build_id, name), servers, build_id_verifier(debug_id), system_tiers()
-    )
+    verify = build_id_verifier(debug_id, remote.identify)
+    path = remote.fetch(owner, key, describe(artifact, build_id, name), servers, verify, system_tiers())
     return None if path is None else (path, path.parents[len(key.parts) - 1])

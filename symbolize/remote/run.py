@@ -14,10 +14,10 @@ the module's. Each key is fetched once per run: a second question gets the first
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from symbolize.module import Reason, RemoteMiss
+from symbolize.module import FileIdentity, Reason, RemoteMiss
 from symbolize.remote.fetcher import Attempt, Fetched, Fetcher, Missed, Verify
 from symbolize.remote.options import RemoteOptions
 from symbolize.remote.progress import DownloadProgress
@@ -29,8 +29,15 @@ _REASONS = {"not-on-server": Reason.NOT_ON_SERVER, "server-unreachable": Reason.
 class RemoteRun:
     """The servers and caches of one run, asked through one Fetcher; see the module docstring."""
 
-    def __init__(self, options: RemoteOptions, progress: DownloadProgress | None = None) -> None:
+    def __init__(
+        self,
+        options: RemoteOptions,
+        identify: Callable[[Path], FileIdentity],
+        progress: DownloadProgress | None = None,
+    ) -> None:
         self.options = options
+        # The loader's: what a downloaded file is, read from its headers (verify callbacks use it).
+        self.identify = identify
         self._progress = progress
         self._fetcher: Fetcher | None = None
         self._lock = threading.Lock()

@@ -4,10 +4,12 @@ The real server, not a model of it: ``debuginfod -F -p PORT -d :memory: DIR`` sc
 ELF files with a build ID and answers ``/buildid/<hex>/debuginfo`` and ``/executable`` for
 them. It listens on every interface (0.188 has no option to bind one), so it runs in a private
 network namespace (``unshare -n``, with ``lo`` brought up first), where nothing but a process of
-that namespace reaches it: the test's client runs there too, through ``nsenter --net`` of the
-server's namespace (:meth:`DebuginfodServer.run`). Where no namespace can be made (not root, no
-user namespaces), :func:`start_debuginfod` raises :class:`Unavailable` with the reason, which
-the fixture turns into a skip: debuginfod is never left listening on a machine's interfaces.
+that namespace reaches it: the test's client runs there too, through ``nsenter`` into the
+server's namespace (:meth:`DebuginfodServer.run`). As root the namespace is a plain network one
+(``unshare -n``); otherwise, where unprivileged user namespaces are allowed, a user namespace
+with it (``unshare -rn``, joined with ``nsenter -U -n``). Where neither can be made,
+:func:`start_debuginfod` raises :class:`Unavailable` with the reason, which the fixture turns into
+a skip: debuginfod is never left listening on a machine's interfaces.
 
 Readiness is polled at ``/metrics`` until the scan has indexed every file of ``DIR``. What the
 server was asked is read from its own log (``-v`` prints one line per request, with its path
@@ -43,19 +45,17 @@ class Unavailable(Exception):
 class DebuginfodServer:
     """A running ``debuginfod`` in its own network namespace; ``url`` is reachable from :meth:`run` only."""
 
-    def __init__(self, process: subprocess.Popen[bytes], served: Path, log: Path) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], served: Path, log: Path, user_namespace: bool) -> None:
         self.process = process
+        self.user_namespace = user_namespace
         self.served = served
         self.log = log
         self.url = f"http://127.0.0.1:{PORT}"
 
-    @property
-    def namespace(self) -> str:
-        return f"/proc/{self.process.pid}/ns/net"
-
     def command(self, argv: Sequence[str]) -> list[str]:
-        """``argv`` run inside the server's network namespace."""
-        return ["nsenter", f"--net={self.namespace}", "--", *argv]
+        """``argv`` run inside the server's network namespace (and its user namespace, if it has one)."""
+        joined = ["--preserve-credentials", "-U", "-n"] if self.user_namespace else ["-n"]
+        return ["nsenter", *joined, "-t", str(self.process.pid), "--", *argv]
 
     def run(
         self, argv: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 120.0
@@ -97,14 +97,26 @@ class DebuginfodServer:
                 self.process.wait()
 
 
+def namespace_flags() -> tuple[list[str] | None, str]:
+    """``unshare``'s flags for a private network namespace here (None when none can be made), and
+    why not."""
+    said = []
+    for flags in (["-n"], ["-r", "-n"]):
+        probe = subprocess.run(["unshare", *flags, "true"], capture_output=True, text=True, check=False)
+        if probe.returncode == 0:
+            return flags, ""
+        said.append(f"unshare {' '.join(flags)}: {probe.stderr.strip()}")
+    return None, "; ".join(said)
+
+
 def unavailable_reason() -> str | None:
     """Why the real debuginfod cannot run here, or None when it can."""
     for tool in ("debuginfod", "unshare", "nsenter", "ip"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (.ci/run installs debuginfod, util-linux and iproute2)"
-    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        return f"cannot make a private network namespace for debuginfod (unshare -n: {probe.stderr.strip()})"
+    flags, why = namespace_flags()
+    if flags is None:
+        return f"cannot make a private network namespace for debuginfod ({why})"
     return None
 
 
@@ -115,17 +127,18 @@ def start_debuginfod(served: Path, log: Path) -> DebuginfodServer:
     answer or scan in time.
     """
     reason = unavailable_reason()
-    if reason is not None:
-        raise Unavailable(reason)
+    flags, _ = namespace_flags()
+    if reason is not None or flags is None:
+        raise Unavailable(reason or "no network namespace")
     expected = sum(1 for path in served.rglob("*") if path.is_file())
     argv = [
-        "unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
+        "unshare", *flags, "sh", "-c", 'ip link set lo up && exec "$@"', "sh",
         "debuginfod", "-v", "-F", "-p", str(PORT), "-d", ":memory:", "-t", "0", "-g", "0", str(served),
     ]  # fmt: skip
     # unshare and sh exec, so the process started is debuginfod itself, in the new namespace.
     with log.open("wb") as sink:
         process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-    server = DebuginfodServer(process, served, log)
+    server = DebuginfodServer(process, served, log, user_namespace="-r" in flags)
     deadline = time.monotonic() + SCAN_DEADLINE
     while True:
         if process.poll() is not None:
