@@ -99,7 +99,8 @@ def remote_options(
     what the download caches hold, no request (``--offline``). ``DEBUGINFOD_TIMEOUT``,
     ``_MAXTIME`` and ``_MAXSIZE`` set the stall timeout, the total timeout and the size cap in
     any case. Downloads are stored under ``cache_dir/downloads`` (default: the per-user cache's).
-    A debuginfod URL that is not http(s) raises SymbolizeError naming it.
+    A debuginfod URL that is not http(s), and a symbol server entry that names nothing on this
+    system (another symbol server DLL, a Windows path elsewhere), raise SymbolizeError naming it.
     """
     from symbolize.errors import SymbolizeError
     from symbolize.remote.options import from_environment as read_environment
@@ -111,6 +112,16 @@ def remote_options(
         if not re.match(r"https?://[^/\s]", url, re.IGNORECASE):
             # Named in the message, not as a path: a path would fold the URL's "//".
             raise SymbolizeError(f"{url}: not a debuginfod server URL (http:// or https://)")
+    from symbolize.remote.options import server_url
+    from symbolize.remote.symbol_path import parse_symbol_path
+
+    # An entry the user wrote that names nothing here is said, not skipped (the environment's are
+    # skipped, as WinDbg skips them).
+    written = parse_symbol_path(";".join(symbol_servers))
+    if written.ignored:
+        raise SymbolizeError(f"symbol server {written.ignored[0]}")
+    for url, _ in written.servers():
+        server_url(url)
     if not (urls or servers or offline):
         return None
     store = Path(cache_dir) / "downloads" if cache_dir is not None else None

@@ -3,10 +3,11 @@
 No LZX compressor runs on Linux (makecab and symstore are Windows tools; gcab and the Python
 cabinet packages write MSZIP only), so the LZX cabinets besides the few real ones in
 tests/data/cab/ are made here, and cabextract (libmspack) checks that they decode. The encoder
-is greedy (a hash of 3-byte prefixes, longest match among the last few candidates) and writes one
-block per 32 KiB frame, of the kind asked: verbatim, aligned offset (every aligned symbol 3 bits
-long) or uncompressed; optionally with Intel E8 call translation ([MS-PATCH] 2.1.2... as lzxd.c
-undoes it). Tree lengths go through a fixed pretree, as plain deltas: no run-length codes.
+is greedy (a hash of 3-byte prefixes, longest match among the last few candidates); it writes
+blocks of a given size (one per 32 KiB frame by default; others start mid-frame and span frames),
+each of the kind asked: verbatim, aligned offset (every aligned symbol 3 bits long) or
+uncompressed; optionally with Intel E8 call translation, the inverse of what lzxd.c undoes.
+Tree lengths go through a fixed pretree, as plain deltas: no run-length codes.
 MSZIP blocks come from zlib, each a final deflate stream primed with the previous 32 KiB.
 """
 
@@ -64,9 +65,9 @@ def mszip_cabinet(name: str, data: bytes, level: int = 9) -> bytes:
 
 
 def lzx_cabinet(name: str, data: bytes, *, window_bits: int = 16, kinds: Sequence[int] = (VERBATIM,),
-                e8: bool = False) -> bytes:
-    """`data` LZX-compressed, frame i as a block of kind kinds[i % len(kinds)]."""
-    frames = LzxEncoder(window_bits, e8_file_size=len(data) if e8 else 0).encode(data, kinds)
+                e8: bool = False, block_size: int = FRAME) -> bytes:
+    """`data` LZX-compressed in blocks of `block_size`, block i of kind kinds[i % len(kinds)]."""
+    frames = LzxEncoder(window_bits, e8_file_size=len(data) if e8 else 0).encode(data, kinds, block_size)
     return cabinet(name, frames, COMPRESS_LZX | (window_bits << 8))
 
 
@@ -149,27 +150,39 @@ class LzxEncoder:
         self.length_lengths = [0] * 249
         self.repeated = [1, 1, 1]
 
-    def encode(self, data: bytes, kinds: Sequence[int]) -> list[tuple[bytes, int]]:
+    def encode(self, data: bytes, kinds: Sequence[int], block_size: int = FRAME) -> list[tuple[bytes, int]]:
+        """The data blocks (payload, decoded size) of `data`, one per 32 KiB frame, from LZX blocks
+        of `block_size` bytes (the last shorter), block i of kind kinds[i % len(kinds)]. Blocks
+        need not start at a frame: they may span frames, as the format allows."""
         bits = _BitWriter()
         bits.write(1 if self.e8_file_size else 0, 1)
         if self.e8_file_size:
             bits.write(self.e8_file_size >> 16, 16)
             bits.write(self.e8_file_size & 0xFFFF, 16)
         window = self._translated(data)
-        frames = []
+        chunks: list[tuple[bytes, int]] = []
         heads: dict[bytes, list[int]] = {}
-        for index, start in enumerate(range(0, len(window), FRAME)):
-            end = min(start + FRAME, len(window))
+        for index, start in enumerate(range(0, len(window), block_size)):
+            end = min(start + block_size, len(window))
+            # The block's pieces within one frame each: no match crosses a frame's end.
+            pieces = [(cut, min(end, (cut // FRAME + 1) * FRAME)) for cut in range(start, end)
+                      if cut == start or cut % FRAME == 0]
             kind = kinds[index % len(kinds)]
             if kind == UNCOMPRESSED:
-                self._uncompressed(bits, window, start, end)
-                for position in range(start, end - MIN_MATCH + 1):
-                    heads.setdefault(window[position:position + MIN_MATCH], []).append(position)
+                self._uncompressed(bits, window, pieces, chunks, heads)
             else:
-                self._compressed(bits, window, start, end, kind, heads)
-                bits.align()
-            frames.append((bits.take(), end - start))
-        return frames
+                self._compressed(bits, window, pieces, kind, chunks, heads)
+        return chunks
+
+    @staticmethod
+    def _frame_ends(bits: _BitWriter, end: int, total: int, chunks: list[tuple[bytes, int]], *, align: bool) -> None:
+        """At a frame's end (or the data's): the bits re-align (not inside stored bytes) and the
+        frame's bytes become one data block."""
+        if end % FRAME and end != total:
+            return
+        if align:
+            bits.align()
+        chunks.append((bits.take(), end - sum(size for _, size in chunks)))
 
     def _translated(self, data: bytes) -> bytes:
         """Intel E8 translation, frame by frame, as lzxd.c undoes it."""
@@ -193,16 +206,22 @@ class LzxEncoder:
                 index += 5
         return bytes(out)
 
-    def _uncompressed(self, bits: _BitWriter, window: bytes, start: int, end: int) -> None:
+    def _uncompressed(self, bits: _BitWriter, window: bytes, pieces: list[tuple[int, int]],
+                      chunks: list[tuple[bytes, int]], heads: dict[bytes, list[int]]) -> None:
+        start, end = pieces[0][0], pieces[-1][1]
         bits.write(UNCOMPRESSED, 3)
         bits.write(end - start, 24)
         if bits.count == 0:
-            bits.write(0, 16)
+            bits.write(0, 16)  # 1 to 16 bits of padding, never none
         bits.align()
-        raw = bytearray(struct.pack("<III", *self.repeated)) + window[start:end]
-        if (end - start) & 1:
-            raw += b"\0"  # the pad byte the next block header skips
-        bits.out += raw
+        bits.out += struct.pack("<III", *self.repeated)
+        for piece_start, piece_end in pieces:
+            bits.out += window[piece_start:piece_end]
+            if piece_end == end and (end - start) & 1:
+                bits.out += b"\0"  # the pad byte the next block header skips
+            self._frame_ends(bits, piece_end, len(window), chunks, align=False)
+        for position in range(start, end - MIN_MATCH + 1):
+            heads.setdefault(window[position:position + MIN_MATCH], []).append(position)
 
     def _matches(self, window: bytes, start: int, end: int, heads: dict[bytes, list[int]]) -> list[tuple[int, int]]:
         """Greedy parse: (literal byte, 0) or (length, offset) items."""
@@ -231,12 +250,20 @@ class LzxEncoder:
             position += step
         return items
 
-    def _compressed(self, bits: _BitWriter, window: bytes, start: int, end: int, kind: int,
-                    heads: dict[bytes, list[int]]) -> None:
-        items = self._matches(window, start, end, heads)
-        symbols = []  # (main symbol, length symbol or None, footer bits, footer value, aligned symbol or None)
+    def _compressed(self, bits: _BitWriter, window: bytes, pieces: list[tuple[int, int]], kind: int,
+                    chunks: list[tuple[bytes, int]], heads: dict[bytes, list[int]]) -> None:
+        items = []
+        for piece_start, piece_end in pieces:
+            items += self._matches(window, piece_start, piece_end, heads)
+            items.append((-1, piece_end))  # where the piece ends
+        symbols: list[tuple[int, int | None, int, int, int | None]] = []
+        # (main symbol, length symbol or None, footer bits, footer value, aligned symbol or None);
+        # a piece's end as (-1, end, 0, 0, None)
         repeated = self.repeated
         for length, offset in items:
+            if length == -1:
+                symbols.append((-1, offset, 0, 0, None))
+                continue
             if offset == 0:
                 symbols.append((length, None, 0, 0, None))
                 continue
@@ -260,6 +287,8 @@ class LzxEncoder:
         main_freq = [0] * self.main_size
         length_freq = [0] * 249
         for main, length_symbol, *_ in symbols:
+            if main == -1:
+                continue
             main_freq[main] += 1
             if length_symbol is not None:
                 length_freq[length_symbol] += 1
@@ -268,7 +297,7 @@ class LzxEncoder:
         main_codes, length_codes = canonical_codes(main_lengths), canonical_codes(length_lengths)
 
         bits.write(kind, 3)
-        bits.write(end - start, 24)
+        bits.write(pieces[-1][1] - pieces[0][0], 24)
         if kind == ALIGNED:
             for _ in range(8):
                 bits.write(3, 3)  # every aligned symbol 3 bits: its code is its value
@@ -277,6 +306,10 @@ class LzxEncoder:
         self._send_lengths(bits, length_lengths, self.length_lengths, 0, 249)
         self.main_lengths, self.length_lengths = main_lengths, length_lengths
         for main, length_symbol, footer_bits, footer, aligned_symbol in symbols:
+            if main == -1:
+                assert length_symbol is not None
+                self._frame_ends(bits, length_symbol, len(window), chunks, align=True)
+                continue
             bits.write(main_codes[main], main_lengths[main])
             if length_symbol is not None:
                 bits.write(length_codes[length_symbol], length_lengths[length_symbol])

@@ -8,14 +8,12 @@ one MalformedInputError naming the file, on both paths.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import shutil
 import struct
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -39,6 +37,7 @@ from tests.cab_builder import (
     mszip_cabinet,
     stored_cabinet,
 )
+from tests.kernel_twins import kernels_in
 
 DATA_DIR = Path(__file__).parent / "data" / "cab"
 REPO = Path(__file__).parent.parent
@@ -47,17 +46,6 @@ CAP = 1 << 26
 CABEXTRACT = shutil.which("cabextract")
 needs_kernels = pytest.mark.skipif(kernels is None, reason="compiled kernels not built or SYMBOLIZE_PURE_PYTHON set")
 needs_cabextract = pytest.mark.skipif(CABEXTRACT is None, reason="cabextract (Debian package cabextract) not installed")
-
-
-@contextmanager
-def dispatching_to(module: ModuleType | None) -> Iterator[None]:
-    """extract_single's compiled path set to `module` (None: the reference alone) for a while."""
-    saved = cab.kernels
-    cab.kernels = module
-    try:
-        yield
-    finally:
-        cab.kernels = saved
 
 
 PATHS = [kernels, None] if kernels is not None else [None]
@@ -156,7 +144,7 @@ def test_e8_translation_of_a_zero_target() -> None:
 def test_libmspack_hostile_lzx(source: str) -> None:
     data = (DATA_DIR / source).read_bytes()
     for module in PATHS:
-        with dispatching_to(module), pytest.raises(MalformedInputError, match=source):
+        with kernels_in(module, cab), pytest.raises(MalformedInputError, match=source):
             extract_single(data, path=source, max_bytes=CAP)
 
 
@@ -164,7 +152,7 @@ def test_libmspack_hostile_lzx(source: str) -> None:
 
 @needs_cabextract
 @pytest.mark.parametrize("pdb", PDBS[:2], ids=lambda path: path.name)
-@pytest.mark.parametrize("form", ["lzx-verbatim", "lzx-mixed-e8", "mszip", "gcab", "stored"])
+@pytest.mark.parametrize("form", ["lzx-verbatim", "lzx-mixed-e8", "lzx-spanning-blocks", "mszip", "gcab", "stored"])
 def test_fixture_pdbs(pdb: Path, form: str, tmp_path: Path) -> None:
     original = pdb.read_bytes()
     if form == "gcab":
@@ -179,6 +167,9 @@ def test_fixture_pdbs(pdb: Path, form: str, tmp_path: Path) -> None:
         data = lzx_cabinet(pdb.name, original, window_bits=17)
     elif form == "lzx-mixed-e8":
         data = lzx_cabinet(pdb.name, original, window_bits=21, kinds=(ALIGNED, UNCOMPRESSED, VERBATIM), e8=True)
+    elif form == "lzx-spanning-blocks":
+        data = lzx_cabinet(pdb.name, original, window_bits=18, kinds=(UNCOMPRESSED, ALIGNED, VERBATIM), e8=True,
+                           block_size=20001)
     elif form == "mszip":
         data = mszip_cabinet(pdb.name, original)
     else:
@@ -201,11 +192,16 @@ payloads = st.lists(pieces, max_size=60).flatmap(
     lambda parts: st.integers(0, 6).map(lambda copies: b"".join(parts) * copies))
 
 
+# Blocks of any size: they start mid-frame, span frames, end odd (an uncompressed one's pad byte).
+block_sizes = st.one_of(st.just(32768), st.integers(300, 70000))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=payloads, window_bits=st.sampled_from([15, 16, 17, 21]),
-       kinds=st.lists(st.sampled_from([VERBATIM, ALIGNED, UNCOMPRESSED]), min_size=1, max_size=3), e8=st.booleans())
-def test_lzx_round_trip(data: bytes, window_bits: int, kinds: list[int], e8: bool) -> None:
-    written = lzx_cabinet("a.pdb", data, window_bits=window_bits, kinds=kinds, e8=e8)
+       kinds=st.lists(st.sampled_from([VERBATIM, ALIGNED, UNCOMPRESSED]), min_size=1, max_size=3), e8=st.booleans(),
+       block_size=block_sizes)
+def test_lzx_round_trip(data: bytes, window_bits: int, kinds: list[int], e8: bool, block_size: int) -> None:
+    written = lzx_cabinet("a.pdb", data, window_bits=window_bits, kinds=kinds, e8=e8, block_size=block_size)
     assert reference(written) == data
     if kernels is not None:
         assert extract_single(written, path="x", max_bytes=CAP) == ("a.pdb", data)
@@ -216,13 +212,27 @@ def test_lzx_round_trip(data: bytes, window_bits: int, kinds: list[int], e8: boo
 @settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=payloads.filter(bool), window_bits=st.sampled_from([15, 21]),
-       kinds=st.lists(st.sampled_from([VERBATIM, ALIGNED, UNCOMPRESSED]), min_size=1, max_size=3), e8=st.booleans())
-def test_lzx_round_trip_cabextract(data: bytes, window_bits: int, kinds: list[int], e8: bool, tmp_path: Path) -> None:
+       kinds=st.lists(st.sampled_from([VERBATIM, ALIGNED, UNCOMPRESSED]), min_size=1, max_size=3), e8=st.booleans(),
+       block_size=block_sizes)
+def test_lzx_round_trip_cabextract(data: bytes, window_bits: int, kinds: list[int], e8: bool, block_size: int,
+                                   tmp_path: Path) -> None:
     """The encoder is checked by libmspack, not only by the decoder it was written beside."""
-    assert cabextract(lzx_cabinet("a.pdb", data, window_bits=window_bits, kinds=kinds, e8=e8), tmp_path) == data
+    written = lzx_cabinet("a.pdb", data, window_bits=window_bits, kinds=kinds, e8=e8, block_size=block_size)
+    assert cabextract(written, tmp_path) == data
 
 
 # --- hostile cabinets ----------------------------------------------------------------------------
+
+@functools.cache
+def mutation_seeds() -> dict[str, bytes]:
+    """Cabinets to mutate: checksummed LZX and MSZIP, LZX without checksums (mutations then reach
+    the decoders), and libarchive's real E8 one."""
+    unsummed = LzxEncoder(16).encode(bytes(range(256)) * 40 + b"\xe8\0\0\0\0" * 50, [ALIGNED, UNCOMPRESSED])
+    return {"lzx": lzx_cabinet("x.pdb", bytes(range(256)) * 40, kinds=(VERBATIM, ALIGNED)),
+            "lzx-unsummed": cabinet("x.pdb", unsummed, COMPRESS_LZX | 16 << 8, checksums=False),
+            "mszip": mszip_cabinet("x.pdb", bytes(range(256)) * 40),
+            "real": (DATA_DIR / "test_read_format_cab_lzx_e8.cab").read_bytes()}
+
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.sampled_from(["lzx", "lzx-unsummed", "mszip", "real"]), flips=st.lists(
@@ -231,19 +241,14 @@ def test_mutated_cabinets_fail_typed(seed: str, flips: list[tuple[int, int]], cu
     """Flipped or truncated cabinets give bytes of the declared size or MalformedInputError, on
     both paths; where both decode, they agree (blocks without checksums included: the decoders
     then meet the corrupt streams themselves)."""
-    unsummed = LzxEncoder(16).encode(bytes(range(256)) * 40 + b"\xe8\0\0\0\0" * 50, [ALIGNED, UNCOMPRESSED])
-    original = {"lzx": lzx_cabinet("x.pdb", bytes(range(256)) * 40, kinds=(VERBATIM, ALIGNED)),
-                "lzx-unsummed": cabinet("x.pdb", unsummed, COMPRESS_LZX | 16 << 8, checksums=False),
-                "mszip": mszip_cabinet("x.pdb", bytes(range(256)) * 40),
-                "real": (DATA_DIR / "test_read_format_cab_lzx_e8.cab").read_bytes()}[seed]
-    data = bytearray(original)
+    data = bytearray(mutation_seeds()[seed])
     for position, mask in flips:
         data[position % len(data)] ^= mask
     mutated = bytes(data[:max(1, len(data) - cut % 64)] if cut % 3 == 0 else data)
     outcomes = []
     for module in PATHS:
         try:
-            with dispatching_to(module):
+            with kernels_in(module, cab):
                 _name, contents = extract_single(mutated, path="mutated.pd_", max_bytes=1 << 20)
         except (MalformedInputError, UnsupportedFormatError) as error:
             assert "mutated.pd_" in str(error)
@@ -307,11 +312,15 @@ def test_compiled_and_reference_agree_on_every_fixture_pdb() -> None:
 
 
 @pytest.mark.parametrize("form", ["mszip", "lzx"])
-def test_committed_compressed_pdbs_are_the_fixture_pdbs(form: str) -> None:
-    """fixtures/make_compressed_pdbs.py's outputs (symsrv24's store serves them) match the PDBs."""
-    written = sorted((REPO / "fixtures" / "bin" / "windows" / "compressed" / form).glob("*.pd_"))
-    assert [path.stem for path in written] == [pdb.stem for pdb in PDBS]
-    for path, pdb in zip(written, PDBS, strict=True):
+def test_committed_compressed_files_are_the_fixtures(form: str) -> None:
+    """fixtures/make_compressed_symbols.py's outputs (symsrv24's store serves them) are the
+    fixture PDBs, EXEs and DLLs, on both paths."""
+    windows = REPO / "fixtures" / "bin" / "windows"
+    originals = sorted(path for path in windows.iterdir() if path.suffix in (".pdb", ".exe", ".dll"))
+    written = sorted((windows / "compressed" / form).iterdir())
+    assert [path.name for path in written] == [path.name[:-1] + "_" for path in originals]
+    for path, original in zip(written, originals, strict=True):
         for module in PATHS:
-            with dispatching_to(module):
-                assert extract_single(path.read_bytes(), path=str(path), max_bytes=CAP) == (pdb.name, pdb.read_bytes())
+            with kernels_in(module, cab):
+                assert extract_single(path.read_bytes(), path=str(path), max_bytes=CAP) == \
+                    (original.name, original.read_bytes())

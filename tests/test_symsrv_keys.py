@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import PurePosixPath
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from hypothesis import given
@@ -154,3 +155,16 @@ def test_file_ptr_of_any_bytes_is_read_or_refused(data: bytes) -> None:
         assert "store/file.ptr" in str(err)
         return
     assert (pointer.target is None) != (pointer.message is None)
+
+
+@given(st.text(min_size=1, max_size=40))
+def test_a_keys_url_reads_back_as_its_path(name: str) -> None:
+    """Each part of a key is percent-encoded whole: the URL's path is the key's, part for part."""
+    key = pdb_key(name, _SSQP_GUID)
+    if key is None:
+        return
+    for file_name in (None, key.compressed_name, "file.ptr"):
+        url = key.url("http://h:8/sym", file_name=file_name)
+        parts = urlsplit(url).path.split("/")
+        assert [unquote(part) for part in parts[2:]] == list(key.relative(file_name=file_name).parts)
+        assert url.startswith("http://h:8/sym/") and "?" not in url and "#" not in url

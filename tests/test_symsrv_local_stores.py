@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from symbolize.api import lookup, open_module
+from symbolize.api import lookup, open_module, remote_options
 from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.pdb import PdbFile
 from symbolize.module import Unknown
@@ -51,6 +51,20 @@ def test_plain_symbol_path_directory_by_name(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("_NT_SYMBOL_PATH", f"srv*{tmp_path / 'cache'}*https://127.0.0.1:9/none;{plain}")
     assert before < total
     assert _named(image) == (total, total)
+
+
+@pytest.mark.parametrize("under", ["symbols/exe", "exe", ""])
+def test_plain_symbol_path_directory_as_dbghelp_looks(
+    under: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DIR/symbols/<ext>/x.pdb, DIR/<ext>/x.pdb, DIR/x.pdb ("Symbol path for Windows debuggers")."""
+    image = _copy_image(tmp_path)
+    plain = tmp_path / "plain"
+    (plain / under).mkdir(parents=True, exist_ok=True)
+    shutil.copy(WINDOWS_BIN / "winapp.pdb", plain / under / "winapp.pdb")
+    monkeypatch.setenv("_NT_SYMBOL_PATH", str(plain))
+    named, total = _named(image)
+    assert named == total
 
 
 def test_alt_symbol_path_is_searched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,3 +143,26 @@ def test_dsym_dwarf_in_an_ssqp_store_under_a_search_path(tmp_path: Path) -> None
 
     assert found() != lines  # the symbol table alone: no lines
     assert found(search_paths=[tmp_path / "store"]) == lines
+
+
+@pytest.mark.parametrize("form", ["mszip", "lzx"])
+def test_compressed_pdb_in_a_local_store_is_decoded_into_the_download_store(
+    form: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``symstore /compress``'s ``winapp.pd_`` in a store mounted here: decoded, verified and kept in
+    the download store when the run asks symbol stores; not decoded with ``--offline``."""
+    image = _copy_image(tmp_path)
+    store = tmp_path / "share"
+    shutil.copy(WINDOWS_BIN / "compressed" / form / "winapp.pd_", _store_dir(store) / "winapp.pd_")
+    key = pdb_key("winapp.pdb", PdbFile(WINDOWS_BIN / "winapp.pdb").debug_id)
+    assert key is not None
+    monkeypatch.delenv("_NT_SYMBOL_PATH", raising=False)
+    offline = remote_options(offline=True, cache_dir=tmp_path / "cache")
+    assert not open_module(image, use_cache=False, search_paths=[store], remote=offline).debug_files
+    remote = remote_options(symbol_servers=[f"srv*{store}"], cache_dir=tmp_path / "cache")
+    module = open_module(image, use_cache=False, remote=remote)
+    decoded = tmp_path / "cache" / "downloads" / "symsrv" / key.relative()
+    assert [source.path for source in module.debug_files] == [decoded]
+    assert decoded.read_bytes() == (WINDOWS_BIN / "winapp.pdb").read_bytes()
+    # Now in the download store, --offline finds it there.
+    assert open_module(image, use_cache=False, search_paths=[store], remote=offline).debug_files

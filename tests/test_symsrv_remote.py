@@ -9,16 +9,34 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
 
-from symbolize.api import lookup, open_module, remote_options
+from symbolize.api import lookup, open_module, remote_options, symbolize_profile
+from symbolize.cli.app import app
+from symbolize.formats.elf import ElfFile
+from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.pdb import PdbFile
 from symbolize.module import Reason, Unknown
-from symbolize.remote.symsrv import SymbolStoreKey, pdb_key
-from tests.fixtures_data import EXPECTED, WINDOWS_BIN
+from symbolize.remote import Fetcher, Missed, RemoteOptions
+from symbolize.remote.prune import PRUNED_STAMP
+from symbolize.remote.symsrv import (
+    SymbolStoreAttempt,
+    SymbolStoreKey,
+    download_key,
+    elf_debug_key,
+    macho_binary_key,
+    macho_dwarf_key,
+    pdb_key,
+    pdb_verifier,
+)
+from tests.fixtures_data import BIN, DEBUG_DIR, EXPECTED, MACOS_BIN, PROFILES, WINDOWS_BIN, load_expected
 from tests.servers.http_store import Fault, HttpStore
 
 COMPRESSED = WINDOWS_BIN / "compressed"
@@ -105,14 +123,18 @@ def test_each_form_of_a_store_names_the_image(form: str, image: Path, tmp_path: 
     assert asked[-1].lower().endswith(("winapp.pdb", "winapp.pd_"))
 
 
-def test_file_ptr_to_the_same_server(image: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("credentials", ["", "reader:secret@"])
+def test_file_ptr_to_the_same_server(credentials: str, image: Path, tmp_path: Path) -> None:
+    """A pointer to a URL on the store's server is followed; credentials in the store's URL (not
+    in the pointer's) do not make it another server."""
     served = tmp_path / "served"
     _layout(served, SymbolStoreKey("drops", "build7"), WINDOWS_BIN / "winapp.pdb", name="winapp.pdb")
     with HttpStore(served) as store:
         pointer = served / KEY.relative(file_name="file.ptr")
         pointer.parent.mkdir(parents=True)
         pointer.write_text(f"PATH:{store.url}/drops/build7/winapp.pdb\r\n")
-        remote = remote_options(symbol_servers=[store.url], cache_dir=tmp_path / "cache")
+        url = store.url.replace("http://", f"http://{credentials}")
+        remote = remote_options(symbol_servers=[url], cache_dir=tmp_path / "cache")
         assert _names(image, remote=remote) == _expected()[1]
         assert store.requests[-1].path == "/drops/build7/winapp.pdb"
 
@@ -175,14 +197,17 @@ def test_a_cabinet_holding_another_file_is_refused(image: Path, tmp_path: Path) 
     [
         ("PATH:http://127.0.0.2:9/winapp.pdb", "not a URL on this server"),
         ("PATH:\\\\buildserver\\drops\\winapp.pdb", "not a URL on this server"),
+        # The store's host and port as user information: the host is 127.0.0.2.
+        ("PATH:http://{netloc}@127.0.0.2:9/winapp.pdb", "not a URL on this server"),
+        ("PATH:file:///etc/passwd", "not a URL on this server"),
     ],
 )
 def test_file_ptr_elsewhere_is_refused(pointer: str, why: str, image: Path, tmp_path: Path) -> None:
     served = tmp_path / "served"
     target = served / KEY.relative(file_name="file.ptr")
     target.parent.mkdir(parents=True)
-    target.write_text(pointer)
     with HttpStore(served) as store:
+        target.write_text(pointer.format(netloc=store.url.removeprefix("http://")))
         remote = remote_options(symbol_servers=[store.url], cache_dir=tmp_path / "cache")
         module = open_module(image, use_cache=False, remote=remote)
         assert all("127.0.0.2" not in request.path for request in store.requests)
@@ -250,3 +275,123 @@ def test_a_stalled_server_loses_to_one_that_answers(
     remote = remote_options(symbol_servers=[stalled.url, good.url], cache_dir=tmp_path / "cache")
     assert _names(image, remote=remote) == _expected()[1]
     assert any(request.path == "/" + str(KEY.relative()) for request in good.requests)
+
+
+_ANSWERS = st.one_of(
+    st.binary(max_size=300),
+    st.builds(lambda tail: b"MSCF" + tail, st.binary(max_size=300)),  # a cabinet's magic, then anything
+    st.builds(lambda data: data[:-1] + b"\0", st.just((COMPRESSED / "lzx" / "winapp.pd_").read_bytes())),
+    st.builds(lambda cut: (COMPRESSED / "mszip" / "winapp.pd_").read_bytes()[:cut], st.integers(0, 8000)),
+)
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HttpStore, Path]]:
+    served = tmp_path_factory.mktemp("hostile")
+    (served / KEY.relative().parent).mkdir(parents=True)
+    with HttpStore(served) as store:
+        yield store, served
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(form=st.sampled_from(["winapp.pdb", "winapp.pd_", "file.ptr"]), answer=_ANSWERS)
+def test_a_hostile_answer_is_refused_or_missed_never_raised(
+    form: str, answer: bytes, hostile: tuple[HttpStore, Path], tmp_path: Path
+) -> None:
+    """Whatever bytes a server sends for any form of the key, the fetch ends in a miss or a refusal
+    naming the URL, nothing is stored, and nothing raises."""
+    store, served = hostile
+    for old in (served / KEY.relative().parent).iterdir():
+        old.unlink()
+    (served / KEY.relative(file_name=form)).write_bytes(answer)
+    cache = Path(tempfile.mkdtemp(dir=tmp_path))
+    stored = download_key(KEY)
+    debug_id = PdbFile(WINDOWS_BIN / "winapp.pdb").debug_id
+    assert stored is not None and debug_id is not None
+    fetcher = Fetcher(RemoteOptions(symbol_servers=(store.url,), cache_dir=cache, stall_timeout=5))
+    outcome = fetcher.fetch(stored, "winapp.pdb", [SymbolStoreAttempt(store.url, KEY)], pdb_verifier(debug_id))
+    assert isinstance(outcome, Missed)
+    # Each refusal names its URL once, whole (a URL made a Path would read "http:/127...").
+    assert all(refusal.startswith(store.url) and "http:/1" not in refusal for refusal in outcome.refused)
+    # Nothing stored, no partial file left: only the store's own records (misses, the last pruning).
+    left = [path for path in cache.rglob("*") if path.is_file() and path.parent.name != ".misses"]
+    assert [path.name for path in left if path != cache / PRUNED_STAMP] == []
+
+
+def test_a_mach_o_binary_and_its_dsym_by_uuid_from_an_ssqp_store(tmp_path: Path) -> None:
+    """A macOS profile's mapping records its UUID: the binary comes as SSQP's
+    ``cppdemo-arm64/mach-uuid-<UUID>/cppdemo-arm64``, its dSYM's DWARF as
+    ``_.dwarf/mach-uuid-sym-<UUID>/_.dwarf``, and the profile is named as with both on disk."""
+    profile = PROFILES / "macos" / "cppdemo-arm64.pac.cpu.pb.gz"
+    binary = MACOS_BIN / "cppdemo-arm64"
+    dwarf = MACOS_BIN / "cppdemo-arm64.dSYM" / "Contents" / "Resources" / "DWARF" / "cppdemo-arm64"
+    uuid = MachOFile(binary).debug_id
+    binary_key, dwarf_key = macho_binary_key("cppdemo-arm64", uuid), macho_dwarf_key(uuid)
+    assert binary_key is not None and dwarf_key is not None
+    served = tmp_path / "served"
+    _layout(served, binary_key, binary)
+    _layout(served, dwarf_key, dwarf)
+    local, _ = symbolize_profile(profile, binaries=[binary], use_cache=False)
+    with HttpStore(served) as store:
+        remote = remote_options(symbol_servers=[store.url], cache_dir=tmp_path / "cache")
+        fetched, summary = symbolize_profile(profile, use_cache=False, remote=remote)
+        asked = {request.path for request in store.requests if request.status == 200}
+    assert asked == {"/" + str(binary_key.relative()), "/" + str(dwarf_key.relative())}
+    assert fetched.SerializeToString() == local.SerializeToString()
+    (mapping,) = summary.mappings
+    assert mapping.debug_file is not None and mapping.debug_file.endswith("_.dwarf")
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ("symsrv*agent.dll*https://h/s", "another symbol server (agent.dll), not symsrv's protocol"),
+        ("cache*/a*/b", "a cache element names one directory"),
+    ],
+)
+def test_a_symbol_server_entry_that_names_nothing_is_one_error_line(spec: str, why: str) -> None:
+    result = CliRunner().invoke(app, ["lookup", "--obj", str(WINDOWS_BIN / "winapp.exe"), "--symbol-server", spec,
+                                      "0x140001000"])  # fmt: skip
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [f"symbolize: error: symbol server {spec}: {why}"]
+
+
+def test_an_elf_debug_file_by_build_id_from_an_ssqp_store(tmp_path: Path) -> None:
+    """SSQP's ``_.debug/elf-buildid-sym-<build ID>/_.debug``: a stripped binary's lines, as its
+    debug file on disk names them."""
+    stripped = BIN / "cppdemo-gcc-buildid"
+    build_id = ElfFile(stripped).debug_id
+    key = elf_debug_key(build_id)
+    assert key is not None and build_id is not None
+    debug_file = DEBUG_DIR / ".build-id" / build_id.value.hex()[:2] / f"{build_id.value.hex()[2:]}.debug"
+    _layout(tmp_path / "served", key, debug_file)
+    empty = tmp_path / "no-debug-files"
+    empty.mkdir()
+    vaddrs = [address.vaddr for address in load_expected("cppdemo-gcc-dwarf5-pie").addresses[:40]]
+    local = lookup(stripped, vaddrs, debug_dirs=[DEBUG_DIR], use_cache=False)
+    with HttpStore(tmp_path / "served") as store:
+        remote = remote_options(symbol_servers=[store.url], cache_dir=tmp_path / "cache")
+        fetched = lookup(stripped, vaddrs, debug_dirs=[empty], use_cache=False, remote=remote)
+        assert [request.path for request in store.requests if request.status == 200] == ["/" + str(key.relative())]
+    assert fetched == local != lookup(stripped, vaddrs, debug_dirs=[empty], use_cache=False)
+
+
+def test_lookup_on_the_command_line_with_a_symbol_server(image: Path, tmp_path: Path) -> None:
+    served = tmp_path / "served"
+    _lzx(served)
+    addresses, theirs = _expected()
+    with HttpStore(served) as store:
+        result = CliRunner().invoke(app, ["lookup", "--obj", str(image), "--symbol-server", f"srv*{store.url}",
+                                          "--cache-dir", str(tmp_path / "cache"), "--demangle", "none", "--no-inlines",
+                                          *(hex(address) for address in addresses[:5])])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    # llvm-symbolizer's layout: function, location, a blank line per address.
+    assert result.stdout.splitlines()[::3] == theirs[:5]
+
+
+def test_a_symbol_server_url_that_is_no_url_is_one_error_line() -> None:
+    result = CliRunner().invoke(app, ["lookup", "--obj", str(WINDOWS_BIN / "winapp.exe"), "--symbol-server",
+                                      "srv*https://host:99999/symbols", "0x140001000"])  # fmt: skip
+    assert result.exit_code == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("symbolize: error: https://host:99999/symbols: not a server URL")

@@ -5,6 +5,10 @@ or next one), one folder, one file starting at the folder's start. Every count a
 checked against the bytes present and the caller's output cap before anything is decompressed,
 so a hostile header costs nothing. Failures raise :class:`MalformedInputError` (or its
 :class:`InputLimitError`) naming the cabinet.
+
+Hand-written rather than through a PyPI reader: cabarchive, the maintained pure-Python one, reads
+MSZIP only and refuses an LZX folder while parsing, and none applies our caps before allocating;
+the layout is five fixed structures.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ Search order as GDB's ("Separate Debug Files" and "dwz" in the GDB manual;
   Then, when the run asks debuginfod (``--debuginfod``, ``--remote``, ``--offline``: the loader
   holds a :class:`~symbolize.remote.run.RemoteRun`), ``/buildid/<hex>/debuginfo`` from its
   caches or servers (symbolize/remote/debuginfod.py), after every local candidate: a local file
-  that verifies never costs a request.
+  that verifies never costs a request; then, when it names symbol stores (``--symbol-server``),
+  SSQP's ``_.debug/elf-buildid-sym-<build ID>/_.debug`` (symbolize/remote/symsrv.py).
 - DEBUGLINK: the ``.gnu_debuglink`` name next to the binary, in its ``.debug/``,
   under ``<debug dir>/<binary's directory>/`` and in each search path; the
   file's CRC32 must be the link's, and its build ID the binary's when both have one.
@@ -62,13 +63,27 @@ def _debuginfod_candidates(hint: DebugHint, context: LookupContext, name: str) -
         yield Candidate(*found)
 
 
+def _symbol_store_candidates(hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
+    """SSQP's ``_.debug/elf-buildid-sym-<build ID>/_.debug`` from the run's symbol stores."""
+    remote = context.loader.remote
+    if remote is None or not context.ask_servers or not remote.options.symbol_servers:
+        return
+    from symbolize.remote.symsrv import fetch_elf_debug_file  # the network's modules, only when asked
+
+    found = fetch_elf_debug_file(remote, str(context.image_path), hint.debug_id, context.loader)
+    if found is not None:
+        yield Candidate(found, found.parents[2])
+
+
 class BuildIdLocator(LocatorDefaults):
-    """``<debug dir>/.build-id/xx/rest.debug`` by the image's GNU build ID, then debuginfod's."""
+    """``<debug dir>/.build-id/xx/rest.debug`` by the image's GNU build ID, then debuginfod's, then
+    the symbol stores' (SSQP's ``elf-buildid-sym`` key)."""
 
     def candidates(self, hint: DebugHint, context: LookupContext) -> Iterator[Candidate]:
         # A generator: the servers are asked only once every local candidate was refused or absent.
         yield from _build_id_candidates(hint, context)
         yield from _debuginfod_candidates(hint, context, context.image_path.name)
+        yield from _symbol_store_candidates(hint, context)
 
     def refusal(self, hint: DebugHint, found: ObjectFile, context: LookupContext) -> str | None:
         return debug_id_refusal(hint.debug_id, found.debug_id, "the binary's")

@@ -139,9 +139,9 @@ def _stored_dwarf(uuid: DebugId, context: LookupContext) -> Iterator[Candidate]:
     from symbolize.remote.symsrv import (  # the transfer's modules, once a dSYM is looked for by UUID
         configured_symbol_path,
         fetch_from_symbol_servers,
-        identity_verifier,
         local_store_candidates,
         macho_dwarf_key,
+        uuid_verifier,
     )
 
     key = macho_dwarf_key(uuid)
@@ -153,7 +153,7 @@ def _stored_dwarf(uuid: DebugId, context: LookupContext) -> Iterator[Candidate]:
     if remote is None or not context.ask_servers:
         return
     what = f"{context.image_path.name} dSYM ({key.index})"
-    found = fetch_from_symbol_servers(remote, str(context.image_path), key, what, identity_verifier(uuid, "UUID"))
+    found = fetch_from_symbol_servers(remote, str(context.image_path), key, what, uuid_verifier(uuid))
     if found is not None:
         yield Candidate(found, found.parents[2])
 

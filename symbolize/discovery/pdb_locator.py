@@ -7,7 +7,8 @@ Search order (the debuggers' and llvm-symbolizer's places):
   the build machine's: followed only where the user said to look);
 - the base name of the recorded path (a Windows path: ``C:\\build\\app.pdb`` -> ``app.pdb``)
   beside the image, then in each ``--search-path`` directory, matched ignoring case;
-- the base name in each plain directory of ``_NT_SYMBOL_PATH`` (and ``_NT_ALT_SYMBOL_PATH``);
+- the base name in each plain directory of ``_NT_SYMBOL_PATH`` (and ``_NT_ALT_SYMBOL_PATH``),
+  as dbghelp looks: ``DIR/symbols/<ext>``, ``DIR/<ext>``, ``DIR`` (``<ext>`` the image's, ``dll``);
 - symbol stores in the symsrv layout, ``<root>/<name>/<GUID><age>/<name>`` (GUID upper- or
   lower-case, age in hex), or ``<root>/<first two letters of name>/<name>/<GUID><age>/<name>`` in
   a two-tier store (one with an ``index2.txt`` at its root), and the file a ``file.ptr`` there
@@ -85,21 +86,7 @@ class PdbLocator(LocatorDefaults):
         image_dir = normalized_dir(context.image_path)
         for directory in (image_dir, *options.search_paths):
             yield from _named_in(directory, name, context.loader.listings)
-        # symbolize.remote (the transfer's modules) is imported once a PDB is looked for by its ID.
-        from symbolize.remote.symbol_path import symbol_path_from_environment
-        from symbolize.remote.symsrv import configured_symbol_path, local_store_candidates, pdb_key
-
-        key = pdb_key(name, hint.debug_id)
-        if key is None or hint.debug_id is None:
-            return
-        symbol_path = symbol_path_from_environment() + configured_symbol_path(options.remote)
-        for chain in symbol_path.chains:
-            if chain.flat:  # a plain directory of the symbol path is looked in by name too (dbghelp)
-                for directory in chain.directories:
-                    yield from _named_in(directory, name, context.loader.listings)
-        stores = [*options.search_paths, *options.debug_dirs, *symbol_path.directories()]
-        yield from local_store_candidates(stores, key, context.loader, stores)
-        yield from _fetched(key, hint.debug_id, context)
+        yield from _symbol_path_candidates(hint, name, context)
 
     def load(self, candidate: Candidate, context: LookupContext) -> ObjectFile:
         """The PDB at ``candidate`` by its identity alone when an index answers for it, else opened."""
@@ -116,22 +103,55 @@ class PdbLocator(LocatorDefaults):
         return debug_id_refusal(hint.debug_id, found.debug_id, "the image's RSDS record")
 
 
-def _fetched(key: SymbolStoreKey, debug_id: DebugId, context: LookupContext) -> Iterator[Candidate]:
-    """The PDB from the download caches or the run's symbol servers, after every local candidate."""
+def _symbol_path_candidates(hint: DebugHint, name: str, context: LookupContext) -> Iterator[Candidate]:
+    """The PDB ``name`` in the symbol path's plain directories (by name, as dbghelp looks:
+    ``DIR/symbols/<ext>``, ``DIR/<ext>``, ``DIR``, ``<ext>`` the image's), then by its key in every
+    local store, then from the download caches and the symbol servers."""
+    # symbolize.remote (the transfer's modules) is imported once a PDB is looked for by its ID.
+    from symbolize.remote.symbol_path import symbol_path_from_environment
+    from symbolize.remote.symsrv import configured_symbol_path, local_store_candidates, pdb_key
+
+    key = pdb_key(name, hint.debug_id)
+    if key is None or hint.debug_id is None:
+        return
+    options = context.options
+    listings = context.loader.listings
+    symbol_path = symbol_path_from_environment() + configured_symbol_path(options.remote)
+    ext = context.image_path.suffix[1:].lower()
+    subdirectories = [Path("symbols", ext), Path(ext)] if is_file_name(ext) else []
+    for chain in symbol_path.chains:
+        if not chain.flat:
+            continue
+        for directory in chain.directories:
+            for subdirectory in subdirectories:
+                yield from _named_in(directory / subdirectory, name, listings)
+            yield from _named_in(directory, name, listings)
+    stores = [*options.search_paths, *options.debug_dirs, *symbol_path.directories()]
+    yield from local_store_candidates(stores, key, context.loader, stores)
+    yield from _fetched(key, hint.debug_id, context, stores)
+
+
+def _fetched(
+    key: SymbolStoreKey, debug_id: DebugId, context: LookupContext, stores: list[Path]
+) -> Iterator[Candidate]:
+    """The PDB from the download caches, the compressed forms in the local ``stores`` or the run's
+    symbol servers, after every local candidate."""
     remote = context.loader.remote
     if remote is None or not context.ask_servers:
         return
-    from symbolize.remote.symsrv import fetch_from_symbol_servers, pdb_verifier
+    from symbolize.remote.symsrv import LocalStores, fetch_from_symbol_servers, loader_reader, pdb_verifier
 
     what = f"{key.name} ({key.index})"
-    found = fetch_from_symbol_servers(remote, str(context.image_path), key, what, pdb_verifier(debug_id))
+    local = LocalStores(stores, loader_reader(context.loader))
+    found = fetch_from_symbol_servers(remote, str(context.image_path), key, what, pdb_verifier(debug_id), local)
     if found is not None:
         yield Candidate(found, found.parents[2])  # the tier's root: <root>/<name>/<index>/<name>
 
 
 class SymbolStoreBinaries:
     """A mapping's binary from the symbol stores by its ID (a :class:`BinarySource`): a PE image by
-    its code ID, a Mach-O binary by its UUID (symbolize/remote/symsrv.py's :func:`fetch_binary`)."""
+    its code ID, a Mach-O binary by its UUID, an ELF one by its build ID (symbolize/remote/symsrv.py's
+    :func:`fetch_binary`)."""
 
     def fetch(self, filename: str, wanted: str, loader: FileLoader) -> Path | None:
         remote = loader.remote
@@ -139,7 +159,7 @@ class SymbolStoreBinaries:
             return None
         from symbolize.remote.symsrv import fetch_binary
 
-        return fetch_binary(remote, filename, wanted)
+        return fetch_binary(remote, filename, wanted, loader)
 
 
 def _named_in(directory: Path, name: str, listings: DirectoryListings) -> Iterator[Candidate]:

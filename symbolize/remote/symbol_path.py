@@ -8,12 +8,13 @@ and the keywords are matched ignoring case:
 - ``srv*A*B*...*URL`` (``symsrv*symsrv.dll*A*...`` is its long form): a *chain* of symbol stores
   searched left to right; the leftmost is the downstream store a file found further right is
   copied to (symsrv copies it into every store to its left; the bottom-most one keeps it
-  uncompressed). An empty part (``srv**URL``, a trailing ``*``) is the *default downstream
-  store* -- symsrv's ``<home>/sym``, here the download store (RemoteOptions.cache_dir). A chain
-  of one directory (``srv*\\\\server\\share``) has no downstream store: files are read where they
-  are. ``srv*`` with nothing after it is WinDbg's ``.symfix`` path: the default store, then the
-  Microsoft public symbol server. ``symsrv*`` with another DLL is another program's protocol and
-  is ignored, with why.
+  uncompressed; here a file found in a directory is read where it is, and a download or a
+  decoded ``_`` file is kept in the bottom-most store only). An empty part (``srv**URL``, a
+  trailing ``*``) is the *default downstream store* -- symsrv's ``<home>/sym``, here the download
+  store (RemoteOptions.cache_dir). A chain of one directory (``srv*\\\\server\\share``) has no
+  downstream store of its own (a ``cache*`` before it still applies). ``srv*`` with nothing
+  after it is WinDbg's ``.symfix`` path: the default store, then the Microsoft public symbol
+  server. ``symsrv*`` with another DLL is another program's protocol and is ignored, with why.
 - ``cache*DIR`` (``cache*`` alone: the default store) is looked in where it stands, and is the
   downstream store of every element to its right that names none of its own (LLDB's "implicit
   cache"): what they fetch is kept there.

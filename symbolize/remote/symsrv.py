@@ -1,4 +1,4 @@
-"""Symbol-store keys and the pieces of a symbol store: symsrv's layout, SSQP's keys, ``file.ptr``.
+"""Symbol stores: symsrv's layout, SSQP's keys, ``file.ptr``, and asking HTTP stores for a key.
 
 Specs: Microsoft's "Symbol Storage Format" and "SymStore" (symstore.exe's layout, ``file.ptr``,
 ``index2.txt``), and the .NET symbol store's "SSQP Key Conventions" (dotnet/symstore,
@@ -9,9 +9,9 @@ A file is stored as ``<name>/<index>/<name>`` under a store's root; a two-tier s
 ``<na>/<name>/<index>/<name>``. The index of
 
 - a PDB is its GUID as Windows prints it (Data1 to Data3 as numbers, then Data4), then its age in
-  hex: ``winapp.pdb/1C1DF8E4B6D54E55A5F6DAC1C4C2A7C31/winapp.pdb`` (:meth:`DebugId.__str__`);
+  hex: ``winapp.pdb/D01E5215C14845FF4C4C44205044422E1/winapp.pdb`` (:meth:`DebugId.__str__`);
 - a PE image is its TimeDateStamp as 8 hex digits then its SizeOfImage in as few as it needs:
-  ``winapp.exe/5F3E2A1B7000/winapp.exe`` (the image's code ID);
+  ``winapp.exe/DD1324EA5000/winapp.exe`` (the image's code ID);
 - an ELF file (SSQP) is ``elf-buildid-<build ID>`` for the binary (under its own name) and
   ``elf-buildid-sym-<build ID>`` for its debug file, always named ``_.debug``; a build ID shorter
   than 20 bytes is padded with zero bytes to 20;
@@ -29,6 +29,15 @@ Names come from files we do not trust (an RSDS record, a profile's mapping): a k
 from a bare file name (:func:`symbolize.discovery.paths.is_file_name`) of at most
 ``MAX_NAME_CHARS`` characters, without control characters, and from an index made of hex digits
 and the SSQP prefixes, so a key never holds a separator or ``..``.
+
+The remote part (:func:`fetch_from_symbol_servers`): the run's symbol path (``--symbol-server``,
+and with ``--remote`` the environment's) gives HTTP stores and the downstream stores their files
+are kept in; a key is asked of every store at once through the run's Fetcher
+(symbolize/remote/fetcher.py), each store by a :class:`SymbolStoreAttempt` (every spelling and
+form, as symsrv asks), a compressed form in a local store by a :class:`LocalCabinetAttempt`,
+and the first answer that verifies by ID (:func:`pdb_verifier`, :func:`code_id_verifier`,
+:func:`uuid_verifier`) is stored, then opened by the registry like any local candidate. A
+mapping's binary comes the same way by its ID (:func:`fetch_binary`).
 """
 
 from __future__ import annotations
@@ -44,8 +53,9 @@ from urllib.parse import quote, urlsplit
 from symbolize.discovery.paths import base_name, is_file_name, lies_under
 from symbolize.discovery.registry import Candidate, FileLoader
 from symbolize.formats.errors import InputLimitError, MalformedInputError, SymbolizeError
-from symbolize.formats.types import DebugId, DebugIdKind, ObjectFile
-from symbolize.remote.fetcher import Verify
+from symbolize.formats.types import DebugId, DebugIdKind
+from symbolize.module import FileIdentity
+from symbolize.remote.fetcher import Attempt, Verify
 from symbolize.remote.options import RemoteOptions
 from symbolize.remote.store import StoreKey, StoreTier, UnsafeKeyError
 from symbolize.remote.symbol_path import SymbolPath, parse_symbol_path
@@ -315,15 +325,21 @@ class SymbolStoreAttempt:
         else:
             from symbolize.formats.cab import extract_single  # the cabinet reader, only for a `_` answer
 
-            name, contents = extract_single(data, path=compressed, max_bytes=session.limits.max_bytes)
+            try:
+                name, contents = extract_single(data, path=compressed, max_bytes=session.limits.max_bytes)
+            except SymbolizeError as err:  # said as the refusal of this URL (a URL is no path)
+                raise DownloadRefusedError(err.reason, compressed) from err
             if name.casefold() != spelling.name.casefold():
-                raise MalformedInputError(f"the cabinet holds {name!r}, not {spelling.name}", compressed)
+                raise DownloadRefusedError(f"the cabinet holds {name!r}, not {spelling.name}", compressed)
             sink.seek(0)
             sink.truncate()
             sink.write(contents)
             return compressed
         pointer_url = spelling.url(self.server, two_tier=two_tier, file_name=FILE_PTR)
-        pointer = parse_file_ptr(session.get_bytes(pointer_url, max_bytes=MAX_FILE_PTR_BYTES), pointer_url)
+        try:
+            pointer = parse_file_ptr(session.get_bytes(pointer_url, max_bytes=MAX_FILE_PTR_BYTES), pointer_url)
+        except MalformedInputError as err:
+            raise DownloadRefusedError(err.reason, pointer_url) from err
         if pointer.message is not None:
             raise StoreMessageError(f"the store says: {pointer.message[:200]}", pointer_url, status=404, cacheable=True)
         target = pointer.target or ""
@@ -342,12 +358,17 @@ class SymbolStoreAttempt:
 
 
 def _same_server(target: str, server: str) -> bool:
-    """Whether ``target`` is an http(s) URL on the host and port of ``server`` (with its scheme)."""
+    """Whether ``target`` is an http(s) URL on the host and port of ``server`` (with its scheme);
+    credentials in either do not count (they are sent only to the URL they are written in)."""
     wanted, found = urlsplit(server), urlsplit(target)
-    return found.scheme in ("http", "https") and (found.scheme, found.netloc.lower()) == (
-        wanted.scheme,
-        wanted.netloc.lower(),
-    )
+    try:
+        return found.scheme in ("http", "https") and (found.scheme, found.hostname, found.port) == (
+            wanted.scheme,
+            wanted.hostname,
+            wanted.port,
+        )
+    except ValueError:  # a port that is no number
+        return False
 
 
 def configured_symbol_path(options: RemoteOptions | None) -> SymbolPath:
@@ -356,21 +377,84 @@ def configured_symbol_path(options: RemoteOptions | None) -> SymbolPath:
     return parse_symbol_path(";".join(options.symbol_servers)) if options is not None else SymbolPath()
 
 
+@dataclass(frozen=True)
+class LocalCabinetAttempt:
+    """The compressed form of a key in a local store (``symstore /compress``'s output, a share
+    mounted here): decoded into the download like an HTTP store's ``_`` answer, so it is verified
+    and kept in a store tier before it is opened (an :class:`~symbolize.remote.fetcher.Attempt`).
+    ``read(path, cap)`` reads the cabinet (the loader's, so that the loader stays the one that
+    opens files); ``server`` is the store's directory."""
+
+    server: str
+    cabinet: Path
+    name: str
+    read: Callable[[Path, int], bytes]
+
+    def run(self, session: Session, sink: BinaryIO) -> str:
+        from symbolize.formats.cab import extract_single
+
+        cap = session.limits.max_bytes
+        stored, contents = extract_single(self.read(self.cabinet, cap), path=str(self.cabinet), max_bytes=cap)
+        if stored.casefold() != self.name.casefold():
+            raise MalformedInputError(f"the cabinet holds {stored!r}, not {self.name}", self.cabinet)
+        sink.write(contents)
+        return str(self.cabinet)
+
+
+@dataclass(frozen=True)
+class LocalStores:
+    """The local stores a locator looked in, and how to read a file there (the loader's)."""
+
+    roots: Sequence[Path]
+    read: Callable[[Path, int], bytes]
+
+    def cabinets(self, key: SymbolStoreKey) -> list[LocalCabinetAttempt]:
+        """An attempt for each compressed form of ``key`` in the stores, in their order."""
+        found: list[LocalCabinetAttempt] = []
+        for root in dict.fromkeys(self.roots):
+            layouts = (True, False) if is_two_tier(root) else (False,)
+            for spelling in key.local_spellings():
+                for two_tier in layouts:
+                    path = root / spelling.relative(two_tier=two_tier, file_name=spelling.compressed_name)
+                    with contextlib.suppress(OSError):
+                        if lies_under(path, root) and path.is_file():
+                            found.append(LocalCabinetAttempt(str(root), path, key.name, self.read))
+        return found
+
+
+def loader_reader(loader: FileLoader) -> Callable[[Path, int], bytes]:
+    """``read(path, cap)``: at most ``cap`` bytes of ``path`` through the loader; more is an error."""
+
+    def read(path: Path, cap: int) -> bytes:
+        with loader.byte_stream(path) as stream:
+            data = stream.read(cap + 1)
+        if len(data) > cap:
+            raise InputLimitError("a compressed file larger than the size cap", path, None, limit=cap)
+        return data
+
+    return read
+
+
 def fetch_from_symbol_servers(
-    remote: RemoteRun, owner: str, key: SymbolStoreKey, what: str, verify: Verify
+    remote: RemoteRun, owner: str, key: SymbolStoreKey, what: str, verify: Verify, local: LocalStores | None = None
 ) -> Path | None:
-    """``key``'s verified file from the download caches or the run's symbol servers, raced; None
-    when no symbol store is asked (none named, not offline) or none has it (the miss kept for
-    ``owner``). The chains' downstream stores are cache tiers, read and written (the first named
-    receives the download, as symsrv's bottom-most store does); without one, the download store."""
+    """``key``'s verified file from the download caches, the compressed forms in ``local``'s
+    stores and the run's symbol servers, raced; None when no symbol store is asked (none named,
+    none holding a compressed form, not offline) or none has it (the miss kept for ``owner``).
+    The chains' downstream stores are cache tiers, read and written (the first named receives
+    the download, as symsrv's bottom-most store does); without one, the download store. A
+    compressed form in a local store is decoded only when the run may make requests (not with
+    ``--offline``): what it holds is then in a cache tier."""
     options = remote.options
     servers = configured_symbol_path(options).servers()
     stored = download_key(key)
-    if stored is None or not (servers or options.offline):
+    cabinets: list[LocalCabinetAttempt] = [] if local is None else local.cabinets(key)
+    if stored is None or not (servers or cabinets or options.offline):
         return None
     caches = dict.fromkeys(cache for _, cache in servers if cache is not None)
     tiers = [StoreTier(cache, writable=True) for cache in caches]
-    attempts = [SymbolStoreAttempt(url, key) for url in dict.fromkeys(url for url, _ in servers)]
+    urls = dict.fromkeys(url for url, _ in servers)
+    attempts: list[Attempt] = [*cabinets, *(SymbolStoreAttempt(url, key) for url in urls)]
     return remote.fetch(owner, stored, what, attempts, verify, tiers)
 
 
@@ -391,60 +475,94 @@ def pdb_verifier(expected: DebugId) -> Verify:
     return verify
 
 
-def identity_verifier(expected: DebugId, what: str) -> Verify:
-    """``verify(path)``: None when ``path`` is an object file with ID ``expected`` among its
-    identities (a PE image's code ID, a Mach-O slice's UUID), else why not."""
+def code_id_verifier(expected: DebugId, identify: Callable[[Path], FileIdentity]) -> Verify:
+    """``verify(path)``: None when ``path`` is a PE image whose code ID (TimeDateStamp, SizeOfImage)
+    is ``expected``, else why not (``identify`` is the loader's, which reads the file's headers)."""
 
     def verify(path: Path) -> str | None:
-        from symbolize.formats.open import open_object  # the readers, only once a file is there
-
         try:
-            opened = open_object(path)
+            found = identify(path)
         except SymbolizeError as err:
             return f"not a readable object file: {err.reason}"
-        with contextlib.closing(opened):
-            if any(expected in ids for ids in (opened.identities(), *_slice_identities(opened))):
-                return None
-            found = ", ".join(str(i) for i in opened.identities() if i.kind is expected.kind) or "none"
-        return f"{what} {found} is not the one asked for, {expected}"
+        code_ids = [identity for identity in found.identities if identity.kind is DebugIdKind.PE_CODE_ID]
+        if expected in code_ids:
+            return None
+        return f"code ID {', '.join(map(str, code_ids)) or 'none'} is not the one asked for, {expected}"
 
     return verify
 
 
-def _slice_identities(opened: ObjectFile) -> Iterator[Sequence[DebugId]]:
-    """The identities of every other slice of a universal Mach-O file (one of them may be the one asked for)."""
-    from symbolize.formats.open import open_object
+def uuid_verifier(expected: DebugId) -> Verify:
+    """``verify(path)``: None when a slice of the Mach-O file ``path`` has UUID ``expected``, else why
+    not. Reads the load commands only (:func:`symbolize.formats.macho.load_commands.read_uuids`)."""
 
-    for arch in opened.slice_arches():
-        if arch != opened.arch:
-            other = open_object(opened.path, arch=arch)
-            try:
-                yield other.identities()
-            finally:
-                other.close()
+    def verify(path: Path) -> str | None:
+        from symbolize.formats.macho.load_commands import read_uuids
+
+        try:
+            found = read_uuids(path)
+        except SymbolizeError as err:
+            return f"not a readable Mach-O file: {err.reason}"
+        if expected in found.values():
+            return None
+        return f"UUID {', '.join(map(str, found.values())) or 'none'} is not the one asked for, {expected}"
+
+    return verify
 
 
-# The binaries a symbol store keeps by ID: (kind of the mapping's ID, its key, what the ID is called).
-_BINARY_KEYS: tuple[tuple[DebugIdKind, Callable[[str, DebugId | None], SymbolStoreKey | None], str], ...] = (
-    (DebugIdKind.PE_CODE_ID, pe_key, "code ID"),
-    (DebugIdKind.MACHO_UUID, macho_binary_key, "UUID"),
+def identity_verifier(expected: DebugId, what: str, identify: Callable[[Path], FileIdentity]) -> Verify:
+    """``verify(path)`` for an object file of ID ``expected``: :func:`code_id_verifier` for a PE code
+    ID (through ``identify``, the loader's), :func:`uuid_verifier` for a Mach-O UUID; ``what`` is
+    kept for callers that name the ID (the verifiers name it themselves)."""
+    del what
+    if expected.kind is DebugIdKind.MACHO_UUID:
+        return uuid_verifier(expected)
+    return code_id_verifier(expected, identify)
+
+
+def build_id_verifier(expected: DebugId, identify: Callable[[Path], FileIdentity]) -> Verify:
+    """debuginfod's check (symbolize/remote/debuginfod.py): an ELF file with GNU build ID ``expected``."""
+    from symbolize.remote.debuginfod import build_id_verifier as elf_verifier
+
+    return elf_verifier(expected, identify)
+
+
+def fetch_elf_debug_file(remote: RemoteRun, owner: str, build_id: DebugId | None, loader: FileLoader) -> Path | None:
+    """SSQP's ``_.debug/elf-buildid-sym-<build ID>/_.debug`` from the symbol stores, verified by
+    build ID; None when it is no build ID or no store has it (the miss kept for ``owner``)."""
+    key = elf_debug_key(build_id)
+    if key is None or build_id is None:
+        return None
+    verify = build_id_verifier(build_id, loader.identify)
+    return fetch_from_symbol_servers(remote, owner, key, f"{Path(owner).name} debug file ({key.index})", verify)
+
+
+# The binaries a symbol store keeps by ID: (kind of the mapping's ID, its key, how a file is checked).
+_BINARY_KEYS: tuple[
+    tuple[DebugIdKind, Callable[[str, DebugId | None], SymbolStoreKey | None], Callable[[DebugId, FileLoader], Verify]],
+    ...,
+] = (
+    (DebugIdKind.PE_CODE_ID, pe_key, lambda code_id, loader: code_id_verifier(code_id, loader.identify)),
+    (DebugIdKind.MACHO_UUID, macho_binary_key, lambda uuid, _: uuid_verifier(uuid)),
+    (DebugIdKind.GNU_BUILD_ID, elf_binary_key, lambda build_id, loader: build_id_verifier(build_id, loader.identify)),
 )
 
 
-def fetch_binary(remote: RemoteRun, filename: str, wanted: str) -> Path | None:
+def fetch_binary(remote: RemoteRun, filename: str, wanted: str, loader: FileLoader) -> Path | None:
     """The binary a mapping names (file ``filename``, ID text ``wanted``) from the symbol stores: a
     PE image by its code ID (``name.exe/<TIMESTAMP><SIZE>/name.exe``), a Mach-O binary by its
-    UUID (SSQP's ``name/mach-uuid-<UUID>/name``); None when ``wanted`` holds no such ID or no
+    UUID (SSQP's ``name/mach-uuid-<UUID>/name``), an ELF binary by its build ID (SSQP's
+    ``name/elf-buildid-<build ID>/name``); None when ``wanted`` holds no such ID or no
     store has it (the miss kept under ``filename``). Each ``,``-separated part of ``wanted`` is
     read (a stamped mapping records several IDs)."""
     name = base_name(filename)
     for part in (part.strip() for part in wanted.split(",")):
-        for kind, make_key, what in _BINARY_KEYS:
+        for kind, make_key, verifier in _BINARY_KEYS:
             debug_id = DebugId.parse(part, kind)
             key = make_key(name, debug_id)
             if key is None or debug_id is None:
                 continue
-            verify = identity_verifier(debug_id, what)
+            verify = verifier(debug_id, loader)
             found = fetch_from_symbol_servers(remote, filename, key, f"{name} ({key.index})", verify)
             if found is not None:
                 return found
