@@ -174,7 +174,7 @@ def _server_checks(
     from symbolize.loader import Loader
 
     with Loader() as loader:
-        return check_servers(loader.open(path, arch=arch), remote, progress=progress)
+        return check_servers(loader.open(path, arch=arch), remote, loader.identify, progress=progress)
 
 
 def jsonable(value: Any) -> Any:

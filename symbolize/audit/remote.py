@@ -38,6 +38,7 @@ from typing import NamedTuple
 from symbolize.audit.report import ServerCheck
 from symbolize.formats.errors import SymbolizeError
 from symbolize.formats.types import ObjectFile
+from symbolize.module import FileIdentity
 from symbolize.remote.fetcher import Attempt, Fetched, Fetcher, FetchRequest, Verify
 from symbolize.remote.options import RemoteOptions
 from symbolize.remote.progress import DownloadProgress
@@ -61,10 +62,12 @@ class ServerRequest(NamedTuple):
     required: bool
 
 
-# A provider: the requests for ``image`` to the servers ``options`` name, or a ServerCheck saying
-# why none can be made (``not-asked``); [] when its protocol has no server named or does not
-# serve the image's format.
-ServerRequests = Callable[[ObjectFile, RemoteOptions], "list[ServerRequest | ServerCheck]"]
+# What a download is verified by: the loader's reading of a file's format and IDs (Loader.identify).
+Identify = Callable[[Path], FileIdentity]
+# A provider: the requests for ``image`` to the servers ``options`` name, their downloads verified
+# through ``identify``, or a ServerCheck saying why none can be made (``not-asked``); [] when its
+# protocol has no server named or does not serve the image's format.
+ServerRequests = Callable[[ObjectFile, RemoteOptions, Identify], "list[ServerRequest | ServerCheck]"]
 _PROVIDERS: list[ServerRequests] = []
 
 
@@ -75,11 +78,12 @@ def register_server_requests(provider: ServerRequests) -> ServerRequests:
 
 
 def check_servers(
-    image: ObjectFile, options: RemoteOptions, *, progress: DownloadProgress | None = None
+    image: ObjectFile, options: RemoteOptions, identify: Identify, *, progress: DownloadProgress | None = None
 ) -> tuple[ServerCheck, ...]:
     """Every file of ``image`` the servers ``options`` names should have, fetched and verified now
-    (module docstring). A ``not-asked`` check when no provider can ask any named server for it."""
-    asked = [item for provider in _PROVIDERS for item in provider(image, options)]
+    (module docstring; ``identify`` is the loader's). A ``not-asked`` check when no provider can ask
+    any named server for it."""
+    asked = [item for provider in _PROVIDERS for item in provider(image, options, identify)]
     requests = [item for item in asked if isinstance(item, ServerRequest)]
     checks = [item for item in asked if isinstance(item, ServerCheck)]
     if not asked:
@@ -122,7 +126,9 @@ def holding_debug_info(verify: Verify) -> Verify:
     return verify_debug_file
 
 
-def _debuginfod_requests(image: ObjectFile, options: RemoteOptions) -> list[ServerRequest | ServerCheck]:
+def _debuginfod_requests(
+    image: ObjectFile, options: RemoteOptions, identify: Identify
+) -> list[ServerRequest | ServerCheck]:
     """debuginfod's ``debuginfo`` (required) and ``executable`` of an ELF image, by its build ID."""
     if not options.debuginfod_urls or image.format != "elf":
         return []
@@ -132,7 +138,7 @@ def _debuginfod_requests(image: ObjectFile, options: RemoteOptions) -> list[Serv
     if build_id is None or image.debug_id is None:
         detail = "the binary has no GNU build ID (link with --build-id): debuginfod serves files by build ID"
         return [ServerCheck(DEBUG_FILE, "debuginfod", image.path.name, "not-asked", True, detail=detail)]
-    verify = debuginfod.build_id_verifier(image.debug_id)
+    verify = debuginfod.build_id_verifier(image.debug_id, identify)
     requests: list[ServerRequest | ServerCheck] = []
     wanted: tuple[tuple[debuginfod.Artifact, str, bool], ...] = (("debuginfo", DEBUG_FILE, True),
                                                                   ("executable", BINARY, False))  # fmt: skip
@@ -151,7 +157,9 @@ def _debuginfod_requests(image: ObjectFile, options: RemoteOptions) -> list[Serv
     return requests
 
 
-def _symbol_server_requests(image: ObjectFile, options: RemoteOptions) -> list[ServerRequest | ServerCheck]:
+def _symbol_server_requests(
+    image: ObjectFile, options: RemoteOptions, identify: Identify
+) -> list[ServerRequest | ServerCheck]:
     """The symbol stores' keys of ``image``'s debug file (required) and of the image itself."""
     from symbolize.remote import symsrv
 
@@ -171,16 +179,16 @@ def _symbol_server_requests(image: ObjectFile, options: RemoteOptions) -> list[S
         pdb_key = symsrv.pdb_key(pdb_name, pdb_id)
         wanted.append((DEBUG_FILE, pdb_key, symsrv.pdb_verifier(pdb_id) if pdb_id is not None else None))
         code_id = ids.get(DebugIdKind.PE_CODE_ID)
-        wanted.append((BINARY, symsrv.pe_key(name, code_id),
-                       symsrv.identity_verifier(code_id, "code ID") if code_id is not None else None))  # fmt: skip
+        code_verify = symsrv.identity_verifier(code_id, "code ID", identify) if code_id is not None else None
+        wanted.append((BINARY, symsrv.pe_key(name, code_id), code_verify))
     elif image.format == "macho":
         uuid = ids.get(DebugIdKind.MACHO_UUID)
-        verify = symsrv.identity_verifier(uuid, "UUID") if uuid is not None else None
+        verify = symsrv.identity_verifier(uuid, "UUID", identify) if uuid is not None else None
         wanted.append((DEBUG_FILE, symsrv.macho_dwarf_key(uuid), holding_debug_info(verify) if verify else None))
         wanted.append((BINARY, symsrv.macho_binary_key(name, uuid), verify))
     elif image.format == "elf":
         build_id = ids.get(DebugIdKind.GNU_BUILD_ID)
-        verify = build_id_verifier(build_id) if build_id is not None else None
+        verify = build_id_verifier(build_id, identify) if build_id is not None else None
         wanted.append((DEBUG_FILE, symsrv.elf_debug_key(build_id), holding_debug_info(verify) if verify else None))
         wanted.append((BINARY, symsrv.elf_binary_key(name, build_id), verify))
     requests: list[ServerRequest | ServerCheck] = []
