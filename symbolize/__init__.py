@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         lookup,
         open_module,
         remote_options,
+        stamp_profile,
         symbolize_file,
         symbolize_profile,
     )
@@ -98,6 +99,7 @@ _EXPORTS = {
     "open_module": "symbolize.api",
     "read_profile": "symbolize.pprof",
     "remote_options": "symbolize.api",
+    "stamp_profile": "symbolize.api",
     "symbolize_file": "symbolize.api",
     "symbolize_profile": "symbolize.api",
     "write_profile": "symbolize.pprof",
@@ -128,6 +130,7 @@ __all__ = [
     "open_module",
     "read_profile",
     "remote_options",
+    "stamp_profile",
     "symbolize_file",
     "symbolize_profile",
     "write_profile",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from symbolize.progress import ProgressReport
     from symbolize.remote.options import RemoteOptions
     from symbolize.remote.progress import DownloadProgress
+    from symbolize.stamp import StampReport
     from symbolize.summary import Summary
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "lookup_text_batches",
     "open_module",
     "remote_options",
+    "stamp_profile",
     "symbolize_file",
     "symbolize_profile",
 ]
@@ -498,6 +500,32 @@ def symbolize_file(
         gzip = was_gzipped or str(out_path).endswith(".gz")
     write_profile(profile, out_path, gzip=gzip)
     return summary
+
+
+def stamp_profile(
+    profile_or_path: Profile | PathLike, *, binaries: Iterable[PathLike] = ()
+) -> tuple[Profile, StampReport]:
+    """Record in each mapping the build IDs of its file on this machine, read from the file's
+    headers only (no debug info): what makes a profile symbolizable anywhere, verified, and
+    fetchable from servers by ID. Returns ``(profile, report)``.
+
+    Run it where the profile was made, right after the dump (symbolize/stamp.py). A Profile
+    message is stamped in place; a path is read first and the stamped message returned, the file
+    left alone. A mapping's file is the one in ``binaries`` with its base name (ignoring case),
+    else the file at its recorded path. IDs go to ``Mapping.build_id`` as symbolize/mapping_ids.py
+    spells them (a PE image: ``<GUID><AGE>,<TIMESTAMP><SIZEOFIMAGE>``); a mapping whose file is
+    missing, unreadable or modified after the profile was taken keeps what it had, and the report
+    counts it with the reason. Raises MalformedInputError for an unreadable profile.
+    """
+    from symbolize.pprof import Profile, read_profile
+    from symbolize.stamp import PprofStampTarget, stamp
+
+    if isinstance(profile_or_path, Profile):
+        profile = profile_or_path
+    else:
+        profile, _ = read_profile(profile_or_path)
+    given = tuple(_existing(path, "binary", directory=False) for path in binaries)
+    return profile, stamp(PprofStampTarget(profile), binaries=given)
 
 
 def index_in_background(loader: Loader) -> list[Path]:

@@ -272,7 +272,9 @@ def test_json_schema_1() -> None:
     assert binary["verdict"]["shows"] == "with-inlines"
     assert binary["symbols"]["kind"] == "full"
     assert binary["coverage"]["shares"]["lines"] >= COVERAGE_THRESHOLD
-    assert set(binary) == {"identity", "symbols", "debug_info", "coverage", "frame_pointers", "verdict", "lookups"}
+    assert set(binary) == {
+        *("identity", "symbols", "debug_info", "coverage", "frame_pointers", "verdict", "lookups", "servers")
+    }
     assert set(binary["verdict"]) == {"shows", "reasons", "fixes", "frame_pointer_walks"}
     assert set(binary["lookups"]) == {"checked", "sample_size", "names", "lines", "inlined", "note"}
 

@@ -132,13 +132,27 @@ def check_load_commands(path: Path, chosen: Slice, header_size: int, ncmds: int,
         )
 
 
-def read_uuids(path: Path) -> dict[str, DebugId]:
-    """Arch -> LC_UUID of every slice of ``path``, reading only headers and load commands.
+class SliceHeader(NamedTuple):
+    """What one slice's header and load commands say, read without macholib: its arch, where it
+    starts in the file, its ``LC_UUID`` (None without one) and its segments as
+    ``(segname, vmaddr, vmsize)``."""
 
-    For walks over many candidate files (dSYMs under a search path): no section is read.
-    Raises SymbolizeError subclasses for files that are not Mach-O or are malformed.
+    arch: str
+    file_offset: int
+    uuid: DebugId | None
+    segments: tuple[tuple[str, int, int], ...]
+
+
+_SEGMENT_FIELDS = {LC_SEGMENT: "16sII", LC_SEGMENT_64: "16sQQ"}
+
+
+def read_slice_headers(path: Path) -> list[SliceHeader]:
+    """Every slice of ``path`` as :class:`SliceHeader`, reading only headers and load commands.
+
+    For walks over many files (dSYMs under a search path, a profile's mappings to stamp): no
+    section is read. Raises SymbolizeError subclasses for files that are not Mach-O or are malformed.
     """
-    found: dict[str, DebugId] = {}
+    found: list[SliceHeader] = []
     stream, _file_size = open_stream(path)
     with stream:
         for chosen in list_slices(path):
@@ -152,6 +166,8 @@ def read_uuids(path: Path) -> dict[str, DebugId]:
             check_load_commands(path, chosen, header_size, ncmds, sizeofcmds)
             stream.seek(chosen.file_offset + header_size)
             commands = stream.read(sizeofcmds)
+            uuid: DebugId | None = None
+            segments: list[tuple[str, int, int]] = []
             position = 0
             for _ in range(ncmds):
                 if position + 8 > len(commands):
@@ -159,11 +175,20 @@ def read_uuids(path: Path) -> dict[str, DebugId]:
                 cmd, cmdsize = struct.unpack_from(order + "II", commands, position)
                 if cmdsize < 8 or position + cmdsize > len(commands):
                     raise MalformedInputError(f"load command size {cmdsize} is impossible", path, position)
-                if cmd == LC_UUID and cmdsize >= 24:
-                    found[chosen.arch] = DebugId(DebugIdKind.MACHO_UUID, commands[position + 8 : position + 24])
-                    break
+                if cmd == LC_UUID and cmdsize >= 24 and uuid is None:
+                    uuid = DebugId(DebugIdKind.MACHO_UUID, commands[position + 8 : position + 24])
+                fields = _SEGMENT_FIELDS.get(cmd)
+                if fields is not None and cmdsize >= 8 + struct.calcsize(order + fields):
+                    name, vmaddr, vmsize = struct.unpack_from(order + fields, commands, position + 8)
+                    segments.append((_text16(name), vmaddr, vmsize))
                 position += cmdsize
+            found.append(SliceHeader(chosen.arch, chosen.file_offset, uuid, tuple(segments)))
     return found
+
+
+def read_uuids(path: Path) -> dict[str, DebugId]:
+    """Arch -> LC_UUID of every slice of ``path`` that has one (:func:`read_slice_headers`)."""
+    return {header.arch: header.uuid for header in read_slice_headers(path) if header.uuid is not None}
 
 
 class LoadCommands(NamedTuple):

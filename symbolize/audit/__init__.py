@@ -32,7 +32,11 @@ only ever added within a version::
                     "reasons": [...], "fixes": [...],
                     "frame_pointer_walks": "whole|lose-callers|unwind-tables|unknown"},
         "lookups": {"checked": bool, "sample_size": N, "note",
-                    "names"|"lines"|"inlined": {"sampled": N, "answered": N}}}],
+                    "names"|"lines"|"inlined": {"sampled": N, "answered": N}},
+        "servers": [{"role": "debug file|binary", "protocol": "debuginfod|symsrv|-", "what",
+                     "verdict": "on-server|not-on-server|server-unreachable|not-asked",
+                     "required": bool, "url", "tried": [urls], "detail", "refused": ["URL: reason"]}]
+                   (empty unless servers are named: audit --remote, symbolize/audit/remote.py)}],
      "unreadable": [{"path", "reason"}],
      "cargo": null | {
         "manifest", "workspace_root", "members": [dirs], "rustflags": [flags], "rustflags_source",
@@ -66,12 +70,15 @@ from symbolize.audit.report import (
     BinaryAudit,
     ProfileView,
     Requirement,
+    ServerCheck,
     UnreadableBinary,
 )
 from symbolize.audit.verdict import FRAME_POINTER_THRESHOLD, shortfalls
 
 if TYPE_CHECKING:
     from symbolize.audit.cargo import CargoAudit
+    from symbolize.remote.options import RemoteOptions
+    from symbolize.remote.progress import DownloadProgress
 
 SCHEMA_VERSION = 1
 
@@ -121,8 +128,15 @@ def audit_binaries(
     require: Requirement | None = None,
     require_frame_pointers: bool = False,
     environment: dict[str, str] | None = None,
+    remote: RemoteOptions | None = None,
+    download_progress: DownloadProgress | None = None,
 ) -> AuditReport:
-    """Audit each binary (and the Cargo project, when given); see the module docstring for the JSON."""
+    """Audit each binary (and the Cargo project, when given); see the module docstring for the JSON.
+
+    ``remote`` names servers (:func:`symbolize.api.remote_options`): each binary's files are then
+    fetched from them and verified (symbolize/audit/remote.py), and a debug file they do not have
+    is a shortfall.
+    """
     audited: list[BinaryAudit] = []
     unreadable: list[UnreadableBinary] = []
     for path in paths:
@@ -130,10 +144,20 @@ def audit_binaries(
             result = audit_binary(
                 path, debug_files=debug_files, search_paths=search_paths, debug_dirs=debug_dirs, arch=arch
             )
-            (unreadable if isinstance(result, UnreadableBinary) else audited).append(result)  # type: ignore[arg-type]
+            if isinstance(result, UnreadableBinary):
+                unreadable.append(result)
+                continue
+            if remote is not None:
+                result = result._replace(servers=_server_checks(path, arch, remote, download_progress))
+            audited.append(result)
     found: list[str] = []
     for audit in audited:
         found.extend(shortfalls(audit, require, require_frame_pointers))
+        found.extend(
+            f"{audit.identity.path}: {check.what}: {check.verdict}" + (f": {check.detail}" if check.detail else "")
+            for check in audit.servers
+            if check.required and not check.passed
+        )
     cargo = None
     if cargo_manifest is not None:
         from symbolize.audit.cargo import audit_cargo
@@ -141,6 +165,16 @@ def audit_binaries(
         cargo = audit_cargo(cargo_manifest, targets, audited, environment)
         found.extend(cargo.shortfalls(require, require_frame_pointers) if not audited else ())
     return AuditReport(tuple(audited), tuple(unreadable), cargo, require, require_frame_pointers, tuple(found))
+
+
+def _server_checks(
+    path: Path, arch: str | None, remote: RemoteOptions, progress: DownloadProgress | None
+) -> tuple[ServerCheck, ...]:
+    from symbolize.audit.remote import check_servers  # the network's modules, only when servers are named
+    from symbolize.loader import Loader
+
+    with Loader() as loader:
+        return check_servers(loader.open(path, arch=arch), remote, loader.identify, progress=progress)
 
 
 def jsonable(value: Any) -> Any:

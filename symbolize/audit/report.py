@@ -198,6 +198,26 @@ class Verdict(NamedTuple):
     frame_pointer_walks: str = "unknown"
 
 
+class ServerCheck(NamedTuple):
+    """What the named servers answered for one file of a binary (``audit --remote``,
+    symbolize/audit/remote.py): ``role`` is "debug file" or "binary"; a ``required`` check that
+    does not pass is a shortfall."""
+
+    role: str
+    protocol: str
+    what: str
+    verdict: str  # "on-server", "not-on-server", "server-unreachable", "not-asked"
+    required: bool
+    url: str | None = None  # where it came from, when on a server
+    tried: tuple[str, ...] = ()
+    detail: str = ""
+    refused: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "on-server"
+
+
 class BinaryAudit(NamedTuple):
     identity: Identity
     symbols: SymbolReport
@@ -206,6 +226,8 @@ class BinaryAudit(NamedTuple):
     frame_pointers: FramePointerReport
     verdict: Verdict
     lookups: LookupCheck | None = None  # the coverage checked by lookups (None: not asked)
+    # What the named servers answered for its files (audit --remote, symbolize/audit/remote.py).
+    servers: tuple[ServerCheck, ...] = ()
 
 
 class UnreadableBinary(NamedTuple):

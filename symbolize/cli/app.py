@@ -11,9 +11,11 @@ Commands (promises to users' scripts)::
               [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline] [ADDR...]
     symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
               [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
-              [--require-frame-pointers]   (exit codes: symbolize/cli/audit.py)
+              [--require-frame-pointers] [--debuginfod URL]... [--symbol-server SPEC]... [--remote]
+              (exit codes: symbolize/cli/audit.py)
     symbolize [--debug] convert IN|- -o OUT|- --to otlp|pprof [--encoding protobuf|json]
               [--original-payload]
+    symbolize [--debug] stamp IN|- -o OUT|- [--binary FILE]... [--json-summary]
 
 Data goes to stdout, diagnostics to stderr; exit codes and error lines: symbolize/cli/exits.py,
 in every command, ``audit`` (whose own codes are in ``symbolize/cli/audit.py``) included.
@@ -54,6 +56,7 @@ from symbolize.cli.options import (
     INDEX_OPTIONS,
     LOOKUP_OPTIONS,
     PROFILE_OPTIONS,
+    STAMP_OPTIONS,
     CliOption,
     Kind,
 )
@@ -107,6 +110,7 @@ _LOOKUP = _parameters(LOOKUP_OPTIONS)
 _INDEX = _parameters(INDEX_OPTIONS)
 _CACHE_SHOW = _parameters(CACHE_SHOW_OPTIONS)
 _CACHE_CLEAR = _parameters(CACHE_CLEAR_OPTIONS)
+_STAMP = _parameters(STAMP_OPTIONS)
 _CACHE_PRUNE = _parameters(CACHE_PRUNE_OPTIONS)
 _CONVERT = _parameters(CONVERT_OPTIONS)
 
@@ -442,6 +446,52 @@ def cache_clear_command(ctx: typer.Context, cache_dir: Path | None = _CACHE_CLEA
     _exit_with(run_guarded(clear, debug=_debug(ctx)))
 
 
+def stamp_command(
+    ctx: typer.Context,
+    in_path: Path = _STAMP["in_path"],
+    out_path: Path = _STAMP["out_path"],
+    binaries: list[Path] | None = _STAMP["binaries"],
+    json_summary: bool = _STAMP["json_summary"],
+) -> None:
+    """Record each mapping's build ID, read from its file's headers, on the machine that made the profile.
+
+    Run right after the dump: a stamped profile is symbolized anywhere, every mapping verified and
+    its files fetchable by ID. A mapping whose file is missing, unreadable or newer than the
+    profile keeps what it had and is counted in the report (stderr). OUT is written atomically.
+    """
+    from symbolize.cli.commands import STDIO_PATH, echo, standard_output
+
+    to_stdout = str(out_path) == STDIO_PATH
+    if to_stdout and json_summary:
+        raise typer.BadParameter("the profile goes to stdout: --json-summary cannot", param_hint="-o")
+    reports: list[Any] = []
+
+    def stamp() -> None:
+        from symbolize.api import stamp_profile
+        from symbolize.pprof import output_target, parse_profile, read_profile, serialize_profile, write_profile
+
+        if str(in_path) == STDIO_PATH:
+            profile, was_gzipped = parse_profile(sys.stdin.buffer.read(), "<stdin>")
+        else:
+            profile, was_gzipped = read_profile(in_path)
+        output = standard_output().buffer if to_stdout else None  # refused before any work
+        if output is None:
+            output_target(out_path)
+        _, report = stamp_profile(profile, binaries=binaries or ())
+        if output is not None:
+            output.write(serialize_profile(profile, gzip=was_gzipped))
+            output.flush()
+        else:
+            write_profile(profile, out_path, gzip=was_gzipped or str(out_path).endswith(".gz"))
+        reports.append(report)
+
+    _exit_with(run_guarded(stamp, debug=_debug(ctx)))
+    if json_summary:
+        echo(json.dumps(reports[0].to_json(), indent=2))
+    else:
+        echo(reports[0].format_text(), err=True)
+
+
 def cache_prune_command(
     ctx: typer.Context,
     cache_dir: Path | None = _CACHE_PRUNE["cache_dir"],
@@ -530,6 +580,7 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("index", index_command),
     ("audit", audit_command),
     ("convert", convert_command),
+    ("stamp", stamp_command),
 )
 _CACHE_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("show", cache_show_command),

@@ -2,10 +2,11 @@
 
     symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
                     [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
-                    [--require-frame-pointers]
+                    [--require-frame-pointers] [--debuginfod URL]... [--symbol-server SPEC]... [--remote]
 
 Exit codes (a promise to CI scripts): 0 every ``--require`` is met, 1 one falls
-short (each reason on stderr), 2 usage, 3 a file cannot be read or its format
+short (each reason on stderr; with servers named, a debug file they do not have, checked by
+fetching it: symbolize/audit/remote.py), 2 usage, 3 a file cannot be read or its format
 has no reader yet. The report is a table per binary (rich, which typer
 installs; plain text without it) or, with ``--json``, the versioned document
 of ``symbolize.audit``.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,7 +25,8 @@ import typer
 if TYPE_CHECKING:
     from symbolize.audit import AuditReport
     from symbolize.audit.cargo import CargoAudit
-    from symbolize.audit.report import BinaryAudit, SymbolReport
+    from symbolize.audit.report import BinaryAudit, ServerCheck, SymbolReport
+    from symbolize.remote.options import RemoteOptions
 
 
 class RequireChoice(enum.StrEnum):
@@ -65,16 +68,30 @@ def audit_command(
     require_frame_pointers: Annotated[
         bool, typer.Option("--require-frame-pointers", help="Fail (exit 1) unless functions set up frame pointers.")
     ] = False,
+    debuginfod: Annotated[
+        list[str] | None,
+        typer.Option("--debuginfod", metavar="URL", help="Check that this debuginfod server has each debug file."),
+    ] = None,
+    symbol_servers: Annotated[
+        list[str] | None,
+        typer.Option("--symbol-server", metavar="SPEC", help="Check that this symbol server has each debug file."),
+    ] = None,
+    remote: Annotated[
+        bool,
+        typer.Option("--remote", help="Check the servers the environment names (DEBUGINFOD_URLS, _NT_SYMBOL_PATH)."),
+    ] = False,
 ) -> None:
     """Report what a profile of each binary will show (bare hex, names, lines, inlines) and why."""
     from symbolize.audit import EXIT_UNREADABLE, audit_binaries
     from symbolize.audit.report import Requirement
+    from symbolize.cli.commands import download_progress
     from symbolize.errors import SymbolizeError
 
     if not binaries and cargo is None:
         typer.echo("symbolize: error: give at least one BINARY or --cargo Cargo.toml", err=True)
         raise typer.Exit(2)
     try:
+        servers = _named_servers(debuginfod or (), symbol_servers or (), remote)
         report = audit_binaries(
             binaries or [],
             debug_files=debug_files or (),
@@ -84,6 +101,8 @@ def audit_command(
             targets=targets or (),
             require=Requirement(require.value) if require is not None else None,
             require_frame_pointers=require_frame_pointers,
+            remote=servers,
+            download_progress=download_progress(servers),
         )
     except (SymbolizeError, OSError) as err:
         typer.echo(f"symbolize: error: {str(err).replace(chr(10), ' ')}", err=True)
@@ -97,6 +116,22 @@ def audit_command(
     for reason in report.shortfalls:
         typer.echo(f"symbolize: audit: {reason}", err=True)
     raise typer.Exit(report.exit_code)
+
+
+def _named_servers(
+    debuginfod: Sequence[str], symbol_servers: Sequence[str], from_environment: bool
+) -> RemoteOptions | None:
+    """The servers ``audit`` checks; None when none is named. ``--remote`` that finds none in the
+    environment is a usage error (exit 2): the check asked for cannot be made."""
+    from symbolize.api import remote_options
+
+    servers = remote_options(
+        debuginfod_urls=debuginfod, symbol_servers=symbol_servers, from_environment=from_environment
+    )
+    if from_environment and servers is None:
+        typer.echo("symbolize: error: --remote: DEBUGINFOD_URLS and _NT_SYMBOL_PATH name no server", err=True)
+        raise typer.Exit(2)
+    return servers
 
 
 # --- text ------------------------------------------------------------------------------------
@@ -153,7 +188,15 @@ def _binary_rows(audit: BinaryAudit) -> list[tuple[str, str]]:
     rows.append(("frame-pointer walks", _WALKS.get(walks, walks)))
     rows.extend(("why", reason) for reason in audit.verdict.reasons)
     rows.extend(("fix", fix) for fix in audit.verdict.fixes)
+    rows.extend((f"server: {check.role}", _server_row(check)) for check in audit.servers)
     return rows
+
+
+def _server_row(check: ServerCheck) -> str:
+    """``on-server http://... (app debuginfo (build ID ...))``, or the verdict and what was answered."""
+    where = check.url if check.passed else check.detail or ", ".join(check.tried)
+    refused = f"; refused: {'; '.join(check.refused)}" if check.refused else ""
+    return f"{check.verdict} ({check.what}){': ' + where if where else ''}{refused}"
 
 
 _WALKS = {

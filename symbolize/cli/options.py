@@ -278,6 +278,26 @@ CACHE_SHOW_OPTIONS = (
 
 CACHE_CLEAR_OPTIONS = (CACHE_DIR,)
 
+STAMP_OPTIONS = (
+    CliOption("in_path", (), Kind.ARGUMENT, "Profile, gzipped or not; - for stdin.", default=..., metavar="IN"),
+    CliOption(
+        "out_path",
+        ("-o", "--output"),
+        Kind.PATH,
+        "The stamped pprof profile (gzipped when OUT ends in .gz or IN was); - for stdout; may be IN.",
+        default=...,
+        metavar="OUT",
+    ),
+    CliOption(
+        "binaries",
+        ("--binary",),
+        Kind.PATHS,
+        "The file of the mappings with its base name, instead of the path they record.",
+        metavar="FILE",
+    ),
+    CliOption("json_summary", ("--json-summary",), Kind.FLAG, "Print the report as JSON on stdout.", default=False),
+)
+
 CACHE_PRUNE_OPTIONS = (
     CliOption(
         "cache_dir",
@@ -339,6 +359,7 @@ COMMAND_OPTIONS: dict[str, tuple[CliOption, ...]] = {
     "index": INDEX_OPTIONS,
     "cache show": CACHE_SHOW_OPTIONS,
     "cache clear": CACHE_CLEAR_OPTIONS,
+    "stamp": STAMP_OPTIONS,
     "cache prune": CACHE_PRUNE_OPTIONS,
     "convert": CONVERT_OPTIONS,
 }

@@ -12,7 +12,9 @@ match in whatever spelling the profile uses. A PE image is also named by its
 code ID (TimeDateStamp and SizeOfImage, read from its headers: the symsrv key
 ``name.exe/<TIMESTAMP><SIZEOFIMAGE>/name.exe``, what Breakpad, Crashpad and
 Sentry record), the only ID of a MinGW or CodeView-less image; a code ID of
-another build is refused with both code IDs. Without a binary, a separate
+another build is refused with both code IDs. A stamped mapping (``symbolize stamp``) records
+several IDs, ``<GUID><AGE>,<TIMESTAMP><SIZEOFIMAGE>`` for a PE image: each must match
+(symbolize/mapping_ids.py). Without a binary, a separate
 debug file found by build ID stands in (it keeps the program headers); then, when the run asks
 servers, the binary sources (symbolize/discovery/binary_sources.py: debuginfod's by build ID, the
 symbol servers' by code ID) fetch it, verified again here by ID. When none has it, the error
@@ -29,11 +31,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from symbolize import mapping_ids
 from symbolize.discovery.binary_sources import fetched_binaries
 from symbolize.discovery.paths import DirectoryListings, base_name, build_id_path, is_file_name, lies_under
 from symbolize.discovery.registry import READER_HINTS, FileLoader, LookupContext, locate
 from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError, RemoteMissError
-from symbolize.formats.types import DebugId, DebugIdKind, ObjectFile
+from symbolize.formats.types import DebugIdKind, ObjectFile
 from symbolize.module import Module, Reason, RemoteMiss, Source
 
 
@@ -121,14 +124,16 @@ def _slice_with_id(path: Path, image: ObjectFile, wanted: str, loader: FileLoade
 
 
 def _matches(image: ObjectFile, wanted: str) -> bool:
-    return any(DebugId.parse(wanted, identity.kind) == identity for identity in image.identities())
+    """Whether ``image`` is the build the mapping's ID text names (one ID, or a stamp's several:
+    symbolize/mapping_ids.py)."""
+    return mapping_ids.matches(wanted, image.identities())
 
 
 def _mismatch(path: Path, image: ObjectFile, wanted: str) -> DebugIdMismatchError:
     """The refusal of ``image`` for ``wanted``, both IDs spelled as the kind ``wanted`` reads as."""
     for identity in image.identities():
-        expected = DebugId.parse(wanted, identity.kind)
-        if expected is not None:
+        expected = mapping_ids.parse_part(wanted, identity.kind)
+        if expected is not None and expected != identity:
             what = "code ID" if identity.kind is DebugIdKind.PE_CODE_ID else "debug ID"
             return DebugIdMismatchError(path, str(expected), str(identity), what)
     return DebugIdMismatchError(path, wanted, str(image.debug_id) if image.debug_id is not None else None)
@@ -136,7 +141,7 @@ def _mismatch(path: Path, image: ObjectFile, wanted: str) -> DebugIdMismatchErro
 
 def _debug_file_by_build_id(wanted: str, loader: FileLoader) -> Module | None:
     """A separate debug file found by build ID, standing in for a missing binary."""
-    relative = build_id_path(DebugId.parse(wanted, DebugIdKind.GNU_BUILD_ID))
+    relative = build_id_path(mapping_ids.parse_part(wanted, DebugIdKind.GNU_BUILD_ID))
     if relative is None:
         return None
     for directory in loader.options.debug_dirs:
