@@ -12,7 +12,8 @@ the module's. Each key is fetched once per run: a second question gets the first
 
 A profile's modules are found one after another, and each would wait for its own downloads, so
 N missing files would cost the sum of their times. Within :meth:`RemoteRun.gathering` a fetch is
-only noted (and answered None); leaving it fetches every noted file at once
+only noted (and answered None; of each owner's requests the first, the rest being its fallbacks);
+leaving it fetches every noted file at once
 (:meth:`Fetcher.fetch_many`), and the modules found again afterwards are answered from there: N
 files take about the time of the slowest (bench/remote_fetch.py measures both ways).
 """
@@ -53,6 +54,7 @@ class RemoteRun:
         self._refused: dict[str, list[str]] = {}
         # While gathering (see the module docstring): the requests noted, by key.
         self._gathered: dict[StoreKey, FetchRequest] | None = None
+        self._gathering_owners: set[str] = set()
 
     @property
     def fetcher(self) -> Fetcher:
@@ -75,7 +77,11 @@ class RemoteRun:
         the miss and the refusals kept for ``owner``."""
         answer = self._answers.get(key)
         if answer is None and self._gathered is not None:
-            self._gathered.setdefault(key, FetchRequest(key, what, attempts, verify, tiers))
+            # Only an owner's first request: those after it are its fallbacks (debuginfo standing
+            # in for a missing executable), asked later only if the first one misses.
+            if owner not in self._gathering_owners:
+                self._gathering_owners.add(owner)
+                self._gathered.setdefault(key, FetchRequest(key, what, attempts, verify, tiers))
             return None
         if answer is None:
             answer = self._answers[key] = self.fetcher.fetch(key, what, attempts, verify, tiers=tiers)
@@ -95,7 +101,7 @@ class RemoteRun:
     def gathering(self) -> Iterator[None]:
         """Note the fetches asked within, then fetch them all at once (see the module docstring).
         Nothing asked within is answered, nor counted as missed: find the modules again after it."""
-        self._gathered = {}
+        self._gathered, self._gathering_owners = {}, set()
         try:
             yield
         finally:
