@@ -35,6 +35,14 @@ class Frame(NamedTuple):
     column: int = 0
     # First line of the function's declaration (DW_AT_decl_line), 0 if unknown.
     start_line: int = 0
+    # The file of that declaration (DW_AT_decl_file), None if unknown.
+    start_file: str | None = None
+    # The function's entry (its DIE's own DW_AT_low_pc; a function given by ranges alone has
+    # none), None if unknown.
+    start_address: int | None = None
+    # The line row's discriminator (DWARF 5, 6.2.2) for the innermost frame; for a calling frame,
+    # the call's (the inlined call's DW_AT_GNU_discriminator); 0 if none.
+    discriminator: int = 0
 
 
 class Symbol(NamedTuple):

@@ -28,6 +28,10 @@ from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.native import kernels
 
+# A discriminator is an unsigned 32-bit value in llvm-symbolizer (DWARFDebugLine::Row).
+_DISCRIMINATOR_BITS = 32
+_DISCRIMINATOR_MASK = (1 << _DISCRIMINATOR_BITS) - 1
+
 
 def join_path(directory: str | None, name: str) -> str:
     """Join like llvm-symbolizer does: absolute names win, the separator follows the directory's style."""
@@ -47,6 +51,8 @@ class LineTable:
     file_indexes: array[int] = field(default_factory=lambda: array("q"))
     lines: array[int] = field(default_factory=lambda: array("q"))
     columns: array[int] = field(default_factory=lambda: array("q"))
+    # Each row's discriminator (DW_LNE_set_discriminator), 0 for most.
+    discriminators: array[int] = field(default_factory=lambda: array("q"))
     # (low, high, first row, end row), sorted by low; high is the end_sequence address.
     sequences: list[tuple[int, int, int, int]] = field(default_factory=list)
     _sequence_lows: list[int] = field(default_factory=list)
@@ -295,6 +301,21 @@ def _sleb_tail(low_bits: int, shift: int, stream: Iterator[int]) -> int:
             return low_bits - (1 << shift) if byte & 0x40 else low_bits
 
 
+def _discriminator(stream: Iterator[int], operand_size: int) -> int:
+    """DW_LNE_set_discriminator's operand of ``operand_size`` bytes: a ULEB128 read within them,
+    modulo 2^32 as llvm-symbolizer keeps it (a uint32_t); every operand byte is consumed."""
+    value = shift = 0
+    ended = False
+    for _ in range(operand_size):
+        byte = next(stream)
+        if not ended:
+            if shift < _DISCRIMINATOR_BITS:
+                value |= (byte & 0x7F) << shift
+            shift += 7
+            ended = byte < 0x80
+    return value & _DISCRIMINATOR_MASK
+
+
 def _run_program(table: LineTable, data: bytes, offset: int, position: int, end: int, unit: Unit, min_length: int,
                  line_base: int, line_range: int, opcode_base: int, standard_lengths: list[int], *,
                  keep_every_row: bool) -> bool:
@@ -316,6 +337,7 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
     add_file = table.file_indexes.append
     add_line = table.lines.append
     add_column = table.columns.append
+    add_discriminator = table.discriminators.append
     sequences = table.sequences
     addr_size = unit.addr_size
     little = unit.sections.little_endian
@@ -327,15 +349,17 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
     set_file, const_add, advance_pc, fixed_advance_pc = (
         c.DW_LNS_set_file, c.DW_LNS_const_add_pc, c.DW_LNS_advance_pc, c.DW_LNS_fixed_advance_pc)
     end_sequence, set_address = c.DW_LNE_end_sequence, c.DW_LNE_set_address
+    set_discriminator = c.DW_LNE_set_discriminator
     read = next
     address = 0
     file_index = 1
     line = 1
     column = 0
+    discriminator = 0
     first_row = len(addresses)
     # The row held back (address -1: none; addresses never go below 0).
     row_address = -1
-    row_file = row_line = row_column = 0
+    row_file = row_line = row_column = row_discriminator = 0
     stream = iter(data[position:end])
     try:
         for opcode in stream:
@@ -352,6 +376,7 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                         add_file(row_file)
                         add_line(row_line)
                         add_column(row_column)
+                        add_discriminator(row_discriminator)
                 elif row_line < 0:
                     # Dropped, it would escape the check decode_line_table makes on the rows kept.
                     raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
@@ -359,6 +384,9 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                 row_file = file_index
                 row_line = line
                 row_column = column
+                # A row takes the discriminator set since the last row, which then goes back to 0.
+                row_discriminator = discriminator
+                discriminator = 0
             elif opcode == set_column:
                 column = read(stream)
                 if column >= 0x80:
@@ -408,12 +436,16 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                         return False
                     address = new_address
                     continue
+                if sub_opcode == set_discriminator:
+                    discriminator = _discriminator(stream, operand_size)
+                    continue
                 if sub_opcode == end_sequence:
                     if row_address >= 0:
                         add_address(row_address)
                         add_file(row_file)
                         add_line(row_line)
                         add_column(row_column)
+                        add_discriminator(row_discriminator)
                         row_address = -1
                     row_count = len(addresses)
                     if row_count > first_row:
@@ -424,6 +456,7 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                     file_index = 1
                     line = 1
                     column = 0
+                    discriminator = 0
                 elif sub_opcode == set_address:
                     if address and not keep_every_row:
                         return False
@@ -454,6 +487,7 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
             add_file(row_file)
             add_line(row_line)
             add_column(row_column)
+            add_discriminator(row_discriminator)
     except StopIteration:
         raise DwarfFormatError(f"line program at {offset:#x} ends inside an instruction") from None
     except OverflowError as error:

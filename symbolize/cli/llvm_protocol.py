@@ -6,14 +6,17 @@ JSON, one object per input line (a JSON array of them, on one line, for addresse
 arguments), keys sorted as LLVM's ``json::Object`` writes them, no spaces:
 
 - code: ``{"Address": "0x..", "ModuleName": FILE, "Symbol": [frame, ...]}``, frames innermost
-  first, each ``{"Column", "FileName", "FunctionName", "Line", "StartLine"}`` ("" and 0 when
-  unknown), ``"Source"`` with ``--print-source-context-lines``. Of LLVM's other frame fields,
-  only what the readers know exactly is written: ``StartAddress`` of the outermost frame, which
-  LLVM takes from the covering symbol when one covers the address (as the readers name that
-  frame), and, for an address nothing names or only a symbol names, all of them (LLVM's
-  ``StartFileName`` "" and ``Discriminator`` 0, there being no DIE and no line row). The DIE's
-  ``DW_AT_low_pc`` of an inlined frame, its ``DW_AT_decl_file`` and the line row's
-  discriminator are not read, and not written (README, "Commands").
+  first, each ``{"Column", "Discriminator", "FileName", "FunctionName", "Line", "StartAddress",
+  "StartFileName", "StartLine"}`` ("" and 0 when unknown), ``"Source"`` with
+  ``--print-source-context-lines``, all read from the debug info (symbolize/formats/types.py,
+  ``Frame``): the line row's discriminator (a calling frame's: its call's), the function DIE's
+  ``DW_AT_decl_file`` and ``DW_AT_low_pc``; the outermost frame's ``StartAddress`` is the covering
+  symbol's where one covers the address, as LLVM takes it with ``--functions=linkage``.
+  One difference, LLVM's: llvm-symbolizer 22 writes ``StartFileName`` "" where the DIE's
+  ``DW_AT_decl_file`` has the form ``DW_FORM_implicit_const`` (GCC's DWARF 5 abbreviations shared
+  by most functions of a file): its ``DWARFFormValue::getAsFile`` gives no file for a value made
+  from the abbreviation, which carries no unit. The file is the one ``llvm-dwarfdump`` prints
+  for the same attribute, and is written here.
 - a file that cannot be opened: ``{"Address", "Error": {"Message"}, "ModuleName"}``, the message
   on stderr too; a line llvm-symbolizer cannot read: the error on stderr and
   ``{"ModuleName", "Symbol": [blank frame]}``; a symbol's name: ``{"Loc": [frame...],
@@ -64,6 +67,7 @@ class LlvmOutput(NamedTuple):
     relative_address: bool = False
     adjust_vma: int = 0
     basenames: bool = False
+    relative_names: bool = False  # --relativenames: file names without their compilation directory
     verbose: bool = False
     context_lines: int = 0
     our_json: bool = False  # --json: our own shape (symbolize/answer_text.py)
@@ -234,23 +238,26 @@ class LlvmAnswers:
     def _json_frames(self, frames: list[Frame], symbol: Any) -> list[dict[str, Any]]:
         if not frames:
             return [_BLANK_FRAME]
-        symbol_only = self._symbol_only(frames, symbol)
         shown: list[dict[str, Any]] = []
         for depth, frame in enumerate(frames):
+            start = self._start_address(frame, symbol if depth == len(frames) - 1 else None)
             entry: dict[str, Any] = {
-                "Column": frame.column, "FileName": self._file(frame.file) or "",
+                "Column": frame.column, "Discriminator": frame.discriminator, "FileName": self._file(frame.file) or "",
                 "FunctionName": (frame.function or "") if self.output.show_functions else "",
-                "Line": frame.line, "StartLine": frame.start_line,
+                "Line": frame.line, "StartAddress": f"{start:#x}" if start is not None else "",
+                "StartFileName": self._file(frame.start_file) or "", "StartLine": frame.start_line,
             }  # fmt: skip
-            if symbol is not None and depth == len(frames) - 1:
-                entry["StartAddress"] = f"{symbol.vaddr:#x}"
-            if symbol_only:
-                entry.update(Discriminator=0, StartFileName="")
             source = self._source(frame)
             if source:
                 entry["Source"] = source
             shown.append(entry)
         return shown
+
+    @staticmethod
+    def _start_address(frame: Frame, symbol: Any) -> int | None:
+        """The frame's ``StartAddress``: the covering ``symbol``'s (the outermost frame, named by
+        it), else its DIE's ``DW_AT_low_pc``."""
+        return symbol.vaddr if symbol is not None else frame.start_address
 
     def _text(self, address: int, frames: list[Frame], symbol: Any) -> str:
         style = self.output.style
@@ -258,7 +265,8 @@ class LlvmAnswers:
             return style.answer(address, [Frame(None)])
         if not (self.output.verbose or self.output.context_lines or self.output.basenames):
             return style.answer(address, frames)
-        frames = [frame._replace(file=self._file(frame.file)) for frame in frames]
+        frames = [frame._replace(file=self._file(frame.file), start_file=self._file(frame.start_file))
+                  for frame in frames]
         if not self.output.verbose:
             return style.answer(address, frames, self._source)
         out = [f"{address:#x}{': ' if style.pretty else chr(10)}"] if style.addresses else []
@@ -268,10 +276,14 @@ class LlvmAnswers:
             out.append(f"{prefix}{name}{' at ' if style.pretty else chr(10)}" if style.functions else "")
             out.append(f"  Filename: {frame.file or '??'}\n")
             if frame.start_line:
+                out.append(f"  Function start filename: {frame.start_file or ''}\n")
                 out.append(f"  Function start line: {frame.start_line}\n")
-            if symbol is not None and depth == len(frames) - 1 and not style.gnu:
-                out.append(f"  Function start address: {symbol.vaddr:#x}\n")
+            start = self._start_address(frame, symbol if depth == len(frames) - 1 and not style.gnu else None)
+            if start is not None:
+                out.append(f"  Function start address: {start:#x}\n")
             out.append(f"  Line: {frame.line}\n  Column: {frame.column}\n")
+            if frame.discriminator:
+                out.append(f"  Discriminator: {frame.discriminator}\n")
             out.append(self._source(frame))
         if not style.gnu:
             out.append("\n")

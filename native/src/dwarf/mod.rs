@@ -125,20 +125,23 @@ pub struct UnitColumns {
     #[pyo3(get)]
     heads: Py<PyBytes>,
     #[pyo3(get)]
+    discriminators: Py<PyBytes>,
+    #[pyo3(get)]
     file_names: Py<PyList>,
     #[pyo3(get)]
     head_keys: Py<PyList>,
-    chains: Vec<(runs::Name, Vec<runs::Frame>)>,
+    chains: Vec<(runs::Name, Option<u128>, Vec<runs::Frame>)>,
 }
 
 #[pymethods]
 impl UnitColumns {
-    /// Chain `chain`: (innermost function, its decl line, calling frames innermost first).
+    /// Chain `chain`: (innermost function, its decl line and file, its entry, calling frames
+    /// innermost first).
     fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let Some(((name, start_line), outer)) = self.chains.get(chain) else {
+        let Some(((name, start_line, start_file), entry, outer)) = self.chains.get(chain) else {
             return Err(PyIndexError::new_err(format!("chain {chain} of {}", self.chains.len())));
         };
-        (name, start_line, PyList::new(py, outer)?).into_pyobject(py)
+        (name, start_line, start_file, entry, PyList::new(py, outer)?).into_pyobject(py)
     }
 
     /// How many chains the runs' heads name.
@@ -166,6 +169,7 @@ impl UnitColumns {
             lines: machine_bytes(py, &built.lines, i64::to_ne_bytes)?,
             columns: machine_bytes(py, &built.columns, i64::to_ne_bytes)?,
             heads: machine_bytes(py, &built.heads, i64::to_ne_bytes)?,
+            discriminators: machine_bytes(py, &built.discriminators, i64::to_ne_bytes)?,
             file_names: PyList::new(py, built.file_names)?.unbind(),
             head_keys: PyList::new(py, built.head_keys)?.unbind(),
             chains: built.chains,
@@ -353,7 +357,7 @@ mod tests {
         assert_eq!(built.lines, vec![3, 3]);
         assert_eq!(built.files, vec![1, 1]);
         assert_eq!(built.file_names, vec![None, Some("/src/a.c".to_owned())]);
-        assert_eq!(built.chains, vec![((Some("main".to_owned()), 0), Vec::new())]);
+        assert_eq!(built.chains, vec![((Some("main".to_owned()), 0, None), None, Vec::new())]);
         assert_eq!(built.head_keys, vec![(0, -1)]);
     }
 
@@ -424,7 +428,8 @@ mod tests {
                 let built = build_unit(&sections, &units, &NO_SYMBOLS, offset, false)
                     .unwrap_or_else(|why| panic!("{name} unit {offset:#x} deferred: {}", why.0));
                 let count = built.lows.len();
-                for column in [built.highs.len(), built.files.len(), built.lines.len(), built.columns.len(), built.heads.len()] {
+                for column in [built.highs.len(), built.files.len(), built.lines.len(), built.columns.len(), built.heads.len(),
+                               built.discriminators.len()] {
                     assert_eq!(column, count, "{name} unit {offset:#x}: columns of one length");
                 }
                 for run in 0..count {
@@ -445,8 +450,8 @@ mod tests {
         let sections = fixture_sections("cppdemo-clang-dwarf5-pie").expect("fixture");
         let units = unit_spans(&sections);
         let built = build_unit(&sections, &units, &NO_SYMBOLS, units[0].0, false).expect("answers");
-        let names: Vec<&str> = built.chains.iter().filter_map(|((name, _), _)| name.as_deref()).collect();
+        let names: Vec<&str> = built.chains.iter().filter_map(|((name, _, _), _, _)| name.as_deref()).collect();
         assert!(names.iter().any(|name| name.starts_with("_Z")), "{names:?}");
-        assert!(built.chains.iter().any(|(_, outer)| !outer.is_empty()), "an inlined call has its callers");
+        assert!(built.chains.iter().any(|(_, _, outer)| !outer.is_empty()), "an inlined call has its callers");
     }
 }
