@@ -97,6 +97,8 @@ def _instruction() -> st.SearchStrategy[bytes]:
         st.one_of(st.integers(min_value=0x1000, max_value=0x1020), st.integers(min_value=0, max_value=1 << 40))
         .map(lambda address: SET_ADDRESS + struct.pack("<Q", address)),
         st.just(END_SEQUENCE),
+        st.integers(min_value=0, max_value=1 << 40).map(
+            lambda value: b"\x00" + uleb(len(uleb(value)) + 1) + bytes([c.DW_LNE_set_discriminator]) + uleb(value)),
         st.binary(min_size=1, max_size=6).map(lambda operands: b"\x00" + uleb(len(operands)) + operands),
         st.binary(min_size=1, max_size=4),  # anything at all
     )

@@ -161,6 +161,31 @@ def test_verbose_prints_llvms_block(name: str, flags: str) -> None:
     assert "  Line: " in done.stdout and "  Filename: " in done.stdout
 
 
+@pytest.mark.parametrize("name", ["cdemo-gcc-dwarf5-pie", "cppdemo-gcc-dwarf5-pie"])
+def test_indexed_answers_write_the_fields_the_debug_info_gives(name: str, tmp_path: Path) -> None:
+    """Discriminators, start files and entries come back from the persistent index as read: the
+    JSON and --verbose answers from an index are the uncached ones, and they hold every field."""
+    stored = _stored(name)
+    built = subprocess.run(
+        [sys.executable, "-m", "symbolize", "index", "--cache-dir", str(tmp_path), stored["binary"]],
+        capture_output=True, text=True, cwd=FIXTURES,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    indexed = [sys.executable, "-m", "symbolize", "lookup", "--cache-dir", str(tmp_path), "--no-background-index"]
+    outputs = {}
+    for flags in ("--output-style=JSON", "--verbose"):
+        words = ["--obj", stored["binary"], *flags.split(), *stored["addresses"]]
+        from_index = subprocess.run([*indexed, *words], capture_output=True, text=True, cwd=FIXTURES)
+        assert from_index.returncode == 0, from_index.stderr
+        assert from_index.stdout == _lookup(words).stdout
+        outputs[flags] = from_index.stdout
+    answers = json.loads(outputs["--output-style=JSON"])
+    assert any(frame["Discriminator"] for answer in answers for frame in answer["Symbol"])
+    assert any(frame["StartFileName"] for answer in answers for frame in answer["Symbol"])
+    # An inlined frame's entry is its DIE's DW_AT_low_pc (the outermost's is the symbol's).
+    assert any(frame["StartAddress"] for answer in answers for frame in answer["Symbol"][:-1])
+
+
 PROTOCOL = json.loads((STORED / "protocol.json").read_text())["cases"]
 
 
