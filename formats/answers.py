@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from heapq import heappop, heappush
 from itertools import compress, pairwise
 from operator import ne
@@ -177,6 +177,8 @@ class RegionAnswers(Protocol):
 
     def frames_at(self, vaddr: int) -> list[Frame]: ...
 
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]: ...
+
 
 class AnsweredByRegions:
     """The three questions of a symbol source, asked of what the reader's ``_answers()`` builds
@@ -195,6 +197,9 @@ class AnsweredByRegions:
     def frames_at(self, vaddr: int) -> list[Frame]:
         """Frames at ``vaddr``, innermost first; [] when nothing covers it."""
         return self._answers().frames_at(vaddr)
+
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        return self._answers().relative_file_names(vaddr)
 
 
 class _DecodedRegion:

@@ -8,7 +8,7 @@ running process.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -322,6 +322,14 @@ class SymbolSource(Protocol):
         need, and whoever opened them supplies it (symbolize/loader.py)."""
         ...
 
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        """Each file name of the debug info that answers ``vaddr`` (a DWARF unit's line table),
+        mapped to the name that debug info gives without the compilation directory
+        (llvm-symbolizer's ``--relativenames``), where the two differ. Per address, since two units
+        may join one name differently (Rust's standard library under its own compilation
+        directory, the crate's copy of the same path absolute)."""
+        ...
+
 
 class Image(Protocol):
     """A binary as the loader sees it: identity, segments, and where its debug info lives.
@@ -395,6 +403,9 @@ class ReaderDefaults:
 
     def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
         return None
+
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        return {}
 
     universal: bool = False
 

@@ -186,6 +186,71 @@ def test_indexed_answers_write_the_fields_the_debug_info_gives(name: str, tmp_pa
     assert any(frame["StartAddress"] for answer in answers for frame in answer["Symbol"][:-1])
 
 
+def _live_llvm_symbolizer() -> Path | None:
+    """llvm-symbolizer 22, else the system's (Debian's llvm, 14 on bookworm), None when neither is."""
+    if LLVM_22.exists():
+        return LLVM_22
+    found = shutil.which("llvm-symbolizer")
+    return Path(found) if found else None
+
+
+@pytest.mark.parametrize("name", ["rustdemo-lines", "rustdemo-full", "rs-cargo-packed"])
+def test_relativenames_changes_the_file_names_llvm_symbolizer_changes(name: str) -> None:
+    """Live only (no answer is stored: llvm-symbolizer 22 was not at hand when this was written).
+    Rust binaries join the standard library's files under its own compilation directory
+    (``/rustc/HASH``) and give the crate's copies of the same paths whole: ``--relativenames``
+    drops the directory from the first alone, per unit. Compared as what the flag changes, line by
+    line, so that the names the two tools spell differently (LLVM 14's demangling) do not count:
+    every line LLVM changes becomes LLVM's line, and no other line changes."""
+    peer = _live_llvm_symbolizer()
+    if peer is None:
+        pytest.skip("llvm-symbolizer is not installed")
+    expected = json.loads((FIXTURES / "expected" / f"{name}.json").read_text())
+    words = ["--obj", expected["binary"], "-i", *[entry["address"] for entry in expected["addresses"]][::3][:100]]
+    outputs = []
+    for flags in ([], ["--relativenames"]):
+        theirs = subprocess.run([str(peer), *words, *flags], capture_output=True, text=True, cwd=FIXTURES)
+        ours = _lookup([*words, *flags])
+        assert ours.returncode == 0, ours.stderr
+        outputs.append((theirs.stdout.split("\n"), ours.stdout.split("\n")))
+    (theirs_before, ours_before), (theirs_after, ours_after) = outputs
+    assert len(theirs_before) == len(theirs_after) == len(ours_before) == len(ours_after)
+    changed = {at for at, pair in enumerate(zip(theirs_before, theirs_after, strict=True)) if pair[0] != pair[1]}
+    assert changed, "the fixture should have names the flag shortens"
+    assert all(ours_after[at] == theirs_after[at] for at in changed if ours_before[at] == theirs_before[at])
+    assert all(ours_after[at] == ours_before[at] for at in range(len(ours_after)) if at not in changed)
+
+
+def test_relativenames_reads_each_units_own_split(tmp_path: Path) -> None:
+    """The standard library's files lose their compilation directory (``/rustc/HASH/``) in JSON
+    too (FileName and StartFileName), from an index as without one, and -s still wins (as in
+    llvm-symbolizer)."""
+    expected = json.loads((FIXTURES / "expected" / "rustdemo-full.json").read_text())
+    words = ["--obj", expected["binary"], "--output-style=JSON", *[entry["address"] for entry in expected["addresses"]]]
+    plain = json.loads(_lookup(words).stdout)
+    relative = json.loads(_lookup([*words, "--relativenames"]).stdout)
+    built = subprocess.run(
+        [sys.executable, "-m", "symbolize", "index", "--cache-dir", str(tmp_path), expected["binary"]],
+        capture_output=True, text=True, cwd=FIXTURES,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    indexed = subprocess.run(
+        [sys.executable, "-m", "symbolize", "lookup", "--cache-dir", str(tmp_path), "--no-background-index", *words,
+         "--relativenames"], capture_output=True, text=True, cwd=FIXTURES,
+    )  # fmt: skip
+    assert json.loads(indexed.stdout) == relative
+    shortened = {field: 0 for field in ("FileName", "StartFileName")}
+    for before, after in zip(plain, relative, strict=True):
+        for frame, short in zip(before["Symbol"], after["Symbol"], strict=True):
+            for field in shortened:
+                if frame[field] != short[field]:
+                    assert frame[field].endswith("/" + short[field]) and not short[field].startswith("/")
+                    shortened[field] += 1
+    assert all(shortened.values()), shortened
+    basenames = json.loads(_lookup([*words, "--relativenames", "-s"]).stdout)
+    assert basenames == json.loads(_lookup([*words, "-s"]).stdout)
+
+
 PROTOCOL = json.loads((STORED / "protocol.json").read_text())["cases"]
 
 

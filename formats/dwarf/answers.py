@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from itertools import pairwise
 from pathlib import Path
@@ -186,6 +186,14 @@ class DwarfSymbolAnswers(SymbolAnswers):
         if not was_decoded:
             state.index = state.lines = None
         return runs
+
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        """The relative names of the units covering ``vaddr`` (:meth:`DwarfInfo.relative_file_names`);
+        none where the DWARF cannot be read."""
+        try:
+            return self.dwarf.relative_file_names(vaddr)
+        except MalformedInputError:
+            return {}
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
         """Unit ``key``'s runs for a batch of lookups: the Python runs decoded one top-level

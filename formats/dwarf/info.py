@@ -25,7 +25,7 @@ from typing import Any
 
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, read_abbrev_table
-from symbolize.formats.dwarf.lines import LineTable, decode_line_table
+from symbolize.formats.dwarf.lines import LineTable, decode_line_table, relative_file_names
 from symbolize.formats.dwarf.ranges import decode_ranges_attribute
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
 from symbolize.formats.dwarf.scan import (
@@ -157,6 +157,8 @@ class DwarfInfo:
         self._unit_max_high: list[int] = []
         self._names: dict[tuple[int, int], Name] = {}
         self._shared_tables = SharedTables()
+        # --relativenames: each unit's file names without the compilation directory, by unit offset.
+        self._relative_names: dict[int, dict[str, str]] = {}
 
     # Public ------------------------------------------------------------------
 
@@ -193,6 +195,35 @@ class DwarfInfo:
         assert sections is not None
         names = ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "ranges", "rnglists", "line", "aranges")
         return {f".debug_{name}": data for name in names if (data := getattr(sections, name))}
+
+    def relative_file_names(self, vaddr: int) -> dict[str, str]:
+        """Each file name the line tables of the units covering ``vaddr`` give, mapped to the name
+        without the compilation directory (``lines.relative_file_names``), where they differ; the
+        first unit's (by low address), where units overlap. A unit whose line header cannot be read
+        gives none. Read on first use per unit: only ``--relativenames`` asks."""
+        states = self._load_units()
+        found: dict[str, str] = {}
+        stop = bisect_right(self._unit_lows, vaddr)
+        for low, high, state_index in self._unit_ranges[:stop]:
+            if low <= vaddr < high:
+                for name, relative in self._relative_names_of(states[state_index]).items():
+                    found.setdefault(name, relative)
+        return found
+
+    def _relative_names_of(self, state: _UnitState) -> dict[str, str]:
+        stmt_list = state.unit.stmt_list
+        found = self._relative_names.get(state.unit.offset)
+        if found is None:
+            found = self._relative_names[state.unit.offset] = {}
+            if stmt_list is not None and state.error is None:
+                try:
+                    pairs = relative_file_names(state.unit, stmt_list)
+                except _DECODE_ERRORS:
+                    pairs = []
+                for name, relative in pairs:
+                    if name is not None and relative is not None and relative != name:
+                        found.setdefault(name, relative)
+        return found
 
     def versions(self) -> tuple[int, ...]:
         return tuple(sorted({state.unit.version for state in self._load_units() if state.unit.version}))

@@ -154,6 +154,42 @@ def _read_entries(
 
 def decode_line_table(unit: Unit, offset: int) -> LineTable:
     """Decode the program at ``offset`` in the unit's ``.debug_line``."""
+    data, offset_size, position, end, version, program_start, header_fields = _read_header(unit, offset)
+    min_instruction_length, line_base, line_range, opcode_base, standard_lengths = header_fields
+    files = file_names(unit, data, position, end, offset_size, version)
+    table = LineTable(files=files)
+    program = (data, offset, program_start, end, unit, min_instruction_length, line_base, line_range, opcode_base,
+               standard_lengths)
+    if not _run_fastest(table, program, keep_every_row=False):
+        # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
+        table = LineTable(files=files, increasing=False)
+        _run_fastest(table, program, keep_every_row=True)
+    # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
+    # on the rows kept, not per row; _run_program checks the rows it drops.
+    if table.lines and min(table.lines) < 0:
+        raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
+    table.finish()
+    return table
+
+
+def relative_file_names(unit: Unit, offset: int) -> list[tuple[str | None, str | None]]:
+    """The header's file names at ``offset`` as (:func:`file_names`' name, the name without the
+    compilation directory): llvm-symbolizer's ``--relativenames`` (``FileLineInfoKind::
+    RelativeFilePath``): an absolute name stays; else the name joined with its include directory
+    as the table spells it, none for directory 0 (DWARF 5: the compilation directory; DWARF 2-4:
+    the unit's directory). Read by the Python header reader alone: asked once per unit, for the
+    index or ``--relativenames``."""
+    data, offset_size, position, end, version, _, _ = _read_header(unit, offset)
+    return _file_name_pairs(unit, data, position, end, offset_size, version)
+
+
+_Header = tuple[bytes, int, int, int, int, int, tuple[int, int, int, int, list[int]]]
+
+
+def _read_header(unit: Unit, offset: int) -> _Header:
+    """The header of the program at ``offset``: (section, offset size, where its directory and file
+    tables start, its end, version, where its program starts, (minimum instruction length,
+    line_base, line_range, opcode_base, standard opcode lengths))."""
     data = unit.sections.line
     little = unit.sections.little_endian
     offset_size, position, end = read_initial_length(data, offset, little, "line table")
@@ -179,20 +215,8 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
     position += opcode_base - 1
     if line_range == 0:
         raise DwarfFormatError(f"line table at {offset:#x} has line_range 0")
-    files = file_names(unit, data, position, end, offset_size, version)
-    table = LineTable(files=files)
-    program = (data, offset, program_start, end, unit, min_instruction_length, line_base, line_range, opcode_base,
-               standard_lengths)
-    if not _run_fastest(table, program, keep_every_row=False):
-        # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
-        table = LineTable(files=files, increasing=False)
-        _run_fastest(table, program, keep_every_row=True)
-    # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
-    # on the rows kept, not per row; _run_program checks the rows it drops.
-    if table.lines and min(table.lines) < 0:
-        raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
-    table.finish()
-    return table
+    return (data, offset_size, position, end, version, program_start,
+            (min_instruction_length, line_base, line_range, opcode_base, standard_lengths))
 
 
 def file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: int, version: int) -> list[str | None]:
@@ -214,8 +238,15 @@ def file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: in
 
 def _file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: int, version: int) -> list[str | None]:
     """The reference :func:`file_names`."""
+    return [name for name, _ in _file_name_pairs(unit, data, position, end, offset_size, version)]
+
+
+def _file_name_pairs(
+    unit: Unit, data: bytes, position: int, end: int, offset_size: int, version: int
+) -> list[tuple[str | None, str | None]]:
+    """(:func:`file_names`' name, :func:`relative_file_names`' name) of each entry."""
     comp_dir = unit.comp_dir
-    files: list[str | None]
+    files: list[tuple[str | None, str | None]]
     if version >= 5:
         directories, position = _read_entries(unit, data, position, end, offset_size)
         dir_names = [name for name, _ in directories]
@@ -223,17 +254,21 @@ def _file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: i
         files = []
         for name, dir_index in file_entries:
             directory = dir_names[dir_index] if 0 <= dir_index < len(dir_names) else None
+            relative = join_path(directory if dir_index != 0 else None, name)
             if directory is not None and dir_index != 0:
                 directory = join_path(dir_names[0] if dir_names else comp_dir, directory)
-            files.append(join_path(directory, name))
+            files.append((join_path(directory, name), relative))
     else:
         dir_names = [comp_dir or ""]
+        raw_dirs: list[str | None] = [None]
         while data[position] != 0:
             end_name = data.index(0, position)
-            dir_names.append(join_path(comp_dir, data[position:end_name].decode("utf-8", "replace")))
+            directory_text = data[position:end_name].decode("utf-8", "replace")
+            raw_dirs.append(directory_text)
+            dir_names.append(join_path(comp_dir, directory_text))
             position = end_name + 1
         position += 1
-        files = [None]  # DWARF 4 file numbers start at 1
+        files = [(None, None)]  # DWARF 4 file numbers start at 1
         while data[position] != 0:
             end_name = data.index(0, position)
             name = data[position:end_name].decode("utf-8", "replace")
@@ -242,7 +277,8 @@ def _file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: i
             _, position = read_uleb(data, position)  # mtime
             _, position = read_uleb(data, position)  # length
             directory = dir_names[dir_index] if dir_index < len(dir_names) else None
-            files.append(join_path(directory, name))
+            relative = join_path(raw_dirs[dir_index] if dir_index < len(raw_dirs) else None, name)
+            files.append((join_path(directory, name), relative))
     return files
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from symbolize.answer_text import PlainStyle, folded_frame
@@ -94,6 +94,9 @@ class LlvmAnswers:
         self._classic = AnswerText(session.shaper(), output.our_json, output.style)
         self._modules: dict[str, tuple[Module, Loader] | str] = {}
         self.failed = False  # a file could not be opened
+        # --relativenames: the file names of the debug info answering the current address, without
+        # their compilation directory (_file).
+        self._renamed: Mapping[str, str] = {}
 
     def open(self, name: str) -> Module | str:
         """The module of file ``name``, or why it cannot be opened (already said on stderr)."""
@@ -149,7 +152,7 @@ class LlvmAnswers:
         output = self.output
         return output.obj is not None and not (
             output.as_json or output.relative_address or output.adjust_vma or output.basenames
-            or output.verbose or output.context_lines
+            or output.relative_names or output.verbose or output.context_lines
         )  # fmt: skip
 
     def _render_classic(self, queries: list[Query]) -> str:
@@ -207,6 +210,8 @@ class LlvmAnswers:
     def _frames(self, module: Module, vaddr: int) -> list[Frame]:
         if not 0 <= vaddr < 1 << 64:
             return []
+        if self.output.relative_names:
+            self._renamed = module.relative_file_names(vaddr)
         result = self._chains.shape(module.lookup([vaddr])[0])
         return [] if isinstance(result, Unknown) else result
 
@@ -263,7 +268,8 @@ class LlvmAnswers:
         style = self.output.style
         if not frames:
             return style.answer(address, [Frame(None)])
-        if not (self.output.verbose or self.output.context_lines or self.output.basenames):
+        output = self.output
+        if not (output.verbose or output.context_lines or output.basenames or output.relative_names):
             return style.answer(address, frames)
         frames = [frame._replace(file=self._file(frame.file), start_file=self._file(frame.start_file))
                   for frame in frames]
@@ -290,9 +296,15 @@ class LlvmAnswers:
         return "".join(out)
 
     def _file(self, file: str | None) -> str | None:
-        if file is None or not self.output.basenames:
+        """A file name as printed: its base name with ``-s`` (which wins, as in LLVM), its name
+        without the compilation directory with ``--relativenames``."""
+        if file is None:
             return file
-        return os.path.basename(file)
+        if self.output.basenames:
+            return os.path.basename(file)
+        if self.output.relative_names:
+            return self._renamed.get(file, file)
+        return file
 
     def _source(self, frame: Frame) -> str:
         """``--print-source-context-lines``: the lines around the frame's, as DIPrinter numbers them."""
@@ -322,18 +334,20 @@ class LlvmAnswers:
         symbols = [symbol for symbol in image.symbols() if symbol.name == query.symbol]
         if self.output.obj is not None and not self.output.as_json:
             return f"{query.text}\n"  # echoed, as llvm-symbolizer 14 does (README)
-        places = []
+        found: list[dict[str, Any]] = []
+        texts: list[str] = []
         for symbol in symbols:
-            frames = self._frames(module, symbol.vaddr)
-            if frames:
-                places.append((symbol, folded_frame(frames)))
+            frames = self._frames(module, symbol.vaddr)  # the place's file names (--relativenames)
+            if not frames:
+                continue
+            frame = folded_frame(frames)
+            if self.output.as_json:
+                found.append({**self._json_frames([frame], symbol)[0], "StartAddress": f"{symbol.vaddr:#x}"})
+            else:
+                texts.append(self._text(symbol.vaddr, [frame], symbol))
         if self.output.as_json:
-            found = [{**self._json_frames([frame], symbol)[0], "StartAddress": f"{symbol.vaddr:#x}"}
-                     for symbol, frame in places]  # fmt: skip
             return self._json({"Loc": found, "ModuleName": query.module, "SymName": query.symbol})
-        if not places:
-            return self.output.style.answer(None, [Frame(None)])
-        return "".join(self._text(symbol.vaddr, [frame], symbol) for symbol, frame in places)
+        return "".join(texts) if texts else self.output.style.answer(None, [Frame(None)])
 
     def _data_answer(self, module: Module, address: int, vaddr: int, module_name: str) -> str:
         if self.output.as_json:

@@ -518,6 +518,11 @@ class IndexedObject:
     def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
         self.file.supply(hint, found)
 
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        """The source's, read from its debug info when asked (``--relativenames`` alone asks): the
+        index keeps the names as the frames give them."""
+        return self.file.relative_file_names(vaddr)
+
     def __repr__(self) -> str:
         return f"IndexedObject({self.file!r}, {str(self.index.path)!r})"
 
