@@ -117,20 +117,28 @@ class _Builder:
         self.out["outer_begin"].append(0)
         self.errors: dict[str, int] = {}
         self.run_columns: dict[str, array[int]] = {}
+        self._frame_appends = tuple(self.out[name].append for name in (
+            "frame_name", "frame_file", "frame_line", "frame_column", "frame_start_line", "frame_start_file",
+            "frame_start_address", "frame_discriminator"))  # fmt: skip
 
     def frame(self, frame: Frame) -> int:
         found = self.frame_ids.get(frame)
         if found is None:
             found = self.frame_ids[frame] = len(self.frame_ids)
-            out, intern = self.out, self.strings.intern
-            out["frame_name"].append(intern(frame.function))
-            out["frame_file"].append(intern(frame.file))
-            out["frame_line"].append(frame.line)
-            out["frame_column"].append(frame.column)
-            out["frame_start_line"].append(frame.start_line)
-            out["frame_start_file"].append(intern(frame.start_file))
-            out["frame_start_address"].append(_stored_address(frame.start_address))
-            out["frame_discriminator"].append(frame.discriminator)
+            # Unpacked, and the columns' appends bound once: a large file has tens of thousands of frames.
+            function, file, line, column, start_line, start_file, start_address, discriminator = frame
+            intern = self.strings.intern
+            names, files, lines, columns, start_lines, start_files, start_addresses, discriminators = (
+                self._frame_appends
+            )
+            names(intern(function))
+            files(intern(file))
+            lines(line)
+            columns(column)
+            start_lines(start_line)
+            start_files(intern(start_file) if start_file is not None else 0)
+            start_addresses(0 if start_address is None else start_address + 1)  # _stored_address
+            discriminators(discriminator)
         return found
 
     def chains(self, heads: Sequence[ChainHead]) -> list[int]:
@@ -148,8 +156,9 @@ class _Builder:
             outer_id = outer_by_identity.get(id(outer))
             if outer_id is None:
                 outer_id = outer_by_identity[id(outer)] = self._outer_id(tuple(map(frame, outer)))
-            key = (intern(function), start_line, intern(default_file), outer_id, intern(start_file),
-                   _stored_address(start_address))
+            key = (intern(function), start_line, intern(default_file), outer_id,
+                   intern(start_file) if start_file is not None else 0,
+                   0 if start_address is None else start_address + 1)  # _stored_address, inline
             chain = chain_ids.get(key)
             found.append(self._chain_id(key) if chain is None else chain)
         return found
