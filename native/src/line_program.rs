@@ -454,6 +454,16 @@ mod tests {
     }
 
     #[test]
+    fn a_discriminator_is_read_within_its_operand_modulo_2_to_the_32() {
+        assert_eq!(discriminator_within(&[0x05]), 5);
+        assert_eq!(discriminator_within(&[0x85, 0x01]), 0x85);
+        assert_eq!(discriminator_within(&[0x85]), 5); // cut by the operand's length
+        assert_eq!(discriminator_within(&[0xFF, 0xFF, 0xFF, 0xFF, 0x1F]), u32::MAX);
+        assert_eq!(discriminator_within(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]), 0); // bit 35 dropped
+        assert_eq!(discriminator_within(&[0x07, 0xFF]), 7); // bytes after the end are skipped
+    }
+
+    #[test]
     fn long_lebs_decode_exactly_or_give_up() {
         let mut cursor = Cursor { bytes: &[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F], position: 0 };
         // 0x7F 0x7F as the first two bytes, then nine all-ones bytes: -1 over 77 bits.

@@ -357,7 +357,8 @@ mod tests {
         assert_eq!(built.lines, vec![3, 3]);
         assert_eq!(built.files, vec![1, 1]);
         assert_eq!(built.file_names, vec![None, Some("/src/a.c".to_owned())]);
-        assert_eq!(built.chains, vec![((Some("main".to_owned()), 0, None), None, Vec::new())]);
+        // main's entry: its DW_AT_low_pc.
+        assert_eq!(built.chains, vec![((Some("main".to_owned()), 0, None), Some(0x1000), Vec::new())]);
         assert_eq!(built.head_keys, vec![(0, -1)]);
     }
 
