@@ -76,8 +76,9 @@ class RunTable(Sequence[AnswerRun]):
         self.columns = array("q")
         self.heads = array("q")
         # The line row's discriminator, 0 where none (most rows): a column of its own, as a
-        # row's line is, so a run keeps the row it came from.
-        self.discriminators = array("q")
+        # row's line is, so a run keeps the row it came from. Unsigned: never below 0 (and the
+        # index narrows an unsigned column without looking for its least value).
+        self.discriminators = array("Q")
         self.file_names = file_names
         self.chain_heads = chain_heads
         self.broken: list[tuple[int, int, BrokenSpanError]] = []
@@ -119,7 +120,9 @@ class RunTable(Sequence[AnswerRun]):
         self.lines.append(line if 0 <= line <= _INT64_MAX else min(max(line, 0), _INT64_MAX))
         self.columns.append(column if 0 <= column <= _INT64_MAX else min(max(column, 0), _INT64_MAX))
         self.heads.append(head)
-        self.discriminators.append(min(max(discriminator, 0), _INT64_MAX))
+        self.discriminators.append(
+            discriminator if 0 <= discriminator <= ADDRESS_MAX else min(max(discriminator, 0), ADDRESS_MAX)
+        )
 
     def file_name(self, file: int) -> str | None:
         return self.file_names[file] if 0 <= file < len(self.file_names) else None

@@ -421,7 +421,7 @@ class UnitRuns:
         file_indexes = lines.file_indexes if lines is not None else array("q")
         row_lines = lines.lines if lines is not None else array("q")
         row_columns = lines.columns if lines is not None else array("q")
-        row_discriminators = lines.discriminators if lines is not None else array("q")
+        row_discriminators = lines.discriminators if lines is not None else array("Q")
         head_ids = self._head_ids
         row_pieces, row_count, row_at = self._row_pieces, len(self._row_pieces), 0
         symbols = self._symbols

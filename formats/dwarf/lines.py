@@ -52,7 +52,7 @@ class LineTable:
     lines: array[int] = field(default_factory=lambda: array("q"))
     columns: array[int] = field(default_factory=lambda: array("q"))
     # Each row's discriminator (DW_LNE_set_discriminator), 0 for most.
-    discriminators: array[int] = field(default_factory=lambda: array("q"))
+    discriminators: array[int] = field(default_factory=lambda: array("Q"))
     # (low, high, first row, end row), sorted by low; high is the end_sequence address.
     sequences: list[tuple[int, int, int, int]] = field(default_factory=list)
     _sequence_lows: list[int] = field(default_factory=list)

@@ -194,7 +194,7 @@ class _Builder:
     def add_blocks(self, blocks: Iterable[Block]) -> None:
         # Typed arrays, extended from the tables' own arrays: a large file has a million runs.
         run_low, run_file, run_line = array("Q"), array("Q"), array("q")
-        run_column, run_chain, run_discriminator = array("q"), array("Q"), array("q")
+        run_column, run_chain, run_discriminator = array("q"), array("Q"), array("Q")
         translations: dict[int, tuple[list[int], list[int]]] = {}
         end = -1
         for block in blocks:
