@@ -23,8 +23,13 @@ arguments), keys sorted as LLVM's ``json::Object`` writes them, no spaces:
   "ModuleName", "SymName"}`` (its function symbols' places); ``DATA``: ``{"Address", "Data":
   {"Name", "Size", "Start"}, "ModuleName"}`` from the covering function symbol.
 
+File names: whole, or with ``-s``/``--basenames`` their base names, or with ``--relativenames``
+the names the debug info answering the address gives without the compilation directory
+(``Module.relative_file_names``: per unit, as LLVM's ``FileLineInfoKind::RelativeFilePath``);
+``-s`` wins over ``--relativenames``, as in LLVM.
+
 Text: llvm-symbolizer's styles (:class:`symbolize.answer_text.PlainStyle`), with ``--verbose``'s
-block per frame, ``--print-source-context-lines``' numbered source lines and ``-s``/``--basenames``;
+block per frame, ``--print-source-context-lines``' numbered source lines and the file names above;
 with ``--obj``, a line that is no address is echoed, as before (README), else answered ``??``.
 """
 
