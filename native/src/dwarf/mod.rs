@@ -20,10 +20,13 @@ mod tree;
 mod unit;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use rustc_hash::FxHashMap;
 
 use pyo3::exceptions::{PyException, PyIndexError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use runs::{Columns, SymbolBounds};
 
@@ -131,6 +134,10 @@ pub struct UnitColumns {
     #[pyo3(get)]
     head_keys: Py<PyList>,
     chains: Vec<(runs::Name, Option<u128>, Vec<runs::Frame>)>,
+    /// The Python string of each file name the chains give, made once: a unit's thousands of
+    /// calling frames name a few files, and a new string per frame is hashed anew by every dict
+    /// the index builder looks it up in.
+    strings: Mutex<FxHashMap<String, Py<PyString>>>,
 }
 
 #[pymethods]
@@ -141,7 +148,18 @@ impl UnitColumns {
         let Some(((name, start_line, start_file), entry, outer)) = self.chains.get(chain) else {
             return Err(PyIndexError::new_err(format!("chain {chain} of {}", self.chains.len())));
         };
-        (name, start_line, start_file, entry, PyList::new(py, outer)?).into_pyobject(py)
+        let mut strings = self.strings.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut shared = |text: &Option<String>| -> Option<Py<PyString>> {
+            let text = text.as_ref()?;
+            Some(strings.entry(text.clone()).or_insert_with(|| PyString::new(py, text).unbind()).clone_ref(py))
+        };
+        let frames = PyList::empty(py);
+        for (function, file, line, column, frame_start_line, frame_start_file, start_address, discriminator) in outer {
+            let frame = (function, shared(file), line, column, frame_start_line, shared(frame_start_file), start_address,
+                         discriminator);
+            frames.append(frame)?;
+        }
+        (name, start_line, shared(start_file), entry, frames).into_pyobject(py)
     }
 
     /// How many chains the runs' heads name.
@@ -173,6 +191,7 @@ impl UnitColumns {
             file_names: PyList::new(py, built.file_names)?.unbind(),
             head_keys: PyList::new(py, built.head_keys)?.unbind(),
             chains: built.chains,
+            strings: Mutex::new(FxHashMap::default()),
         })
     }
 }
