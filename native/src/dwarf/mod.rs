@@ -151,7 +151,12 @@ impl UnitColumns {
         let mut strings = self.strings.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut shared = |text: &Option<String>| -> Option<Py<PyString>> {
             let text = text.as_ref()?;
-            Some(strings.entry(text.clone()).or_insert_with(|| PyString::new(py, text).unbind()).clone_ref(py))
+            if let Some(found) = strings.get(text.as_str()) {
+                return Some(found.clone_ref(py)); // no String copied for a name already made
+            }
+            let made = PyString::new(py, text).unbind();
+            strings.insert(text.clone(), made.clone_ref(py));
+            Some(made)
         };
         let frames = PyList::empty(py);
         for (function, file, line, column, frame_start_line, frame_start_file, start_address, discriminator) in outer {
