@@ -65,12 +65,15 @@ class UnitColumns:
     lines: bytes
     columns: bytes
     heads: bytes  # indexes of head_keys
+    discriminators: bytes  # native-endian i64 array
     file_names: list[str | None]
     # Per head: (chain id or -1 for no function, symbol index or -1).
     head_keys: list[tuple[int, int]]
-    # Chain ``chain``: (innermost function, its decl line, calling frames innermost first as
-    # (function, file, line, column, start_line)); built when asked, one chain at a time.
-    def chain(self, chain: int) -> tuple[str | None, int, list[tuple[str | None, str | None, int, int, int]]]: ...
+    # Chain ``chain``: (innermost function, its decl line, decl file and entry, calling frames
+    # innermost first as (function, file, line, column, start_line, start_file, start_address,
+    # discriminator)); built when asked, one chain at a time.
+    def chain(self, chain: int) -> tuple[str | None, int, str | None, int | None, list[
+        tuple[str | None, str | None, int, int, int, str | None, int | None, int]]]: ...
     def chain_count(self) -> int: ...
 
 class DwarfUnits:

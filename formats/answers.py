@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from heapq import heappop, heappush
 from itertools import compress, pairwise
 from operator import ne
@@ -38,14 +38,16 @@ class ChainHead(NamedTuple):
     """What the frames of a run are, but for the innermost frame's place.
 
     The innermost frame is ``Frame(function, file or default_file, line,
-    column, start_line)`` with the run's own file, line and column; ``outer``
-    are the frames that called it, innermost first.
+    column, start_line, start_file, start_address, discriminator)`` with the run's own file, line,
+    column and discriminator; ``outer`` are the frames that called it, innermost first.
     """
 
     function: str | None
     start_line: int = 0
     outer: tuple[Frame, ...] = ()
     default_file: str | None = None
+    start_file: str | None = None
+    start_address: int | None = None
 
 
 class RunTable(Sequence[AnswerRun]):
@@ -57,7 +59,8 @@ class RunTable(Sequence[AnswerRun]):
     the region answers with the error, as a lookup of its :class:`LazyRuns` does.
     """
 
-    __slots__ = ("broken", "chain_heads", "columns", "file_names", "files", "heads", "highs", "lines", "lows")
+    __slots__ = ("broken", "chain_heads", "columns", "discriminators", "file_names", "files", "heads", "highs",
+                 "lines", "lows")
 
     def __init__(
         self,
@@ -72,6 +75,10 @@ class RunTable(Sequence[AnswerRun]):
         self.lines = array("q")
         self.columns = array("q")
         self.heads = array("q")
+        # The line row's discriminator, 0 where none (most rows): a column of its own, as a
+        # row's line is, so a run keeps the row it came from. Unsigned: never below 0 (and the
+        # index narrows an unsigned column without looking for its least value).
+        self.discriminators = array("Q")
         self.file_names = file_names
         self.chain_heads = chain_heads
         self.broken: list[tuple[int, int, BrokenSpanError]] = []
@@ -86,7 +93,8 @@ class RunTable(Sequence[AnswerRun]):
         table = cls(file_names, heads)
         for run in runs:
             inner = run.frames[0]
-            head = ChainHead(inner.function, inner.start_line, tuple(run.frames[1:]))
+            head = ChainHead(inner.function, inner.start_line, tuple(run.frames[1:]), None, inner.start_file,
+                             inner.start_address)
             file_id = file_ids.get(inner.file)
             if file_id is None:
                 file_id = file_ids[inner.file] = len(file_names)
@@ -95,13 +103,15 @@ class RunTable(Sequence[AnswerRun]):
             if head_id is None:
                 head_id = head_ids[head] = len(heads)
                 heads.append(head)
-            table.append(run.low, run.high, file_id, inner.line, inner.column, head_id)
+            table.append(run.low, run.high, file_id, inner.line, inner.column, head_id, inner.discriminator)
         return table
 
-    def append(self, low: int, high: int, file: int, line: int, column: int, head: int) -> None:
+    def append(
+        self, low: int, high: int, file: int, line: int, column: int, head: int, discriminator: int = 0
+    ) -> None:
         """Add a run; one starting past the 64-bit address space is dropped and an end past it is
-        cut there (hostile debug info: no address out there can be asked), a line or column
-        out of int64 range clamped."""
+        cut there (hostile debug info: no address out there can be asked), a line, column or
+        discriminator out of int64 range clamped."""
         if low > ADDRESS_MAX:
             return
         self.lows.append(low)
@@ -110,6 +120,9 @@ class RunTable(Sequence[AnswerRun]):
         self.lines.append(line if 0 <= line <= _INT64_MAX else min(max(line, 0), _INT64_MAX))
         self.columns.append(column if 0 <= column <= _INT64_MAX else min(max(column, 0), _INT64_MAX))
         self.heads.append(head)
+        self.discriminators.append(
+            discriminator if 0 <= discriminator <= ADDRESS_MAX else min(max(discriminator, 0), ADDRESS_MAX)
+        )
 
     def file_name(self, file: int) -> str | None:
         return self.file_names[file] if 0 <= file < len(self.file_names) else None
@@ -117,7 +130,8 @@ class RunTable(Sequence[AnswerRun]):
     def frames(self, position: int) -> tuple[Frame, ...]:
         head = self.chain_heads[self.heads[position]]
         file = self.file_name(self.files[position]) or head.default_file
-        inner = Frame(head.function, file, self.lines[position], self.columns[position], head.start_line)
+        inner = Frame(head.function, file, self.lines[position], self.columns[position], head.start_line,
+                      head.start_file, head.start_address, self.discriminators[position])
         return (inner, *head.outer)
 
     def __len__(self) -> int:
@@ -166,6 +180,8 @@ class RegionAnswers(Protocol):
 
     def frames_at(self, vaddr: int) -> list[Frame]: ...
 
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]: ...
+
 
 class AnsweredByRegions:
     """The three questions of a symbol source, asked of what the reader's ``_answers()`` builds
@@ -184,6 +200,9 @@ class AnsweredByRegions:
     def frames_at(self, vaddr: int) -> list[Frame]:
         """Frames at ``vaddr``, innermost first; [] when nothing covers it."""
         return self._answers().frames_at(vaddr)
+
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        return self._answers().relative_file_names(vaddr)
 
 
 class _DecodedRegion:

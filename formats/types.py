@@ -8,7 +8,7 @@ running process.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -35,6 +35,14 @@ class Frame(NamedTuple):
     column: int = 0
     # First line of the function's declaration (DW_AT_decl_line), 0 if unknown.
     start_line: int = 0
+    # The file of that declaration (DW_AT_decl_file), None if unknown.
+    start_file: str | None = None
+    # The function's entry (its DIE's own DW_AT_low_pc; a function given by ranges alone has
+    # none), None if unknown.
+    start_address: int | None = None
+    # The line row's discriminator (DWARF 5, 6.2.2) for the innermost frame; for a calling frame,
+    # the call's (the inlined call's DW_AT_GNU_discriminator); 0 if none.
+    discriminator: int = 0
 
 
 class Symbol(NamedTuple):
@@ -314,6 +322,14 @@ class SymbolSource(Protocol):
         need, and whoever opened them supplies it (symbolize/loader.py)."""
         ...
 
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        """Each file name of the debug info that answers ``vaddr`` (a DWARF unit's line table),
+        mapped to the name that debug info gives without the compilation directory
+        (llvm-symbolizer's ``--relativenames``), where the two differ. Per address, since two units
+        may join one name differently (Rust's standard library under its own compilation
+        directory, the crate's copy of the same path absolute)."""
+        ...
+
 
 class Image(Protocol):
     """A binary as the loader sees it: identity, segments, and where its debug info lives.
@@ -387,6 +403,9 @@ class ReaderDefaults:
 
     def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
         return None
+
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        return {}
 
     universal: bool = False
 

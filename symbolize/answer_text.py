@@ -137,9 +137,10 @@ DEFAULT_STYLE = PlainStyle()
 
 def folded_frame(frames: list[Frame]) -> Frame:
     """llvm-symbolizer's one frame without inlines: the outermost name, the innermost place and
-    decl line (its ``StartLine`` is the innermost DIE's, as ``getLineInfoForAddress`` reads it)."""
+    decl line, file and entry (its ``StartLine`` is the innermost DIE's, as ``getLineInfoForAddress``
+    reads it)."""
     innermost, outermost = frames[0], frames[-1]
-    return Frame(outermost.function, innermost.file, innermost.line, innermost.column, innermost.start_line)
+    return innermost._replace(function=outermost.function)
 
 
 class AnswerText:

@@ -47,7 +47,8 @@ CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
 # 6: a separate ELF debug file's outermost frames are named by its binary's symbols first.
 # 7: a DWARF 4 skeleton's own range list ignores its DW_AT_GNU_ranges_base; indexes record the
 #    files their split units and dwz file were looked up in (CONSULTED_ARRAY).
-ANSWER_VERSION = 7
+# 8: frames carry their line row's discriminator and their function's decl file and entry.
+ANSWER_VERSION = 8
 # The index array holding the path of the file an index was built from.
 SOURCE_PATH_ARRAY = "source_path"
 # The index array holding the files the source's decoding looked up (ConsultedFiles), or nothing.

@@ -30,7 +30,7 @@ import json
 import os
 import zlib
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from stat import S_ISREG
@@ -207,6 +207,9 @@ class SuppliedSource:
 
     def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
         self.reader.supply(hint, found)
+
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        return self.reader.relative_file_names(vaddr)
 
     def close(self) -> None:
         self.reader.close()

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -47,6 +47,10 @@ class Source(Protocol):
 
     def lines_missing_reason(self) -> str | None:
         """Why it names functions but no lines (a stripped PDB), or None (SymbolSource's capability)."""
+        ...
+
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        """File names without the compilation directory at ``vaddr`` (SymbolSource's capability)."""
         ...
 
 
@@ -221,6 +225,15 @@ class Module:
     def damaged_debug_info(self) -> str:
         """Why a source's debug info cannot be read at all (so only symbols name its addresses); "" if none."""
         return next((summary.damaged for summary in self._summaries() if summary.damaged), "")
+
+    def relative_file_names(self, vaddr: int) -> dict[str, str]:
+        """Each file name of the debug info answering ``vaddr``, as that debug info gives it
+        without the compilation directory (llvm-symbolizer's ``--relativenames``), where the two
+        differ; the first source's, where two sources differ."""
+        names: dict[str, str] = {}
+        for source in reversed(self.sources):
+            names.update(source.relative_file_names(vaddr))
+        return names
 
     def _summaries(self) -> list[DebugInfoSummary]:
         return [source.debug_info() for source in self.sources]

@@ -29,18 +29,11 @@ class FrameShaper:
         if self.inlines:
             return frames
         innermost, outermost = frames[0], frames[-1]
-        return [
-            Frame(
-                function=outermost.function,
-                file=innermost.file,
-                line=innermost.line,
-                column=innermost.column,
-                start_line=outermost.start_line,
-            )
-        ]
+        return [outermost._replace(file=innermost.file, line=innermost.line, column=innermost.column,
+                                   discriminator=innermost.discriminator)]
 
     def _demangled(self, frame: Frame) -> Frame:
         name = demangle_name(frame.function, self.mode) if frame.function else frame.function
         if name == frame.function:
             return frame
-        return Frame(name, frame.file, frame.line, frame.column, frame.start_line)
+        return frame._replace(function=name)

@@ -71,7 +71,6 @@ def test_a_warm_lookup_prints_what_typer_prints(tmp_path: Path) -> None:
         ["lookup", "--obj", "a.out", "--functions=none"],
         ["lookup", "--obj", "a.out", "--json", "--output-style=JSON"],  # lookup_usage_problem's
         ["lookup", "--json", "0x10"],
-        ["lookup", "--obj", "a.out", "--relativenames"],
         ["lookup", "--help"],
         ["lookup", "-h"],
         ["--debug", "lookup", "--obj", "a.out"],

@@ -97,6 +97,8 @@ def _instruction() -> st.SearchStrategy[bytes]:
         st.one_of(st.integers(min_value=0x1000, max_value=0x1020), st.integers(min_value=0, max_value=1 << 40))
         .map(lambda address: SET_ADDRESS + struct.pack("<Q", address)),
         st.just(END_SEQUENCE),
+        st.integers(min_value=0, max_value=1 << 40).map(
+            lambda value: b"\x00" + uleb(len(uleb(value)) + 1) + bytes([c.DW_LNE_set_discriminator]) + uleb(value)),
         st.binary(min_size=1, max_size=6).map(lambda operands: b"\x00" + uleb(len(operands)) + operands),
         st.binary(min_size=1, max_size=4),  # anything at all
     )
@@ -202,3 +204,24 @@ def test_a_program_whose_addresses_step_back_is_decoded_keeping_every_row(rows: 
     assert list(decoded.addresses) == list(keeping.addresses)
     keeping.files = decoded.files
     assert _answers([decoded])[0] == _answers([keeping])[0]
+
+
+def _discriminator(value: bytes) -> bytes:
+    return b"\x00" + uleb(len(value) + 1) + bytes([c.DW_LNE_set_discriminator]) + value
+
+
+def test_a_row_takes_the_discriminator_set_before_it_and_the_next_starts_at_0() -> None:
+    """DWARF 5, 6.2.5.1: the discriminator goes back to 0 after each row; a value past 32 bits
+    keeps its low 32 bits (llvm-symbolizer's uint32_t); a repeated row takes the last one's."""
+    step = bytes([OPCODE_BASE + (1 - LINE_BASE) + LINE_RANGE * 4])  # 4 bytes and 1 line on, a row
+    same = bytes([OPCODE_BASE + (1 - LINE_BASE)])  # a row at the same address
+    program = (
+        SET_ADDRESS + struct.pack("<Q", 0x1000) + _discriminator(uleb(3)) + step + step
+        + _discriminator(uleb((1 << 32) + 9)) + step + _discriminator(uleb(2)) + same + step + END_SEQUENCE
+    )  # fmt: skip
+    table, completed = _run(program, 0, len(program), keep_every_row=False)
+    assert completed
+    assert list(table.addresses) == [0x1004, 0x1008, 0x100C, 0x1010]
+    assert list(table.discriminators) == [3, 0, 2, 0]  # 9 at 0x100c, repeated by a row with 2
+    kept, _ = _run(program, 0, len(program), keep_every_row=True)
+    assert list(kept.discriminators) == [3, 0, 9, 2, 0]

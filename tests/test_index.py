@@ -110,7 +110,9 @@ def test_shaped_lookups_match_demangling_each_frame(tmp_path: Path, mode: Demang
             frame._replace(function=demangle(frame.function, mode)) if frame.function else frame for frame in frames
         ]
         if not inlines:
-            named = [named[0]._replace(function=named[-1].function, start_line=named[-1].start_line)]
+            outermost = named[-1]
+            named = [named[0]._replace(function=outermost.function, start_line=outermost.start_line,
+                                       start_file=outermost.start_file, start_address=outermost.start_address)]
         expected.append(named)
     assert shaped == expected
 

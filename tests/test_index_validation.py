@@ -219,3 +219,36 @@ def test_the_commands_answer_as_without_the_cache_on_both_paths(
     assert answered.returncode == 0, answered.stderr
     assert (tmp_path / "answered.pb").read_bytes() == (tmp_path / "expected.pb").read_bytes()
     assert not path.exists()
+
+
+# The arrays only llvm-symbolizer's frame fields read (Frame's start_file, start_address,
+# discriminator): Python checks them whenever it binds the index (check_start_arrays), the
+# compiled kernels never read them.
+START_ID_ARRAYS = {"chain_start_file": "name_full", "frame_start_file": "name_full"}
+START_CUTTABLE = ("run_discriminator", "chain_start_file", "chain_start_address", "frame_start_file",
+                  "frame_start_address", "frame_discriminator")  # fmt: skip
+
+
+def start_out_of_range(name: str, position: float, past: int) -> Callable[[Arrays], None]:
+    def corrupt(arrays: Arrays) -> None:
+        values = array("Q", arrays[name]) or array("Q", [0])
+        values[min(int(position * len(values)), len(values) - 1)] = len(arrays[START_ID_ARRAYS[name]]) + past
+        arrays[name] = values
+
+    return corrupt
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    corrupt=st.one_of(
+        st.builds(start_out_of_range, st.sampled_from(sorted(START_ID_ARRAYS)), st.floats(0, 1), st.integers(0, 2**40)),
+        st.builds(cut, st.sampled_from(START_CUTTABLE), st.floats(0, 1) | st.just(0.0)),
+    )
+)
+def test_the_start_arrays_that_do_not_hold_together_give_the_index_up(
+    tmp_path_factory: pytest.TempPathFactory, built: Built, uncached: Uncached, corrupt: Callable[[Arrays], None]
+) -> None:
+    cache = tmp_path_factory.mktemp("cache")
+    path = write_corrupted(cache, built, corrupt)
+    assert lookup(BINARY, fixture_addresses(BINARY, per_segment=200), cache_dir=cache) == uncached.answers
+    assert not path.exists()

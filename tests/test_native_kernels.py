@@ -51,7 +51,7 @@ Runner = Callable[..., "bool | None"]
 
 def _table_state(table: LineTable) -> tuple[object, ...]:
     return (table.files, list(table.addresses), list(table.file_indexes), list(table.lines), list(table.columns),
-            table.sequences)
+            list(table.discriminators), table.sequences)
 
 
 def _outcome(run: Runner, program: Program, *, keep_every_row: bool) -> tuple[object, ...]:
@@ -168,6 +168,9 @@ def _instruction() -> st.SearchStrategy[bytes]:
         st.binary(max_size=3).map(lambda operand: b"\x00" + uleb(len(operand) + 1) + b"\x01" + operand),
         st.tuples(st.integers(0, 255), st.binary(max_size=6)).map(
             lambda pair: b"\x00" + uleb(len(pair[1]) + 1) + bytes([pair[0]]) + pair[1]),
+        # set_discriminator: a ULEB of any length, past 32 bits, or cut by the operand's length.
+        st.tuples(_uleb(), st.integers(0, 2)).map(
+            lambda pair: b"\x00" + uleb(max(len(pair[0]) + 1 - pair[1], 1)) + b"\x04" + pair[0]),
         # An extended opcode whose length is 0, or longer than any program.
         _uleb().map(lambda length: b"\x00" + length + b"\x01"),
     )

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
 from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable, owned_pieces
-from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, _UnitState
+from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, Name, _UnitState
 from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
 from symbolize.formats.native import kernels
@@ -50,8 +50,8 @@ _COMPILED_ERRORS: tuple[type[Exception], ...] = (kernels.CompiledDwarfError,) if
 _MEMO_DEPTH = 64
 
 # An inline chain as both answer sources give it: the innermost function's name, its declaration
-# line, and the frames that called it, innermost first.
-Chain = tuple[str | None, int, tuple[Frame, ...]]
+# line and file, its entry (DW_AT_low_pc), and the frames that called it, innermost first.
+Chain = tuple[str | None, int, str | None, int | None, tuple[Frame, ...]]
 
 
 def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
@@ -62,7 +62,7 @@ def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
     source stands in for a file the outermost frame lacks; without a function, the symbol is the frame."""
     if chain is None:
         return ChainHead(covering.name, 0, (), covering.source_file) if covering is not None else ChainHead(None)
-    name, start_line, outer = chain
+    name, start_line, start_file, start_address, outer = chain
     default_file = None
     if covering is not None:
         if outer:
@@ -71,7 +71,7 @@ def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
             outer = (*outer[:-1], renamed)
         else:
             name, default_file = covering.name, covering.source_file
-    return ChainHead(name, start_line, outer, default_file)
+    return ChainHead(name, start_line, outer, default_file, start_file, start_address)
 
 
 def compiled_runs(columns: UnitColumns, symbols: SymbolIndex) -> RunTable:
@@ -79,7 +79,8 @@ def compiled_runs(columns: UnitColumns, symbols: SymbolIndex) -> RunTable:
     whose chain heads :func:`chain_head` names from the columns' (chain, symbol) head keys."""
     table = RunTable(columns.file_names, _CompiledHeads(columns, symbols))
     for column, data in ((table.lows, columns.lows), (table.highs, columns.highs), (table.files, columns.files),
-                         (table.lines, columns.lines), (table.columns, columns.columns), (table.heads, columns.heads)):
+                         (table.lines, columns.lines), (table.columns, columns.columns), (table.heads, columns.heads),
+                         (table.discriminators, columns.discriminators)):
         column.frombytes(data)
     return table
 
@@ -119,8 +120,9 @@ class _CompiledHeads(Sequence[ChainHead]):
     def _chain(self, chain: int) -> Chain:
         found = self._named_chains.get(chain)
         if found is None:
-            name, start_line, outer = self._columns.chain(chain)
-            found = self._named_chains[chain] = (name, start_line, tuple(Frame(*frame) for frame in outer))
+            name, start_line, start_file, start_address, outer = self._columns.chain(chain)
+            found = self._named_chains[chain] = (name, start_line, start_file, start_address,
+                                                 tuple(Frame(*frame) for frame in outer))
         return found
 
 
@@ -184,6 +186,14 @@ class DwarfSymbolAnswers(SymbolAnswers):
         if not was_decoded:
             state.index = state.lines = None
         return runs
+
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        """The relative names of the units covering ``vaddr`` (:meth:`DwarfInfo.relative_file_names`);
+        none where the DWARF cannot be read."""
+        try:
+            return self.dwarf.relative_file_names(vaddr)
+        except MalformedInputError:
+            return {}
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
         """Unit ``key``'s runs for a batch of lookups: the Python runs decoded one top-level
@@ -273,7 +283,7 @@ class UnitRuns:
         lines = state.lines
         self._heads: list[ChainHead] = []
         self._head_ids: dict[tuple[int, int], int] = {}
-        self._names: dict[int, tuple[str | None, int]] = {}
+        self._names: dict[int, Name] = {}
         self._call_frames: dict[int, Frame] = {}
         self._outer: dict[int, tuple[Frame, ...]] = {}
         self._file_names: Sequence[str | None] = lines.files if lines is not None else ()
@@ -401,8 +411,8 @@ class UnitRuns:
     def _sweep(self, table: RunTable, spans: list[tuple[int, int, int]]) -> None:
         """:meth:`_build` over sorted disjoint ``spans``, with cursors over the row and symbol pieces
         in place of a bisection per span (the same runs: a span inside one piece is that piece's)."""
-        lows, highs, files, line_numbers, columns, heads = (
-            table.lows, table.highs, table.files, table.lines, table.columns, table.heads
+        lows, highs, files, line_numbers, columns, heads, discriminators = (
+            table.lows, table.highs, table.files, table.lines, table.columns, table.heads, table.discriminators
         )
         lines = self._state.lines
         increasing = lines is not None and lines.increasing
@@ -411,6 +421,7 @@ class UnitRuns:
         file_indexes = lines.file_indexes if lines is not None else array("q")
         row_lines = lines.lines if lines is not None else array("q")
         row_columns = lines.columns if lines is not None else array("q")
+        row_discriminators = lines.discriminators if lines is not None else array("Q")
         head_ids = self._head_ids
         row_pieces, row_count, row_at = self._row_pieces, len(self._row_pieces), 0
         symbols = self._symbols
@@ -460,6 +471,7 @@ class UnitRuns:
                         files += file_indexes[row:stop]
                         line_numbers += row_lines[row:stop]
                         columns += row_columns[row:stop]
+                        discriminators += row_discriminators[row:stop]
                         heads += array("q", [head]) * (stop - row)
                     else:
                         self._append_rows(table, symbol_low, symbol_high, sequence, head)
@@ -540,6 +552,7 @@ class UnitRuns:
             table.files += lines.file_indexes[row:stop]
             table.lines += lines.lines[row:stop]
             table.columns += lines.columns[row:stop]
+            table.discriminators += lines.discriminators[row:stop]
             table.heads += array("q", [head]) * (stop - row)
             return
         # A program that steps back: its rows are not sorted, and a lookup bisects them anyway.
@@ -548,7 +561,8 @@ class UnitRuns:
         points.append(high)
         for point, next_point in pairwise(points):
             row = bisect_right(addresses, point, first, end) - 1
-            table.append(point, next_point, lines.file_indexes[row], lines.lines[row], lines.columns[row], head)
+            table.append(point, next_point, lines.file_indexes[row], lines.lines[row], lines.columns[row], head,
+                         lines.discriminators[row])
 
     def _level(self, node: int) -> tuple[list[int], list[tuple[int, int, int]]]:
         """The spans ``node`` owns, cut among its children: sorted (low, high, owner), owner ``node``
@@ -625,17 +639,20 @@ class UnitRuns:
         found = self._head_ids.get(key)
         if found is not None:
             return found
-        chain = (*self._name(leaf), self._outer_frames(leaf)) if leaf >= 0 else None
+        chain = (*self._name(leaf), self._entry(leaf), self._outer_frames(leaf)) if leaf >= 0 else None
         head = chain_head(chain, self._symbols.symbols[symbol] if symbol >= 0 else None)
         found = self._head_ids[key] = len(self._heads)
         self._heads.append(head)
         return found
 
-    def _name(self, node: int) -> tuple[str | None, int]:
+    def _name(self, node: int) -> Name:
         found = self._names.get(node)
         if found is None:
             found = self._names[node] = self._info.node_name(self._state, node)
         return found
+
+    def _entry(self, node: int) -> int | None:
+        return self._info.node_entry(self._state, node)
 
     def _outer_frames(self, node: int) -> tuple[Frame, ...]:
         """The frames that called inline node ``node``, innermost first (a walk up its parents).
@@ -663,9 +680,10 @@ class UnitRuns:
             frame = self._call_frames.get(callee)
             if frame is None:
                 caller = parents[callee]
-                name, start_line = self._name(caller)
-                file, line, column = self._info.call_site(self._state, callee)
-                frame = self._call_frames[callee] = Frame(name, file, line, column, start_line)
+                name, start_line, start_file = self._name(caller)
+                file, line, column, discriminator = self._info.call_site(self._state, callee)
+                frame = self._call_frames[callee] = Frame(name, file, line, column, start_line, start_file,
+                                                          self._entry(caller), discriminator)
             frames.append(frame)
         # Remember the shallow ones (the path's outer end), each a short tuple: linear in all.
         for position in range(max(len(path) - max(_MEMO_DEPTH - len(outer), 0), 0), len(path)):

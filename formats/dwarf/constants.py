@@ -44,6 +44,7 @@ DW_AT_GNU_dwo_name = 0x2130
 DW_AT_GNU_dwo_id = 0x2131
 DW_AT_GNU_ranges_base = 0x2132
 DW_AT_GNU_addr_base = 0x2133
+DW_AT_GNU_discriminator = 0x2136
 
 # Forms (7.5.6)
 DW_FORM_addr = 0x01

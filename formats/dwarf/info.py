@@ -25,16 +25,19 @@ from typing import Any
 
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, read_abbrev_table
-from symbolize.formats.dwarf.lines import LineTable, decode_line_table
+from symbolize.formats.dwarf.lines import LineTable, decode_line_table, relative_file_names
 from symbolize.formats.dwarf.ranges import decode_ranges_attribute
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
 from symbolize.formats.dwarf.scan import (
     SLOT_ABSTRACT_ORIGIN,
     SLOT_CALL_COLUMN,
+    SLOT_CALL_DISCRIMINATOR,
     SLOT_CALL_FILE,
     SLOT_CALL_LINE,
+    SLOT_DECL_FILE,
     SLOT_DECL_LINE,
     SLOT_LINKAGE_NAME,
+    SLOT_LOW_PC,
     SLOT_NAME,
     SLOT_SPECIFICATION,
     SharedTables,
@@ -43,7 +46,7 @@ from symbolize.formats.dwarf.scan import (
 )
 from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter, section_bytes
 from symbolize.formats.dwarf.split import load_split_sections
-from symbolize.formats.dwarf.unit import Unit, parse_unit_header
+from symbolize.formats.dwarf.unit import _ADDRX_FORMS, Unit, parse_unit_header
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, HintKind, SectionSource
 
@@ -72,6 +75,20 @@ _ABBREV_OVERLAP_SLACK = 1 << 16
 _LINE_FORMS = frozenset({c.DW_FORM_data1, c.DW_FORM_data2, c.DW_FORM_data4, c.DW_FORM_data8, c.DW_FORM_udata,
                          c.DW_FORM_implicit_const, c.DW_FORM_flag, c.DW_FORM_flag_present})
 _LINE_MASK = (1 << 32) - 1
+
+
+# What a function is called and where it is declared: (name, DW_AT_decl_line, DW_AT_decl_file's
+# name), each from the first DIE of its abstract-origin and specification chain that has it.
+Name = tuple[str | None, int, str | None]
+# A DW_AT_decl_file is a file number in the line table of the unit holding the DIE: any constant
+# form (llvm-symbolizer 22 reads a DW_FORM_implicit_const one as no file, a bug of its
+# DWARFFormValue::getAsFile, whose value made from the abbreviation has no unit; see
+# symbolize/cli/llvm_protocol.py).
+_FILE_FORMS = _LINE_FORMS - {c.DW_FORM_flag, c.DW_FORM_flag_present} | {c.DW_FORM_sdata}
+
+
+# The forms of an address (DWARF 5, 7.5.5, class address).
+_ADDRESS_FORMS = frozenset({c.DW_FORM_addr, *_ADDRX_FORMS})
 
 
 def source_line(form: int, value: Any) -> int:
@@ -138,8 +155,10 @@ class DwarfInfo:
         self._unit_ranges: list[tuple[int, int, int]] = []
         self._unit_lows: list[int] = []
         self._unit_max_high: list[int] = []
-        self._names: dict[tuple[int, int], tuple[str | None, int]] = {}
+        self._names: dict[tuple[int, int], Name] = {}
         self._shared_tables = SharedTables()
+        # --relativenames: each unit's file names without the compilation directory, by unit offset.
+        self._relative_names: dict[int, dict[str, str]] = {}
 
     # Public ------------------------------------------------------------------
 
@@ -176,6 +195,35 @@ class DwarfInfo:
         assert sections is not None
         names = ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "ranges", "rnglists", "line", "aranges")
         return {f".debug_{name}": data for name in names if (data := getattr(sections, name))}
+
+    def relative_file_names(self, vaddr: int) -> dict[str, str]:
+        """Each file name the line tables of the units covering ``vaddr`` give, mapped to the name
+        without the compilation directory (``lines.relative_file_names``), where they differ; the
+        first unit's (by low address), where units overlap. A unit whose line header cannot be read
+        gives none. Read on first use per unit: only ``--relativenames`` asks."""
+        states = self._load_units()
+        found: dict[str, str] = {}
+        stop = bisect_right(self._unit_lows, vaddr)
+        for low, high, state_index in self._unit_ranges[:stop]:
+            if low <= vaddr < high:
+                for name, relative in self._relative_names_of(states[state_index]).items():
+                    found.setdefault(name, relative)
+        return found
+
+    def _relative_names_of(self, state: _UnitState) -> dict[str, str]:
+        stmt_list = state.unit.stmt_list
+        found = self._relative_names.get(state.unit.offset)
+        if found is None:
+            found = self._relative_names[state.unit.offset] = {}
+            if stmt_list is not None and state.error is None:
+                try:
+                    pairs = relative_file_names(state.unit, stmt_list)
+                except _DECODE_ERRORS:
+                    pairs = []
+                for name, relative in pairs:
+                    if name is not None and relative is not None and relative != name:
+                        found.setdefault(name, relative)
+        return found
 
     def versions(self) -> tuple[int, ...]:
         return tuple(sorted({state.unit.version for state in self._load_units() if state.unit.version}))
@@ -405,8 +453,8 @@ class DwarfInfo:
 
     # Names -------------------------------------------------------------------
 
-    def node_name(self, state: _UnitState, node: int) -> tuple[str | None, int]:
-        """(name, decl line) of a function or inlined-call node of a decoded unit.
+    def node_name(self, state: _UnitState, node: int) -> Name:
+        """(name, decl line, decl file) of a function or inlined-call node of a decoded unit.
 
         The scan kept the node's naming attributes, so only its origin is decoded again.
         """
@@ -414,33 +462,71 @@ class DwarfInfo:
         assert index is not None
         attrs = index.node_attrs[node]
         decl = attrs.get(SLOT_DECL_LINE)
+        decl_file = attrs.get(SLOT_DECL_FILE)
         return self._resolve_name(
             index.unit,
             index.node_die[node],
             attrs.get(SLOT_LINKAGE_NAME),
             attrs.get(SLOT_NAME),
             source_line(*decl) if decl is not None else 0,
+            self._file_of(state.lines, decl_file) if decl_file is not None else None,
             attrs.get(SLOT_ABSTRACT_ORIGIN) or attrs.get(SLOT_SPECIFICATION),
             0,
         )
 
-    def call_site(self, state: _UnitState, node: int) -> tuple[str | None, int, int]:
-        """(file, line, column) an inlined-call node was called from."""
+    def node_entry(self, state: _UnitState, node: int) -> int | None:
+        """A node's own DW_AT_low_pc (llvm-symbolizer's StartAddress of its frame), None without one."""
+        index = state.index
+        assert index is not None
+        low = index.node_attrs[node].get(SLOT_LOW_PC)
+        if low is None or low[0] not in _ADDRESS_FORMS:
+            return None  # llvm-symbolizer reads only an address form's (getAsSectionedAddress)
+        try:
+            return index.unit.address(*low)
+        except _DECODE_ERRORS:
+            return None  # as llvm-symbolizer: an entry it cannot read is none, the frame stays
+
+    def call_site(self, state: _UnitState, node: int) -> tuple[str | None, int, int, int]:
+        """(file, line, column, discriminator) an inlined-call node was called from."""
         assert state.index is not None
         attrs = state.index.node_attrs[node]
         call_file = attrs.get(SLOT_CALL_FILE)
         file = self._call_file(state, int(call_file[1])) if call_file is not None else None
         line = source_line(*attrs[SLOT_CALL_LINE]) if SLOT_CALL_LINE in attrs else 0
         column = source_line(*attrs[SLOT_CALL_COLUMN]) if SLOT_CALL_COLUMN in attrs else 0
-        return file, line, column
+        discriminator = attrs.get(SLOT_CALL_DISCRIMINATOR)
+        return file, line, column, source_line(*discriminator) if discriminator is not None else 0
 
     def _call_file(self, state: _UnitState, file_index: int) -> str | None:
         return state.lines.file_name(file_index) if state.lines is not None else None
 
-    def _die_name(self, unit: Unit, die_offset: int, depth: int = 0) -> tuple[str | None, int]:
-        """(name, decl line) of a function DIE: its linkage name, else its qualified name.
+    def _file_of(self, lines: LineTable | None, attribute: tuple[int, Any]) -> str | None:
+        """The name of file number ``attribute`` (a DW_AT_decl_file) in ``lines``, None if none."""
+        form, value = attribute
+        if form not in _FILE_FORMS or not isinstance(value, int) or lines is None:
+            return None
+        return lines.file_name(value)
 
-        Both follow DW_AT_abstract_origin and DW_AT_specification, as
+    def _lines_of(self, unit: Unit) -> LineTable | None:
+        """The line table whose file numbers ``unit``'s DIEs use: its own, or for a split unit its
+        skeleton's (llvm-symbolizer's linked unit); None when it has none or it cannot be read."""
+        if unit.sections is self._sections:
+            state = self._unit_at_offset(unit.offset)
+        else:
+            state = next((s for s in self._load_units() if s.die_unit is unit), None)
+        if state is None:
+            return None
+        if state.lines is None and state.unit.stmt_list is not None and state.error is None:
+            try:
+                state.lines = decode_line_table(state.unit, state.unit.stmt_list)
+            except _DECODE_ERRORS:
+                return None
+        return state.lines
+
+    def _die_name(self, unit: Unit, die_offset: int, depth: int = 0) -> Name:
+        """(name, decl line, decl file) of a function DIE: its linkage name, else its qualified name.
+
+        All follow DW_AT_abstract_origin and DW_AT_specification, as
         llvm-symbolizer does: the linkage name and the declaration line often
         sit on different DIEs of the chain (a concrete instance, its abstract
         origin, the in-class declaration). Every DIE of a chain is cached, so the
@@ -453,9 +539,11 @@ class DwarfInfo:
         _, values = unit.read_die_attributes(die_offset)
         linkage = values.get(c.DW_AT_linkage_name) or values.get(c.DW_AT_MIPS_linkage_name)
         reference = values.get(c.DW_AT_abstract_origin) or values.get(c.DW_AT_specification)
+        decl_file = values.get(c.DW_AT_decl_file)
         result = self._resolve_name(
-            unit, die_offset, linkage, values.get(c.DW_AT_name), _decl_line(values), reference, depth
-        )
+            unit, die_offset, linkage, values.get(c.DW_AT_name), _decl_line(values),
+            self._file_of(self._lines_of(unit), decl_file) if decl_file is not None else None, reference, depth,
+        )  # fmt: skip
         self._names[key] = result
         return result
 
@@ -466,24 +554,28 @@ class DwarfInfo:
         linkage_value: tuple[int, Any] | None,
         name_value: tuple[int, Any] | None,
         decl_line: int,
+        decl_file: str | None,
         reference: tuple[int, Any] | None,
         depth: int,
-    ) -> tuple[str | None, int]:
+    ) -> Name:
         linkage = unit.string(*linkage_value) or None if linkage_value is not None else None
         name = unit.string(*name_value) if name_value is not None else None
-        if (linkage is None or not decl_line) and reference is not None and depth < _MAX_REFERENCE_DEPTH:
+        if (linkage is None or not decl_line or decl_file is None) and reference is not None and (
+            depth < _MAX_REFERENCE_DEPTH
+        ):
             origin = self._origin_name(unit, reference, depth)
             if origin is not None:
-                origin_name, origin_decl = origin
+                origin_name, origin_decl, origin_file = origin
                 decl_line = decl_line or origin_decl
+                decl_file = decl_file if decl_file is not None else origin_file
                 if linkage is None and (name is None or origin_name is not None):
                     # The origin's answer is a linkage name or an already qualified name.
                     name, linkage = None, origin_name
         if linkage is None and name is not None:
             linkage = self._qualify(unit, die_offset, name)
-        return linkage, decl_line
+        return linkage, decl_line, decl_file
 
-    def _origin_name(self, unit: Unit, reference: tuple[int, Any], depth: int) -> tuple[str | None, int] | None:
+    def _origin_name(self, unit: Unit, reference: tuple[int, Any], depth: int) -> Name | None:
         """The name of the DIE an abstract origin or specification points to, in this file or
         (DW_FORM_GNU_ref_alt) in the dwz supplementary file; None when it cannot be reached."""
         form, value = reference
@@ -495,8 +587,8 @@ class DwarfInfo:
             return None
         return self._die_name(target_unit, target, depth + 1)
 
-    def name_at(self, die_offset: int) -> tuple[str | None, int] | None:
-        """(name, decl line) of the function DIE at a .debug_info offset, None if no unit holds it."""
+    def name_at(self, die_offset: int) -> Name | None:
+        """(name, decl line, decl file) of the function DIE at a .debug_info offset, None if no unit holds it."""
         state = self._unit_at_offset(die_offset)
         return self._die_name(state.unit, die_offset) if state is not None and state.error is None else None
 

@@ -28,6 +28,10 @@ from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
 from symbolize.formats.dwarf.unit import Unit
 from symbolize.formats.native import kernels
 
+# A discriminator is an unsigned 32-bit value in llvm-symbolizer (DWARFDebugLine::Row).
+_DISCRIMINATOR_BITS = 32
+_DISCRIMINATOR_MASK = (1 << _DISCRIMINATOR_BITS) - 1
+
 
 def join_path(directory: str | None, name: str) -> str:
     """Join like llvm-symbolizer does: absolute names win, the separator follows the directory's style."""
@@ -47,6 +51,8 @@ class LineTable:
     file_indexes: array[int] = field(default_factory=lambda: array("q"))
     lines: array[int] = field(default_factory=lambda: array("q"))
     columns: array[int] = field(default_factory=lambda: array("q"))
+    # Each row's discriminator (DW_LNE_set_discriminator), 0 for most.
+    discriminators: array[int] = field(default_factory=lambda: array("Q"))
     # (low, high, first row, end row), sorted by low; high is the end_sequence address.
     sequences: list[tuple[int, int, int, int]] = field(default_factory=list)
     _sequence_lows: list[int] = field(default_factory=list)
@@ -148,6 +154,42 @@ def _read_entries(
 
 def decode_line_table(unit: Unit, offset: int) -> LineTable:
     """Decode the program at ``offset`` in the unit's ``.debug_line``."""
+    data, offset_size, position, end, version, program_start, header_fields = _read_header(unit, offset)
+    min_instruction_length, line_base, line_range, opcode_base, standard_lengths = header_fields
+    files = file_names(unit, data, position, end, offset_size, version)
+    table = LineTable(files=files)
+    program = (data, offset, program_start, end, unit, min_instruction_length, line_base, line_range, opcode_base,
+               standard_lengths)
+    if not _run_fastest(table, program, keep_every_row=False):
+        # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
+        table = LineTable(files=files, increasing=False)
+        _run_fastest(table, program, keep_every_row=True)
+    # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
+    # on the rows kept, not per row; _run_program checks the rows it drops.
+    if table.lines and min(table.lines) < 0:
+        raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
+    table.finish()
+    return table
+
+
+def relative_file_names(unit: Unit, offset: int) -> list[tuple[str | None, str | None]]:
+    """The header's file names at ``offset`` as (:func:`file_names`' name, the name without the
+    compilation directory): llvm-symbolizer's ``--relativenames`` (``FileLineInfoKind::
+    RelativeFilePath``): an absolute name stays; else the name joined with its include directory
+    as the table spells it, none for directory 0 (DWARF 5: the compilation directory; DWARF 2-4:
+    the unit's directory). Read by the Python header reader alone: asked once per unit, for the
+    index or ``--relativenames``."""
+    data, offset_size, position, end, version, _, _ = _read_header(unit, offset)
+    return _file_name_pairs(unit, data, position, end, offset_size, version)
+
+
+_Header = tuple[bytes, int, int, int, int, int, tuple[int, int, int, int, list[int]]]
+
+
+def _read_header(unit: Unit, offset: int) -> _Header:
+    """The header of the program at ``offset``: (section, offset size, where its directory and file
+    tables start, its end, version, where its program starts, (minimum instruction length,
+    line_base, line_range, opcode_base, standard opcode lengths))."""
     data = unit.sections.line
     little = unit.sections.little_endian
     offset_size, position, end = read_initial_length(data, offset, little, "line table")
@@ -173,20 +215,8 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
     position += opcode_base - 1
     if line_range == 0:
         raise DwarfFormatError(f"line table at {offset:#x} has line_range 0")
-    files = file_names(unit, data, position, end, offset_size, version)
-    table = LineTable(files=files)
-    program = (data, offset, program_start, end, unit, min_instruction_length, line_base, line_range, opcode_base,
-               standard_lengths)
-    if not _run_fastest(table, program, keep_every_row=False):
-        # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
-        table = LineTable(files=files, increasing=False)
-        _run_fastest(table, program, keep_every_row=True)
-    # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
-    # on the rows kept, not per row; _run_program checks the rows it drops.
-    if table.lines and min(table.lines) < 0:
-        raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
-    table.finish()
-    return table
+    return (data, offset_size, position, end, version, program_start,
+            (min_instruction_length, line_base, line_range, opcode_base, standard_lengths))
 
 
 def file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: int, version: int) -> list[str | None]:
@@ -208,8 +238,15 @@ def file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: in
 
 def _file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: int, version: int) -> list[str | None]:
     """The reference :func:`file_names`."""
+    return [name for name, _ in _file_name_pairs(unit, data, position, end, offset_size, version)]
+
+
+def _file_name_pairs(
+    unit: Unit, data: bytes, position: int, end: int, offset_size: int, version: int
+) -> list[tuple[str | None, str | None]]:
+    """(:func:`file_names`' name, :func:`relative_file_names`' name) of each entry."""
     comp_dir = unit.comp_dir
-    files: list[str | None]
+    files: list[tuple[str | None, str | None]]
     if version >= 5:
         directories, position = _read_entries(unit, data, position, end, offset_size)
         dir_names = [name for name, _ in directories]
@@ -217,17 +254,21 @@ def _file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: i
         files = []
         for name, dir_index in file_entries:
             directory = dir_names[dir_index] if 0 <= dir_index < len(dir_names) else None
+            relative = join_path(directory if dir_index != 0 else None, name)
             if directory is not None and dir_index != 0:
                 directory = join_path(dir_names[0] if dir_names else comp_dir, directory)
-            files.append(join_path(directory, name))
+            files.append((join_path(directory, name), relative))
     else:
         dir_names = [comp_dir or ""]
+        raw_dirs: list[str | None] = [None]
         while data[position] != 0:
             end_name = data.index(0, position)
-            dir_names.append(join_path(comp_dir, data[position:end_name].decode("utf-8", "replace")))
+            directory_text = data[position:end_name].decode("utf-8", "replace")
+            raw_dirs.append(directory_text)
+            dir_names.append(join_path(comp_dir, directory_text))
             position = end_name + 1
         position += 1
-        files = [None]  # DWARF 4 file numbers start at 1
+        files = [(None, None)]  # DWARF 4 file numbers start at 1
         while data[position] != 0:
             end_name = data.index(0, position)
             name = data[position:end_name].decode("utf-8", "replace")
@@ -236,7 +277,8 @@ def _file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: i
             _, position = read_uleb(data, position)  # mtime
             _, position = read_uleb(data, position)  # length
             directory = dir_names[dir_index] if dir_index < len(dir_names) else None
-            files.append(join_path(directory, name))
+            relative = join_path(raw_dirs[dir_index] if dir_index < len(raw_dirs) else None, name)
+            files.append((join_path(directory, name), relative))
     return files
 
 
@@ -295,6 +337,21 @@ def _sleb_tail(low_bits: int, shift: int, stream: Iterator[int]) -> int:
             return low_bits - (1 << shift) if byte & 0x40 else low_bits
 
 
+def _discriminator(stream: Iterator[int], operand_size: int) -> int:
+    """DW_LNE_set_discriminator's operand of ``operand_size`` bytes: a ULEB128 read within them,
+    modulo 2^32 as llvm-symbolizer keeps it (a uint32_t); every operand byte is consumed."""
+    value = shift = 0
+    ended = False
+    for _ in range(operand_size):
+        byte = next(stream)
+        if not ended:
+            if shift < _DISCRIMINATOR_BITS:
+                value |= (byte & 0x7F) << shift
+            shift += 7
+            ended = byte < 0x80
+    return value & _DISCRIMINATOR_MASK
+
+
 def _run_program(table: LineTable, data: bytes, offset: int, position: int, end: int, unit: Unit, min_length: int,
                  line_base: int, line_range: int, opcode_base: int, standard_lengths: list[int], *,
                  keep_every_row: bool) -> bool:
@@ -316,6 +373,7 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
     add_file = table.file_indexes.append
     add_line = table.lines.append
     add_column = table.columns.append
+    add_discriminator = table.discriminators.append
     sequences = table.sequences
     addr_size = unit.addr_size
     little = unit.sections.little_endian
@@ -327,15 +385,17 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
     set_file, const_add, advance_pc, fixed_advance_pc = (
         c.DW_LNS_set_file, c.DW_LNS_const_add_pc, c.DW_LNS_advance_pc, c.DW_LNS_fixed_advance_pc)
     end_sequence, set_address = c.DW_LNE_end_sequence, c.DW_LNE_set_address
+    set_discriminator = c.DW_LNE_set_discriminator
     read = next
     address = 0
     file_index = 1
     line = 1
     column = 0
+    discriminator = 0
     first_row = len(addresses)
     # The row held back (address -1: none; addresses never go below 0).
     row_address = -1
-    row_file = row_line = row_column = 0
+    row_file = row_line = row_column = row_discriminator = 0
     stream = iter(data[position:end])
     try:
         for opcode in stream:
@@ -352,6 +412,7 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                         add_file(row_file)
                         add_line(row_line)
                         add_column(row_column)
+                        add_discriminator(row_discriminator)
                 elif row_line < 0:
                     # Dropped, it would escape the check decode_line_table makes on the rows kept.
                     raise DwarfFormatError(f"line program at {offset:#x} steps below line 0")
@@ -359,6 +420,9 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                 row_file = file_index
                 row_line = line
                 row_column = column
+                # A row takes the discriminator set since the last row, which then goes back to 0.
+                row_discriminator = discriminator
+                discriminator = 0
             elif opcode == set_column:
                 column = read(stream)
                 if column >= 0x80:
@@ -408,12 +472,16 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                         return False
                     address = new_address
                     continue
+                if sub_opcode == set_discriminator:
+                    discriminator = _discriminator(stream, operand_size)
+                    continue
                 if sub_opcode == end_sequence:
                     if row_address >= 0:
                         add_address(row_address)
                         add_file(row_file)
                         add_line(row_line)
                         add_column(row_column)
+                        add_discriminator(row_discriminator)
                         row_address = -1
                     row_count = len(addresses)
                     if row_count > first_row:
@@ -424,6 +492,7 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
                     file_index = 1
                     line = 1
                     column = 0
+                    discriminator = 0
                 elif sub_opcode == set_address:
                     if address and not keep_every_row:
                         return False
@@ -454,6 +523,7 @@ def _run_program(table: LineTable, data: bytes, offset: int, position: int, end:
             add_file(row_file)
             add_line(row_line)
             add_column(row_column)
+            add_discriminator(row_discriminator)
     except StopIteration:
         raise DwarfFormatError(f"line program at {offset:#x} ends inside an instruction") from None
     except OverflowError as error:

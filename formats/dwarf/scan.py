@@ -64,6 +64,9 @@ SLOT_CALL_FILE = 8
 SLOT_CALL_LINE = 9
 SLOT_CALL_COLUMN = 10
 SLOT_DECL_LINE = 11
+SLOT_DECL_FILE = 12
+# DW_AT_GNU_discriminator of an inlined call: the discriminator of the place it was called from.
+SLOT_CALL_DISCRIMINATOR = 13
 _SLOTS = {
     c.DW_AT_sibling: SLOT_SIBLING,
     c.DW_AT_name: SLOT_NAME,
@@ -78,6 +81,8 @@ _SLOTS = {
     c.DW_AT_call_line: SLOT_CALL_LINE,
     c.DW_AT_call_column: SLOT_CALL_COLUMN,
     c.DW_AT_decl_line: SLOT_DECL_LINE,
+    c.DW_AT_decl_file: SLOT_DECL_FILE,
+    c.DW_AT_GNU_discriminator: SLOT_CALL_DISCRIMINATOR,
 }
 # What each role keeps besides a function's every slot: a scope its name, the others only the
 # sibling link that saves walking their children.

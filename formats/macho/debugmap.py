@@ -319,6 +319,10 @@ class DebugMapSource:
             self._lookup = AnswerLookup(self.answer_regions(), self.lookup_runs)
         return self._lookup.frames_at(vaddr)
 
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        """The relative names of the objects' DWARF are not gathered (their files' names stay whole)."""
+        return {}
+
     def debug_info(self) -> DebugInfoSummary:
         opened = [obj for obj in self._objects.values() if not isinstance(obj, str)]
         return DebugInfoSummary(

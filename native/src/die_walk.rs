@@ -72,7 +72,8 @@ const FORM_REF1: u64 = 0x11;
 const FORM_REF_UDATA: u64 = 0x15;
 
 /// Slots the walk keeps (`scan._SLOTS`): sibling 0, name 1, linkage name 2, low_pc 3, high_pc 4,
-/// ranges 5, abstract_origin 6, specification 7, call file/line/column 8-10, decl_line 11.
+/// ranges 5, abstract_origin 6, specification 7, call file/line/column 8-10, decl_line 11,
+/// decl_file 12, the call's discriminator (DW_AT_GNU_discriminator) 13.
 fn slot_of(attribute: u64) -> i8 {
     match attribute {
         0x01 => 0,
@@ -87,6 +88,8 @@ fn slot_of(attribute: u64) -> i8 {
         0x59 => 9,
         0x57 => 10,
         0x3B => 11,
+        0x3A => 12,
+        0x2136 => 13,
         _ => -1,
     }
 }
@@ -695,16 +698,19 @@ fn subprogram_ranges<'py>(context: &Context<'py, '_>, kept: &Kept, attrs: &Bound
     context.node_ranges_of.call1((&context.unit, attrs)).map_err(|_| Stop::Reference)
 }
 
+/// How many slots there are (`slot_of`).
+const SLOTS: usize = 14;
+
 /// The kept attributes of one DIE in the order the reference inserts them in its dict.
 struct Kept {
-    slots: [Option<(u64, Value)>; 12],
-    order: [u8; 12],
+    slots: [Option<(u64, Value)>; SLOTS],
+    order: [u8; SLOTS],
     count: usize,
 }
 
 impl Kept {
     fn new() -> Self {
-        Kept { slots: [None; 12], order: [0; 12], count: 0 }
+        Kept { slots: [None; SLOTS], order: [0; SLOTS], count: 0 }
     }
 
     fn put(&mut self, slot: i8, form: u64, value: Value) {

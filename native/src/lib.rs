@@ -140,6 +140,9 @@ fn run_line_program(
     table
         .getattr(intern!(py, "columns"))?
         .call_method1(frombytes, (machine_bytes(py, &rows.columns, i64::to_ne_bytes)?,))?;
+    table
+        .getattr(intern!(py, "discriminators"))?
+        .call_method1(frombytes, (machine_bytes(py, &rows.discriminators, i64::to_ne_bytes)?,))?;
     let sequences = table.getattr(intern!(py, "sequences"))?.cast_into::<PyList>()?;
     for &(low, high, first, stop) in &rows.sequences {
         sequences.append((low, high, first + base, stop + base))?;

@@ -36,6 +36,8 @@ pub struct Rows {
     pub files: Vec<i64>,
     pub lines: Vec<i64>,
     pub columns: Vec<i64>,
+    /// Each row's discriminator (DW_LNE_set_discriminator), below 2**32.
+    pub discriminators: Vec<i64>,
     /// (low, high, first row, end row)
     pub sequences: Vec<(u64, u64, usize, usize)>,
 }
@@ -90,6 +92,24 @@ const DW_LNS_CONST_ADD_PC: u8 = 0x08;
 const DW_LNS_FIXED_ADVANCE_PC: u8 = 0x09;
 const DW_LNE_END_SEQUENCE: u8 = 0x01;
 const DW_LNE_SET_ADDRESS: u8 = 0x02;
+const DW_LNE_SET_DISCRIMINATOR: u8 = 0x04;
+
+/// DW_LNE_set_discriminator's operand: a ULEB128 read within its bytes, modulo 2**32 as
+/// llvm-symbolizer keeps it (the reference's `_discriminator`).
+pub(crate) fn discriminator_within(operand: &[u8]) -> u32 {
+    let mut value: u64 = 0;
+    let mut shift = 0u32;
+    for &byte in operand {
+        if shift < 32 {
+            value |= u64::from(byte & 0x7F) << shift;
+        }
+        shift += 7;
+        if byte < 0x80 {
+            break;
+        }
+    }
+    value as u32
+}
 
 /// A value of at most 64 bits, or `None` for one that needs more (`Outcome::Beyond`).
 type Wide = Option<u64>;
@@ -196,6 +216,7 @@ struct Row {
     file: u64,
     line: i64,
     column: u64,
+    discriminator: u32,
 }
 
 impl Rows {
@@ -205,6 +226,7 @@ impl Rows {
         self.files.push(row.file as i64);
         self.lines.push(row.line);
         self.columns.push(row.column as i64);
+        self.discriminators.push(i64::from(row.discriminator));
     }
 }
 
@@ -229,6 +251,7 @@ pub fn run(header: &Header, program: &[u8], keep_every_row: bool, rows: &mut Row
     let mut file: u64 = 1;
     let mut line: i64 = 1;
     let mut column: u64 = 0;
+    let mut discriminator: u32 = 0;
     let mut first_row = rows.addresses.len();
     let mut held: Option<Row> = None;
 
@@ -242,7 +265,9 @@ pub fn run(header: &Header, program: &[u8], keep_every_row: bool, rows: &mut Row
                     return Err(Failure::BelowLineZero);
                 }
             }
-            held = Some(Row { address, file, line, column });
+            // A row takes the discriminator set since the last row, which then goes back to 0.
+            held = Some(Row { address, file, line, column, discriminator });
+            discriminator = 0;
         }};
     }
     macro_rules! wide {
@@ -331,6 +356,12 @@ pub fn run(header: &Header, program: &[u8], keep_every_row: bool, rows: &mut Row
                     address = new_address;
                     continue;
                 }
+                if sub_opcode == DW_LNE_SET_DISCRIMINATOR {
+                    let start = cursor.position;
+                    cursor.skip(operand_size)?;
+                    discriminator = discriminator_within(&cursor.bytes[start..cursor.position]);
+                    continue;
+                }
                 if sub_opcode == DW_LNE_END_SEQUENCE {
                     if let Some(previous) = held.take() {
                         rows.push(previous);
@@ -344,6 +375,7 @@ pub fn run(header: &Header, program: &[u8], keep_every_row: bool, rows: &mut Row
                     file = 1;
                     line = 1;
                     column = 0;
+                    discriminator = 0;
                 } else if sub_opcode == DW_LNE_SET_ADDRESS {
                     if address != 0 && !keep_every_row {
                         return Ok(Outcome::StepsBack);
@@ -419,6 +451,16 @@ mod tests {
         let mut rows = Rows::default();
         let outcome = run(&header(&lengths), program, keep_every_row, &mut rows);
         (outcome, rows)
+    }
+
+    #[test]
+    fn a_discriminator_is_read_within_its_operand_modulo_2_to_the_32() {
+        assert_eq!(discriminator_within(&[0x05]), 5);
+        assert_eq!(discriminator_within(&[0x85, 0x01]), 0x85);
+        assert_eq!(discriminator_within(&[0x85]), 5); // cut by the operand's length
+        assert_eq!(discriminator_within(&[0xFF, 0xFF, 0xFF, 0xFF, 0x1F]), u32::MAX);
+        assert_eq!(discriminator_within(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]), 0); // bit 35 dropped
+        assert_eq!(discriminator_within(&[0x07, 0xFF]), 7); // bytes after the end are skipped
     }
 
     #[test]

@@ -45,6 +45,7 @@ struct Runs {
     lines: Vec<i64>,
     columns: Vec<i64>,
     heads: Vec<i64>,
+    discriminators: Vec<i64>,
 }
 
 impl Runs {
@@ -59,6 +60,7 @@ impl Runs {
         self.lines.push(line.clamp(0, INT64_MAX) as i64);
         self.columns.push(column.clamp(0, INT64_MAX) as i64);
         self.heads.push(head);
+        self.discriminators.push(0);
     }
 }
 
@@ -68,6 +70,7 @@ struct Rows {
     files: Vec<i64>,
     lines: Vec<i64>,
     columns: Vec<i64>,
+    discriminators: Vec<i64>,
     sequences: Vec<(usize, usize)>,
 }
 
@@ -164,6 +167,7 @@ impl Sweep<'_, '_> {
         runs.lines.extend_from_slice(&rows.lines[row..stop]);
         runs.columns.extend_from_slice(&rows.columns[row..stop]);
         runs.heads.extend(std::iter::repeat_n(head, stop - row));
+        runs.discriminators.extend_from_slice(rows.discriminators.get(row..stop).ok_or(Stop::Reference)?);
         Ok(())
     }
 
@@ -253,6 +257,7 @@ pub fn build_unit_runs(
             files: machine_words(&lines, intern!(py, "file_indexes"), i64::from_ne_bytes)?,
             lines: machine_words(&lines, intern!(py, "lines"), i64::from_ne_bytes)?,
             columns: machine_words(&lines, intern!(py, "columns"), i64::from_ne_bytes)?,
+            discriminators: machine_words(&lines, intern!(py, "discriminators"), i64::from_ne_bytes)?,
             sequences,
         })
     };
@@ -274,5 +279,8 @@ pub fn build_unit_runs(
     table.getattr(intern!(py, "lines"))?.call_method1(frombytes, (bytes_of(py, &built.lines, i64::to_ne_bytes)?,))?;
     table.getattr(intern!(py, "columns"))?.call_method1(frombytes, (bytes_of(py, &built.columns, i64::to_ne_bytes)?,))?;
     table.getattr(intern!(py, "heads"))?.call_method1(frombytes, (bytes_of(py, &built.heads, i64::to_ne_bytes)?,))?;
+    table
+        .getattr(intern!(py, "discriminators"))?
+        .call_method1(frombytes, (bytes_of(py, &built.discriminators, i64::to_ne_bytes)?,))?;
     Ok(true)
 }

@@ -233,17 +233,13 @@ def lookup_usage_problem(request: LookupRequest) -> tuple[str, str] | None:
 
     if request.as_json and (
         request.print_addresses or request.pretty or request.output_style.upper() != "LLVM" or request.verbose
-        or request.basenames or request.context_lines is not None or request.relative_address
-        or request.adjust_vma is not None or request.obj is None
+        or request.basenames or request.relativenames or request.context_lines is not None
+        or request.relative_address or request.adjust_vma is not None or request.obj is None
     ):  # fmt: skip
         return "--json", (
-            "--json has its own shape, for --obj: no -a, -p, -s, --verbose, --relative-address, --adjust-vma, "
-            "--print-source-context-lines or --output-style (--output-style=JSON is llvm-symbolizer's shape)"
-        )
-    if request.relativenames:
-        return "--relativenames", (
-            "needs each unit's compilation directory, which the readers do not give yet; "
-            "-s/--basenames strips every directory"
+            "--json has its own shape, for --obj: no -a, -p, -s, --relativenames, --verbose, --relative-address, "
+            "--adjust-vma, --print-source-context-lines or --output-style (--output-style=JSON is llvm-symbolizer's "
+            "shape)"
         )
     if request.adjust_vma is not None and parse_number(request.adjust_vma) is None:
         return "--adjust-vma", f"expected a number (0x hex, 0 octal or decimal), got {request.adjust_vma!r}"
@@ -281,6 +277,7 @@ def run_lookup(request: LookupRequest, *, debug: bool = False) -> int:
         relative_address=request.relative_address,
         adjust_vma=parse_number(request.adjust_vma) or 0 if request.adjust_vma is not None else 0,
         basenames=request.basenames,
+        relative_names=request.relativenames,
         verbose=request.verbose,
         context_lines=int(request.context_lines or 0),
         our_json=request.as_json,

@@ -6,22 +6,30 @@ JSON, one object per input line (a JSON array of them, on one line, for addresse
 arguments), keys sorted as LLVM's ``json::Object`` writes them, no spaces:
 
 - code: ``{"Address": "0x..", "ModuleName": FILE, "Symbol": [frame, ...]}``, frames innermost
-  first, each ``{"Column", "FileName", "FunctionName", "Line", "StartLine"}`` ("" and 0 when
-  unknown), ``"Source"`` with ``--print-source-context-lines``. Of LLVM's other frame fields,
-  only what the readers know exactly is written: ``StartAddress`` of the outermost frame, which
-  LLVM takes from the covering symbol when one covers the address (as the readers name that
-  frame), and, for an address nothing names or only a symbol names, all of them (LLVM's
-  ``StartFileName`` "" and ``Discriminator`` 0, there being no DIE and no line row). The DIE's
-  ``DW_AT_low_pc`` of an inlined frame, its ``DW_AT_decl_file`` and the line row's
-  discriminator are not read, and not written (README, "Commands").
+  first, each ``{"Column", "Discriminator", "FileName", "FunctionName", "Line", "StartAddress",
+  "StartFileName", "StartLine"}`` ("" and 0 when unknown), ``"Source"`` with
+  ``--print-source-context-lines``, all read from the debug info (symbolize/formats/types.py,
+  ``Frame``): the line row's discriminator (a calling frame's: its call's), the function DIE's
+  ``DW_AT_decl_file`` and ``DW_AT_low_pc``; the outermost frame's ``StartAddress`` is the covering
+  symbol's where one covers the address, as LLVM takes it with ``--functions=linkage``.
+  One difference, LLVM's: llvm-symbolizer 22 writes ``StartFileName`` "" where the DIE's
+  ``DW_AT_decl_file`` has the form ``DW_FORM_implicit_const`` (GCC's DWARF 5 abbreviations shared
+  by most functions of a file): its ``DWARFFormValue::getAsFile`` gives no file for a value made
+  from the abbreviation, which carries no unit. The file is the one ``llvm-dwarfdump`` prints
+  for the same attribute, and is written here.
 - a file that cannot be opened: ``{"Address", "Error": {"Message"}, "ModuleName"}``, the message
   on stderr too; a line llvm-symbolizer cannot read: the error on stderr and
   ``{"ModuleName", "Symbol": [blank frame]}``; a symbol's name: ``{"Loc": [frame...],
   "ModuleName", "SymName"}`` (its function symbols' places); ``DATA``: ``{"Address", "Data":
   {"Name", "Size", "Start"}, "ModuleName"}`` from the covering function symbol.
 
+File names: whole, or with ``-s``/``--basenames`` their base names, or with ``--relativenames``
+the names the debug info answering the address gives without the compilation directory
+(``Module.relative_file_names``: per unit, as LLVM's ``FileLineInfoKind::RelativeFilePath``);
+``-s`` wins over ``--relativenames``, as in LLVM.
+
 Text: llvm-symbolizer's styles (:class:`symbolize.answer_text.PlainStyle`), with ``--verbose``'s
-block per frame, ``--print-source-context-lines``' numbered source lines and ``-s``/``--basenames``;
+block per frame, ``--print-source-context-lines``' numbered source lines and the file names above;
 with ``--obj``, a line that is no address is echoed, as before (README), else answered ``??``.
 """
 
@@ -30,7 +38,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from symbolize.answer_text import PlainStyle, folded_frame
@@ -64,6 +72,7 @@ class LlvmOutput(NamedTuple):
     relative_address: bool = False
     adjust_vma: int = 0
     basenames: bool = False
+    relative_names: bool = False  # --relativenames: file names without their compilation directory
     verbose: bool = False
     context_lines: int = 0
     our_json: bool = False  # --json: our own shape (symbolize/answer_text.py)
@@ -90,6 +99,9 @@ class LlvmAnswers:
         self._classic = AnswerText(session.shaper(), output.our_json, output.style)
         self._modules: dict[str, tuple[Module, Loader] | str] = {}
         self.failed = False  # a file could not be opened
+        # --relativenames: the file names of the debug info answering the current address, without
+        # their compilation directory (_file).
+        self._renamed: Mapping[str, str] = {}
 
     def open(self, name: str) -> Module | str:
         """The module of file ``name``, or why it cannot be opened (already said on stderr)."""
@@ -145,7 +157,7 @@ class LlvmAnswers:
         output = self.output
         return output.obj is not None and not (
             output.as_json or output.relative_address or output.adjust_vma or output.basenames
-            or output.verbose or output.context_lines
+            or output.relative_names or output.verbose or output.context_lines
         )  # fmt: skip
 
     def _render_classic(self, queries: list[Query]) -> str:
@@ -203,6 +215,8 @@ class LlvmAnswers:
     def _frames(self, module: Module, vaddr: int) -> list[Frame]:
         if not 0 <= vaddr < 1 << 64:
             return []
+        if self.output.relative_names:
+            self._renamed = module.relative_file_names(vaddr)
         result = self._chains.shape(module.lookup([vaddr])[0])
         return [] if isinstance(result, Unknown) else result
 
@@ -234,31 +248,36 @@ class LlvmAnswers:
     def _json_frames(self, frames: list[Frame], symbol: Any) -> list[dict[str, Any]]:
         if not frames:
             return [_BLANK_FRAME]
-        symbol_only = self._symbol_only(frames, symbol)
         shown: list[dict[str, Any]] = []
         for depth, frame in enumerate(frames):
+            start = self._start_address(frame, symbol if depth == len(frames) - 1 else None)
             entry: dict[str, Any] = {
-                "Column": frame.column, "FileName": self._file(frame.file) or "",
+                "Column": frame.column, "Discriminator": frame.discriminator, "FileName": self._file(frame.file) or "",
                 "FunctionName": (frame.function or "") if self.output.show_functions else "",
-                "Line": frame.line, "StartLine": frame.start_line,
+                "Line": frame.line, "StartAddress": f"{start:#x}" if start is not None else "",
+                "StartFileName": self._file(frame.start_file) or "", "StartLine": frame.start_line,
             }  # fmt: skip
-            if symbol is not None and depth == len(frames) - 1:
-                entry["StartAddress"] = f"{symbol.vaddr:#x}"
-            if symbol_only:
-                entry.update(Discriminator=0, StartFileName="")
             source = self._source(frame)
             if source:
                 entry["Source"] = source
             shown.append(entry)
         return shown
 
+    @staticmethod
+    def _start_address(frame: Frame, symbol: Any) -> int | None:
+        """The frame's ``StartAddress``: the covering ``symbol``'s (the outermost frame, named by
+        it), else its DIE's ``DW_AT_low_pc``."""
+        return symbol.vaddr if symbol is not None else frame.start_address
+
     def _text(self, address: int, frames: list[Frame], symbol: Any) -> str:
         style = self.output.style
         if not frames:
             return style.answer(address, [Frame(None)])
-        if not (self.output.verbose or self.output.context_lines or self.output.basenames):
+        output = self.output
+        if not (output.verbose or output.context_lines or output.basenames or output.relative_names):
             return style.answer(address, frames)
-        frames = [frame._replace(file=self._file(frame.file)) for frame in frames]
+        frames = [frame._replace(file=self._file(frame.file), start_file=self._file(frame.start_file))
+                  for frame in frames]
         if not self.output.verbose:
             return style.answer(address, frames, self._source)
         out = [f"{address:#x}{': ' if style.pretty else chr(10)}"] if style.addresses else []
@@ -268,19 +287,29 @@ class LlvmAnswers:
             out.append(f"{prefix}{name}{' at ' if style.pretty else chr(10)}" if style.functions else "")
             out.append(f"  Filename: {frame.file or '??'}\n")
             if frame.start_line:
+                out.append(f"  Function start filename: {frame.start_file or ''}\n")
                 out.append(f"  Function start line: {frame.start_line}\n")
-            if symbol is not None and depth == len(frames) - 1 and not style.gnu:
-                out.append(f"  Function start address: {symbol.vaddr:#x}\n")
+            start = self._start_address(frame, symbol if depth == len(frames) - 1 and not style.gnu else None)
+            if start is not None:
+                out.append(f"  Function start address: {start:#x}\n")
             out.append(f"  Line: {frame.line}\n  Column: {frame.column}\n")
+            if frame.discriminator:
+                out.append(f"  Discriminator: {frame.discriminator}\n")
             out.append(self._source(frame))
         if not style.gnu:
             out.append("\n")
         return "".join(out)
 
     def _file(self, file: str | None) -> str | None:
-        if file is None or not self.output.basenames:
+        """A file name as printed: its base name with ``-s`` (which wins, as in LLVM), its name
+        without the compilation directory with ``--relativenames``."""
+        if file is None:
             return file
-        return os.path.basename(file)
+        if self.output.basenames:
+            return os.path.basename(file)
+        if self.output.relative_names:
+            return self._renamed.get(file, file)
+        return file
 
     def _source(self, frame: Frame) -> str:
         """``--print-source-context-lines``: the lines around the frame's, as DIPrinter numbers them."""
@@ -310,18 +339,20 @@ class LlvmAnswers:
         symbols = [symbol for symbol in image.symbols() if symbol.name == query.symbol]
         if self.output.obj is not None and not self.output.as_json:
             return f"{query.text}\n"  # echoed, as llvm-symbolizer 14 does (README)
-        places = []
+        found: list[dict[str, Any]] = []
+        texts: list[str] = []
         for symbol in symbols:
-            frames = self._frames(module, symbol.vaddr)
-            if frames:
-                places.append((symbol, folded_frame(frames)))
+            frames = self._frames(module, symbol.vaddr)  # the place's file names (--relativenames)
+            if not frames:
+                continue
+            frame = folded_frame(frames)
+            if self.output.as_json:
+                found.append({**self._json_frames([frame], symbol)[0], "StartAddress": f"{symbol.vaddr:#x}"})
+            else:
+                texts.append(self._text(symbol.vaddr, [frame], symbol))
         if self.output.as_json:
-            found = [{**self._json_frames([frame], symbol)[0], "StartAddress": f"{symbol.vaddr:#x}"}
-                     for symbol, frame in places]  # fmt: skip
             return self._json({"Loc": found, "ModuleName": query.module, "SymName": query.symbol})
-        if not places:
-            return self.output.style.answer(None, [Frame(None)])
-        return "".join(self._text(symbol.vaddr, [frame], symbol) for symbol, frame in places)
+        return "".join(texts) if texts else self.output.style.answer(None, [Frame(None)])
 
     def _data_answer(self, module: Module, address: int, vaddr: int, module_name: str) -> str:
         if self.output.as_json:

@@ -243,9 +243,8 @@ LOOKUP_OPTIONS = (
         "relativenames",
         ("--relativenames",),
         Kind.FLAG,
-        "File names without the compilation directory (not supported: refused).",
+        "File names without the compilation directory.",
         default=False,
-        plain=False,
     ),
     CliOption("verbose", ("--verbose",), Kind.FLAG, "llvm-symbolizer's block of fields per frame.", default=False),
     CliOption(

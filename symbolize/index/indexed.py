@@ -13,14 +13,16 @@ Layout (every array narrowed to the smallest unsigned type that holds it):
 - runs: ``run_low`` sorted; run ``i`` covers ``[run_low[i], run_low[i + 1])``
   (the last one ends the index); ``run_chain`` 0 marks a gap. The innermost
   frame's place is the run's own: ``run_file`` (string id), ``run_line``,
-  ``run_column``.
+  ``run_column``, ``run_discriminator``.
 - chains (what runs share, by chain id; ids 1 to ``len(error_text)`` stand for
   broken regions, whose error they raise): ``chain_name``, ``chain_start_line``,
+  ``chain_start_file`` (string id), ``chain_start_address`` (the entry + 1; 0 for none),
   ``chain_file`` (the innermost file when the run has none) and ``chain_outer``,
   the calling frames as a slice ``outer_begin[o]:outer_begin[o + 1]`` of
   ``outer_frames``.
 - frames: ``frame_name``, ``frame_file``, ``frame_line``, ``frame_column``,
-  ``frame_start_line``.
+  ``frame_start_line``, ``frame_start_file``, ``frame_start_address`` (+ 1, as the chains'),
+  ``frame_discriminator``.
 - strings: ``str_blob`` and ``str_offsets`` (id 0 is None); ``name_full[id]``
   is the string id of the full demangling of the name with string id ``id``.
 
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     from symbolize.formats.answers import Block, ChainHead
 
 # The arrays an index holds and what they mean; part of every index's key (symbolize/cache.py).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _WHOLE_SPACE = 1 << 64
 _ARRAYS = (
@@ -68,8 +70,14 @@ _ARRAYS = (
     "outer_begin", "outer_frames",
     "frame_name", "frame_file", "frame_line", "frame_column", "frame_start_line",
     "error_text", "name_full", "facts",
+    "run_discriminator", "chain_start_file", "chain_start_address",
+    "frame_start_file", "frame_start_address", "frame_discriminator",
 )  # fmt: skip
 
+
+# What every run of a chain shares (IndexedObject._head): the innermost function, its default file,
+# its start line, the calling frames, its start file and entry.
+_Head = tuple[str | None, str | None, int, tuple[Frame, ...], str | None, int | None]
 
 # What indexing needs of a symbol source: all of it, the optional capabilities with their defaults
 # (its index key reads ``index_kind``, ``format``, ``arch``, ``load_base`` and ``answer_inputs``).
@@ -105,21 +113,32 @@ class _Builder:
         self.out: dict[str, list[int]] = {name: [] for name in _ARRAYS}
         self.frame_ids: dict[Frame, int] = {}
         self.outer_ids: dict[tuple[int, ...], int] = {}
-        self.chain_ids: dict[tuple[int, int, int, int], int] = {}
+        self.chain_ids: dict[tuple[int, int, int, int, int, int], int] = {}
         self.out["outer_begin"].append(0)
         self.errors: dict[str, int] = {}
         self.run_columns: dict[str, array[int]] = {}
+        self._frame_appends = tuple(self.out[name].append for name in (
+            "frame_name", "frame_file", "frame_line", "frame_column", "frame_start_line", "frame_start_file",
+            "frame_start_address", "frame_discriminator"))  # fmt: skip
 
     def frame(self, frame: Frame) -> int:
         found = self.frame_ids.get(frame)
         if found is None:
             found = self.frame_ids[frame] = len(self.frame_ids)
-            out, intern = self.out, self.strings.intern
-            out["frame_name"].append(intern(frame.function))
-            out["frame_file"].append(intern(frame.file))
-            out["frame_line"].append(frame.line)
-            out["frame_column"].append(frame.column)
-            out["frame_start_line"].append(frame.start_line)
+            # Unpacked, and the columns' appends bound once: a large file has tens of thousands of frames.
+            function, file, line, column, start_line, start_file, start_address, discriminator = frame
+            intern = self.strings.intern
+            names, files, lines, columns, start_lines, start_files, start_addresses, discriminators = (
+                self._frame_appends
+            )
+            names(intern(function))
+            files(intern(file))
+            lines(line)
+            columns(column)
+            start_lines(start_line)
+            start_files(intern(start_file) if start_file is not None else 0)
+            start_addresses(0 if start_address is None else start_address + 1)  # _stored_address
+            discriminators(discriminator)
         return found
 
     def chains(self, heads: Sequence[ChainHead]) -> list[int]:
@@ -133,11 +152,13 @@ class _Builder:
         chain_ids = self.chain_ids
         outer_by_identity: dict[int, int] = {}
         found: list[int] = []
-        for function, start_line, outer, default_file in heads:
+        for function, start_line, outer, default_file, start_file, start_address in heads:
             outer_id = outer_by_identity.get(id(outer))
             if outer_id is None:
                 outer_id = outer_by_identity[id(outer)] = self._outer_id(tuple(map(frame, outer)))
-            key = (intern(function), start_line, intern(default_file), outer_id)
+            key = (intern(function), start_line, intern(default_file), outer_id,
+                   intern(start_file) if start_file is not None else 0,
+                   0 if start_address is None else start_address + 1)  # _stored_address, inline
             chain = chain_ids.get(key)
             found.append(self._chain_id(key) if chain is None else chain)
         return found
@@ -150,28 +171,30 @@ class _Builder:
             self.out["outer_begin"].append(len(self.out["outer_frames"]))
         return found
 
-    def _chain_id(self, key: tuple[int, int, int, int]) -> int:
+    def _chain_id(self, key: tuple[int, int, int, int, int, int]) -> int:
         found = self.chain_ids.get(key)
         if found is None:
             found = self.chain_ids[key] = len(self.out["chain_name"])
-            name, start_line, default_file, outer = key
+            name, start_line, default_file, outer, start_file, start_address = key
             self.out["chain_name"].append(name)
             self.out["chain_start_line"].append(start_line)
             self.out["chain_file"].append(default_file)
             self.out["chain_outer"].append(outer)
+            self.out["chain_start_file"].append(start_file)
+            self.out["chain_start_address"].append(start_address)
         return found
 
     def reserve_chains(self, count: int) -> None:
         """Chain ids 0 (the gap) to ``count - 1`` (the errors, numbered as found): no frames."""
         outer = self._outer_id(())
-        for name in ("chain_name", "chain_start_line", "chain_file"):
+        for name in ("chain_name", "chain_start_line", "chain_file", "chain_start_file", "chain_start_address"):
             self.out[name].extend([0] * count)
         self.out["chain_outer"].extend([outer] * count)
 
     def add_blocks(self, blocks: Iterable[Block]) -> None:
         # Typed arrays, extended from the tables' own arrays: a large file has a million runs.
         run_low, run_file, run_line = array("Q"), array("Q"), array("q")
-        run_column, run_chain = array("q"), array("Q")
+        run_column, run_chain, run_discriminator = array("q"), array("Q"), array("Q")
         translations: dict[int, tuple[list[int], list[int]]] = {}
         end = -1
         for block in blocks:
@@ -179,9 +202,11 @@ class _Builder:
                 break
             if end != block.low and end >= 0:
                 _add_gap(run_low, run_file, run_line, run_column, run_chain, end)
+                run_discriminator.append(0)
             table = block.table
             if table is None:
                 _add_gap(run_low, run_file, run_line, run_column, run_chain, block.low)
+                run_discriminator.append(0)
                 run_chain[-1] = self._error_chain(block)
             else:
                 translation = translations.get(id(table))
@@ -201,13 +226,15 @@ class _Builder:
                     run_file.extend(files[file] if 0 <= file < len(files) else 0 for file in table.files[first:stop])
                 run_line += table.lines[first:stop]
                 run_column += table.columns[first:stop]
+                run_discriminator += table.discriminators[first:stop]
                 run_chain.extend(map(heads.__getitem__, table.heads[first:stop]))
             end = block.high
         if 0 <= end < _WHOLE_SPACE:
             _add_gap(run_low, run_file, run_line, run_column, run_chain, end)
+            run_discriminator.append(0)
         self.run_columns = {
             "run_low": run_low, "run_file": run_file, "run_line": run_line, "run_column": run_column,
-            "run_chain": run_chain,
+            "run_chain": run_chain, "run_discriminator": run_discriminator,
         }  # fmt: skip
 
     def _error_chain(self, block: Block) -> int:
@@ -228,6 +255,15 @@ def _add_gap(
     run_line.append(0)
     run_column.append(0)
     run_chain.append(0)
+
+
+def _stored_address(address: int | None) -> int:
+    """An entry as the index stores it: + 1, so that 0 stands for none."""
+    return 0 if address is None else address + 1
+
+
+def _loaded_address(stored: int) -> int | None:
+    return stored - 1 if stored else None
 
 
 def _error_text(block: Block) -> str:
@@ -320,6 +356,14 @@ _GROUPS = (
     ("chain_name", "chain_start_line", "chain_file", "chain_outer"),
     ("frame_name", "frame_file", "frame_line", "frame_column", "frame_start_line"),
 )
+# The arrays of what llvm-symbolizer's verbose and JSON frames add, which the compiled lookup
+# kernel does not read (nor check): each is checked by check_start_arrays, however the rest was.
+_START_GROUPS = (
+    ("run_low", "run_discriminator"),
+    ("chain_name", "chain_start_file", "chain_start_address"),
+    ("frame_name", "frame_start_file", "frame_start_address", "frame_discriminator"),
+)
+_START_STRING_IDS = ("chain_start_file", "frame_start_file")
 # Arrays of string ids: each below the number of strings (len(name_full)).
 _STRING_IDS = ("run_file", "chain_name", "chain_file", "frame_name", "frame_file", "error_text", "name_full")
 # The type codes the builder writes (_narrowest): an array of another type was not written by it.
@@ -366,6 +410,22 @@ def check_index_arrays(arrays: Mapping[str, Sequence[int]], blob_length: int, pa
             raise damaged(f"array {name} holds an id past {bound}")
 
 
+def check_start_arrays(arrays: Mapping[str, Sequence[int]], path: Path) -> None:
+    """:func:`check_index_arrays` for the arrays of :data:`_START_GROUPS`: as long as their group,
+    string ids below the number of strings."""
+    for group in _START_GROUPS:
+        for name in group[1:]:
+            if len(arrays[name]) != len(arrays[group[0]]):
+                raise IndexDamagedError(
+                    f"index array {name} has {len(arrays[name])} items, {group[0]} has {len(arrays[group[0]])}", path
+                )
+    strings = len(arrays["name_full"])
+    for name in _START_STRING_IDS:
+        values = arrays[name]
+        if values and max(values) >= strings:
+            raise IndexDamagedError(f"index array {name} holds an id past {strings}", path)
+
+
 # Arrays read on every lookup that become lists when bound if they have up to _LIST_LIMIT items
 # (IndexedObject._bind): a list is bisected and indexed about twice as fast as a mapped array.
 _LISTED = frozenset({"run_low", "run_chain", "error_text"})
@@ -396,6 +456,12 @@ class IndexedObject:
     frame_line: Sequence[int]
     frame_column: Sequence[int]
     frame_start_line: Sequence[int]
+    run_discriminator: Sequence[int]
+    chain_start_file: Sequence[int]
+    chain_start_address: Sequence[int]
+    frame_start_file: Sequence[int]
+    frame_start_address: Sequence[int]
+    frame_discriminator: Sequence[int]
     error_text: Sequence[int]
     name_full: Sequence[int]
     facts: Sequence[int]
@@ -436,7 +502,7 @@ class IndexedObject:
         self.error_details: list[str] = []
         # What runs of a chain share (_head), and frames by id: one Frame object per distinct frame, which
         # the layers above memoize on (symbolize/module.py's PerFrame).
-        self._heads: dict[int, tuple[str | None, str | None, int, tuple[Frame, ...]]] = {}
+        self._heads: dict[int, _Head] = {}
         self._frames: dict[int, Frame] = {}
 
     # The source's declared capabilities ---------------------------------------------------
@@ -460,6 +526,11 @@ class IndexedObject:
 
     def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
         self.file.supply(hint, found)
+
+    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
+        """The source's, read from its debug info when asked (``--relativenames`` alone asks): the
+        index keeps the names as the frames give them."""
+        return self.file.relative_file_names(vaddr)
 
     def __repr__(self) -> str:
         return f"IndexedObject({self.file!r}, {str(self.index.path)!r})"
@@ -501,15 +572,16 @@ class IndexedObject:
             head = head_ids.get(chain)
             if head is None:
                 head = head_ids[chain] = len(heads)
-                name, default_file, start_line, outer = self._shared(chain)
-                heads.append(ChainHead(name, start_line, outer, default_file))
+                name, default_file, start_line, outer, start_file, start_address = self._shared(chain)
+                heads.append(ChainHead(name, start_line, outer, default_file, start_file, start_address))
             string = self.run_file[position]
             file = file_ids.get(string)
             if file is None:
                 file = file_ids[string] = len(file_names)
                 file_names.append(self._string(string))
             high = lows[position + 1] if position < ends else _WHOLE_SPACE
-            table.append(lows[position], high, file, self.run_line[position], self.run_column[position], head)
+            table.append(lows[position], high, file, self.run_line[position], self.run_column[position], head,
+                         self.run_discriminator[position])
         return table
 
     def runs(self) -> list[AnswerRun]:
@@ -606,6 +678,7 @@ class IndexedObject:
         if not self._validated:
             check_index_arrays(arrays, len(views["str_blob"]), self.path)
             self._validated = True
+        check_start_arrays(arrays, self.path)
         for name in _ARRAYS:
             setattr(self, name, arrays[name])
         self._blob = views["str_blob"]
@@ -616,24 +689,26 @@ class IndexedObject:
         head = self._heads.get(chain)  # not through _shared: one call less on every warm lookup
         if head is None:
             head = self._heads[chain] = self._head(chain)
-        name, default_file, start_line, outer = head
+        name, default_file, start_line, outer, start_file, start_address = head
         file = self._string(self.run_file[position]) or default_file
-        return [Frame(name, file, self.run_line[position], self.run_column[position], start_line), *outer]
+        return [Frame(name, file, self.run_line[position], self.run_column[position], start_line, start_file,
+                      start_address, self.run_discriminator[position]), *outer]
 
-    def _shared(self, chain: int) -> tuple[str | None, str | None, int, tuple[Frame, ...]]:
+    def _shared(self, chain: int) -> _Head:
         head = self._heads.get(chain)
         if head is None:
             head = self._heads[chain] = self._head(chain)
         return head
 
-    def _head(self, chain: int) -> tuple[str | None, str | None, int, tuple[Frame, ...]]:
+    def _head(self, chain: int) -> _Head:
         """What every run of ``chain`` shares: the innermost function, its default file and
-        start line, and the calling frames."""
+        start line, the calling frames, and the function's start file and entry."""
         outer_id = self.chain_outer[chain]
         begin, end = self.outer_begin[outer_id], self.outer_begin[outer_id + 1]
         outer = tuple(self._frame(frame) for frame in self.outer_frames[begin:end])
         name = self._name(self.chain_name[chain])
-        return name, self._string(self.chain_file[chain]), self.chain_start_line[chain], outer
+        return (name, self._string(self.chain_file[chain]), self.chain_start_line[chain], outer,
+                self._string(self.chain_start_file[chain]), _loaded_address(self.chain_start_address[chain]))
 
     def _frame(self, frame_id: int) -> Frame:
         frame = self._frames.get(frame_id)
@@ -644,6 +719,9 @@ class IndexedObject:
                 self.frame_line[frame_id],
                 self.frame_column[frame_id],
                 self.frame_start_line[frame_id],
+                self._string(self.frame_start_file[frame_id]),
+                _loaded_address(self.frame_start_address[frame_id]),
+                self.frame_discriminator[frame_id],
             )
         return frame
 

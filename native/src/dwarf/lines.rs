@@ -26,6 +26,7 @@ pub(crate) struct LineTable {
     pub file_indexes: Vec<i64>,
     pub lines: Vec<i64>,
     pub columns: Vec<i64>,
+    pub discriminators: Vec<i64>,
     /// (low, high, first row, end row), sorted.
     pub sequences: Vec<(u128, u128, usize, usize)>,
 }
@@ -127,7 +128,11 @@ struct Rows {
     files: Vec<i64>,
     lines: Vec<i64>,
     columns: Vec<i64>,
+    discriminators: Vec<i64>,
 }
+
+/// A row: address, file, line, column, discriminator.
+type Row = (u128, u64, i128, u64, u32);
 
 impl Rows {
     /// Room for the rows of a program of `length` bytes: compilers spend about 3 bytes a row (a
@@ -139,10 +144,11 @@ impl Rows {
             files: Vec::with_capacity(rows),
             lines: Vec::with_capacity(rows),
             columns: Vec::with_capacity(rows),
+            discriminators: Vec::with_capacity(rows),
         }
     }
 
-    fn push(&mut self, (address, file, line, column): (u128, u64, i128, u64)) -> Decided<()> {
+    fn push(&mut self, (address, file, line, column, discriminator): Row) -> Decided<()> {
         if line < 0 {
             return Err(Defer("a line program that steps below line 0"));
         }
@@ -150,6 +156,7 @@ impl Rows {
         self.files.push(file as i64);
         self.lines.push(line as i64);
         self.columns.push(column as i64);
+        self.discriminators.push(i64::from(discriminator));
         Ok(())
     }
 }
@@ -188,8 +195,9 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
     let mut rows = Rows::for_program(input.len());
     let mut sequences = Vec::new();
     let (mut address, mut file, mut line, mut column): (u128, u64, i128, u64) = (0, 1, 1, 0);
+    let mut discriminator: u32 = 0;
     let mut first_row = 0usize;
-    let mut held: Option<(u128, u64, i128, u64)> = None;
+    let mut held: Option<Row> = None;
     while !input.is_empty() {
         let opcode = input.read_u8()?;
         if opcode >= opcode_base || opcode == dw::DW_LNS_copy.0 {
@@ -210,7 +218,9 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
                 Some(row) => rows.push(row)?,
                 None => {}
             }
-            held = Some((address, file, line, column));
+            // A row takes the discriminator set since the last row, which then goes back to 0.
+            held = Some((address, file, line, column, discriminator));
+            discriminator = 0;
             continue;
         }
         match gimli::DwLns(opcode) {
@@ -251,6 +261,11 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
                     address = new_address;
                     continue;
                 }
+                if sub_opcode == dw::DW_LNE_set_discriminator {
+                    let size = usize::try_from(operand_size).map_err(|_| Defer("operand size"))?;
+                    discriminator = crate::line_program::discriminator_within(input.split(size)?.slice());
+                    continue;
+                }
                 if sub_opcode == dw::DW_LNE_end_sequence {
                     if let Some(row) = held.take() {
                         rows.push(row)?;
@@ -259,7 +274,7 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
                         sequences.push((u128::from(rows.addresses[first_row]), address, first_row, rows.addresses.len()));
                     }
                     first_row = rows.addresses.len();
-                    (address, file, line, column) = (0, 1, 1, 0);
+                    (address, file, line, column, discriminator) = (0, 1, 1, 0, 0);
                 } else if sub_opcode == dw::DW_LNE_set_address {
                     if address != 0 {
                         return Err(Defer("a line program whose address steps back"));
@@ -289,6 +304,7 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
         file_indexes: rows.files,
         lines: rows.lines,
         columns: rows.columns,
+        discriminators: rows.discriminators,
         sequences,
     })
 }

@@ -20,10 +20,13 @@ mod tree;
 mod unit;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use rustc_hash::FxHashMap;
 
 use pyo3::exceptions::{PyException, PyIndexError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use runs::{Columns, SymbolBounds};
 
@@ -125,20 +128,43 @@ pub struct UnitColumns {
     #[pyo3(get)]
     heads: Py<PyBytes>,
     #[pyo3(get)]
+    discriminators: Py<PyBytes>,
+    #[pyo3(get)]
     file_names: Py<PyList>,
     #[pyo3(get)]
     head_keys: Py<PyList>,
-    chains: Vec<(runs::Name, Vec<runs::Frame>)>,
+    chains: Vec<(runs::Name, Option<u128>, Vec<runs::Frame>)>,
+    /// The Python string of each file name the chains give, made once: a unit's thousands of
+    /// calling frames name a few files, and a new string per frame is hashed anew by every dict
+    /// the index builder looks it up in.
+    strings: Mutex<FxHashMap<String, Py<PyString>>>,
 }
 
 #[pymethods]
 impl UnitColumns {
-    /// Chain `chain`: (innermost function, its decl line, calling frames innermost first).
+    /// Chain `chain`: (innermost function, its decl line and file, its entry, calling frames
+    /// innermost first).
     fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let Some(((name, start_line), outer)) = self.chains.get(chain) else {
+        let Some(((name, start_line, start_file), entry, outer)) = self.chains.get(chain) else {
             return Err(PyIndexError::new_err(format!("chain {chain} of {}", self.chains.len())));
         };
-        (name, start_line, PyList::new(py, outer)?).into_pyobject(py)
+        let mut strings = self.strings.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut shared = |text: &Option<String>| -> Option<Py<PyString>> {
+            let text = text.as_ref()?;
+            if let Some(found) = strings.get(text.as_str()) {
+                return Some(found.clone_ref(py)); // no String copied for a name already made
+            }
+            let made = PyString::new(py, text).unbind();
+            strings.insert(text.clone(), made.clone_ref(py));
+            Some(made)
+        };
+        let frames = PyList::empty(py);
+        for (function, file, line, column, frame_start_line, frame_start_file, start_address, discriminator) in outer {
+            let frame = (function, shared(file), line, column, frame_start_line, shared(frame_start_file), start_address,
+                         discriminator);
+            frames.append(frame)?;
+        }
+        (name, start_line, shared(start_file), entry, frames).into_pyobject(py)
     }
 
     /// How many chains the runs' heads name.
@@ -166,9 +192,11 @@ impl UnitColumns {
             lines: machine_bytes(py, &built.lines, i64::to_ne_bytes)?,
             columns: machine_bytes(py, &built.columns, i64::to_ne_bytes)?,
             heads: machine_bytes(py, &built.heads, i64::to_ne_bytes)?,
+            discriminators: machine_bytes(py, &built.discriminators, i64::to_ne_bytes)?,
             file_names: PyList::new(py, built.file_names)?.unbind(),
             head_keys: PyList::new(py, built.head_keys)?.unbind(),
             chains: built.chains,
+            strings: Mutex::new(FxHashMap::default()),
         })
     }
 }
@@ -353,7 +381,8 @@ mod tests {
         assert_eq!(built.lines, vec![3, 3]);
         assert_eq!(built.files, vec![1, 1]);
         assert_eq!(built.file_names, vec![None, Some("/src/a.c".to_owned())]);
-        assert_eq!(built.chains, vec![((Some("main".to_owned()), 0), Vec::new())]);
+        // main's entry: its DW_AT_low_pc.
+        assert_eq!(built.chains, vec![((Some("main".to_owned()), 0, None), Some(0x1000), Vec::new())]);
         assert_eq!(built.head_keys, vec![(0, -1)]);
     }
 
@@ -424,7 +453,8 @@ mod tests {
                 let built = build_unit(&sections, &units, &NO_SYMBOLS, offset, false)
                     .unwrap_or_else(|why| panic!("{name} unit {offset:#x} deferred: {}", why.0));
                 let count = built.lows.len();
-                for column in [built.highs.len(), built.files.len(), built.lines.len(), built.columns.len(), built.heads.len()] {
+                for column in [built.highs.len(), built.files.len(), built.lines.len(), built.columns.len(), built.heads.len(),
+                               built.discriminators.len()] {
                     assert_eq!(column, count, "{name} unit {offset:#x}: columns of one length");
                 }
                 for run in 0..count {
@@ -445,8 +475,8 @@ mod tests {
         let sections = fixture_sections("cppdemo-clang-dwarf5-pie").expect("fixture");
         let units = unit_spans(&sections);
         let built = build_unit(&sections, &units, &NO_SYMBOLS, units[0].0, false).expect("answers");
-        let names: Vec<&str> = built.chains.iter().filter_map(|((name, _), _)| name.as_deref()).collect();
+        let names: Vec<&str> = built.chains.iter().filter_map(|((name, _, _), _, _)| name.as_deref()).collect();
         assert!(names.iter().any(|name| name.starts_with("_Z")), "{names:?}");
-        assert!(built.chains.iter().any(|(_, outer)| !outer.is_empty()), "an inlined call has its callers");
+        assert!(built.chains.iter().any(|(_, _, outer)| !outer.is_empty()), "an inlined call has its callers");
     }
 }

@@ -21,10 +21,24 @@ use super::{Decided, Defer};
 
 const MAX_REFERENCE_DEPTH: u32 = 16;
 
-pub(crate) type Name = (Option<String>, i64);
+/// (name, decl line, decl file): `info.Name`.
+pub(crate) type Name = (Option<String>, i64, Option<String>);
 
-/// Another unit a name chain reaches (`DW_FORM_ref_addr`): its DIEs and scopes.
-type Reached<'a> = Rc<(UnitData<'a>, Tree<'a>)>;
+/// Another unit a name chain reaches (`DW_FORM_ref_addr`): its DIEs, scopes and line table.
+type Reached<'a> = Rc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
+
+/// `DwarfInfo._file_of`: the name of file number `attr` (a DW_AT_decl_file, any constant form but
+/// a flag) in `lines`; None for another form, a number no entry has, or no line table.
+fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>) -> Decided<Option<String>> {
+    let index: i128 = match (attr.0, &attr.1) {
+        (dw::DW_FORM_sdata | dw::DW_FORM_implicit_const, AttributeValue::Sdata(v)) => i128::from(*v),
+        (dw::DW_FORM_data1 | dw::DW_FORM_data2 | dw::DW_FORM_data4 | dw::DW_FORM_data8 | dw::DW_FORM_udata, value) => {
+            i128::from(super::unit::int_value(value)?)
+        }
+        _ => return Ok(None),
+    };
+    Ok(lines.and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at))).and_then(Clone::clone))
+}
 
 pub(crate) struct Namer<'u, 'a> {
     pub unit: &'u UnitData<'a>,
@@ -55,16 +69,17 @@ impl<'u, 'a> Namer<'u, 'a> {
             return Ok(found.clone());
         }
         let unit = UnitData::load(self.unit.sections, offset)?;
-        if let Some(stmt_list) = unit.stmt_list {
-            super::lines::decode(&unit, stmt_list)?;
-        }
+        let lines = match unit.stmt_list {
+            Some(stmt_list) => Some(super::lines::decode(&unit, stmt_list)?),
+            None => None,
+        };
         let tree = super::tree::scan(&unit)?;
-        let found = Rc::new((unit, tree));
+        let found = Rc::new((unit, tree, lines));
         self.reached.insert(offset, found.clone());
         Ok(found)
     }
 
-    /// `DwarfInfo.node_name`: (name, decl line) of a node.
+    /// `DwarfInfo.node_name`: (name, decl line, decl file) of a node.
     pub(crate) fn node_name(&mut self, node: usize) -> Decided<Name> {
         let (unit, tree) = (self.unit, self.tree);
         let found = &tree.nodes[node];
@@ -73,12 +88,28 @@ impl<'u, 'a> Namer<'u, 'a> {
             Some(decl) => source_line(decl)?,
             None => 0,
         };
+        let decl_file = match &attrs.decl_file {
+            Some(attr) => file_of(self.lines, attr)?,
+            None => None,
+        };
         let reference = attrs.abstract_origin.as_ref().or(attrs.specification.as_ref());
-        self.resolve_name(unit, tree, found.die, attrs.linkage_name.as_ref(), attrs.name.as_ref(), decl, reference, 0)
+        let (linkage, name) = (attrs.linkage_name.as_ref(), attrs.name.as_ref());
+        self.resolve_name(unit, tree, found.die, linkage, name, (decl, decl_file), reference, 0)
     }
 
-    /// `DwarfInfo.call_site`: (file, line, column) an inlined call was called from.
-    pub(crate) fn call_site(&self, node: usize) -> Decided<(Option<String>, i64, i64)> {
+    /// `DwarfInfo.node_entry`: a node's own DW_AT_low_pc, None without one or in a form that is
+    /// not an address's (an address that cannot be read leaves the unit to the reference).
+    pub(crate) fn node_entry(&self, node: usize) -> Decided<Option<u128>> {
+        match &self.tree.nodes[node].attrs.low_pc {
+            Some(attr @ (_, AttributeValue::Addr(_) | AttributeValue::DebugAddrIndex(_))) => {
+                self.unit.address(attr).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `DwarfInfo.call_site`: (file, line, column, discriminator) an inlined call was called from.
+    pub(crate) fn call_site(&self, node: usize) -> Decided<(Option<String>, i64, i64, i64)> {
         let attrs = &self.tree.nodes[node].attrs;
         let file = match &attrs.call_file {
             Some((form, value)) => {
@@ -97,7 +128,8 @@ impl<'u, 'a> Namer<'u, 'a> {
         };
         let line = attrs.call_line.as_ref().map(source_line).transpose()?.unwrap_or(0);
         let column = attrs.call_column.as_ref().map(source_line).transpose()?.unwrap_or(0);
-        Ok((file, line, column))
+        let discriminator = attrs.call_discriminator.as_ref().map(source_line).transpose()?.unwrap_or(0);
+        Ok((file, line, column, discriminator))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -108,7 +140,7 @@ impl<'u, 'a> Namer<'u, 'a> {
         die: u64,
         linkage: Option<&Attr<'a>>,
         name: Option<&Attr<'a>>,
-        mut decl: i64,
+        (mut decl, mut decl_file): (i64, Option<String>),
         reference: Option<&Attr<'a>>,
         depth: u32,
     ) -> Decided<Name> {
@@ -120,13 +152,16 @@ impl<'u, 'a> Namer<'u, 'a> {
             Some(attr) => unit.string(attr)?,
             None => None,
         };
-        if let (true, Some(reference)) = (linkage.is_none() || decl == 0, reference) {
+        if let (true, Some(reference)) = (linkage.is_none() || decl == 0 || decl_file.is_none(), reference) {
             if depth >= MAX_REFERENCE_DEPTH {
                 return Err(Defer("a chain of abstract origins as deep as the reference follows"));
             }
-            if let Some((origin_name, origin_decl)) = self.origin_name(unit, reference, depth)? {
+            if let Some((origin_name, origin_decl, origin_file)) = self.origin_name(unit, reference, depth)? {
                 if decl == 0 {
                     decl = origin_decl;
+                }
+                if decl_file.is_none() {
+                    decl_file = origin_file;
                 }
                 if linkage.is_none() && (name.is_none() || origin_name.is_some()) {
                     name = None;
@@ -139,7 +174,7 @@ impl<'u, 'a> Namer<'u, 'a> {
                 linkage = Some(qualify(tree, die, name));
             }
         }
-        Ok((linkage, decl))
+        Ok((linkage, decl, decl_file))
     }
 
     /// `_origin_name`: the name of the DIE a reference points to; None where none can be reached.
@@ -157,26 +192,29 @@ impl<'u, 'a> Namer<'u, 'a> {
             if let Some(found) = self.cache.get(&target) {
                 return Ok(Some(found.clone()));
             }
-            let (own_unit, own_tree) = if unit.offset == self.unit.offset {
-                (self.unit, self.tree)
+            let (own_unit, own_tree, own_lines) = if unit.offset == self.unit.offset {
+                (self.unit, self.tree, self.lines)
             } else {
                 let reached = self.reach(target)?;
-                return self.die_name(&reached.0, &reached.1, target, depth + 1).map(Some);
+                return self.die_name(&reached.0, &reached.1, reached.2.as_ref(), target, depth + 1).map(Some);
             };
-            return self.die_name(own_unit, own_tree, target, depth + 1).map(Some);
+            return self.die_name(own_unit, own_tree, own_lines, target, depth + 1).map(Some);
         }
         let reached = self.reach(target)?;
-        self.die_name(&reached.0, &reached.1, target, depth + 1).map(Some)
+        self.die_name(&reached.0, &reached.1, reached.2.as_ref(), target, depth + 1).map(Some)
     }
 
-    /// `_die_name`: (name, decl line) of the DIE at `die`, every attribute of it read.
-    fn die_name(&mut self, unit: &UnitData<'a>, tree: &Tree<'a>, die: u64, depth: u32) -> Decided<Name> {
+    /// `_die_name`: (name, decl line, decl file) of the DIE at `die`, every attribute of it read;
+    /// `lines`: the line table of its unit.
+    fn die_name(
+        &mut self, unit: &UnitData<'a>, tree: &Tree<'a>, lines: Option<&LineTable>, die: u64, depth: u32,
+    ) -> Decided<Name> {
         if let Some(found) = self.cache.get(&die) {
             return Ok(found.clone());
         }
         let Some((_, values)) = unit.read_die(die)? else {
-            self.cache.insert(die, (None, 0));
-            return Ok((None, 0));
+            self.cache.insert(die, (None, 0, None));
+            return Ok((None, 0, None));
         };
         let last = |name: dw::DwAt| values.iter().rev().find(|(at, _)| *at == name).map(|(_, attr)| attr);
         let linkage = last(dw::DW_AT_linkage_name).or_else(|| last(dw::DW_AT_MIPS_linkage_name));
@@ -185,7 +223,12 @@ impl<'u, 'a> Namer<'u, 'a> {
             Some(decl) => source_line(decl)?,
             None => 0,
         };
-        let result = self.resolve_name(unit, tree, die, linkage, last(dw::DW_AT_name), decl, reference, depth)?;
+        let decl_file = match last(dw::DW_AT_decl_file) {
+            Some(attr) => file_of(lines, attr)?,
+            None => None,
+        };
+        let name = last(dw::DW_AT_name);
+        let result = self.resolve_name(unit, tree, die, linkage, name, (decl, decl_file), reference, depth)?;
         self.cache.insert(die, result.clone());
         Ok(result)
     }

@@ -134,15 +134,18 @@ pub(crate) struct Columns {
     pub lines: Vec<i64>,
     pub columns: Vec<i64>,
     pub heads: Vec<i64>,
+    pub discriminators: Vec<i64>,
     pub file_names: Vec<Option<String>>,
-    /// Per chain: innermost name and decl line, and the calling frames, innermost first.
-    pub chains: Vec<(Name, Vec<Frame>)>,
+    /// Per chain: innermost name, decl line and decl file, its entry (DW_AT_low_pc), and the
+    /// calling frames, innermost first.
+    pub chains: Vec<(Name, Option<u128>, Vec<Frame>)>,
     /// Per head: (chain or -1, symbol or -1).
     pub head_keys: Vec<(i64, i64)>,
 }
 
-/// (function, file, line, column, start line) of a calling frame.
-pub(crate) type Frame = (Option<String>, Option<String>, i64, i64, i64);
+/// (function, file, line, column, start line, start file, start address, discriminator) of a
+/// calling frame (Python's `Frame`).
+pub(crate) type Frame = (Option<String>, Option<String>, i64, i64, i64, Option<String>, Option<u128>, i64);
 
 struct Builder<'u, 'a> {
     tree: &'u Tree<'a>,
@@ -214,17 +217,19 @@ impl Builder<'_, '_> {
             return Ok(self.chain_ids[leaf]);
         }
         let name = self.name(leaf)?;
+        let entry = self.namer.node_entry(leaf)?;
         let mut outer = Vec::new();
         let mut callee = leaf;
         while self.tree.nodes[callee].parent >= 0 {
             let caller = self.tree.nodes[callee].parent as usize;
-            let (function, start_line) = self.name(caller)?;
-            let (file, line, column) = self.namer.call_site(callee)?;
-            outer.push((function, file, line, column, start_line));
+            let (function, start_line, start_file) = self.name(caller)?;
+            let (file, line, column, discriminator) = self.namer.call_site(callee)?;
+            let start_address = self.namer.node_entry(caller)?;
+            outer.push((function, file, line, column, start_line, start_file, start_address, discriminator));
             callee = caller;
         }
         let id = self.columns.chains.len() as i64;
-        self.columns.chains.push((name, outer));
+        self.columns.chains.push((name, entry, outer));
         self.chain_ids[leaf] = id;
         Ok(id)
     }
@@ -263,6 +268,7 @@ impl Builder<'_, '_> {
         columns.lines.extend_from_slice(&lines.lines[row..stop]);
         columns.columns.extend_from_slice(&lines.columns[row..stop]);
         columns.heads.extend(std::iter::repeat_n(head, stop - row));
+        columns.discriminators.extend_from_slice(&lines.discriminators[row..stop]);
         Ok(())
     }
 
@@ -278,6 +284,7 @@ impl Builder<'_, '_> {
         columns.lines.push(0);
         columns.columns.push(0);
         columns.heads.push(head);
+        columns.discriminators.push(0);
     }
 }
 

@@ -30,6 +30,9 @@ pub(crate) struct NodeAttrs<'a> {
     pub call_line: Option<Attr<'a>>,
     pub call_column: Option<Attr<'a>>,
     pub decl_line: Option<Attr<'a>>,
+    pub decl_file: Option<Attr<'a>>,
+    /// DW_AT_GNU_discriminator: the discriminator of the place an inlined call was made.
+    pub call_discriminator: Option<Attr<'a>>,
 }
 
 pub(crate) struct Node<'a> {
@@ -204,6 +207,8 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                 dw::DW_AT_call_line => &mut attrs.call_line,
                 dw::DW_AT_call_column => &mut attrs.call_column,
                 dw::DW_AT_decl_line => &mut attrs.decl_line,
+                dw::DW_AT_decl_file => &mut attrs.decl_file,
+                dw::DW_AT_GNU_discriminator => &mut attrs.call_discriminator,
                 _ => continue,
             };
             *slot = Some(value);
