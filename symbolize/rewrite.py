@@ -46,6 +46,7 @@ from symbolize.formats.errors import RemoteMissError, SymbolizeError
 from symbolize.formats.types import Frame
 from symbolize.indexed_lines import NamedFacts, attach_indexed_lines
 from symbolize.loader import Loader
+from symbolize.mapping_ids import spell
 from symbolize.module import Module, Reason, Unknown, reason_for_error
 from symbolize.normalize import (
     EXACT,
@@ -381,10 +382,11 @@ def _symbolize_mapping(
         summary.slice_by = slice_by
         if mapping.file_offset:
             summary.file_offsets_from = "fat file" if macho_offset_base(module.image, mapping.file_offset) else "slice"
-    if not build_id and module.image.debug_id is not None:
+    if not build_id and module.image.identities():
         # Keep what was found, so pprof and later runs can check the binary they are given
-        # against the one this run used (this run's summary says the match was by name only).
-        mapping.build_id = strings.intern(str(module.image.debug_id))
+        # against the one this run used (this run's summary says the match was by name only),
+        # spelled as `symbolize stamp` records it (a PE image's code ID too: symbolize/mapping_ids.py).
+        mapping.build_id = strings.intern(spell(module.image.identities()))
     if module.debug_files:
         summary.debug_file = str(module.debug_files[0].path)
 
