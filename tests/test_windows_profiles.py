@@ -14,9 +14,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from symbolize.cli.app import app
+from symbolize.formats.pe import PeFile
+from symbolize.mapping_ids import spell
 from symbolize.pprof import read_profile
 from symbolize.proto.profile_pb2 import Profile
 from tests.fixtures_data import FIXTURES
@@ -109,3 +112,25 @@ def test_a_stripped_pdb_says_in_the_summary_why_lines_are_missing(tmp_path: Path
     assert exe["named"] > 0 and exe["debug_file"].endswith("winapp.pdb")
     assert exe["missing_lines"] is not None and "stripped" in exe["missing_lines"]
     assert dll["missing_lines"] is None  # its PDB has lines
+
+
+@pytest.mark.parametrize("profile_path", [PROFILE, FIXTURES / "profiles" / "windows" / "mingwapp.codeid.cpu.pb.gz"])
+def test_a_mapping_matched_by_name_records_every_id_of_its_image(tmp_path: Path, profile_path: Path) -> None:
+    """Found by name, an image's IDs are written into the mapping as ``symbolize stamp`` spells them:
+    a PDB's GUID + age and the code ID, or the code ID alone for a MinGW image (which has no PDB)."""
+    bare = tmp_path / "bare.pb"
+    profile, _ = read_profile(profile_path)
+    for mapping in profile.mapping:
+        mapping.build_id = 0
+    bare.write_bytes(profile.SerializeToString())
+    out = tmp_path / "named.pb"
+    result = CliRunner().invoke(app, ["profile", str(bare), "-o", str(out), "--search-path", str(BIN), "--no-cache"])
+    assert result.exit_code == 0, result.output
+    named, _ = read_profile(out)
+    strings = named.string_table
+    recorded = {strings[m.filename].rsplit("\\", 1)[-1]: strings[m.build_id] for m in named.mapping}
+    assert recorded
+    for name, text in recorded.items():
+        image = PeFile(BIN / name)
+        assert text == spell(image.identities())
+        assert text.endswith(str(image.code_id)) and (image.debug_id is None) == ("," not in text)
