@@ -52,9 +52,8 @@ class RemoteRun:
         self._answers: dict[StoreKey, Fetched | Missed] = {}
         self._misses: dict[str, list[RemoteMiss]] = {}
         self._refused: dict[str, list[str]] = {}
-        # While gathering (see the module docstring): the requests noted, by key.
-        self._gathered: dict[StoreKey, FetchRequest] | None = None
-        self._gathering_owners: set[str] = set()
+        # While gathering (see the module docstring): each owner's first request.
+        self._gathered: dict[str, FetchRequest] | None = None
 
     @property
     def fetcher(self) -> Fetcher:
@@ -79,9 +78,7 @@ class RemoteRun:
         if answer is None and self._gathered is not None:
             # Only an owner's first request: those after it are its fallbacks (debuginfo standing
             # in for a missing executable), asked later only if the first one misses.
-            if owner not in self._gathering_owners:
-                self._gathering_owners.add(owner)
-                self._gathered.setdefault(key, FetchRequest(key, what, attempts, verify, tiers))
+            self._gathered.setdefault(owner, FetchRequest(key, what, attempts, verify, tiers))
             return None
         if answer is None:
             answer = self._answers[key] = self.fetcher.fetch(key, what, attempts, verify, tiers=tiers)
@@ -101,12 +98,16 @@ class RemoteRun:
     def gathering(self) -> Iterator[None]:
         """Note the fetches asked within, then fetch them all at once (see the module docstring).
         Nothing asked within is answered, nor counted as missed: find the modules again after it."""
-        self._gathered, self._gathering_owners = {}, set()
+        self._gathered = {}
         try:
             yield
         finally:
             gathered, self._gathered = self._gathered, None
-        requests = [request for key, request in gathered.items() if key not in self._answers]
+        by_key: dict[StoreKey, FetchRequest] = {}
+        for request in gathered.values():
+            if request.key not in self._answers:
+                by_key.setdefault(request.key, request)
+        requests = list(by_key.values())
         # Offline there is nothing to wait for; a lone request is fetched when it is asked again.
         if self.options.network and len(requests) > 1:
             for request, answer in zip(requests, self.fetcher.fetch_many(requests), strict=True):
