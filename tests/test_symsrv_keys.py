@@ -16,7 +16,7 @@ from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.pdb import PdbFile
 from symbolize.formats.pe import PeFile
 from symbolize.formats.types import DebugId, DebugIdKind
-from symbolize.remote.symsrv import (
+from symbolize.remote.symsrv_layout import (
     FilePointer,
     SymbolStoreKey,
     elf_binary_key,

@@ -13,7 +13,7 @@ from symbolize.api import lookup, open_module, remote_options
 from symbolize.formats.macho.file import MachOFile
 from symbolize.formats.pdb import PdbFile
 from symbolize.module import Unknown
-from symbolize.remote.symsrv import macho_dwarf_key, pdb_key
+from symbolize.remote.symsrv_layout import macho_dwarf_key, pdb_key
 from tests.fixtures_data import EXPECTED, MACOS_BIN, WINDOWS_BIN
 
 

@@ -26,16 +26,9 @@ from symbolize.formats.pdb import PdbFile
 from symbolize.module import Reason, Unknown
 from symbolize.remote import Fetcher, Missed, RemoteOptions
 from symbolize.remote.prune import PRUNED_STAMP
-from symbolize.remote.symsrv import (
-    SymbolStoreAttempt,
-    SymbolStoreKey,
-    download_key,
-    elf_debug_key,
-    macho_binary_key,
-    macho_dwarf_key,
-    pdb_key,
-    pdb_verifier,
-)
+from symbolize.remote.symsrv import SymbolStoreAttempt, download_key
+from symbolize.remote.symsrv_layout import SymbolStoreKey, elf_debug_key, macho_binary_key, macho_dwarf_key, pdb_key
+from symbolize.remote.verifiers import pdb_verifier
 from tests.fixtures_data import BIN, DEBUG_DIR, EXPECTED, MACOS_BIN, PROFILES, WINDOWS_BIN, load_expected
 from tests.servers.http_store import Fault, HttpStore
 

@@ -22,7 +22,7 @@ from symbolize.formats.pe import PeFile
 from symbolize.formats.types import DebugIdKind
 from symbolize.pprof import read_profile
 from symbolize.proto.profile_pb2 import Profile
-from symbolize.remote.symsrv import pdb_key, pe_key
+from symbolize.remote.symsrv_layout import pdb_key, pe_key
 from tests.fixtures_data import PROFILES, WINDOWS_BIN
 from tests.servers.http_store import Fault, HttpStore
 

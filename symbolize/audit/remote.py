@@ -161,9 +161,9 @@ def _symbol_server_requests(
     image: ObjectFile, options: RemoteOptions, identify: Identify
 ) -> list[ServerRequest | ServerCheck]:
     """The symbol stores' keys of ``image``'s debug file (required) and of the image itself."""
-    from symbolize.remote import symsrv
+    from symbolize.remote import symsrv, symsrv_layout, verifiers
 
-    servers = list(dict.fromkeys(url for url, _ in symsrv.configured_symbol_path(options).servers()))
+    servers = list(dict.fromkeys(url for url, _ in symsrv_layout.configured_symbol_path(options).servers()))
     if not servers:
         return []
     from symbolize.discovery.paths import base_name
@@ -172,25 +172,26 @@ def _symbol_server_requests(
 
     name = image.path.name
     ids = {identity.kind: identity for identity in image.identities()}
-    wanted: list[tuple[str, symsrv.SymbolStoreKey | None, Verify | None]] = []
+    wanted: list[tuple[str, symsrv_layout.SymbolStoreKey | None, Verify | None]] = []
     if image.format == "pe":
         pdb_id = ids.get(DebugIdKind.PDB)
         pdb_name = next((base_name(hint.name) for hint in image.debug_hints() if hint.kind is HintKind.PDB), "")
-        pdb_key = symsrv.pdb_key(pdb_name, pdb_id)
-        wanted.append((DEBUG_FILE, pdb_key, symsrv.pdb_verifier(pdb_id) if pdb_id is not None else None))
+        pdb_key = symsrv_layout.pdb_key(pdb_name, pdb_id)
+        wanted.append((DEBUG_FILE, pdb_key, verifiers.pdb_verifier(pdb_id) if pdb_id is not None else None))
         code_id = ids.get(DebugIdKind.PE_CODE_ID)
-        code_verify = symsrv.identity_verifier(code_id, "code ID", identify) if code_id is not None else None
-        wanted.append((BINARY, symsrv.pe_key(name, code_id), code_verify))
+        code_verify = verifiers.identity_verifier(code_id, "code ID", identify) if code_id is not None else None
+        wanted.append((BINARY, symsrv_layout.pe_key(name, code_id), code_verify))
     elif image.format == "macho":
         uuid = ids.get(DebugIdKind.MACHO_UUID)
-        verify = symsrv.identity_verifier(uuid, "UUID", identify) if uuid is not None else None
-        wanted.append((DEBUG_FILE, symsrv.macho_dwarf_key(uuid), holding_debug_info(verify) if verify else None))
-        wanted.append((BINARY, symsrv.macho_binary_key(name, uuid), verify))
+        verify = verifiers.identity_verifier(uuid, "UUID", identify) if uuid is not None else None
+        wanted.append((DEBUG_FILE, symsrv_layout.macho_dwarf_key(uuid), holding_debug_info(verify) if verify else None))
+        wanted.append((BINARY, symsrv_layout.macho_binary_key(name, uuid), verify))
     elif image.format == "elf":
         build_id = ids.get(DebugIdKind.GNU_BUILD_ID)
         verify = build_id_verifier(build_id, identify) if build_id is not None else None
-        wanted.append((DEBUG_FILE, symsrv.elf_debug_key(build_id), holding_debug_info(verify) if verify else None))
-        wanted.append((BINARY, symsrv.elf_binary_key(name, build_id), verify))
+        debug_verify = holding_debug_info(verify) if verify else None
+        wanted.append((DEBUG_FILE, symsrv_layout.elf_debug_key(build_id), debug_verify))
+        wanted.append((BINARY, symsrv_layout.elf_binary_key(name, build_id), verify))
     requests: list[ServerRequest | ServerCheck] = []
     for role, key, verify in wanted:
         stored = symsrv.download_key(key) if key is not None else None

@@ -8,7 +8,7 @@ Search order as GDB's ("Separate Debug Files" and "dwz" in the GDB manual;
   holds a :class:`~symbolize.remote.run.RemoteRun`), ``/buildid/<hex>/debuginfo`` from its
   caches or servers (symbolize/remote/debuginfod.py), after every local candidate: a local file
   that verifies never costs a request; then, when it names symbol stores (``--symbol-server``),
-  SSQP's ``_.debug/elf-buildid-sym-<build ID>/_.debug`` (symbolize/remote/symsrv.py).
+  SSQP's ``_.debug/elf-buildid-sym-<build ID>/_.debug`` (symbolize/remote/symsrv_layout.py).
 - DEBUGLINK: the ``.gnu_debuglink`` name next to the binary, in its ``.debug/``,
   under ``<debug dir>/<binary's directory>/`` and in each search path; the
   file's CRC32 must be the link's, and its build ID the binary's when both have one.

@@ -136,13 +136,9 @@ class DsymLocator(LocatorDefaults):
 def _stored_dwarf(uuid: DebugId, context: LookupContext) -> Iterator[Candidate]:
     """SSQP's ``_.dwarf/mach-uuid-sym-<UUID>/_.dwarf`` under the search paths and the symbol path's
     local stores, then from the download caches or the run's symbol servers."""
-    from symbolize.remote.symsrv import (  # the transfer's modules, once a dSYM is looked for by UUID
-        configured_symbol_path,
-        fetch_from_symbol_servers,
-        local_store_candidates,
-        macho_dwarf_key,
-        uuid_verifier,
-    )
+    from symbolize.remote.symsrv import fetch_from_symbol_servers  # the transfer's, once a dSYM is looked for
+    from symbolize.remote.symsrv_layout import configured_symbol_path, local_store_candidates, macho_dwarf_key
+    from symbolize.remote.verifiers import uuid_verifier
 
     key = macho_dwarf_key(uuid)
     if key is None:

@@ -53,7 +53,7 @@ from symbolize.discovery.registry import (
 from symbolize.formats.types import DebugHint, DebugId, HintKind, ObjectFile
 
 if TYPE_CHECKING:
-    from symbolize.remote.symsrv import SymbolStoreKey
+    from symbolize.remote.symsrv_layout import SymbolStoreKey
 
 
 def symbol_path_directories(value: str | None) -> list[Path]:
@@ -109,7 +109,7 @@ def _symbol_path_candidates(hint: DebugHint, name: str, context: LookupContext) 
     local store, then from the download caches and the symbol servers."""
     # symbolize.remote (the transfer's modules) is imported once a PDB is looked for by its ID.
     from symbolize.remote.symbol_path import symbol_path_from_environment
-    from symbolize.remote.symsrv import configured_symbol_path, local_store_candidates, pdb_key
+    from symbolize.remote.symsrv_layout import configured_symbol_path, local_store_candidates, pdb_key
 
     key = pdb_key(name, hint.debug_id)
     if key is None or hint.debug_id is None:
@@ -139,7 +139,8 @@ def _fetched(
     remote = context.loader.remote
     if remote is None or not context.ask_servers:
         return
-    from symbolize.remote.symsrv import LocalStores, fetch_from_symbol_servers, loader_reader, pdb_verifier
+    from symbolize.remote.symsrv import LocalStores, fetch_from_symbol_servers, loader_reader
+    from symbolize.remote.verifiers import pdb_verifier
 
     what = f"{key.name} ({key.index})"
     local = LocalStores(stores, loader_reader(context.loader))
