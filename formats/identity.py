@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from symbolize.formats.elf import ELF_MAGIC
 from symbolize.formats.errors import MalformedInputError, NotFoundError, SymbolizeError, UnsupportedFormatError
-from symbolize.formats.open import _MACHO_MAGICS, MZ_MAGIC
+from symbolize.formats.open import MACHO_MAGICS, MZ_MAGIC
 from symbolize.formats.types import DebugId, DebugIdKind
 
 _IMAGE_DIRECTORY_ENTRY_DEBUG = 6
@@ -65,7 +65,7 @@ def read_header_identities(path: Path) -> list[HeaderIdentity]:
         raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
     if head == ELF_MAGIC:
         return [_elf_identity(path)]
-    if head in _MACHO_MAGICS:
+    if head in MACHO_MAGICS:
         return _macho_identities(path)
     if head[:2] == MZ_MAGIC:
         return [_pe_identity(path)]
@@ -100,7 +100,7 @@ def _macho_identities(path: Path) -> list[HeaderIdentity]:
 def _pe_identity(path: Path) -> HeaderIdentity:
     import pefile  # only for a PE file
 
-    from symbolize.formats.pe.file import _MACHINES, _parse_codeview
+    from symbolize.formats.pe.file import PE_MACHINES, parse_codeview
 
     try:
         with path.open("rb") as stream:
@@ -124,10 +124,10 @@ def _pe_identity(path: Path) -> HeaderIdentity:
         if codeview is not None and 4 <= codeview[1] <= _MAX_CODEVIEW_SIZE and sum(codeview) <= len(mapped):
             offset, size = codeview
             try:
-                record = _parse_codeview(mapped[offset : offset + size], path, offset)
+                record = parse_codeview(mapped[offset : offset + size], path, offset)
             except MalformedInputError:
                 record = None
             if record is not None and record.signature == "RSDS":
                 ids.append(DebugId(DebugIdKind.PDB, record.guid, record.age))
     ids.append(DebugId(DebugIdKind.PE_CODE_ID, stamp.to_bytes(4, "big") + size_of_image.to_bytes(4, "big")))
-    return HeaderIdentity("pe", _MACHINES.get(machine, f"machine{machine:#x}"), tuple(ids))
+    return HeaderIdentity("pe", PE_MACHINES.get(machine, f"machine{machine:#x}"), tuple(ids))

@@ -20,7 +20,7 @@ from symbolize.formats.types import ObjectFile
 # reader loads pefile, which an ELF lookup never needs).
 MZ_MAGIC = b"MZ"
 
-_MACHO_MAGICS = {
+MACHO_MAGICS = {
     bytes.fromhex(magic)
     for magic in (
         "feedface",
@@ -89,7 +89,7 @@ def open_object(path: Path, *, arch: str | None = None, member: str | None = Non
         return MachOFile(path, arch, member)
     if magic == ELF_MAGIC:
         return ElfFile(path)
-    if magic in _MACHO_MAGICS:
+    if magic in MACHO_MAGICS:
         from symbolize.formats.macho.file import MachOFile
 
         return MachOFile(path, arch)

@@ -59,7 +59,7 @@ from tests.pdb_rewrite import (
 BIN = WINDOWS_BIN
 FIXTURE_PDBS = sorted(BIN.glob("*.pdb"))
 LLVM_SYMBOLIZER_22 = Path("/usr/lib/llvm-22/bin/llvm-symbolizer")
-_MACHINES = {
+PE_MACHINES = {
     0x8664: (capstone.CS_ARCH_X86, capstone.CS_MODE_64),
     0x14C: (capstone.CS_ARCH_X86, capstone.CS_MODE_32),
     0xAA64: (capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM),
@@ -105,7 +105,7 @@ def _instruction_starts(image_path: Path, machine: int, low: int, high: int) -> 
     """The instructions of [low, high), decoded from ``low`` on (a linear sweep)."""
     for vaddr, code in _code(image_path):
         if vaddr <= low and high <= vaddr + len(code):
-            disassembler = capstone.Cs(*_MACHINES[machine])
+            disassembler = capstone.Cs(*PE_MACHINES[machine])
             instructions = disassembler.disasm_lite(code[low - vaddr : high - vaddr], low)
             return {address for address, _size, _mnemonic, _operands in instructions}
     raise AssertionError(f"procedure [{low:#x}, {high:#x}) is in no executable section of {image_path.name}")

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 MZ_MAGIC = b"MZ"
 
-_MACHINES = {0x8664: "x86_64", 0x14C: "i386", 0xAA64: "aarch64", 0x1C4: "arm", 0xA641: "arm64ec"}
+PE_MACHINES = {0x8664: "x86_64", 0x14C: "i386", 0xAA64: "aarch64", 0x1C4: "arm", 0xA641: "arm64ec"}
 _IMAGE_SCN_MEM_EXECUTE = 0x20000000
 _IMAGE_DEBUG_TYPE_CODEVIEW = 2
 _DIRECTORY_EXPORT = 0
@@ -126,7 +126,7 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
             header = pe.FILE_HEADER
             optional = pe.OPTIONAL_HEADER
             self.machine = header.Machine
-            self.arch = _MACHINES.get(header.Machine, f"machine{header.Machine:#x}")
+            self.arch = PE_MACHINES.get(header.Machine, f"machine{header.Machine:#x}")
             self.image_base: int = optional.ImageBase
             self.size_of_image: int = optional.SizeOfImage
             self.time_date_stamp: int = header.TimeDateStamp
@@ -227,7 +227,7 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
                 raise self._fail(f"CodeView record of {size} bytes holds no signature", offset)
             if size > _MAX_CODEVIEW_SIZE or offset + size > len(self._data):
                 raise self._fail(f"CodeView record of {size} bytes extends past end of file", offset)
-            return _parse_codeview(self._data[offset : offset + size], self.path, offset)
+            return parse_codeview(self._data[offset : offset + size], self.path, offset)
         return None
 
     # --- Image ---------------------------------------------------------------
@@ -441,7 +441,7 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
         return f"PeFile({str(self.path)!r})"
 
 
-def _parse_codeview(record: bytes, path: Path, file_offset: int) -> CodeViewRecord:
+def parse_codeview(record: bytes, path: Path, file_offset: int) -> CodeViewRecord:
     """An RSDS or NB10 record ("CodeView" debug directory data, the PDB 7.0 and 2.0 forms)."""
     signature = record[:4]
     if signature == b"RSDS":
