@@ -128,6 +128,8 @@ class RewriteOptions:
 
 # How many addresses a cold lookup is asked at once between two reports of progress.
 _PROGRESS_STEP = 4096
+# Gathered fetch rounds (_fetch_together): binary, its debug file, that file's dwz or .dwo/.dwp.
+_FETCH_ROUNDS = 3
 
 
 class _Pending(NamedTuple):
@@ -487,13 +489,19 @@ def _fetch_together(to_name: list[_MappingWork], options: RewriteOptions, string
     remote = options.discovery.remote
     if remote is None or not remote.options.network or len(to_name) < 2:
         return
-    with remote.gathering():
-        for entry in to_name:
-            assert entry.mapping is not None
-            try:
-                _open_module(options, entry.summary.filename, normalize_build_id(strings.get(entry.mapping.build_id)))
-            except (SymbolizeError, OSError):
-                continue  # said when the mapping is named
+    # One round per link of the longest chain: a binary from a server, then the debug file its
+    # ID names, then that file's dwz or split-unit file. A round that fetched nothing ends it.
+    for _ in range(_FETCH_ROUNDS):
+        with remote.gathering() as this_round:
+            for entry in to_name:
+                assert entry.mapping is not None
+                build_id = normalize_build_id(strings.get(entry.mapping.build_id))
+                try:
+                    _open_module(options, entry.summary.filename, build_id)
+                except (SymbolizeError, OSError):
+                    continue  # said when the mapping is named
+        if not this_round.fetched:
+            return
 
 
 def _open_module(options: RewriteOptions, filename: str, build_id: str | None) -> Module:

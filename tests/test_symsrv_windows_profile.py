@@ -142,6 +142,25 @@ def test_images_and_pdbs_only_on_the_symbol_server_by_code_id(tmp_path: Path) ->
     assert "fetched 4 debug files" in summary["downloads"][0], summary["downloads"]
 
 
+def test_images_then_their_pdbs_are_asked_for_together(tmp_path: Path) -> None:
+    """The chain image -> PDB, fetched a link at a time for every mapping at once: both images wait
+    at one barrier and both PDBs at another (503 when the other is not asked within 20 s), so the
+    profile is named only if the PDBs, asked for by the IDs the downloaded images record, are
+    also asked for together rather than one module after the other."""
+    with HttpStore(_store(tmp_path / "served")) as server:
+        images, pdbs = threading.Barrier(2), threading.Barrier(2)
+        for name in IMAGES:
+            code_id = next(i for i in PeFile(WINDOWS_BIN / name).identities() if i.kind is DebugIdKind.PE_CODE_ID)
+            key = pe_key(name, code_id)
+            assert key is not None
+            server.fault("/" + str(key.relative()), Fault(gate=images, stall_seconds=20))
+        for name in ("winapp.pdb", "winlib.pdb"):
+            server.fault("/" + _pdb_path(name)[:-1] + "_", Fault(gate=pdbs, stall_seconds=20))
+        _profile(tmp_path / "home", CODE_ID_PROFILE, tmp_path / "named.pb.gz", "--symbol-server", server.url)
+        assert not images.broken and not pdbs.broken
+    _assert_named_as_llvm_names_them(CODE_ID_PROFILE, tmp_path / "named.pb.gz")
+
+
 def test_a_server_sending_another_builds_pdb_is_refused(tmp_path: Path) -> None:
     images = _images_alone(tmp_path / "images")
     with HttpStore(_store(tmp_path / "served")) as server:

@@ -15,7 +15,10 @@ N missing files would cost the sum of their times. Within :meth:`RemoteRun.gathe
 only noted (and answered None; of each owner's requests the first, the rest being its fallbacks);
 leaving it fetches every noted file at once
 (:meth:`Fetcher.fetch_many`), and the modules found again afterwards are answered from there: N
-files take about the time of the slowest (bench/remote_fetch.py measures both ways).
+files take about the time of the slowest (bench/remote_fetch.py measures both ways). A file needed
+to ask for the next (a binary from a server, whose debug file is then asked for by the ID the
+binary records) makes a chain: the caller gathers again while a round fetched something, each
+round one link of every module's chain (symbolize/rewrite.py's ``_fetch_together``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from symbolize.module import FileIdentity, Reason, RemoteMiss
@@ -32,6 +36,14 @@ from symbolize.remote.progress import DownloadProgress
 from symbolize.remote.store import StoreKey, StoreTier
 
 _REASONS = {"not-on-server": Reason.NOT_ON_SERVER, "server-unreachable": Reason.SERVER_UNREACHABLE}
+
+
+@dataclass
+class GatheredRound:
+    """One :meth:`RemoteRun.gathering`: how many files it fetched together (0: none, or only one,
+    which is fetched when it is asked again)."""
+
+    fetched: int = 0
 
 
 class RemoteRun:
@@ -95,12 +107,14 @@ class RemoteRun:
         return None
 
     @contextmanager
-    def gathering(self) -> Iterator[None]:
+    def gathering(self) -> Iterator[GatheredRound]:
         """Note the fetches asked within, then fetch them all at once (see the module docstring).
-        Nothing asked within is answered, nor counted as missed: find the modules again after it."""
+        Nothing asked within is answered, nor counted as missed: find the modules again after it.
+        The round it yields says, once left, how many files were fetched together."""
+        this_round = GatheredRound()
         self._gathered = {}
         try:
-            yield
+            yield this_round
         finally:
             gathered, self._gathered = self._gathered, None
         by_key: dict[StoreKey, FetchRequest] = {}
@@ -112,6 +126,7 @@ class RemoteRun:
         if self.options.network and len(requests) > 1:
             for request, answer in zip(requests, self.fetcher.fetch_many(requests), strict=True):
                 self._answers[request.key] = answer
+            this_round.fetched = len(requests)
 
     def misses(self, owner: str) -> list[RemoteMiss]:
         """What the servers did not give for ``owner``, in the order asked."""
