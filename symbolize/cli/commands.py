@@ -24,6 +24,7 @@ from symbolize.cli.exits import (
 from symbolize.cli.options import LOOKUP_OPTIONS, PROFILE_OPTIONS, option
 
 if TYPE_CHECKING:
+    from symbolize.cli.batch import BatchRequest
     from symbolize.progress import ProgressReport
     from symbolize.remote.options import RemoteOptions
     from symbolize.remote.progress import DownloadProgress
@@ -202,7 +203,7 @@ def run_guarded(work: Callable[[], None], *, debug: bool = False) -> int:
     return 0
 
 
-def requested_remote(request: LookupRequest | ProfileRequest) -> RemoteOptions | None:
+def requested_remote(request: LookupRequest | ProfileRequest | BatchRequest) -> RemoteOptions | None:
     """The servers and download caches ``request`` asks for (``--debuginfod``, ``--symbol-server``,
     ``--remote``, ``--offline``); None when none. A URL that is not http(s) raises SymbolizeError."""
     from symbolize.api import remote_options

@@ -176,6 +176,41 @@ PROFILE_OPTIONS = (
     *REMOTE_OPTIONS,
 )
 
+# batch: many profiles, each as `profile` rewrites it, with the same options (symbolize/batch/).
+BATCH_OPTIONS = (
+    CliOption(
+        "inputs",
+        (),
+        Kind.PATH_ARGUMENTS,
+        "Profiles (pprof or gperftools), gzipped or not.",
+        default=...,
+        metavar="IN...",
+    ),
+    CliOption(
+        "out_dir",
+        ("-o", "--output-dir"),
+        Kind.PATH,
+        "Directory of the outputs, each named as `symbolize profile` names IN's (created if missing).",
+        default=...,
+        metavar="OUTDIR",
+    ),
+    CliOption(
+        "workers",
+        ("--workers",),
+        Kind.TEXT,
+        "Worker processes (default: one per CPU; with --dask, the cluster's threads).",
+        metavar="N",
+    ),
+    CliOption(
+        "dask",
+        ("--dask",),
+        Kind.TEXT,
+        "Run on the Dask cluster whose scheduler is at this address (the scale extra).",
+        metavar="SCHEDULER",
+    ),
+    *(declared for declared in PROFILE_OPTIONS if declared.field not in ("in_path", "out_path")),
+)
+
 LOOKUP_OPTIONS = (
     CliOption(
         "obj",
@@ -354,6 +389,7 @@ CONVERT_OPTIONS = (
 # Command name -> its options, for the commands typer builds from this module.
 COMMAND_OPTIONS: dict[str, tuple[CliOption, ...]] = {
     "profile": PROFILE_OPTIONS,
+    "batch": BATCH_OPTIONS,
     "lookup": LOOKUP_OPTIONS,
     "index": INDEX_OPTIONS,
     "cache show": CACHE_SHOW_OPTIONS,
