@@ -21,9 +21,10 @@ from symbolize.errors import SymbolizeError
 SCALE_EXTRA_HINT = "--dask needs Dask distributed: pip install 'pprof-symbolize[scale]'"
 
 
-def dask_client(scheduler: str) -> Any:
+def dask_client(scheduler: str, *, timeout: float = 10.0) -> Any:
     """A client of the cluster whose scheduler is at ``scheduler`` (``tcp://HOST:PORT``). Raises
-    SymbolizeError when Dask distributed is not installed or the scheduler does not answer."""
+    SymbolizeError when Dask distributed is not installed or the scheduler does not answer within
+    ``timeout`` seconds."""
     try:
         import distributed
     except ImportError as exc:
@@ -31,7 +32,7 @@ def dask_client(scheduler: str) -> Any:
     # Through Any: Dask's hints are partial, and mypy runs where the scale extra is not installed too.
     client_class: Any = distributed.Client
     try:
-        return client_class(scheduler, timeout="10s")
+        return client_class(scheduler, timeout=f"{timeout}s")
     except (OSError, TimeoutError, ValueError) as exc:
         raise SymbolizeError(f"Dask scheduler {scheduler}: {exc}") from exc
 
