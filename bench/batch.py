@@ -145,7 +145,7 @@ def main() -> int:
             _empty_stdin(scratch),
             scratch,
             args.timeout,
-        )  # fmt: skip
+        )
         for binary in binaries
     ]
     index_cpu = sum(run.cpu_seconds or 0.0 for run in index_runs)
@@ -157,30 +157,58 @@ def main() -> int:
     shutil.rmtree(out_root, ignore_errors=True)
     baseline_dir = out_root / "profile-cold"
     cold = ["--no-background-index"]
-    modes.append(time_profile_one_at_a_time(
-        "profile, one process at a time, cold", profiles, baseline_dir,
-        [*cold, "--cache-dir", str(scratch / "cold-profile")], scratch, args.timeout))  # fmt: skip
-    modes.append(time_profile_one_at_a_time(
-        "profile, one process at a time, warm", profiles, out_root / "profile-warm",
-        ["--no-background-index", "--cache-dir", str(warm_cache)], scratch, args.timeout))  # fmt: skip
+    modes.append(
+        time_profile_one_at_a_time(
+            "profile, one process at a time, cold",
+            profiles,
+            baseline_dir,
+            [*cold, "--cache-dir", str(scratch / "cold-profile")],
+            scratch,
+            args.timeout,
+        )
+    )
+    modes.append(
+        time_profile_one_at_a_time(
+            "profile, one process at a time, warm",
+            profiles,
+            out_root / "profile-warm",
+            ["--no-background-index", "--cache-dir", str(warm_cache)],
+            scratch,
+            args.timeout,
+        )
+    )
     compare(modes[-1], out_root / "profile-warm", baseline_dir)
     batch_modes = []
     for workers in (1, 2):
         batch_modes += [
-            (f"batch, {workers} worker{'s' if workers > 1 else ''}, cold", workers,
-             ["--cache-dir", str(scratch / f"cold-batch-{workers}")]),
+            (
+                f"batch, {workers} worker{'s' if workers > 1 else ''}, cold",
+                workers,
+                ["--cache-dir", str(scratch / f"cold-batch-{workers}")],
+            ),
             (f"batch, {workers} worker{'s' if workers > 1 else ''}, warm", workers, ["--cache-dir", str(warm_cache)]),
-        ]  # fmt: skip
+        ]
     batch_modes.append(
         ("batch, 2 workers, cold, no index built", 2, ["--no-background-index", "--cache-dir", str(scratch / "none")])
     )
     if _has_index_store():
         for workers in (1, 2):
-            batch_modes.append((f"batch, {workers} worker{'s' if workers > 1 else ''}, warm store", workers,
-                                ["--cache-dir", str(scratch / f"store-local-{workers}"),
-                                 "--index-store", str(scratch / "store")]))  # fmt: skip
-        publish = [*SYMBOLIZE, "index", *map(str, binaries), "--cache-dir", str(scratch / "publisher"),
-                   "--index-store", str(scratch / "store")]  # fmt: skip
+            batch_modes.append(
+                (
+                    f"batch, {workers} worker{'s' if workers > 1 else ''}, warm store",
+                    workers,
+                    ["--cache-dir", str(scratch / f"store-local-{workers}"), "--index-store", str(scratch / "store")],
+                )
+            )
+        publish = [
+            *SYMBOLIZE,
+            "index",
+            *map(str, binaries),
+            "--cache-dir",
+            str(scratch / "publisher"),
+            "--index-store",
+            str(scratch / "store"),
+        ]
         subprocess.run(publish, capture_output=True, check=False)
     for name, workers, flags in batch_modes:
         out_dir = out_root / name.replace(", ", "-").replace(" ", "-")
@@ -204,8 +232,10 @@ def print_report(
     index_bytes: int,
 ) -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{len(profiles)} profiles ({args.profiles} per binary, {args.locations} locations each) of "
-          f"{', '.join(binary.name for binary in binaries)}; {os.cpu_count()} CPUs, load {load:.1f} at the end\n")  # fmt: skip
+    print(
+        f"{len(profiles)} profiles ({args.profiles} per binary, {args.locations} locations each) of "
+        f"{', '.join(binary.name for binary in binaries)}; {os.cpu_count()} CPUs, load {load:.1f} at the end\n"
+    )
     print("| mode | wall s | CPU s | profiles/s | profiles/hour | vs profile cold | outputs identical | note |")
     print("|---|---|---|---|---|---|---|---|")
     base = modes[0].seconds
@@ -213,13 +243,17 @@ def print_report(
         rate = len(profiles) / mode.seconds if mode.seconds else 0.0
         cpu = f"{mode.cpu_seconds:.1f}" if mode.cpu_seconds is not None else "n/a"
         same = "baseline" if mode.identical is None else f"{mode.identical}/{len(profiles)}"
-        print(f"| {mode.name} | {mode.seconds:.1f} | {cpu} | {rate:.2f} | {rate * 3600:,.0f} | "
-              f"{base / mode.seconds if mode.seconds else 0:.2f}x | {same} | {mode.failure} |")  # fmt: skip
+        print(
+            f"| {mode.name} | {mode.seconds:.1f} | {cpu} | {rate:.2f} | {rate * 3600:,.0f} | "
+            f"{base / mode.seconds if mode.seconds else 0:.2f}x | {same} | {mode.failure} |"
+        )
     cold_batch = next(mode for mode in modes if mode.name == "batch, 1 worker, cold")
     share = index_cpu / cold_batch.cpu_seconds if cold_batch.cpu_seconds else float("nan")
-    print(f"\nIndexing: `symbolize index` of the {len(binaries)} binaries took {index_wall:.1f} s wall, "
-          f"{index_cpu:.1f} s CPU, {index_bytes / 2**20:.1f} MiB of indexes; {share:.0%} of the cold one-worker "
-          f"batch's CPU ({cold_batch.cpu_seconds or 0:.1f} s).")  # fmt: skip
+    print(
+        f"\nIndexing: `symbolize index` of the {len(binaries)} binaries took {index_wall:.1f} s wall, "
+        f"{index_cpu:.1f} s CPU, {index_bytes / 2**20:.1f} MiB of indexes; {share:.0%} of the cold one-worker "
+        f"batch's CPU ({cold_batch.cpu_seconds or 0:.1f} s)."
+    )
 
 
 if __name__ == "__main__":
