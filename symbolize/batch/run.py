@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from symbolize.errors import MissingDebugInfoError
 
 def available_cpus() -> int:
     """The CPUs this process may run on (its affinity where the platform has one)."""
-    if hasattr(os, "sched_getaffinity"):
+    if sys.platform == "linux":
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
 
