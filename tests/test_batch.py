@@ -157,7 +157,7 @@ def test_a_worker_that_dies_fails_the_profile_it_held_and_a_new_one_takes_the_re
                     killed.append(child.pid)
 
     rewrite_settings = RewriteSettings(search_paths=(BIN,), use_cache=False)
-    outcomes = run_local(shard(planned, 2), rewrite_settings, kill_workers)
+    outcomes, _ = run_local(shard(planned, 2), rewrite_settings, kill_workers)
     assert sorted(str(outcome.out_path) for outcome in outcomes) == sorted(str(p.out_path) for p in planned)
     for outcome in outcomes:
         if outcome.failed:

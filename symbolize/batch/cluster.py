@@ -10,10 +10,12 @@ fails each profile of its shard that has no outcome, and the other shards go on.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from symbolize.batch.plan import PlannedProfile
+from symbolize.batch.tiers import reset_tier_counts, tier_counts
 from symbolize.batch.worker import ProfileOutcome, RewriteSettings, failed_outcome, rewrite_shard
 from symbolize.cli.exits import EXIT_INTERNAL_ERROR, internal_error_line
 from symbolize.errors import SymbolizeError
@@ -48,11 +50,14 @@ def run_dask(
     shards: Sequence[Sequence[PlannedProfile]],
     settings: RewriteSettings,
     report: Callable[[ProfileOutcome], None],
-) -> list[ProfileOutcome]:
-    """Every shard as one task on ``client``'s cluster; each shard's outcomes to ``report`` as its task ends."""
+) -> tuple[list[ProfileOutcome], list[dict[str, int | str]]]:
+    """Every shard as one task on ``client``'s cluster; each shard's outcomes to ``report`` as its task
+    ends. Returns the outcomes and the index tier counts of each worker process (counted from the start
+    of the run: a cluster's workers outlive it)."""
     import distributed
 
     as_completed: Any = distributed.as_completed
+    client.run(reset_tier_counts)
     futures = {client.submit(rewrite_shard, list(profiles), settings, pure=False): profiles for profiles in shards}
     outcomes: list[ProfileOutcome] = []
     for future in as_completed(futures):
@@ -64,4 +69,10 @@ def run_dask(
         for outcome in done:
             outcomes.append(outcome)
             report(outcome)
-    return outcomes
+    # One count per process: the workers of a cluster with processes=False share one.
+    by_process: dict[int, dict[str, int | str]] = dict(client.run(_process_counts).values())
+    return outcomes, list(by_process.values())
+
+
+def _process_counts() -> tuple[int, dict[str, int | str]]:
+    return os.getpid(), tier_counts()

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from symbolize.batch.plan import PlannedProfile
+from symbolize.batch.tiers import tier_counts
 from symbolize.batch.worker import ProfileOutcome, RewriteSettings, failed_outcome, iter_shard
 from symbolize.cli.exits import EXIT_INTERNAL_ERROR
 
@@ -28,23 +29,26 @@ _POLL_SECONDS = 0.2
 def _shard_process(
     shard_index: int, profiles: Sequence[PlannedProfile], settings: RewriteSettings, results: Any
 ) -> None:
-    """A worker process's body: each outcome on ``results`` as it comes, then the end of the shard."""
+    """A worker process's body: each outcome on ``results`` as it comes, then the end of the shard with
+    what the index tiers did in this process."""
     for outcome in iter_shard(profiles, settings):
         results.put(("outcome", shard_index, outcome))
-    results.put(("end", shard_index, None))
+    results.put(("end", shard_index, tier_counts()))
 
 
 def run_local(
     shards: Sequence[Sequence[PlannedProfile]],
     settings: RewriteSettings,
     report: Callable[[ProfileOutcome], None],
-) -> list[ProfileOutcome]:
-    """Every shard in its own process, at once; each outcome to ``report`` as it arrives."""
+) -> tuple[list[ProfileOutcome], list[dict[str, int | str]]]:
+    """Every shard in its own process, at once; each outcome to ``report`` as it arrives. Returns the
+    outcomes and each process's index tier counts (not those of a process that died)."""
     context = multiprocessing.get_context("spawn")
     results: Any = context.Queue()
     remaining = {index: list(profiles) for index, profiles in enumerate(shards) if profiles}
     processes: dict[int, Any] = {}
     outcomes: list[ProfileOutcome] = []
+    counts: list[dict[str, int | str]] = []
 
     def start(index: int) -> None:
         process = context.Process(target=_shard_process, args=(index, remaining[index], settings, results), daemon=True)
@@ -55,11 +59,13 @@ def run_local(
         outcomes.append(outcome)
         report(outcome)
 
-    def handle(kind: str, index: int, outcome: ProfileOutcome | None) -> None:
-        if kind == "outcome" and outcome is not None:
+    def handle(kind: str, index: int, payload: Any) -> None:
+        if kind == "outcome":
             remaining[index].pop(0)
-            take(outcome)
-        elif index in processes:
+            take(payload)
+            return
+        counts.append(payload)
+        if index in processes:
             processes.pop(index).join()
 
     try:
@@ -93,7 +99,7 @@ def run_local(
         for process in processes.values():
             process.join()
         results.close()
-    return outcomes
+    return outcomes, counts
 
 
 def _died(

@@ -1,8 +1,8 @@
 """A batch run's figures: profiles per second, locations named, and what the index tiers did.
 
-The tiers' counts (hits and misses of the local cache and of the index store, bytes fetched) are
-the index store's own (symbolize/index_store/), read in each worker around its shard and added up
-here; a run without that package reports none.
+The tiers' counts (hits and misses of the local cache, the fetched LRU and the index store;
+indexes built and published; bytes fetched) are the index store's own (symbolize/batch/tiers.py),
+taken in each worker process and added up here; a tree without the store reports none.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from symbolize.batch.tiers import UNAVAILABLE
 from symbolize.batch.worker import ProfileOutcome
 
 
@@ -25,8 +26,10 @@ class BatchMetrics:
     failed: int = 0
     locations: int = 0
     named: int = 0
-    # Tier name -> counter name -> count, as the index store reports them (module docstring).
-    index_tiers: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Counter name -> count, summed over the workers (module docstring), and why the store was given
+    # up on, when a worker did.
+    index: dict[str, int] = field(default_factory=dict)
+    store_unavailable: str | None = None
 
     @property
     def profiles_per_second(self) -> float:
@@ -41,11 +44,13 @@ class BatchMetrics:
             self.locations += int(outcome.summary.get("locations", 0))
             self.named += int(outcome.summary.get("named", 0))
 
-    def add_tiers(self, tiers: Mapping[str, Mapping[str, int]]) -> None:
-        for tier, counters in tiers.items():
-            mine = self.index_tiers.setdefault(tier, {})
-            for name, value in counters.items():
-                mine[name] = mine.get(name, 0) + int(value)
+    def add_tiers(self, counts: Mapping[str, int | str]) -> None:
+        """Add one worker process's counts (symbolize/batch/tiers.py's ``tier_counts``)."""
+        for name, value in counts.items():
+            if name == UNAVAILABLE or isinstance(value, str):
+                self.store_unavailable = self.store_unavailable or str(value)
+            else:
+                self.index[name] = self.index.get(name, 0) + value
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,7 +62,8 @@ class BatchMetrics:
             "profiles_per_second": round(self.profiles_per_second, 3),
             "locations": self.locations,
             "named": self.named,
-            "index_tiers": {tier: dict(counters) for tier, counters in self.index_tiers.items()},
+            "index": dict(self.index),
+            "store_unavailable": self.store_unavailable,
         }
 
     def format_text(self) -> str:
@@ -66,7 +72,16 @@ class BatchMetrics:
             f"in {self.seconds:.2f} s ({self.profiles_per_second:.2f} profiles/s, {self.workers} workers, "
             f"{self.scheduler}); {self.named}/{self.locations} locations named"
         ]
-        for tier, counters in self.index_tiers.items():
-            counts = ", ".join(f"{name} {value}" for name, value in counters.items())
-            lines.append(f"index {tier}: {counts}")
+        if self.index:
+            tiers = "; ".join(
+                f"{tier} {self.index.get(f'{tier}_hits', 0)} hits, {self.index.get(f'{tier}_misses', 0)} misses"
+                for tier in ("local", "fetched", "store")
+                if f"{tier}_hits" in self.index
+            )
+            lines.append(
+                f"index: {tiers}; {self.index.get('built', 0)} built, {self.index.get('published', 0)} published; "
+                f"{self.index.get('bytes_fetched', 0):,} bytes fetched"
+            )
+        if self.store_unavailable:
+            lines.append(f"index store given up on: {self.store_unavailable}")
         return "\n".join(lines)

@@ -70,15 +70,17 @@ def run_batch(
 
         with dask_client(scheduler) as client:
             count = workers if workers is not None else cluster_threads(client)
-            run_dask(client, shard(planned, count), settings, take)
+            _, counts = run_dask(client, shard(planned, count), settings, take)
         metrics = BatchMetrics(workers=count, scheduler=f"dask {scheduler}")
     else:
         from symbolize.batch.local import run_local
 
         count = workers if workers is not None else available_cpus()
-        run_local(shard(planned, count), settings, take)
+        _, counts = run_local(shard(planned, count), settings, take)
         metrics = BatchMetrics(workers=count)
     metrics.seconds = time.perf_counter() - started
+    for process_counts in counts:
+        metrics.add_tiers(process_counts)
     order = {planned_profile.in_path: position for position, planned_profile in enumerate(planned)}
     outcomes.sort(key=lambda outcome: order[outcome.in_path])
     metrics.count(outcomes)

@@ -46,6 +46,8 @@ class RewriteSettings:
     remote: RemoteOptions | None = None
     unnamed_above: float | None = None
     require_verified: bool = False
+    # The shared index store (``--index-store``), set in each worker (symbolize/batch/tiers.py).
+    index_store: str | None = None
 
     def session(self) -> Session:
         """A session with these options whose loader stays open until closed. Raises SymbolizeError
@@ -146,6 +148,9 @@ def rewrite_shard(
 
 def iter_shard(profiles: Sequence[PlannedProfile], settings: RewriteSettings) -> Iterator[ProfileOutcome]:
     """The outcome of each profile of a shard, in its order, as each is done."""
+    from symbolize.batch.tiers import use_index_store
+
+    use_index_store(settings.index_store)
     session = settings.session()
     key: str | None = None
     try:

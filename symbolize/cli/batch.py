@@ -66,6 +66,7 @@ def worker_count(text: str | None) -> int | None:
 def run_batch_command(request: BatchRequest, *, debug: bool = False) -> int:
     """``batch``: every profile rewritten, a line each on stderr as it is done; returns the exit code."""
     from symbolize.batch import RewriteSettings, run_batch
+    from symbolize.batch.tiers import configured_index_store
 
     results: list[BatchResult] = []
 
@@ -89,6 +90,7 @@ def run_batch_command(request: BatchRequest, *, debug: bool = False) -> int:
             remote=requested_remote(request),
             unnamed_above=unnamed_limit(request.fail_unnamed_above),
             require_verified=request.require_verified,
+            index_store=configured_index_store(),
         )
         workers = worker_count(request.workers)
         result = run_batch(request.inputs, request.out_dir, settings, workers=workers, scheduler=request.dask,
