@@ -130,6 +130,17 @@ def test_two_inputs_with_one_output_name_are_refused_before_any_work(tmp_path: P
     assert not out.exists()
 
 
+def test_an_output_that_would_replace_an_input_is_refused(tmp_path: Path) -> None:
+    first = tmp_path / "useshape.cpu.pb"
+    second = tmp_path / "useshape.cpu.symbolized.pb"
+    for path in (first, second):
+        path.write_bytes((PROFILES / "useshape.cpu.pb").read_bytes())
+    code, _, stderr = _batch(str(first), str(second), "-o", str(tmp_path), *SEARCH)
+    assert code == 1 and stderr.count("\n") == 1
+    assert f"would be written over the input {second}" in stderr
+    assert second.read_bytes() == (PROFILES / "useshape.cpu.pb").read_bytes()
+
+
 @pytest.mark.parametrize(
     ("args", "hint"),
     [(["--workers", "0"], "--workers"), (["--workers", "two"], "--workers"), (["--drop-frames", "("], "--drop-frames")],

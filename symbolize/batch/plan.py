@@ -38,7 +38,8 @@ class PlannedProfile:
 def output_paths(inputs: Sequence[Path], out_dir: Path) -> list[Path]:
     """``OUTDIR/<name symbolize profile gives IN>`` for each input, in order. Raises SymbolizeError
     naming both inputs when two would write the same output (the same base name in two
-    directories, or one input given twice): one would silently replace the other."""
+    directories, or one input given twice): one would silently replace the other; and naming the
+    output that would replace an input (``a.pb`` beside ``a.symbolized.pb``, OUTDIR their directory)."""
     from symbolize.cli.commands import default_output_path
 
     outputs: list[Path] = []
@@ -49,7 +50,16 @@ def output_paths(inputs: Sequence[Path], out_dir: Path) -> list[Path]:
             raise SymbolizeError(f"{seen[out_path]} and {in_path} would both be written to {out_path.name}", out_dir)
         seen[out_path] = in_path
         outputs.append(out_path)
+    read = {_resolved(in_path): in_path for in_path in inputs}
+    for out_path in outputs:
+        if _resolved(out_path) in read:
+            raise SymbolizeError(f"would be written over the input {read[_resolved(out_path)]}", out_path)
     return outputs
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` with its directory's links resolved (the file itself may not exist yet)."""
+    return path.parent.resolve() / path.name
 
 
 def profile_key(in_path: Path) -> tuple[str, int]:

@@ -10,7 +10,7 @@ typer: this module is on the plain path's start-up.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from symbolize.cli.spellings import DEMANGLE_MODES
@@ -176,7 +176,13 @@ PROFILE_OPTIONS = (
     *REMOTE_OPTIONS,
 )
 
-# batch: many profiles, each as `profile` rewrites it, with the same options (symbolize/batch/).
+# batch: many profiles, each as `profile` rewrites it, with the same options (symbolize/batch/); its
+# workers build a missing index themselves, for the rest of the batch, where profile leaves it to a
+# detached process.
+_BATCH_BACKGROUND_INDEX_HELP = (
+    "Build an index missing from the cache in the worker, before answering from it: the rest of the batch "
+    "answers from it too."
+)
 BATCH_OPTIONS = (
     CliOption(
         "inputs",
@@ -208,7 +214,11 @@ BATCH_OPTIONS = (
         "Run on the Dask cluster whose scheduler is at this address (the scale extra).",
         metavar="SCHEDULER",
     ),
-    *(declared for declared in PROFILE_OPTIONS if declared.field not in ("in_path", "out_path")),
+    *(
+        replace(declared, help=_BATCH_BACKGROUND_INDEX_HELP) if declared.field == "background_index" else declared
+        for declared in PROFILE_OPTIONS
+        if declared.field not in ("in_path", "out_path")
+    ),
 )
 
 LOOKUP_OPTIONS = (
