@@ -60,15 +60,19 @@ def run_dask(
     client.run(reset_tier_counts)
     futures = {client.submit(rewrite_shard, list(profiles), settings, pure=False): profiles for profiles in shards}
     outcomes: list[ProfileOutcome] = []
-    for future in as_completed(futures):
-        try:
-            done: list[ProfileOutcome] = future.result()
-        except Exception as exc:  # the task's, never the batch's: KilledWorker, a lost connection
-            line = internal_error_line(exc)
-            done = [failed_outcome(planned, line, EXIT_INTERNAL_ERROR) for planned in futures[future]]
-        for outcome in done:
-            outcomes.append(outcome)
-            report(outcome)
+    try:
+        for future in as_completed(futures):
+            try:
+                done: list[ProfileOutcome] = future.result()
+            except Exception as exc:  # the task's, never the batch's: KilledWorker, a lost connection
+                line = internal_error_line(exc)
+                done = [failed_outcome(planned, line, EXIT_INTERNAL_ERROR) for planned in futures[future]]
+            for outcome in done:
+                outcomes.append(outcome)
+                report(outcome)
+    except BaseException:
+        client.cancel(list(futures))  # Ctrl-C: the cluster outlives this run, its tasks do not
+        raise
     # One count per process: the workers of a cluster with processes=False share one.
     by_process: dict[int, dict[str, int | str]] = dict(client.run(_process_counts).values())
     return outcomes, list(by_process.values())

@@ -13,26 +13,36 @@ worker's business, and Windows and macOS have no other.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
+import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from symbolize.batch.plan import PlannedProfile
 from symbolize.batch.tiers import tier_counts
 from symbolize.batch.worker import ProfileOutcome, RewriteSettings, failed_outcome, iter_shard
-from symbolize.cli.exits import EXIT_INTERNAL_ERROR
+from symbolize.cli.exits import EXIT_INTERNAL_ERROR, internal_error_line
 
 # How often the parent looks for a process that died without a word, in seconds.
 _POLL_SECONDS = 0.2
 
 
 def _shard_process(
-    shard_index: int, profiles: Sequence[PlannedProfile], settings: RewriteSettings, results: Any
+    shard_index: int, profiles: Sequence[PlannedProfile], settings: RewriteSettings, results: Any, parent: int
 ) -> None:
     """A worker process's body: each outcome on ``results`` as it comes, then the end of the shard with
-    what the index tiers did in this process."""
-    for outcome in iter_shard(profiles, settings):
-        results.put(("outcome", shard_index, outcome))
+    what the index tiers did in this process. Stops after the profile at hand when the parent that
+    started it (process ``parent``) is gone: nobody would read the rest."""
+    # Ctrl-C reaches the whole process group: the parent alone answers it, by ending the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        for outcome in iter_shard(profiles, settings):
+            if os.getppid() != parent:
+                return
+            results.put(("outcome", shard_index, outcome))
+    except Exception as exc:  # outside any one profile (a bug): every profile left fails with it, no retry
+        results.put(("broken", shard_index, internal_error_line(exc)))
     results.put(("end", shard_index, tier_counts()))
 
 
@@ -51,7 +61,8 @@ def run_local(
     counts: list[dict[str, int | str]] = []
 
     def start(index: int) -> None:
-        process = context.Process(target=_shard_process, args=(index, remaining[index], settings, results), daemon=True)
+        arguments = (index, remaining[index], settings, results, os.getpid())
+        process = context.Process(target=_shard_process, args=arguments, daemon=True)
         process.start()
         processes[index] = process
 
@@ -63,6 +74,11 @@ def run_local(
         if kind == "outcome":
             remaining[index].pop(0)
             take(payload)
+            return
+        if kind == "broken":
+            for planned in remaining[index]:
+                take(failed_outcome(planned, payload, EXIT_INTERNAL_ERROR))
+            remaining[index] = []
             return
         counts.append(payload)
         if index in processes:
