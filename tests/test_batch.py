@@ -152,7 +152,8 @@ def test_usage_errors(tmp_path: Path, args: list[str], hint: str) -> None:
 
 def test_a_worker_that_dies_fails_the_profile_it_held_and_a_new_one_takes_the_rest(tmp_path: Path) -> None:
     """The first outcome kills every worker process (SIGKILL): no profile is lost or reported twice,
-    each failure names the death, and every output there is is whole."""
+    each failure names the death, and every output there is is whole (a temporary of a write cut
+    short is no output: a later write in the directory removes it, symbolize/tempfiles.py)."""
     sources = [PROFILES / "rustdemo-full.cpu.pb", PROFILES / "cppdemo-clang-dwarf5-pie.cpu.pb"]
     planned = []
     for number in range(8):
@@ -173,8 +174,8 @@ def test_a_worker_that_dies_fails_the_profile_it_held_and_a_new_one_takes_the_re
     for outcome in outcomes:
         if outcome.failed:
             assert "the worker process died (signal 9) while rewriting it" in (outcome.error or "")
-            assert not outcome.out_path.exists()
-        else:
+        # A worker killed after its atomic rename, before it said so, leaves a whole output all the same.
+        if not outcome.failed or outcome.out_path.exists():
             read_profile(outcome.out_path)
     assert killed
 
