@@ -6,7 +6,9 @@ Profiles of one key go to one worker, so each index is warmed (fetched, or built
 workers as the balance allows: the groups are placed largest first on the least loaded worker
 (LPT, Graham's rule), and a group larger than a worker's fair share is cut into fair-share
 pieces first (otherwise a batch of one binary's profiles would run on one worker). A shard is
-ordered by key, so a worker meets each binary's profiles one after the other.
+ordered by key, so a worker meets each binary's profiles one after the other, and the later
+pieces of a cut group come last: by then the worker with its first piece has built the index
+(in the cache the workers of one machine share, or the index store), so it is built once.
 
 Planning reads each profile once (protobuf parsing, milliseconds); one it cannot read is planned
 with no key, and its worker reports why, as ``symbolize profile`` would.
@@ -102,21 +104,29 @@ def shard(profiles: Sequence[PlannedProfile], workers: int) -> list[list[Planned
         groups[profile.key].append(profile)
     total = sum(profile.weight for profile in profiles)
     fair = max(1, -(-total // workers))
-    pieces: list[list[PlannedProfile]] = []
+    # (rank of the piece in its key's group, the piece): each key's first piece is rank 0.
+    pieces: list[tuple[int, list[PlannedProfile]]] = []
     for group in groups.values():
         piece: list[PlannedProfile] = []
-        weight = 0
+        rank = weight = 0
         for profile in group:
             if piece and weight + profile.weight > fair:
-                pieces.append(piece)
-                piece, weight = [], 0
+                pieces.append((rank, piece))
+                piece = []
+                rank, weight = rank + 1, 0
             piece.append(profile)
             weight += profile.weight
-        pieces.append(piece)
-    shards: list[list[PlannedProfile]] = [[] for _ in range(workers)]
+        pieces.append((rank, piece))
+    shards: list[list[tuple[int, PlannedProfile]]] = [[] for _ in range(workers)]
     loads = [0] * workers
-    for piece in sorted(pieces, key=lambda members: -sum(member.weight for member in members)):
+    for rank, piece in sorted(pieces, key=lambda ranked: -sum(member.weight for member in ranked[1])):
         lightest = loads.index(min(loads))
-        shards[lightest].extend(piece)
+        shards[lightest].extend((rank, member) for member in piece)
         loads[lightest] += sum(member.weight for member in piece)
-    return [sorted(members, key=lambda member: member.key) for members in shards if members]
+    # A worker takes its keys' first pieces first and the later pieces of a split key last: by then the
+    # worker with the first piece has built (and published) the key's index, which answers them.
+    return [
+        [member for _, member in sorted(members, key=lambda ranked: (ranked[0], ranked[1].key))]
+        for members in shards
+        if members
+    ]
