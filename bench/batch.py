@@ -25,6 +25,8 @@ byte with the baseline's. Outputs go to stdout as a markdown table; progress to 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -32,6 +34,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from make_profile import write_profile
 from measure import Measurement, run_measured
@@ -47,6 +50,8 @@ class Mode:
     name: str
     runs: list[Measurement] = field(default_factory=list)
     identical: int | None = None  # outputs byte-identical to the baseline's, of those compared
+    # The batch's own figures (--json-summary's "metrics": index counts per tier, bytes fetched).
+    metrics: dict[str, Any] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
@@ -92,8 +97,12 @@ def time_profile_one_at_a_time(
 
 def time_batch(name: str, profiles: list[Path], out_dir: Path, flags: list[str], scratch: Path, timeout: float) -> Mode:
     print(f"  {name}", file=sys.stderr)
-    argv = [*SYMBOLIZE, "batch", *map(str, profiles), "-o", str(out_dir), *flags]
-    return Mode(name, [run_measured(argv, _empty_stdin(scratch), scratch, timeout)])
+    argv = [*SYMBOLIZE, "batch", *map(str, profiles), "-o", str(out_dir), "--json-summary", *flags]
+    run = run_measured(argv, _empty_stdin(scratch), scratch, timeout)
+    mode = Mode(name, [run])
+    with contextlib.suppress(OSError, ValueError, KeyError):  # a failed run: its note says why
+        mode.metrics = json.loads((scratch / "stdout").read_text())["metrics"]
+    return mode
 
 
 def compare(mode: Mode, out_dir: Path, baseline_dir: Path) -> None:
@@ -236,16 +245,22 @@ def print_report(
         f"{len(profiles)} profiles ({args.profiles} per binary, {args.locations} locations each) of "
         f"{', '.join(binary.name for binary in binaries)}; {os.cpu_count()} CPUs, load {load:.1f} at the end\n"
     )
-    print("| mode | wall s | CPU s | profiles/s | profiles/hour | vs profile cold | outputs identical | note |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| mode | wall s | CPU s | profiles/s | profiles/hour | vs profile cold | outputs identical "
+        "| indexes built | MiB fetched from the store | note |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     base = modes[0].seconds
     for mode in modes:
         rate = len(profiles) / mode.seconds if mode.seconds else 0.0
         cpu = f"{mode.cpu_seconds:.1f}" if mode.cpu_seconds is not None else "n/a"
         same = "baseline" if mode.identical is None else f"{mode.identical}/{len(profiles)}"
+        index = mode.metrics.get("index") or {}
+        built = str(index.get("built", "n/a")) if mode.metrics else "n/a"
+        fetched = f"{index.get('bytes_fetched', 0) / 2**20:.1f}" if index else "n/a"
         print(
             f"| {mode.name} | {mode.seconds:.1f} | {cpu} | {rate:.2f} | {rate * 3600:,.0f} | "
-            f"{base / mode.seconds if mode.seconds else 0:.2f}x | {same} | {mode.failure} |"
+            f"{base / mode.seconds if mode.seconds else 0:.2f}x | {same} | {built} | {fetched} | {mode.failure} |"
         )
     cold_batch = next(mode for mode in modes if mode.name == "batch, 1 worker, cold")
     share = index_cpu / cold_batch.cpu_seconds if cold_batch.cpu_seconds else float("nan")
