@@ -81,6 +81,29 @@ def test_batch_writes_what_profile_writes(tmp_path: Path) -> None:
     assert f"{len(FIXTURE_PROFILES)}/{len(FIXTURE_PROFILES)} profiles rewritten, 0 failed" in stderr
 
 
+def test_a_second_batch_answers_from_the_index_store_the_first_filled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two machines in one: the second batch has an empty cache and fetches what the first published."""
+    pytest.importorskip("symbolize.index_store", reason="the index store (issue 26's other half) is not in this tree")
+    monkeypatch.setenv("SYMBOLIZE_INDEX_STORE", str(tmp_path / "store"))
+    chosen = [PROFILES / "rustdemo-full.cpu.pb", PROFILES / "cdemo-gcc-dwarf5-pie.cpu.pb", PROFILES / "useshape.cpu.pb"]
+    reports = []
+    for run in ("first", "second"):
+        code, stdout, stderr = _batch(
+            *map(str, chosen), "-o", str(tmp_path / run), "--workers", "2", "--background-index", "--json-summary",
+            "--cache-dir", str(tmp_path / f"cache-{run}"), *SEARCH,
+        )  # fmt: skip
+        assert code == 0, stderr
+        reports.append(json.loads(stdout)["metrics"]["index"])
+    first, second = reports
+    assert first["built"] > 0 and first["published"] > 0
+    assert second["built"] == 0 and second["store_hits"] > 0 and second["bytes_fetched"] > 0
+    for path in chosen:
+        name = default_output_path(path).name
+        assert (tmp_path / "second" / name).read_bytes() == (tmp_path / "first" / name).read_bytes()
+
+
 def test_json_summary_holds_profiles_own_summary(tmp_path: Path) -> None:
     chosen = [PROFILES / "rustdemo-full.cpu.pb", PROFILES / "cdemo-gcc-dwarf5-pie.cpu.pb"]
     code, stdout, _ = _batch(
