@@ -21,6 +21,7 @@ from symbolize.batch.local import run_local
 from symbolize.batch.plan import PlannedProfile, profile_key, shard
 from symbolize.batch.worker import ProfileOutcome, RewriteSettings
 from symbolize.cli.app import app
+from symbolize.cli.batch import batch_exit_code
 from symbolize.cli.commands import default_output_path
 from symbolize.errors import SymbolizeError
 from symbolize.pprof import read_profile
@@ -140,6 +141,28 @@ def test_a_failed_profile_is_said_and_the_rest_are_rewritten(tmp_path: Path) -> 
     assert "1/3 profiles rewritten, 2 failed" in stderr
     assert sorted(entry.name for entry in out.iterdir()) == ["useshape.cpu.symbolized.pb"], "nothing else, no temporary"
     read_profile(out / "useshape.cpu.symbolized.pb")
+
+
+def test_a_gate_trips_after_every_output_is_written(tmp_path: Path) -> None:
+    """The Windows profile without its binaries stays unnamed: profile's gate code, its output kept."""
+    windows = PROFILES / "windows" / "winapp.heap.pb.gz"
+    out = tmp_path / "out"
+    code, _, stderr = _batch(
+        str(windows), str(PROFILES / "useshape.cpu.pb"), "-o", str(out), "--search-path", str(BIN),
+        "--fail-unnamed-above", "50", "--workers", "1",
+    )  # fmt: skip
+    assert code == 4, stderr
+    assert "gates: fail-unnamed-above" in stderr
+    read_profile(out / default_output_path(windows).name)
+
+
+@pytest.mark.parametrize(
+    ("codes", "expected"),
+    [((0, 0), 0), ((5, 4), 4), ((4, 1, 5), 1), ((1, 70, 0), 70), ((5,), 5)],
+)
+def test_the_batch_exits_with_its_worst_profile(codes: tuple[int, ...], expected: int) -> None:
+    outcomes = [ProfileOutcome(Path(f"{n}.pb"), Path(f"out/{n}.pb"), 0.0, code) for n, code in enumerate(codes)]
+    assert batch_exit_code(outcomes) == expected
 
 
 def test_two_inputs_with_one_output_name_are_refused_before_any_work(tmp_path: Path) -> None:
