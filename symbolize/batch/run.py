@@ -12,7 +12,7 @@ from pathlib import Path
 from symbolize.batch.metrics import BatchMetrics
 from symbolize.batch.plan import plan, shard
 from symbolize.batch.worker import ProfileOutcome, RewriteSettings
-from symbolize.errors import MissingDebugInfoError
+from symbolize.errors import SymbolizeError
 
 
 def available_cpus() -> int:
@@ -53,7 +53,7 @@ def run_batch(
     inputs would write one output, or a binary, search path or debug directory is missing.
     """
     if out_dir.exists() and not out_dir.is_dir():
-        raise MissingDebugInfoError("output directory is not a directory", out_dir)
+        raise SymbolizeError("output directory is not a directory", out_dir)
     settings.session().close()  # a missing --binary or --search-path is said once, before any work
     planned = plan(inputs, out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
