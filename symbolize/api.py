@@ -137,7 +137,13 @@ def remote_options(
 class Session:
     """What every call of this API is asked besides its inputs, taken once: where to look
     (:func:`discovery_options`), how to show frames, whether to index in the background. It
-    opens a run's :class:`~symbolize.loader.Loader` and ends the run (:meth:`finish`)."""
+    opens a run's :class:`~symbolize.loader.Loader` and ends the run (:meth:`finish`).
+
+    ``keep_loader`` keeps one loader open across runs, closed by :meth:`close`: a batch worker
+    (symbolize/batch/) rewrites profile after profile of the same binaries, and the files and
+    indexes the first opened serve the rest. ``build_missing_indexes`` builds a missing index
+    before answering from it (instead of ``background_index``'s detached builder afterwards).
+    """
 
     def __init__(
         self,
@@ -152,11 +158,17 @@ class Session:
         inlines: bool = True,
         remote: RemoteOptions | None = None,
         download_progress: DownloadProgress | None = None,
+        keep_loader: bool = False,
+        build_missing_indexes: bool = False,
     ) -> None:
         self.options = discovery_options(
             binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir,
             use_cache=use_cache, remote=remote,
         )  # fmt: skip
+        if build_missing_indexes:
+            self.options = replace(self.options, build_missing_indexes=True)
+        self.keep_loader = keep_loader
+        self._kept: Loader | None = None
         self.background_index = background_index
         self.demangle = demangle
         self.inlines = inlines
@@ -165,8 +177,20 @@ class Session:
         self.download_report: list[str] = []
 
     def loader(self) -> Loader:
-        """A run's loader, with the session's options and download progress."""
-        return Loader(self.options, download_progress=self.download_progress)
+        """A run's loader, with the session's options and download progress (the kept one, with
+        ``keep_loader``)."""
+        if self._kept is not None:
+            return self._kept
+        loader = Loader(self.options, download_progress=self.download_progress)
+        if self.keep_loader:
+            self._kept = loader
+        return loader
+
+    def close(self) -> None:
+        """Close the loader kept open across runs (``keep_loader``), if any."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.close()
 
     def shaper(self) -> FrameShaper:
         return FrameShaper(self.demangle, self.inlines)
@@ -190,7 +214,8 @@ class Session:
             if answered and self.background_index:
                 index_in_background(loader)
         finally:
-            loader.close()
+            if loader is not self._kept:
+                loader.close()
 
 
 def _existing(path: PathLike, role: str, *, directory: bool) -> Path:
@@ -386,6 +411,7 @@ def symbolize_profile(
     progress: ProgressReport | None = None,
     remote: RemoteOptions | None = None,
     download_progress: DownloadProgress | None = None,
+    session: Session | None = None,
 ) -> tuple[Profile, Summary]:
     """Name the bare addresses of a profile; returns ``(profile, summary)``.
 
@@ -404,6 +430,8 @@ def symbolize_profile(
     caches to ask for the binaries and debug files not on disk, each verified by the mapping's ID;
     ``download_progress`` hears each download (symbolize/remote/progress.py). The summary says per
     mapping what the servers did not have (``missed``) and, in ``downloads``, what was fetched.
+    ``session``, when given, is the run's :class:`Session` (a batch worker's, its loader kept open
+    across profiles) and stands for the discovery arguments (``binaries`` to ``download_progress``).
     """
     from symbolize.pprof import Profile, read_profile
     from symbolize.progress import ProgressReport
@@ -414,10 +442,12 @@ def symbolize_profile(
         profile = profile_or_path
     else:
         profile, _ = read_profile(profile_or_path)
-    session = Session(
-        binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir, use_cache=use_cache,
-        background_index=background_index, demangle=demangle, remote=remote, download_progress=download_progress,
-    )  # fmt: skip
+    if session is None:
+        session = Session(
+            binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir,
+            use_cache=use_cache, background_index=background_index, demangle=demangle, remote=remote,
+            download_progress=download_progress,
+        )  # fmt: skip
     if drop_frames is not None:
         re.compile(drop_frames)  # refuse a bad pattern before any work
     loader = session.loader()
@@ -458,6 +488,7 @@ def symbolize_file(
     progress: ProgressReport | None = None,
     remote: RemoteOptions | None = None,
     download_progress: DownloadProgress | None = None,
+    session: Session | None = None,
 ) -> Summary:
     """Read the profile at ``in_path``, symbolize it, write it atomically to ``out_path``.
 
@@ -465,7 +496,7 @@ def symbolize_file(
     input was gzipped. Either may be a binary stream instead (the command line's ``-``): the
     input is read whole, named ``<stdin>`` in errors; the output gets the profile in one write,
     once the rewrite has succeeded, so a reader has a whole profile or nothing. ``drop_frames``,
-    ``keep_hashes``, ``progress``, ``remote`` and ``download_progress`` are
+    ``keep_hashes``, ``progress``, ``remote``, ``download_progress`` and ``session`` are
     :func:`symbolize_profile`'s.
     """
     from symbolize.pprof import output_target, parse_profile, read_profile, serialize_profile, write_profile
@@ -491,6 +522,7 @@ def symbolize_file(
         progress=progress,
         remote=remote,
         download_progress=download_progress,
+        session=session,
     )
     if not isinstance(out_path, str | Path):
         out_path.write(serialize_profile(profile, gzip=was_gzipped if gzip is None else gzip))

@@ -6,6 +6,8 @@ Commands (promises to users' scripts)::
               [--debug-dir DIR]... [--demangle full|short|none] [--no-return-address-adjust]
               [--json-summary] [--drop-frames REGEX]
               [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline]
+    symbolize [--debug] batch IN... -o OUTDIR [--workers N] [--dask SCHEDULER] [profile's options]
+              (exit codes: symbolize/cli/batch.py)
     symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
               [--search-path DIR]... [--debug-dir DIR]... [--arch ARCH]
               [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline] [ADDR...]
@@ -49,6 +51,7 @@ from symbolize.cli.commands import (
 )
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
 from symbolize.cli.options import (
+    BATCH_OPTIONS,
     CACHE_CLEAR_OPTIONS,
     CACHE_PRUNE_OPTIONS,
     CACHE_SHOW_OPTIONS,
@@ -106,6 +109,7 @@ def _parameters(options: tuple[CliOption, ...]) -> dict[str, Any]:
 
 
 _PROFILE = _parameters(PROFILE_OPTIONS)
+_BATCH = _parameters(BATCH_OPTIONS)
 _LOOKUP = _parameters(LOOKUP_OPTIONS)
 _INDEX = _parameters(INDEX_OPTIONS)
 _CACHE_SHOW = _parameters(CACHE_SHOW_OPTIONS)
@@ -208,16 +212,7 @@ def profile_command(
     The output is gzipped when OUT ends in .gz or IN was gzipped. IN - reads stdin;
     OUT - (the default for IN -) writes stdout, whole, once the rewrite has succeeded.
     """
-    if drop_frames is not None:
-        try:
-            re.compile(drop_frames)
-        except re.error as exc:
-            raise typer.BadParameter(f"not a regular expression: {exc}", param_hint="--drop-frames") from exc
-    try:
-        unnamed_limit(fail_unnamed_above)
-    except ValueError as exc:
-        raise typer.BadParameter(f"not a percentage from 0 to 100: {fail_unnamed_above}",
-                                 param_hint="--fail-unnamed-above") from exc  # fmt: skip
+    _check_profile_values(drop_frames, fail_unnamed_above)
     request = ProfileRequest(
         in_path=in_path,
         out_path=out_path,
@@ -242,6 +237,89 @@ def profile_command(
     if request.to_stdout and json_summary:
         raise typer.BadParameter("the profile goes to stdout: --json-summary cannot", param_hint="-o")
     _exit_with(run_profile(request, debug=_debug(ctx)))
+
+
+def _check_profile_values(drop_frames: str | None, fail_unnamed_above: str | None) -> None:
+    """``--drop-frames`` and ``--fail-unnamed-above`` checked before any work (``profile``, ``batch``)."""
+    if drop_frames is not None:
+        try:
+            re.compile(drop_frames)
+        except re.error as exc:
+            raise typer.BadParameter(f"not a regular expression: {exc}", param_hint="--drop-frames") from exc
+    try:
+        unnamed_limit(fail_unnamed_above)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not a percentage from 0 to 100: {fail_unnamed_above}",
+                                 param_hint="--fail-unnamed-above") from exc  # fmt: skip
+
+
+def batch_command(
+    ctx: typer.Context,
+    inputs: list[Path] = _BATCH["inputs"],
+    out_dir: Path = _BATCH["out_dir"],
+    workers: str | None = _BATCH["workers"],
+    dask: str | None = _BATCH["dask"],
+    binaries: list[Path] | None = _BATCH["binaries"],
+    search_paths: list[Path] | None = _BATCH["search_paths"],
+    debug_dirs: list[Path] | None = _BATCH["debug_dirs"],
+    demangle: DemangleChoice = _BATCH["demangle"],
+    no_return_address_adjust: bool = _BATCH["no_return_address_adjust"],
+    json_summary: bool = _BATCH["json_summary"],
+    drop_frames: str | None = _BATCH["drop_frames"],
+    cache_dir: Path | None = _BATCH["cache_dir"],
+    no_cache: bool = _BATCH["no_cache"],
+    background_index: bool = _BATCH["background_index"],
+    fail_unnamed_above: str | None = _BATCH["fail_unnamed_above"],
+    require_verified: bool = _BATCH["require_verified"],
+    keep_hashes: bool = _BATCH["keep_hashes"],
+    debuginfod: list[str] | None = _BATCH["debuginfod"],
+    symbol_servers: list[str] | None = _BATCH["symbol_servers"],
+    remote: bool = _BATCH["remote"],
+    offline: bool = _BATCH["offline"],
+) -> None:
+    """Rewrite many profiles as profile rewrites each, in parallel, sharded by debug ID.
+
+    Each IN goes to OUTDIR under the name profile would give it, written whole or not at all.
+    A local process pool by default; --dask SCHEDULER runs the same shards on a Dask cluster.
+    --background-index (the default) builds a missing index in the worker, before answering
+    from it. A line per profile on stderr as each is done, then the run's figures
+    (--json-summary: all of it as JSON on stdout). A profile that fails is said and the others
+    go on. Exit 0 when all were rewritten and no gate tripped; 1 when any failed on its input,
+    70 on an internal error, else profile's gate codes (4, then 5).
+    """
+    from symbolize.cli.batch import BatchRequest, run_batch_command, worker_count
+
+    _check_profile_values(drop_frames, fail_unnamed_above)
+    try:
+        worker_count(workers)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not a number of workers from 1: {workers}", param_hint="--workers") from exc
+    if any(str(path) == "-" for path in inputs):
+        raise typer.BadParameter("batch reads files: - (stdin) is profile's", param_hint="IN...")
+    request = BatchRequest(
+        inputs=inputs,
+        out_dir=out_dir,
+        workers=workers,
+        dask=dask,
+        binaries=binaries,
+        search_paths=search_paths,
+        debug_dirs=debug_dirs,
+        demangle=demangle.value,
+        no_return_address_adjust=no_return_address_adjust,
+        json_summary=json_summary,
+        drop_frames=drop_frames,
+        cache_dir=cache_dir,
+        no_cache=no_cache,
+        background_index=background_index,
+        fail_unnamed_above=fail_unnamed_above,
+        require_verified=require_verified,
+        keep_hashes=keep_hashes,
+        debuginfod=debuginfod,
+        symbol_servers=symbol_servers,
+        remote=remote,
+        offline=offline,
+    )
+    _exit_with(run_batch_command(request, debug=_debug(ctx)))
 
 
 def lookup_command(
@@ -576,6 +654,7 @@ def _read_input(path: Path) -> bytes:
 # The commands, in the order help lists them.
 _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("profile", profile_command),
+    ("batch", batch_command),
     ("lookup", lookup_command),
     ("index", index_command),
     ("audit", audit_command),

@@ -11,7 +11,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, BinaryIO, NamedTuple, TextIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, NamedTuple, Protocol, TextIO
 
 from symbolize.cli.exits import (
     EXIT_INPUT_ERROR,
@@ -202,7 +202,22 @@ def run_guarded(work: Callable[[], None], *, debug: bool = False) -> int:
     return 0
 
 
-def requested_remote(request: LookupRequest | ProfileRequest) -> RemoteOptions | None:
+class RemoteRequest(Protocol):
+    """What a command's request says about servers (lookup's, profile's and batch's requests)."""
+
+    @property
+    def debuginfod(self) -> Sequence[str] | None: ...
+    @property
+    def symbol_servers(self) -> Sequence[str] | None: ...
+    @property
+    def remote(self) -> bool: ...
+    @property
+    def offline(self) -> bool: ...
+    @property
+    def cache_dir(self) -> Path | None: ...
+
+
+def requested_remote(request: RemoteRequest) -> RemoteOptions | None:
     """The servers and download caches ``request`` asks for (``--debuginfod``, ``--symbol-server``,
     ``--remote``, ``--offline``); None when none. A URL that is not http(s) raises SymbolizeError."""
     from symbolize.api import remote_options

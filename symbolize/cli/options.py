@@ -10,7 +10,7 @@ typer: this module is on the plain path's start-up.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from symbolize.cli.spellings import DEMANGLE_MODES
@@ -174,6 +174,51 @@ PROFILE_OPTIONS = (
         default=False,
     ),
     *REMOTE_OPTIONS,
+)
+
+# batch: many profiles, each as `profile` rewrites it, with the same options (symbolize/batch/); its
+# workers build a missing index themselves, for the rest of the batch, where profile leaves it to a
+# detached process.
+_BATCH_BACKGROUND_INDEX_HELP = (
+    "Build an index missing from the cache in the worker, before answering from it: the rest of the batch "
+    "answers from it too."
+)
+BATCH_OPTIONS = (
+    CliOption(
+        "inputs",
+        (),
+        Kind.PATH_ARGUMENTS,
+        "Profiles (pprof or gperftools), gzipped or not.",
+        default=...,
+        metavar="IN...",
+    ),
+    CliOption(
+        "out_dir",
+        ("-o", "--output-dir"),
+        Kind.PATH,
+        "Directory of the outputs, each named as `symbolize profile` names IN's (created if missing).",
+        default=...,
+        metavar="OUTDIR",
+    ),
+    CliOption(
+        "workers",
+        ("--workers",),
+        Kind.TEXT,
+        "Worker processes (default: one per CPU; with --dask, the cluster's threads).",
+        metavar="N",
+    ),
+    CliOption(
+        "dask",
+        ("--dask",),
+        Kind.TEXT,
+        "Run on the Dask cluster whose scheduler is at this address (the scale extra).",
+        metavar="SCHEDULER",
+    ),
+    *(
+        replace(declared, help=_BATCH_BACKGROUND_INDEX_HELP) if declared.field == "background_index" else declared
+        for declared in PROFILE_OPTIONS
+        if declared.field not in ("in_path", "out_path")
+    ),
 )
 
 LOOKUP_OPTIONS = (
@@ -354,6 +399,7 @@ CONVERT_OPTIONS = (
 # Command name -> its options, for the commands typer builds from this module.
 COMMAND_OPTIONS: dict[str, tuple[CliOption, ...]] = {
     "profile": PROFILE_OPTIONS,
+    "batch": BATCH_OPTIONS,
     "lookup": LOOKUP_OPTIONS,
     "index": INDEX_OPTIONS,
     "cache show": CACHE_SHOW_OPTIONS,
