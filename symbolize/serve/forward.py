@@ -1,0 +1,147 @@
+"""The client side of the pass-through: a named export POSTed to the receiver, retried while the
+receiver is down or busy, within a deadline.
+
+http.client, not urllib: connections are kept and reused (one pool, a connection per request in
+flight), and a status is a value, not an exception. Retried, as OTLP's exporters retry: refused
+or reset connections, timeouts, and 429, 502, 503 and 504 (honouring their ``Retry-After``),
+with exponential backoff and jitter. What no retry fixed before the deadline becomes
+:class:`Unavailable`, which the server answers with a retryable status, so the sender keeps the
+data: nothing is dropped here.
+"""
+
+from __future__ import annotations
+
+import http.client
+import random
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass
+
+from symbolize.errors import SymbolizeError
+from symbolize.serve.protocol import PROFILES_PATH, RETRYABLE_STATUSES, VERSION_HEADER, parse_retry_after
+
+# A receiver's answer body we keep to pass back (a Status message or a partial-success response).
+MAX_ANSWER_BYTES = 1 << 20
+_FIRST_BACKOFF = 0.1
+_MAX_BACKOFF = 2.0
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """The receiver's final answer (a success, or a refusal the sender must not retry)."""
+
+    status: int
+    body: bytes
+    content_type: str | None
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """No answer the sender should keep: the receiver was down or busy until the deadline."""
+
+    reason: str
+    retry_after: float
+    status: int = 503  # 503, or the receiver's own retryable status when it answered one
+
+
+class ForwardTarget:
+    """The receiver's URL, checked: http or https with a host; no path means the OTLP path."""
+
+    def __init__(self, url: str) -> None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise SymbolizeError(f"--forward needs an http(s) URL with a host, not {url!r}")
+        try:
+            self.port = parts.port
+        except ValueError as exc:
+            raise SymbolizeError(f"--forward {url!r}: {exc}") from exc
+        self.scheme = parts.scheme
+        self.host = parts.hostname
+        path = parts.path if parts.path not in ("", "/") else PROFILES_PATH
+        self.path = path + (f"?{parts.query}" if parts.query else "")
+        self.shown = urllib.parse.urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], path, "", ""))
+
+    def connect(self, timeout: float) -> http.client.HTTPConnection:
+        if self.scheme == "https":
+            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout)
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+
+class Forwarder:
+    """POSTs exports to one receiver, from many threads (a pool of kept connections)."""
+
+    def __init__(self, target: ForwardTarget, *, deadline: float, attempt_timeout: float) -> None:
+        self.target = target
+        self.deadline = deadline
+        self.attempt_timeout = attempt_timeout
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def send(
+        self, body: bytes, *, content_type: str, gzipped: bool, version: str, stop: threading.Event
+    ) -> Delivered | Unavailable:
+        """POST ``body`` until the receiver answers something final, the deadline passes or ``stop``
+        is set (shutdown: the sender is told to retry elsewhere or later)."""
+        headers = {"Content-Type": content_type, VERSION_HEADER: version}
+        if gzipped:
+            headers["Content-Encoding"] = "gzip"
+        give_up = time.monotonic() + self.deadline
+        backoff = _FIRST_BACKOFF
+        while True:
+            outcome = self._attempt(body, headers)
+            if isinstance(outcome, Delivered):
+                return outcome
+            wait = outcome.retry_after if outcome.retry_after > 0 else backoff * (0.5 + random.random() / 2)
+            left = give_up - time.monotonic()
+            if wait >= left or stop.is_set():
+                retry_after = max(outcome.retry_after, 1.0)
+                return Unavailable(f"{self.target.shown}: {outcome.reason}", retry_after, outcome.status)
+            if stop.wait(wait):
+                return Unavailable(f"{self.target.shown}: {outcome.reason} (shutting down)", 1.0, outcome.status)
+            backoff = min(backoff * 2, _MAX_BACKOFF)
+
+    def _attempt(self, body: bytes, headers: dict[str, str]) -> Delivered | Unavailable:
+        connection = self._take()
+        try:
+            connection.request("POST", self.target.path, body=body, headers=headers)
+            response = connection.getresponse()
+            answer = response.read(MAX_ANSWER_BYTES + 1)
+            if len(answer) > MAX_ANSWER_BYTES:
+                connection.close()
+                answer = answer[:MAX_ANSWER_BYTES]
+            elif response.will_close:
+                connection.close()
+            else:
+                self._give_back(connection)
+        except (OSError, http.client.HTTPException) as exc:
+            connection.close()
+            return Unavailable(_connection_reason(exc), 0.0)
+        if response.status in RETRYABLE_STATUSES:
+            waited = parse_retry_after(response.getheader("Retry-After")) or 0.0
+            return Unavailable(f"answered {response.status}", waited, response.status)
+        return Delivered(response.status, answer, response.getheader("Content-Type"))
+
+    def _take(self) -> http.client.HTTPConnection:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return self.target.connect(self.attempt_timeout)
+
+    def _give_back(self, connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._idle.append(connection)
+
+
+def _connection_reason(exc: BaseException) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
