@@ -11,8 +11,10 @@ data: nothing is dropped here.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import random
+import socket
 import threading
 import time
 import urllib.parse
@@ -76,6 +78,7 @@ class Forwarder:
         self.deadline = deadline
         self.attempt_timeout = attempt_timeout
         self._idle: list[http.client.HTTPConnection] = []
+        self._busy: set[http.client.HTTPConnection] = set()
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -83,6 +86,16 @@ class Forwarder:
             idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
+
+    def abort(self) -> None:
+        """Cut every request waiting on the receiver (shutdown past its deadline): each one's
+        sender is answered at once, with a retryable status."""
+        with self._lock:
+            busy = list(self._busy)
+        for connection in busy:
+            if connection.sock is not None:
+                with contextlib.suppress(OSError):
+                    connection.sock.shutdown(socket.SHUT_RDWR)
 
     def send(
         self, body: bytes, *, content_type: str, gzipped: bool, version: str, stop: threading.Event
@@ -95,6 +108,8 @@ class Forwarder:
         give_up = time.monotonic() + self.deadline
         backoff = _FIRST_BACKOFF
         while True:
+            if stop.is_set():
+                return Unavailable(f"{self.target.shown}: not sent (shutting down)", 1.0)
             outcome = self._attempt(body, headers)
             if isinstance(outcome, Delivered):
                 return outcome
@@ -109,34 +124,33 @@ class Forwarder:
 
     def _attempt(self, body: bytes, headers: dict[str, str]) -> Delivered | Unavailable:
         connection = self._take()
+        with self._lock:
+            self._busy.add(connection)
+        keep = False
         try:
             connection.request("POST", self.target.path, body=body, headers=headers)
             response = connection.getresponse()
             answer = response.read(MAX_ANSWER_BYTES + 1)
-            if len(answer) > MAX_ANSWER_BYTES:
-                connection.close()
-                answer = answer[:MAX_ANSWER_BYTES]
-            elif response.will_close:
-                connection.close()
-            else:
-                self._give_back(connection)
+            keep = len(answer) <= MAX_ANSWER_BYTES and not response.will_close
         except (OSError, http.client.HTTPException) as exc:
-            connection.close()
             return Unavailable(_connection_reason(exc), 0.0)
+        finally:
+            with self._lock:
+                self._busy.discard(connection)
+                if keep:
+                    self._idle.append(connection)
+            if not keep:
+                connection.close()
         if response.status in RETRYABLE_STATUSES:
             waited = parse_retry_after(response.getheader("Retry-After")) or 0.0
             return Unavailable(f"answered {response.status}", waited, response.status)
-        return Delivered(response.status, answer, response.getheader("Content-Type"))
+        return Delivered(response.status, answer[:MAX_ANSWER_BYTES], response.getheader("Content-Type"))
 
     def _take(self) -> http.client.HTTPConnection:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
         return self.target.connect(self.attempt_timeout)
-
-    def _give_back(self, connection: http.client.HTTPConnection) -> None:
-        with self._lock:
-            self._idle.append(connection)
 
 
 def _connection_reason(exc: BaseException) -> str:

@@ -75,6 +75,7 @@ def _shut_down(httpd: ServeHTTPServer, service: ProfileService, accepting: threa
     finished = service.wait_idle(limits.shutdown_timeout)
     if not finished:
         service.aborting.set()  # the rest are answered 503 + Retry-After now
+        service.forwarder.abort()
         service.wait_idle(limits.forward_deadline + 5.0)
     httpd.close_idle()
     httpd.server_close()  # joins the connections' threads
