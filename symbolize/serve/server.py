@@ -331,6 +331,7 @@ class ServeHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = False
     block_on_close = True
+    request_queue_size = 128  # the listen backlog: socketserver's 5 resets a burst of senders
 
     def __init__(self, address: tuple[str, int], service: ProfileService) -> None:
         self.service = service

@@ -5,7 +5,8 @@ and prints ``PORT <n>`` on stdout once it accepts. It keeps every export POSTed 
 ``/v1development/profiles`` (body and the headers that matter) and answers as told by
 ``POST /control`` (JSON ``{"status": 200|4xx|5xx, "delay": seconds, "retry_after": text}``):
 a real server that really is slow or really answers 5xx. ``GET /received`` lists what it kept
-(bodies base64), ``GET /received?count`` only how many. Stopped with SIGTERM; started again on
+(bodies base64), ``GET /received?count`` only how many (``--count-only`` keeps no bodies: bench/serve_load.py's long
+runs). Stopped with SIGTERM; started again on
 the same port for "the receiver comes back".
 
 :class:`Receiver` runs it from a test.
@@ -36,6 +37,8 @@ class _State:
         self.status = 200
         self.delay = 0.0
         self.retry_after: str | None = None
+        self.count_only = False
+        self.count = 0
 
 
 STATE = _State()
@@ -63,12 +66,14 @@ class _Handler(BaseHTTPRequestHandler):
         content_type = self.headers.get("Content-Type") or ""
         if status == 200:
             with STATE.lock:
-                STATE.received.append({
-                    "content_type": content_type,
-                    "content_encoding": self.headers.get("Content-Encoding"),
-                    "versions": self.headers.get_all("OTLP-Profiles-Development-Version") or [],
-                    "body": base64.b64encode(body).decode(),
-                })
+                STATE.count += 1
+                if not STATE.count_only:
+                    STATE.received.append({
+                        "content_type": content_type,
+                        "content_encoding": self.headers.get("Content-Encoding"),
+                        "versions": self.headers.get_all("OTLP-Profiles-Development-Version") or [],
+                        "body": base64.b64encode(body).decode(),
+                    })
             # An empty ExportProfilesServiceResponse, in the request's encoding.
             self._answer(200, b"{}" if content_type.startswith("application/json") else b"", content_type)
             return
@@ -76,9 +81,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         with STATE.lock:
-            received = list(STATE.received)
+            received, count = list(STATE.received), STATE.count
         if self.path == "/received?count":
-            self._answer(200, json.dumps(len(received)).encode(), "application/json")
+            self._answer(200, json.dumps(count).encode(), "application/json")
         elif self.path == "/received":
             self._answer(200, json.dumps(received).encode(), "application/json")
         else:
@@ -100,7 +105,10 @@ class _Handler(BaseHTTPRequestHandler):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
-    port = parser.parse_args().port
+    parser.add_argument("--count-only", action="store_true")
+    arguments = parser.parse_args()
+    port = arguments.port
+    STATE.count_only = arguments.count_only
     server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)
@@ -109,13 +117,16 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     server.serve_forever(poll_interval=0.1)
     server.server_close()
+    print(f"COUNT {STATE.count}", flush=True)  # what this instance took, for Receiver.total
 
 
 class Receiver:
     """The receiver in its own process: started, stopped, started again on the same port."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, count_only: bool = False) -> None:
         self.port = 0
+        self.count_only = count_only
+        self.taken_before = 0  # what the instances stopped so far took
         self.process: subprocess.Popen[str] | None = None
 
     @property
@@ -124,7 +135,8 @@ class Receiver:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.servers.otlp_receiver", "--port", str(self.port)],
+            [sys.executable, "-m", "tests.servers.otlp_receiver", "--port", str(self.port),
+             *(["--count-only"] if self.count_only else [])],
             cwd=_ROOT, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert self.process.stdout is not None
@@ -137,10 +149,17 @@ class Receiver:
     def stop(self) -> None:
         if self.process is not None:
             self.process.terminate()
+            assert self.process.stdout is not None
+            last = self.process.stdout.read().split()
             self.process.wait(10)
-            if self.process.stdout is not None:
-                self.process.stdout.close()
+            self.process.stdout.close()
             self.process = None
+            if last[:1] == ["COUNT"]:
+                self.taken_before += int(last[1])
+
+    def total(self) -> int:
+        """Exports taken by every instance so far, this one included (when running)."""
+        return self.taken_before + (self.count() if self.process is not None else 0)
 
     def control(self, **told: Any) -> None:
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}/control", data=json.dumps(told).encode(),
