@@ -236,6 +236,22 @@ def test_a_receiver_that_answers_5xx_is_retried_then_the_sender_told_to_retry(se
     assert export(service.port, otlp_of(FIXTURE))[0] == 400  # final: passed back, not retried into a 503
 
 
+def test_a_receiver_busy_for_less_than_the_deadline_costs_the_sender_nothing(service: Service,
+                                                                             receiver: Receiver) -> None:  # fmt: skip
+    receiver.control(status=503, retry_after="1")
+    before, retries = receiver.count(), service.health()["forward_retries"]
+    with ThreadPoolExecutor(1) as pool:
+        sent = pool.submit(export, service.port, otlp_of(FIXTURE))
+        give_up = time.monotonic() + 30
+        while service.health()["forward_retries"] == retries and time.monotonic() < give_up:
+            time.sleep(0.02)  # until the first attempt was refused: the service waits its Retry-After
+        receiver.control(status=200)
+        status, _, _ = sent.result()
+    assert status == 200
+    assert receiver.count() == before + 1
+    assert service.health()["forward_retries"] == retries + 1  # type: ignore[operator]
+
+
 def test_nothing_is_lost_while_the_receiver_is_down(service: Service, receiver: Receiver) -> None:
     """Down: the sender is answered 503 + Retry-After and keeps its data; back: every export arrives."""
     receiver.stop()

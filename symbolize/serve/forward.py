@@ -80,6 +80,7 @@ class Forwarder:
         self._idle: list[http.client.HTTPConnection] = []
         self._busy: set[http.client.HTTPConnection] = set()
         self._lock = threading.Lock()
+        self.retries = 0  # attempts after a first one, over the server's life (/health)
 
     def close(self) -> None:
         with self._lock:
@@ -118,6 +119,8 @@ class Forwarder:
             if wait >= left or stop.is_set():
                 retry_after = max(outcome.retry_after, 1.0)
                 return Unavailable(f"{self.target.shown}: {outcome.reason}", retry_after, outcome.status)
+            with self._lock:
+                self.retries += 1
             if stop.wait(wait):
                 return Unavailable(f"{self.target.shown}: {outcome.reason} (shutting down)", 1.0, outcome.status)
             backoff = min(backoff * 2, _MAX_BACKOFF)

@@ -102,6 +102,7 @@ class ProfileService:
             "queued": self.worker.queued,
             "capacity": self.limits.max_pending,
             "forward": self.forwarder.target.shown,
+            "forward_retries": self.forwarder.retries,
             **counts,
         }
 
