@@ -15,6 +15,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -344,6 +345,14 @@ def test_the_command_refuses_bad_options_in_one_line(tmp_path: Path) -> None:
                          cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert run.returncode == 2
     assert "--max-pending" in run.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        run = subprocess.run([sys.executable, "-m", "symbolize", "serve", "--forward", "http://h", "--listen", address],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == [f"symbolize: error: {address}: cannot listen: address already in use"]
 
 
 @given(st.lists(st.text(max_size=6), max_size=3))

@@ -46,7 +46,7 @@ def serve(
         httpd = ServeHTTPServer(listen, service)
     except OSError as exc:
         worker.stop(1.0)
-        raise OSError(exc.errno, f"cannot listen on {listen[0]}:{listen[1]}: {exc.strerror}") from exc
+        raise OSError(exc.errno, f"cannot listen: {exc.strerror}", f"{listen[0]}:{listen[1]}") from exc
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     accepting = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="symbolize-accept")
