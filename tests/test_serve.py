@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,12 +28,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from symbolize.api import symbolize_profile
+from symbolize.api import Session, symbolize_profile
 from symbolize.otlp.convert import Target, convert
 from symbolize.otlp.encoding import Encoding, read_profiles_data
 from symbolize.otlp.to_pprof import pprof_from_profiles
 from symbolize.proto import profile_pb2 as pprof
+from symbolize.rewrite import RewriteOptions
+from symbolize.serve.forward import Forwarder, ForwardTarget
+from symbolize.serve.naming import NamingWorker
 from symbolize.serve.protocol import VERSION_HEADER, development_version, parse_retry_after
+from symbolize.serve.server import ProfileService, ServeHTTPServer, ServeLimits
 from tests.fixtures_data import BIN, PROFILES, ROOT
 from tests.servers.otlp_receiver import PATH, Receiver
 
@@ -367,3 +372,51 @@ def test_retry_after_in_both_forms() -> None:
     assert parse_retry_after("soon") is None
     assert parse_retry_after(None) is None
 
+
+
+@pytest.fixture
+def small_service(receiver: Receiver, tmp_path: Path) -> Iterator[tuple[int, ProfileService]]:
+    """The service in this process with small limits (the command line has no option for them)."""
+    limits = ServeLimits(max_pending=1, max_connections=2, body_timeout=0.5, idle_timeout=2.0)
+    session = Session(search_paths=[BIN], cache_dir=tmp_path)
+    worker = NamingWorker(session, lambda loader: RewriteOptions(discovery=loader), capacity=1)
+    forwarder = Forwarder(ForwardTarget(receiver.url), deadline=1.0, attempt_timeout=5.0)
+    service = ProfileService(worker, forwarder, limits)
+    httpd = ServeHTTPServer(("127.0.0.1", 0), service)
+    accepting = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    accepting.start()
+    yield httpd.server_address[1], service
+    service.stopping.set()
+    httpd.shutdown()
+    accepting.join()
+    httpd.close_idle()
+    httpd.server_close()
+    worker.stop(10)
+    forwarder.close()
+
+
+def test_a_trickled_body_frees_its_slot(small_service: tuple[int, ProfileService]) -> None:
+    port, service = small_service
+    with socket.create_connection(("127.0.0.1", port)) as slow:
+        slow.sendall(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\nContent-Length: 1000\r\n\r\n"
+                     "abc".encode())  # fmt: skip
+        answer = slow.recv(4096)  # the body deadline passes (0.5 s): 408, the connection closed
+    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert service.in_flight == 0
+    assert export(port, otlp_of(FIXTURE))[0] == 200  # the only slot is free again
+
+
+def test_connections_past_the_cap_are_told_to_retry(small_service: tuple[int, ProfileService]) -> None:
+    port, service = small_service
+    kept = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+    try:
+        time.sleep(0.2)  # both accepted, each with its thread, waiting for a request
+        status, headers, _ = request(port, "GET", "/health")
+        assert status == 503
+        assert headers["retry-after"] == "1"
+        assert service.counts["refused_connection"] == 1
+    finally:
+        for connection in kept:
+            connection.close()
+    time.sleep(0.2)
+    assert request(port, "GET", "/health")[0] == 200

@@ -70,6 +70,7 @@ class ServeLimits:
     forward_deadline: float = 10.0  # retrying the receiver, per export
     attempt_timeout: float = 10.0  # one connection / request to the receiver
     shutdown_timeout: float = 20.0
+    body_timeout: float = 30.0  # reading one request's body, in all
     busy_retry_after: float = 1.0  # Retry-After of a 429
 
 
@@ -192,10 +193,12 @@ class ProfileService:
             self._count(f"answered_{status}")
             return Answer(status, status_body(code, message, encoding), encoding.content_type, retry_after=retry_after)
 
-        body = request.rfile.read(length)
+        body = request.read_body(length, self.limits.body_timeout)
         if len(body) != length:
             request.close_connection = True
-            return failed(400, CODE_INVALID_ARGUMENT, f"body cut short: {len(body)} of {length} bytes")
+            why = "cut short" if len(body) < length and not request.timed_out else "too slow"
+            return failed(400 if why == "cut short" else 408, CODE_INVALID_ARGUMENT,
+                          f"body {why}: {len(body)} of {length} bytes")  # fmt: skip
         gzipped = (request.headers.get("Content-Encoding") or "").strip().lower() == "gzip"
         source = f"export from {request.client_address[0]}"
         try:
@@ -300,6 +303,30 @@ class ExportHandler(BaseHTTPRequestHandler):
             return
         status, state = self.server.service.health()
         self._send(Answer(status, json.dumps(state).encode(), "application/json"))
+
+    timed_out = False
+
+    def read_body(self, length: int, timeout: float) -> bytes:
+        """The body, read within ``timeout`` in all (a sender trickling bytes holds an admission
+        slot no longer); shorter when the sender stopped or was too slow (:attr:`timed_out`)."""
+        give_up = time.monotonic() + timeout
+        pieces = bytearray()
+        while len(pieces) < length:
+            left = give_up - time.monotonic()
+            if left <= 0:
+                self.timed_out = True
+                break
+            self.connection.settimeout(min(left, self.server.service.limits.idle_timeout))
+            try:
+                piece = self.rfile.read1(min(length - len(pieces), _READ_STEP))
+            except TimeoutError:
+                self.timed_out = True
+                break
+            if not piece:
+                break
+            pieces += piece
+        self.connection.settimeout(self.server.service.limits.idle_timeout)
+        return bytes(pieces)
 
     def discard_body(self, length: int) -> None:
         """Read ``length`` body bytes into nothing: the connection stays usable, memory untouched."""
