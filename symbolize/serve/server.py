@@ -101,6 +101,8 @@ class ProfileService:
             "status": state,
             "in_flight": in_flight,
             "queued": self.worker.queued,
+            "named": self.worker.named,
+            "naming_errors": self.worker.failed,
             "capacity": self.limits.max_pending,
             "forward": self.forwarder.target.shown,
             "forward_retries": self.forwarder.retries,
