@@ -31,17 +31,18 @@ from hypothesis import strategies as st
 from symbolize.api import Session, symbolize_profile
 from symbolize.otlp.convert import Target, convert
 from symbolize.otlp.encoding import Encoding, read_profiles_data
-from symbolize.otlp.to_pprof import pprof_from_profiles
 from symbolize.proto import profile_pb2 as pprof
 from symbolize.rewrite import RewriteOptions
 from symbolize.serve.forward import Forwarder, ForwardTarget
-from symbolize.serve.naming import NamingWorker
+from symbolize.serve.naming import NAME_EXPORT, NamingWorker
 from symbolize.serve.protocol import VERSION_HEADER, development_version, parse_retry_after
 from symbolize.serve.server import ProfileService, ServeHTTPServer, ServeLimits
 from tests.fixtures_data import BIN, PROFILES, ROOT
 from tests.servers.otlp_receiver import PATH, Receiver
 
 FIXTURE = PROFILES / "cdemo-gcc-dwarf5-pie.cpu.pb"
+# The eBPF profiler's shape (ELF virtual addresses, htlhash only): otlpsym25's fixtures.
+EBPF_EXPORTS = sorted((ROOT / "fixtures" / "otlp").glob("*.ebpf.otlp.pb"))
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
@@ -118,10 +119,12 @@ def named_functions(profile: pprof.Profile) -> set[str]:
     return {strings[function.name] for function in profile.function if function.name}
 
 
-def received_functions(body: bytes, gzipped: bool) -> set[str]:
+def received_functions(body: bytes, gzipped: bool = False) -> set[str]:
+    """The function names an OTLP export's dictionary holds."""
     message, _, _ = read_profiles_data(gzip.decompress(body) if gzipped else body)
-    profile, _ = pprof_from_profiles(message)
-    return named_functions(profile)
+    strings = message.dictionary.string_table
+    return {strings[function.name_strindex] for function in message.dictionary.function_table
+            if function.name_strindex}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +179,25 @@ def test_an_export_is_named_and_forwarded(service: Service, receiver: Receiver, 
     assert kept[0]["content_type"] == content_type
     assert kept[0]["content_encoding"] == ("gzip" if gzipped else None)
     assert received_functions(kept[0]["body"], gzipped) == expected_names
+
+
+@pytest.mark.skipif(not EBPF_EXPORTS, reason="no eBPF-shaped OTLP fixture (fixtures/otlp/*.ebpf.otlp.pb)")
+@pytest.mark.parametrize("fixture", EBPF_EXPORTS, ids=lambda path: path.name)
+def test_an_ebpf_shaped_export_is_named_as_the_naming_function_names_it(
+    service: Service, receiver: Receiver, fixture: Path, tmp_path: Path
+) -> None:
+    body = fixture.read_bytes()
+    session = Session(search_paths=[BIN], cache_dir=tmp_path)
+    loader = session.loader()
+    try:
+        named, _ = NAME_EXPORT(body, RewriteOptions(discovery=loader), source=str(fixture))
+    finally:
+        session.finish(loader)
+    expected = received_functions(named)
+    assert expected, "the fixture names nothing: the comparison would say nothing"
+    before = len(receiver.received())
+    assert export(service.port, body)[0] == 200
+    assert received_functions(receiver.received()[before]["body"]) == expected
 
 
 @pytest.mark.parametrize("values", [["2"], ["01"], [""], ["1", "1"], ["1, 2"]])
