@@ -29,6 +29,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from symbolize.api import Session, symbolize_profile
+from symbolize.cache import cache_entries
 from symbolize.otlp.convert import Target, convert
 from symbolize.otlp.encoding import Encoding, read_profiles_data
 from symbolize.proto import profile_pb2 as pprof
@@ -51,6 +52,7 @@ class Service:
     """``symbolize serve`` in its own process, on a port it picked (read from its first line)."""
 
     def __init__(self, receiver_url: str, cache_dir: Path, *options: str) -> None:
+        self.cache_dir = cache_dir
         self.process = subprocess.Popen(
             [sys.executable, "-m", "symbolize", "serve", "--forward", receiver_url, "--listen", "127.0.0.1:0",
              "--search-path", str(BIN), "--cache-dir", str(cache_dir), *options],
@@ -179,6 +181,9 @@ def test_an_export_is_named_and_forwarded(service: Service, receiver: Receiver, 
     assert kept[0]["content_type"] == content_type
     assert kept[0]["content_encoding"] == ("gzip" if gzipped else None)
     assert received_functions(kept[0]["body"], gzipped) == expected_names
+    # The binary's index was built by the service and kept, for every later export.
+    indexed = {entry.source_path.name for entry in cache_entries(service.cache_dir) if entry.source_path}
+    assert "cdemo-gcc-dwarf5-pie" in indexed
 
 
 @pytest.mark.skipif(not EBPF_EXPORTS, reason="no eBPF-shaped OTLP fixture (fixtures/otlp/*.ebpf.otlp.pb)")

@@ -632,6 +632,8 @@ def serve_command(
     )
 
     def work() -> None:
+        from dataclasses import replace
+
         from symbolize.api import Session, remote_options
         from symbolize.rewrite import RewriteOptions
         from symbolize.serve.forward import ForwardTarget
@@ -644,6 +646,10 @@ def serve_command(
             binaries=binaries or (), search_paths=search_paths or (), debug_dirs=debug_dirs or None,
             cache_dir=cache_dir, use_cache=not no_cache, demangle=demangle.value, remote=servers,
         )  # fmt: skip
+        # A server builds a binary's index the first time an export needs it, in the naming
+        # thread, and keeps it: every later export is answered from it (a command's run, which
+        # ends, leaves that to a background builder instead).
+        session.options = replace(session.options, build_missing_indexes=session.options.index_dir is not None)
         serve(address, forward, session, lambda loader: RewriteOptions(discovery=loader, demangle=demangle.value),
               limits)  # fmt: skip
 
