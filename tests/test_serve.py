@@ -407,7 +407,7 @@ def test_retry_after_in_both_forms() -> None:
 @pytest.fixture
 def small_service(receiver: Receiver, tmp_path: Path) -> Iterator[tuple[int, ProfileService]]:
     """The service in this process with small limits (the command line has no option for them)."""
-    limits = ServeLimits(max_pending=1, max_connections=2, body_timeout=0.5, idle_timeout=2.0)
+    limits = ServeLimits(max_pending=1, max_connections=2, body_timeout=0.5, idle_timeout=2.0, max_body=1 << 16)
     session = Session(search_paths=[BIN], cache_dir=tmp_path)
     worker = NamingWorker(session, lambda loader: RewriteOptions(discovery=loader), capacity=1)
     forwarder = Forwarder(ForwardTarget(receiver.url), deadline=1.0, attempt_timeout=5.0)
@@ -450,3 +450,22 @@ def test_connections_past_the_cap_are_told_to_retry(small_service: tuple[int, Pr
             connection.close()
     time.sleep(0.2)
     assert request(port, "GET", "/health")[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        ("Content-Length: 65537", 413),  # past max_body: refused before a byte of it is read
+        ("Content-Length: -1", 400),
+        ("Content-Length: 1e3", 400),
+        ("Transfer-Encoding: chunked", 411),
+        ("", 411),
+    ],
+)
+def test_bodies_it_will_not_read(small_service: tuple[int, ProfileService], head: str, status: int) -> None:
+    port, service = small_service
+    with socket.create_connection(("127.0.0.1", port)) as client:
+        client.sendall(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n{head}\r\n\r\n".encode())
+        answer = client.makefile("rb").read()  # the server closes the connection after it
+    assert answer.startswith(f"HTTP/1.1 {status} ".encode())
+    assert service.in_flight == 0
