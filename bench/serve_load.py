@@ -162,6 +162,9 @@ def main() -> int:
     )  # fmt: skip
     assert service.stderr is not None
     port = int(service.stderr.readline().split("127.0.0.1:")[1].split(",")[0])
+    log: list[str] = []  # read as it comes, so that the service never blocks on a full pipe
+    reading = threading.Thread(target=lambda: log.extend(service.stderr or ()))
+    reading.start()
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     started = time.perf_counter()
     connection.request("POST", PATH, body=body,
@@ -182,7 +185,8 @@ def main() -> int:
     print(f"\nanswered 200: {delivered}; taken by the receiver (both its lives): {taken}")
     service.send_signal(15)
     code = service.wait(60)
-    print(f"service stopped on SIGTERM: exit {code}; {service.stderr.read().strip()}")
+    reading.join(10)
+    print(f"service stopped on SIGTERM: exit {code}; its log:\n{''.join(log).strip()}")
     receiver.stop()
     return 0 if delivered == taken and code == 0 else 1
 

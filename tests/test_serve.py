@@ -64,13 +64,17 @@ class Service:
             self.process.kill()
             raise RuntimeError(f"symbolize serve did not start: {line!r}{self.process.stderr.read()}")
         self.port = int(line.split("127.0.0.1:")[1].split(",")[0])
+        # stderr read as it comes: a service's log must never fill the pipe and block it.
+        self.log: list[str] = []
+        self._reading = threading.Thread(target=lambda stream: self.log.extend(stream), args=(self.process.stderr,))
+        self._reading.start()
 
     def stop(self, timeout: float = 30) -> tuple[int, str]:
         """SIGTERM, then the exit code and the rest of stderr."""
         self.process.send_signal(signal.SIGTERM)
-        assert self.process.stderr is not None
-        rest = self.process.stderr.read()
-        return self.process.wait(timeout), rest
+        code = self.process.wait(timeout)
+        self._reading.join(timeout)
+        return code, "".join(self.log)
 
     def health(self) -> dict[str, object]:
         status, _, body = request(self.port, "GET", "/health")
@@ -313,6 +317,7 @@ def test_many_concurrent_exports_are_each_delivered_once(service: Service, recei
     assert health["in_flight"] == 0
     assert health["queued"] == 0
     assert health["named"] >= 48  # type: ignore[operator]
+    assert health["locations"]["named"] > 0  # type: ignore[index]
 
 
 def test_a_full_queue_answers_429_and_no_export_is_lost(receiver: Receiver, tmp_path: Path) -> None:

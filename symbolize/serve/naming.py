@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -80,7 +81,16 @@ class NamingWorker:
         self._thread = threading.Thread(target=self._run, name="symbolize-naming", daemon=True)
         self.named = 0
         self.failed = 0
+        # Locations named, and those left unnamed by reason, over the server's life (/health).
+        self._locations: Counter[str] = Counter()
+        # Mappings already said unnamed on stderr (once each, a bounded number of them).
+        self._said: set[tuple[str, str]] = set()
+        self._tally_lock = threading.Lock()
         self._thread.start()
+
+    def locations(self) -> dict[str, int]:
+        with self._tally_lock:
+            return dict(self._locations)
 
     def submit(self, job: NamingJob) -> None:
         """Queue ``job``; QueueFull when the queue is at capacity."""
@@ -105,8 +115,29 @@ class NamingWorker:
             try:
                 job.named, job.summary = self._namer(job.payload, self._options, source=job.source)
                 self.named += 1
+                self._tally(job.summary)
             except BaseException as exc:  # handed to the waiting request, which answers for it
                 job.error = exc
                 self.failed += 1
             finally:
                 job.done.set()
+
+    def _tally(self, summary: Summary) -> None:
+        from symbolize.serve.server import log
+
+        with self._tally_lock:
+            for mapping in summary.mappings:
+                self._locations["named"] += mapping.named
+                for reason, count in mapping.reasons.items():
+                    self._locations[f"unnamed {reason.value}"] += count
+        for mapping in summary.mappings:
+            if not mapping.reasons or len(self._said) >= _MAX_SAID:
+                continue
+            commonest = mapping.reasons.most_common(1)[0][0].value
+            if (mapping.filename, commonest) not in self._said:
+                self._said.add((mapping.filename, commonest))
+                log(f"{mapping.filename or '(no file name)'}: {mapping.unnamed} of {mapping.locations} "
+                    f"locations unnamed ({commonest}); said once")  # fmt: skip
+
+
+_MAX_SAID = 256

@@ -85,6 +85,7 @@ class ProfileService:
         self.aborting = threading.Event()  # shutdown deadline passed: answer the rest now
         self.counts: Counter[str] = Counter()
         self._in_flight = 0
+        self._receiver_down = False  # said on stderr when it goes down and when it is back
         self._lock = threading.Lock()
         self._idle_drained = threading.Condition(self._lock)
 
@@ -103,6 +104,7 @@ class ProfileService:
             "queued": self.worker.queued,
             "named": self.worker.named,
             "naming_errors": self.worker.failed,
+            "locations": self.worker.locations(),
             "capacity": self.limits.max_pending,
             "forward": self.forwarder.target.shown,
             "forward_retries": self.forwarder.retries,
@@ -131,6 +133,13 @@ class ProfileService:
         with self._lock:
             self._in_flight -= 1
             self._idle_drained.notify_all()
+
+    def _receiver_state(self, *, down: bool, reason: str) -> None:
+        with self._lock:
+            changed = self._receiver_down != down
+            self._receiver_down = down
+        if changed:
+            log(f"receiver unavailable, senders told to retry: {reason}" if down else "receiver answering again")
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -228,8 +237,10 @@ class ProfileService:
                                      version=WRITTEN_VERSION, stop=self.aborting)  # fmt: skip
         if isinstance(result, Delivered):
             self._count("forwarded" if 200 <= result.status < 300 else f"receiver_{result.status}")
+            self._receiver_state(down=False, reason="")
             return Answer(result.status, result.body, result.content_type or encoding.content_type)
         self._count("receiver_unavailable")
+        self._receiver_state(down=True, reason=result.reason)
         return failed(result.status, CODE_UNAVAILABLE, f"receiver unavailable: {result.reason}", result.retry_after)
 
 
