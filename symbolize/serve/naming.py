@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from symbolize.serve.diagnostics import log
+
 if TYPE_CHECKING:
     from symbolize.api import Session
     from symbolize.loader import Loader
@@ -123,8 +125,6 @@ class NamingWorker:
                 job.done.set()
 
     def _tally(self, summary: Summary) -> None:
-        from symbolize.serve.server import log
-
         with self._tally_lock:
             for mapping in summary.mappings:
                 self._locations["named"] += mapping.named

@@ -7,9 +7,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from symbolize.serve.diagnostics import log
 from symbolize.serve.forward import Forwarder, ForwardTarget
 from symbolize.serve.naming import NamingWorker
-from symbolize.serve.server import ProfileService, ServeHTTPServer, ServeLimits, log
+from symbolize.serve.server import ProfileService, ServeHTTPServer, ServeLimits
 
 if TYPE_CHECKING:
     from symbolize.api import Session

@@ -36,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from symbolize.errors import SymbolizeError
+from symbolize.serve.diagnostics import log
 from symbolize.serve.forward import Delivered, Forwarder
 from symbolize.serve.naming import NamingJob, NamingWorker, QueueFull
 from symbolize.serve.protocol import (
@@ -268,15 +269,6 @@ def _wait_either(first: threading.Event, second: threading.Event, timeout: float
         if second.is_set() or time.monotonic() >= give_up:
             return first.is_set()
     return True
-
-
-_log_lock = threading.Lock()
-
-
-def log(message: str) -> None:
-    """One line on stderr (the service's diagnostics)."""
-    with _log_lock:
-        print(f"symbolize serve: {message}", file=sys.stderr, flush=True)
 
 
 class ExportHandler(BaseHTTPRequestHandler):
