@@ -20,8 +20,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -409,25 +410,61 @@ def test_retry_after_in_both_forms() -> None:
 
 
 
+SMALL_LIMITS = ServeLimits(max_pending=1, max_connections=2, body_timeout=0.5, idle_timeout=2.0, max_body=1 << 16)
+
+
 @pytest.fixture
-def small_service(receiver: Receiver, tmp_path: Path) -> Iterator[tuple[int, ProfileService]]:
-    """The service in this process with small limits (the command line has no option for them)."""
-    limits = ServeLimits(max_pending=1, max_connections=2, body_timeout=0.5, idle_timeout=2.0, max_body=1 << 16)
-    session = Session(search_paths=[BIN], cache_dir=tmp_path)
-    worker = NamingWorker(session, lambda loader: RewriteOptions(discovery=loader), capacity=1)
-    forwarder = Forwarder(ForwardTarget(receiver.url), deadline=1.0, attempt_timeout=5.0)
-    service = ProfileService(worker, forwarder, limits)
-    httpd = ServeHTTPServer(("127.0.0.1", 0), service)
-    accepting = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    accepting.start()
-    yield httpd.server_address[1], service
-    service.stopping.set()
-    httpd.shutdown()
-    accepting.join()
-    httpd.close_idle()
-    httpd.server_close()
-    worker.stop(10)
-    forwarder.close()
+def in_process(receiver: Receiver, tmp_path: Path) -> Iterator[Callable[[ServeLimits], tuple[int, ProfileService]]]:
+    """Starts the service in this process with the limits given (the command line has no option
+    for most of them); its port and service."""
+    stops: list[Callable[[], None]] = []
+
+    def start(limits: ServeLimits) -> tuple[int, ProfileService]:
+        session = Session(search_paths=[BIN], cache_dir=tmp_path)
+        session.options = replace(session.options, build_missing_indexes=True)  # as the command does
+        worker = NamingWorker(session, lambda loader: RewriteOptions(discovery=loader), capacity=limits.max_pending)
+        forwarder = Forwarder(ForwardTarget(receiver.url), deadline=1.0, attempt_timeout=5.0)
+        service = ProfileService(worker, forwarder, limits)
+        httpd = ServeHTTPServer(("127.0.0.1", 0), service)
+        accepting = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+        accepting.start()
+
+        def stop() -> None:
+            service.stopping.set()
+            httpd.shutdown()
+            accepting.join()
+            httpd.close_idle()
+            httpd.server_close()
+            worker.stop(30)
+            forwarder.close()
+
+        stops.append(stop)
+        return httpd.server_address[1], service
+
+    yield start
+    for stop in stops:
+        stop()
+
+
+@pytest.fixture
+def small_service(in_process: Callable[[ServeLimits], tuple[int, ProfileService]]) -> tuple[int, ProfileService]:
+    return in_process(SMALL_LIMITS)
+
+
+def test_an_export_slower_to_name_than_the_timeout_is_retried_into_a_warm_index(
+    in_process: Callable[[ServeLimits], tuple[int, ProfileService]], receiver: Receiver
+) -> None:
+    port, service = in_process(replace(SMALL_LIMITS, name_timeout=0.01))
+    before = receiver.count()
+    status, headers, _ = export(port, otlp_of(FIXTURE))  # its binaries' indexes are built meanwhile
+    assert status == 503
+    assert parse_retry_after(headers["retry-after"]) is not None
+    give_up = time.monotonic() + 60
+    while service.worker.named == 0 and time.monotonic() < give_up:
+        time.sleep(0.05)
+    assert receiver.count() == before  # named late: dropped, never forwarded behind the sender's back
+    port, service = in_process(replace(SMALL_LIMITS, name_timeout=5.0))  # a fresh loader, the cache warm
+    assert export(port, otlp_of(FIXTURE))[0] == 200
 
 
 def test_a_trickled_body_frees_its_slot(small_service: tuple[int, ProfileService]) -> None:

@@ -67,8 +67,13 @@ class ServeLimits:
     max_body: int = 32 << 20  # a request body, as sent (compressed or not)
     max_connections: int = 128
     idle_timeout: float = 30.0  # a kept connection's read timeout
-    name_timeout: float = 60.0  # how long a sender waits for its export to be named
-    forward_deadline: float = 10.0  # retrying the receiver, per export
+    # How long a sender waits for its export to be named, and for the receiver to take it: the two
+    # stay within the 30 s an OTLP exporter waits by default (the Collector's otlphttp exporter),
+    # for a sender that gave up would send again what we may still deliver (a duplicate). An
+    # export whose naming outlasts it (a large binary's first index build) is answered 503 and
+    # its retry finds the index built.
+    name_timeout: float = 15.0
+    forward_deadline: float = 10.0
     attempt_timeout: float = 10.0  # one connection / request to the receiver
     shutdown_timeout: float = 20.0
     body_timeout: float = 30.0  # reading one request's body, in all
@@ -223,8 +228,10 @@ class ProfileService:
         except QueueFull:
             return failed(429, CODE_RESOURCE_EXHAUSTED, "naming queue full", self.limits.busy_retry_after)
         if not _wait_either(job.done, self.aborting, self.limits.name_timeout):
-            reason = "shutting down" if self.aborting.is_set() else f"not named within {self.limits.name_timeout:g} s"
-            return failed(503, CODE_UNAVAILABLE, reason, 1.0)
+            if self.aborting.is_set():
+                return failed(503, CODE_UNAVAILABLE, "shutting down", 1.0)
+            reason = f"not named within {self.limits.name_timeout:g} s (its binaries are being indexed)"
+            return failed(503, CODE_UNAVAILABLE, reason, self.limits.name_timeout / 3)
         if isinstance(job.error, SymbolizeError):
             return failed(400, CODE_INVALID_ARGUMENT, str(job.error))
         named = job.named
