@@ -35,7 +35,7 @@ from symbolize.otlp.convert import Target, convert
 from symbolize.otlp.encoding import Encoding, read_profiles_data
 from symbolize.proto import profile_pb2 as pprof
 from symbolize.rewrite import RewriteOptions
-from symbolize.serve.forward import Forwarder, ForwardTarget
+from symbolize.serve.forward import Forwarder, ForwardTarget, parse_header
 from symbolize.serve.naming import NAME_EXPORT, NamingWorker
 from symbolize.serve.protocol import VERSION_HEADER, development_version, parse_retry_after
 from symbolize.serve.server import ProfileService, ServeHTTPServer, ServeLimits
@@ -144,7 +144,8 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture(scope="module")
 def service(receiver: Receiver, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    started = Service(receiver.url, tmp_path_factory.mktemp("serve-cache"), "--forward-deadline", "1.5")
+    started = Service(receiver.url, tmp_path_factory.mktemp("serve-cache"), "--forward-deadline", "1.5",
+                      "--forward-header", "Authorization: Bearer t0ken")  # fmt: skip
     yield started
     code, _ = started.stop()
     assert code == 0
@@ -183,6 +184,7 @@ def test_an_export_is_named_and_forwarded(service: Service, receiver: Receiver, 
     kept = receiver.received()[before:]
     assert len(kept) == 1
     assert kept[0]["versions"] == ["1"]
+    assert kept[0]["authorization"] == "Bearer t0ken"  # --forward-header
     assert kept[0]["content_type"] == content_type
     assert kept[0]["content_encoding"] == ("gzip" if gzipped else None)
     assert received_functions(kept[0]["body"], gzipped) == expected_names
@@ -390,6 +392,10 @@ def test_the_command_refuses_bad_options_in_one_line(tmp_path: Path) -> None:
                          cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert run.returncode == 2
     assert "--max-pending" in run.stderr
+    run = subprocess.run([sys.executable, "-m", "symbolize", "serve", "--forward", "http://h", "--forward-header",
+                          "X-Evil: a\r\nHost: b"], cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert run.returncode == 2
+    assert "line break" in run.stderr
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -515,3 +521,24 @@ def test_bodies_it_will_not_read(small_service: tuple[int, ProfileService], head
         answer = client.makefile("rb").read()  # the server closes the connection after it
     assert answer.startswith(f"HTTP/1.1 {status} ".encode())
     assert service.in_flight == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("Authorization: Bearer x", ("Authorization", "Bearer x")),
+        ("api-key=abc=def", ("api-key", "abc=def")),  # OTEL_EXPORTER_OTLP_HEADERS' spelling
+        ("X-Scope-OrgID:tenant-1", ("X-Scope-OrgID", "tenant-1")),
+        ("no separator", None),
+        ("bad name: x", None),
+        ("X: a\nb", None),
+        ("content-type: text/plain", None),  # the service's own
+        (f"{VERSION_HEADER}: 2", None),
+    ],
+)
+def test_forward_headers_as_written(text: str, parsed: tuple[str, str] | None) -> None:
+    if parsed is None:
+        with pytest.raises(ValueError):
+            parse_header(text)
+    else:
+        assert parse_header(text) == parsed

@@ -16,7 +16,8 @@ Commands (promises to users' scripts)::
     symbolize [--debug] convert IN|- -o OUT|- --to otlp|pprof [--encoding protobuf|json]
               [--original-payload]
     symbolize [--debug] stamp IN|- -o OUT|- [--binary FILE]... [--json-summary]
-    symbolize [--debug] serve --forward URL [--listen HOST:PORT] [--binary FILE]... [--search-path DIR]...
+    symbolize [--debug] serve --forward URL [--forward-header 'NAME: VALUE']... [--listen HOST:PORT]
+              [--binary FILE]... [--search-path DIR]...
               [--debug-dir DIR]... [--demangle MODE] [--cache-dir DIR] [--no-cache] [--max-pending N]
               [--max-body-mib MIB] [--forward-deadline SECONDS] [--shutdown-timeout SECONDS]
               [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline]
@@ -593,6 +594,7 @@ def _number(text: str, option: str, *, integer: bool = False) -> float:
 def serve_command(
     ctx: typer.Context,
     forward: str = _SERVE["forward"],
+    forward_headers: list[str] | None = _SERVE["forward_headers"],
     listen: str = _SERVE["listen"],
     binaries: list[Path] | None = _SERVE["binaries"],
     search_paths: list[Path] | None = _SERVE["search_paths"],
@@ -616,12 +618,17 @@ def serve_command(
     the receiver is down past --forward-deadline, and on shutdown; GET /health says how it goes.
     SIGTERM or Ctrl-C: stop taking exports, finish those in flight (--shutdown-timeout), exit 0.
     """
+    from symbolize.serve.forward import parse_header
     from symbolize.serve.run import parse_listen
 
     try:
         address = parse_listen(listen)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--listen") from exc
+    try:
+        headers = dict(parse_header(text) for text in forward_headers or ())
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--forward-header") from exc
     from symbolize.serve.server import ServeLimits
 
     limits = ServeLimits(
@@ -651,7 +658,7 @@ def serve_command(
         # ends, leaves that to a background builder instead).
         session.options = replace(session.options, build_missing_indexes=session.options.index_dir is not None)
         serve(address, forward, session, lambda loader: RewriteOptions(discovery=loader, demangle=demangle.value),
-              limits)  # fmt: skip
+              limits, forward_headers=headers)  # fmt: skip
 
     _exit_with(run_guarded(work, debug=_debug(ctx)))
 

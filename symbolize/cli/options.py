@@ -365,6 +365,13 @@ SERVE_OPTIONS = (
         metavar="URL",
     ),
     CliOption(
+        "forward_headers",
+        ("--forward-header",),
+        Kind.TEXTS,
+        "A header sent with every forwarded export, e.g. 'Authorization: Bearer TOKEN' (repeatable).",
+        metavar="'NAME: VALUE'",
+    ),
+    CliOption(
         "listen",
         ("--listen",),
         Kind.TEXT,

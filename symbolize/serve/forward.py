@@ -73,8 +73,10 @@ class ForwardTarget:
 class Forwarder:
     """POSTs exports to one receiver, from many threads (a pool of kept connections)."""
 
-    def __init__(self, target: ForwardTarget, *, deadline: float, attempt_timeout: float) -> None:
+    def __init__(self, target: ForwardTarget, *, deadline: float, attempt_timeout: float,
+                 headers: dict[str, str] | None = None) -> None:  # fmt: skip
         self.target = target
+        self.headers = dict(headers or {})
         self.deadline = deadline
         self.attempt_timeout = attempt_timeout
         self._idle: list[http.client.HTTPConnection] = []
@@ -103,7 +105,7 @@ class Forwarder:
     ) -> Delivered | Unavailable:
         """POST ``body`` until the receiver answers something final, the deadline passes or ``stop``
         is set (shutdown: the sender is told to retry elsewhere or later)."""
-        headers = {"Content-Type": content_type, VERSION_HEADER: version}
+        headers = {**self.headers, "Content-Type": content_type, VERSION_HEADER: version}
         if gzipped:
             headers["Content-Encoding"] = "gzip"
         give_up = time.monotonic() + self.deadline
@@ -154,6 +156,25 @@ class Forwarder:
             if self._idle:
                 return self._idle.pop()
         return self.target.connect(self.attempt_timeout)
+
+
+# A header's name (RFC 9110 token) and what its value may hold (no CR, LF or NUL: no injection).
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_OWN_HEADERS = frozenset({"content-type", "content-encoding", "content-length", "host", VERSION_HEADER.lower()})
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``NAME: VALUE`` (``NAME=VALUE`` too, as OTEL_EXPORTER_OTLP_HEADERS spells it) as a pair;
+    ValueError for a name that is no token, a value with a line break, or a header we set."""
+    name, separator, value = text.partition(":") if ":" in text else text.partition("=")
+    name, value = name.strip(), value.strip()
+    if not separator or not name or not set(name) <= _TOKEN:
+        raise ValueError(f"not NAME: VALUE: {text!r}")
+    if any(character in value for character in "\r\n\0"):
+        raise ValueError(f"a line break in the value of {name}")
+    if name.lower() in _OWN_HEADERS:
+        raise ValueError(f"{name} is set by the service itself")
+    return name, value
 
 
 def _connection_reason(exc: BaseException) -> str:

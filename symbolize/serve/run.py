@@ -34,13 +34,14 @@ def serve(
     rewrite_options: Callable[[Loader], RewriteOptions],
     limits: ServeLimits,
     *,
+    forward_headers: dict[str, str] | None = None,
     ready: Callable[[str], None] = log,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down as the server's docstring says. ``ready``
     hears ``listening on http://HOST:PORT`` once connections are accepted (the port read back
-    when 0 was asked)."""
+    when 0 was asked). ``forward_headers`` go with every forwarded export (a backend's credentials)."""
     forwarder = Forwarder(ForwardTarget(forward_url), deadline=limits.forward_deadline,
-                          attempt_timeout=limits.attempt_timeout)  # fmt: skip
+                          attempt_timeout=limits.attempt_timeout, headers=forward_headers)  # fmt: skip
     worker = NamingWorker(session, rewrite_options, capacity=limits.max_pending)
     service = ProfileService(worker, forwarder, limits)
     try:

@@ -147,7 +147,7 @@ class ProfileService:
         if changed:
             log(f"receiver unavailable, senders told to retry: {reason}" if down else "receiver answering again")
 
-    def _count(self, what: str) -> None:
+    def count(self, what: str) -> None:
         with self._lock:
             self.counts[what] += 1
 
@@ -157,12 +157,12 @@ class ProfileService:
         encoding = body_type(headers.get("Content-Type")) or BodyType.PROTOBUF
         refusal = self._refusal_before_body(request, encoding)
         if refusal is not None:
-            self._count(f"refused_{refusal.status}")
+            self.count(f"refused_{refusal.status}")
             return refusal
         length = int(headers["Content-Length"])
         if not self._admit():
             request.discard_body(length)
-            self._count("refused_busy")
+            self.count("refused_busy")
             message = f"{self.limits.max_pending} exports in flight already"
             return Answer(429, status_body(CODE_RESOURCE_EXHAUSTED, message, encoding), encoding.content_type,
                           retry_after=self.limits.busy_retry_after)  # fmt: skip
@@ -207,7 +207,7 @@ class ProfileService:
 
     def _admitted(self, request: ExportHandler, length: int, encoding: BodyType) -> Answer:
         def failed(status: int, code: int, message: str, retry_after: float | None = None) -> Answer:
-            self._count(f"answered_{status}")
+            self.count(f"answered_{status}")
             return Answer(status, status_body(code, message, encoding), encoding.content_type, retry_after=retry_after)
 
         body = request.read_body(length, self.limits.body_timeout)
@@ -238,16 +238,16 @@ class ProfileService:
         if job.error is not None or named is None:
             # A bug of ours is no reason to lose the sender's data: it goes on unnamed, and is said.
             log(f"naming failed, forwarded unnamed: {type(job.error).__name__}: {job.error}")
-            self._count("naming_failed")
+            self.count("naming_failed")
             named = plain
         outgoing = gzip.compress(named, compresslevel=1, mtime=0) if gzipped else named
         result = self.forwarder.send(outgoing, content_type=encoding.content_type, gzipped=gzipped,
                                      version=WRITTEN_VERSION, stop=self.aborting)  # fmt: skip
         if isinstance(result, Delivered):
-            self._count("forwarded" if 200 <= result.status < 300 else f"receiver_{result.status}")
+            self.count("forwarded" if 200 <= result.status < 300 else f"receiver_{result.status}")
             self._receiver_state(down=False, reason="")
             return Answer(result.status, result.body, result.content_type or encoding.content_type)
-        self._count("receiver_unavailable")
+        self.count("receiver_unavailable")
         self._receiver_state(down=True, reason=result.reason)
         return failed(result.status, CODE_UNAVAILABLE, f"receiver unavailable: {result.reason}", result.retry_after)
 
@@ -386,7 +386,7 @@ class ServeHTTPServer(ThreadingHTTPServer):
             if not full:
                 self._open += 1
         if full:
-            self.service._count("refused_connection")
+            self.service.count("refused_connection")
             with contextlib.suppress(OSError):
                 request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"
                                 b"Content-Length: 0\r\n\r\n")  # fmt: skip

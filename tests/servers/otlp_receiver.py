@@ -72,6 +72,7 @@ class _Handler(BaseHTTPRequestHandler):
                         "content_type": content_type,
                         "content_encoding": self.headers.get("Content-Encoding"),
                         "versions": self.headers.get_all("OTLP-Profiles-Development-Version") or [],
+                        "authorization": self.headers.get("Authorization"),
                         "body": base64.b64encode(body).decode(),
                     })
             # An empty ExportProfilesServiceResponse, in the request's encoding.
