@@ -55,6 +55,7 @@ def serve(
     accepting.start()
     host, port = httpd.server_address[:2]
     shown_host = host.decode() if isinstance(host, bytes) else host
+    shown_host = f"[{shown_host}]" if ":" in shown_host else shown_host
     ready(f"listening on http://{shown_host}:{port}, forwarding to {forwarder.target.shown}")
     try:
         while not stop.wait(0.5):

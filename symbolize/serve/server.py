@@ -378,6 +378,8 @@ class ServeHTTPServer(ThreadingHTTPServer):
         self._connections: dict[ExportHandler, bool] = {}  # handler -> busy
         self._open = 0
         self._guard = threading.Lock()
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6  # --listen [::1]:4318
         super().__init__(address, ExportHandler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
