@@ -144,7 +144,11 @@ def main() -> int:
     parser.add_argument("--max-pending", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=15.0)
     arguments = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="serve-load-"))
+    with tempfile.TemporaryDirectory(prefix="serve-load-") as work:
+        return measure(arguments, Path(work))
+
+
+def measure(arguments: argparse.Namespace, work: Path) -> int:
     pprof_path = work / "bare.pb.gz"
     write_profile(arguments.binary, pprof_path, arguments.locations, 1234)
     body = gzip.compress(convert(pprof_path.read_bytes(), Target.OTLP).data, compresslevel=6)

@@ -39,6 +39,8 @@ class _State:
         self.retry_after: str | None = None
         self.count_only = False
         self.count = 0
+        self.stopping = False  # SIGTERM: nothing more is taken, so COUNT is final
+        self.answering = 0  # exports counted whose 200 is not written yet
 
 
 STATE = _State()
@@ -66,7 +68,12 @@ class _Handler(BaseHTTPRequestHandler):
         content_type = self.headers.get("Content-Type") or ""
         if status == 200:
             with STATE.lock:
+                if STATE.stopping:  # a kept connection outlives the listener: it takes nothing now
+                    self.close_connection = True
+                    self._answer(503, b"stopping", "text/plain", "1")
+                    return
                 STATE.count += 1
+                STATE.answering += 1
                 if not STATE.count_only:
                     STATE.received.append({
                         "content_type": content_type,
@@ -76,7 +83,11 @@ class _Handler(BaseHTTPRequestHandler):
                         "body": base64.b64encode(body).decode(),
                     })
             # An empty ExportProfilesServiceResponse, in the request's encoding.
-            self._answer(200, b"{}" if content_type.startswith("application/json") else b"", content_type)
+            try:
+                self._answer(200, b"{}" if content_type.startswith("application/json") else b"", content_type)
+            finally:
+                with STATE.lock:
+                    STATE.answering -= 1
             return
         self._answer(status, f"receiver told to answer {status}".encode(), "text/plain", retry_after)
 
@@ -115,10 +126,19 @@ def main() -> None:
     print(f"PORT {server.server_address[1]}", flush=True)
     import signal
 
-    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    def stop(*_: object) -> None:
+        with STATE.lock:
+            STATE.stopping = True
+        threading.Thread(target=server.shutdown).start()
+
+    signal.signal(signal.SIGTERM, stop)
     server.serve_forever(poll_interval=0.1)
     server.server_close()
-    print(f"COUNT {STATE.count}", flush=True)  # what this instance took, for Receiver.total
+    give_up = time.monotonic() + 5
+    while STATE.answering and time.monotonic() < give_up:
+        time.sleep(0.01)  # a counted export is answered before the process ends
+    with STATE.lock:
+        print(f"COUNT {STATE.count}", flush=True)  # what this instance took (final), for Receiver.total
 
 
 class Receiver:
