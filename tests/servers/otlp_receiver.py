@@ -5,9 +5,10 @@ and prints ``PORT <n>`` on stdout once it accepts. It keeps every export POSTed 
 ``/v1development/profiles`` (body and the headers that matter) and answers as told by
 ``POST /control`` (JSON ``{"status": 200|4xx|5xx, "delay": seconds, "retry_after": text}``):
 a real server that really is slow or really answers 5xx. ``GET /received`` lists what it kept
-(bodies base64), ``GET /received?count`` only how many (``--count-only`` keeps no bodies: bench/serve_load.py's long
-runs). Stopped with SIGTERM; started again on
-the same port for "the receiver comes back".
+(bodies base64), ``GET /received?count`` only how many (``--count-only`` keeps no bodies:
+bench/serve_load.py's long runs). Stopped with SIGTERM (from then on a kept connection's export is answered 503, not
+taken, and ``COUNT <n>`` on stdout is what this life took); started again on the same port for
+"the receiver comes back".
 
 :class:`Receiver` runs it from a test.
 """
