@@ -18,6 +18,11 @@ Commands (promises to users' scripts)::
     symbolize [--debug] convert IN|- -o OUT|- --to otlp|pprof [--encoding protobuf|json]
               [--original-payload]
     symbolize [--debug] stamp IN|- -o OUT|- [--binary FILE]... [--json-summary]
+    symbolize [--debug] serve --forward URL [--forward-header 'NAME: VALUE']... [--listen HOST:PORT]
+              [--binary FILE]... [--search-path DIR]...
+              [--debug-dir DIR]... [--demangle MODE] [--cache-dir DIR] [--no-cache] [--max-pending N]
+              [--max-body-mib MIB] [--forward-deadline SECONDS] [--shutdown-timeout SECONDS]
+              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline]
 
 Data goes to stdout, diagnostics to stderr; exit codes and error lines: symbolize/cli/exits.py,
 in every command, ``audit`` (whose own codes are in ``symbolize/cli/audit.py``) included.
@@ -59,6 +64,7 @@ from symbolize.cli.options import (
     INDEX_OPTIONS,
     LOOKUP_OPTIONS,
     PROFILE_OPTIONS,
+    SERVE_OPTIONS,
     STAMP_OPTIONS,
     CliOption,
     Kind,
@@ -117,6 +123,7 @@ _CACHE_CLEAR = _parameters(CACHE_CLEAR_OPTIONS)
 _STAMP = _parameters(STAMP_OPTIONS)
 _CACHE_PRUNE = _parameters(CACHE_PRUNE_OPTIONS)
 _CONVERT = _parameters(CONVERT_OPTIONS)
+_SERVE = _parameters(SERVE_OPTIONS)
 
 
 class DemangleChoice(enum.StrEnum):
@@ -651,6 +658,89 @@ def _read_input(path: Path) -> bytes:
         raise os_error(error, "read", path) from error
 
 
+def _number(text: str, option: str, *, integer: bool = False) -> float:
+    """A positive number given to ``option``, else a usage error naming it."""
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        value = -1
+    if not value > 0 or value == float("inf"):
+        raise typer.BadParameter(f"not a positive {'whole ' if integer else ''}number: {text}", param_hint=option)
+    return value
+
+
+def serve_command(
+    ctx: typer.Context,
+    forward: str = _SERVE["forward"],
+    forward_headers: list[str] | None = _SERVE["forward_headers"],
+    listen: str = _SERVE["listen"],
+    binaries: list[Path] | None = _SERVE["binaries"],
+    search_paths: list[Path] | None = _SERVE["search_paths"],
+    debug_dirs: list[Path] | None = _SERVE["debug_dirs"],
+    demangle: DemangleChoice = _SERVE["demangle"],
+    cache_dir: Path | None = _SERVE["cache_dir"],
+    no_cache: bool = _SERVE["no_cache"],
+    max_pending: str = _SERVE["max_pending"],
+    max_body_mib: str = _SERVE["max_body_mib"],
+    forward_deadline: str = _SERVE["forward_deadline"],
+    shutdown_timeout: str = _SERVE["shutdown_timeout"],
+    debuginfod: list[str] | None = _SERVE["debuginfod"],
+    symbol_servers: list[str] | None = _SERVE["symbol_servers"],
+    remote: bool = _SERVE["remote"],
+    offline: bool = _SERVE["offline"],
+) -> None:
+    """Take OTLP/HTTP profile exports (POST /v1development/profiles), name them, forward them to URL.
+
+    The sender gets the receiver's answer: 200 only once the receiver took the named export.
+    Retryable answers (429, 503, with Retry-After) when too many exports are in flight, while
+    the receiver is down past --forward-deadline, and on shutdown; GET /health says how it goes.
+    SIGTERM or Ctrl-C: stop taking exports, finish those in flight (--shutdown-timeout), exit 0.
+    """
+    from symbolize.serve.forward import parse_header
+    from symbolize.serve.run import parse_listen
+
+    try:
+        address = parse_listen(listen)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--listen") from exc
+    try:
+        headers = dict(parse_header(text) for text in forward_headers or ())
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--forward-header") from exc
+    from symbolize.serve.server import ServeLimits
+
+    limits = ServeLimits(
+        max_pending=int(_number(max_pending, "--max-pending", integer=True)),
+        max_body=int(_number(max_body_mib, "--max-body-mib") * (1 << 20)),
+        forward_deadline=_number(forward_deadline, "--forward-deadline"),
+        shutdown_timeout=_number(shutdown_timeout, "--shutdown-timeout"),
+    )
+
+    def work() -> None:
+        from dataclasses import replace
+
+        from symbolize.api import Session, remote_options
+        from symbolize.rewrite import RewriteOptions
+        from symbolize.serve.forward import ForwardTarget
+        from symbolize.serve.run import serve
+
+        ForwardTarget(forward)  # a URL that is none is refused before listening
+        servers = remote_options(debuginfod_urls=debuginfod or (), symbol_servers=symbol_servers or (),
+                                 from_environment=remote, offline=offline, cache_dir=cache_dir)  # fmt: skip
+        session = Session(
+            binaries=binaries or (), search_paths=search_paths or (), debug_dirs=debug_dirs or None,
+            cache_dir=cache_dir, use_cache=not no_cache, demangle=demangle.value, remote=servers,
+        )  # fmt: skip
+        # A server builds a binary's index the first time an export needs it, in the naming
+        # thread, and keeps it: every later export is answered from it (a command's run, which
+        # ends, leaves that to a background builder instead).
+        session.options = replace(session.options, build_missing_indexes=session.options.index_dir is not None)
+        serve(address, forward, session, lambda loader: RewriteOptions(discovery=loader, demangle=demangle.value),
+              limits, forward_headers=headers)  # fmt: skip
+
+    _exit_with(run_guarded(work, debug=_debug(ctx)))
+
+
 # The commands, in the order help lists them.
 _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("profile", profile_command),
@@ -660,6 +750,7 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("audit", audit_command),
     ("convert", convert_command),
     ("stamp", stamp_command),
+    ("serve", serve_command),
 )
 _CACHE_COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("show", cache_show_command),

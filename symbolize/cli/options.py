@@ -396,6 +396,70 @@ CONVERT_OPTIONS = (
     ),
 )
 
+def _declared(options: tuple[CliOption, ...], *fields: str) -> tuple[CliOption, ...]:
+    return tuple(next(declared for declared in options if declared.field == name) for name in fields)
+
+
+SERVE_OPTIONS = (
+    CliOption(
+        "forward",
+        ("--forward",),
+        Kind.TEXT,
+        "The OTLP/HTTP receiver the named exports go to (its /v1development/profiles when URL has no path).",
+        default=...,
+        metavar="URL",
+    ),
+    CliOption(
+        "forward_headers",
+        ("--forward-header",),
+        Kind.TEXTS,
+        "A header sent with every forwarded export, e.g. 'Authorization: Bearer TOKEN' (repeatable).",
+        metavar="'NAME: VALUE'",
+    ),
+    CliOption(
+        "listen",
+        ("--listen",),
+        Kind.TEXT,
+        "Address to take exports on (port 0: any free port, said on stderr).",
+        default="127.0.0.1:4318",
+        metavar="HOST:PORT",
+    ),
+    *_declared(PROFILE_OPTIONS, "binaries", "search_paths", "debug_dirs", "demangle", "cache_dir", "no_cache"),
+    CliOption(
+        "max_pending",
+        ("--max-pending",),
+        Kind.TEXT,
+        "Exports in flight at once (queued, naming, forwarding); more are answered 429 + Retry-After.",
+        default="32",
+        metavar="N",
+    ),
+    CliOption(
+        "max_body_mib",
+        ("--max-body-mib",),
+        Kind.TEXT,
+        "Largest request body taken, in MiB, as sent (a larger one is answered 413).",
+        default="32",
+        metavar="MIB",
+    ),
+    CliOption(
+        "forward_deadline",
+        ("--forward-deadline",),
+        Kind.TEXT,
+        "Seconds to retry a receiver that is down or busy before answering the sender 503 + Retry-After.",
+        default="10",
+        metavar="SECONDS",
+    ),
+    CliOption(
+        "shutdown_timeout",
+        ("--shutdown-timeout",),
+        Kind.TEXT,
+        "On SIGTERM, seconds for exports in flight to finish; the rest are answered 503 + Retry-After.",
+        default="20",
+        metavar="SECONDS",
+    ),
+    *REMOTE_OPTIONS,
+)
+
 # Command name -> its options, for the commands typer builds from this module.
 COMMAND_OPTIONS: dict[str, tuple[CliOption, ...]] = {
     "profile": PROFILE_OPTIONS,
@@ -407,6 +471,7 @@ COMMAND_OPTIONS: dict[str, tuple[CliOption, ...]] = {
     "stamp": STAMP_OPTIONS,
     "cache prune": CACHE_PRUNE_OPTIONS,
     "convert": CONVERT_OPTIONS,
+    "serve": SERVE_OPTIONS,
 }
 
 
