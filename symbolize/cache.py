@@ -7,6 +7,11 @@ version is never believed. A damaged or foreign index is deleted; lookups take
 the uncached path until it is built again (by ``symbolize index``, or by the
 background builder the command line starts after a run that missed it:
 symbolize/index/background.py).
+
+With a shared index store (``--index-store``, ``$SYMBOLIZE_INDEX_STORE``: symbolize/index_store/),
+a missing index is looked for there too (fetched, checked, kept in ``<cache>/store/``), and an
+index built here is published to it. Every tier's hits and misses are counted
+(symbolize/index_store/metrics.py).
 """
 
 from __future__ import annotations
@@ -18,12 +23,15 @@ import sys
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from symbolize.demangle import DEMANGLER
 from symbolize.formats.errors import MalformedInputError
 from symbolize.index.indexed import SCHEMA_VERSION, IndexableSource, IndexedObject, build_index_arrays
 from symbolize.index.store import FORMAT_VERSION, IndexFile, write_index
+
+if TYPE_CHECKING:
+    from symbolize.index_store.tiers import IndexStore
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -42,6 +50,8 @@ def _sha256_hex(data: bytes) -> str:
 
 
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
+# The shared index store's URL (symbolize/index_store/config.py); unset: none.
+INDEX_STORE_VARIABLE = "SYMBOLIZE_INDEX_STORE"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
 # 5: untyped and data symbols that label code (hand-written assembly) name it.
 # 6: a separate ELF debug file's outermost frames are named by its binary's symbols first.
@@ -137,7 +147,26 @@ def index_path(cache_dir: Path, key: str) -> Path:
 
 def has_index(source: IndexableSource, cache_dir: Path) -> bool:
     """Whether ``cache_dir`` holds an index keyed for ``source`` (its contents are checked on loading)."""
-    return index_path(cache_dir, index_key(source)).is_file()
+    key = index_key(source)
+    if index_path(cache_dir, key).is_file():
+        return True
+    store = _index_store()
+    return store is not None and store.has(source, key, cache_dir)
+
+
+def _index_store() -> IndexStore | None:
+    """The shared index store this process uses, or None (without importing it when none is set)."""
+    if not os.environ.get(INDEX_STORE_VARIABLE):
+        return None
+    from symbolize.index_store.config import index_store
+
+    return index_store()
+
+
+def _count(**increments: int) -> None:
+    from symbolize.index_store.metrics import count
+
+    count(**increments)
 
 
 def load_index(
@@ -152,8 +181,22 @@ def load_index(
     """
     key = index_key(source)
     path = index_path(cache_dir, key)
-    if not path.is_file():
-        return None
+    if path.is_file():
+        indexed = _open_index(source, path, key, consulted)
+        if indexed is not None:
+            _count(local_hits=1)
+            return indexed
+    _count(local_misses=1)
+    store = _index_store()
+    fetched = store.fetch(source, key, cache_dir) if store is not None else None
+    return _open_index(source, fetched, key, consulted) if fetched is not None else None
+
+
+def _open_index(
+    source: IndexableSource, path: Path, key: str, consulted: ConsultedFiles | None
+) -> IndexedObject | None:
+    """The index file at ``path`` (local or fetched) answering for ``source``, or None when it is
+    damaged, foreign or stale (then deleted: rebuilt, or fetched again, next time)."""
     try:
         index = IndexFile(path, key)
         record = bytes(index.array(CONSULTED_ARRAY))
@@ -191,6 +234,11 @@ def build_index(
     }
     arrays.update(answers)
     write_index(path, key, arrays)
+    _count(built=1)
+    store = _index_store()
+    if store is not None:
+        # Only an index whose answers came from ``source`` alone serves another machine.
+        store.publish(source, key, path, shareable=not arrays[CONSULTED_ARRAY], binary=image_path)
     return path
 
 
@@ -211,8 +259,19 @@ def with_index(
         return source
     indexed = load_index(source, cache_dir, consulted)
     if indexed is None and build_missing:
-        build_index(source, cache_dir, consulted, image_path)
-        indexed = load_index(source, cache_dir, consulted)
+        key = index_key(source)
+        store = _index_store()
+        reason = store.unindexable(source, key) if store is not None else None
+        if reason is not None:
+            _count(skipped_unindexable=1)  # another worker could not: the same build fails alike
+            return source
+        try:
+            path = build_index(source, cache_dir, consulted, image_path)
+        except MalformedInputError as error:
+            if store is not None:
+                store.mark_unindexable(source, key, str(error))
+            raise
+        indexed = _open_index(source, path, key, consulted)
     return indexed if indexed is not None else source
 
 
@@ -275,7 +334,9 @@ def clear_cache(cache_dir: Path) -> int:
     removed = 0
     index_dir = cache_dir / "index"
     patterns = ("*.idx", "*.tmp", "*.building", "*.failed")
-    for path in [found for pattern in patterns for found in index_dir.glob(pattern)]:
+    # And the indexes fetched from a shared store (symbolize/index_store/tiers.py's FETCHED_DIR).
+    fetched = [*(cache_dir / "store").glob("*.idx"), *(cache_dir / "store").glob("*.tmp")]
+    for path in [found for pattern in patterns for found in index_dir.glob(pattern)] + fetched:
         path.unlink(missing_ok=True)
         removed += 1
     return removed

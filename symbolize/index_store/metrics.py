@@ -1,0 +1,102 @@
+"""What the index tiers did in this process: hits and misses per tier, bytes fetched and published.
+
+One :class:`IndexMetrics` per process (:func:`index_metrics`), counted by symbolize/cache.py and
+the store (symbolize/index_store/tiers.py) under a lock: a server names profiles on several
+threads. A batch run sums its workers' snapshots (``+``) and reports them.
+
+Tiers, in the order a lookup asks them:
+
+- ``local``: the index cache directory (an index built on this machine, or by ``symbolize index``);
+- ``fetched``: the bounded LRU of indexes fetched from the store (``<cache>/store/``);
+- ``store``: the shared index store (``--index-store``);
+- ``built``: none had it, the index was built here (then published to the store when one is set).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import asdict, dataclass, fields
+
+TIERS = ("local", "fetched", "store")
+
+
+@dataclass
+class IndexMetrics:
+    """Counts since the process started (or :func:`reset_index_metrics`)."""
+
+    local_hits: int = 0
+    local_misses: int = 0
+    fetched_hits: int = 0
+    fetched_misses: int = 0
+    store_hits: int = 0
+    store_misses: int = 0
+    # Indexes built here, and how many of them this process wrote to the store first (a race lost
+    # to another writer, or an index that stays local, is built but not published).
+    built: int = 0
+    published: int = 0
+    # Objects read from the store (whole indexes and the small alias and marker objects).
+    bytes_fetched: int = 0
+    bytes_published: int = 0
+    # Objects the store held that were refused: damaged, foreign, over the size cap.
+    refused: int = 0
+    # Store requests that failed (the store unreachable or erring); after the first, the process
+    # stops asking it and builds locally (``store_unavailable`` says why).
+    store_errors: int = 0
+    # Builds skipped because the store holds a fresh "could not index" marker for the file.
+    skipped_unindexable: int = 0
+    store_unavailable: str | None = None
+
+    def __add__(self, other: IndexMetrics) -> IndexMetrics:
+        summed = IndexMetrics()
+        for field in fields(IndexMetrics):
+            mine, theirs = getattr(self, field.name), getattr(other, field.name)
+            if field.name == "store_unavailable":
+                setattr(summed, field.name, mine or theirs)
+            else:
+                setattr(summed, field.name, mine + theirs)
+        return summed
+
+    def hits(self, tier: str) -> int:
+        return int(getattr(self, f"{tier}_hits"))
+
+    def misses(self, tier: str) -> int:
+        return int(getattr(self, f"{tier}_misses"))
+
+    def to_dict(self) -> dict[str, int | str | None]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
+_LOCK = threading.Lock()
+_METRICS = IndexMetrics()
+
+
+def index_metrics() -> IndexMetrics:
+    """A snapshot (a copy) of this process's counts."""
+    with _LOCK:
+        return IndexMetrics(**asdict(_METRICS))
+
+
+def reset_index_metrics() -> IndexMetrics:
+    """Zero the counts; returns what they were."""
+    global _METRICS
+    with _LOCK:
+        previous, _METRICS = _METRICS, IndexMetrics()
+    return previous
+
+
+def count(**increments: int) -> None:
+    """Add ``increments`` (field name: amount) to this process's counts."""
+    with _LOCK:
+        for name, amount in increments.items():
+            setattr(_METRICS, name, getattr(_METRICS, name) + amount)
+
+
+def record_unavailable(reason: str) -> None:
+    with _LOCK:
+        _METRICS.store_errors += 1
+        if _METRICS.store_unavailable is None:
+            _METRICS.store_unavailable = reason

@@ -1,0 +1,87 @@
+"""S3, GCS and Azure object storage through obstore (the ``store`` extra).
+
+obstore wraps the Rust ``object_store`` crate: one client for the three clouds, conditional
+writes (``mode="create"``: S3's ``If-None-Match: *``, GCS's generation precondition, Azure's
+``If-None-Match``), ranged reads, and credentials, endpoint and region from the usual variables
+(``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``;
+``GOOGLE_*``, ``AZURE_*``). The path of ``s3://bucket/prefix`` is the prefix of every object.
+
+Requests are bounded (a connect timeout, a request timeout, two retries within
+:data:`RETRY_SECONDS`): a store that is gone costs a run seconds, not the crate's minutes of
+retries, before it falls back to building locally.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+import obstore
+from obstore.exceptions import AlreadyExistsError, BaseError, NotFoundError, PreconditionError
+from obstore.store import from_url
+
+from symbolize.index_store.backends import ObjectInfo, StoreUnavailableError, check_name
+
+CONNECT_SECONDS = 5
+REQUEST_SECONDS = 120
+RETRY_SECONDS = 15
+_ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+
+
+class ObstoreBackend:
+    """The objects under ``url`` (``s3://bucket/prefix``, ``gs://…``, ``az://…``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        # A plain-HTTP endpoint (a local S3 server) must be allowed explicitly.
+        endpoint = next((os.environ[name] for name in _ENDPOINT_VARIABLES if os.environ.get(name)), "")
+        client: dict[str, Any] = {"connect_timeout": f"{CONNECT_SECONDS}s", "timeout": f"{REQUEST_SECONDS}s"}
+        if endpoint.startswith("http://"):
+            client["allow_http"] = True
+        retry: dict[str, Any] = {
+            "max_retries": 2,
+            "retry_timeout": timedelta(seconds=RETRY_SECONDS),
+            "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2), "base": 2},
+        }
+        try:
+            self._store = from_url(url, client_options=client, retry_config=retry)  # type: ignore[call-overload]
+        except (BaseError, ValueError, OSError) as error:
+            raise StoreUnavailableError(f"index store URL is refused: {error}", url) from error
+
+    def _unavailable(self, error: Exception) -> StoreUnavailableError:
+        # The crate's messages span lines (the request, then its causes): the first says what failed.
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return StoreUnavailableError(f"index store did not answer: {first}", self.url)
+
+    def head(self, name: str) -> ObjectInfo | None:
+        try:
+            meta = obstore.head(self._store, check_name(name))
+        except NotFoundError:
+            return None
+        except (BaseError, OSError, RuntimeError) as error:
+            raise self._unavailable(error) from error
+        return ObjectInfo(int(meta["size"]))
+
+    def get_range(self, name: str, start: int, end: int) -> bytes:
+        try:
+            return bytes(obstore.get_range(self._store, check_name(name), start=start, end=end))
+        except NotFoundError as error:
+            raise FileNotFoundError(name) from error
+        except (BaseError, OSError, RuntimeError) as error:
+            raise self._unavailable(error) from error
+
+    def put_if_absent(self, name: str, data: bytes) -> bool:
+        try:
+            obstore.put(self._store, check_name(name), data, mode="create", use_multipart=False)
+        except (AlreadyExistsError, PreconditionError):
+            return False
+        except (BaseError, OSError, RuntimeError) as error:
+            raise self._unavailable(error) from error
+        return True
+
+    def put(self, name: str, data: bytes) -> None:
+        try:
+            obstore.put(self._store, check_name(name), data, mode="overwrite", use_multipart=False)
+        except (BaseError, OSError, RuntimeError) as error:
+            raise self._unavailable(error) from error

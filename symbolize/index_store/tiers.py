@@ -1,0 +1,393 @@
+"""The shared index store: indexes fetched by debug ID, checked, kept in a bounded local LRU, and
+published once with a conditional write.
+
+Objects (under the store URL's prefix)::
+
+    idx/v<format>.<schema>.<answers>/<debug-id>/<variant>   the index file, byte for byte
+    fail/v<format>.<schema>.<answers>/<debug-id>/<variant>  JSON {"reason", "written"}: could not index
+    alias/<kind>/<id>                                       JSON {"index": <idx name>, "debug_id"}
+
+``<debug-id>`` is the build's (``gnu-build-id-<hex>``, ``pdb-<hex>-<age>``, ``macho-uuid-<hex>``);
+``<variant>`` is a digest of the whole index key (symbolize/cache.py's index_key: demangler,
+architecture, load base, the files a debug map names, the file's size), so two indexes of one
+build that answer differently never share a name. Objects are immutable: written with
+``put_if_absent``, the first writer wins and later writers drop theirs (it is the same build's).
+The one overwrite is of an object this process refused as damaged: replaced by a checked one.
+
+Only what another machine can use is published: a source with a debug ID (one identified by
+path and mtime is this machine's), whose answers came from it alone (an index whose answers came
+from split units or a dwz file records paths of this machine: it stays local).
+
+A fetched object is written to ``<cache>/store/`` under a temporary name, checked as a local index
+is (symbolize/index/store.py's IndexFile: magic, version, header CRC, the key it answers for)
+and every array's CRC32 checked at once, then renamed: a damaged or foreign object is refused,
+counted, and never used; the lookup builds the index locally. ``<cache>/store/`` is a least
+recently used cache bounded by :data:`LRU_BYTES_VARIABLE` (default 4 GiB).
+
+The store is trusted as the cache directory is: the checks catch damage, not a forger.
+
+A store that fails to answer (unreachable, refusing) is not asked again by this process: lookups
+fall back to building locally, and :attr:`IndexStore.unavailable` (and the metrics'
+``store_unavailable``) says why, for the command line to print.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from symbolize.formats.errors import MalformedInputError
+from symbolize.index_store.backends import ObjectBackend, StoreUnavailableError, open_backend
+from symbolize.index_store.metrics import count, record_unavailable
+
+if TYPE_CHECKING:
+    from symbolize.formats.types import DebugId
+    from symbolize.index.indexed import IndexableSource
+
+MAX_BYTES_VARIABLE = "SYMBOLIZE_INDEX_STORE_MAX_BYTES"
+LRU_BYTES_VARIABLE = "SYMBOLIZE_INDEX_STORE_LRU_BYTES"
+FAILURE_TTL_VARIABLE = "SYMBOLIZE_INDEX_STORE_FAILURE_TTL"
+# An index larger than this is neither fetched nor published (a store's answer may be hostile).
+DEFAULT_MAX_BYTES = 2 << 30
+DEFAULT_LRU_BYTES = 4 << 30
+# How long a "could not index" marker keeps other workers from trying the same build again.
+DEFAULT_FAILURE_TTL = 24 * 3600.0
+# Aliases and markers are a few hundred bytes; more is not one of ours.
+SMALL_OBJECT_BYTES = 64 << 10
+# Indexes are read in ranges of this size: a bounded buffer, a size checked as it grows.
+CHUNK_BYTES = 8 << 20
+FETCHED_DIR = "store"
+
+
+def _setting(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name) or default)
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+def debug_id_text(debug_id: DebugId) -> str:
+    """A debug ID as an object name word: ``<kind>-<hex>``, ``-<age>`` for a PDB's."""
+    text = f"{debug_id.kind.value}-{debug_id.value.hex()}"
+    return f"{text}-{debug_id.age}" if debug_id.age else text
+
+
+def _digest(text: str) -> str:
+    from symbolize.cache import _sha256_hex
+
+    return _sha256_hex(text.encode())
+
+
+class IndexStore:
+    """The index store at ``url`` (a directory, ``s3://bucket/prefix``, ``gs://``, ``az://`` or
+    any fsspec URL). Never raises for what the store does: every failure is counted, remembered
+    (:attr:`unavailable`) and answered as a miss."""
+
+    def __init__(self, url: str, backend: ObjectBackend | None = None) -> None:
+        self.url = url
+        self._backend = backend
+        self.unavailable: str | None = None
+        # Names of objects this process refused as damaged: the one kind of object it overwrites.
+        self._refused: set[str] = set()
+        self.max_bytes = int(_setting(MAX_BYTES_VARIABLE, DEFAULT_MAX_BYTES))
+        self.lru_bytes = int(_setting(LRU_BYTES_VARIABLE, DEFAULT_LRU_BYTES))
+        self.failure_ttl = _setting(FAILURE_TTL_VARIABLE, DEFAULT_FAILURE_TTL)
+
+    # Names --------------------------------------------------------------------------------
+
+    @staticmethod
+    def object_name(source: IndexableSource, key: str) -> str | None:
+        """The name of ``source``'s index (keyed ``key``) in any store; None when it is not shared."""
+        if source.debug_id is None:
+            return None
+        from symbolize.cache import ANSWER_VERSION
+        from symbolize.index.indexed import SCHEMA_VERSION
+        from symbolize.index.store import FORMAT_VERSION
+
+        versions = f"v{FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION}"
+        return f"idx/{versions}/{debug_id_text(source.debug_id)}/{_digest(key)[:32]}"
+
+    @staticmethod
+    def fetched_path(cache_dir: Path, key: str) -> Path:
+        """Where the index keyed ``key`` is kept once fetched."""
+        return cache_dir / FETCHED_DIR / (_digest(key)[:40] + ".idx")
+
+    # Reading ------------------------------------------------------------------------------
+
+    def _ask(self) -> ObjectBackend | None:
+        if self.unavailable is not None:
+            return None
+        if self._backend is None:
+            try:
+                self._backend = open_backend(self.url)
+            except StoreUnavailableError as error:
+                self._fail(error)
+                return None
+        return self._backend
+
+    def _fail(self, error: StoreUnavailableError) -> None:
+        if self.unavailable is None:
+            self.unavailable = str(error)
+        record_unavailable(str(error))
+
+    def has(self, source: IndexableSource, key: str, cache_dir: Path) -> bool:
+        """Whether an index of ``source`` is fetched already or in the store (its contents are
+        checked when it is fetched)."""
+        if self.fetched_path(cache_dir, key).is_file():
+            return True
+        name = self.object_name(source, key)
+        backend = self._ask() if name is not None else None
+        if backend is None or name is None:
+            return False
+        try:
+            return backend.head(name) is not None
+        except StoreUnavailableError as error:
+            self._fail(error)
+            return False
+
+    def fetch(self, source: IndexableSource, key: str, cache_dir: Path) -> Path | None:
+        """The checked local copy of ``source``'s index: from the LRU, else fetched from the store.
+        None when neither has a good one (a damaged object is refused, never kept)."""
+        name = self.object_name(source, key)
+        if name is None:
+            return None
+        path = self.fetched_path(cache_dir, key)
+        if path.is_file():
+            count(fetched_hits=1)
+            with contextlib.suppress(OSError):
+                os.utime(path)  # most recently used
+            return path
+        count(fetched_misses=1)
+        backend = self._ask()
+        if backend is None:
+            return None
+        try:
+            info = backend.head(name)
+            if info is None:
+                count(store_misses=1)
+                return None
+            if info.size > self.max_bytes:
+                self._refuse(name)
+                return None
+            fetched = self._download(backend, name, info.size, path, key)
+        except StoreUnavailableError as error:
+            self._fail(error)
+            return None
+        if fetched is None:
+            self._refuse(name)
+            return None
+        count(store_hits=1)
+        self._evict(path.parent, keep=path)
+        return fetched
+
+    def _refuse(self, name: str) -> None:
+        self._refused.add(name)
+        count(refused=1)
+
+    def _download(self, backend: ObjectBackend, name: str, size: int, path: Path, key: str) -> Path | None:
+        """The object read in ranges to a temporary beside ``path``, checked, then renamed to
+        ``path``; None when it is not a whole, good index keyed ``key``."""
+        import tempfile
+
+        from symbolize.tempfiles import INDEX_TEMPORARY, remove_stale_temporaries
+
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(path.parent, INDEX_TEMPORARY)
+            handle, name_of_temporary = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        except OSError:
+            return None  # nowhere to keep it: answered from the source
+        temporary = Path(name_of_temporary)
+        try:
+            with os.fdopen(handle, "wb") as output:
+                position = 0
+                while position < size:
+                    try:
+                        chunk = backend.get_range(name, position, min(size, position + CHUNK_BYTES))
+                    except FileNotFoundError:
+                        return None  # removed between head and get
+                    if not chunk or position + len(chunk) > size:
+                        break
+                    output.write(chunk)
+                    position += len(chunk)
+                    count(bytes_fetched=len(chunk))
+            if position != size or not check_index_file(temporary, key):
+                return None
+            os.replace(temporary, path)
+            return path
+        except OSError:
+            return None
+        finally:
+            temporary.unlink(missing_ok=True)
+
+    def _evict(self, directory: Path, keep: Path) -> None:
+        """Remove the least recently used fetched indexes beyond :attr:`lru_bytes` (never ``keep``)."""
+        entries = []
+        for path in directory.glob("*.idx"):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            entries.append((stat.st_mtime, stat.st_size, path))
+        total = sum(size for _, size, _ in entries)
+        for _, size, path in sorted(entries):
+            if total <= self.lru_bytes:
+                break
+            if path == keep:
+                continue
+            try:
+                path.unlink()  # a mapped index stays readable where it is mapped (POSIX)
+            except OSError:
+                continue  # Windows: mapped by a run; evicted another time
+            total -= size
+
+    # Writing ------------------------------------------------------------------------------
+
+    def publish(
+        self, source: IndexableSource, key: str, path: Path, *, shareable: bool = True, binary: Path | None = None
+    ) -> bool:
+        """Write the index file at ``path`` (``source``'s, keyed ``key``) to the store unless it
+        holds one; True when this call wrote it. ``shareable`` False (answers from other files
+        of this machine) publishes nothing. ``binary``: the file the profile's mappings name
+        (``source`` is its debug file; None: ``source`` itself), whose htlhash gets an alias."""
+        name = self.object_name(source, key)
+        if name is None or not shareable:
+            return False
+        backend = self._ask()
+        if backend is None:
+            return False
+        try:
+            if path.stat().st_size > self.max_bytes:
+                return False
+            data = path.read_bytes()
+        except OSError:
+            return False
+        try:
+            wrote = backend.put_if_absent(name, data)
+            if not wrote and name in self._refused:
+                backend.put(name, data)  # the object there was damaged: replaced by a checked one
+                self._refused.discard(name)
+                wrote = True
+            if wrote:
+                count(published=1, bytes_published=len(data))
+            for alias_name in self._alias_names(source, binary or source.path):
+                backend.put_if_absent(alias_name, _alias_body(name, source))
+        except StoreUnavailableError as error:
+            self._fail(error)
+            return False
+        return wrote
+
+    def _alias_names(self, source: IndexableSource, binary: Path) -> list[str]:
+        """The other IDs ``source``'s build is known by: a PE image's code ID, the binary's htlhash."""
+        names = []
+        # Readers list every ID a mapping may name them by (formats/types.py Image.identities);
+        # a symbol source that is no image lists none.
+        identities: Sequence[DebugId] = getattr(source, "identities", lambda: ())()
+        for identity in identities:
+            if identity != source.debug_id:
+                names.append(f"alias/{debug_id_text(identity)}")
+        hashed = _htlhash(binary)
+        if hashed is not None:
+            names.append(f"alias/htlhash-{hashed}")
+        return names
+
+    def resolve_alias(self, alias: str) -> dict[str, str] | None:
+        """What alias ``alias`` (``pe-code-id-<hex>``, ``htlhash-<hex>``) points at: {"index": the
+        index object's name, "debug_id": the build's debug ID word}; None when the store has none."""
+        body = self._small_object(f"alias/{alias}")
+        if body is None:
+            return None
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or not all(isinstance(data.get(field), str) for field in ("index", "debug_id")):
+            return None
+        return {"index": data["index"], "debug_id": data["debug_id"]}
+
+    # "Could not index" markers ----------------------------------------------------------
+
+    def mark_unindexable(self, source: IndexableSource, key: str, reason: str) -> None:
+        """Tell other workers that ``source`` could not be indexed (for :attr:`failure_ttl` seconds)."""
+        name = self.object_name(source, key)
+        backend = self._ask() if name is not None else None
+        if backend is None or name is None:
+            return
+        body = json.dumps({"reason": reason[:1000], "written": time.time()}).encode()
+        try:
+            backend.put("fail/" + name.removeprefix("idx/"), body)
+        except StoreUnavailableError as error:
+            self._fail(error)
+
+    def unindexable(self, source: IndexableSource, key: str) -> str | None:
+        """Why another worker could not index ``source``, while its marker is fresh; else None."""
+        name = self.object_name(source, key)
+        if name is None:
+            return None
+        body = self._small_object("fail/" + name.removeprefix("idx/"))
+        if body is None:
+            return None
+        try:
+            data = json.loads(body)
+            written, reason = float(data["written"]), str(data["reason"])
+        except (ValueError, TypeError, KeyError):
+            return None
+        return reason if 0 <= time.time() - written < self.failure_ttl else None
+
+    def _small_object(self, name: str) -> bytes | None:
+        backend = self._ask()
+        if backend is None:
+            return None
+        try:
+            info = backend.head(name)
+            if info is None or info.size > SMALL_OBJECT_BYTES:
+                return None
+            body = backend.get_range(name, 0, info.size)
+        except FileNotFoundError:
+            return None
+        except StoreUnavailableError as error:
+            self._fail(error)
+            return None
+        count(bytes_fetched=len(body))
+        return body
+
+
+def check_index_file(path: Path, key: str) -> bool:
+    """Whether the file at ``path`` is a whole index keyed ``key``: the checks of a local index
+    (IndexFile's header, version and key), and every array's CRC32 at once."""
+    from symbolize.index.store import IndexFile
+
+    try:
+        index = IndexFile(path, key)
+    except (MalformedInputError, OSError):
+        return False
+    try:
+        for name in index.array_names():
+            index.array(name)
+    except MalformedInputError:
+        return False
+    finally:
+        index.close()
+    return True
+
+
+def _alias_body(name: str, source: IndexableSource) -> bytes:
+    debug_id = debug_id_text(source.debug_id) if source.debug_id is not None else ""
+    return json.dumps({"index": name, "debug_id": debug_id}, sort_keys=True).encode()
+
+
+def _htlhash(binary: Path) -> str | None:
+    """The binary's htlhash (formats/identity.py's, where this version has it); None otherwise."""
+    import importlib
+
+    try:
+        function = getattr(importlib.import_module("symbolize.formats.identity"), "htlhash", None)
+        return None if function is None else str(function(binary))
+    except (ImportError, OSError, MalformedInputError):
+        return None
