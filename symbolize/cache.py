@@ -151,7 +151,7 @@ def has_index(source: IndexableSource, cache_dir: Path) -> bool:
     if index_path(cache_dir, key).is_file():
         return True
     store = _index_store()
-    return store is not None and store.has(source, key, cache_dir)
+    return store is not None and store.has(key, cache_dir)
 
 
 def _index_store() -> IndexStore | None:
@@ -188,7 +188,7 @@ def load_index(
             return indexed
     _count(local_misses=1)
     store = _index_store()
-    fetched = store.fetch(source, key, cache_dir) if store is not None else None
+    fetched = store.fetch(key, cache_dir) if store is not None else None
     return _open_index(source, fetched, key, consulted) if fetched is not None else None
 
 
@@ -223,7 +223,13 @@ def build_index(
     index's path. ``image_path`` is the binary ``source`` is the debug file of (None: itself)."""
     key = index_key(source)
     path = index_path(cache_dir, key)
-    answers = build_index_arrays(source)
+    store = _index_store()
+    try:
+        answers = build_index_arrays(source)
+    except MalformedInputError as error:
+        if store is not None:  # other workers need not try this build again for a while
+            store.mark_unindexable(key, str(error))
+        raise
     # Not part of the key (any copy of a build shares its index): what `cache show` names it by.
     # First, so the answers' arrays keep their place at the end of the file.
     arrays: dict[str, array[int] | bytes] = {
@@ -235,7 +241,6 @@ def build_index(
     arrays.update(answers)
     write_index(path, key, arrays)
     _count(built=1)
-    store = _index_store()
     if store is not None:
         # Only an index whose answers came from ``source`` alone serves another machine.
         store.publish(source, key, path, shareable=not arrays[CONSULTED_ARRAY], binary=image_path)
@@ -261,16 +266,10 @@ def with_index(
     if indexed is None and build_missing:
         key = index_key(source)
         store = _index_store()
-        reason = store.unindexable(source, key) if store is not None else None
-        if reason is not None:
+        if store is not None and store.unindexable(key) is not None:
             _count(skipped_unindexable=1)  # another worker could not: the same build fails alike
             return source
-        try:
-            path = build_index(source, cache_dir, consulted, image_path)
-        except MalformedInputError as error:
-            if store is not None:
-                store.mark_unindexable(source, key, str(error))
-            raise
+        path = build_index(source, cache_dir, consulted, image_path)
         indexed = _open_index(source, path, key, consulted)
     return indexed if indexed is not None else source
 
@@ -308,7 +307,7 @@ def cache_entries(cache_dir: Path) -> list[CacheEntry]:
             stat = path.stat()
         except OSError:
             continue  # removed meanwhile (a clear, a damaged index dropped by a lookup)
-        key = _stored_key(path)
+        key = stored_key(path)
         fields = _KEY.fullmatch(key) if key is not None else None
         debug_id = None
         if fields is not None and fields["id"] is not None:
@@ -342,7 +341,8 @@ def clear_cache(cache_dir: Path) -> int:
     return removed
 
 
-def _stored_key(path: Path) -> str | None:
+def stored_key(path: Path) -> str | None:
+    """The key in the header of the index file at ``path``; None when it cannot be read."""
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)
@@ -355,7 +355,7 @@ def _stored_key(path: Path) -> str | None:
 def index_owner(path: Path) -> tuple[Path | None, Path | None]:
     """The file the index at ``path`` was built from, and the binary that file is the debug file
     of (None when it is the binary); None for what cannot be read."""
-    return _stored_paths(path, _stored_key(path))
+    return _stored_paths(path, stored_key(path))
 
 
 def _stored_paths(path: Path, key: str | None) -> tuple[Path | None, Path | None]:

@@ -5,10 +5,11 @@ Commands (promises to users' scripts)::
     symbolize [--debug] profile IN|- [-o OUT|-] [--binary FILE]... [--search-path DIR]...
               [--debug-dir DIR]... [--demangle full|short|none] [--no-return-address-adjust]
               [--json-summary] [--drop-frames REGEX]
-              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline]
+              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline] [--index-store URL]
     symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
               [--search-path DIR]... [--debug-dir DIR]... [--arch ARCH]
-              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline] [ADDR...]
+              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline] [--index-store URL]
+              [ADDR...]
     symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
               [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
               [--require-frame-pointers] [--debuginfod URL]... [--symbol-server SPEC]... [--remote]
@@ -46,6 +47,7 @@ from symbolize.cli.commands import (
     run_lookup,
     run_profile,
     unnamed_limit,
+    use_index_store,
 )
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
 from symbolize.cli.options import (
@@ -195,6 +197,7 @@ def profile_command(
     cache_dir: Path | None = _PROFILE["cache_dir"],
     no_cache: bool = _PROFILE["no_cache"],
     background_index: bool = _PROFILE["background_index"],
+    index_store: str | None = _PROFILE["index_store"],
     fail_unnamed_above: str | None = _PROFILE["fail_unnamed_above"],
     require_verified: bool = _PROFILE["require_verified"],
     keep_hashes: bool = _PROFILE["keep_hashes"],
@@ -231,6 +234,7 @@ def profile_command(
         cache_dir=cache_dir,
         no_cache=no_cache,
         background_index=background_index,
+        index_store=index_store,
         fail_unnamed_above=fail_unnamed_above,
         require_verified=require_verified,
         keep_hashes=keep_hashes,
@@ -266,6 +270,7 @@ def lookup_command(
     cache_dir: Path | None = _LOOKUP["cache_dir"],
     no_cache: bool = _LOOKUP["no_cache"],
     background_index: bool = _LOOKUP["background_index"],
+    index_store: str | None = _LOOKUP["index_store"],
     arch: str | None = _LOOKUP["arch"],
     debuginfod: list[str] | None = _LOOKUP["debuginfod"],
     symbol_servers: list[str] | None = _LOOKUP["symbol_servers"],
@@ -301,6 +306,7 @@ def lookup_command(
         cache_dir=cache_dir,
         no_cache=no_cache,
         background_index=background_index,
+        index_store=index_store,
         arch=arch,
         debuginfod=debuginfod,
         symbol_servers=symbol_servers,
@@ -319,8 +325,12 @@ def index_command(
     search_paths: list[Path] | None = _INDEX["search_paths"],
     debug_dirs: list[Path] | None = _INDEX["debug_dirs"],
     cache_dir: Path | None = _INDEX["cache_dir"],
+    index_store: str | None = _INDEX["index_store"],
 ) -> None:
     """Build the persistent index of each binary and its debug files, for fast later lookups.
+
+    With --index-store, an index the store holds is fetched instead of built, and each index
+    (built now or before) is published to the store unless it holds one.
 
     Prints each index file, and on stderr the binary (or debug file and its binary) it answers
     for; a binary that cannot be indexed is reported on stderr and the others are indexed still
@@ -328,11 +338,14 @@ def index_command(
     """
     from symbolize.api import build_indexes
     from symbolize.cache import index_owner
+    from symbolize.index_store.config import index_store as configured_index_store
     from symbolize.progress import stderr_progress
 
     failed: list[Path] = []
 
     def index() -> None:
+        use_index_store(index_store)
+        store = configured_index_store() if index_store else None
         progress = stderr_progress()
         try:
             progress.start("indexing", len(binaries))
@@ -350,6 +363,8 @@ def index_command(
                     progress.advance()
                     continue
                 for path in built:
+                    if store is not None:
+                        store.publish_file(path)  # built before, or by a run without the store
                     typer.echo(f"{path}: {_owner_text(*index_owner(path))}", err=True)
                     typer.echo(str(path))
         finally:

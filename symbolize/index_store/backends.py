@@ -32,6 +32,12 @@ OBSTORE_SCHEMES = frozenset({"s3", "s3a", "gs", "az", "adl", "azure", "abfs", "a
 class StoreUnavailableError(SymbolizeError):
     """The index store could not be asked (unreachable, refusing, misconfigured): named by its URL."""
 
+    def __init__(self, message: str, url: str) -> None:
+        # Not a path: Path() would fold the URL's "//".
+        super().__init__(f"{url}: {message}")
+        self.url = url
+        self.reason = message
+
 
 class ObjectInfo(NamedTuple):
     """What ``head`` tells of an object."""

@@ -49,6 +49,9 @@ class ObstoreBackend:
         except (BaseError, ValueError, OSError) as error:
             raise StoreUnavailableError(f"index store URL is refused: {error}", url) from error
 
+    # obstore raises its NotFoundError or, for some stores, the builtin FileNotFoundError (and
+    # FileExistsError for a write refused because the object exists): both are caught.
+
     def _unavailable(self, error: Exception) -> StoreUnavailableError:
         # The crate's messages span lines (the request, then its causes): the first says what failed.
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -57,7 +60,7 @@ class ObstoreBackend:
     def head(self, name: str) -> ObjectInfo | None:
         try:
             meta = obstore.head(self._store, check_name(name))
-        except NotFoundError:
+        except (NotFoundError, FileNotFoundError):
             return None
         except (BaseError, OSError, RuntimeError) as error:
             raise self._unavailable(error) from error
@@ -66,7 +69,7 @@ class ObstoreBackend:
     def get_range(self, name: str, start: int, end: int) -> bytes:
         try:
             return bytes(obstore.get_range(self._store, check_name(name), start=start, end=end))
-        except NotFoundError as error:
+        except (NotFoundError, FileNotFoundError) as error:
             raise FileNotFoundError(name) from error
         except (BaseError, OSError, RuntimeError) as error:
             raise self._unavailable(error) from error
@@ -74,7 +77,7 @@ class ObstoreBackend:
     def put_if_absent(self, name: str, data: bytes) -> bool:
         try:
             obstore.put(self._store, check_name(name), data, mode="create", use_multipart=False)
-        except (AlreadyExistsError, PreconditionError):
+        except (AlreadyExistsError, PreconditionError, FileExistsError):
             return False
         except (BaseError, OSError, RuntimeError) as error:
             raise self._unavailable(error) from error

@@ -36,7 +36,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,6 +64,8 @@ SMALL_OBJECT_BYTES = 64 << 10
 # Indexes are read in ranges of this size: a bounded buffer, a size checked as it grows.
 CHUNK_BYTES = 8 << 20
 FETCHED_DIR = "store"
+# The identity at the end of an index key (symbolize/cache.py's index_key), when it is a debug ID.
+_IDENTITY = re.compile(r" (?P<kind>[a-z][a-z-]*) (?P<id>[0-9a-f]+) age (?P<age>\d+) size \d+$")
 
 
 def _setting(name: str, default: float) -> float:
@@ -102,16 +106,19 @@ class IndexStore:
     # Names --------------------------------------------------------------------------------
 
     @staticmethod
-    def object_name(source: IndexableSource, key: str) -> str | None:
-        """The name of ``source``'s index (keyed ``key``) in any store; None when it is not shared."""
-        if source.debug_id is None:
-            return None
+    def object_name(key: str) -> str | None:
+        """The name of the index keyed ``key`` (symbolize/cache.py's index_key) in any store; None
+        for an index that is not shared (its file has no debug ID: it is named by path and mtime)."""
         from symbolize.cache import ANSWER_VERSION
         from symbolize.index.indexed import SCHEMA_VERSION
         from symbolize.index.store import FORMAT_VERSION
 
+        identity = _IDENTITY.search(key)
+        if identity is None:
+            return None
+        word = f"{identity['kind']}-{identity['id']}" + (f"-{identity['age']}" if identity["age"] != "0" else "")
         versions = f"v{FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION}"
-        return f"idx/{versions}/{debug_id_text(source.debug_id)}/{_digest(key)[:32]}"
+        return f"idx/{versions}/{word}/{_digest(key)[:32]}"
 
     @staticmethod
     def fetched_path(cache_dir: Path, key: str) -> Path:
@@ -134,14 +141,16 @@ class IndexStore:
     def _fail(self, error: StoreUnavailableError) -> None:
         if self.unavailable is None:
             self.unavailable = str(error)
+            # Said once: the command line prints RuntimeWarnings as "symbolize: warning:" lines.
+            warnings.warn(RuntimeWarning(f"{error}; indexes are built locally for the rest of this run"), stacklevel=2)
         record_unavailable(str(error))
 
-    def has(self, source: IndexableSource, key: str, cache_dir: Path) -> bool:
-        """Whether an index of ``source`` is fetched already or in the store (its contents are
+    def has(self, key: str, cache_dir: Path) -> bool:
+        """Whether the index keyed ``key`` is fetched already or in the store (its contents are
         checked when it is fetched)."""
         if self.fetched_path(cache_dir, key).is_file():
             return True
-        name = self.object_name(source, key)
+        name = self.object_name(key)
         backend = self._ask() if name is not None else None
         if backend is None or name is None:
             return False
@@ -151,10 +160,10 @@ class IndexStore:
             self._fail(error)
             return False
 
-    def fetch(self, source: IndexableSource, key: str, cache_dir: Path) -> Path | None:
-        """The checked local copy of ``source``'s index: from the LRU, else fetched from the store.
+    def fetch(self, key: str, cache_dir: Path) -> Path | None:
+        """The checked local copy of the index keyed ``key``: from the LRU, else fetched from the store.
         None when neither has a good one (a damaged object is refused, never kept)."""
-        name = self.object_name(source, key)
+        name = self.object_name(key)
         if name is None:
             return None
         path = self.fetched_path(cache_dir, key)
@@ -252,13 +261,42 @@ class IndexStore:
     def publish(
         self, source: IndexableSource, key: str, path: Path, *, shareable: bool = True, binary: Path | None = None
     ) -> bool:
-        """Write the index file at ``path`` (``source``'s, keyed ``key``) to the store unless it
-        holds one; True when this call wrote it. ``shareable`` False (answers from other files
-        of this machine) publishes nothing. ``binary``: the file the profile's mappings name
+        """Write the index file at ``path`` (``source``'s, keyed ``key``, just built) to the store
+        unless it holds one; True when this call wrote it. ``shareable`` False (answers from other
+        files of this machine) publishes nothing. ``binary``: the file the profile's mappings name
         (``source`` is its debug file; None: ``source`` itself), whose htlhash gets an alias."""
-        name = self.object_name(source, key)
+        name = self.object_name(key)
         if name is None or not shareable:
             return False
+        # Readers list every ID a mapping may name them by (formats/types.py Image.identities); a
+        # symbol source that is no image (an index's stand-in) lists none.
+        identities: Sequence[DebugId] = getattr(source, "identities", lambda: ())()
+        others = [identity for identity in identities if identity != source.debug_id]
+        return self._put(name, path, others, binary or source.path)
+
+    def publish_file(self, path: Path) -> bool:
+        """Publish the local index file at ``path`` (``symbolize index --index-store``: an index
+        built before, or by a run without the store) unless the store holds one; True when this
+        call wrote it. A damaged file, one named by path, or one whose answers came from other
+        files of this machine too is not published."""
+        from symbolize.cache import CONSULTED_ARRAY, index_owner, stored_key
+
+        key = stored_key(path)
+        name = self.object_name(key) if key is not None else None
+        if key is None or name is None or not check_index_file(path, key, empty=(CONSULTED_ARRAY,)):
+            return False
+        backend = self._ask()
+        try:
+            if backend is None or (backend.head(name) is not None and name not in self._refused):
+                return False
+        except StoreUnavailableError as error:
+            self._fail(error)
+            return False
+        source_path, image_path = index_owner(path)
+        binary = image_path or source_path
+        return self._put(name, path, (), binary if binary is not None and binary.is_file() else None)
+
+    def _put(self, name: str, path: Path, identities: Sequence[DebugId], binary: Path | None) -> bool:
         backend = self._ask()
         if backend is None:
             return False
@@ -276,26 +314,13 @@ class IndexStore:
                 wrote = True
             if wrote:
                 count(published=1, bytes_published=len(data))
-            for alias_name in self._alias_names(source, binary or source.path):
-                backend.put_if_absent(alias_name, _alias_body(name, source))
+            body = json.dumps({"index": name, "debug_id": name.split("/")[2]}, sort_keys=True).encode()
+            for alias in _aliases(identities, binary):
+                backend.put_if_absent(f"alias/{alias}", body)
         except StoreUnavailableError as error:
             self._fail(error)
             return False
         return wrote
-
-    def _alias_names(self, source: IndexableSource, binary: Path) -> list[str]:
-        """The other IDs ``source``'s build is known by: a PE image's code ID, the binary's htlhash."""
-        names = []
-        # Readers list every ID a mapping may name them by (formats/types.py Image.identities);
-        # a symbol source that is no image lists none.
-        identities: Sequence[DebugId] = getattr(source, "identities", lambda: ())()
-        for identity in identities:
-            if identity != source.debug_id:
-                names.append(f"alias/{debug_id_text(identity)}")
-        hashed = _htlhash(binary)
-        if hashed is not None:
-            names.append(f"alias/htlhash-{hashed}")
-        return names
 
     def resolve_alias(self, alias: str) -> dict[str, str] | None:
         """What alias ``alias`` (``pe-code-id-<hex>``, ``htlhash-<hex>``) points at: {"index": the
@@ -313,9 +338,9 @@ class IndexStore:
 
     # "Could not index" markers ----------------------------------------------------------
 
-    def mark_unindexable(self, source: IndexableSource, key: str, reason: str) -> None:
-        """Tell other workers that ``source`` could not be indexed (for :attr:`failure_ttl` seconds)."""
-        name = self.object_name(source, key)
+    def mark_unindexable(self, key: str, reason: str) -> None:
+        """Tell other workers that the index keyed ``key`` could not be built (for :attr:`failure_ttl` seconds)."""
+        name = self.object_name(key)
         backend = self._ask() if name is not None else None
         if backend is None or name is None:
             return
@@ -325,9 +350,9 @@ class IndexStore:
         except StoreUnavailableError as error:
             self._fail(error)
 
-    def unindexable(self, source: IndexableSource, key: str) -> str | None:
-        """Why another worker could not index ``source``, while its marker is fresh; else None."""
-        name = self.object_name(source, key)
+    def unindexable(self, key: str) -> str | None:
+        """Why another worker could not build the index keyed ``key``, while its marker is fresh; else None."""
+        name = self.object_name(key)
         if name is None:
             return None
         body = self._small_object("fail/" + name.removeprefix("idx/"))
@@ -358,9 +383,10 @@ class IndexStore:
         return body
 
 
-def check_index_file(path: Path, key: str) -> bool:
+def check_index_file(path: Path, key: str, empty: Sequence[str] = ()) -> bool:
     """Whether the file at ``path`` is a whole index keyed ``key``: the checks of a local index
-    (IndexFile's header, version and key), and every array's CRC32 at once."""
+    (IndexFile's header, version and key), and every array's CRC32 at once; and whether each of
+    the arrays ``empty`` names is empty."""
     from symbolize.index.store import IndexFile
 
     try:
@@ -370,16 +396,20 @@ def check_index_file(path: Path, key: str) -> bool:
     try:
         for name in index.array_names():
             index.array(name)
+        return all(len(index.array(name)) == 0 for name in empty)
     except MalformedInputError:
         return False
     finally:
         index.close()
-    return True
 
 
-def _alias_body(name: str, source: IndexableSource) -> bytes:
-    debug_id = debug_id_text(source.debug_id) if source.debug_id is not None else ""
-    return json.dumps({"index": name, "debug_id": debug_id}, sort_keys=True).encode()
+def _aliases(identities: Sequence[DebugId], binary: Path | None) -> list[str]:
+    """The alias words of a build: its other IDs (a PE image's code ID), its binary's htlhash."""
+    aliases = [debug_id_text(identity) for identity in identities]
+    hashed = _htlhash(binary) if binary is not None else None
+    if hashed is not None:
+        aliases.append(f"htlhash-{hashed}")
+    return aliases
 
 
 def _htlhash(binary: Path) -> str | None:
