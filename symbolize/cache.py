@@ -16,6 +16,7 @@ index built here is published to it. Every tier's hits and misses are counted
 
 from __future__ import annotations
 
+import _thread
 import importlib
 import os
 import re
@@ -163,10 +164,23 @@ def _index_store() -> IndexStore | None:
     return index_store()
 
 
-def _count(**increments: int) -> None:
-    from symbolize.index_store.metrics import count
+# This process's counts of index loads per tier, builds, and store traffic (IndexMetrics' fields;
+# read through symbolize/index_store/metrics.py). Kept here, under _thread's lock (a builtin
+# module), so that counting costs a run that reads the counts nothing to import.
+TIER_COUNTS: dict[str, int] = {}
+# The first store failure's text (IndexMetrics.store_unavailable), when there was one.
+STORE_FAILURES: list[str] = []
+TIER_COUNTS_LOCK = _thread.allocate_lock()
 
-    count(**increments)
+
+def count_index_tiers(**increments: int) -> None:
+    """Add ``increments`` (an IndexMetrics field name: amount) to this process's counts."""
+    with TIER_COUNTS_LOCK:
+        for name, amount in increments.items():
+            TIER_COUNTS[name] = TIER_COUNTS.get(name, 0) + amount
+
+
+_count = count_index_tiers
 
 
 def load_index(

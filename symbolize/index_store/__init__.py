@@ -7,8 +7,11 @@ config.py says which store a process uses, tiers.py is the store (names, checks,
 aliases), metrics.py the counts a caller reports (``index_metrics()``).
 """
 
-from symbolize.index_store.config import INDEX_STORE_VARIABLE, configure_index_store, index_store
-from symbolize.index_store.metrics import IndexMetrics, index_metrics, reset_index_metrics
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from symbolize.index_store.config import INDEX_STORE_VARIABLE, configure_index_store, index_store
+    from symbolize.index_store.metrics import IndexMetrics, index_metrics, reset_index_metrics
 
 __all__ = [
     "INDEX_STORE_VARIABLE",
@@ -18,3 +21,23 @@ __all__ = [
     "index_store",
     "reset_index_metrics",
 ]
+
+_HOMES = {
+    "INDEX_STORE_VARIABLE": "config",
+    "configure_index_store": "config",
+    "index_store": "config",
+    "IndexMetrics": "metrics",
+    "index_metrics": "metrics",
+    "reset_index_metrics": "metrics",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported when first asked for: importing the package (as any of its
+    modules does) loads nothing else."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

@@ -1,8 +1,9 @@
 """What the index tiers did in this process: hits and misses per tier, bytes fetched and published.
 
-One :class:`IndexMetrics` per process (:func:`index_metrics`), counted by symbolize/cache.py and
-the store (symbolize/index_store/tiers.py) under a lock: a server names profiles on several
-threads. A batch run sums its workers' snapshots (``+``) and reports them.
+One set of counts per process (symbolize/cache.py's TIER_COUNTS), counted by symbolize/cache.py
+and the store (symbolize/index_store/tiers.py) under a lock, since a server names profiles on
+several threads; :func:`index_metrics` gives them as an :class:`IndexMetrics`. A batch run sums
+its workers' snapshots (``+``) and reports them.
 
 Tiers, in the order a lookup asks them:
 
@@ -15,8 +16,9 @@ Tiers, in the order a lookup asks them:
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import asdict, dataclass, fields
+
+from symbolize.cache import STORE_FAILURES, TIER_COUNTS, TIER_COUNTS_LOCK
 
 TIERS = ("local", "fetched", "store")
 
@@ -70,33 +72,20 @@ class IndexMetrics:
         return json.dumps(self.to_dict(), sort_keys=True)
 
 
-_LOCK = threading.Lock()
-_METRICS = IndexMetrics()
-
-
 def index_metrics() -> IndexMetrics:
     """A snapshot (a copy) of this process's counts."""
-    with _LOCK:
-        return IndexMetrics(**asdict(_METRICS))
+    with TIER_COUNTS_LOCK:
+        return _snapshot()
 
 
 def reset_index_metrics() -> IndexMetrics:
     """Zero the counts; returns what they were."""
-    global _METRICS
-    with _LOCK:
-        previous, _METRICS = _METRICS, IndexMetrics()
+    with TIER_COUNTS_LOCK:
+        previous = _snapshot()
+        TIER_COUNTS.clear()
+        STORE_FAILURES.clear()
     return previous
 
 
-def count(**increments: int) -> None:
-    """Add ``increments`` (field name: amount) to this process's counts."""
-    with _LOCK:
-        for name, amount in increments.items():
-            setattr(_METRICS, name, getattr(_METRICS, name) + amount)
-
-
-def record_unavailable(reason: str) -> None:
-    with _LOCK:
-        _METRICS.store_errors += 1
-        if _METRICS.store_unavailable is None:
-            _METRICS.store_unavailable = reason
+def _snapshot() -> IndexMetrics:
+    return IndexMetrics(**TIER_COUNTS, store_unavailable=STORE_FAILURES[0] if STORE_FAILURES else None)

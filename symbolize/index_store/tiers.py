@@ -43,9 +43,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from symbolize.cache import STORE_FAILURES, TIER_COUNTS_LOCK
+from symbolize.cache import count_index_tiers as count
 from symbolize.formats.errors import MalformedInputError
 from symbolize.index_store.backends import ObjectBackend, StoreUnavailableError, open_backend
-from symbolize.index_store.metrics import count, record_unavailable
 
 if TYPE_CHECKING:
     from symbolize.formats.types import DebugId
@@ -143,7 +144,10 @@ class IndexStore:
             self.unavailable = str(error)
             # Said once: the command line prints RuntimeWarnings as "symbolize: warning:" lines.
             warnings.warn(RuntimeWarning(f"{error}; indexes are built locally for the rest of this run"), stacklevel=2)
-        record_unavailable(str(error))
+        with TIER_COUNTS_LOCK:
+            if not STORE_FAILURES:
+                STORE_FAILURES.append(str(error))
+        count(store_errors=1)
 
     def has(self, key: str, cache_dir: Path) -> bool:
         """Whether the index keyed ``key`` is fetched already or in the store (its contents are
@@ -404,12 +408,32 @@ def check_index_file(path: Path, key: str, empty: Sequence[str] = ()) -> bool:
 
 
 def _aliases(identities: Sequence[DebugId], binary: Path | None) -> list[str]:
-    """The alias words of a build: its other IDs (a PE image's code ID), its binary's htlhash."""
+    """The alias words of a build: its other IDs (a PE image's code ID, also when the index is
+    its PDB's), its binary's htlhash."""
     aliases = [debug_id_text(identity) for identity in identities]
+    for identity in _binary_identities(binary) if binary is not None else ():
+        word = debug_id_text(identity)
+        if identity.kind.value == "pe-code-id" and word not in aliases:
+            aliases.append(word)
     hashed = _htlhash(binary) if binary is not None else None
     if hashed is not None:
         aliases.append(f"htlhash-{hashed}")
     return aliases
+
+
+def _binary_identities(binary: Path) -> Sequence[DebugId]:
+    """Every ID of the binary at ``binary`` (opened and closed again; none when it cannot be read)."""
+    from symbolize.formats.errors import SymbolizeError
+    from symbolize.formats.open import open_object
+
+    try:
+        opened = open_object(binary)
+    except (SymbolizeError, OSError):
+        return ()
+    try:
+        return tuple(opened.identities())
+    finally:
+        opened.close()
 
 
 def _htlhash(binary: Path) -> str | None:
