@@ -24,7 +24,13 @@ from symbolize.discovery import SearchOptions, open_module
 from symbolize.index.indexed import IndexedObject
 from symbolize.index.store import IndexFile
 from symbolize.index_store import configure_index_store, index_metrics, reset_index_metrics
-from symbolize.index_store.backends import DirectoryBackend, ObjectBackend, StoreUnavailableError, open_backend
+from symbolize.index_store.backends import (
+    DirectoryBackend,
+    ObjectBackend,
+    ObjectInfo,
+    StoreUnavailableError,
+    open_backend,
+)
 from symbolize.index_store.config import forget_index_stores, index_store
 from symbolize.index_store.tiers import FETCHED_DIR, IndexStore, check_index_file
 from symbolize.loader import Loader
@@ -506,3 +512,43 @@ def test_a_run_that_names_no_store_imports_none_of_it() -> None:
         line for line in run.stderr.splitlines() if any(name in line for name in ("obstore", "fsspec", "index_store"))
     ]
     assert imported == []
+
+
+def test_the_index_command_fails_when_it_cannot_publish(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    environment = {key: value for key, value in os.environ.items() if key != "SYMBOLIZE_INDEX_STORE"}
+    command = [sys.executable, "-m", "symbolize", "index", str(OTHER_BINARY), "--cache-dir", str(tmp_path / "cache")]
+    run = subprocess.run(
+        [*command, "--index-store", str(blocker / "store")],
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1
+    assert run.stdout.strip().endswith(".idx")  # built locally all the same
+    warnings = [line for line in run.stderr.splitlines() if line.startswith("symbolize: warning: ")]
+    assert len(warnings) == 1 and str(blocker / "store") in warnings[0]
+
+
+class _CountingDirectory(DirectoryBackend):
+    """A directory store that counts the heads it is asked (the requests a lookup costs)."""
+
+    heads = 0
+
+    def head(self, name: str) -> ObjectInfo | None:
+        self.heads += 1
+        return super().head(name)
+
+
+def test_a_missing_index_is_asked_for_once_a_minute_not_per_lookup(tmp_path: Path) -> None:
+    backend = _CountingDirectory(tmp_path / "store")
+    store = IndexStore(str(tmp_path / "store"), backend)
+    key = _key(BINARY)
+    assert store.fetch(key, tmp_path / "cache") is None
+    assert store.fetch(key, tmp_path / "cache") is None
+    assert backend.heads == 1
+    assert index_metrics().store_misses == 2
+    built = build_indexes([BINARY], cache_dir=tmp_path / "builder")[0]
+    assert store.publish_file(built)
+    assert store.fetch(key, tmp_path / "cache") is not None  # what this process published is seen at once

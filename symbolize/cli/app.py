@@ -330,7 +330,8 @@ def index_command(
     """Build the persistent index of each binary and its debug files, for fast later lookups.
 
     With --index-store, an index the store holds is fetched instead of built, and each index
-    (built now or before) is published to the store unless it holds one.
+    (built now or before) is published to the store unless it holds one (exit 1 when the store
+    could not be reached or written).
 
     Prints each index file, and on stderr the binary (or debug file and its binary) it answers
     for; a binary that cannot be indexed is reported on stderr and the others are indexed still
@@ -371,7 +372,9 @@ def index_command(
             progress.close()
 
     _exit_with(run_guarded(index, debug=_debug(ctx)))
-    if failed:
+    # An index store that could not be written was said (a warning line): asked to publish, the run failed.
+    store = configured_index_store() if index_store else None
+    if failed or (store is not None and store.unavailable is not None):
         raise typer.Exit(EXIT_INPUT_ERROR)
 
 

@@ -65,6 +65,9 @@ SMALL_OBJECT_BYTES = 64 << 10
 # Indexes are read in ranges of this size: a bounded buffer, a size checked as it grows.
 CHUNK_BYTES = 8 << 20
 FETCHED_DIR = "store"
+# How long a process believes the store lacks an index before asking again (another worker may
+# have published it since).
+MISSING_SECONDS = 60.0
 # The identity at the end of an index key (symbolize/cache.py's index_key), when it is a debug ID.
 _IDENTITY = re.compile(r" (?P<kind>[a-z][a-z-]*) (?P<id>[0-9a-f]+) age (?P<age>\d+) size \d+$")
 
@@ -100,6 +103,8 @@ class IndexStore:
         self.unavailable: str | None = None
         # Names of objects this process refused as damaged: the one kind of object it overwrites.
         self._refused: set[str] = set()
+        # Names the store did not hold, with when it said so (a long-lived process asks again later).
+        self._missing: dict[str, float] = {}
         self.max_bytes = int(_setting(MAX_BYTES_VARIABLE, DEFAULT_MAX_BYTES))
         self.lru_bytes = int(_setting(LRU_BYTES_VARIABLE, DEFAULT_LRU_BYTES))
         self.failure_ttl = _setting(FAILURE_TTL_VARIABLE, DEFAULT_FAILURE_TTL)
@@ -180,9 +185,13 @@ class IndexStore:
         backend = self._ask()
         if backend is None:
             return None
+        if time.monotonic() - self._missing.get(name, -MISSING_SECONDS) < MISSING_SECONDS:
+            count(store_misses=1)  # asked a moment ago: a file never indexed is not asked about per lookup
+            return None
         try:
             info = backend.head(name)
             if info is None:
+                self._missing[name] = time.monotonic()
                 count(store_misses=1)
                 return None
             if info.size > self.max_bytes:
@@ -318,6 +327,7 @@ class IndexStore:
                 wrote = True
             if wrote:
                 count(published=1, bytes_published=len(data))
+            self._missing.pop(name, None)
             body = json.dumps({"index": name, "debug_id": name.split("/")[2]}, sort_keys=True).encode()
             for alias in _aliases(identities, binary):
                 backend.put_if_absent(f"alias/{alias}", body)
