@@ -552,3 +552,32 @@ def test_a_missing_index_is_asked_for_once_a_minute_not_per_lookup(tmp_path: Pat
     built = build_indexes([BINARY], cache_dir=tmp_path / "builder")[0]
     assert store.publish_file(built)
     assert store.fetch(key, tmp_path / "cache") is not None  # what this process published is seen at once
+
+
+def test_profile_names_from_the_store_as_without_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(str(tmp_path / "store"), monkeypatch)
+    build_indexes([BINARY], cache_dir=tmp_path / "builder")  # published by another machine
+    profile = FIXTURES / "profiles" / "cppdemo-gcc-dwarf5-pie.heap.pb"
+    environment = {key: value for key, value in os.environ.items() if key != "SYMBOLIZE_INDEX_STORE"}
+    command = [sys.executable, "-m", "symbolize", "profile", str(profile), "--binary", str(BINARY)]
+    plain = subprocess.run([*command, "-o", str(tmp_path / "plain.pb"), "--no-cache"], env=environment)
+    worker = ["--cache-dir", str(tmp_path / "worker"), "--index-store", str(tmp_path / "store")]
+    stored = subprocess.run(
+        [*command, "-o", str(tmp_path / "stored.pb"), *worker],
+        env=environment,
+        capture_output=True,
+    )
+    assert plain.returncode == 0 and stored.returncode == 0, stored.stderr
+    assert (tmp_path / "stored.pb").read_bytes() == (tmp_path / "plain.pb").read_bytes()
+    assert list((tmp_path / "worker" / FETCHED_DIR).glob("*.idx"))  # named from the fetched index
+
+
+def test_an_fsspec_store_serves_as_an_object_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if importlib.util.find_spec("fsspec") is None:
+        pytest.skip("fsspec is not installed (pip install -e '.[store]')")
+    _use(f"memory://indexes-{uuid.uuid4().hex[:8]}/prefix", monkeypatch)  # fsspec's in-memory filesystem
+    build_indexes([BINARY], cache_dir=tmp_path / "builder")
+    assert index_metrics().published == 1
+    answers, indexed = _lookup(BINARY, tmp_path / "worker")
+    assert indexed and answers == _uncached(BINARY)
+    assert index_metrics().store_hits == 1
