@@ -16,7 +16,6 @@ index built here is published to it. Every tier's hits and misses are counted
 
 from __future__ import annotations
 
-import _thread
 import importlib
 import os
 import re
@@ -30,6 +29,8 @@ from symbolize.demangle import DEMANGLER
 from symbolize.formats.errors import MalformedInputError
 from symbolize.index.indexed import SCHEMA_VERSION, IndexableSource, IndexedObject, build_index_arrays
 from symbolize.index.store import FORMAT_VERSION, IndexFile, write_index
+from symbolize.index_store.config import INDEX_STORE_VARIABLE, index_store
+from symbolize.index_store.counts import count as _count
 
 if TYPE_CHECKING:
     from symbolize.index_store.tiers import IndexStore
@@ -51,8 +52,6 @@ def _sha256_hex(data: bytes) -> str:
 
 
 CACHE_DIR_VARIABLE = "SYMBOLIZE_CACHE_DIR"
-# The shared index store's URL (symbolize/index_store/config.py); unset: none.
-INDEX_STORE_VARIABLE = "SYMBOLIZE_INDEX_STORE"
 # Bump when a change to the readers changes any answer: older indexes then stop matching.
 # 5: untyped and data symbols that label code (hand-written assembly) name it.
 # 6: a separate ELF debug file's outermost frames are named by its binary's symbols first.
@@ -156,31 +155,10 @@ def has_index(source: IndexableSource, cache_dir: Path) -> bool:
 
 
 def _index_store() -> IndexStore | None:
-    """The shared index store this process uses, or None (without importing it when none is set)."""
-    if not os.environ.get(INDEX_STORE_VARIABLE):
-        return None
-    from symbolize.index_store.config import index_store
-
-    return index_store()
+    """The shared index store this process uses, or None."""
+    return index_store() if os.environ.get(INDEX_STORE_VARIABLE) else None
 
 
-# This process's counts of index loads per tier, builds, and store traffic (IndexMetrics' fields;
-# read through symbolize/index_store/metrics.py). Kept here, under _thread's lock (a builtin
-# module), so that counting costs a run that reads the counts nothing to import.
-TIER_COUNTS: dict[str, int] = {}
-# The first store failure's text (IndexMetrics.store_unavailable), when there was one.
-STORE_FAILURES: list[str] = []
-TIER_COUNTS_LOCK = _thread.allocate_lock()
-
-
-def count_index_tiers(**increments: int) -> None:
-    """Add ``increments`` (an IndexMetrics field name: amount) to this process's counts."""
-    with TIER_COUNTS_LOCK:
-        for name, amount in increments.items():
-            TIER_COUNTS[name] = TIER_COUNTS.get(name, 0) + amount
-
-
-_count = count_index_tiers
 
 
 def load_index(
@@ -257,8 +235,32 @@ def build_index(
     _count(built=1)
     if store is not None:
         # Only an index whose answers came from ``source`` alone serves another machine.
-        store.publish(source, key, path, shareable=not arrays[CONSULTED_ARRAY], binary=image_path)
+        store.publish(key, path, binary=image_path or source.path, shareable=not arrays[CONSULTED_ARRAY])
     return path
+
+
+def publish_index_file(path: Path) -> bool:
+    """Publish the index file at ``path`` to this process's index store unless it holds one
+    (``symbolize index --index-store``); True when this call wrote it. One whose answers came
+    from other files of this machine too (split units, a dwz file) is not published."""
+    store = _index_store()
+    key = stored_key(path)
+    if store is None or key is None:
+        return False
+    source_path, image_path = index_owner(path)
+    binary = image_path or source_path
+    try:
+        index = IndexFile(path, key)
+    except (MalformedInputError, OSError):
+        return False
+    try:
+        shareable = not index.array(CONSULTED_ARRAY)
+    except MalformedInputError:
+        return False
+    finally:
+        index.close()
+    return store.publish_file(key, path, binary=binary if binary is not None and binary.is_file() else None,
+                              shareable=shareable)  # fmt: skip
 
 
 def with_index(

@@ -338,7 +338,7 @@ def index_command(
     (exit 1 when any failed). On a terminal, stderr shows which binary is being indexed.
     """
     from symbolize.api import build_indexes
-    from symbolize.cache import index_owner
+    from symbolize.cache import index_owner, publish_index_file
     from symbolize.index_store.config import index_store as configured_index_store
     from symbolize.progress import stderr_progress
 
@@ -365,7 +365,7 @@ def index_command(
                     continue
                 for path in built:
                     if store is not None:
-                        store.publish_file(path)  # built before, or by a run without the store
+                        publish_index_file(path)  # built before, or by a run without the store
                     typer.echo(f"{path}: {_owner_text(*index_owner(path))}", err=True)
                     typer.echo(str(path))
         finally:

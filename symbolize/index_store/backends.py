@@ -10,8 +10,8 @@ the small "could not index" markers, which expire). Three kinds:
 - S3, GCS and Azure through obstore (symbolize/index_store/obstore_backend.py);
 - any other scheme fsspec knows (symbolize/index_store/fsspec_backend.py).
 
-:func:`open_backend` picks one from a URL; obstore and fsspec are imported only then, so a run
-that names no store never loads them. Object names are ``/``-separated words of
+symbolize/index_store/urls.py's open_backend picks one from a URL; obstore and fsspec are imported
+only then, so a run that names no store never loads them. Object names are ``/``-separated words of
 ``[A-Za-z0-9._-]`` (:func:`check_name`): a name is never a path that leaves the store's root.
 """
 
@@ -25,8 +25,6 @@ from typing import NamedTuple, Protocol
 from symbolize.formats.errors import SymbolizeError
 
 _NAME_WORD = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
-# Schemes obstore speaks (its from_url's); any other scheme with "://" goes to fsspec.
-OBSTORE_SCHEMES = frozenset({"s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss"})
 
 
 class StoreUnavailableError(SymbolizeError):
@@ -146,28 +144,3 @@ class DirectoryBackend:
         except OSError as error:
             raise self._unwritable(error) from error
         return Path(name)
-
-
-def open_backend(url: str) -> ObjectBackend:
-    """The backend ``url`` names: ``s3://``, ``gs://``, ``az://`` (and obstore's other spellings)
-    through obstore, another ``scheme://`` through fsspec, ``file://`` or a plain path a directory.
-    Raises StoreUnavailableError when the URL's backend is not installed or refuses the URL."""
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        return DirectoryBackend(Path(url))
-    scheme = scheme.lower()
-    if scheme == "file":
-        return DirectoryBackend(Path(rest))
-    if scheme in OBSTORE_SCHEMES:
-        try:
-            from symbolize.index_store.obstore_backend import ObstoreBackend
-        except ImportError as error:
-            raise StoreUnavailableError(
-                "index store needs obstore: pip install 'pprof-symbolize[store]'", url
-            ) from error
-        return ObstoreBackend(url)
-    try:
-        from symbolize.index_store.fsspec_backend import FsspecBackend
-    except ImportError as error:
-        raise StoreUnavailableError("index store needs fsspec: pip install 'pprof-symbolize[store]'", url) from error
-    return FsspecBackend(url)

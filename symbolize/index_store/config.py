@@ -6,18 +6,17 @@ background index builder, a batch run's workers) use the same store.
 
 from __future__ import annotations
 
+import _thread
 import os
-import threading
 from typing import TYPE_CHECKING
-
-from symbolize.cache import INDEX_STORE_VARIABLE
 
 if TYPE_CHECKING:
     from symbolize.index_store.tiers import IndexStore
 
-__all__ = ["INDEX_STORE_VARIABLE", "configure_index_store", "forget_index_stores", "index_store"]
+INDEX_STORE_VARIABLE = "SYMBOLIZE_INDEX_STORE"
 
-_LOCK = threading.Lock()
+# _thread's lock: threading is not otherwise imported by a plain run.
+_LOCK = _thread.allocate_lock()
 _STORES: dict[str, IndexStore] = {}
 
 

@@ -1,6 +1,6 @@
 """What the index tiers did in this process: hits and misses per tier, bytes fetched and published.
 
-One set of counts per process (symbolize/cache.py's TIER_COUNTS), counted by symbolize/cache.py
+One set of counts per process (symbolize/index_store/counts.py), counted by symbolize/cache.py
 and the store (symbolize/index_store/tiers.py) under a lock, since a server names profiles on
 several threads; :func:`index_metrics` gives them as an :class:`IndexMetrics`. A batch run sums
 its workers' snapshots (``+``) and reports them.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 
-from symbolize.cache import STORE_FAILURES, TIER_COUNTS, TIER_COUNTS_LOCK
+from symbolize.index_store import counts
 
 TIERS = ("local", "fetched", "store")
 
@@ -74,18 +74,18 @@ class IndexMetrics:
 
 def index_metrics() -> IndexMetrics:
     """A snapshot (a copy) of this process's counts."""
-    with TIER_COUNTS_LOCK:
+    with counts.LOCK:
         return _snapshot()
 
 
 def reset_index_metrics() -> IndexMetrics:
     """Zero the counts; returns what they were."""
-    with TIER_COUNTS_LOCK:
+    with counts.LOCK:
         previous = _snapshot()
-        TIER_COUNTS.clear()
-        STORE_FAILURES.clear()
+        counts.COUNTS.clear()
+        counts.FAILURES.clear()
     return previous
 
 
 def _snapshot() -> IndexMetrics:
-    return IndexMetrics(**TIER_COUNTS, store_unavailable=STORE_FAILURES[0] if STORE_FAILURES else None)
+    return IndexMetrics(**counts.COUNTS, store_unavailable=counts.FAILURES[0] if counts.FAILURES else None)

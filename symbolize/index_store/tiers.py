@@ -43,14 +43,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from symbolize.cache import STORE_FAILURES, TIER_COUNTS_LOCK
-from symbolize.cache import count_index_tiers as count
-from symbolize.formats.errors import MalformedInputError
-from symbolize.index_store.backends import ObjectBackend, StoreUnavailableError, open_backend
+from symbolize.formats.errors import MalformedInputError, SymbolizeError
+from symbolize.index_store.backends import ObjectBackend, StoreUnavailableError
+from symbolize.index_store.counts import count, record_failure
+from symbolize.index_store.urls import open_backend
 
 if TYPE_CHECKING:
     from symbolize.formats.types import DebugId
-    from symbolize.index.indexed import IndexableSource
 
 MAX_BYTES_VARIABLE = "SYMBOLIZE_INDEX_STORE_MAX_BYTES"
 LRU_BYTES_VARIABLE = "SYMBOLIZE_INDEX_STORE_LRU_BYTES"
@@ -68,8 +67,12 @@ FETCHED_DIR = "store"
 # How long a process believes the store lacks an index before asking again (another worker may
 # have published it since).
 MISSING_SECONDS = 60.0
-# The identity at the end of an index key (symbolize/cache.py's index_key), when it is a debug ID.
-_IDENTITY = re.compile(r" (?P<kind>[a-z][a-z-]*) (?P<id>[0-9a-f]+) age (?P<age>\d+) size \d+$")
+# An index key (symbolize/cache.py's index_key) whose identity is a debug ID: its versions, the
+# debug ID's kind, value and age.
+_SHARED_KEY = re.compile(
+    r"symbolize index (?P<versions>[0-9]+(?:\.[0-9]+)*) .*"
+    r" (?P<kind>[a-z][a-z-]*) (?P<id>[0-9a-f]+) age (?P<age>\d+) size \d+"
+)
 
 
 def _setting(name: str, default: float) -> float:
@@ -87,9 +90,9 @@ def debug_id_text(debug_id: DebugId) -> str:
 
 
 def _digest(text: str) -> str:
-    from symbolize.cache import _sha256_hex
+    import hashlib
 
-    return _sha256_hex(text.encode())
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class IndexStore:
@@ -115,16 +118,13 @@ class IndexStore:
     def object_name(key: str) -> str | None:
         """The name of the index keyed ``key`` (symbolize/cache.py's index_key) in any store; None
         for an index that is not shared (its file has no debug ID: it is named by path and mtime)."""
-        from symbolize.cache import ANSWER_VERSION
-        from symbolize.index.indexed import SCHEMA_VERSION
-        from symbolize.index.store import FORMAT_VERSION
-
-        identity = _IDENTITY.search(key)
-        if identity is None:
+        fields = _SHARED_KEY.fullmatch(key)
+        if fields is None:
             return None
-        word = f"{identity['kind']}-{identity['id']}" + (f"-{identity['age']}" if identity["age"] != "0" else "")
-        versions = f"v{FORMAT_VERSION}.{SCHEMA_VERSION}.{ANSWER_VERSION}"
-        return f"idx/{versions}/{word}/{_digest(key)[:32]}"
+        word = f"{fields['kind']}-{fields['id']}" + (f"-{fields['age']}" if fields["age"] != "0" else "")
+        # The key's versions (index format, schema, answers): an index another version wrote is
+        # not even fetched.
+        return f"idx/v{fields['versions']}/{word}/{_digest(key)[:32]}"
 
     @staticmethod
     def fetched_path(cache_dir: Path, key: str) -> Path:
@@ -149,10 +149,7 @@ class IndexStore:
             self.unavailable = str(error)
             # Said once: the command line prints RuntimeWarnings as "symbolize: warning:" lines.
             warnings.warn(RuntimeWarning(f"{error}; indexes are built locally for the rest of this run"), stacklevel=2)
-        with TIER_COUNTS_LOCK:
-            if not STORE_FAILURES:
-                STORE_FAILURES.append(str(error))
-        count(store_errors=1)
+        record_failure(str(error))
 
     def has(self, key: str, cache_dir: Path) -> bool:
         """Whether the index keyed ``key`` is fetched already or in the store (its contents are
@@ -161,13 +158,20 @@ class IndexStore:
             return True
         name = self.object_name(key)
         backend = self._ask() if name is not None else None
-        if backend is None or name is None:
+        if backend is None or name is None or self._known_missing(name):
             return False
         try:
-            return backend.head(name) is not None
+            found = backend.head(name) is not None
         except StoreUnavailableError as error:
             self._fail(error)
             return False
+        if not found:
+            self._missing[name] = time.monotonic()
+        return found
+
+    def _known_missing(self, name: str) -> bool:
+        """Whether the store said it lacks ``name`` a moment ago (within :data:`MISSING_SECONDS`)."""
+        return time.monotonic() - self._missing.get(name, -MISSING_SECONDS) < MISSING_SECONDS
 
     def fetch(self, key: str, cache_dir: Path) -> Path | None:
         """The checked local copy of the index keyed ``key``: from the LRU, else fetched from the store.
@@ -185,7 +189,7 @@ class IndexStore:
         backend = self._ask()
         if backend is None:
             return None
-        if time.monotonic() - self._missing.get(name, -MISSING_SECONDS) < MISSING_SECONDS:
+        if self._known_missing(name):
             count(store_misses=1)  # asked a moment ago: a file never indexed is not asked about per lookup
             return None
         try:
@@ -271,32 +275,23 @@ class IndexStore:
 
     # Writing ------------------------------------------------------------------------------
 
-    def publish(
-        self, source: IndexableSource, key: str, path: Path, *, shareable: bool = True, binary: Path | None = None
-    ) -> bool:
-        """Write the index file at ``path`` (``source``'s, keyed ``key``, just built) to the store
-        unless it holds one; True when this call wrote it. ``shareable`` False (answers from other
-        files of this machine) publishes nothing. ``binary``: the file the profile's mappings name
-        (``source`` is its debug file; None: ``source`` itself), whose htlhash gets an alias."""
+    def publish(self, key: str, path: Path, *, binary: Path | None = None, shareable: bool = True) -> bool:
+        """Write the index file at ``path`` (keyed ``key``, just built here) to the store unless
+        it holds one; True when this call wrote it. ``shareable`` False (answers from other files
+        of this machine) publishes nothing. ``binary``: the file the profile's mappings name (the
+        index's source, or the binary it is the debug file of), whose other IDs (a PE image's
+        code ID) and htlhash become aliases of the index."""
         name = self.object_name(key)
         if name is None or not shareable:
             return False
-        # Readers list every ID a mapping may name them by (formats/types.py Image.identities); a
-        # symbol source that is no image (an index's stand-in) lists none.
-        identities: Sequence[DebugId] = getattr(source, "identities", lambda: ())()
-        others = [identity for identity in identities if identity != source.debug_id]
-        return self._put(name, path, others, binary or source.path)
+        return self._put(name, path, binary)
 
-    def publish_file(self, path: Path) -> bool:
-        """Publish the local index file at ``path`` (``symbolize index --index-store``: an index
-        built before, or by a run without the store) unless the store holds one; True when this
-        call wrote it. A damaged file, one named by path, or one whose answers came from other
-        files of this machine too is not published."""
-        from symbolize.cache import CONSULTED_ARRAY, index_owner, stored_key
-
-        key = stored_key(path)
-        name = self.object_name(key) if key is not None else None
-        if key is None or name is None or not check_index_file(path, key, empty=(CONSULTED_ARRAY,)):
+    def publish_file(self, key: str, path: Path, *, binary: Path | None = None, shareable: bool = True) -> bool:
+        """:meth:`publish` for an index file built before (``symbolize index --index-store``),
+        checked first as a fetched one is (a damaged file is not published), and only when the
+        store holds no index under its name."""
+        name = self.object_name(key)
+        if name is None or not shareable or not check_index_file(path, key):
             return False
         backend = self._ask()
         try:
@@ -305,11 +300,9 @@ class IndexStore:
         except StoreUnavailableError as error:
             self._fail(error)
             return False
-        source_path, image_path = index_owner(path)
-        binary = image_path or source_path
-        return self._put(name, path, (), binary if binary is not None and binary.is_file() else None)
+        return self._put(name, path, binary)
 
-    def _put(self, name: str, path: Path, identities: Sequence[DebugId], binary: Path | None) -> bool:
+    def _put(self, name: str, path: Path, binary: Path | None) -> bool:
         backend = self._ask()
         if backend is None:
             return False
@@ -329,7 +322,7 @@ class IndexStore:
                 count(published=1, bytes_published=len(data))
             self._missing.pop(name, None)
             body = json.dumps({"index": name, "debug_id": name.split("/")[2]}, sort_keys=True).encode()
-            for alias in _aliases(identities, binary):
+            for alias in _aliases(binary) if binary is not None else ():
                 backend.put_if_absent(f"alias/{alias}", body)
         except StoreUnavailableError as error:
             self._fail(error)
@@ -417,33 +410,27 @@ def check_index_file(path: Path, key: str, empty: Sequence[str] = ()) -> bool:
         index.close()
 
 
-def _aliases(identities: Sequence[DebugId], binary: Path | None) -> list[str]:
-    """The alias words of a build: its other IDs (a PE image's code ID, also when the index is
-    its PDB's), its binary's htlhash."""
-    aliases = [debug_id_text(identity) for identity in identities]
-    for identity in _binary_identities(binary) if binary is not None else ():
-        word = debug_id_text(identity)
-        if identity.kind.value == "pe-code-id" and word not in aliases:
-            aliases.append(word)
-    hashed = _htlhash(binary) if binary is not None else None
+def _aliases(binary: Path) -> list[str]:
+    """The alias words of a build: its binary's other IDs (a PE image's code ID, also when the
+    index is its PDB's), the binary's htlhash."""
+    aliases = [
+        debug_id_text(identity) for identity in _binary_identities(binary) if identity.kind.value == "pe-code-id"
+    ]
+    hashed = _htlhash(binary)
     if hashed is not None:
         aliases.append(f"htlhash-{hashed}")
     return aliases
 
 
 def _binary_identities(binary: Path) -> Sequence[DebugId]:
-    """Every ID of the binary at ``binary`` (opened and closed again; none when it cannot be read)."""
-    from symbolize.formats.errors import SymbolizeError
-    from symbolize.formats.open import open_object
+    """Every ID the binary's headers record (formats/identity.py: a few pages read, nothing decoded);
+    none when they cannot be read."""
+    from symbolize.formats.identity import read_header_identities
 
     try:
-        opened = open_object(binary)
+        return tuple(identity for header in read_header_identities(binary) for identity in header.ids)
     except (SymbolizeError, OSError):
         return ()
-    try:
-        return tuple(opened.identities())
-    finally:
-        opened.close()
 
 
 def _htlhash(binary: Path) -> str | None:
@@ -451,7 +438,8 @@ def _htlhash(binary: Path) -> str | None:
     import importlib
 
     try:
-        function = getattr(importlib.import_module("symbolize.formats.identity"), "htlhash", None)
+        # Looked up by name until issue 25's formats/identity.py htlhash is merged (then: import it).
+        function = vars(importlib.import_module("symbolize.formats.identity")).get("htlhash")
         return None if function is None else str(function(binary))
-    except (ImportError, OSError, MalformedInputError):
+    except (ImportError, OSError, SymbolizeError):
         return None
