@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import time
@@ -76,11 +77,12 @@ _SHARED_KEY = re.compile(
 
 
 def _setting(name: str, default: float) -> float:
+    """The variable ``name`` as a finite number of at least 0; ``default`` for anything else."""
     try:
         value = float(os.environ.get(name) or default)
     except ValueError:
         return default
-    return value if value >= 0 else default
+    return value if math.isfinite(value) and value >= 0 else default
 
 
 def debug_id_text(debug_id: DebugId) -> str:
