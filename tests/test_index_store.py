@@ -37,7 +37,7 @@ from symbolize.index_store.tiers import FETCHED_DIR, IndexStore, check_index_fil
 from symbolize.index_store.urls import open_backend
 from symbolize.loader import Loader
 from tests.fixtures_data import FIXTURES
-from tests.servers.s3 import S3Server, Unavailable, start_s3
+from tests.servers.s3 import S3Server, Unavailable, stalling_endpoint, start_s3
 from tests.test_index import fixture_addresses
 
 BINARY = FIXTURES / "bin" / "cppdemo-gcc-dwarf5-pie"
@@ -617,3 +617,21 @@ def test_a_binary_htlhash_is_an_alias_of_its_index(tmp_path: Path, monkeypatch: 
     assert key is not None
     alias = store.resolve_alias(f"htlhash-{htlhash(BINARY)}")
     assert alias is not None and alias["index"] == store.object_name(key)
+
+
+def test_a_store_that_hangs_costs_seconds_then_is_not_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if importlib.util.find_spec("obstore") is None:
+        pytest.skip("obstore is not installed (pip install -e '.[store]')")
+    with stalling_endpoint() as endpoint:
+        for name, value in S3Server(endpoint, "hangs", None).environ.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("SYMBOLIZE_INDEX_STORE_TIMEOUT", "1")
+        store = _use("s3://hangs/prefix", monkeypatch)
+        started = time.monotonic()
+        with pytest.warns(RuntimeWarning, match="indexes are built locally"):
+            answers, indexed = _lookup(BINARY, tmp_path / "cache", build=True)
+        assert indexed and answers == _uncached(BINARY)
+        assert store.unavailable is not None
+        _lookup(OTHER_BINARY, tmp_path / "cache", build=True)  # not asked again
+        assert index_metrics().store_errors == 1
+        assert time.monotonic() - started < 30  # three one-second tries, not the client's minutes

@@ -7,12 +7,13 @@ writes (``mode="create"``: S3's ``If-None-Match: *``, GCS's generation precondit
 ``GOOGLE_*``, ``AZURE_*``). The path of ``s3://bucket/prefix`` is the prefix of every object.
 
 Requests are bounded (a connect timeout, a request timeout, two retries within
-:data:`RETRY_SECONDS`): a store that is gone costs a run seconds, not the crate's minutes of
-retries, before it falls back to building locally.
+:data:`RETRY_SECONDS`): a store that is gone or stalls costs a run seconds, not the crate's
+minutes of retries, before it falls back to building locally.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from datetime import timedelta
 from typing import Any
@@ -23,9 +24,12 @@ from obstore.store import from_url
 
 from symbolize.index_store.backends import ObjectInfo, StoreUnavailableError, check_name
 
-CONNECT_SECONDS = 5
-REQUEST_SECONDS = 120
-RETRY_SECONDS = 15
+# Seconds a request may take (SYMBOLIZE_INDEX_STORE_TIMEOUT; an 8 MiB range at 280 KB/s), to
+# connect, and for all the retries of one request.
+TIMEOUT_VARIABLE = "SYMBOLIZE_INDEX_STORE_TIMEOUT"
+REQUEST_SECONDS = 30.0
+CONNECT_SECONDS = 5.0
+RETRY_SECONDS = 15.0
 _ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 
 
@@ -36,12 +40,16 @@ class ObstoreBackend:
         self.url = url
         # A plain-HTTP endpoint (a local S3 server) must be allowed explicitly.
         endpoint = next((os.environ[name] for name in _ENDPOINT_VARIABLES if os.environ.get(name)), "")
-        client: dict[str, Any] = {"connect_timeout": f"{CONNECT_SECONDS}s", "timeout": f"{REQUEST_SECONDS}s"}
+        request = _seconds(os.environ.get(TIMEOUT_VARIABLE), REQUEST_SECONDS)
+        client: dict[str, Any] = {
+            "connect_timeout": timedelta(seconds=min(CONNECT_SECONDS, request)),
+            "timeout": timedelta(seconds=request),
+        }
         if endpoint.startswith("http://"):
             client["allow_http"] = True
         retry: dict[str, Any] = {
             "max_retries": 2,
-            "retry_timeout": timedelta(seconds=RETRY_SECONDS),
+            "retry_timeout": timedelta(seconds=min(RETRY_SECONDS, 3 * request)),
             "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=2), "base": 2},
         }
         try:
@@ -88,3 +96,12 @@ class ObstoreBackend:
             obstore.put(self._store, check_name(name), data, mode="overwrite", use_multipart=False)
         except (BaseError, OSError, RuntimeError) as error:
             raise self._unavailable(error) from error
+
+
+def _seconds(text: str | None, default: float) -> float:
+    """``text`` as a positive, finite number of seconds; ``default`` for anything else."""
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        return default
+    return value if math.isfinite(value) and value > 0 else default

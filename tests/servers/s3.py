@@ -92,6 +92,41 @@ def start_s3() -> Iterator[S3Server]:
             server.stop()
 
 
+@contextlib.contextmanager
+def stalling_endpoint() -> Iterator[str]:
+    """An endpoint (``http://127.0.0.1:PORT``) that accepts connections, reads what it is sent and
+    never answers: an S3 server that hangs. Its connections are closed when the context ends."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stopped = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stopped.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(connection)  # read by nobody, answered never
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        host, port = listener.getsockname()[:2]
+        yield f"http://{host}:{port}"
+    finally:
+        stopped.set()
+        thread.join()
+        listener.close()
+        for connection in held:
+            connection.close()
+
+
 if __name__ == "__main__":
     import time
 
