@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symbolize.api import build_indexes
-from symbolize.cache import index_key, index_path, publish_index_file, stored_key
+from symbolize.cache import clear_cache, index_key, index_path, publish_index_file, stored_key
 from symbolize.discovery import SearchOptions, open_module
 from symbolize.index.indexed import IndexedObject
 from symbolize.index.store import IndexFile
@@ -635,3 +635,12 @@ def test_a_store_that_hangs_costs_seconds_then_is_not_asked(tmp_path: Path, monk
         _lookup(OTHER_BINARY, tmp_path / "cache", build=True)  # not asked again
         assert index_metrics().store_errors == 1
         assert time.monotonic() - started < 30  # three one-second tries, not the client's minutes
+
+
+def test_clearing_the_cache_removes_the_fetched_indexes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(str(tmp_path / "store"), monkeypatch)
+    build_indexes([BINARY], cache_dir=tmp_path / "builder")
+    _lookup(BINARY, tmp_path / "worker")
+    assert list((tmp_path / "worker" / FETCHED_DIR).glob("*.idx"))
+    assert clear_cache(tmp_path / "worker") == 1
+    assert not list((tmp_path / "worker" / FETCHED_DIR).glob("*"))
