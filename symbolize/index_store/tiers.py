@@ -5,7 +5,9 @@ Objects (under the store URL's prefix)::
 
     idx/v<format>.<schema>.<answers>/<debug-id>/<variant>   the index file, byte for byte
     fail/v<format>.<schema>.<answers>/<debug-id>/<variant>  JSON {"reason", "written"}: could not index
-    alias/<kind>/<id>                                       JSON {"index": <idx name>, "debug_id"}
+    alias/<kind>-<id>                                       JSON {"index": <idx name>, "debug_id"}
+
+(aliases: ``pe-code-id-<hex>`` of a PE image, also for its PDB's index; ``htlhash-<hex>`` of the binary.)
 
 ``<debug-id>`` is the build's (``gnu-build-id-<hex>``, ``pdb-<hex>-<age>``, ``macho-uuid-<hex>``);
 ``<variant>`` is a digest of the whole index key (symbolize/cache.py's index_key: demangler,
@@ -26,9 +28,11 @@ recently used cache bounded by :data:`LRU_BYTES_VARIABLE` (default 4 GiB).
 
 The store is trusted as the cache directory is: the checks catch damage, not a forger.
 
-A store that fails to answer (unreachable, refusing) is not asked again by this process: lookups
-fall back to building locally, and :attr:`IndexStore.unavailable` (and the metrics'
-``store_unavailable``) says why, for the command line to print.
+A store that fails to answer (unreachable, refusing, hanging past its timeout) is not asked again
+by this process: lookups fall back to building locally, a RuntimeWarning says so once (the command
+line prints it as one line), and :attr:`IndexStore.unavailable` (and the metrics'
+``store_unavailable``) keeps why. Whole objects are read as ranges of [0, size) after ``head``:
+every read is bounded by a size the reader checked first.
 """
 
 from __future__ import annotations
