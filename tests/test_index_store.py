@@ -217,7 +217,9 @@ def test_the_index_command_publishes_and_a_lookup_fetches(s3_url: str, s3: S3Ser
     assert list((tmp_path / "b" / FETCHED_DIR).glob("*.idx"))  # answered from the fetched index
 
 
-def test_several_processes_building_one_index_leave_one_object(s3_url: str, s3: S3Server, tmp_path: Path) -> None:
+def test_several_processes_building_one_index_leave_one_object(
+    s3_url: str, s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     environment = {**os.environ, **s3.environ, "SYMBOLIZE_INDEX_STORE": s3_url, "SYMBOLIZE_BACKGROUND_INDEX": "0"}
     workers = [
         subprocess.Popen(
@@ -237,7 +239,12 @@ def test_several_processes_building_one_index_leave_one_object(s3_url: str, s3: 
     checked.write_bytes(body)
     key = stored_key(checked)
     assert key is not None and check_index_file(checked, key)
-    # Every worker's index (built or fetched) answers as the binary does, and as the object does.
+    # Every worker printed its index: built, or fetched when another had published first.
+    for stdout, _stderr in outputs:
+        (printed,) = stdout.decode().split()
+        assert Path(printed).is_file() and Path(printed).parent.name in ("index", FETCHED_DIR)
+    # Every worker's index answers as the binary does (through the store's tiers, as the workers).
+    _use(s3_url, monkeypatch)
     expected = _uncached(BINARY)
     for number in range(4):
         answers, indexed = _lookup(BINARY, tmp_path / f"w{number}")

@@ -329,13 +329,13 @@ def index_command(
 ) -> None:
     """Build the persistent index of each binary and its debug files, for fast later lookups.
 
-    With --index-store, an index the store holds is fetched instead of built, and each index
-    (built now or before) is published to the store unless it holds one (exit 1 when the store
-    could not be reached or written).
-
     Prints each index file, and on stderr the binary (or debug file and its binary) it answers
     for; a binary that cannot be indexed is reported on stderr and the others are indexed still
     (exit 1 when any failed). On a terminal, stderr shows which binary is being indexed.
+
+    With --index-store, an index the store holds is fetched instead of built, and each index
+    (built now or before) is published to the store unless it holds one (exit 1 when the store
+    could not be reached or written).
     """
     from symbolize.api import build_indexes
     from symbolize.cache import index_owner, publish_index_file
