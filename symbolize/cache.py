@@ -7,6 +7,11 @@ version is never believed. A damaged or foreign index is deleted; lookups take
 the uncached path until it is built again (by ``symbolize index``, or by the
 background builder the command line starts after a run that missed it:
 symbolize/index/background.py).
+
+With a shared index store (``--index-store``, ``$SYMBOLIZE_INDEX_STORE``: symbolize/index_store/),
+a missing index is looked for there too (fetched, checked, kept in ``<cache>/store/``), and an
+index built here is published to it. Every tier's hits and misses are counted
+(symbolize/index_store/metrics.py).
 """
 
 from __future__ import annotations
@@ -18,12 +23,17 @@ import sys
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from symbolize.demangle import DEMANGLER
 from symbolize.formats.errors import MalformedInputError
 from symbolize.index.indexed import SCHEMA_VERSION, IndexableSource, IndexedObject, build_index_arrays
 from symbolize.index.store import FORMAT_VERSION, IndexFile, write_index
+from symbolize.index_store.config import INDEX_STORE_VARIABLE, index_store
+from symbolize.index_store.counts import count as _count
+
+if TYPE_CHECKING:
+    from symbolize.index_store.tiers import IndexStore
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -137,7 +147,18 @@ def index_path(cache_dir: Path, key: str) -> Path:
 
 def has_index(source: IndexableSource, cache_dir: Path) -> bool:
     """Whether ``cache_dir`` holds an index keyed for ``source`` (its contents are checked on loading)."""
-    return index_path(cache_dir, index_key(source)).is_file()
+    key = index_key(source)
+    if index_path(cache_dir, key).is_file():
+        return True
+    store = _index_store()
+    return store is not None and store.has(key, cache_dir)
+
+
+def _index_store() -> IndexStore | None:
+    """The shared index store this process uses, or None."""
+    return index_store() if os.environ.get(INDEX_STORE_VARIABLE) else None
+
+
 
 
 def load_index(
@@ -152,8 +173,22 @@ def load_index(
     """
     key = index_key(source)
     path = index_path(cache_dir, key)
-    if not path.is_file():
-        return None
+    if path.is_file():
+        indexed = _open_index(source, path, key, consulted)
+        if indexed is not None:
+            _count(local_hits=1)
+            return indexed
+    _count(local_misses=1)
+    store = _index_store()
+    fetched = store.fetch(key, cache_dir) if store is not None else None
+    return _open_index(source, fetched, key, consulted) if fetched is not None else None
+
+
+def _open_index(
+    source: IndexableSource, path: Path, key: str, consulted: ConsultedFiles | None
+) -> IndexedObject | None:
+    """The index file at ``path`` (local or fetched) answering for ``source``, or None when it is
+    damaged, foreign or stale (then deleted: rebuilt, or fetched again, next time)."""
     try:
         index = IndexFile(path, key)
         record = bytes(index.array(CONSULTED_ARRAY))
@@ -180,7 +215,13 @@ def build_index(
     index's path. ``image_path`` is the binary ``source`` is the debug file of (None: itself)."""
     key = index_key(source)
     path = index_path(cache_dir, key)
-    answers = build_index_arrays(source)
+    store = _index_store()
+    try:
+        answers = build_index_arrays(source)
+    except MalformedInputError as error:
+        if store is not None:  # other workers need not try this build again for a while
+            store.mark_unindexable(key, str(error))
+        raise
     # Not part of the key (any copy of a build shares its index): what `cache show` names it by.
     # First, so the answers' arrays keep their place at the end of the file.
     arrays: dict[str, array[int] | bytes] = {
@@ -191,7 +232,35 @@ def build_index(
     }
     arrays.update(answers)
     write_index(path, key, arrays)
+    _count(built=1)
+    if store is not None:
+        # Only an index whose answers came from ``source`` alone serves another machine.
+        store.publish(key, path, binary=image_path or source.path, shareable=not arrays[CONSULTED_ARRAY])
     return path
+
+
+def publish_index_file(path: Path) -> bool:
+    """Publish the index file at ``path`` to this process's index store unless it holds one
+    (``symbolize index --index-store``); True when this call wrote it. One whose answers came
+    from other files of this machine too (split units, a dwz file) is not published."""
+    store = _index_store()
+    key = stored_key(path)
+    if store is None or key is None:
+        return False
+    source_path, image_path = index_owner(path)
+    binary = image_path or source_path
+    try:
+        index = IndexFile(path, key)
+    except (MalformedInputError, OSError):
+        return False
+    try:
+        shareable = not index.array(CONSULTED_ARRAY)
+    except MalformedInputError:
+        return False
+    finally:
+        index.close()
+    return store.publish_file(key, path, binary=binary if binary is not None and binary.is_file() else None,
+                              shareable=shareable)  # fmt: skip
 
 
 def with_index(
@@ -211,8 +280,13 @@ def with_index(
         return source
     indexed = load_index(source, cache_dir, consulted)
     if indexed is None and build_missing:
-        build_index(source, cache_dir, consulted, image_path)
-        indexed = load_index(source, cache_dir, consulted)
+        key = index_key(source)
+        store = _index_store()
+        if store is not None and store.unindexable(key) is not None:
+            _count(skipped_unindexable=1)  # another worker could not: the same build fails alike
+            return source
+        path = build_index(source, cache_dir, consulted, image_path)
+        indexed = _open_index(source, path, key, consulted)
     return indexed if indexed is not None else source
 
 
@@ -249,7 +323,7 @@ def cache_entries(cache_dir: Path) -> list[CacheEntry]:
             stat = path.stat()
         except OSError:
             continue  # removed meanwhile (a clear, a damaged index dropped by a lookup)
-        key = _stored_key(path)
+        key = stored_key(path)
         fields = _KEY.fullmatch(key) if key is not None else None
         debug_id = None
         if fields is not None and fields["id"] is not None:
@@ -275,13 +349,16 @@ def clear_cache(cache_dir: Path) -> int:
     removed = 0
     index_dir = cache_dir / "index"
     patterns = ("*.idx", "*.tmp", "*.building", "*.failed")
-    for path in [found for pattern in patterns for found in index_dir.glob(pattern)]:
+    # And the indexes fetched from a shared store (symbolize/index_store/tiers.py's FETCHED_DIR).
+    fetched = [*(cache_dir / "store").glob("*.idx"), *(cache_dir / "store").glob("*.tmp")]
+    for path in [found for pattern in patterns for found in index_dir.glob(pattern)] + fetched:
         path.unlink(missing_ok=True)
         removed += 1
     return removed
 
 
-def _stored_key(path: Path) -> str | None:
+def stored_key(path: Path) -> str | None:
+    """The key in the header of the index file at ``path``; None when it cannot be read."""
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)
@@ -294,7 +371,7 @@ def _stored_key(path: Path) -> str | None:
 def index_owner(path: Path) -> tuple[Path | None, Path | None]:
     """The file the index at ``path`` was built from, and the binary that file is the debug file
     of (None when it is the binary); None for what cannot be read."""
-    return _stored_paths(path, _stored_key(path))
+    return _stored_paths(path, stored_key(path))
 
 
 def _stored_paths(path: Path, key: str | None) -> tuple[Path | None, Path | None]:

@@ -82,6 +82,7 @@ OPENS_OTHER_FILES = (
     "symbolize.audit.distro",  # dpkg's file lists, to name a distribution file's package
     "symbolize.cli",
     "symbolize.remote.store",  # writes downloads into the store (the loader opens them, verified)
+    "symbolize.index_store",  # index files to and from a shared store, checked as the cache's are
 )
 # Functions of formats/ that open an object or debug file by its path (rule 6).
 FORMATS_OPENERS = frozenset({"open_object", "list_slices", "open_pdb", "open_archive_member"})

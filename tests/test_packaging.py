@@ -18,6 +18,9 @@ from tests.fixtures_data import ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 INSTALLED_TREES = (ROOT / "symbolize", ROOT / "formats")
+# Extras whose modules the package imports only when a run asks for them (the ``store`` extra: an
+# index store URL, symbolize/index_store/): not dependencies, but imported by installed code.
+RUNTIME_EXTRAS = ("store", "scale")
 
 
 def _distribution_name(requirement: str) -> str:
@@ -42,10 +45,12 @@ def _imported_top_level_modules() -> set[str]:
 
 def test_runtime_dependencies_are_what_the_package_imports() -> None:
     declared = {_distribution_name(requirement) for requirement in PYPROJECT["project"]["dependencies"]}
-    # An extra that a command needs only when asked (batch --dask: the scale extra) is imported
-    # inside the function that runs it, and says which extra to install when it is missing.
+    # An extra that a command needs only when asked (batch --dask: scale; --index-store URL: store) is
+    # imported inside the function that runs it, and says which extra to install when it is missing.
     optional = {
-        _distribution_name(requirement) for requirement in PYPROJECT["project"]["optional-dependencies"]["scale"]
+        _distribution_name(requirement)
+        for extra in RUNTIME_EXTRAS
+        for requirement in PYPROJECT["project"]["optional-dependencies"][extra]
     }
     by_module = packages_distributions()
     third_party = {
@@ -56,6 +61,8 @@ def test_runtime_dependencies_are_what_the_package_imports() -> None:
     undeclared = {module: names for module, names in third_party.items() if not names & (declared | optional)}
     assert not undeclared, f"imported but not a dependency: {undeclared}"
     imported_distributions = set().union(*third_party.values())
+    unimported = optional - imported_distributions
+    assert not unimported, f"runtime extras no installed module imports: {unimported}"
     unused = declared - imported_distributions
     assert not unused, f"dependencies no installed module imports (a test or tool extra instead?): {unused}"
 

@@ -36,8 +36,10 @@ def iter_notes(headers: ElfHeaders) -> Iterator[tuple[bytes, int, memoryview]]:
             namesz, descsz = word.unpack_from(data, pos)[0], word.unpack_from(data, pos + 4)[0]
             note_type = word.unpack_from(data, pos + 8)[0]
             name_at = pos + 12
-            desc_at = name_at + align_up(namesz, pad)
-            end = desc_at + align_up(descsz, pad)
+            # Padded to ``pad`` from the section's start: in an 8-aligned section (.note.gnu.property)
+            # the 4-byte name "GNU" ends at 16, already aligned, so the descriptor starts there.
+            desc_at = align_up(name_at + namesz, pad)
+            end = align_up(desc_at + descsz, pad)
             if desc_at + descsz > len(data):
                 raise headers.fail("note extends past its section", offset + pos)
             yield (

@@ -5,12 +5,13 @@ Commands (promises to users' scripts)::
     symbolize [--debug] profile IN|- [-o OUT|-] [--binary FILE]... [--search-path DIR]...
               [--debug-dir DIR]... [--demangle full|short|none] [--no-return-address-adjust]
               [--json-summary] [--drop-frames REGEX]
-              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline]
+              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline] [--index-store URL]
     symbolize [--debug] batch IN... -o OUTDIR [--workers N] [--dask SCHEDULER] [profile's options]
               (exit codes: symbolize/cli/batch.py)
     symbolize [--debug] lookup --obj FILE [--json] [--inlines/--no-inlines] [--demangle MODE]
               [--search-path DIR]... [--debug-dir DIR]... [--arch ARCH]
-              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline] [ADDR...]
+              [--debuginfod URL]... [--symbol-server SPEC]... [--remote] [--offline] [--index-store URL]
+              [ADDR...]
     symbolize audit BINARY... [--debug-file FILE]... [--search-path DIR]... [--debug-dir DIR]...
               [--cargo PATH] [--target TRIPLE]... [--json] [--require names|lines|inlines]
               [--require-frame-pointers] [--debuginfod URL]... [--symbol-server SPEC]... [--remote]
@@ -53,6 +54,7 @@ from symbolize.cli.commands import (
     run_lookup,
     run_profile,
     unnamed_limit,
+    use_index_store,
 )
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
 from symbolize.cli.options import (
@@ -206,6 +208,7 @@ def profile_command(
     cache_dir: Path | None = _PROFILE["cache_dir"],
     no_cache: bool = _PROFILE["no_cache"],
     background_index: bool = _PROFILE["background_index"],
+    index_store: str | None = _PROFILE["index_store"],
     fail_unnamed_above: str | None = _PROFILE["fail_unnamed_above"],
     require_verified: bool = _PROFILE["require_verified"],
     keep_hashes: bool = _PROFILE["keep_hashes"],
@@ -233,6 +236,7 @@ def profile_command(
         cache_dir=cache_dir,
         no_cache=no_cache,
         background_index=background_index,
+        index_store=index_store,
         fail_unnamed_above=fail_unnamed_above,
         require_verified=require_verified,
         keep_hashes=keep_hashes,
@@ -351,6 +355,7 @@ def lookup_command(
     cache_dir: Path | None = _LOOKUP["cache_dir"],
     no_cache: bool = _LOOKUP["no_cache"],
     background_index: bool = _LOOKUP["background_index"],
+    index_store: str | None = _LOOKUP["index_store"],
     arch: str | None = _LOOKUP["arch"],
     debuginfod: list[str] | None = _LOOKUP["debuginfod"],
     symbol_servers: list[str] | None = _LOOKUP["symbol_servers"],
@@ -386,6 +391,7 @@ def lookup_command(
         cache_dir=cache_dir,
         no_cache=no_cache,
         background_index=background_index,
+        index_store=index_store,
         arch=arch,
         debuginfod=debuginfod,
         symbol_servers=symbol_servers,
@@ -404,20 +410,28 @@ def index_command(
     search_paths: list[Path] | None = _INDEX["search_paths"],
     debug_dirs: list[Path] | None = _INDEX["debug_dirs"],
     cache_dir: Path | None = _INDEX["cache_dir"],
+    index_store: str | None = _INDEX["index_store"],
 ) -> None:
     """Build the persistent index of each binary and its debug files, for fast later lookups.
 
     Prints each index file, and on stderr the binary (or debug file and its binary) it answers
     for; a binary that cannot be indexed is reported on stderr and the others are indexed still
     (exit 1 when any failed). On a terminal, stderr shows which binary is being indexed.
+
+    With --index-store, an index the store holds is fetched instead of built, and each index
+    (built now or before) is published to the store unless it holds one (exit 1 when the store
+    could not be reached or written).
     """
     from symbolize.api import build_indexes
-    from symbolize.cache import index_owner
+    from symbolize.cache import index_owner, publish_index_file
+    from symbolize.index_store.config import index_store as configured_index_store
     from symbolize.progress import stderr_progress
 
     failed: list[Path] = []
 
     def index() -> None:
+        use_index_store(index_store)
+        store = configured_index_store() if index_store else None
         progress = stderr_progress()
         try:
             progress.start("indexing", len(binaries))
@@ -435,13 +449,17 @@ def index_command(
                     progress.advance()
                     continue
                 for path in built:
+                    if store is not None:
+                        publish_index_file(path)  # built before, or by a run without the store
                     typer.echo(f"{path}: {_owner_text(*index_owner(path))}", err=True)
                     typer.echo(str(path))
         finally:
             progress.close()
 
     _exit_with(run_guarded(index, debug=_debug(ctx)))
-    if failed:
+    # An index store that could not be written was said (a warning line): asked to publish, the run failed.
+    store = configured_index_store() if index_store else None
+    if failed or (store is not None and store.unavailable is not None):
         raise typer.Exit(EXIT_INPUT_ERROR)
 
 

@@ -62,6 +62,7 @@ class LookupRequest(NamedTuple):
     cache_dir: Path | None = option(LOOKUP_OPTIONS, "cache_dir").default
     no_cache: bool = option(LOOKUP_OPTIONS, "no_cache").default
     background_index: bool = option(LOOKUP_OPTIONS, "background_index").default
+    index_store: str | None = option(LOOKUP_OPTIONS, "index_store").default
     arch: str | None = option(LOOKUP_OPTIONS, "arch").default
     debuginfod: Sequence[str] | None = option(LOOKUP_OPTIONS, "debuginfod").default
     symbol_servers: Sequence[str] | None = option(LOOKUP_OPTIONS, "symbol_servers").default
@@ -84,6 +85,7 @@ class ProfileRequest(NamedTuple):
     cache_dir: Path | None = option(PROFILE_OPTIONS, "cache_dir").default
     no_cache: bool = option(PROFILE_OPTIONS, "no_cache").default
     background_index: bool = option(PROFILE_OPTIONS, "background_index").default
+    index_store: str | None = option(PROFILE_OPTIONS, "index_store").default
     fail_unnamed_above: str | None = option(PROFILE_OPTIONS, "fail_unnamed_above").default
     require_verified: bool = option(PROFILE_OPTIONS, "require_verified").default
     keep_hashes: bool = option(PROFILE_OPTIONS, "keep_hashes").default
@@ -202,6 +204,15 @@ def run_guarded(work: Callable[[], None], *, debug: bool = False) -> int:
     return 0
 
 
+def use_index_store(url: str | None) -> None:
+    """Use the index store ``--index-store`` names, in this run and the builders it starts (nothing
+    is imported for a run that names none)."""
+    if url:
+        from symbolize.index_store.config import configure_index_store
+
+        configure_index_store(url)
+
+
 class RemoteRequest(Protocol):
     """What a command's request says about servers (lookup's, profile's and batch's requests)."""
 
@@ -303,6 +314,7 @@ def run_lookup(request: LookupRequest, *, debug: bool = False) -> int:
 
     def answer() -> None:
         out = standard_output()  # refused before any work
+        use_index_store(request.index_store)
         remote = requested_remote(request)
         downloads = download_progress(remote)
         session = Session(
@@ -356,6 +368,7 @@ def run_profile(request: ProfileRequest, *, debug: bool = False) -> int:
     def rewrite() -> None:
         if request.json_summary:
             standard_output()  # refused before any work
+        use_index_store(request.index_store)
         out_path: Path | BinaryIO
         if request.to_stdout:
             out_path = standard_output().buffer  # refused before any work

@@ -104,6 +104,9 @@ def plain_command(arguments: list[str]) -> LookupRequest | ProfileRequest | None
     for declared in options:
         configured = os.environ.get(declared.envvar) if declared.envvar else None
         if configured and declared.field not in given:  # the command line wins over the variable
+            if declared.kind is Kind.TEXT:  # a value as it is (--index-store's URL)
+                given[declared.field] = configured
+                continue
             switched = _BOOLEANS.get(configured.strip().lower()) if declared.kind is Kind.SWITCH else None
             if switched is None:
                 return None

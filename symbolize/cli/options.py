@@ -76,6 +76,16 @@ CACHE_DIR = CliOption(
     metavar="DIR",
 )
 NO_CACHE = CliOption("no_cache", ("--no-cache",), Kind.FLAG, "Do not read persistent indexes.", default=False)
+# The shared index store (symbolize/index_store/); its variable is symbolize/cache.py's INDEX_STORE_VARIABLE.
+INDEX_STORE = CliOption(
+    "index_store",
+    ("--index-store",),
+    Kind.TEXT,
+    "Shared index store: s3://BUCKET/PREFIX (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...), gs://, az://, "
+    "another fsspec URL, or a directory. Indexes missing here are fetched from it; those built here published.",
+    metavar="URL",
+    envvar="SYMBOLIZE_INDEX_STORE",
+)
 BACKGROUND_INDEX = CliOption(
     "background_index",
     ("--background-index",),
@@ -150,6 +160,7 @@ PROFILE_OPTIONS = (
     CACHE_DIR,
     NO_CACHE,
     BACKGROUND_INDEX,
+    INDEX_STORE,
     # profile's CI gates (exit codes in symbolize/cli/exits.py) and Rust names.
     CliOption(
         "fail_unnamed_above",
@@ -304,6 +315,7 @@ LOOKUP_OPTIONS = (
     CACHE_DIR,
     NO_CACHE,
     BACKGROUND_INDEX,
+    INDEX_STORE,
     CliOption("arch", ("--arch",), Kind.TEXT, "Slice of a universal Mach-O (or --obj FILE:ARCH).", metavar="ARCH"),
     *REMOTE_OPTIONS,
 )
@@ -313,6 +325,7 @@ INDEX_OPTIONS = (
     SEARCH_PATHS,
     DEBUG_DIRS,
     CACHE_DIR,
+    INDEX_STORE,
 )
 
 CACHE_SHOW_OPTIONS = (

@@ -145,6 +145,10 @@ class IndexFile:
             entries[name.decode("ascii")] = (code.decode(), base + offset, items, array_crc)
         return entries
 
+    def array_names(self) -> tuple[str, ...]:
+        """The names of the arrays the header lists (none of them checked yet)."""
+        return tuple(self._entries)
+
     def array(self, name: str) -> memoryview:
         view = self._checked.get(name)
         if view is None:
