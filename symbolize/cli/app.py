@@ -280,6 +280,7 @@ def batch_command(
     cache_dir: Path | None = _BATCH["cache_dir"],
     no_cache: bool = _BATCH["no_cache"],
     background_index: bool = _BATCH["background_index"],
+    index_store: str | None = _BATCH["index_store"],
     fail_unnamed_above: str | None = _BATCH["fail_unnamed_above"],
     require_verified: bool = _BATCH["require_verified"],
     keep_hashes: bool = _BATCH["keep_hashes"],
@@ -322,6 +323,7 @@ def batch_command(
         cache_dir=cache_dir,
         no_cache=no_cache,
         background_index=background_index,
+        index_store=index_store,
         fail_unnamed_above=fail_unnamed_above,
         require_verified=require_verified,
         keep_hashes=keep_hashes,
@@ -698,6 +700,7 @@ def serve_command(
     demangle: DemangleChoice = _SERVE["demangle"],
     cache_dir: Path | None = _SERVE["cache_dir"],
     no_cache: bool = _SERVE["no_cache"],
+    index_store: str | None = _SERVE["index_store"],
     max_pending: str = _SERVE["max_pending"],
     max_body_mib: str = _SERVE["max_body_mib"],
     forward_deadline: str = _SERVE["forward_deadline"],
@@ -743,6 +746,7 @@ def serve_command(
         from symbolize.serve.run import serve
 
         ForwardTarget(forward)  # a URL that is none is refused before listening
+        use_index_store(index_store)
         servers = remote_options(debuginfod_urls=debuginfod or (), symbol_servers=symbol_servers or (),
                                  from_environment=remote, offline=offline, cache_dir=cache_dir)  # fmt: skip
         session = Session(

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from symbolize.cli.commands import echo, requested_remote, run_guarded, unnamed_limit
+from symbolize.cli.commands import echo, requested_remote, run_guarded, unnamed_limit, use_index_store
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_UNNAMED_ABOVE, EXIT_UNVERIFIED
 from symbolize.cli.options import BATCH_OPTIONS, option
 
@@ -43,6 +43,7 @@ class BatchRequest(NamedTuple):
     cache_dir: Path | None = option(BATCH_OPTIONS, "cache_dir").default
     no_cache: bool = option(BATCH_OPTIONS, "no_cache").default
     background_index: bool = option(BATCH_OPTIONS, "background_index").default
+    index_store: str | None = option(BATCH_OPTIONS, "index_store").default
     fail_unnamed_above: str | None = option(BATCH_OPTIONS, "fail_unnamed_above").default
     require_verified: bool = option(BATCH_OPTIONS, "require_verified").default
     keep_hashes: bool = option(BATCH_OPTIONS, "keep_hashes").default
@@ -76,6 +77,7 @@ def run_batch_command(request: BatchRequest, *, debug: bool = False) -> int:
         echo(outcome.line(), err=True)
 
     def work() -> None:
+        use_index_store(request.index_store)
         settings = RewriteSettings(
             binaries=tuple(request.binaries or ()),
             search_paths=tuple(request.search_paths or ()),

@@ -437,7 +437,9 @@ SERVE_OPTIONS = (
         default="127.0.0.1:4318",
         metavar="HOST:PORT",
     ),
-    *_declared(PROFILE_OPTIONS, "binaries", "search_paths", "debug_dirs", "demangle", "cache_dir", "no_cache"),
+    *_declared(
+        PROFILE_OPTIONS, "binaries", "search_paths", "debug_dirs", "demangle", "cache_dir", "no_cache", "index_store"
+    ),
     CliOption(
         "max_pending",
         ("--max-pending",),
