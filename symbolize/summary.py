@@ -138,6 +138,9 @@ class MappingSummary:
     unverified: bool = False
     # Files of the mapping the servers were asked for and did not give.
     missed: list[RemoteMiss] = field(default_factory=list)
+    # What the addresses of an OTLP mapping were read as: "runtime" (inside the mapping, as the
+    # spec says) or "file-relative" (the file's own virtual addresses); None for pprof.
+    addresses: str | None = None
 
     @property
     def unnamed(self) -> int:
@@ -189,6 +192,7 @@ class MappingSummary:
                 {"file": miss.what, "reason": miss.reason.value, "tried": list(miss.tried), "detail": miss.detail}
                 for miss in self.missed
             ],
+            **({"addresses": self.addresses} if self.addresses is not None else {}),
         }
 
 
@@ -302,6 +306,8 @@ class Summary:
             )
             if mapping.missing_lines:
                 lines.append(f"  no lines: {mapping.missing_lines}")
+            if mapping.addresses is not None:
+                lines.append(f"  addresses: {mapping.addresses}")
             if mapping.unverified:
                 lines.append("  unverified: matched by file name only (no build ID to check it by)")
             if mapping.damaged_debug_info:
