@@ -47,6 +47,7 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
     Mapping,
     ProfilesData,
     ProfilesDictionary,
+    Stack,
 )
 
 from symbolize.discovery import FileLoader, find_module
@@ -94,84 +95,136 @@ def symbolize_profiles_data(message: ProfilesData, options: RewriteOptions, *, s
     if not any(scope.profiles for resource in message.resource_profiles for scope in resource.scope_profiles):
         return Summary()
     twin, _ = pprof_from_profiles(message, source)
-    dictionary = message.dictionary
-    editor = _DictionaryEditor(dictionary)
+    editor = _DictionaryEditor(message.dictionary)
     _mark_htlhash_mappings(twin, editor)
-    recorded_ids = [mapping.build_id for mapping in twin.mapping]
-    flags = [_flags(mapping) for mapping in twin.mapping]
-    function_count = len(twin.function)
-    location_count = len(twin.location)
-    stacks_before = [list(sample.location_id) for sample in twin.sample]
-    drop_frames_before = twin.drop_frames
+    before = _TwinState(twin)
     run_options = replace(
         options,
         open_module=_opener(options.open_module),
         object_address_mappings=_object_address_mappings(twin),
     )
     summary = symbolize_profile(twin, run_options)
-
-    strings = twin.string_table
-    function_index = {function.id: index for index, function in enumerate(twin.function, 1)}
-    for function in twin.function[function_count:]:
-        dictionary.function_table.append(
-            Function(
-                name_strindex=editor.string(strings[function.name]),
-                system_name_strindex=editor.string(strings[function.system_name]),
-                filename_strindex=editor.string(strings[function.filename]),
-                start_line=function.start_line,
-            )
-        )
-    location_index = {location.id: index for index, location in enumerate(twin.location, 1)}
-    moved = _moved_past_leaf(stacks_before, twin)
-    twin_of = {new: old for old, new in moved.items()}
-    for position, location in enumerate(twin.location):
-        if position >= location_count:
-            original = dictionary.location_table[location_index[twin_of[location.id]]]
-            dictionary.location_table.append(
-                Location(
-                    mapping_index=original.mapping_index,
-                    address=original.address,
-                    attribute_indices=original.attribute_indices,
-                )
-            )
-        target = dictionary.location_table[position + 1]
-        if location.line and not target.lines:
-            target.lines.extend(
-                Line(function_index=function_index[line.function_id], line=line.line, column=line.column)
-                for line in location.line
-            )
-    _repoint_stacks(dictionary, {location_index[old]: location_index[new] for old, new in moved.items()})
-    for position, mapping in enumerate(twin.mapping):
-        target_mapping = dictionary.mapping_table[position + 1]
-        if _flags(mapping) != flags[position]:
-            editor.set_flags(target_mapping, _flags(mapping))
-        if mapping.build_id != recorded_ids[position]:
-            editor.add_ids(target_mapping, strings[mapping.build_id], strings[mapping.filename])
-    if twin.drop_frames != drop_frames_before:
-        editor.set_drop_frames(message, strings[twin.drop_frames])
+    _write_back(message, twin, before, editor)
     return summary
 
 
-def _moved_past_leaf(stacks_before: Sequence[list[int]], twin: pprof.Profile) -> dict[int, int]:
-    """Location ID -> the ID of the twin the rewrite's split gave it (it stands for it past a
-    sample's leaf), read from the samples before and after."""
-    moved: dict[int, int] = {}
-    for before, sample in zip(stacks_before, twin.sample, strict=True):
-        for old, new in zip(before[1:], sample.location_id[1:], strict=True):
+class _TwinState:
+    """What the twin held before the rewrite: the dictionary index of each of its entries (by pprof
+    ID: the rewrite appends, and the naming of ``module+0xOFFSET`` frames also drops and merges),
+    each location's lines, each sample's locations, each mapping's ID text and flags."""
+
+    def __init__(self, twin: pprof.Profile) -> None:
+        self.function_index = {function.id: index for index, function in enumerate(twin.function, 1)}
+        self.location_index = {location.id: index for index, location in enumerate(twin.location, 1)}
+        self.lines = {location.id: _lines(location) for location in twin.location}
+        self.samples = [list(sample.location_id) for sample in twin.sample]
+        self.build_ids = [mapping.build_id for mapping in twin.mapping]
+        self.flags = [_flags(mapping) for mapping in twin.mapping]
+        self.drop_frames = twin.drop_frames
+
+
+def _lines(location: pprof.Location) -> tuple[tuple[int, int, int], ...]:
+    return tuple((line.function_id, line.line, line.column) for line in location.line)
+
+
+def _write_back(message: ProfilesData, twin: pprof.Profile, before: _TwinState, editor: _DictionaryEditor) -> None:
+    """What the rewrite changed in ``twin``, written into ``message`` (module docstring)."""
+    dictionary = message.dictionary
+    strings = twin.string_table
+    function_index = dict(before.function_index)
+    for function in twin.function:
+        if function.id not in function_index:
+            function_index[function.id] = len(dictionary.function_table)
+            dictionary.function_table.append(
+                Function(
+                    name_strindex=editor.string(strings[function.name]),
+                    system_name_strindex=editor.string(strings[function.system_name]),
+                    filename_strindex=editor.string(strings[function.filename]),
+                    start_line=function.start_line,
+                )
+            )
+    leaf_moves, caller_moves = _moves(before.samples, twin)
+    origin = {new: old for moves in (caller_moves, leaf_moves) for old, new in moves.items()}
+    mapping_index = {mapping.id: index for index, mapping in enumerate(twin.mapping, 1)}
+    location_index = dict(before.location_index)
+    for location in twin.location:
+        index = location_index.get(location.id)
+        if index is None:
+            # Appended by the rewrite: a split's twin or a named module+0xOFFSET frame's location,
+            # with the attributes of the location it stands for.
+            index = location_index[location.id] = len(dictionary.location_table)
+            stands_for = location_index.get(origin.get(location.id, 0), 0)
+            dictionary.location_table.append(
+                Location(
+                    mapping_index=mapping_index.get(location.mapping_id, 0),
+                    address=location.address,
+                    attribute_indices=dictionary.location_table[stands_for].attribute_indices,
+                )
+            )
+        elif _lines(location) == before.lines[location.id]:
+            continue
+        target = dictionary.location_table[index]
+        del target.lines[:]
+        target.lines.extend(
+            Line(function_index=function_index[line.function_id], line=line.line, column=line.column)
+            for line in location.line
+        )
+    _move_stacks(
+        message,
+        {location_index[old]: location_index[new] for old, new in leaf_moves.items()},
+        {location_index[old]: location_index[new] for old, new in caller_moves.items()},
+    )
+    for position, mapping in enumerate(twin.mapping):
+        target_mapping = dictionary.mapping_table[position + 1]
+        if _flags(mapping) != before.flags[position]:
+            editor.set_flags(target_mapping, _flags(mapping))
+        if mapping.build_id != before.build_ids[position]:
+            editor.add_ids(target_mapping, strings[mapping.build_id], strings[mapping.filename])
+    if twin.drop_frames != before.drop_frames:
+        editor.set_drop_frames(message, strings[twin.drop_frames])
+
+
+def _moves(samples_before: Sequence[list[int]], twin: pprof.Profile) -> tuple[dict[int, int], dict[int, int]]:
+    """Location ID -> the ID the rewrite moved it to, at a sample's leaf and past it: a split's twin
+    (past the leaf), the merged location of a named ``module+0xOFFSET`` frame (by role, so by the
+    same two places). Read from the samples before and after."""
+    leaf: dict[int, int] = {}
+    callers: dict[int, int] = {}
+    for before, sample in zip(samples_before, twin.sample, strict=True):
+        for position, (old, new) in enumerate(zip(before, sample.location_id, strict=True)):
             if old != new:
-                moved[old] = new
-    return moved
+                (callers if position else leaf)[old] = new
+    return leaf, callers
 
 
-def _repoint_stacks(dictionary: ProfilesDictionary, moved: dict[int, int]) -> None:
-    """Every stack uses the twins past its leaf, as the rewrite's split has the samples do (the
-    split is per location: past the leaf, always the twin)."""
-    if not moved:
+def _move_stacks(message: ProfilesData, leaf: dict[int, int], callers: dict[int, int]) -> None:
+    """Every stack uses what its locations were moved to (at the leaf and past it, :func:`_moves`);
+    stacks that become equal are merged, and the samples use the first of them."""
+    if not leaf and not callers:
         return
-    for stack in dictionary.stack_table:
-        indices = stack.location_indices
-        for position in range(1, len(indices)):
-            indices[position] = moved.get(indices[position], indices[position])
+    table = message.dictionary.stack_table
+    first: dict[tuple[int, ...], int] = {}
+    renumbered: dict[int, int] = {}
+    kept: list[tuple[int, ...]] = []
+    for index, stack in enumerate(table):
+        indices = list(stack.location_indices)
+        if indices:
+            indices[0] = leaf.get(indices[0], indices[0])
+            indices[1:] = [callers.get(location, location) for location in indices[1:]]
+        identity = tuple(indices)
+        if identity in first and index:
+            renumbered[index] = first[identity]
+            continue
+        first.setdefault(identity, len(kept))
+        renumbered[index] = len(kept)
+        kept.append(identity)
+    del table[:]
+    table.extend(Stack(location_indices=identity) for identity in kept)
+    for resource in message.resource_profiles:
+        for scope in resource.scope_profiles:
+            for profile in scope.profiles:
+                for sample in profile.samples:
+                    sample.stack_index = renumbered.get(sample.stack_index, sample.stack_index)
 
 
 def _flags(mapping: pprof.Mapping) -> tuple[bool, ...]:
