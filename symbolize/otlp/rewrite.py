@@ -52,7 +52,7 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
 
 from symbolize.discovery import FileLoader, find_module
 from symbolize.discovery.modules import find_module_by_htlhash
-from symbolize.mapping_ids import id_parts
+from symbolize.mapping_ids import id_parts, spell
 from symbolize.module import Module
 from symbolize.otlp import attributes as keys
 from symbolize.otlp.encoding import encode_profiles_data, read_profiles_data
@@ -98,13 +98,15 @@ def symbolize_profiles_data(message: ProfilesData, options: RewriteOptions, *, s
     editor = _DictionaryEditor(message.dictionary)
     _mark_htlhash_mappings(twin, editor)
     before = _TwinState(twin)
+    hashed: dict[str, str] = {}
     run_options = replace(
         options,
-        open_module=_opener(options.open_module),
+        open_module=_opener(options.open_module, hashed),
         object_address_mappings=_object_address_mappings(twin),
     )
     summary = symbolize_profile(twin, run_options)
     _write_back(message, twin, before, editor)
+    _add_hashed_files_ids(twin, editor, hashed)
     return summary
 
 
@@ -266,17 +268,30 @@ def _mark_htlhash_mappings(twin: pprof.Profile, editor: _DictionaryEditor) -> No
             twin.string_table.append(_HTLHASH_MARK + value.strip())
 
 
-def _opener(given: ModuleOpener | None) -> ModuleOpener:
-    """The rewrite's module opener: a mapping known by htlhash is found by hashing; any other as
-    ``given`` (or discovery) finds it."""
+def _opener(given: ModuleOpener | None, hashed: dict[str, str]) -> ModuleOpener:
+    """The rewrite's module opener: a mapping known by htlhash is found by hashing (the IDs of the
+    file found go to ``hashed``, by the mapping's ID text); any other as ``given`` (or discovery)
+    finds it."""
     fallback = given or find_module
 
     def open_module(filename: str, debug_id: str | None, loader: FileLoader) -> Module:
         if debug_id is not None and debug_id.startswith(_HTLHASH_MARK):
-            return find_module_by_htlhash(filename, debug_id.removeprefix(_HTLHASH_MARK), loader)
+            module = find_module_by_htlhash(filename, debug_id.removeprefix(_HTLHASH_MARK), loader)
+            hashed[debug_id] = spell(module.image.identities())
+            return module
         return fallback(filename, debug_id, loader)
 
     return open_module
+
+
+def _add_hashed_files_ids(twin: pprof.Profile, editor: _DictionaryEditor, hashed: dict[str, str]) -> None:
+    """A mapping found by its htlhash gets the build IDs of the file that hashed so (the
+    conventions ask for every ID a mapping's file has)."""
+    strings = twin.string_table
+    for position, mapping in enumerate(twin.mapping):
+        ids = hashed.get(strings[mapping.build_id]) if mapping.build_id else None
+        if ids:
+            editor.add_ids(editor.dictionary.mapping_table[position + 1], ids, strings[mapping.filename])
 
 
 class _DictionaryEditor:
