@@ -7,20 +7,38 @@ virtual addresses in a process mapping, htlhash only) is named.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
-from opentelemetry.proto.profiles.v1development.profiles_pb2 import Function, Location, Mapping, ProfilesData, Stack
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
+    Function,
+    Location,
+    Mapping,
+    ProfilesData,
+    ProfilesDictionary,
+    Stack,
+)
 
-from symbolize.api import symbolize_file
+from symbolize.api import Session, symbolize_file, symbolize_profile
 from symbolize.formats.identity import htlhash
+from symbolize.module import Reason
 from symbolize.otlp import attributes as keys
 from symbolize.otlp.convert import Target, convert
-from symbolize.otlp.encoding import Encoding, read_profiles_data
+from symbolize.otlp.encoding import Encoding, encode_profiles_data, read_profiles_data
+from symbolize.otlp.rewrite import rewrite_otlp_payload
+from symbolize.otlp.to_pprof import pprof_from_profiles
 from symbolize.pprof import StringTable, parse_profile, read_profile
 from symbolize.proto import profile_pb2 as pprof
+from symbolize.rewrite import RewriteOptions
 from tests.fixtures_data import BIN, PROFILES
 
 # Every committed profile the converter reads (as tests/test_otlp_convert.py lists them).
@@ -217,3 +235,95 @@ def gnu_build_id(path: Path) -> str:
                     if note["n_type"] == "NT_GNU_BUILD_ID":
                         return str(note["n_desc"])
     raise AssertionError(f"{path} has no build ID")
+
+
+# --- rewrite_otlp_payload: the encoding kept; the command line; hostile input. ---
+
+
+@pytest.mark.parametrize("gzipped", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("encoding", list(Encoding))
+def test_the_payload_comes_back_in_its_encoding(encoding: Encoding, gzipped: bool) -> None:
+    source = PROFILES / "rustdemo-full.cpu.pb"
+    payload = convert(source.read_bytes(), Target.OTLP, encoding=encoding, path=source).data
+    if gzipped:
+        payload = gzip.compress(payload)
+    session = Session(search_paths=SEARCH, use_cache=False)
+    loader = session.loader()
+    try:
+        data, summary = rewrite_otlp_payload(payload, RewriteOptions(discovery=loader), source="<request 1>")
+        again, _ = rewrite_otlp_payload(data, RewriteOptions(discovery=loader), source="<request 2>")
+    finally:
+        session.finish(loader)
+    assert (data[:2] == b"\x1f\x8b") is gzipped
+    message, read_as, _ = read_profiles_data(data, "<answer>")
+    assert read_as is encoding
+    assert summary.unnamed == 0 and summary.named
+    assert {mapping.addresses for mapping in summary.mappings} == {"runtime"}
+    back, _ = pprof_from_profiles(message)
+    direct, _ = symbolize_profile(source, search_paths=SEARCH, use_cache=False)
+    assert named_stacks(back) == named_stacks(direct)
+    assert again == data, "a named export is left as it is"
+
+
+def test_an_export_without_profiles_comes_back_as_it_was() -> None:
+    payload = ProfilesData(dictionary=ProfilesDictionary(string_table=[""])).SerializeToString()
+    data, summary = rewrite_otlp_payload(payload, RewriteOptions(), source="<empty>")
+    assert data == payload and summary.locations == 0
+
+
+def test_profile_on_the_command_line_reads_otlp_json_and_says_the_addresses(tmp_path: Path) -> None:
+    source = tmp_path / "ebpf.otlp.json"
+    message = _export(EBPF[0])
+    source.write_bytes(encode_profiles_data(message, Encoding.JSON))
+    out = tmp_path / "named.otlp.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "symbolize", "profile", str(source), "-o", str(out), "--search-path", str(BIN),
+         "--json-summary", "--no-cache"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert {mapping["addresses"] for mapping in summary["mappings"]} >= {"file-relative"}
+    assert read_profiles_data(out.read_bytes())[1] is Encoding.JSON
+    assert summary["named"] > 0
+
+
+def test_a_broken_export_is_one_line_and_nothing_is_written(tmp_path: Path) -> None:
+    message = _export(EBPF[0])
+    message.dictionary.location_table[1].mapping_index = len(message.dictionary.mapping_table) + 5
+    broken = tmp_path / "broken.otlp.pb"
+    broken.write_bytes(message.SerializeToString())
+    out = tmp_path / "named.pb"
+    done = subprocess.run(
+        [sys.executable, "-m", "symbolize", "profile", str(broken), "-o", str(out)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and str(broken) in done.stderr and "Traceback" not in done.stderr
+    assert "mapping_table" in done.stderr
+    assert not out.exists()
+
+
+def test_a_file_that_does_not_hash_as_the_mapping_says_is_refused(tmp_path: Path) -> None:
+    message = _export(EBPF[0])
+    dictionary = message.dictionary
+    for entry in dictionary.attribute_table:
+        if dictionary.string_table[entry.key_strindex] == keys.HTLHASH:
+            entry.value.string_value = "0" * 32
+    source = tmp_path / "other-build.otlp.pb"
+    source.write_bytes(message.SerializeToString())
+    summary = symbolize_file(source, tmp_path / "out.pb", search_paths=SEARCH, use_cache=False)
+    fixture_mappings = [mapping for mapping in summary.mappings if (BIN / Path(mapping.filename).name).is_file()]
+    assert fixture_mappings and all(mapping.named == 0 for mapping in fixture_mappings)
+    for mapping in fixture_mappings:
+        assert set(mapping.reasons) == {Reason.DEBUG_ID_MISMATCH}
+        assert any("htlhash" in detail and "0" * 32 in detail for _, detail in mapping.details)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.binary(min_size=0, max_size=3 * 4096 + 7) | st.integers(0, 3 * 4096).map(lambda n: bytes(n)))
+def test_htlhash_is_the_conventions_algorithm(data: bytes, tmp_path_factory: pytest.TempPathFactory) -> None:
+    path = tmp_path_factory.mktemp("htlhash") / "file"
+    path.write_bytes(data)
+    expected = hashlib.sha256(data[:4096] + data[-4096:] + len(data).to_bytes(8, "big")).digest()[:16].hex()
+    assert htlhash(path) == expected
