@@ -514,10 +514,9 @@ def symbolize_file(
     except MalformedInputError:
         # Only a profile pprof cannot read is looked at again: OTLP is not imported otherwise.
         otlp = in_file.read_bytes() if in_file is not None else data or b""
-        from symbolize.otlp.convert import is_otlp
-        from symbolize.pprof import GZIP_MAGIC, gunzip
+        from symbolize.otlp.convert import looks_like_otlp
 
-        if not is_otlp(gunzip(otlp, name) if otlp[:2] == GZIP_MAGIC else otlp):
+        if not looks_like_otlp(otlp, name):
             raise
     if isinstance(out_path, str | Path):
         output_target(out_path)  # an output that cannot be written is refused before the work

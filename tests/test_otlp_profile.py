@@ -327,3 +327,37 @@ def test_htlhash_is_the_conventions_algorithm(data: bytes, tmp_path_factory: pyt
     path.write_bytes(data)
     expected = hashlib.sha256(data[:4096] + data[-4096:] + len(data).to_bytes(8, "big")).digest()[:16].hex()
     assert htlhash(path) == expected
+
+
+# --- symbolize stamp on OTLP: the IDs become the mapping's attributes. ---
+
+
+def test_stamp_records_the_build_ids_as_attributes(tmp_path: Path) -> None:
+    source = OTLP_FIXTURES / "rustdemo-full.cpu.ebpf.otlp.pb"
+    gzipped = tmp_path / "in.otlp.json.gz"
+    gzipped.write_bytes(gzip.compress(encode_profiles_data(_export(source), Encoding.JSON)))
+    out = tmp_path / "stamped.otlp.json.gz"
+    binaries = [BIN / "rustdemo-full", BIN / "sampler.so"]
+    done = subprocess.run(
+        [sys.executable, "-m", "symbolize", "stamp", str(gzipped), "-o", str(out), "--json-summary",
+         *(argument for binary in binaries for argument in ("--binary", str(binary)))],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["stamped"] >= len(binaries)
+    stamped, encoding, was_gzipped = read_profiles_data(out.read_bytes(), out)
+    assert encoding is Encoding.JSON and was_gzipped
+    before = _export(source)
+    assert _sample_facts(stamped) == _sample_facts(before)
+    strings = stamped.dictionary.string_table
+    for old, new in zip(before.dictionary.mapping_table, stamped.dictionary.mapping_table, strict=True):
+        name = Path(strings[new.filename_strindex]).name
+        found = {
+            strings[stamped.dictionary.attribute_table[index].key_strindex]: stamped.dictionary.attribute_table[index]
+            for index in new.attribute_indices
+        }
+        assert list(new.attribute_indices[: len(old.attribute_indices)]) == list(old.attribute_indices)
+        if BIN / name in binaries:
+            assert found[keys.GNU_BUILD_ID].value.string_value == gnu_build_id(BIN / name)
+            assert keys.HTLHASH in found

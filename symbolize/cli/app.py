@@ -468,21 +468,34 @@ def stamp_command(
 
     def stamp() -> None:
         from symbolize.api import stamp_profile
-        from symbolize.pprof import output_target, parse_profile, read_profile, serialize_profile, write_profile
+        from symbolize.errors import MalformedInputError
+        from symbolize.pprof import output_target, parse_profile, serialize_profile, write_atomically
 
-        if str(in_path) == STDIO_PATH:
-            profile, was_gzipped = parse_profile(sys.stdin.buffer.read(), "<stdin>")
-        else:
-            profile, was_gzipped = read_profile(in_path)
+        source = "<stdin>" if str(in_path) == STDIO_PATH else str(in_path)
+        data = sys.stdin.buffer.read() if str(in_path) == STDIO_PATH else _read_input(in_path)
         output = standard_output().buffer if to_stdout else None  # refused before any work
-        if output is None:
-            output_target(out_path)
-        _, report = stamp_profile(profile, binaries=binaries or ())
+        try:
+            profile, was_gzipped = parse_profile(data, source)
+        except MalformedInputError:
+            from symbolize.otlp.convert import looks_like_otlp  # an OTLP export: attributes are its IDs
+
+            if not looks_like_otlp(data, source):
+                raise
+            if output is None:
+                output_target(out_path)
+            from symbolize.otlp.stamp import stamp_otlp_payload
+
+            stamped, report = stamp_otlp_payload(data, binaries=binaries or (), source=source)
+        else:
+            if output is None:
+                output_target(out_path)
+            _, report = stamp_profile(profile, binaries=binaries or ())
+            stamped = serialize_profile(profile, gzip=was_gzipped or (output is None and str(out_path).endswith(".gz")))
         if output is not None:
-            output.write(serialize_profile(profile, gzip=was_gzipped))
+            output.write(stamped)
             output.flush()
         else:
-            write_profile(profile, out_path, gzip=was_gzipped or str(out_path).endswith(".gz"))
+            write_atomically(stamped, out_path)
         reports.append(report)
 
     _exit_with(run_guarded(stamp, debug=_debug(ctx)))

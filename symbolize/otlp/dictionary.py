@@ -5,6 +5,9 @@ Every table starts with its zero entry (``string_table[0] == ""``, ``Mapping{}``
 so that index 0 means "not set". Strings, attributes and stacks are interned (equal values share
 one index: the rules ask for no duplicates); mappings, locations and functions are appended as
 the caller gives them, since each is one pprof entry the way back must find again.
+
+:class:`DictionaryEditor` appends to a dictionary someone else wrote (what naming and stamping
+an export add), interning against what it holds.
 """
 
 from __future__ import annotations
@@ -18,9 +21,14 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
     Link,
     Location,
     Mapping,
+    Profile,
+    ProfilesData,
     ProfilesDictionary,
     Stack,
 )
+
+from symbolize.mapping_ids import id_parts
+from symbolize.otlp import attributes as keys
 
 # What an attribute's value may be here: pprof labels and the converter's own facts.
 AttributeValue = str | int | bool | tuple[str, ...] | tuple[int, ...]
@@ -97,3 +105,95 @@ class DictionaryBuilder:
             index = self._stacks[identity] = len(self.dictionary.stack_table)
             self.dictionary.stack_table.append(Stack(location_indices=identity))
         return index
+
+
+class DictionaryEditor:
+    """Appends to an existing ProfilesDictionary: strings and attributes interned against what it
+    holds already (the first of equal entries reused), so nothing the run adds is a duplicate."""
+
+    def __init__(self, dictionary: ProfilesDictionary) -> None:
+        self.dictionary = dictionary
+        self._strings: dict[str, int] = {}
+        for index, text in enumerate(dictionary.string_table):
+            self._strings.setdefault(text, index)
+        # (key string index, value kind, value, unit string index) -> index, for str and bool values.
+        self._attributes: dict[tuple[int, str, object, int], int] = {}
+        for index, entry in enumerate(dictionary.attribute_table):
+            kind = entry.value.WhichOneof("value")
+            if kind in ("string_value", "bool_value") and index:
+                identity = (entry.key_strindex, kind, getattr(entry.value, kind), entry.unit_strindex)
+                self._attributes.setdefault(identity, index)
+
+    def string(self, text: str) -> int:
+        index = self._strings.get(text)
+        if index is None:
+            index = self._strings[text] = len(self.dictionary.string_table)
+            self.dictionary.string_table.append(text)
+        return index
+
+    def attribute(self, key: str, value: str | bool) -> int:
+        kind = "bool_value" if isinstance(value, bool) else "string_value"
+        identity = (self.string(key), kind, value, 0)
+        index = self._attributes.get(identity)
+        if index is None:
+            index = self._attributes[identity] = len(self.dictionary.attribute_table)
+            entry = self.dictionary.attribute_table.add(key_strindex=identity[0])
+            if isinstance(value, bool):
+                entry.value.bool_value = value
+            else:
+                entry.value.string_value = value
+        return index
+
+    def key_of(self, index: int) -> str:
+        table = self.dictionary.attribute_table
+        if not 0 < index < len(table):
+            return ""
+        key = table[index].key_strindex
+        return self.dictionary.string_table[key] if 0 <= key < len(self.dictionary.string_table) else ""
+
+    def attributes(self, indices: Sequence[int]) -> dict[str, object]:
+        """Key -> value (str, bool, int; others as None) of the attributes at ``indices``."""
+        found: dict[str, object] = {}
+        table = self.dictionary.attribute_table
+        for index in indices:
+            if not 0 < index < len(table):
+                continue
+            kind = table[index].value.WhichOneof("value")
+            value = getattr(table[index].value, kind) if kind in ("string_value", "bool_value", "int_value") else None
+            found[self.key_of(index)] = value
+        return found
+
+    def set_attribute(self, holder: Mapping | Profile, key: str, value: str | bool) -> None:
+        """Gives ``holder`` the attribute ``key = value``, in place of one of that key it has."""
+        indices = holder.attribute_indices
+        kept = [index for index in indices if self.key_of(index) != key]
+        kept.append(self.attribute(key, value))
+        del indices[:]
+        indices.extend(kept)
+
+    def set_flags(self, mapping: Mapping, flags: tuple[bool, ...]) -> None:
+        """Replaces the mapping's ``pprof.mapping.has_*`` attributes by ``flags`` (written when true)."""
+        indices = mapping.attribute_indices
+        flag_keys = {key for _, key in keys.MAPPING_FLAGS}
+        kept = [index for index in indices if self.key_of(index) not in flag_keys]
+        kept.extend(self.attribute(key, True) for (_, key), on in zip(keys.MAPPING_FLAGS, flags, strict=True) if on)
+        del indices[:]
+        indices.extend(kept)
+
+    def add_ids(self, mapping: Mapping, text: str, filename: str) -> None:
+        """Adds the IDs of ``text`` (as symbolize/mapping_ids.py spells them) the mapping lacks, each
+        under the key the converter gives it (:func:`symbolize.otlp.attributes.build_id_key`)."""
+        indices = mapping.attribute_indices
+        held = {self.key_of(index) for index in indices}
+        for part in id_parts(text):
+            key = keys.build_id_key(part, filename)
+            if key not in held:
+                indices.append(self.attribute(key, part))
+                held.add(key)
+
+    def set_drop_frames(self, message: ProfilesData, pattern: str) -> None:
+        """Sets every profile's ``pprof.profile.drop_frames`` attribute to ``pattern``."""
+        for resource in message.resource_profiles:
+            for scope in resource.scope_profiles:
+                for profile in scope.profiles:
+                    self.set_attribute(profile, keys.DROP_FRAMES, pattern)

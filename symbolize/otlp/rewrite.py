@@ -44,17 +44,16 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
     Function,
     Line,
     Location,
-    Mapping,
     ProfilesData,
-    ProfilesDictionary,
     Stack,
 )
 
 from symbolize.discovery import FileLoader, find_module
 from symbolize.discovery.modules import find_module_by_htlhash
-from symbolize.mapping_ids import id_parts, spell
+from symbolize.mapping_ids import spell
 from symbolize.module import Module
 from symbolize.otlp import attributes as keys
+from symbolize.otlp.dictionary import DictionaryEditor
 from symbolize.otlp.encoding import encode_profiles_data, read_profiles_data
 from symbolize.otlp.to_pprof import pprof_from_profiles
 from symbolize.proto import profile_pb2 as pprof
@@ -95,7 +94,7 @@ def symbolize_profiles_data(message: ProfilesData, options: RewriteOptions, *, s
     if not any(scope.profiles for resource in message.resource_profiles for scope in resource.scope_profiles):
         return Summary()
     twin, _ = pprof_from_profiles(message, source)
-    editor = _DictionaryEditor(message.dictionary)
+    editor = DictionaryEditor(message.dictionary)
     _mark_htlhash_mappings(twin, editor)
     before = _TwinState(twin)
     hashed: dict[str, str] = {}
@@ -129,7 +128,7 @@ def _lines(location: pprof.Location) -> tuple[tuple[int, int, int], ...]:
     return tuple((line.function_id, line.line, line.column) for line in location.line)
 
 
-def _write_back(message: ProfilesData, twin: pprof.Profile, before: _TwinState, editor: _DictionaryEditor) -> None:
+def _write_back(message: ProfilesData, twin: pprof.Profile, before: _TwinState, editor: DictionaryEditor) -> None:
     """What the rewrite changed in ``twin``, written into ``message`` (module docstring)."""
     dictionary = message.dictionary
     strings = twin.string_table
@@ -254,7 +253,7 @@ def _object_address_mappings(twin: pprof.Profile) -> frozenset[int]:
     return frozenset(found)
 
 
-def _mark_htlhash_mappings(twin: pprof.Profile, editor: _DictionaryEditor) -> None:
+def _mark_htlhash_mappings(twin: pprof.Profile, editor: DictionaryEditor) -> None:
     """Gives each mapping known only by its htlhash a build ID text the opener knows
     (:data:`_HTLHASH_MARK`)."""
     mapping_table = editor.dictionary.mapping_table
@@ -284,7 +283,7 @@ def _opener(given: ModuleOpener | None, hashed: dict[str, str]) -> ModuleOpener:
     return open_module
 
 
-def _add_hashed_files_ids(twin: pprof.Profile, editor: _DictionaryEditor, hashed: dict[str, str]) -> None:
+def _add_hashed_files_ids(twin: pprof.Profile, editor: DictionaryEditor, hashed: dict[str, str]) -> None:
     """A mapping found by its htlhash gets the build IDs of the file that hashed so (the
     conventions ask for every ID a mapping's file has)."""
     strings = twin.string_table
@@ -292,91 +291,3 @@ def _add_hashed_files_ids(twin: pprof.Profile, editor: _DictionaryEditor, hashed
         ids = hashed.get(strings[mapping.build_id]) if mapping.build_id else None
         if ids:
             editor.add_ids(editor.dictionary.mapping_table[position + 1], ids, strings[mapping.filename])
-
-
-class _DictionaryEditor:
-    """Appends to an existing ProfilesDictionary: strings and attributes interned against what it
-    holds already (the first of equal entries reused), so nothing the run adds is a duplicate."""
-
-    def __init__(self, dictionary: ProfilesDictionary) -> None:
-        self.dictionary = dictionary
-        self._strings: dict[str, int] = {}
-        for index, text in enumerate(dictionary.string_table):
-            self._strings.setdefault(text, index)
-        # (key string index, value kind, value, unit string index) -> index, for str and bool values.
-        self._attributes: dict[tuple[int, str, object, int], int] = {}
-        for index, entry in enumerate(dictionary.attribute_table):
-            kind = entry.value.WhichOneof("value")
-            if kind in ("string_value", "bool_value") and index:
-                identity = (entry.key_strindex, kind, getattr(entry.value, kind), entry.unit_strindex)
-                self._attributes.setdefault(identity, index)
-
-    def string(self, text: str) -> int:
-        index = self._strings.get(text)
-        if index is None:
-            index = self._strings[text] = len(self.dictionary.string_table)
-            self.dictionary.string_table.append(text)
-        return index
-
-    def attribute(self, key: str, value: str | bool) -> int:
-        kind = "bool_value" if isinstance(value, bool) else "string_value"
-        identity = (self.string(key), kind, value, 0)
-        index = self._attributes.get(identity)
-        if index is None:
-            index = self._attributes[identity] = len(self.dictionary.attribute_table)
-            entry = self.dictionary.attribute_table.add(key_strindex=identity[0])
-            if isinstance(value, bool):
-                entry.value.bool_value = value
-            else:
-                entry.value.string_value = value
-        return index
-
-    def key_of(self, index: int) -> str:
-        table = self.dictionary.attribute_table
-        if not 0 < index < len(table):
-            return ""
-        key = table[index].key_strindex
-        return self.dictionary.string_table[key] if 0 <= key < len(self.dictionary.string_table) else ""
-
-    def attributes(self, indices: Sequence[int]) -> dict[str, object]:
-        """Key -> value (str, bool, int; others as None) of the attributes at ``indices``."""
-        found: dict[str, object] = {}
-        table = self.dictionary.attribute_table
-        for index in indices:
-            if not 0 < index < len(table):
-                continue
-            kind = table[index].value.WhichOneof("value")
-            value = getattr(table[index].value, kind) if kind in ("string_value", "bool_value", "int_value") else None
-            found[self.key_of(index)] = value
-        return found
-
-    def set_flags(self, mapping: Mapping, flags: tuple[bool, ...]) -> None:
-        """Replaces the mapping's ``pprof.mapping.has_*`` attributes by ``flags`` (written when true)."""
-        indices = mapping.attribute_indices
-        flag_keys = {key for _, key in keys.MAPPING_FLAGS}
-        kept = [index for index in indices if self.key_of(index) not in flag_keys]
-        kept.extend(self.attribute(key, True) for (_, key), on in zip(keys.MAPPING_FLAGS, flags, strict=True) if on)
-        del indices[:]
-        indices.extend(kept)
-
-    def add_ids(self, mapping: Mapping, text: str, filename: str) -> None:
-        """Adds the IDs of ``text`` (as symbolize/mapping_ids.py spells them) the mapping lacks, each
-        under the key the converter gives it (:func:`symbolize.otlp.attributes.build_id_key`)."""
-        indices = mapping.attribute_indices
-        held = {self.key_of(index) for index in indices}
-        for part in id_parts(text):
-            key = keys.build_id_key(part, filename)
-            if key not in held:
-                indices.append(self.attribute(key, part))
-                held.add(key)
-
-    def set_drop_frames(self, message: ProfilesData, pattern: str) -> None:
-        """Sets every profile's ``pprof.profile.drop_frames`` attribute to ``pattern``."""
-        for resource in message.resource_profiles:
-            for scope in resource.scope_profiles:
-                for profile in scope.profiles:
-                    indices = profile.attribute_indices
-                    kept = [index for index in indices if self.key_of(index) != keys.DROP_FRAMES]
-                    kept.append(self.attribute(keys.DROP_FRAMES, pattern))
-                    del indices[:]
-                    indices.extend(kept)
