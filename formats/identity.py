@@ -18,7 +18,6 @@ And the file's ``htlhash`` (:func:`htlhash`), the OpenTelemetry profiles build I
 
 from __future__ import annotations
 
-import hashlib
 import mmap
 import struct
 from pathlib import Path
@@ -58,6 +57,8 @@ def htlhash(path: Path) -> str:
         raise NotFoundError("file not found", path) from err
     except OSError as err:
         raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
+    import hashlib  # here: it loads OpenSSL's libcrypto, which a run that hashes nothing does not need
+
     digest = hashlib.sha256(head + tail + size.to_bytes(8, "big")).digest()
     return digest[:_HTLHASH_BYTES].hex()
 

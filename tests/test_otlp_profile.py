@@ -28,7 +28,8 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
     Stack,
 )
 
-from symbolize.api import Session, symbolize_file, symbolize_profile
+from symbolize.api import Session, build_indexes, symbolize_file, symbolize_profile
+from symbolize.cache import index_htlhash
 from symbolize.formats.identity import htlhash
 from symbolize.module import Reason
 from symbolize.otlp import attributes as keys
@@ -361,3 +362,13 @@ def test_stamp_records_the_build_ids_as_attributes(tmp_path: Path) -> None:
         if BIN / name in binaries:
             assert found[keys.GNU_BUILD_ID].value.string_value == gnu_build_id(BIN / name)
             assert keys.HTLHASH in found
+
+
+# --- The index records its binary's htlhash (what finds an index by the eBPF profiler's ID). ---
+
+
+@pytest.mark.parametrize("binary", ["cdemo-gcc-dwarf5-pie", "cdemo-gcc-debuglink"])
+def test_an_index_records_its_binarys_htlhash(binary: str, tmp_path: Path) -> None:
+    built = build_indexes([BIN / binary], search_paths=[BIN], cache_dir=tmp_path)
+    assert built
+    assert [index_htlhash(path) for path in built] == [htlhash(BIN / binary)] * len(built)
