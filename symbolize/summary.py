@@ -8,7 +8,8 @@
                    "missing_lines": str|null, "damaged_debug_info": str|null,
                    "refused": [str], "slice": str|null, "slice_by": str|null,
                    "file_offsets_from": str|null, "unverified": bool,
-                   "missed": [{"file": str, "reason": reason, "tried": [str], "detail": str}]}],
+                   "missed": [{"file": str, "reason": reason, "tried": [str], "detail": str}],
+                   "addresses": "runtime"|"file-relative" (OTLP input only)}],
      "locations": N, "named": N, "unnamed": N,
      "nothing_to_name": bool,
      "unnamed_value_share": {sample_type_name: float 0..1},
@@ -53,6 +54,9 @@ it is and its ID), ``"not-on-server"`` (every server answered that it has none) 
 ``"server-unreachable"`` (one could not be reached or failed, and none of the others had it), the
 URLs tried and what the servers said. A location nothing names is then counted under that reason,
 with the miss as its detail.
+``"addresses"``, for a mapping of an OTLP export only, says how its locations' addresses were
+read: ``"runtime"`` (inside the mapping, as the spec says) or ``"file-relative"`` (the file's own
+virtual addresses, what the OpenTelemetry eBPF profiler sends; symbolize/otlp/rewrite.py).
 ``"downloads"`` says what was fetched from servers and from where, and how many files came from
 the download caches (one line, empty when no server or cache was asked).
 ``"drop_frames"`` is the profile's ``drop_frames`` as written and where it comes from: ``"heap
