@@ -7,7 +7,8 @@ one index: the rules ask for no duplicates); mappings, locations and functions a
 the caller gives them, since each is one pprof entry the way back must find again.
 
 :class:`DictionaryEditor` appends to a dictionary someone else wrote (what naming and stamping
-an export add), interning against what it holds.
+an export add), interning against what it holds; :class:`DictionaryBuilder` is one over a new
+dictionary.
 """
 
 from __future__ import annotations
@@ -51,28 +52,24 @@ def any_value(value: AttributeValue) -> AnyValue:
     return AnyValue(string_value=value)
 
 
-class DictionaryBuilder:
-    """A ProfilesDictionary being filled, with its zero entries in place.
+class DictionaryEditor:
+    """Appends to a ProfilesDictionary: strings and attributes interned against what it holds
+    already (the first of equal entries reused), so nothing added is a duplicate. Over a dictionary
+    someone else wrote, it is what naming and stamping an export add with."""
 
-    ``strings`` seeds the string table as given, order and duplicates included (a pprof string
-    table, whose indices then stay valid); ``""`` must be its first entry.
-    """
-
-    def __init__(self, strings: Sequence[str] = ("",)) -> None:
-        self.dictionary = ProfilesDictionary()
-        table = self.dictionary
-        table.string_table.extend(strings)
-        table.mapping_table.append(Mapping())
-        table.location_table.append(Location())
-        table.function_table.append(Function())
-        table.link_table.append(Link())
-        table.attribute_table.append(KeyValueAndUnit())
-        table.stack_table.append(Stack())
+    def __init__(self, dictionary: ProfilesDictionary) -> None:
+        self.dictionary = dictionary
         self._strings: dict[str, int] = {}
-        for index, text in enumerate(strings):
+        for index, text in enumerate(dictionary.string_table):
             self._strings.setdefault(text, index)
+        # (key string index, value type, value, unit string index) -> index, for scalar values.
         self._attributes: dict[tuple[int, str, AttributeValue, int], int] = {}
-        self._stacks: dict[tuple[int, ...], int] = {(): 0}
+        for index, entry in enumerate(dictionary.attribute_table):
+            kind = entry.value.WhichOneof("value")
+            if index and kind in ("string_value", "bool_value", "int_value"):
+                value = getattr(entry.value, kind)
+                identity = (entry.key_strindex, type(value).__name__, value, entry.unit_strindex)
+                self._attributes.setdefault(identity, index)
 
     def string(self, text: str) -> int:
         """The index of ``text``, appended when new (the first index of a duplicated one)."""
@@ -97,54 +94,8 @@ class DictionaryBuilder:
         """:meth:`attribute` with its key given as text."""
         return self.attribute(self.string(key), value)
 
-    def stack(self, location_indices: Iterable[int]) -> int:
-        """The index of the stack of ``location_indices`` (leaf first), appended when new."""
-        identity = tuple(location_indices)
-        index = self._stacks.get(identity)
-        if index is None:
-            index = self._stacks[identity] = len(self.dictionary.stack_table)
-            self.dictionary.stack_table.append(Stack(location_indices=identity))
-        return index
-
-
-class DictionaryEditor:
-    """Appends to an existing ProfilesDictionary: strings and attributes interned against what it
-    holds already (the first of equal entries reused), so nothing the run adds is a duplicate."""
-
-    def __init__(self, dictionary: ProfilesDictionary) -> None:
-        self.dictionary = dictionary
-        self._strings: dict[str, int] = {}
-        for index, text in enumerate(dictionary.string_table):
-            self._strings.setdefault(text, index)
-        # (key string index, value kind, value, unit string index) -> index, for str and bool values.
-        self._attributes: dict[tuple[int, str, object, int], int] = {}
-        for index, entry in enumerate(dictionary.attribute_table):
-            kind = entry.value.WhichOneof("value")
-            if kind in ("string_value", "bool_value") and index:
-                identity = (entry.key_strindex, kind, getattr(entry.value, kind), entry.unit_strindex)
-                self._attributes.setdefault(identity, index)
-
-    def string(self, text: str) -> int:
-        index = self._strings.get(text)
-        if index is None:
-            index = self._strings[text] = len(self.dictionary.string_table)
-            self.dictionary.string_table.append(text)
-        return index
-
-    def attribute(self, key: str, value: str | bool) -> int:
-        kind = "bool_value" if isinstance(value, bool) else "string_value"
-        identity = (self.string(key), kind, value, 0)
-        index = self._attributes.get(identity)
-        if index is None:
-            index = self._attributes[identity] = len(self.dictionary.attribute_table)
-            entry = self.dictionary.attribute_table.add(key_strindex=identity[0])
-            if isinstance(value, bool):
-                entry.value.bool_value = value
-            else:
-                entry.value.string_value = value
-        return index
-
     def key_of(self, index: int) -> str:
+        """The key (text) of attribute ``index``; "" for an index out of the table."""
         table = self.dictionary.attribute_table
         if not 0 < index < len(table):
             return ""
@@ -152,7 +103,8 @@ class DictionaryEditor:
         return self.dictionary.string_table[key] if 0 <= key < len(self.dictionary.string_table) else ""
 
     def attributes(self, indices: Sequence[int]) -> dict[str, object]:
-        """Key -> value (str, bool, int; others as None) of the attributes at ``indices``."""
+        """Key -> value (str, bool, int; others as None) of the attributes at ``indices``; indices
+        out of the table are skipped."""
         found: dict[str, object] = {}
         table = self.dictionary.attribute_table
         for index in indices:
@@ -165,20 +117,18 @@ class DictionaryEditor:
 
     def set_attribute(self, holder: Mapping | Profile, key: str, value: str | bool) -> None:
         """Gives ``holder`` the attribute ``key = value``, in place of one of that key it has."""
-        indices = holder.attribute_indices
-        kept = [index for index in indices if self.key_of(index) != key]
-        kept.append(self.attribute(key, value))
-        del indices[:]
-        indices.extend(kept)
+        self._replace(holder, {key}, [self.named_attribute(key, value)])
 
     def set_flags(self, mapping: Mapping, flags: tuple[bool, ...]) -> None:
         """Replaces the mapping's ``pprof.mapping.has_*`` attributes by ``flags`` (written when true)."""
-        indices = mapping.attribute_indices
-        flag_keys = {key for _, key in keys.MAPPING_FLAGS}
-        kept = [index for index in indices if self.key_of(index) not in flag_keys]
-        kept.extend(self.attribute(key, True) for (_, key), on in zip(keys.MAPPING_FLAGS, flags, strict=True) if on)
+        added = [self.named_attribute(key, True) for (_, key), on in zip(keys.MAPPING_FLAGS, flags, strict=True) if on]
+        self._replace(mapping, {key for _, key in keys.MAPPING_FLAGS}, added)
+
+    def _replace(self, holder: Mapping | Profile, replaced: set[str], added: list[int]) -> None:
+        indices = holder.attribute_indices
+        kept = [index for index in indices if self.key_of(index) not in replaced]
         del indices[:]
-        indices.extend(kept)
+        indices.extend([*kept, *added])
 
     def add_ids(self, mapping: Mapping, text: str, filename: str) -> None:
         """Adds the IDs of ``text`` (as symbolize/mapping_ids.py spells them) the mapping lacks, each
@@ -188,7 +138,7 @@ class DictionaryEditor:
         for part in id_parts(text):
             key = keys.build_id_key(part, filename)
             if key not in held:
-                indices.append(self.attribute(key, part))
+                indices.append(self.named_attribute(key, part))
                 held.add(key)
 
     def set_drop_frames(self, message: ProfilesData, pattern: str) -> None:
@@ -197,3 +147,34 @@ class DictionaryEditor:
             for scope in resource.scope_profiles:
                 for profile in scope.profiles:
                     self.set_attribute(profile, keys.DROP_FRAMES, pattern)
+
+
+class DictionaryBuilder(DictionaryEditor):
+    """A new ProfilesDictionary being filled, with its zero entries in place.
+
+    ``strings`` seeds the string table as given, order and duplicates included (a pprof string
+    table, whose indices then stay valid); ``""`` must be its first entry.
+    """
+
+    def __init__(self, strings: Sequence[str] = ("",)) -> None:
+        super().__init__(
+            ProfilesDictionary(
+                string_table=strings,
+                mapping_table=[Mapping()],
+                location_table=[Location()],
+                function_table=[Function()],
+                link_table=[Link()],
+                attribute_table=[KeyValueAndUnit()],
+                stack_table=[Stack()],
+            )
+        )
+        self._stacks: dict[tuple[int, ...], int] = {(): 0}
+
+    def stack(self, location_indices: Iterable[int]) -> int:
+        """The index of the stack of ``location_indices`` (leaf first), appended when new."""
+        identity = tuple(location_indices)
+        index = self._stacks.get(identity)
+        if index is None:
+            index = self._stacks[identity] = len(self.dictionary.stack_table)
+            self.dictionary.stack_table.append(Stack(location_indices=identity))
+        return index
