@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,18 +29,21 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
     Stack,
 )
 
-from symbolize.api import Session, build_indexes, symbolize_file, symbolize_profile
+from symbolize.api import Session, build_indexes, symbolize_file
 from symbolize.cache import index_htlhash
 from symbolize.formats.identity import htlhash
+from symbolize.loader import Loader
 from symbolize.module import Reason
 from symbolize.otlp import attributes as keys
 from symbolize.otlp.convert import Target, convert
 from symbolize.otlp.encoding import Encoding, encode_profiles_data, read_profiles_data
-from symbolize.otlp.rewrite import rewrite_otlp_payload
+from symbolize.otlp.rewrite import rewrite_otlp_payload, symbolize_profiles_data
 from symbolize.otlp.to_pprof import pprof_from_profiles
 from symbolize.pprof import StringTable, parse_profile, read_profile
 from symbolize.proto import profile_pb2 as pprof
 from symbolize.rewrite import RewriteOptions
+from symbolize.rewrite import symbolize_profile as rewrite_pprof
+from symbolize.summary import Summary
 from tests.fixtures_data import BIN, PROFILES
 
 # Every committed profile the converter reads (as tests/test_otlp_convert.py lists them).
@@ -72,24 +76,30 @@ def named_stacks(profile: pprof.Profile) -> list[tuple[list[int], list[list[tupl
     return stacks
 
 
-def _symbolized_through_otlp(path: Path, tmp_path: Path, encoding: Encoding) -> tuple[pprof.Profile, int]:
-    otlp = tmp_path / "in.otlp"
-    otlp.write_bytes(convert(path.read_bytes(), Target.OTLP, encoding=encoding, path=path).data)
-    named = tmp_path / "named.otlp"
-    summary = symbolize_file(otlp, named, search_paths=SEARCH, use_cache=False)
-    back = convert(named.read_bytes(), Target.PPROF, path=named)
-    profile, _ = parse_profile(back.data, named)
-    return profile, summary.named
+@pytest.fixture(scope="module")
+def loader() -> Iterator[Loader]:
+    """One loader for the module's runs, as ``serve`` keeps one: files are decoded once."""
+    session = Session(search_paths=SEARCH, use_cache=False)
+    opened = session.loader()
+    yield opened
+    session.finish(opened)
+
+
+def _symbolized_through_otlp(path: Path, loader: Loader) -> tuple[pprof.Profile, Summary]:
+    """``path`` converted to OTLP, named as OTLP, converted back."""
+    payload = convert(path.read_bytes(), Target.OTLP, path=path).data
+    named, summary = rewrite_otlp_payload(payload, RewriteOptions(discovery=loader), source=str(path))
+    back, _ = parse_profile(convert(named, Target.PPROF, path=path).data, path)
+    return back, summary
 
 
 @pytest.mark.parametrize("path", FIXTURE_PROFILES, ids=lambda path: str(path.relative_to(PROFILES)))
-def test_every_fixture_profile_is_named_the_same_through_otlp(path: Path, tmp_path: Path) -> None:
-    direct = tmp_path / "direct.pb"
-    summary = symbolize_file(path, direct, search_paths=SEARCH, use_cache=False, gzip=False)
-    expected, _ = read_profile(direct)
-    through_otlp, named = _symbolized_through_otlp(path, tmp_path, Encoding.PROTOBUF)
-    assert named == summary.named
+def test_every_fixture_profile_is_named_the_same_through_otlp(path: Path, loader: Loader) -> None:
+    expected, _ = read_profile(path)
+    summary = rewrite_pprof(expected, RewriteOptions(discovery=loader))
+    through_otlp, otlp_summary = _symbolized_through_otlp(path, loader)
     assert summary.named > 0
+    assert otlp_summary.named == summary.named
     assert named_stacks(through_otlp) == named_stacks(expected)
 
 
@@ -118,14 +128,12 @@ def test_every_ebpf_fixture_has_a_twin() -> None:
 
 
 @pytest.mark.parametrize("path", EBPF, ids=lambda path: path.name)
-def test_the_ebpf_shaped_fixture_is_named_as_its_pprof_twin(path: Path, tmp_path: Path) -> None:
+def test_the_ebpf_shaped_fixture_is_named_as_its_pprof_twin(path: Path, loader: Loader) -> None:
     twin_name, file_relative = EBPF_TWINS[path.name]
-    direct = tmp_path / "twin.pb"
-    symbolize_file(PROFILES / twin_name, direct, search_paths=SEARCH, use_cache=False)
-    expected, _ = read_profile(direct)
-    named = tmp_path / "named.otlp.pb"
-    summary = symbolize_file(path, named, search_paths=SEARCH, use_cache=False)
-    back, _ = parse_profile(convert(named.read_bytes(), Target.PPROF, path=named).data, named)
+    expected, _ = read_profile(PROFILES / twin_name)
+    rewrite_pprof(expected, RewriteOptions(discovery=loader))
+    named, summary = _named(path, loader)
+    back, _ = pprof_from_profiles(named)
     assert stack_counts(back) == stack_counts(expected)
     fixture_mappings = [mapping for mapping in summary.mappings if (BIN / Path(mapping.filename).name).is_file()]
     assert fixture_mappings and all(mapping.unnamed == 0 and mapping.named for mapping in fixture_mappings)
@@ -133,6 +141,13 @@ def test_the_ebpf_shaped_fixture_is_named_as_its_pprof_twin(path: Path, tmp_path
     for mapping in fixture_mappings:
         relative = Path(mapping.filename).name == file_relative or mapping.filename.endswith(".so")
         assert mapping.addresses == ("file-relative" if relative else "runtime"), mapping.filename
+
+
+def _named(path: Path, loader: Loader) -> tuple[ProfilesData, Summary]:
+    """The export at ``path``, named."""
+    message = _export(path)
+    summary = symbolize_profiles_data(message, RewriteOptions(discovery=loader), source=path)
+    return message, summary
 
 
 def _export(path: Path) -> ProfilesData:
@@ -172,10 +187,8 @@ def _scopes(message: ProfilesData) -> list[object]:
 
 
 @pytest.mark.parametrize("path", EBPF, ids=lambda path: path.name)
-def test_naming_keeps_every_sample_and_the_dictionary_rules(path: Path, tmp_path: Path) -> None:
-    named = tmp_path / "named.otlp.pb"
-    symbolize_file(path, named, search_paths=SEARCH, use_cache=False)
-    before, after = _export(path), _export(named)
+def test_naming_keeps_every_sample_and_the_dictionary_rules(path: Path, loader: Loader) -> None:
+    before, (after, _) = _export(path), _named(path, loader)
     assert _sample_facts(after) == _sample_facts(before)
     assert [resource.resource for resource in after.resource_profiles] == [
         resource.resource for resource in before.resource_profiles
@@ -208,10 +221,8 @@ def test_naming_keeps_every_sample_and_the_dictionary_rules(path: Path, tmp_path
 
 
 @pytest.mark.parametrize("path", EBPF, ids=lambda path: path.name)
-def test_named_mappings_get_their_flags_and_the_ids_of_the_hashed_file(path: Path, tmp_path: Path) -> None:
-    named = tmp_path / "named.otlp.pb"
-    symbolize_file(path, named, search_paths=SEARCH, use_cache=False)
-    after = _export(named)
+def test_named_mappings_get_their_flags_and_the_ids_of_the_hashed_file(path: Path, loader: Loader) -> None:
+    after, _ = _named(path, loader)
     strings = after.dictionary.string_table
     for mapping in after.dictionary.mapping_table[1:]:
         name = Path(strings[mapping.filename_strindex]).name
@@ -243,25 +254,21 @@ def gnu_build_id(path: Path) -> str:
 
 @pytest.mark.parametrize("gzipped", [False, True], ids=["plain", "gzip"])
 @pytest.mark.parametrize("encoding", list(Encoding))
-def test_the_payload_comes_back_in_its_encoding(encoding: Encoding, gzipped: bool) -> None:
+def test_the_payload_comes_back_in_its_encoding(encoding: Encoding, gzipped: bool, loader: Loader) -> None:
     source = PROFILES / "rustdemo-full.cpu.pb"
     payload = convert(source.read_bytes(), Target.OTLP, encoding=encoding, path=source).data
     if gzipped:
         payload = gzip.compress(payload)
-    session = Session(search_paths=SEARCH, use_cache=False)
-    loader = session.loader()
-    try:
-        data, summary = rewrite_otlp_payload(payload, RewriteOptions(discovery=loader), source="<request 1>")
-        again, _ = rewrite_otlp_payload(data, RewriteOptions(discovery=loader), source="<request 2>")
-    finally:
-        session.finish(loader)
+    data, summary = rewrite_otlp_payload(payload, RewriteOptions(discovery=loader), source="<request 1>")
+    again, _ = rewrite_otlp_payload(data, RewriteOptions(discovery=loader), source="<request 2>")
     assert (data[:2] == b"\x1f\x8b") is gzipped
     message, read_as, _ = read_profiles_data(data, "<answer>")
     assert read_as is encoding
     assert summary.unnamed == 0 and summary.named
     assert {mapping.addresses for mapping in summary.mappings} == {"runtime"}
     back, _ = pprof_from_profiles(message)
-    direct, _ = symbolize_profile(source, search_paths=SEARCH, use_cache=False)
+    direct, _ = read_profile(source)
+    rewrite_pprof(direct, RewriteOptions(discovery=loader))
     assert named_stacks(back) == named_stacks(direct)
     assert again == data, "a named export is left as it is"
 
