@@ -29,7 +29,7 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
     Stack,
 )
 
-from symbolize.api import Session, build_indexes, symbolize_file
+from symbolize.api import Session, build_indexes, stamp_profile, symbolize_file
 from symbolize.cache import index_htlhash
 from symbolize.formats.identity import htlhash
 from symbolize.loader import Loader
@@ -38,6 +38,7 @@ from symbolize.otlp import attributes as keys
 from symbolize.otlp.convert import Target, convert
 from symbolize.otlp.encoding import Encoding, encode_profiles_data, read_profiles_data
 from symbolize.otlp.rewrite import rewrite_otlp_payload, symbolize_profiles_data
+from symbolize.otlp.stamp import stamp_otlp_payload
 from symbolize.otlp.to_pprof import pprof_from_profiles
 from symbolize.pprof import StringTable, parse_profile, read_profile
 from symbolize.proto import profile_pb2 as pprof
@@ -379,3 +380,43 @@ def test_an_index_records_its_binarys_htlhash(binary: str, tmp_path: Path) -> No
     built = build_indexes([BIN / binary], search_paths=[BIN], cache_dir=tmp_path)
     assert built
     assert [index_htlhash(path) for path in built] == [htlhash(BIN / binary)] * len(built)
+
+
+# --- Windows frames in OTLP, by our namespaced attributes (symbolize.pdb.id, symbolize.pe.code_id). ---
+
+WINDOWS_PROFILE = PROFILES / "windows" / "winapp.heap.pb.gz"
+WINDOWS_BINARIES = [BIN / "windows" / "winapp.exe", BIN / "windows" / "winlib.dll"]
+
+
+def _stamped_windows_export() -> ProfilesData:
+    payload = convert(WINDOWS_PROFILE.read_bytes(), Target.OTLP, path=WINDOWS_PROFILE).data
+    stamped, report = stamp_otlp_payload(payload, binaries=WINDOWS_BINARIES, source="<windows>")
+    assert report.stamped == len(WINDOWS_BINARIES)
+    message, _, _ = read_profiles_data(stamped, "<stamped>")
+    return message
+
+
+def test_a_stamped_windows_export_is_named_by_both_ids_as_its_stamped_pprof(loader: Loader) -> None:
+    message = _stamped_windows_export()
+    strings = message.dictionary.string_table
+    for mapping in message.dictionary.mapping_table[1:]:
+        held = {strings[message.dictionary.attribute_table[index].key_strindex] for index in mapping.attribute_indices}
+        assert {keys.PDB_ID, keys.PE_CODE_ID} <= held
+    summary = symbolize_profiles_data(message, RewriteOptions(discovery=loader), source="<windows>")
+    expected, _ = stamp_profile(WINDOWS_PROFILE, binaries=WINDOWS_BINARIES)
+    expected_summary = rewrite_pprof(expected, RewriteOptions(discovery=loader))
+    back, _ = pprof_from_profiles(message)
+    assert named_stacks(back) == named_stacks(expected)
+    assert summary.named == expected_summary.named > 0
+    assert not any(mapping.unverified for mapping in summary.mappings)
+
+
+def test_a_windows_mapping_whose_pdb_id_is_another_builds_is_refused(loader: Loader) -> None:
+    message = _stamped_windows_export()
+    dictionary = message.dictionary
+    for entry in dictionary.attribute_table:
+        if dictionary.string_table[entry.key_strindex] == keys.PDB_ID:
+            entry.value.string_value = "0" * 32 + "1"  # the code ID still matches
+    summary = symbolize_profiles_data(message, RewriteOptions(discovery=loader), source="<windows>")
+    assert summary.named == 0
+    assert {reason for mapping in summary.mappings for reason in mapping.reasons} == {Reason.DEBUG_ID_MISMATCH}

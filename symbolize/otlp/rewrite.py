@@ -50,7 +50,7 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import (
 
 from symbolize.discovery import FileLoader, find_module
 from symbolize.discovery.modules import find_module_by_htlhash
-from symbolize.mapping_ids import spell
+from symbolize.mapping_ids import SEPARATOR, spell
 from symbolize.module import Module
 from symbolize.otlp import attributes as keys
 from symbolize.otlp.dictionary import DictionaryEditor
@@ -64,6 +64,9 @@ __all__ = ["rewrite_otlp_payload", "symbolize_profiles_data"]
 
 # The twin's build ID text of a mapping known by its htlhash only: no ID spelling holds "=".
 _HTLHASH_MARK = "htlhash="
+# The ID attributes a mapping is matched by together (a Go build ID is matched as pprof matches it:
+# when it is the only one).
+_MATCHED_ID_KEYS = (keys.GNU_BUILD_ID, keys.PDB_ID, keys.PE_CODE_ID, keys.MACHO_UUID)
 
 
 def rewrite_otlp_payload(payload: bytes, options: RewriteOptions, *, source: str) -> tuple[bytes, Summary]:
@@ -95,7 +98,7 @@ def symbolize_profiles_data(message: ProfilesData, options: RewriteOptions, *, s
         return Summary()
     twin, _ = pprof_from_profiles(message, source)
     editor = DictionaryEditor(message.dictionary)
-    _mark_htlhash_mappings(twin, editor)
+    _give_twin_build_ids(twin, editor)
     before = _TwinState(twin)
     hashed: dict[str, str] = {}
     run_options = replace(
@@ -253,18 +256,26 @@ def _object_address_mappings(twin: pprof.Profile) -> frozenset[int]:
     return frozenset(found)
 
 
-def _mark_htlhash_mappings(twin: pprof.Profile, editor: DictionaryEditor) -> None:
-    """Gives each mapping known only by its htlhash a build ID text the opener knows
-    (:data:`_HTLHASH_MARK`)."""
+def _give_twin_build_ids(twin: pprof.Profile, editor: DictionaryEditor) -> None:
+    """The build ID text of each twin mapping, from every ID attribute the export's mapping has:
+    a stamped Windows mapping's PDB GUID + age and code ID together (symbolize/mapping_ids.py's
+    spelling: each must match, as for a stamped pprof mapping); a mapping known only by its
+    htlhash gets a text the opener knows (:data:`_HTLHASH_MARK`). The way back to pprof keeps one
+    ID, the first of :data:`symbolize.otlp.attributes.BUILD_ID_KEYS`."""
     mapping_table = editor.dictionary.mapping_table
     for position, mapping in enumerate(twin.mapping):
-        if mapping.build_id:
-            continue
         found = editor.attributes(mapping_table[position + 1].attribute_indices)
-        value = found.get(keys.HTLHASH)
-        if isinstance(value, str) and value.strip():
-            mapping.build_id = len(twin.string_table)
-            twin.string_table.append(_HTLHASH_MARK + value.strip())
+        ids = [str(found[key]).strip() for key in _MATCHED_ID_KEYS if isinstance(found.get(key), str)]
+        ids = [text for text in ids if text]
+        htlhash = found.get(keys.HTLHASH)
+        if len(ids) > 1:
+            text = SEPARATOR.join(ids)
+        elif not mapping.build_id and isinstance(htlhash, str) and htlhash.strip():
+            text = _HTLHASH_MARK + htlhash.strip()
+        else:
+            continue
+        mapping.build_id = len(twin.string_table)
+        twin.string_table.append(text)
 
 
 def _opener(given: ModuleOpener | None, hashed: dict[str, str]) -> ModuleOpener:
