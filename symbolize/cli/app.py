@@ -205,6 +205,7 @@ def profile_command(
 ) -> None:
     """Rewrite a profile with function names, files and lines.
 
+    An OpenTelemetry profiles export (OTLP protobuf or JSON) is written back in its own encoding.
     The output is gzipped when OUT ends in .gz or IN was gzipped. IN - reads stdin;
     OUT - (the default for IN -) writes stdout, whole, once the rewrite has succeeded.
     """
