@@ -37,6 +37,7 @@ from symbolize.module import Reason
 from symbolize.otlp import attributes as keys
 from symbolize.otlp.convert import Target, convert
 from symbolize.otlp.encoding import Encoding, encode_profiles_data, read_profiles_data
+from symbolize.otlp.from_pprof import profiles_from_pprof
 from symbolize.otlp.rewrite import rewrite_otlp_payload, symbolize_profiles_data
 from symbolize.otlp.stamp import stamp_otlp_payload
 from symbolize.otlp.to_pprof import pprof_from_profiles
@@ -420,3 +421,45 @@ def test_a_windows_mapping_whose_pdb_id_is_another_builds_is_refused(loader: Loa
     summary = symbolize_profiles_data(message, RewriteOptions(discovery=loader), source="<windows>")
     assert summary.named == 0
     assert {reason for mapping in summary.mappings for reason in mapping.reasons} == {Reason.DEBUG_ID_MISMATCH}
+
+
+# --- Generated exports: stacks drawn from a real profile's locations, any roles, any order. ---
+
+_SOURCE = PROFILES / "rustdemo-full.cpu.pb"
+
+
+@st.composite
+def resampled_profiles(draw: st.DrawFn) -> pprof.Profile:
+    """The real profile's tables with drawn samples: a location may be a leaf in one sample and a
+    caller in another (the split), stacks repeat, a profile may be on-CPU or not."""
+    source, _ = read_profile(_SOURCE)
+    location_ids = [location.id for location in source.location]
+    samples = draw(
+        st.lists(
+            st.tuples(st.lists(st.sampled_from(location_ids), min_size=1, max_size=6), st.integers(0, 50)),
+            min_size=1,
+            max_size=12,
+        )
+    )
+    del source.sample[:]
+    for stack, value in samples:
+        source.sample.add(location_id=stack, value=[value, value * 1000])
+    if draw(st.booleans()):  # not on-CPU: every frame a return address
+        source.string_table.extend(["alloc_objects", "alloc_space"])
+        source.sample_type[0].type = len(source.string_table) - 2
+        source.sample_type[1].type = len(source.string_table) - 1
+        source.ClearField("period_type")
+    return source
+
+
+@settings(max_examples=25, deadline=None)
+@given(profile=resampled_profiles(), encoding=st.sampled_from(list(Encoding)))
+def test_generated_exports_are_named_as_their_pprof(profile: pprof.Profile, encoding: Encoding, loader: Loader) -> None:
+    payload = encode_profiles_data(profiles_from_pprof(profile), encoding)
+    named, summary = rewrite_otlp_payload(payload, RewriteOptions(discovery=loader), source="<generated>")
+    expected = pprof.Profile()
+    expected.CopyFrom(profile)
+    expected_summary = rewrite_pprof(expected, RewriteOptions(discovery=loader))
+    back, _ = pprof_from_profiles(read_profiles_data(named, "<named>")[0])
+    assert named_stacks(back) == named_stacks(expected)
+    assert summary.named == expected_summary.named

@@ -28,9 +28,12 @@ eBPF profiler sends for a file without a GNU build ID) is matched by hashing the
 Addresses, per mapping (``Location.address``): the spec says a runtime address, inside
 ``[memory_start, memory_limit)``; the OpenTelemetry eBPF profiler sends a native frame's address
 in the ELF file (its virtual address, ``AddressOrLineno``) with the process's mapping around it.
-A mapping none of whose unnamed addresses lies inside its range (or below its start, when it has
-no limit) is read as file-relative; any other as runtime. The summary says which per mapping
-(``"addresses"``).
+A mapping none of whose unnamed addresses lies inside its range (or at or above its start, when
+it has no limit) is read as file-relative: the file's own addresses, as a ``module+0xOFFSET``
+frame's are read (:func:`symbolize.normalize.module_placement`: the ELF vaddr; a PE image's RVA;
+a Mach-O offset from ``__TEXT``); any other as runtime, placed as a pprof mapping's are. The
+summary says which per mapping (``"addresses"``). A mapping whose addresses are all named already
+says nothing.
 """
 
 from __future__ import annotations
