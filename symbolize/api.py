@@ -503,21 +503,20 @@ def symbolize_file(
     addresses were read as runtime or file-relative ones.
     """
     from symbolize.errors import MalformedInputError
-    from symbolize.pprof import output_target, parse_profile, read_profile, serialize_profile, write_profile
+    from symbolize.pprof import output_target, parse_profile, read_profile_bytes, serialize_profile, write_profile
 
-    in_file = Path(in_path) if isinstance(in_path, str | Path) else None
-    name = str(in_path) if in_file is not None else "<stdin>"
-    data = None if isinstance(in_path, str | Path) else in_path.read()
+    name = str(in_path) if isinstance(in_path, str | Path) else "<stdin>"
+    data = read_profile_bytes(in_path) if isinstance(in_path, str | Path) else in_path.read()
     otlp: bytes | None = None
     try:
-        profile, was_gzipped = read_profile(in_file) if in_file is not None else parse_profile(data or b"", name)
+        profile, was_gzipped = parse_profile(data, name)
     except MalformedInputError:
         # Only a profile pprof cannot read is looked at again: OTLP is not imported otherwise.
-        otlp = in_file.read_bytes() if in_file is not None else data or b""
         from symbolize.otlp.convert import looks_like_otlp
 
-        if not looks_like_otlp(otlp, name):
+        if not looks_like_otlp(data, name):
             raise
+        otlp = data
     if isinstance(out_path, str | Path):
         output_target(out_path)  # an output that cannot be written is refused before the work
     if otlp is not None:
