@@ -357,6 +357,10 @@ def _symbolize_mapping(
     functions: _FunctionTable,
 ) -> None:
     summary = entry.summary
+    if options.object_address_mappings is not None:
+        # Said before the file is looked for: a mapping whose file is missing says it too.
+        in_file = mapping.id in options.object_address_mappings
+        summary.addresses = OBJECT_ADDRESSES if in_file else RUNTIME_ADDRESSES
     build_id = normalize_build_id(strings.get(mapping.build_id))
     try:
         module = _open_module(options, summary.filename, build_id)
@@ -402,11 +406,8 @@ def _symbolize_mapping(
 
     to_look_up: list[tuple[_Pending, int]] = []
     place = mapping_placement(module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset)
-    if options.object_address_mappings is not None:
-        summary.addresses = RUNTIME_ADDRESSES
-        if mapping.id in options.object_address_mappings:
-            summary.addresses = OBJECT_ADDRESSES
-            place = module_placement(module.image)
+    if summary.addresses == OBJECT_ADDRESSES:
+        place = module_placement(module.image)
     for pending in entry.pending:
         vaddr = place(pending.location.address, pending.role)
         if vaddr is None:

@@ -325,6 +325,8 @@ def test_a_file_that_does_not_hash_as_the_mapping_says_is_refused(tmp_path: Path
     summary = symbolize_file(source, tmp_path / "out.pb", search_paths=SEARCH, use_cache=False)
     fixture_mappings = [mapping for mapping in summary.mappings if (BIN / Path(mapping.filename).name).is_file()]
     assert fixture_mappings and all(mapping.named == 0 for mapping in fixture_mappings)
+    # The address convention is said of a mapping whose file is refused too (an ET_EXEC's, a DSO's).
+    assert {mapping.addresses for mapping in fixture_mappings} == {"runtime", "file-relative"}
     for mapping in fixture_mappings:
         assert set(mapping.reasons) == {Reason.DEBUG_ID_MISMATCH}
         assert any("htlhash" in detail and "0" * 32 in detail for _, detail in mapping.details)
