@@ -502,7 +502,7 @@ def symbolize_file(
     its own encoding (symbolize/otlp/rewrite.py); the summary says per mapping whether its
     addresses were read as runtime or file-relative ones.
     """
-    from symbolize.errors import MalformedInputError
+    from symbolize.errors import InputLimitError, MalformedInputError
     from symbolize.pprof import output_target, parse_profile, read_profile_bytes, serialize_profile, write_profile
 
     name = str(in_path) if isinstance(in_path, str | Path) else "<stdin>"
@@ -510,6 +510,8 @@ def symbolize_file(
     otlp: bytes | None = None
     try:
         profile, was_gzipped = parse_profile(data, name)
+    except InputLimitError:
+        raise  # past a cap: not looked at again (a sniff would parse what the cap refused)
     except MalformedInputError:
         # Only a profile pprof cannot read is looked at again: OTLP is not imported otherwise.
         from symbolize.otlp.convert import looks_like_otlp

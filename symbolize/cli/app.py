@@ -469,7 +469,7 @@ def stamp_command(
 
     def stamp() -> None:
         from symbolize.api import stamp_profile
-        from symbolize.errors import MalformedInputError
+        from symbolize.errors import InputLimitError, MalformedInputError
         from symbolize.pprof import output_target, parse_profile, serialize_profile, write_atomically
 
         source = "<stdin>" if str(in_path) == STDIO_PATH else str(in_path)
@@ -477,6 +477,8 @@ def stamp_command(
         output = standard_output().buffer if to_stdout else None  # refused before any work
         try:
             profile, was_gzipped = parse_profile(data, source)
+        except InputLimitError:
+            raise  # past a cap: not looked at again (a sniff would parse what the cap refused)
         except MalformedInputError:
             from symbolize.otlp.convert import looks_like_otlp  # an OTLP export: attributes are its IDs
 
