@@ -502,33 +502,22 @@ def symbolize_file(
     its own encoding (symbolize/otlp/rewrite.py); the summary says per mapping whether its
     addresses were read as runtime or file-relative ones.
     """
-    from symbolize.errors import InputLimitError, MalformedInputError
-    from symbolize.pprof import output_target, parse_profile, read_profile_bytes, serialize_profile, write_profile
+    from symbolize.pprof import output_target, read_profile_bytes, serialize_profile, write_profile
 
     name = str(in_path) if isinstance(in_path, str | Path) else "<stdin>"
     data = read_profile_bytes(in_path) if isinstance(in_path, str | Path) else in_path.read()
-    otlp: bytes | None = None
-    try:
-        profile, was_gzipped = parse_profile(data, name)
-    except InputLimitError:
-        raise  # past a cap: not looked at again (a sniff would parse what the cap refused)
-    except MalformedInputError:
-        # Only a profile pprof cannot read is looked at again: OTLP is not imported otherwise.
-        from symbolize.otlp.convert import looks_like_otlp
-
-        if not looks_like_otlp(data, name):
-            raise
-        otlp = data
+    parsed = parse_profile_or_export(data, name)
     if isinstance(out_path, str | Path):
         output_target(out_path)  # an output that cannot be written is refused before the work
-    if otlp is not None:
+    if parsed is None:
         return _symbolize_otlp(
-            otlp, name, out_path, gzip,
+            data, name, out_path, gzip,
             binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, demangle=demangle,
             adjust_return_addresses=adjust_return_addresses, cache_dir=cache_dir, use_cache=use_cache,
             background_index=background_index, drop_frames=drop_frames, keep_hashes=keep_hashes, progress=progress,
             remote=remote, download_progress=download_progress,
         )  # fmt: skip
+    profile, was_gzipped = parsed
     _, summary = symbolize_profile(
         profile,
         binaries=binaries,
@@ -553,6 +542,25 @@ def symbolize_file(
         gzip = was_gzipped or str(out_path).endswith(".gz")
     write_profile(profile, out_path, gzip=gzip)
     return summary
+
+
+def parse_profile_or_export(data: bytes, name: str) -> tuple[Profile, bool] | None:
+    """``parse_profile(data, name)`` (the profile, whether it was gzipped), or None when ``data`` is
+    an OpenTelemetry profiles export instead (symbolize/otlp/ is imported only then). A profile
+    past a cap is refused as it is, never sniffed (that would parse what the cap refused)."""
+    from symbolize.errors import InputLimitError, MalformedInputError
+    from symbolize.pprof import parse_profile
+
+    try:
+        return parse_profile(data, name)
+    except InputLimitError:
+        raise
+    except MalformedInputError:
+        from symbolize.otlp.convert import looks_like_otlp
+
+        if not looks_like_otlp(data, name):
+            raise
+        return None
 
 
 def _symbolize_otlp(

@@ -468,30 +468,21 @@ def stamp_command(
     reports: list[Any] = []
 
     def stamp() -> None:
-        from symbolize.api import stamp_profile
-        from symbolize.errors import InputLimitError, MalformedInputError
-        from symbolize.pprof import output_target, parse_profile, serialize_profile, write_atomically
+        from symbolize.api import parse_profile_or_export, stamp_profile
+        from symbolize.pprof import output_target, serialize_profile, write_atomically
 
         source = "<stdin>" if str(in_path) == STDIO_PATH else str(in_path)
         data = sys.stdin.buffer.read() if str(in_path) == STDIO_PATH else _read_input(in_path)
         output = standard_output().buffer if to_stdout else None  # refused before any work
-        try:
-            profile, was_gzipped = parse_profile(data, source)
-        except InputLimitError:
-            raise  # past a cap: not looked at again (a sniff would parse what the cap refused)
-        except MalformedInputError:
-            from symbolize.otlp.convert import looks_like_otlp  # an OTLP export: attributes are its IDs
-
-            if not looks_like_otlp(data, source):
-                raise
-            if output is None:
-                output_target(out_path)
+        parsed = parse_profile_or_export(data, source)
+        if output is None:
+            output_target(out_path)
+        if parsed is None:  # an OTLP export: its mappings' attributes record the IDs
             from symbolize.otlp.stamp import stamp_otlp_payload
 
             stamped, report = stamp_otlp_payload(data, binaries=binaries or (), source=source)
         else:
-            if output is None:
-                output_target(out_path)
+            profile, was_gzipped = parsed
             _, report = stamp_profile(profile, binaries=binaries or ())
             stamped = serialize_profile(profile, gzip=was_gzipped or (output is None and str(out_path).endswith(".gz")))
         if output is not None:
