@@ -11,6 +11,9 @@ a few page reads per file (bench/stamp.py). Per format:
 - Mach-O: each slice's ``LC_UUID`` and segments from its load commands
   (:func:`~symbolize.formats.macho.load_commands.read_slice_headers`), no macholib (it reads every
   section's bytes). A universal file gives one identity per slice; the caller picks the mapped one.
+
+And the file's ``htlhash`` (:func:`htlhash`), the OpenTelemetry profiles build ID of any file
+(semantic conventions, profiles "Mappings": ``process.executable.build_id.htlhash``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,35 @@ _IMAGE_DIRECTORY_ENTRY_DEBUG = 6
 _IMAGE_DEBUG_TYPE_CODEVIEW = 2
 # A CodeView record larger than this is not one: RSDS is 24 bytes and a path (formats/pe/file.py).
 _MAX_CODEVIEW_SIZE = 1 << 16
+# htlhash: the first and last page of the file are hashed, with its length.
+_HTLHASH_PAGE = 4096
+_HTLHASH_BYTES = 16
+
+
+def htlhash(path: Path) -> str:
+    """The file's ``process.executable.build_id.htlhash``, lower-case hex (the conventions' algorithm):
+    the first 16 bytes of SHA-256 over its first 4096 bytes, its last 4096 bytes (they overlap in a
+    file shorter than 8 KiB; not padded) and its length as a big-endian uint64.
+
+    What the OpenTelemetry eBPF profiler sends for a file with no GNU build ID (or beside one). Two
+    page reads, whatever the file's size. Raises NotFoundError when ``path`` does not exist,
+    SymbolizeError when it cannot be read.
+    """
+    try:
+        with path.open("rb") as stream:
+            size = stream.seek(0, 2)
+            stream.seek(0)
+            head = stream.read(_HTLHASH_PAGE)
+            stream.seek(max(size - _HTLHASH_PAGE, 0))
+            tail = stream.read(_HTLHASH_PAGE)
+    except FileNotFoundError as err:
+        raise NotFoundError("file not found", path) from err
+    except OSError as err:
+        raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
+    import hashlib  # here: it loads OpenSSL's libcrypto, which a run that hashes nothing does not need
+
+    digest = hashlib.sha256(head + tail + size.to_bytes(8, "big")).digest()
+    return digest[:_HTLHASH_BYTES].hex()
 
 
 class HeaderIdentity(NamedTuple):

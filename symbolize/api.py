@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from symbolize.progress import ProgressReport
     from symbolize.remote.options import RemoteOptions
     from symbolize.remote.progress import DownloadProgress
+    from symbolize.rewrite import RewriteOptions
     from symbolize.stamp import StampReport
     from symbolize.summary import Summary
 
@@ -434,14 +435,45 @@ def symbolize_profile(
     across profiles) and stands for the discovery arguments (``binaries`` to ``download_progress``).
     """
     from symbolize.pprof import Profile, read_profile
-    from symbolize.progress import ProgressReport
-    from symbolize.rewrite import RewriteOptions
     from symbolize.rewrite import symbolize_profile as rewrite_profile
 
     if isinstance(profile_or_path, Profile):
         profile = profile_or_path
     else:
         profile, _ = read_profile(profile_or_path)
+    summary = _rewritten(
+        lambda options: rewrite_profile(profile, options),
+        binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, demangle=demangle,
+        adjust_return_addresses=adjust_return_addresses, cache_dir=cache_dir, use_cache=use_cache,
+        background_index=background_index, drop_frames=drop_frames, keep_hashes=keep_hashes, progress=progress,
+        remote=remote, download_progress=download_progress, session=session,
+    )  # fmt: skip
+    return profile, summary
+
+
+def _rewritten(
+    rewrite: Callable[[RewriteOptions], Summary],
+    *,
+    binaries: Iterable[PathLike],
+    search_paths: Iterable[PathLike],
+    debug_dirs: Iterable[PathLike] | None,
+    demangle: DemangleMode,
+    adjust_return_addresses: bool,
+    cache_dir: PathLike | None,
+    use_cache: bool,
+    background_index: bool,
+    drop_frames: str | None,
+    keep_hashes: bool,
+    progress: ProgressReport | None,
+    remote: RemoteOptions | None,
+    download_progress: DownloadProgress | None,
+    session: Session | None = None,
+) -> Summary:
+    """``rewrite`` run with the options :func:`symbolize_profile` takes (one session, one loader:
+    ``session``'s when given)."""
+    from symbolize.progress import ProgressReport
+    from symbolize.rewrite import RewriteOptions
+
     if session is None:
         session = Session(
             binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir,
@@ -461,11 +493,11 @@ def symbolize_profile(
     )
     answered = False
     try:
-        summary = rewrite_profile(profile, options)
+        summary = rewrite(options)
         answered = True
         if loader.remote is not None:
             summary.downloads = loader.remote.report()
-        return profile, summary
+        return summary
     finally:
         session.finish(loader, answered)
 
@@ -498,15 +530,27 @@ def symbolize_file(
     once the rewrite has succeeded, so a reader has a whole profile or nothing. ``drop_frames``,
     ``keep_hashes``, ``progress``, ``remote``, ``download_progress`` and ``session`` are
     :func:`symbolize_profile`'s.
-    """
-    from symbolize.pprof import output_target, parse_profile, read_profile, serialize_profile, write_profile
 
-    if isinstance(in_path, str | Path):
-        profile, was_gzipped = read_profile(in_path)
-    else:
-        profile, was_gzipped = parse_profile(in_path.read(), "<stdin>")
+    An OpenTelemetry profiles export (protobuf or OTLP JSON) is named as one too and written in
+    its own encoding (symbolize/otlp/rewrite.py); the summary says per mapping whether its
+    addresses were read as runtime or file-relative ones.
+    """
+    from symbolize.pprof import output_target, read_profile_bytes, serialize_profile, write_profile
+
+    name = str(in_path) if isinstance(in_path, str | Path) else "<stdin>"
+    data = read_profile_bytes(in_path) if isinstance(in_path, str | Path) else in_path.read()
+    parsed = parse_profile_or_export(data, name)
     if isinstance(out_path, str | Path):
         output_target(out_path)  # an output that cannot be written is refused before the work
+    if parsed is None:
+        return _symbolize_otlp(
+            data, name, out_path, gzip,
+            binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, demangle=demangle,
+            adjust_return_addresses=adjust_return_addresses, cache_dir=cache_dir, use_cache=use_cache,
+            background_index=background_index, drop_frames=drop_frames, keep_hashes=keep_hashes, progress=progress,
+            remote=remote, download_progress=download_progress, session=session,
+        )  # fmt: skip
+    profile, was_gzipped = parsed
     _, summary = symbolize_profile(
         profile,
         binaries=binaries,
@@ -531,6 +575,50 @@ def symbolize_file(
     if gzip is None:
         gzip = was_gzipped or str(out_path).endswith(".gz")
     write_profile(profile, out_path, gzip=gzip)
+    return summary
+
+
+def parse_profile_or_export(data: bytes, name: str) -> tuple[Profile, bool] | None:
+    """``parse_profile(data, name)`` (the profile, whether it was gzipped), or None when ``data`` is
+    an OpenTelemetry profiles export instead (symbolize/otlp/ is imported only then). A profile
+    past a cap is refused as it is, never sniffed (that would parse what the cap refused)."""
+    from symbolize.errors import InputLimitError, MalformedInputError
+    from symbolize.pprof import parse_profile
+
+    try:
+        return parse_profile(data, name)
+    except InputLimitError:
+        raise
+    except MalformedInputError:
+        from symbolize.otlp.convert import looks_like_otlp
+
+        if not looks_like_otlp(data, name):
+            raise
+        return None
+
+
+def _symbolize_otlp(
+    data: bytes, name: str, out_path: PathLike | BinaryIO, gzip: bool | None, **options: Any
+) -> Summary:
+    """:func:`symbolize_file` of an OTLP export: named in place, written in its encoding."""
+    import gzip as gzip_module
+
+    from symbolize.otlp.encoding import encode_profiles_data, read_profiles_data
+    from symbolize.otlp.rewrite import symbolize_profiles_data
+    from symbolize.pprof import write_atomically
+
+    message, encoding, was_gzipped = read_profiles_data(data, name)
+    summary = _rewritten(lambda rewrite: symbolize_profiles_data(message, rewrite, source=name), **options)
+    if gzip is None:
+        gzip = was_gzipped or (isinstance(out_path, str | Path) and str(out_path).endswith(".gz"))
+    encoded = encode_profiles_data(message, encoding)
+    if gzip:
+        encoded = gzip_module.compress(encoded, compresslevel=6, mtime=0)
+    if isinstance(out_path, str | Path):
+        write_atomically(encoded, out_path)
+    else:
+        out_path.write(encoded)
+        out_path.flush()
     return summary
 
 

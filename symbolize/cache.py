@@ -66,6 +66,9 @@ CONSULTED_ARRAY = "consulted_files"
 # The index array holding the path of the binary a debug file was found for, or nothing (the
 # source is the binary): what `symbolize index` and `cache show` name a debug file's index by.
 IMAGE_PATH_ARRAY = "image_path"
+# The index array holding the htlhash of the binary (formats/identity.py: the OpenTelemetry
+# profiles build ID the eBPF profiler sends), in hex, or nothing: what finds an index by that hash.
+HTLHASH_ARRAY = "htlhash"
 
 
 class ConsultedFiles(Protocol):
@@ -229,6 +232,7 @@ def build_index(
         # After the answers were built: every split unit and the dwz file were looked up by then.
         CONSULTED_ARRAY: consulted.consulted_record() if consulted is not None else b"",
         IMAGE_PATH_ARRAY: os.fsencode(image_path.resolve()) if image_path is not None else b"",
+        HTLHASH_ARRAY: _htlhash_of(image_path if image_path is not None else source.path),
     }
     arrays.update(answers)
     write_index(path, key, arrays)
@@ -261,6 +265,33 @@ def publish_index_file(path: Path) -> bool:
         index.close()
     return store.publish_file(key, path, binary=binary if binary is not None and binary.is_file() else None,
                               shareable=shareable)  # fmt: skip
+def _htlhash_of(binary: Path) -> bytes:
+    """``binary``'s htlhash as ASCII hex; nothing when it cannot be read (the index stands without)."""
+    from symbolize.formats.errors import SymbolizeError
+    from symbolize.formats.identity import htlhash
+
+    try:
+        return htlhash(binary).encode("ascii")
+    except SymbolizeError:
+        return b""
+
+
+def index_htlhash(path: Path) -> str | None:
+    """The htlhash of the binary the index at ``path`` answers for (lower-case hex); None when the
+    index does not hold one (written before it was recorded) or cannot be read."""
+    key = stored_key(path)
+    if key is None:
+        return None
+    try:
+        index = IndexFile(path, key)
+    except (MalformedInputError, OSError):
+        return None
+    try:
+        return bytes(index.array(HTLHASH_ARRAY)).decode("ascii") or None
+    except (MalformedInputError, UnicodeDecodeError):
+        return None
+    finally:
+        index.close()
 
 
 def with_index(

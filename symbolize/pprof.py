@@ -314,12 +314,16 @@ def read_profile(path: Path | str) -> tuple[Profile, bool]:
 
     Raises MalformedInputError (naming the file) for truncated or garbage input.
     """
+    return parse_profile(read_profile_bytes(path), path)
+
+
+def read_profile_bytes(path: Path | str) -> bytes:
+    """The bytes of the profile file at ``path``; SymbolizeError naming it when it cannot be read."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as error:
         raise os_error(error, "read", path) from error
-    return parse_profile(data, path)
 
 
 def serialize_profile(profile: Profile, *, gzip: bool) -> bytes:

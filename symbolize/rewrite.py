@@ -55,6 +55,7 @@ from symbolize.normalize import (
     macho_offset_base,
     mapping_contradiction,
     mapping_placement,
+    module_placement,
     role_at,
 )
 from symbolize.offset_frames import name_offset_frames
@@ -124,6 +125,15 @@ class RewriteOptions:
     drop_frames: str | None = None
     keep_hashes: bool = False
     progress: ProgressReport = field(default_factory=ProgressReport)
+    # Mapping IDs whose locations hold object addresses (an ELF file's virtual addresses: what the
+    # OpenTelemetry eBPF profiler sends), not runtime ones; None (a pprof run) says nothing of the
+    # convention in the summary, a set (an OTLP run) says it for every mapping it names.
+    object_address_mappings: frozenset[int] | None = None
+
+
+# Addresses a mapping's locations hold (MappingSummary.addresses).
+RUNTIME_ADDRESSES = "runtime"
+OBJECT_ADDRESSES = "file-relative"
 
 
 # How many addresses a cold lookup is asked at once between two reports of progress.
@@ -349,6 +359,10 @@ def _symbolize_mapping(
     functions: _FunctionTable,
 ) -> None:
     summary = entry.summary
+    if options.object_address_mappings is not None:
+        # Said before the file is looked for: a mapping whose file is missing says it too.
+        in_file = mapping.id in options.object_address_mappings
+        summary.addresses = OBJECT_ADDRESSES if in_file else RUNTIME_ADDRESSES
     build_id = normalize_build_id(strings.get(mapping.build_id))
     try:
         module = _open_module(options, summary.filename, build_id)
@@ -394,6 +408,8 @@ def _symbolize_mapping(
 
     to_look_up: list[tuple[_Pending, int]] = []
     place = mapping_placement(module.image, mapping.memory_start, mapping.memory_limit, mapping.file_offset)
+    if summary.addresses == OBJECT_ADDRESSES:
+        place = module_placement(module.image)
     for pending in entry.pending:
         vaddr = place(pending.location.address, pending.role)
         if vaddr is None:

@@ -8,7 +8,8 @@
                    "missing_lines": str|null, "damaged_debug_info": str|null,
                    "refused": [str], "slice": str|null, "slice_by": str|null,
                    "file_offsets_from": str|null, "unverified": bool,
-                   "missed": [{"file": str, "reason": reason, "tried": [str], "detail": str}]}],
+                   "missed": [{"file": str, "reason": reason, "tried": [str], "detail": str}],
+                   "addresses": "runtime"|"file-relative" (OTLP input only)}],
      "locations": N, "named": N, "unnamed": N,
      "nothing_to_name": bool,
      "unnamed_value_share": {sample_type_name: float 0..1},
@@ -53,6 +54,9 @@ it is and its ID), ``"not-on-server"`` (every server answered that it has none) 
 ``"server-unreachable"`` (one could not be reached or failed, and none of the others had it), the
 URLs tried and what the servers said. A location nothing names is then counted under that reason,
 with the miss as its detail.
+``"addresses"``, for a mapping of an OTLP export only, says how its locations' addresses were
+read: ``"runtime"`` (inside the mapping, as the spec says) or ``"file-relative"`` (the file's own
+virtual addresses, what the OpenTelemetry eBPF profiler sends; symbolize/otlp/rewrite.py).
 ``"downloads"`` says what was fetched from servers and from where, and how many files came from
 the download caches (one line, empty when no server or cache was asked).
 ``"drop_frames"`` is the profile's ``drop_frames`` as written and where it comes from: ``"heap
@@ -138,6 +142,9 @@ class MappingSummary:
     unverified: bool = False
     # Files of the mapping the servers were asked for and did not give.
     missed: list[RemoteMiss] = field(default_factory=list)
+    # What the addresses of an OTLP mapping were read as: "runtime" (inside the mapping, as the
+    # spec says) or "file-relative" (the file's own virtual addresses); None for pprof.
+    addresses: str | None = None
 
     @property
     def unnamed(self) -> int:
@@ -189,6 +196,7 @@ class MappingSummary:
                 {"file": miss.what, "reason": miss.reason.value, "tried": list(miss.tried), "detail": miss.detail}
                 for miss in self.missed
             ],
+            **({"addresses": self.addresses} if self.addresses is not None else {}),
         }
 
 
@@ -302,6 +310,8 @@ class Summary:
             )
             if mapping.missing_lines:
                 lines.append(f"  no lines: {mapping.missing_lines}")
+            if mapping.addresses is not None:
+                lines.append(f"  addresses: {mapping.addresses}")
             if mapping.unverified:
                 lines.append("  unverified: matched by file name only (no build ID to check it by)")
             if mapping.damaged_debug_info:

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from symbolize.api import build_indexes
 from symbolize.cache import clear_cache, index_key, index_path, publish_index_file, stored_key
 from symbolize.discovery import SearchOptions, open_module
+from symbolize.formats.identity import htlhash
 from symbolize.index.indexed import IndexedObject
 from symbolize.index.store import IndexFile
 from symbolize.index_store import configure_index_store, index_metrics, reset_index_metrics
@@ -614,10 +615,6 @@ def test_the_background_builder_publishes_what_a_lookup_missed(tmp_path: Path) -
 
 
 def test_a_binary_htlhash_is_an_alias_of_its_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    identity = importlib.import_module("symbolize.formats.identity")
-    htlhash = getattr(identity, "htlhash", None)
-    if htlhash is None:
-        pytest.skip("this version has no htlhash (formats/identity.py, issue 25)")
     store = _use(str(tmp_path / "store"), monkeypatch)
     (built,) = build_indexes([BINARY], cache_dir=tmp_path / "cache")
     key = stored_key(built)

@@ -110,7 +110,12 @@ def test_the_library_refuses_what_is_no_pprof_profile(
     assert not (tmp_path / "out.pb").exists()
 
 
-@pytest.mark.parametrize(("make", "looks_like", "compress"), CASES)
+# `profile` reads OTLP exports since issue 25 (symbolize/otlp/rewrite.py; tests/test_otlp_profile.py
+# has a broken one refused naming its table): the command refuses the others.
+COMMAND_CASES = [case for case in CASES if not str(case.id).startswith("opentelemetry")]
+
+
+@pytest.mark.parametrize(("make", "looks_like", "compress"), COMMAND_CASES)
 def test_the_command_refuses_it_and_writes_nothing(
     tmp_path: Path, make: type[Message], looks_like: str, compress: bool
 ) -> None:

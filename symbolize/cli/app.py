@@ -219,6 +219,7 @@ def profile_command(
 ) -> None:
     """Rewrite a profile with function names, files and lines.
 
+    An OpenTelemetry profiles export (OTLP protobuf or JSON) is written back in its own encoding.
     The output is gzipped when OUT ends in .gz or IN was gzipped. IN - reads stdin;
     OUT - (the default for IN -) writes stdout, whole, once the rewrite has succeeded.
     """
@@ -572,22 +573,28 @@ def stamp_command(
     reports: list[Any] = []
 
     def stamp() -> None:
-        from symbolize.api import stamp_profile
-        from symbolize.pprof import output_target, parse_profile, read_profile, serialize_profile, write_profile
+        from symbolize.api import parse_profile_or_export, stamp_profile
+        from symbolize.pprof import output_target, serialize_profile, write_atomically
 
-        if str(in_path) == STDIO_PATH:
-            profile, was_gzipped = parse_profile(sys.stdin.buffer.read(), "<stdin>")
-        else:
-            profile, was_gzipped = read_profile(in_path)
+        source = "<stdin>" if str(in_path) == STDIO_PATH else str(in_path)
+        data = sys.stdin.buffer.read() if str(in_path) == STDIO_PATH else _read_input(in_path)
         output = standard_output().buffer if to_stdout else None  # refused before any work
+        parsed = parse_profile_or_export(data, source)
         if output is None:
             output_target(out_path)
-        _, report = stamp_profile(profile, binaries=binaries or ())
+        if parsed is None:  # an OTLP export: its mappings' attributes record the IDs
+            from symbolize.otlp.stamp import stamp_otlp_payload
+
+            stamped, report = stamp_otlp_payload(data, binaries=binaries or (), source=source)
+        else:
+            profile, was_gzipped = parsed
+            _, report = stamp_profile(profile, binaries=binaries or ())
+            stamped = serialize_profile(profile, gzip=was_gzipped or (output is None and str(out_path).endswith(".gz")))
         if output is not None:
-            output.write(serialize_profile(profile, gzip=was_gzipped))
+            output.write(stamped)
             output.flush()
         else:
-            write_profile(profile, out_path, gzip=was_gzipped or str(out_path).endswith(".gz"))
+            write_atomically(stamped, out_path)
         reports.append(report)
 
     _exit_with(run_guarded(stamp, debug=_debug(ctx)))

@@ -128,7 +128,14 @@ OFFLINE = CliOption(
 REMOTE_OPTIONS = (DEBUGINFOD, SYMBOL_SERVER, REMOTE, OFFLINE)
 
 PROFILE_OPTIONS = (
-    CliOption("in_path", (), Kind.ARGUMENT, "pprof profile, gzipped or not; - for stdin.", default=..., metavar="IN"),
+    CliOption(
+        "in_path",
+        (),
+        Kind.ARGUMENT,
+        "pprof, gperftools or OTLP profile (protobuf or JSON), gzipped or not; - for stdin.",
+        default=...,
+        metavar="IN",
+    ),
     CliOption(
         "out_path",
         ("-o", "--output"),

@@ -77,6 +77,30 @@ def find_module(filename: str, debug_id: str | None, loader: FileLoader) -> Modu
     raise MissingDebugInfoError("binary not found (give it with --binary or --search-path)", filename)
 
 
+def find_module_by_htlhash(filename: str, wanted: str, loader: FileLoader) -> Module:
+    """The binary for a mapping named ``filename`` whose file hashes to ``wanted``: its
+    ``process.executable.build_id.htlhash`` (formats/identity.py), compared ignoring case.
+
+    Candidates are :func:`find_module`'s with an ID to match (every ``--binary``, the recorded path,
+    the base name in each search path); the first that hashes to ``wanted`` is the one. Raises
+    DebugIdMismatchError when files named ``filename`` exist but none hashes so, and
+    MissingDebugInfoError when none is found at all.
+    """
+    from symbolize.formats.identity import htlhash
+
+    wanted = wanted.strip().lower()
+    mismatch: DebugIdMismatchError | None = None
+    for candidate, by_name in _binary_candidates(filename, base_name(filename), True, loader):
+        found = htlhash(candidate)
+        if found == wanted:
+            return module_for(loader.open(candidate), loader)
+        if by_name and mismatch is None:
+            mismatch = DebugIdMismatchError(candidate, wanted, found, "htlhash")
+    if mismatch is not None:
+        raise mismatch
+    raise MissingDebugInfoError("binary not found (give it with --binary or --search-path)", filename)
+
+
 def open_module(path: Path, loader: FileLoader, arch: str | None = None) -> Module:
     """``path`` as the binary (its ``arch`` slice, for a universal file), with the debug files discovery finds."""
     return module_for(loader.open(path, arch=arch), loader)

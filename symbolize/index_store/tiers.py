@@ -440,12 +440,10 @@ def _binary_identities(binary: Path) -> Sequence[DebugId]:
 
 
 def _htlhash(binary: Path) -> str | None:
-    """The binary's htlhash (formats/identity.py's, where this version has it); None otherwise."""
-    import importlib
+    """The binary's htlhash (formats/identity.py); None when it cannot be read."""
+    from symbolize.formats.identity import htlhash
 
     try:
-        # Looked up by name until issue 25's formats/identity.py htlhash is merged (then: import it).
-        function = vars(importlib.import_module("symbolize.formats.identity")).get("htlhash")
-        return None if function is None else str(function(binary))
-    except (ImportError, OSError, SymbolizeError):
+        return htlhash(binary)
+    except (OSError, SymbolizeError):
         return None

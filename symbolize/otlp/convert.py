@@ -38,6 +38,11 @@ def is_otlp(data: bytes) -> bool:
     return is_json(data) or describe_protobuf(data) == OPENTELEMETRY_EXPORT
 
 
+def looks_like_otlp(data: bytes, path: Path | str = "<memory>") -> bool:
+    """:func:`is_otlp` of ``data`` as read (gunzipped first when it is gzip)."""
+    return is_otlp(gunzip(data, path) if data[:2] == GZIP_MAGIC else data)
+
+
 def convert(
     data: bytes,
     to: Target,

@@ -7,7 +7,8 @@ holds at most ``capacity`` exports; a full queue is the server's 429 (back-press
 memory). An export whose sender stopped waiting (the server's naming timeout) is still named
 when its turn comes and then dropped: its binaries' indexes are warm when the sender retries.
 
-:data:`NAME_EXPORT` is the one function that names an OTLP export; see its comment.
+:data:`NAME_EXPORT` is the one function that names an OTLP export
+(:func:`symbolize.otlp.rewrite.rewrite_otlp_payload`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from symbolize.otlp.rewrite import rewrite_otlp_payload
 from symbolize.serve.diagnostics import log
 
 if TYPE_CHECKING:
@@ -30,28 +32,8 @@ if TYPE_CHECKING:
 ExportNamer = Callable[..., "tuple[bytes, Summary]"]
 
 
-def name_through_pprof(payload: bytes, options: RewriteOptions, *, source: str) -> tuple[bytes, Summary]:
-    """An OTLP export (protobuf or JSON, not gzipped), named, in its own encoding.
-
-    A stand-in with ``rewrite_otlp_payload``'s signature (symbolize/otlp/rewrite.py, issue 25's
-    OTLP rewrite, another slice) until that lands: the export goes through the pprof converter
-    and the pprof rewrite, so what pprof has no place for (timestamps, links, resource
-    attributes) does not survive it.
-    """
-    from symbolize.otlp.encoding import encode_profiles_data, read_profiles_data
-    from symbolize.otlp.from_pprof import profiles_from_pprof
-    from symbolize.otlp.to_pprof import pprof_from_profiles
-    from symbolize.rewrite import symbolize_profile
-
-    message, encoding, _ = read_profiles_data(payload, source)
-    profile, _ = pprof_from_profiles(message, source)
-    summary = symbolize_profile(profile, options)
-    return encode_profiles_data(profiles_from_pprof(profile, path=source), encoding), summary
-
-
-# The naming function. Once symbolize/otlp/rewrite.py is merged: import rewrite_otlp_payload
-# from it at the top, bind it here, and delete name_through_pprof (tests/test_serve.py passes so).
-NAME_EXPORT: ExportNamer = name_through_pprof
+# The naming function: issue 25's OTLP rewrite, which writes back only what naming changed.
+NAME_EXPORT: ExportNamer = rewrite_otlp_payload
 
 
 @dataclass
