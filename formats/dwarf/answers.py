@@ -197,7 +197,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
         """Unit ``key``'s runs for a batch of lookups: the Python runs decoded one top-level
-        function at a time (with the fine-grained kernels where built). Not the compiled source's
+        function at a time. Not the compiled source's
         whole unit: a cold lookup touches few functions of a unit, and building whole units made a
         cold run of a large Rust binary 1.7x the CPU and 3.6x the memory (bench/RESULTS.md), until
         the compiled source answers one span at a time too."""
@@ -242,11 +242,10 @@ class DwarfSymbolAnswers(SymbolAnswers):
         state = self.dwarf._load_units()[key]
         if not self.dwarf._ensure_decoded(state, whole):
             raise MalformedInputError(state.error or "unit cannot be decoded", self.path)
-        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only,
-                        self._symbol_bounds() if whole else None)
+        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only)
 
     def _symbol_bounds(self) -> SymbolBounds | None:
-        """The symbol table's starts and stops for the compiled sweep, read once per file."""
+        """The symbol table's starts and stops for the compiled source, read once per file."""
         if kernels is None:
             return None
         if self._bounds is None:
@@ -268,11 +267,8 @@ class UnitRuns:
 
     def __init__(
         self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path, functions_only: bool = False,
-        symbol_bounds: SymbolBounds | None = None,
     ) -> None:
-        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing).
-        ``symbol_bounds``: ``symbols``' bounds for the compiled whole-unit sweep (None: the sweep in Python)."""
-        self._symbol_bounds = symbol_bounds
+        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing)."""
         assert state.index is not None
         self._info = info
         self._functions_only = functions_only
@@ -399,12 +395,8 @@ class UnitRuns:
             raise self._broken(error) from error
 
     def _build_all(self, spans: list[tuple[int, int, int]]) -> RunTable:
-        """:meth:`_sweep`, by its compiled twin where built (``native/src/unit_runs.rs``), which
-        appends the same runs or nothing (then the sweep runs)."""
+        """:meth:`_sweep` into a new table."""
         table = RunTable(self._file_names, self._heads)
-        bounds = self._symbol_bounds
-        if bounds is not None and kernels is not None and kernels.build_unit_runs(self, table, spans, bounds):
-            return table
         self._sweep(table, spans)
         return table
 
