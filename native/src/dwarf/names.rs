@@ -40,6 +40,13 @@ fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>) -> Decided<Option<String>
     Ok(lines.and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at))).and_then(Clone::clone))
 }
 
+/// A namer's caches, kept by a lazy unit between lookups.
+#[derive(Default)]
+pub(crate) struct NamerCaches<'a> {
+    reached: FxHashMap<u64, Reached<'a>>,
+    cache: FxHashMap<u64, Name>,
+}
+
 pub(crate) struct Namer<'u, 'a> {
     pub unit: &'u UnitData<'a>,
     pub tree: &'u Tree<'a>,
@@ -55,6 +62,19 @@ impl<'u, 'a> Namer<'u, 'a> {
         unit: &'u UnitData<'a>, tree: &'u Tree<'a>, lines: Option<&'u LineTable>, units: &'u [(u64, u64)],
     ) -> Self {
         Namer { unit, tree, lines, units, reached: FxHashMap::default(), cache: FxHashMap::default() }
+    }
+
+    /// The caches a lazy unit keeps between lookups (`take_caches`), given back to a new namer.
+    pub(crate) fn with_caches(
+        unit: &'u UnitData<'a>, tree: &'u Tree<'a>, lines: Option<&'u LineTable>, units: &'u [(u64, u64)],
+        caches: NamerCaches<'a>,
+    ) -> Self {
+        Namer { unit, tree, lines, units, reached: caches.reached, cache: caches.cache }
+    }
+
+    /// What `with_caches` takes back.
+    pub(crate) fn take_caches(self) -> NamerCaches<'a> {
+        NamerCaches { reached: self.reached, cache: self.cache }
     }
 
     /// `_unit_for_reference` into another unit: that unit, decoded as `_index_for` decodes it (its

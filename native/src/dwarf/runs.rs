@@ -17,7 +17,8 @@ use pyo3::prelude::*;
 
 use super::lines::LineTable;
 pub(crate) use super::names::Name;
-use super::names::Namer;
+use super::names::{Namer, NamerCaches};
+use super::unit::UnitData;
 use super::tree::Tree;
 use super::{Decided, Defer};
 
@@ -441,6 +442,206 @@ fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &S
                 } else {
                     builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One run as a lookup reads it: (low, high, file, line, column, discriminator, chain or -1,
+/// symbol or -1).
+pub(crate) type Run = (u64, u64, i64, i64, i64, i64, i64, i64);
+
+/// What a lazy unit keeps between lookups (`UnitRuns` of a cold lookup: spans built as addresses
+/// land in them, each inline level cut once, each chain named once).
+pub(crate) struct Kept<'a> {
+    namer: NamerCaches<'a>,
+    node_spans: Vec<Vec<(u128, u128)>>,
+    chain_ids: Vec<i64>,
+    head_ids: FxHashMap<(i64, i64), i64>,
+    names: Vec<Option<Name>>,
+    /// Per head: (chain, symbol); per chain: what `UnitColumns.chain` gives.
+    pub head_keys: Vec<(i64, i64)>,
+    pub chains: Vec<(Name, Option<u128>, Vec<Frame>)>,
+    /// Per node: its level (`_level`), lows and pieces.
+    levels: FxHashMap<usize, (Vec<u128>, Vec<(u128, u128, usize)>)>,
+    /// The top-level functions' pieces (`_settle_pieces`) and the line sequences' (`_row_pieces`).
+    pieces: Vec<(u128, u128, usize)>,
+    row_pieces: Vec<(u128, u128, usize)>,
+    /// Each span's runs, built on first use.
+    spans: FxHashMap<(u128, u128, i64), Columns>,
+}
+
+impl Kept<'_> {
+    pub(crate) fn new(tree: &Tree<'_>, lines: Option<&LineTable>) -> Self {
+        let mut function_ranges = tree.function_ranges.clone();
+        function_ranges.sort_unstable();
+        let owners: Vec<_> = function_ranges
+            .iter()
+            .enumerate()
+            .map(|(position, &(low, high, node))| (low, high, -(position as i64), node))
+            .collect();
+        let pieces = owned_pieces(&owners);
+        let mut node_spans = vec![Vec::new(); tree.nodes.len()];
+        for &(low, high, node) in &pieces {
+            node_spans[node].push((low, high));
+        }
+        let row_pieces = match lines {
+            Some(lines) => {
+                let owners: Vec<_> = lines
+                    .sequences
+                    .iter()
+                    .enumerate()
+                    .map(|(position, &(low, high, _, _))| (low, high, -(position as i64), position))
+                    .collect();
+                owned_pieces(&owners)
+            }
+            None => Vec::new(),
+        };
+        Kept {
+            namer: NamerCaches::default(),
+            node_spans,
+            chain_ids: vec![-1; tree.nodes.len()],
+            head_ids: FxHashMap::default(),
+            names: vec![None; tree.nodes.len()],
+            head_keys: Vec::new(),
+            chains: Vec::new(),
+            levels: FxHashMap::default(),
+            pieces,
+            row_pieces,
+            spans: FxHashMap::default(),
+        }
+    }
+}
+
+/// `UnitRuns.run_at`: the run holding `vaddr`, its span built on first use (`_leaf_at`, `_build`);
+/// None where the unit gives no run. A chain that cannot be named, or anything else the reference
+/// decides by its own rule, is a `Defer`: the reference answers the unit from then on.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn lazy_run_at<'a>(
+    unit: &UnitData<'a>,
+    tree: &Tree<'a>,
+    lines: Option<&LineTable>,
+    units: &[(u64, u64)],
+    symbols: &SymbolBounds,
+    functions_only: bool,
+    kept: &mut Kept<'a>,
+    vaddr: u128,
+) -> Decided<Option<Run>> {
+    let namer = Namer::with_caches(unit, tree, lines, units, std::mem::take(&mut kept.namer));
+    let mut builder = Builder {
+        tree,
+        namer,
+        lines,
+        node_spans: std::mem::take(&mut kept.node_spans),
+        chain_ids: std::mem::take(&mut kept.chain_ids),
+        head_ids: std::mem::take(&mut kept.head_ids),
+        names: std::mem::take(&mut kept.names),
+        columns: Columns {
+            head_keys: std::mem::take(&mut kept.head_keys),
+            chains: std::mem::take(&mut kept.chains),
+            ..Columns::default()
+        },
+    };
+    let found = span_run_at(&mut builder, symbols, functions_only, kept, vaddr);
+    kept.node_spans = builder.node_spans;
+    kept.chain_ids = builder.chain_ids;
+    kept.head_ids = builder.head_ids;
+    kept.names = builder.names;
+    kept.head_keys = std::mem::take(&mut builder.columns.head_keys);
+    kept.chains = std::mem::take(&mut builder.columns.chains);
+    kept.namer = builder.namer.take_caches();
+    found
+}
+
+fn span_run_at<'a>(
+    builder: &mut Builder<'_, 'a>,
+    symbols: &SymbolBounds,
+    functions_only: bool,
+    kept: &mut Kept<'a>,
+    vaddr: u128,
+) -> Decided<Option<Run>> {
+    // _leaf_at: the top-level piece, then down one level at a time.
+    let pieces = &kept.pieces;
+    let position = pieces.partition_point(|piece| piece.0 <= vaddr);
+    let span = if position == 0 || vaddr >= pieces[position - 1].1 {
+        let low = if position > 0 { pieces[position - 1].1 } else { 0 };
+        let high = if position < pieces.len() { pieces[position].0 } else { END };
+        (low, high, -1i64)
+    } else {
+        let mut node = pieces[position - 1].2;
+        loop {
+            if !kept.levels.contains_key(&node) {
+                let level = builder.level(node);
+                let lows = level.iter().map(|piece| piece.0).collect();
+                kept.levels.insert(node, (lows, level));
+            }
+            let (lows, level) = &kept.levels[&node];
+            let at = lows.partition_point(|low| *low <= vaddr).checked_sub(1).ok_or(Defer("an address before its level"))?;
+            let (low, high, owner) = level[at];
+            if owner == node {
+                break (low, high, node as i64);
+            }
+            node = owner;
+        }
+    };
+    if !kept.spans.contains_key(&span) {
+        let (low, high, leaf) = span;
+        if leaf >= 0 {
+            builder.chain(leaf as usize)?; // _chain_error
+        }
+        builder.columns.lows.clear();
+        build_span(builder, symbols, functions_only, &kept.row_pieces, low, high, leaf)?;
+        let columns = &mut builder.columns;
+        let built = Columns {
+            lows: std::mem::take(&mut columns.lows),
+            highs: std::mem::take(&mut columns.highs),
+            files: std::mem::take(&mut columns.files),
+            lines: std::mem::take(&mut columns.lines),
+            columns: std::mem::take(&mut columns.columns),
+            heads: std::mem::take(&mut columns.heads),
+            discriminators: std::mem::take(&mut columns.discriminators),
+            ..Columns::default()
+        };
+        kept.spans.insert(span, built);
+    }
+    let runs = &kept.spans[&span];
+    let Some(at) = runs.lows.partition_point(|low| u128::from(*low) <= vaddr).checked_sub(1) else { return Ok(None) };
+    if vaddr >= u128::from(runs.highs[at]) {
+        return Ok(None);
+    }
+    let (chain, symbol) = builder.columns.head_keys[runs.heads[at] as usize];
+    Ok(Some((runs.lows[at], runs.highs[at], runs.files[at], runs.lines[at], runs.columns[at], runs.discriminators[at],
+             chain, symbol)))
+}
+
+/// `UnitRuns._build`: the runs of `[low, high)`, whose innermost inline node is `leaf` (-1: none).
+fn build_span(
+    builder: &mut Builder<'_, '_>,
+    symbols: &SymbolBounds,
+    functions_only: bool,
+    row_pieces: &[(u128, u128, usize)],
+    low: u128,
+    high: u128,
+    leaf: i64,
+) -> Decided<()> {
+    if low >= high || (leaf < 0 && functions_only) {
+        return Ok(());
+    }
+    let mut parts = Vec::new();
+    let mut symbol_parts = Vec::new();
+    row_parts(row_pieces, low, high, &mut parts);
+    for &(part_low, part_high, sequence) in &parts {
+        if sequence < 0 && leaf < 0 {
+            continue;
+        }
+        symbols.pieces(part_low, part_high, &mut symbol_parts);
+        for &(symbol_low, symbol_high, symbol) in &symbol_parts {
+            let head = builder.head(leaf, symbol)?;
+            if sequence < 0 {
+                builder.append_bare(symbol_low, symbol_high, head);
+            } else {
+                builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
             }
         }
     }
