@@ -47,7 +47,7 @@ def _lookups(source: DwarfSymbolAnswers, vaddrs: list[int], compiled: bool) -> l
         return found
 
 
-def _edges(source: DwarfSymbolAnswers, most: int = 1500) -> list[int]:
+def _edges(source: DwarfSymbolAnswers, most: int = 400) -> list[int]:
     """Each region's edges, and each run's first, last and middle address (the runs the index stores),
     at most ``most`` of them (drawn with a fixed seed), shuffled: spans built in any order answer alike."""
     vaddrs: set[int] = set()
@@ -115,7 +115,7 @@ def test_libpython_looks_up_as_the_reference() -> None:
         assert isinstance(source, DwarfSymbolAnswers)
         regions = [region for region in source.answer_regions() if region.key >= 0 and region.low < region.high]
         drawn = random.Random(1234)
-        vaddrs = [drawn.randrange(region.low, region.high) for region in drawn.choices(regions, k=3000)]
+        vaddrs = [drawn.randrange(region.low, region.high) for region in drawn.choices(regions, k=600)]
         assert _lookups(source, vaddrs, compiled=True) == _lookups(source, vaddrs, compiled=False)
         assert _lazy_units(source) > len(regions) // 2
 

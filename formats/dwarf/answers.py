@@ -76,6 +76,16 @@ def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
     return ChainHead(name, start_line, outer, default_file, start_file, start_address)
 
 
+def named_chain(named: dict[int, Chain], source: UnitColumns | LazyUnit, chain: int) -> Chain:
+    """Chain ``chain`` of a compiled unit (``source.chain``), its calling frames as Frames, made once
+    per unit (``named``)."""
+    found = named.get(chain)
+    if found is None:
+        name, start_line, start_file, start_address, outer = source.chain(chain)
+        found = named[chain] = (name, start_line, start_file, start_address, tuple(Frame(*frame) for frame in outer))
+    return found
+
+
 def compiled_runs(columns: UnitColumns, symbols: SymbolIndex) -> RunTable:
     """A unit's runs as the compiled source built them (``DwarfUnits.unit_runs``), as a RunTable
     whose chain heads :func:`chain_head` names from the columns' (chain, symbol) head keys."""
@@ -120,12 +130,7 @@ class _CompiledHeads(Sequence[ChainHead]):
         return head
 
     def _chain(self, chain: int) -> Chain:
-        found = self._named_chains.get(chain)
-        if found is None:
-            name, start_line, start_file, start_address, outer = self._columns.chain(chain)
-            found = self._named_chains[chain] = (name, start_line, start_file, start_address,
-                                                 tuple(Frame(*frame) for frame in outer))
-        return found
+        return named_chain(self._named_chains, self._columns, chain)
 
 
 class _CompiledLazyRuns:
@@ -170,12 +175,7 @@ class _CompiledLazyRuns:
         return AnswerRun(low, high, (inner, *head.outer))
 
     def _chain(self, chain: int) -> Chain:
-        found = self._chains.get(chain)
-        if found is None:
-            name, start_line, start_file, start_address, outer = self._lazy.chain(chain)
-            found = self._chains[chain] = (name, start_line, start_file, start_address,
-                                           tuple(Frame(*frame) for frame in outer))
-        return found
+        return named_chain(self._chains, self._lazy, chain)
 
 
 class DwarfSymbolAnswers(SymbolAnswers):

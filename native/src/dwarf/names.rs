@@ -103,7 +103,7 @@ impl<'u, 'a> Namer<'u, 'a> {
     pub(crate) fn node_name(&mut self, node: usize) -> Decided<Name> {
         let (unit, tree) = (self.unit, self.tree);
         let found = &tree.nodes[node];
-        let attrs: &NodeAttrs<'a> = &found.attrs;
+        let attrs = NodeAttrs::of_die(unit, found.die)?;
         let decl = match &attrs.decl_line {
             Some(decl) => source_line(decl)?,
             None => 0,
@@ -120,7 +120,7 @@ impl<'u, 'a> Namer<'u, 'a> {
     /// `DwarfInfo.node_entry`: a node's own DW_AT_low_pc, None without one or in a form that is
     /// not an address's (an address that cannot be read leaves the unit to the reference).
     pub(crate) fn node_entry(&self, node: usize) -> Decided<Option<u128>> {
-        match &self.tree.nodes[node].attrs.low_pc {
+        match &NodeAttrs::of_die(self.unit, self.tree.nodes[node].die)?.low_pc {
             Some(attr @ (_, AttributeValue::Addr(_) | AttributeValue::DebugAddrIndex(_))) => {
                 self.unit.address(attr).map(Some)
             }
@@ -130,7 +130,7 @@ impl<'u, 'a> Namer<'u, 'a> {
 
     /// `DwarfInfo.call_site`: (file, line, column, discriminator) an inlined call was called from.
     pub(crate) fn call_site(&self, node: usize) -> Decided<(Option<String>, i64, i64, i64)> {
-        let attrs = &self.tree.nodes[node].attrs;
+        let attrs = NodeAttrs::of_die(self.unit, self.tree.nodes[node].die)?;
         let file = match &attrs.call_file {
             Some((form, value)) => {
                 let index: i128 = match (*form, value) {

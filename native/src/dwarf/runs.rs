@@ -153,28 +153,28 @@ struct Builder<'u, 'a> {
     namer: Namer<'u, 'a>,
     lines: Option<&'u LineTable>,
     /// Per node: the spans it owns (from its parent's level), set as levels are cut.
-    node_spans: Vec<Vec<(u128, u128)>>,
-    /// Per node: its chain id, -1 until named.
-    chain_ids: Vec<i64>,
+    node_spans: FxHashMap<usize, Vec<(u128, u128)>>,
+    /// Per node: its chain id, once named.
+    chain_ids: FxHashMap<usize, i64>,
     head_ids: FxHashMap<(i64, i64), i64>,
-    names: Vec<Option<Name>>,
+    names: FxHashMap<usize, Name>,
     columns: Columns,
 }
 
 impl Builder<'_, '_> {
     fn name(&mut self, node: usize) -> Decided<Name> {
-        if let Some(found) = &self.names[node] {
+        if let Some(found) = self.names.get(&node) {
             return Ok(found.clone());
         }
         let found = self.namer.node_name(node)?;
-        self.names[node] = Some(found.clone());
+        self.names.insert(node, found.clone());
         Ok(found)
     }
 
     /// `_level`: the pieces `node` owns, cut among its children (owner `node` where none holds).
     fn level(&mut self, node: usize) -> Vec<(u128, u128, usize)> {
-        let spans = std::mem::take(&mut self.node_spans[node]);
-        let children = &self.tree.nodes[node].children;
+        let spans = self.node_spans.remove(&node).unwrap_or_default();
+        let children = self.tree.children_of(node);
         let mut pieces = Vec::new();
         if children.is_empty() {
             pieces.extend(spans.iter().map(|&(low, high)| (low, high, node)));
@@ -186,7 +186,7 @@ impl Builder<'_, '_> {
         for &(span_low, span_high) in &spans {
             owners.clear();
             for (order, &child) in children.iter().enumerate() {
-                for &(child_low, child_high) in &self.tree.nodes[child].ranges {
+                for &(child_low, child_high) in self.tree.ranges_of(child) {
                     if child_low < span_high && child_high > span_low {
                         owners.push((child_low.max(span_low), child_high.min(span_high), order as i64, child));
                     }
@@ -207,15 +207,15 @@ impl Builder<'_, '_> {
         }
         pieces.sort_unstable();
         for (child, spans) in by_child {
-            self.node_spans[child] = spans;
+            self.node_spans.insert(child, spans);
         }
         pieces
     }
 
     /// The chain id of inline node `leaf`: its name and its callers' frames (`_outer_frames`).
     fn chain(&mut self, leaf: usize) -> Decided<i64> {
-        if self.chain_ids[leaf] >= 0 {
-            return Ok(self.chain_ids[leaf]);
+        if let Some(found) = self.chain_ids.get(&leaf) {
+            return Ok(*found);
         }
         let name = self.name(leaf)?;
         let entry = self.namer.node_entry(leaf)?;
@@ -231,7 +231,7 @@ impl Builder<'_, '_> {
         }
         let id = self.columns.chains.len() as i64;
         self.columns.chains.push((name, entry, outer));
-        self.chain_ids[leaf] = id;
+        self.chain_ids.insert(leaf, id);
         Ok(id)
     }
 
@@ -334,15 +334,15 @@ pub(crate) fn all_runs<'u, 'a>(
         tree,
         namer,
         lines,
-        node_spans: vec![Vec::new(); tree.nodes.len()],
-        chain_ids: vec![-1; tree.nodes.len()],
+        node_spans: FxHashMap::default(),
+        chain_ids: FxHashMap::default(),
         head_ids: FxHashMap::default(),
-        names: vec![None; tree.nodes.len()],
+        names: FxHashMap::default(),
         columns: Columns::default(),
     };
     let mut top_nodes = Vec::new();
     for &(low, high, node) in &pieces {
-        let spans = &mut builder.node_spans[node];
+        let spans = builder.node_spans.entry(node).or_default();
         if spans.is_empty() {
             top_nodes.push(node);
         }
@@ -394,20 +394,22 @@ pub(crate) fn all_runs<'u, 'a>(
     Ok(builder.columns)
 }
 
+/// `_row_pieces`: the line table's answer as disjoint (low, high, sequence) pieces; among
+/// overlapping sequences, the one a lookup's backward walk finds first.
+fn sequence_pieces(lines: Option<&LineTable>) -> Vec<(u128, u128, usize)> {
+    let Some(lines) = lines else { return Vec::new() };
+    let owners: Vec<_> = lines
+        .sequences
+        .iter()
+        .enumerate()
+        .map(|(position, &(low, high, _, _))| (low, high, -(position as i64), position))
+        .collect();
+    owned_pieces(&owners)
+}
+
 /// `UnitRuns._sweep` over sorted disjoint spans, with cursors over the row and symbol pieces.
 fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &SymbolBounds) -> Decided<()> {
-    let row_pieces: Vec<(u128, u128, usize)> = match builder.lines {
-        Some(lines) => {
-            let owners: Vec<_> = lines
-                .sequences
-                .iter()
-                .enumerate()
-                .map(|(position, &(low, high, _, _))| (low, high, -(position as i64), position))
-                .collect();
-            owned_pieces(&owners)
-        }
-        None => Vec::new(),
-    };
+    let row_pieces = sequence_pieces(builder.lines);
     let (mut row_at, mut symbol_at) = (0usize, 0usize);
     let mut parts = Vec::new();
     let mut symbol_parts = Vec::new();
@@ -456,10 +458,10 @@ pub(crate) type Run = (u64, u64, i64, i64, i64, i64, i64, i64);
 /// land in them, each inline level cut once, each chain named once).
 pub(crate) struct Kept<'a> {
     namer: NamerCaches<'a>,
-    node_spans: Vec<Vec<(u128, u128)>>,
-    chain_ids: Vec<i64>,
+    node_spans: FxHashMap<usize, Vec<(u128, u128)>>,
+    chain_ids: FxHashMap<usize, i64>,
     head_ids: FxHashMap<(i64, i64), i64>,
-    names: Vec<Option<Name>>,
+    names: FxHashMap<usize, Name>,
     /// Per head: (chain, symbol); per chain: what `UnitColumns.chain` gives.
     pub head_keys: Vec<(i64, i64)>,
     pub chains: Vec<(Name, Option<u128>, Vec<Frame>)>,
@@ -482,28 +484,17 @@ impl Kept<'_> {
             .map(|(position, &(low, high, node))| (low, high, -(position as i64), node))
             .collect();
         let pieces = owned_pieces(&owners);
-        let mut node_spans = vec![Vec::new(); tree.nodes.len()];
+        let mut node_spans: FxHashMap<usize, Vec<(u128, u128)>> = FxHashMap::default();
         for &(low, high, node) in &pieces {
-            node_spans[node].push((low, high));
+            node_spans.entry(node).or_default().push((low, high));
         }
-        let row_pieces = match lines {
-            Some(lines) => {
-                let owners: Vec<_> = lines
-                    .sequences
-                    .iter()
-                    .enumerate()
-                    .map(|(position, &(low, high, _, _))| (low, high, -(position as i64), position))
-                    .collect();
-                owned_pieces(&owners)
-            }
-            None => Vec::new(),
-        };
+        let row_pieces = sequence_pieces(lines);
         Kept {
             namer: NamerCaches::default(),
             node_spans,
-            chain_ids: vec![-1; tree.nodes.len()],
+            chain_ids: FxHashMap::default(),
             head_ids: FxHashMap::default(),
-            names: vec![None; tree.nodes.len()],
+            names: FxHashMap::default(),
             head_keys: Vec::new(),
             chains: Vec::new(),
             levels: FxHashMap::default(),
