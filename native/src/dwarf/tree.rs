@@ -8,7 +8,9 @@
 //! a subtree by its `DW_AT_sibling` instead of looking inside (types, declarations, a type's
 //! members): what lies behind such a jump is not seen by the reference, so it is not seen here.
 //! A subtree the reference's skipper steps over without a sibling link holds nothing it records
-//! (it stops where something would be), so walking into it finds the same.
+//! (it stops where something would be), so walking into it finds the same, as long as every link
+//! taken inside it agrees with the null entries the skipper counts: one that does not (damaged
+//! data, a fuzz finding in tests/data/) leaves the unit to the reference.
 
 use gimli::constants as dw;
 use gimli::UnitOffset;
@@ -126,6 +128,9 @@ struct Frame {
     saved_scope: i64,
     /// A node's DW_AT_sibling: where its children must end.
     sibling: Option<u64>,
+    /// The reference steps over this subtree by its null entries alone (`skip.SubtreeSkipper`)
+    /// where nothing inside stops its skipper: no DIE had a sibling link to jump by.
+    skipped: bool,
 }
 
 fn role_of(abbrev: &gimli::Abbreviation) -> Role {
@@ -157,6 +162,31 @@ fn sibling_offset(unit: &UnitData<'_>, attr: &Attr<'_>) -> u64 {
     }
 }
 
+/// Where the children starting at `offset` end by their null entries (past the null closing
+/// them, or the unit's end if they run to it), as the reference's skipper counts them.
+fn children_end<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<u64> {
+    let mut raw = unit.header.entries_raw(&unit.abbrevs, Some(UnitOffset((offset - unit.offset) as usize)))?;
+    let mut depth = 1usize;
+    while !raw.is_empty() {
+        match raw.read_abbreviation()? {
+            None => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(unit.offset + raw.next_offset().0 as u64);
+                }
+            }
+            Some(abbrev) => {
+                if abbrev.attributes().iter().any(|spec| spec.form() == dw::DW_FORM_indirect) {
+                    return Err(Defer("DW_FORM_indirect"));
+                }
+                raw.skip_attributes(abbrev.attributes())?;
+                depth += usize::from(abbrev.has_children());
+            }
+        }
+    }
+    Ok(unit.end)
+}
+
 /// The tree, where the unit's entries end with its root's children; where bytes follow, the
 /// reference's walk reads on and may refuse the unit for them (fuzz/findings/): deferred to it.
 fn ended<'a, R: gimli::Reader>(tree: Tree<'a>, raw: &gimli::EntriesRaw<'_, R>) -> Decided<Tree<'a>> {
@@ -175,6 +205,8 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
     let mut stack: Vec<Frame> = Vec::new();
     let (mut current_node, mut current_scope) = (-1i64, -1i64);
     let mut functions_open = 0usize;
+    // How many open subtrees the reference would have stepped over by their null entries.
+    let mut skipped_open = 0usize;
     loop {
         if raw.is_empty() {
             // The unit ends with subtrees open (damaged data, or an assembler's unit): they end
@@ -190,6 +222,7 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
         let die = unit.offset + raw.next_offset().0 as u64;
         let Some(abbrev) = raw.read_abbreviation()? else {
             let Some(frame) = stack.pop() else { return ended(tree, &raw) };
+            skipped_open -= usize::from(frame.skipped);
             current_node = frame.saved_node;
             current_scope = frame.saved_scope;
             let after = unit.offset + raw.next_offset().0 as u64;
@@ -245,8 +278,12 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
         if !has_children && role != Role::Function {
             continue;
         }
-        // Where the reference jumps over the subtree by its sibling link (`scan._walk`).
+        // Where the reference jumps over the subtree by its sibling link (`scan._walk`). Inside a
+        // subtree it may have stepped over by the null entries, the two must agree.
         let jump = |raw: &mut gimli::EntriesRaw<'u, super::R<'a>>, to: u64| -> Decided<()> {
+            if skipped_open > 0 && children_end(unit, after)? != to {
+                return Err(Defer("a DW_AT_sibling that disagrees with the null entries"));
+            }
             *raw = unit.header.entries_raw(&unit.abbrevs, Some(UnitOffset((to - unit.offset) as usize)))?;
             Ok(())
         };
@@ -256,7 +293,8 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                     jump(&mut raw, to)?;
                     continue;
                 }
-                stack.push(Frame { kind: Kind::Function(-1), saved_node: current_node, saved_scope: current_scope, sibling: None });
+                stack.push(Frame { kind: Kind::Function(-1), saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: true });
+                skipped_open += 1;
                 functions_open += 1;
                 current_node = -1;
             }
@@ -289,12 +327,16 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                             continue;
                         }
                     }
+                    // A node's subtree is walked whole by the reference; another's, skipped if it can.
+                    let skipped = node < 0;
                     stack.push(Frame {
                         kind: Kind::Function(node),
                         saved_node: current_node,
                         saved_scope: current_scope,
                         sibling: if node >= 0 { sibling } else { None },
+                        skipped,
                     });
+                    skipped_open += usize::from(skipped);
                     functions_open += 1;
                     current_node = node;
                 }
@@ -305,7 +347,8 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                         jump(&mut raw, to)?;
                         continue;
                     }
-                    stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None });
+                    stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: true });
+                    skipped_open += 1;
                 } else {
                     let scope = tree.scopes.len();
                     let name = match &attrs.name {
@@ -321,7 +364,10 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                             continue;
                         }
                     }
-                    stack.push(Frame { kind: Kind::Scope(scope), saved_node: current_node, saved_scope: current_scope, sibling: None });
+                    // A namespace is walked into by the reference; a type, skipped if it can.
+                    let skipped = !is_namespace;
+                    stack.push(Frame { kind: Kind::Scope(scope), saved_node: current_node, saved_scope: current_scope, sibling: None, skipped });
+                    skipped_open += usize::from(skipped);
                     current_scope = scope as i64;
                 }
             }
@@ -330,10 +376,11 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                     jump(&mut raw, to)?;
                     continue;
                 }
-                stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None });
+                stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: true });
+                skipped_open += 1;
             }
             Role::Container => {
-                stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None });
+                stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: false });
             }
         }
     }
