@@ -151,3 +151,14 @@ def test_a_unit_given_up_midway_is_answered_by_the_python_runs() -> None:
         expected = [source.lookup_runs(key).run_at(vaddr) for vaddr in vaddrs]
     assert [runs.run_at(vaddr) for vaddr in vaddrs] == expected
     assert deferring.asked == 2 and runs._python_runs is not None
+
+
+@pytest.mark.parametrize("finding", ["compiled_dwarf_truncated_unit.bin", "compiled_dwarf_entries_after_root.bin"])
+def test_the_compiled_dwarf_findings_look_up_as_the_reference(finding: str) -> None:
+    """fuzz_compiled_dwarf's findings (tests/data/), each a unit the compiled walk must leave to the
+    reference, asked as a cold lookup asks (fuzz/fuzz_compiled_lazy.py's comparison)."""
+    from fuzz.fuzz_compiled_lazy import compare, sections_of
+
+    found = sections_of((Path(__file__).parent / "data" / finding).read_bytes())
+    assert found is not None
+    assert compare(*found) > 0
