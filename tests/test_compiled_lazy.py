@@ -47,7 +47,7 @@ def _lookups(source: DwarfSymbolAnswers, vaddrs: list[int], compiled: bool) -> l
         return found
 
 
-def _edges(source: DwarfSymbolAnswers, most: int = 400) -> list[int]:
+def _edges(source: DwarfSymbolAnswers, most: int = 150) -> list[int]:
     """Each region's edges, and each run's first, last and middle address (the runs the index stores),
     at most ``most`` of them (drawn with a fixed seed), shuffled: spans built in any order answer alike."""
     vaddrs: set[int] = set()
@@ -91,7 +91,7 @@ def test_the_lazy_units_answer_most_fixture_units() -> None:
     assert lazy >= total // 2, (lazy, total)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), chosen=st.sampled_from(LOOKUP_CASES))
 def test_drawn_addresses_look_up_alike(data: st.DataObject, chosen: tuple[str, str | None]) -> None:
     source = _lookup_case(*chosen).source
@@ -115,7 +115,7 @@ def test_libpython_looks_up_as_the_reference() -> None:
         assert isinstance(source, DwarfSymbolAnswers)
         regions = [region for region in source.answer_regions() if region.key >= 0 and region.low < region.high]
         drawn = random.Random(1234)
-        vaddrs = [drawn.randrange(region.low, region.high) for region in drawn.choices(regions, k=600)]
+        vaddrs = [drawn.randrange(region.low, region.high) for region in drawn.choices(regions, k=300)]
         assert _lookups(source, vaddrs, compiled=True) == _lookups(source, vaddrs, compiled=False)
         assert _lazy_units(source) > len(regions) // 2
 
@@ -162,3 +162,24 @@ def test_the_compiled_dwarf_findings_look_up_as_the_reference(finding: str) -> N
     found = sections_of((Path(__file__).parent / "data" / finding).read_bytes())
     assert found is not None
     assert compare(*found) > 0
+
+
+def test_lazy_units_answer_from_several_threads() -> None:
+    """A long-lived reader (``symbolize serve``) asks from its request threads: units made in one
+    thread answer in others, alike."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = _lookup_case("rustdemo-full", None).source
+    vaddrs = _edges(source, most=300)
+    expected = _lookups(source, vaddrs, compiled=False)
+    lookup = AnswerLookup(source.answer_regions(), source.lookup_runs)
+    lookup.frames_at(vaddrs[0])  # a unit made here, asked in the workers
+
+    def frames(vaddr: int) -> object:
+        try:
+            return lookup.frames_at(vaddr)
+        except MalformedInputError as error:
+            return ("raised", type(error), str(error))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(frames, vaddrs)) == expected

@@ -45,15 +45,20 @@ self_cell!(
     }
 );
 
-/// One unit of a file's DWARF, answering addresses span by span (see the module docstring).
-#[pyclass(unsendable, module = "symbolize.formats._kernels")]
-pub struct LazyUnit {
+/// The unit and, once it was left to the reference, why: every later call says so again.
+struct Held {
     cell: UnitCell,
+    deferred: Option<&'static str>,
+}
+
+/// One unit of a file's DWARF, answering addresses span by span (see the module docstring). Behind
+/// a lock: a long-lived reader (`symbolize serve`) answers from several threads.
+#[pyclass(frozen, module = "symbolize.formats._kernels")]
+pub struct LazyUnit {
+    held: Mutex<Held>,
     units: Arc<Vec<(u64, u64)>>,
     symbols: Py<SymbolBounds>,
     functions_only: bool,
-    /// Why the unit was left to the reference, once it was: every later call says so again.
-    deferred: Option<&'static str>,
     #[pyo3(get)]
     file_names: Py<PyList>,
     strings: Mutex<FxHashMap<String, Py<PyString>>>,
@@ -87,11 +92,10 @@ impl LazyUnit {
             None => Ok(PyList::empty(py)),
         })?;
         Ok(Some(LazyUnit {
-            cell,
+            held: Mutex::new(Held { cell, deferred: None }),
             units: Arc::clone(units),
             symbols: symbols.clone_ref(py),
             functions_only,
-            deferred: None,
             file_names: file_names.unbind(),
             strings: Mutex::new(FxHashMap::default()),
         }))
@@ -103,14 +107,14 @@ impl LazyUnit {
     /// The run holding `vaddr`: (low, high, file, line, column, discriminator, chain or -1,
     /// symbol or -1); None where the unit gives none. Raises `CompiledDwarfDeferred` where the
     /// reference must answer the unit.
-    fn run_at(&mut self, vaddr: u128) -> PyResult<Option<Run>> {
-        if let Some(reason) = self.deferred {
+    fn run_at(&self, vaddr: u128) -> PyResult<Option<Run>> {
+        let mut held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(reason) = held.deferred {
             return Err(CompiledDwarfDeferred::new_err(reason));
         }
-        let this = &mut *self;
-        let (units, symbols, functions_only) = (&this.units[..], this.symbols.get(), this.functions_only);
+        let (units, symbols, functions_only) = (&self.units[..], self.symbols.get(), self.functions_only);
         let found = catch_unwind(AssertUnwindSafe(|| {
-            this.cell.with_dependent_mut(|_, decoded| {
+            held.cell.with_dependent_mut(|_, decoded| {
                 let Decoded { unit, tree, lines, kept } = decoded;
                 runs::lazy_run_at(unit, tree, lines.as_ref(), units, symbols, functions_only, kept, vaddr)
             })
@@ -119,7 +123,7 @@ impl LazyUnit {
         match found {
             Ok(run) => Ok(run),
             Err(defer) => {
-                self.deferred = Some(defer.0);
+                held.deferred = Some(defer.0);
                 Err(CompiledDwarfDeferred::new_err(defer.0))
             }
         }
@@ -127,6 +131,7 @@ impl LazyUnit {
 
     /// Chain `chain` as `UnitColumns.chain` gives it.
     fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
-        self.cell.with_dependent(|_, decoded| chain_tuple(py, &decoded.kept.chains, chain, &self.strings))
+        let held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        held.cell.with_dependent(|_, decoded| chain_tuple(py, &decoded.kept.chains, chain, &self.strings))
     }
 }

@@ -9,7 +9,7 @@
 //! the reference's cut-off is left to the reference.
 
 use rustc_hash::FxHashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use gimli::constants as dw;
 use gimli::AttributeValue;
@@ -25,7 +25,7 @@ const MAX_REFERENCE_DEPTH: u32 = 16;
 pub(crate) type Name = (Option<String>, i64, Option<String>);
 
 /// Another unit a name chain reaches (`DW_FORM_ref_addr`): its DIEs, scopes and line table.
-type Reached<'a> = Rc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
+type Reached<'a> = Arc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
 
 /// `DwarfInfo._file_of`: the name of file number `attr` (a DW_AT_decl_file, any constant form but
 /// a flag) in `lines`; None for another form, a number no entry has, or no line table.
@@ -94,7 +94,7 @@ impl<'u, 'a> Namer<'u, 'a> {
             None => None,
         };
         let tree = super::tree::scan(&unit)?;
-        let found = Rc::new((unit, tree, lines));
+        let found = Arc::new((unit, tree, lines));
         self.reached.insert(offset, found.clone());
         Ok(found)
     }
