@@ -298,6 +298,12 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
         rows.push(row)?;
     }
     sequences.sort_unstable();
+    // for_program's room, estimated from the program's length, given back: a lazy unit keeps its
+    // table for the whole run.
+    for column in [&mut rows.files, &mut rows.lines, &mut rows.columns, &mut rows.discriminators] {
+        column.shrink_to_fit();
+    }
+    rows.addresses.shrink_to_fit();
     Ok(LineTable {
         files,
         addresses: rows.addresses,

@@ -37,14 +37,53 @@ pub(crate) struct NodeAttrs<'a> {
     pub call_discriminator: Option<Attr<'a>>,
 }
 
+impl<'a> NodeAttrs<'a> {
+    /// The slot attribute `name` is kept in; None for one no slot keeps.
+    fn slot(&mut self, name: dw::DwAt) -> Option<&mut Option<Attr<'a>>> {
+        Some(match name {
+            dw::DW_AT_name => &mut self.name,
+            dw::DW_AT_linkage_name | dw::DW_AT_MIPS_linkage_name => &mut self.linkage_name,
+            dw::DW_AT_low_pc => &mut self.low_pc,
+            dw::DW_AT_high_pc => &mut self.high_pc,
+            dw::DW_AT_ranges => &mut self.ranges,
+            dw::DW_AT_abstract_origin => &mut self.abstract_origin,
+            dw::DW_AT_specification => &mut self.specification,
+            dw::DW_AT_call_file => &mut self.call_file,
+            dw::DW_AT_call_line => &mut self.call_line,
+            dw::DW_AT_call_column => &mut self.call_column,
+            dw::DW_AT_decl_line => &mut self.decl_line,
+            dw::DW_AT_decl_file => &mut self.decl_file,
+            dw::DW_AT_GNU_discriminator => &mut self.call_discriminator,
+            _ => return None,
+        })
+    }
+
+    /// The attributes of the node whose DIE is at `die`, read again as the scan read them: a node
+    /// keeps only its DIE's offset, since its attributes (13 slots of about 40 bytes) held every
+    /// node of a large Rust unit at once where a lookup names a few of them.
+    pub(crate) fn of_die(unit: &UnitData<'a>, die: u64) -> Decided<Self> {
+        let mut attrs = NodeAttrs::default();
+        let Some((_, values)) = unit.read_die(die)? else { return Err(Defer("a node whose DIE reads as null")) };
+        for (name, value) in values {
+            if let Some(slot) = attrs.slot(name) {
+                *slot = Some(value);
+            }
+        }
+        Ok(attrs)
+    }
+}
+
+/// A node, its ranges and children as positions in its tree's flat lists (`Tree::ranges_of`,
+/// `Tree::children_of`): a large unit has tens of thousands of nodes, most with one range and no
+/// children, and a lazy unit keeps them for the whole run.
 pub(crate) struct Node<'a> {
     /// .debug_info offset of the node's DIE.
     pub die: u64,
     /// The enclosing node of an inlined call; -1 for a function.
     pub parent: i64,
-    pub children: Vec<usize>,
-    pub ranges: Vec<(u128, u128)>,
-    pub attrs: NodeAttrs<'a>,
+    ranges: (u32, u32),
+    children: (u32, u32),
+    _attrs: std::marker::PhantomData<&'a ()>,
 }
 
 pub(crate) struct Scope {
@@ -58,6 +97,10 @@ pub(crate) struct Scope {
 #[derive(Default)]
 pub(crate) struct Tree<'a> {
     pub nodes: Vec<Node<'a>>,
+    /// Every node's ranges, and (once the scan ends) every node's children in DIE order, each
+    /// node's together.
+    ranges: Vec<(u128, u128)>,
+    children: Vec<usize>,
     /// (low, high, node) of every range of every function node.
     pub function_ranges: Vec<(u128, u128, usize)>,
     pub scopes: Vec<Scope>,
@@ -148,7 +191,7 @@ fn children_end<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<u64> {
 /// reference's walk reads on and may refuse the unit for them (fuzz/findings/): deferred to it.
 fn ended<'a, R: gimli::Reader>(tree: Tree<'a>, raw: &gimli::EntriesRaw<'_, R>) -> Decided<Tree<'a>> {
     if raw.is_empty() {
-        Ok(tree)
+        Ok(tree.with_children())
     } else {
         Err(Defer("entries after the root's children"))
     }
@@ -174,7 +217,7 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
             if open_node_elsewhere {
                 return Err(Defer("children that run past their DW_AT_sibling"));
             }
-            return Ok(tree);
+            return Ok(tree.with_children());
         }
         let die = unit.offset + raw.next_offset().0 as u64;
         let Some(abbrev) = raw.read_abbreviation()? else {
@@ -224,27 +267,11 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                 continue;
             }
             let value: Attr<'a> = (spec.form(), raw.read_attribute(*spec)?.raw_value());
-            let slot = match name {
-                dw::DW_AT_sibling => {
-                    sibling = sibling_offset(unit, &value);
-                    continue;
-                }
-                dw::DW_AT_name => &mut attrs.name,
-                dw::DW_AT_linkage_name | dw::DW_AT_MIPS_linkage_name => &mut attrs.linkage_name,
-                dw::DW_AT_low_pc => &mut attrs.low_pc,
-                dw::DW_AT_high_pc => &mut attrs.high_pc,
-                dw::DW_AT_ranges => &mut attrs.ranges,
-                dw::DW_AT_abstract_origin => &mut attrs.abstract_origin,
-                dw::DW_AT_specification => &mut attrs.specification,
-                dw::DW_AT_call_file => &mut attrs.call_file,
-                dw::DW_AT_call_line => &mut attrs.call_line,
-                dw::DW_AT_call_column => &mut attrs.call_column,
-                dw::DW_AT_decl_line => &mut attrs.decl_line,
-                dw::DW_AT_decl_file => &mut attrs.decl_file,
-                dw::DW_AT_GNU_discriminator => &mut attrs.call_discriminator,
-                _ => continue,
-            };
-            *slot = Some(value);
+            if name == dw::DW_AT_sibling {
+                sibling = sibling_offset(unit, &value);
+            } else if let Some(slot) = attrs.slot(name) {
+                *slot = Some(value);
+            }
         }
         let after = unit.offset + raw.next_offset().0 as u64;
         let sibling = (after < sibling && sibling <= end).then_some(sibling);
@@ -282,14 +309,15 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                     if inlined || !ranges.is_empty() {
                         node = tree.nodes.len() as i64;
                         let parent = if inlined { current_node } else { -1 };
-                        if parent >= 0 {
-                            tree.nodes[parent as usize].children.push(node as usize);
-                        } else {
+                        if parent < 0 {
                             for &(low, high) in &ranges {
                                 tree.function_ranges.push((low, high, node as usize));
                             }
                         }
-                        tree.nodes.push(Node { die, parent, children: Vec::new(), ranges, attrs });
+                        let first = u32::try_from(tree.ranges.len()).map_err(|_| Defer("more ranges than a lazy unit keeps"))?;
+                        tree.ranges.extend_from_slice(&ranges);
+                        let end = u32::try_from(tree.ranges.len()).map_err(|_| Defer("more ranges than a lazy unit keeps"))?;
+                        tree.nodes.push(Node { die, parent, ranges: (first, end), children: (0, 0), _attrs: std::marker::PhantomData });
                     }
                 }
                 if has_children {
@@ -370,6 +398,45 @@ pub(crate) fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>) -> Dec
 }
 
 impl Tree<'_> {
+    /// The children lists, from each node's parent: nodes are numbered in DIE order, so each
+    /// list is in DIE order too.
+    fn with_children(mut self) -> Self {
+        let mut counts = vec![0u32; self.nodes.len() + 1];
+        for node in &self.nodes {
+            if node.parent >= 0 {
+                counts[node.parent as usize + 1] += 1;
+            }
+        }
+        for position in 1..counts.len() {
+            counts[position] += counts[position - 1];
+        }
+        for (position, node) in self.nodes.iter_mut().enumerate() {
+            node.children = (counts[position], counts[position]);
+        }
+        self.children = vec![0; *counts.last().unwrap_or(&0) as usize];
+        for child in 0..self.nodes.len() {
+            let parent = self.nodes[child].parent;
+            if parent >= 0 {
+                let slot = &mut self.nodes[parent as usize].children.1;
+                self.children[*slot as usize] = child;
+                *slot += 1;
+            }
+        }
+        self
+    }
+
+    /// Node `node`'s ranges.
+    pub(crate) fn ranges_of(&self, node: usize) -> &[(u128, u128)] {
+        let (first, end) = self.nodes[node].ranges;
+        &self.ranges[first as usize..end as usize]
+    }
+
+    /// Node `node`'s children, in DIE order.
+    pub(crate) fn children_of(&self, node: usize) -> &[usize] {
+        let (first, end) = self.nodes[node].children;
+        &self.children[first as usize..end as usize]
+    }
+
     /// `UnitIndex.scope_of`: the innermost scope whose subtree holds `die`, -1 for none.
     pub(crate) fn scope_of(&self, die: u64) -> i64 {
         let mut scope = self.scopes.partition_point(|scope| scope.start <= die) as i64 - 1;
