@@ -1,15 +1,7 @@
 # The compiled kernels of native/ (Rust, PyO3): each takes what its Python twin takes.
 from collections.abc import Callable
-from typing import Any
 
 from symbolize.formats.dwarf.abbrev import Abbrev, ShapeBytes
-from symbolize.formats.dwarf.lines import LineTable
-from symbolize.formats.dwarf.skip import SkipTables
-from symbolize.formats.dwarf.unit import Unit
-
-def run_line_program(table: LineTable, data: bytes, offset: int, position: int, end: int, unit: Unit,
-                     min_length: int, line_base: int, line_range: int, opcode_base: int,
-                     standard_lengths: list[int], *, keep_every_row: bool) -> bool | None: ...
 
 # An abbreviation table and the offset past it (native/src/abbrev.rs), twin of
 # abbrev._parse_abbrev_table; None: the reference must parse it.
@@ -20,35 +12,7 @@ def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes,
 # (native/src/profile_entries.rs), twin of pprof._count_entries.
 def count_profile_entries(data: bytes, limit: int) -> int: ...
 
-# A SubtreeSkipper's per-code tables (native/src/skip_tables.rs), twin of skip._skip_tables; None: the
-# reference must build them.
-def skip_tables(abbrevs: dict[int, Abbrev], version: int, addr_size: int, offset_size: int,
-                little_endian: bool) -> SkipTables | None: ...
-
-# A line program header's file names (native/src/line_header.rs), twin of lines._file_names;
-# None: the reference must decide.
-def line_file_names(data: bytes, position: int, end: int, offset_size: int, version: int, comp_dir: str | None,
-                    little_endian: bool, line_str: bytes, str_section: bytes) -> list[str | None] | None: ...
-
-# The DIE walk (native/src/die_walk.rs), twin of scan._walk; False: the reference must walk.
-
-class PlanCache:
-    def __init__(self) -> None: ...
-
-class WalkPlans:
-    def __init__(self, abbrevs: dict[int, Any], version: int, addr_size: int, offset_size: int,
-                 little_endian: bool, cache: PlanCache | None = None) -> None: ...
-
-def walk_dies(index: Any, plans: WalkPlans, offset: int, end: int, stack: list[tuple[int, int, int, int]],
-              current_node: int, current_scope: int, node_ranges_of: Callable[..., Any]) -> bool: ...
-
-# Range lists (native/src/ranges.rs), twins of ranges.decode_ranges and scan.node_ranges; None: the
-# reference decides.
-
-def decode_ranges(unit: Unit, form: int, value: Any) -> list[tuple[int, int]] | None: ...
-def node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]] | None: ...
-
-# The index builder's sweep over a whole unit (native/src/unit_runs.rs), twin of UnitRuns._sweep.
+# The symbol table's bounds, for the compiled DWARF source's runs (native/src/dwarf/runs.rs).
 
 class SymbolBounds:
     def __init__(self, starts: list[int], stops: list[int]) -> None: ...
@@ -76,14 +40,25 @@ class UnitColumns:
         tuple[str | None, str | None, int, int, int, str | None, int | None, int]]]: ...
     def chain_count(self) -> int: ...
 
+# Raised by LazyUnit where the Python reference must answer the unit (the reason is the message).
+class CompiledDwarfDeferred(Exception): ...
+
+# A unit kept decoded for a cold lookup: the runs of the span holding an address, built when asked.
+class LazyUnit:
+    file_names: list[str | None]
+    # (low, high, file, line, column, discriminator, chain id or -1, symbol index or -1), None: no run.
+    def run_at(self, vaddr: int) -> tuple[int, int, int, int, int, int, int, int] | None: ...
+    def chain(self, chain: int) -> tuple[str | None, int, str | None, int | None, list[
+        tuple[str | None, str | None, int, int, int, str | None, int | None, int]]]: ...
+
 class DwarfUnits:
     def __init__(self, sections: dict[str, bytes], little_endian: bool, address_size: int,
                  symbols: SymbolBounds) -> None: ...
     def unit_runs(self, unit_offset: int, functions_only: bool) -> UnitColumns | None: ...
+    # The unit kept decoded for a cold lookup; None where the reference must decide.
+    def lazy_unit(self, unit_offset: int, functions_only: bool) -> LazyUnit | None: ...
     # Why unit_runs leaves the unit to the reference (None: it answers it).
     def deferral(self, unit_offset: int, functions_only: bool) -> str | None: ...
-
-def build_unit_runs(runs: Any, table: Any, spans: list[tuple[int, int, int]], symbols: SymbolBounds) -> bool: ...
 
 # The warm lookup kernel (native/src/warm.rs), the twin of symbolize/answer_text.py's AnswerText.
 

@@ -11,7 +11,7 @@ fi
 artifacts="$(mktemp -d)"
 for target in "fuzz_object.py elf" "fuzz_object.py macho" "fuzz_object.py pe" "fuzz_profile.py pprof" \
               "fuzz_profile.py gperftools-cpu" "fuzz_profile.py gperftools-heap" "fuzz_pdb.py" \
-              "fuzz_kernels.py" "fuzz_compiled_dwarf.py" "fuzz_cab.py"; do
+              "fuzz_compiled_dwarf.py" "fuzz_compiled_lazy.py" "fuzz_cab.py"; do
   # shellcheck disable=SC2086
   set +e  # the target's own status is checked below, after its findings are named
   python fuzz/$target -max_total_time="$seconds" -artifact_prefix="$artifacts/" "$(mktemp -d)" 2>&1 \

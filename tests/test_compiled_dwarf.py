@@ -259,11 +259,9 @@ def test_a_failure_of_the_compiled_source_is_the_readers_typed_error_naming_the_
         assert raised.value.path == BIN / "cdemo-gcc-dwarf5-pie"
 
 
-def test_entries_after_the_roots_children_are_left_to_the_reference() -> None:
-    """A fuzz finding (fuzz_compiled_dwarf.py in CI's smoke run, kept in tests/data/): a MinGW
-    unit's ``.debug_info`` mutated so that entries follow the root's children, one naming an
-    undefined abbreviation. The reference's walk reads on and refuses the unit; the compiled walk
-    stopped at the root's end and answered it. It defers there now."""
+def _compare_finding(name: str) -> None:
+    """Both sides on the fuzz finding ``tests/data/<name>`` (fuzz_compiled_dwarf.py's input), rows
+    answering everywhere and only inside functions; raises AssertionError where they differ."""
     import importlib.util
 
     fuzz = FIXTURES.parent / "fuzz"
@@ -271,9 +269,29 @@ def test_entries_after_the_roots_children_are_left_to_the_reference() -> None:
     assert spec is not None and spec.loader is not None
     target = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(target)
-    finding = FIXTURES.parent / "tests" / "data" / "compiled_dwarf_entries_after_root.bin"
-    found = target.sections_of(finding.read_bytes())
+    found = target.sections_of((FIXTURES.parent / "tests" / "data" / name).read_bytes())
     assert found is not None
     chosen, sections, functions_only = found
     for flag in (functions_only, not functions_only):
-        target.compare(chosen, sections, flag)  # raises AssertionError where the two sides differ
+        target.compare(chosen, sections, flag)
+
+
+def test_entries_after_the_roots_children_are_left_to_the_reference() -> None:
+    """A fuzz finding (fuzz_compiled_dwarf.py in CI's smoke run, kept in tests/data/): a MinGW
+    unit's ``.debug_info`` mutated so that entries follow the root's children, one naming an
+    undefined abbreviation. The reference's walk reads on and refuses the unit; the compiled walk
+    stopped at the root's end and answered it. It defers there now."""
+    _compare_finding("compiled_dwarf_entries_after_root.bin")
+
+
+def test_a_sibling_link_past_its_parents_null_entry_is_left_to_the_reference() -> None:
+    """A fuzz finding (kept in tests/data/): a MinGW unit's ``.debug_info`` mutated so that a
+    declaration without a sibling link (GCC's last child) holds a DIE whose ``DW_AT_sibling``
+    points past the null entry that ends its parent's children. By the spec the null entries
+    shape the tree (DWARF 5, 2.3 and 7.5.2; ``DW_AT_sibling`` only says where the next sibling
+    is): the parent ends at its null entry, the root a little later, and the unit's functions
+    after that are no one's children, so the reference names none there. The compiled walk went
+    inside the parent, took the link, and named ``sort_values`` from beyond the root's end. It
+    checks a link it takes inside such a subtree against the null entries now, and defers where
+    they disagree."""
+    _compare_finding("compiled_dwarf_truncated_unit.bin")

@@ -23,8 +23,8 @@ from symbolize.formats.dwarf import abbrev
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.abbrev import Abbrev, ShapeBytes
 from tests.dwarf_builder import sleb, uleb
-from tests.kernel_twins import kernels_in, object_units
-from tests.test_native_kernels import BIN, OBJECT_FILES
+from tests.fixtures_data import BIN
+from tests.kernel_twins import OBJECT_FILES, kernels_in, object_units
 
 _kernels = pytest.importorskip("symbolize.formats._kernels", reason="the compiled kernels were not built")
 

@@ -32,9 +32,8 @@ from symbolize.proto.profile_pb2 import Profile
 from tests import hostile_dwarf as h
 from tests.dwarf_builder import uleb
 from tests.fixtures_data import ROOT
-from tests.kernel_twins import object_units
+from tests.kernel_twins import OBJECT_FILES, object_units
 from tests.test_malformed_elf import SHT_PROGBITS, Section, build_elf, symtab
-from tests.test_native_kernels import OBJECT_FILES
 
 FIXTURES = ROOT / "fixtures"
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from itertools import pairwise
 from pathlib import Path
@@ -40,12 +40,14 @@ from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
 
 if TYPE_CHECKING:
-    from symbolize.formats._kernels import DwarfUnits, SymbolBounds, UnitColumns
+    from symbolize.formats._kernels import DwarfUnits, LazyUnit, SymbolBounds, UnitColumns
 
 # Past every address: the end of the span after a unit's last function.
 _END = 1 << 65
 # What the compiled source raises: its own error, for a panic it caught (none crosses into Python).
 _COMPILED_ERRORS: tuple[type[Exception], ...] = (kernels.CompiledDwarfError,) if kernels is not None else ()
+# What a lazy unit raises where the reference must answer the unit.
+_DEFERRED: tuple[type[Exception], ...] = (kernels.CompiledDwarfDeferred,) if kernels is not None else ()
 # Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
 _MEMO_DEPTH = 64
 
@@ -72,6 +74,16 @@ def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
         else:
             name, default_file = covering.name, covering.source_file
     return ChainHead(name, start_line, outer, default_file, start_file, start_address)
+
+
+def named_chain(named: dict[int, Chain], source: UnitColumns | LazyUnit, chain: int) -> Chain:
+    """Chain ``chain`` of a compiled unit (``source.chain``), its calling frames as Frames, made once
+    per unit (``named``)."""
+    found = named.get(chain)
+    if found is None:
+        name, start_line, start_file, start_address, outer = source.chain(chain)
+        found = named[chain] = (name, start_line, start_file, start_address, tuple(Frame(*frame) for frame in outer))
+    return found
 
 
 def compiled_runs(columns: UnitColumns, symbols: SymbolIndex) -> RunTable:
@@ -118,12 +130,52 @@ class _CompiledHeads(Sequence[ChainHead]):
         return head
 
     def _chain(self, chain: int) -> Chain:
-        found = self._named_chains.get(chain)
+        return named_chain(self._named_chains, self._columns, chain)
+
+
+class _CompiledLazyRuns:
+    """A unit's runs for a cold lookup from the compiled source's lazy unit (``LazyUnit``): the run
+    holding an address, its chain head named by :func:`chain_head` as for the compiled whole units.
+    Where the compiled source leaves the unit to the reference (a chain it cannot name, a form it
+    does not read), the Python runs answer it from then on: the spans answered before are ones
+    whose runs depend on nothing outside them (:class:`UnitRuns`), so both give the same there."""
+
+    __slots__ = ("_chains", "_fallback", "_heads", "_lazy", "_path", "_python_runs", "_symbols")
+
+    def __init__(self, lazy: LazyUnit, symbols: SymbolIndex, fallback: Callable[[], UnitRuns], path: Path) -> None:
+        self._lazy = lazy
+        self._symbols = symbols.symbols
+        self._fallback = fallback
+        self._path = path
+        self._python_runs: UnitRuns | None = None
+        self._heads: dict[tuple[int, int], ChainHead] = {}
+        self._chains: dict[int, Chain] = {}
+
+    def run_at(self, vaddr: int) -> AnswerRun | None:
+        if self._python_runs is not None:
+            return self._python_runs.run_at(vaddr)
+        try:
+            found = self._lazy.run_at(vaddr)
+        except _DEFERRED:
+            self._python_runs = self._fallback()
+            return self._python_runs.run_at(vaddr)
+        except _COMPILED_ERRORS as error:
+            raise MalformedInputError(f"DWARF: {error}", self._path) from error
         if found is None:
-            name, start_line, start_file, start_address, outer = self._columns.chain(chain)
-            found = self._named_chains[chain] = (name, start_line, start_file, start_address,
-                                                 tuple(Frame(*frame) for frame in outer))
-        return found
+            return None
+        low, high, file, line, column, discriminator, chain, symbol = found
+        head = self._heads.get((chain, symbol))
+        if head is None:
+            head = self._heads[chain, symbol] = chain_head(self._chain(chain) if chain >= 0 else None,
+                                                           self._symbols[symbol] if symbol >= 0 else None)
+        file_names = self._lazy.file_names
+        file_name = file_names[file] if 0 <= file < len(file_names) else None
+        inner = Frame(head.function, file_name or head.default_file, line, column, head.start_line, head.start_file,
+                      head.start_address, discriminator)
+        return AnswerRun(low, high, (inner, *head.outer))
+
+    def _chain(self, chain: int) -> Chain:
+        return named_chain(self._chains, self._lazy, chain)
 
 
 class DwarfSymbolAnswers(SymbolAnswers):
@@ -196,13 +248,23 @@ class DwarfSymbolAnswers(SymbolAnswers):
             return {}
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
-        """Unit ``key``'s runs for a batch of lookups: the Python runs decoded one top-level
-        function at a time (with the fine-grained kernels where built). Not the compiled source's
-        whole unit: a cold lookup touches few functions of a unit, and building whole units made a
-        cold run of a large Rust binary 1.7x the CPU and 3.6x the memory (bench/RESULTS.md), until
-        the compiled source answers one span at a time too."""
+        """Unit ``key``'s runs for a batch of lookups, built one span at a time as addresses land in
+        them: by the compiled source's lazy unit where it takes the unit (:class:`_CompiledLazyRuns`),
+        else the Python runs. Never a whole unit: a cold lookup touches few functions of a unit, and
+        building whole units made a cold run of a large Rust binary 1.7x the CPU and 3.6x the
+        memory (bench/RESULTS.md)."""
         if key < 0:
             return super().answers(key)
+        units = self._compiled_units()
+        if units is not None:
+            state = self.dwarf._load_units()[key]
+            if state.error is None:
+                try:
+                    lazy = units.lazy_unit(state.unit.offset, self.functions_only)
+                except _COMPILED_ERRORS as error:
+                    raise MalformedInputError(f"compile unit at {state.unit.offset:#x}: {error}", self.path) from error
+                if lazy is not None:
+                    return _CompiledLazyRuns(lazy, self.symbols, lambda: self._unit(key, whole=False), self.path)
         return self._unit(key, whole=False)
 
     def _compiled_runs(self, key: int) -> RunTable | None:
@@ -242,11 +304,10 @@ class DwarfSymbolAnswers(SymbolAnswers):
         state = self.dwarf._load_units()[key]
         if not self.dwarf._ensure_decoded(state, whole):
             raise MalformedInputError(state.error or "unit cannot be decoded", self.path)
-        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only,
-                        self._symbol_bounds() if whole else None)
+        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only)
 
     def _symbol_bounds(self) -> SymbolBounds | None:
-        """The symbol table's starts and stops for the compiled sweep, read once per file."""
+        """The symbol table's starts and stops for the compiled source, read once per file."""
         if kernels is None:
             return None
         if self._bounds is None:
@@ -268,11 +329,8 @@ class UnitRuns:
 
     def __init__(
         self, info: DwarfInfo, state: _UnitState, symbols: SymbolIndex, path: Path, functions_only: bool = False,
-        symbol_bounds: SymbolBounds | None = None,
     ) -> None:
-        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing).
-        ``symbol_bounds``: ``symbols``' bounds for the compiled whole-unit sweep (None: the sweep in Python)."""
-        self._symbol_bounds = symbol_bounds
+        """``functions_only``: the spans between top-level functions give no runs (rows alone answer nothing)."""
         assert state.index is not None
         self._info = info
         self._functions_only = functions_only
@@ -399,12 +457,8 @@ class UnitRuns:
             raise self._broken(error) from error
 
     def _build_all(self, spans: list[tuple[int, int, int]]) -> RunTable:
-        """:meth:`_sweep`, by its compiled twin where built (``native/src/unit_runs.rs``), which
-        appends the same runs or nothing (then the sweep runs)."""
+        """:meth:`_sweep` into a new table."""
         table = RunTable(self._file_names, self._heads)
-        bounds = self._symbol_bounds
-        if bounds is not None and kernels is not None and kernels.build_unit_runs(self, table, spans, bounds):
-            return table
         self._sweep(table, spans)
         return table
 

@@ -26,7 +26,7 @@ from typing import Any
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, read_abbrev_table
 from symbolize.formats.dwarf.lines import LineTable, decode_line_table, relative_file_names
-from symbolize.formats.dwarf.ranges import decode_ranges_attribute
+from symbolize.formats.dwarf.ranges import decode_ranges
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
 from symbolize.formats.dwarf.scan import (
     SLOT_ABSTRACT_ORIGIN,
@@ -347,7 +347,7 @@ class DwarfInfo:
         if c.DW_AT_GNU_dwo_id in values and unit.dwo_id is None:
             unit.dwo_id = int(values[c.DW_AT_GNU_dwo_id][1])
         if c.DW_AT_ranges in values:
-            return decode_ranges_attribute(unit, *values[c.DW_AT_ranges])
+            return decode_ranges(unit, *values[c.DW_AT_ranges])
         if bounds is not None and bounds[1] > bounds[0]:
             return [bounds]
         return []

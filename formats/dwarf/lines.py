@@ -26,7 +26,6 @@ from typing import Literal
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length, read_uleb, uint_reader
 from symbolize.formats.dwarf.unit import Unit
-from symbolize.formats.native import kernels
 
 # A discriminator is an unsigned 32-bit value in llvm-symbolizer (DWARFDebugLine::Row).
 _DISCRIMINATOR_BITS = 32
@@ -160,10 +159,10 @@ def decode_line_table(unit: Unit, offset: int) -> LineTable:
     table = LineTable(files=files)
     program = (data, offset, program_start, end, unit, min_instruction_length, line_base, line_range, opcode_base,
                standard_lengths)
-    if not _run_fastest(table, program, keep_every_row=False):
+    if not _run_program(table, *program, keep_every_row=False):
         # An address steps back inside a sequence; lookups bisect its rows, so all must stay.
         table = LineTable(files=files, increasing=False)
-        _run_fastest(table, program, keep_every_row=True)
+        _run_program(table, *program, keep_every_row=True)
     # Line numbers are unsigned; a program that steps below line 0 is damaged. Checked once here
     # on the rows kept, not per row; _run_program checks the rows it drops.
     if table.lines and min(table.lines) < 0:
@@ -222,22 +221,7 @@ def _read_header(unit: Unit, offset: int) -> _Header:
 def file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: int, version: int) -> list[str | None]:
     """The header's file names from ``position`` (its directory and file tables), each joined
     with its directory as llvm-symbolizer joins them; DWARF 4 file numbers start at 1, so its
-    list starts with None. By the compiled twin where built (``native/src/line_header.rs``),
-    which returns None where this function must decide (an error, a DW_FORM_strx*, a name that
-    is not UTF-8)."""
-    if kernels is not None:
-        sections = unit.sections
-        found: list[str | None] | None = kernels.line_file_names(
-            data, position, end, offset_size, version, unit.comp_dir, sections.little_endian, sections.line_str,
-            sections.str,
-        )
-        if found is not None:
-            return found
-    return _file_names(unit, data, position, end, offset_size, version)
-
-
-def _file_names(unit: Unit, data: bytes, position: int, end: int, offset_size: int, version: int) -> list[str | None]:
-    """The reference :func:`file_names`."""
+    list starts with None."""
     return [name for name, _ in _file_name_pairs(unit, data, position, end, offset_size, version)]
 
 
@@ -280,20 +264,6 @@ def _file_name_pairs(
             relative = join_path(raw_dirs[dir_index] if dir_index < len(raw_dirs) else None, name)
             files.append((join_path(directory, name), relative))
     return files
-
-
-def _run_fastest(table: LineTable, program: tuple[bytes, int, int, int, Unit, int, int, int, int, list[int]], *,
-                 keep_every_row: bool) -> bool:
-    """``_run_program``, by its compiled twin where built (``formats/native.py``).
-
-    The twin (``native/src/line_program.rs``) returns what ``_run_program`` returns, or None,
-    leaving ``table`` untouched, where a value outgrows 64 bits: hostile input only, decoded here.
-    """
-    if kernels is not None:
-        completed: bool | None = kernels.run_line_program(table, *program, keep_every_row=keep_every_row)
-        if completed is not None:
-            return completed
-    return _run_program(table, *program, keep_every_row=keep_every_row)
 
 
 def _row_opcodes(min_length: int, line_base: int, line_range: int,

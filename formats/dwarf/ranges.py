@@ -5,22 +5,8 @@ from __future__ import annotations
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_uleb
 from symbolize.formats.dwarf.unit import Unit
-from symbolize.formats.native import kernels
 
 Ranges = list[tuple[int, int]]
-
-
-def decode_ranges_attribute(unit: Unit, form: int, value: int) -> Ranges:
-    """:func:`decode_ranges`, by its compiled twin where built (``native/src/ranges.rs``).
-
-    The twin returns what the reference returns or raises its DwarfFormatError, and returns None
-    where the reference fails another way or a value outgrows 64 bits: the reference then runs.
-    """
-    if kernels is not None:
-        decoded: Ranges | None = kernels.decode_ranges(unit, form, value)
-        if decoded is not None:
-            return decoded
-    return decode_ranges(unit, form, value)
 
 
 def decode_ranges(unit: Unit, form: int, value: int) -> Ranges:

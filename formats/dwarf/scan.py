@@ -35,11 +35,10 @@ from symbolize.formats.dwarf.abbrev import (
     LEB_KINDS,
     Abbrev,
 )
-from symbolize.formats.dwarf.ranges import decode_ranges_attribute
+from symbolize.formats.dwarf.ranges import decode_ranges
 from symbolize.formats.dwarf.reader import DwarfFormatError, UIntReader, read_uleb
 from symbolize.formats.dwarf.skip import ShapeKey, SkipLayout, SubtreeSkipper, shape_key
 from symbolize.formats.dwarf.unit import Unit
-from symbolize.formats.native import kernels
 
 _FUNCTION_TAGS = frozenset({c.DW_TAG_subprogram, c.DW_TAG_inlined_subroutine})
 _SCOPE_TAGS = frozenset(
@@ -50,8 +49,7 @@ _SCOPE_TAGS = frozenset(
 _CONTAINER_TAGS = frozenset({c.DW_TAG_lexical_block, c.DW_TAG_compile_unit, c.DW_TAG_partial_unit,
                              c.DW_TAG_skeleton_unit})
 
-# The attributes the scan keeps, each in a slot: a node's attributes are {slot: (form, raw value)}
-# (native/src/die_walk.rs numbers them alike).
+# The attributes the scan keeps, each in a slot: a node's attributes are {slot: (form, raw value)}.
 SLOT_SIBLING = 0
 SLOT_NAME = 1
 SLOT_LINKAGE_NAME = 2  # DW_AT_linkage_name or DW_AT_MIPS_linkage_name
@@ -177,22 +175,6 @@ class SharedTables:
         default_factory=dict
     )
 
-    # The same key -> the compiled twin's plans (``native/src/die_walk.rs``), when it runs; and its
-    # plans by abbreviation shape, which every table of the file shares.
-    walk_plans: dict[tuple[int, tuple[int, int, int, bool]], tuple[object, Any]] = field(default_factory=dict)
-    plan_cache: Any = None
-
-    def walk_plans_for(self, unit: Unit) -> Any:
-        key = (id(unit.abbrevs), unit.encoding)
-        found = self.walk_plans.get(key)
-        if found is None:
-            assert kernels is not None
-            if self.plan_cache is None:
-                self.plan_cache = kernels.PlanCache()
-            plans = kernels.WalkPlans(unit.abbrevs, *unit.encoding, self.plan_cache)
-            found = self.walk_plans[key] = (unit.abbrevs, plans)
-        return found[1]
-
     def skipper_for(self, unit: Unit) -> SubtreeSkipper:
         key = (id(unit.abbrevs), unit.encoding, id(unit.sections.info))
         found = self.skippers.get(key)
@@ -243,8 +225,6 @@ class UnitIndex:
     skipper: SubtreeSkipper | None = None
     # Walk every function subtree at once instead of deferring it (see scan_unit).
     whole: bool = False
-    # The compiled walk's plans of this unit's abbreviations (walk_dies), once it ran.
-    walk_plans: Any = None
 
     def finish(self) -> None:
         self.function_ranges.sort()
@@ -310,7 +290,7 @@ class UnitIndex:
         # No node on the stack: the node's own place (node_next) is already set.
         stack = [(ROLE_FUNCTION, -1, -1, -1)]
         try:
-            walk_dies(self, children_start, subtree_end, stack, node, -1)
+            _walk(self, children_start, subtree_end, stack, node, -1)
         except Exception as error:
             self._undo(first, functions_before)
             self.node_first[node] = self.node_end[node] = first
@@ -349,32 +329,10 @@ def scan_unit(unit: Unit, whole: bool = False, shared: SharedTables | None = Non
     index.whole = whole
     if shared is not None:
         index.shared = shared
-    walk_dies(index, unit.first_die, unit.end, [], -1, -1)
+    _walk(index, unit.first_die, unit.end, [], -1, -1)
     index.top_end = len(index.node_ranges)
     index.finish()
     return index
-
-
-def walk_dies(
-    index: UnitIndex,
-    offset: int,
-    end: int,
-    stack: list[tuple[int, int, int, int]],
-    current_node: int,
-    current_scope: int,
-) -> None:
-    """:func:`_walk`, by its compiled twin where built (``formats/native.py``).
-
-    The twin (``native/src/die_walk.rs``) appends what ``_walk`` appends, or returns False with
-    nothing touched where ``_walk`` would raise or a value outgrows 64 bits; ``_walk`` then runs.
-    """
-    if kernels is not None:
-        plans = index.walk_plans
-        if plans is None:
-            plans = index.walk_plans = index.shared.walk_plans_for(index.unit)
-        if kernels.walk_dies(index, plans, offset, end, stack, current_node, current_scope, _node_ranges):
-            return
-    _walk(index, offset, end, stack, current_node, current_scope)
 
 
 def _walk(
@@ -608,20 +566,10 @@ def _walk(
 
 
 def _node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]]:
-    """A node's ranges, from its kept attributes; by the compiled twin where built (``native/src/ranges.rs``),
-    which returns None where this function must decide."""
-    if kernels is not None:
-        decoded: list[tuple[int, int]] | None = kernels.node_ranges(unit, values)
-        if decoded is not None:
-            return decoded
-    return node_ranges(unit, values)
-
-
-def node_ranges(unit: Unit, values: dict[int, tuple[int, Any]]) -> list[tuple[int, int]]:
-    """The reference :func:`_node_ranges`: ``DW_AT_ranges``, else ``DW_AT_low_pc`` and ``DW_AT_high_pc``."""
+    """A node's ranges, from its kept attributes: ``DW_AT_ranges``, else ``DW_AT_low_pc`` and ``DW_AT_high_pc``."""
     ranges_value = values.get(SLOT_RANGES)
     if ranges_value is not None:
-        return decode_ranges_attribute(unit, *ranges_value)
+        return decode_ranges(unit, *ranges_value)
     low = values.get(SLOT_LOW_PC)
     high = values.get(SLOT_HIGH_PC)
     if low is None or high is None:

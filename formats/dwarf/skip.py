@@ -36,7 +36,6 @@ from symbolize.formats.dwarf.abbrev import (
 )
 from symbolize.formats.dwarf.reader import read_uleb
 from symbolize.formats.dwarf.unit import Unit
-from symbolize.formats.native import kernels
 
 _STOP = -2
 _VARIABLE = -1
@@ -64,10 +63,7 @@ class SubtreeSkipper:
         """``shared``: layouts by abbreviation shape and encoding, kept across the units of a file."""
         self._unit = unit
         self._data = unit.sections.info
-        tables: SkipTables | None = kernels.skip_tables(unit.abbrevs, *unit.encoding) if kernels is not None else None
-        if tables is None:
-            tables = _skip_tables(unit, shared)
-        outer, inner, children, steps, tails = tables
+        outer, inner, children, steps, tails = _skip_tables(unit, shared)
         self._outer_sizes = outer
         self._inner_sizes = inner
         self._children = children
@@ -179,8 +175,7 @@ SkipTables = tuple[list[int], list[int], list[int], list[_Steps], list[int]]
 
 def _skip_tables(unit: Unit, shared: dict[ShapeKey, SkipLayout] | None) -> SkipTables:
     """Per code: (size in outer walks, size in inner walks, 1 if it has children, variable steps,
-    fixed tail). The reference of ``native/src/skip_tables.rs``, which SubtreeSkipper asks first;
-    it returns None where this function must decide."""
+    fixed tail)."""
     codes = [code for code in unit.abbrevs if code < _MAX_DENSE_CODE]
     count = max(codes, default=0) + 1
     outer = [_STOP] * count

@@ -263,7 +263,7 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
                 }
                 if sub_opcode == dw::DW_LNE_set_discriminator {
                     let size = usize::try_from(operand_size).map_err(|_| Defer("operand size"))?;
-                    discriminator = crate::line_program::discriminator_within(input.split(size)?.slice());
+                    discriminator = discriminator_within(input.split(size)?.slice());
                     continue;
                 }
                 if sub_opcode == dw::DW_LNE_end_sequence {
@@ -298,6 +298,12 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
         rows.push(row)?;
     }
     sequences.sort_unstable();
+    // for_program's room, estimated from the program's length, given back: a lazy unit keeps its
+    // table for the whole run.
+    for column in [&mut rows.files, &mut rows.lines, &mut rows.columns, &mut rows.discriminators] {
+        column.shrink_to_fit();
+    }
+    rows.addresses.shrink_to_fit();
     Ok(LineTable {
         files,
         addresses: rows.addresses,
@@ -307,6 +313,23 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
         discriminators: rows.discriminators,
         sequences,
     })
+}
+
+/// DW_LNE_set_discriminator's operand: a ULEB128 read within its bytes, modulo 2**32 as
+/// llvm-symbolizer keeps it (the reference's `_discriminator`).
+fn discriminator_within(operand: &[u8]) -> u32 {
+    let mut value: u64 = 0;
+    let mut shift = 0u32;
+    for &byte in operand {
+        if shift < 32 {
+            value |= u64::from(byte & 0x7F) << shift;
+        }
+        shift += 7;
+        if byte < 0x80 {
+            break;
+        }
+    }
+    value as u32
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! `tree` (which DIEs are nodes and scopes), `names` (llvm-symbolizer's naming), `runs` (which
 //! function, inline level, row and symbol answer each address).
 
+mod lazy;
 mod lines;
 mod names;
 pub(crate) mod runs;
@@ -20,7 +21,7 @@ mod tree;
 mod unit;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
@@ -104,9 +105,10 @@ fn unit_spans(sections: &Sections) -> Vec<(u64, u64)> {
 /// The units of one file's DWARF, answered one whole unit at a time.
 #[pyclass(frozen, module = "symbolize.formats._kernels")]
 pub struct DwarfUnits {
-    sections: Sections,
+    /// Shared with the lazy units made of them (`lazy_unit`).
+    sections: Arc<Sections>,
     /// (offset, end) of each unit in .debug_info, up to the first header that cannot be read.
-    units: Vec<(u64, u64)>,
+    units: Arc<Vec<(u64, u64)>>,
     symbols: Py<SymbolBounds>,
 }
 
@@ -145,32 +147,40 @@ impl UnitColumns {
     /// Chain `chain`: (innermost function, its decl line and file, its entry, calling frames
     /// innermost first).
     fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let Some(((name, start_line, start_file), entry, outer)) = self.chains.get(chain) else {
-            return Err(PyIndexError::new_err(format!("chain {chain} of {}", self.chains.len())));
-        };
-        let mut strings = self.strings.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut shared = |text: &Option<String>| -> Option<Py<PyString>> {
-            let text = text.as_ref()?;
-            if let Some(found) = strings.get(text.as_str()) {
-                return Some(found.clone_ref(py)); // no String copied for a name already made
-            }
-            let made = PyString::new(py, text).unbind();
-            strings.insert(text.clone(), made.clone_ref(py));
-            Some(made)
-        };
-        let frames = PyList::empty(py);
-        for (function, file, line, column, frame_start_line, frame_start_file, start_address, discriminator) in outer {
-            let frame = (function, shared(file), line, column, frame_start_line, shared(frame_start_file), start_address,
-                         discriminator);
-            frames.append(frame)?;
-        }
-        (name, start_line, shared(start_file), entry, frames).into_pyobject(py)
+        chain_tuple(py, &self.chains, chain, &self.strings)
     }
 
     /// How many chains the runs' heads name.
     fn chain_count(&self) -> usize {
         self.chains.len()
     }
+}
+
+/// Chain `chain` of `chains` as Python reads it, each file name one Python string per `strings`.
+pub(crate) fn chain_tuple<'py>(
+    py: Python<'py>, chains: &[(runs::Name, Option<u128>, Vec<runs::Frame>)], chain: usize,
+    strings: &Mutex<FxHashMap<String, Py<PyString>>>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let Some(((name, start_line, start_file), entry, outer)) = chains.get(chain) else {
+        return Err(PyIndexError::new_err(format!("chain {chain} of {}", chains.len())));
+    };
+    let mut strings = strings.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut shared = |text: &Option<String>| -> Option<Py<PyString>> {
+        let text = text.as_ref()?;
+        if let Some(found) = strings.get(text.as_str()) {
+            return Some(found.clone_ref(py)); // no String copied for a name already made
+        }
+        let made = PyString::new(py, text).unbind();
+        strings.insert(text.clone(), made.clone_ref(py));
+        Some(made)
+    };
+    let frames = PyList::empty(py);
+    for (function, file, line, column, frame_start_line, frame_start_file, start_address, discriminator) in outer {
+        let frame = (function, shared(file), line, column, frame_start_line, shared(frame_start_file), start_address,
+                     discriminator);
+        frames.append(frame)?;
+    }
+    (name, start_line, shared(start_file), entry, frames).into_pyobject(py)
 }
 
 fn machine_bytes<'py, T: Copy, const N: usize>(py: Python<'py>, values: &[T], to_bytes: fn(T) -> [u8; N]) -> PyResult<Py<PyBytes>> {
@@ -211,7 +221,7 @@ fn section(sections: &Bound<'_, PyDict>, name: &str) -> PyResult<Vec<u8>> {
 impl DwarfUnits {
     fn decide(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Decided<Columns>> {
         let symbols = self.symbols.get();
-        let (sections, units) = (&self.sections, &self.units);
+        let (sections, units) = (&*self.sections, &self.units[..]);
         py.detach(|| catch_unwind(AssertUnwindSafe(|| build_unit(sections, units, symbols, unit_offset, functions_only))))
             .map_err(|payload| {
                 CompiledDwarfError::new_err(format!(
@@ -245,7 +255,7 @@ impl DwarfUnits {
         let units = catch_unwind(AssertUnwindSafe(|| unit_spans(&sections))).map_err(|payload| {
             CompiledDwarfError::new_err(format!("the compiled DWARF reader failed ({})", panic_message(payload.as_ref())))
         })?;
-        Ok(DwarfUnits { sections, units, symbols })
+        Ok(DwarfUnits { sections: Arc::new(sections), units: Arc::new(units), symbols })
     }
 
     /// The runs of the unit whose header is at `unit_offset` in .debug_info; None where the
@@ -257,6 +267,13 @@ impl DwarfUnits {
         }
     }
 
+    /// The unit whose header is at `unit_offset`, its tree and line table decoded, to answer a
+    /// cold lookup's addresses one span at a time (`LazyUnit.run_at`); None where the reference
+    /// must decide.
+    fn lazy_unit(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Option<lazy::LazyUnit>> {
+        lazy::LazyUnit::open(py, &self.sections, &self.units, &self.symbols, unit_offset, functions_only)
+    }
+
     /// Why `unit_runs` leaves the unit to the reference (None: it answers it), for measurement.
     fn deferral(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Option<&'static str>> {
         Ok(self.decide(py, unit_offset, functions_only)?.err().map(|defer| defer.0))
@@ -266,6 +283,8 @@ impl DwarfUnits {
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<DwarfUnits>()?;
     module.add_class::<UnitColumns>()?;
+    module.add_class::<lazy::LazyUnit>()?;
+    module.add("CompiledDwarfDeferred", module.py().get_type::<lazy::CompiledDwarfDeferred>())?;
     module.add_class::<SymbolBounds>()?;
     module.add("CompiledDwarfError", module.py().get_type::<CompiledDwarfError>())?;
     Ok(())

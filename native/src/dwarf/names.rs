@@ -9,7 +9,7 @@
 //! the reference's cut-off is left to the reference.
 
 use rustc_hash::FxHashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use gimli::constants as dw;
 use gimli::AttributeValue;
@@ -25,7 +25,7 @@ const MAX_REFERENCE_DEPTH: u32 = 16;
 pub(crate) type Name = (Option<String>, i64, Option<String>);
 
 /// Another unit a name chain reaches (`DW_FORM_ref_addr`): its DIEs, scopes and line table.
-type Reached<'a> = Rc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
+type Reached<'a> = Arc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
 
 /// `DwarfInfo._file_of`: the name of file number `attr` (a DW_AT_decl_file, any constant form but
 /// a flag) in `lines`; None for another form, a number no entry has, or no line table.
@@ -38,6 +38,13 @@ fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>) -> Decided<Option<String>
         _ => return Ok(None),
     };
     Ok(lines.and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at))).and_then(Clone::clone))
+}
+
+/// A namer's caches, kept by a lazy unit between lookups.
+#[derive(Default)]
+pub(crate) struct NamerCaches<'a> {
+    reached: FxHashMap<u64, Reached<'a>>,
+    cache: FxHashMap<u64, Name>,
 }
 
 pub(crate) struct Namer<'u, 'a> {
@@ -57,6 +64,19 @@ impl<'u, 'a> Namer<'u, 'a> {
         Namer { unit, tree, lines, units, reached: FxHashMap::default(), cache: FxHashMap::default() }
     }
 
+    /// The caches a lazy unit keeps between lookups (`take_caches`), given back to a new namer.
+    pub(crate) fn with_caches(
+        unit: &'u UnitData<'a>, tree: &'u Tree<'a>, lines: Option<&'u LineTable>, units: &'u [(u64, u64)],
+        caches: NamerCaches<'a>,
+    ) -> Self {
+        Namer { unit, tree, lines, units, reached: caches.reached, cache: caches.cache }
+    }
+
+    /// What `with_caches` takes back.
+    pub(crate) fn take_caches(self) -> NamerCaches<'a> {
+        NamerCaches { reached: self.reached, cache: self.cache }
+    }
+
     /// `_unit_for_reference` into another unit: that unit, decoded as `_index_for` decodes it (its
     /// line table and DIEs); any doubt about it leaves the unit asking to the reference.
     fn reach(&mut self, target: u64) -> Decided<Reached<'a>> {
@@ -74,7 +94,7 @@ impl<'u, 'a> Namer<'u, 'a> {
             None => None,
         };
         let tree = super::tree::scan(&unit)?;
-        let found = Rc::new((unit, tree, lines));
+        let found = Arc::new((unit, tree, lines));
         self.reached.insert(offset, found.clone());
         Ok(found)
     }
@@ -83,7 +103,7 @@ impl<'u, 'a> Namer<'u, 'a> {
     pub(crate) fn node_name(&mut self, node: usize) -> Decided<Name> {
         let (unit, tree) = (self.unit, self.tree);
         let found = &tree.nodes[node];
-        let attrs: &NodeAttrs<'a> = &found.attrs;
+        let attrs = NodeAttrs::of_die(unit, found.die)?;
         let decl = match &attrs.decl_line {
             Some(decl) => source_line(decl)?,
             None => 0,
@@ -100,7 +120,7 @@ impl<'u, 'a> Namer<'u, 'a> {
     /// `DwarfInfo.node_entry`: a node's own DW_AT_low_pc, None without one or in a form that is
     /// not an address's (an address that cannot be read leaves the unit to the reference).
     pub(crate) fn node_entry(&self, node: usize) -> Decided<Option<u128>> {
-        match &self.tree.nodes[node].attrs.low_pc {
+        match &NodeAttrs::of_die(self.unit, self.tree.nodes[node].die)?.low_pc {
             Some(attr @ (_, AttributeValue::Addr(_) | AttributeValue::DebugAddrIndex(_))) => {
                 self.unit.address(attr).map(Some)
             }
@@ -110,7 +130,7 @@ impl<'u, 'a> Namer<'u, 'a> {
 
     /// `DwarfInfo.call_site`: (file, line, column, discriminator) an inlined call was called from.
     pub(crate) fn call_site(&self, node: usize) -> Decided<(Option<String>, i64, i64, i64)> {
-        let attrs = &self.tree.nodes[node].attrs;
+        let attrs = NodeAttrs::of_die(self.unit, self.tree.nodes[node].die)?;
         let file = match &attrs.call_file {
             Some((form, value)) => {
                 let index: i128 = match (*form, value) {

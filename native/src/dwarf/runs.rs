@@ -17,7 +17,8 @@ use pyo3::prelude::*;
 
 use super::lines::LineTable;
 pub(crate) use super::names::Name;
-use super::names::Namer;
+use super::names::{Namer, NamerCaches};
+use super::unit::UnitData;
 use super::tree::Tree;
 use super::{Decided, Defer};
 
@@ -152,28 +153,28 @@ struct Builder<'u, 'a> {
     namer: Namer<'u, 'a>,
     lines: Option<&'u LineTable>,
     /// Per node: the spans it owns (from its parent's level), set as levels are cut.
-    node_spans: Vec<Vec<(u128, u128)>>,
-    /// Per node: its chain id, -1 until named.
-    chain_ids: Vec<i64>,
+    node_spans: FxHashMap<usize, Vec<(u128, u128)>>,
+    /// Per node: its chain id, once named.
+    chain_ids: FxHashMap<usize, i64>,
     head_ids: FxHashMap<(i64, i64), i64>,
-    names: Vec<Option<Name>>,
+    names: FxHashMap<usize, Name>,
     columns: Columns,
 }
 
 impl Builder<'_, '_> {
     fn name(&mut self, node: usize) -> Decided<Name> {
-        if let Some(found) = &self.names[node] {
+        if let Some(found) = self.names.get(&node) {
             return Ok(found.clone());
         }
         let found = self.namer.node_name(node)?;
-        self.names[node] = Some(found.clone());
+        self.names.insert(node, found.clone());
         Ok(found)
     }
 
     /// `_level`: the pieces `node` owns, cut among its children (owner `node` where none holds).
     fn level(&mut self, node: usize) -> Vec<(u128, u128, usize)> {
-        let spans = std::mem::take(&mut self.node_spans[node]);
-        let children = &self.tree.nodes[node].children;
+        let spans = self.node_spans.remove(&node).unwrap_or_default();
+        let children = self.tree.children_of(node);
         let mut pieces = Vec::new();
         if children.is_empty() {
             pieces.extend(spans.iter().map(|&(low, high)| (low, high, node)));
@@ -185,7 +186,7 @@ impl Builder<'_, '_> {
         for &(span_low, span_high) in &spans {
             owners.clear();
             for (order, &child) in children.iter().enumerate() {
-                for &(child_low, child_high) in &self.tree.nodes[child].ranges {
+                for &(child_low, child_high) in self.tree.ranges_of(child) {
                     if child_low < span_high && child_high > span_low {
                         owners.push((child_low.max(span_low), child_high.min(span_high), order as i64, child));
                     }
@@ -206,15 +207,15 @@ impl Builder<'_, '_> {
         }
         pieces.sort_unstable();
         for (child, spans) in by_child {
-            self.node_spans[child] = spans;
+            self.node_spans.insert(child, spans);
         }
         pieces
     }
 
     /// The chain id of inline node `leaf`: its name and its callers' frames (`_outer_frames`).
     fn chain(&mut self, leaf: usize) -> Decided<i64> {
-        if self.chain_ids[leaf] >= 0 {
-            return Ok(self.chain_ids[leaf]);
+        if let Some(found) = self.chain_ids.get(&leaf) {
+            return Ok(*found);
         }
         let name = self.name(leaf)?;
         let entry = self.namer.node_entry(leaf)?;
@@ -230,7 +231,7 @@ impl Builder<'_, '_> {
         }
         let id = self.columns.chains.len() as i64;
         self.columns.chains.push((name, entry, outer));
-        self.chain_ids[leaf] = id;
+        self.chain_ids.insert(leaf, id);
         Ok(id)
     }
 
@@ -333,15 +334,15 @@ pub(crate) fn all_runs<'u, 'a>(
         tree,
         namer,
         lines,
-        node_spans: vec![Vec::new(); tree.nodes.len()],
-        chain_ids: vec![-1; tree.nodes.len()],
+        node_spans: FxHashMap::default(),
+        chain_ids: FxHashMap::default(),
         head_ids: FxHashMap::default(),
-        names: vec![None; tree.nodes.len()],
+        names: FxHashMap::default(),
         columns: Columns::default(),
     };
     let mut top_nodes = Vec::new();
     for &(low, high, node) in &pieces {
-        let spans = &mut builder.node_spans[node];
+        let spans = builder.node_spans.entry(node).or_default();
         if spans.is_empty() {
             top_nodes.push(node);
         }
@@ -393,20 +394,22 @@ pub(crate) fn all_runs<'u, 'a>(
     Ok(builder.columns)
 }
 
+/// `_row_pieces`: the line table's answer as disjoint (low, high, sequence) pieces; among
+/// overlapping sequences, the one a lookup's backward walk finds first.
+fn sequence_pieces(lines: Option<&LineTable>) -> Vec<(u128, u128, usize)> {
+    let Some(lines) = lines else { return Vec::new() };
+    let owners: Vec<_> = lines
+        .sequences
+        .iter()
+        .enumerate()
+        .map(|(position, &(low, high, _, _))| (low, high, -(position as i64), position))
+        .collect();
+    owned_pieces(&owners)
+}
+
 /// `UnitRuns._sweep` over sorted disjoint spans, with cursors over the row and symbol pieces.
 fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &SymbolBounds) -> Decided<()> {
-    let row_pieces: Vec<(u128, u128, usize)> = match builder.lines {
-        Some(lines) => {
-            let owners: Vec<_> = lines
-                .sequences
-                .iter()
-                .enumerate()
-                .map(|(position, &(low, high, _, _))| (low, high, -(position as i64), position))
-                .collect();
-            owned_pieces(&owners)
-        }
-        None => Vec::new(),
-    };
+    let row_pieces = sequence_pieces(builder.lines);
     let (mut row_at, mut symbol_at) = (0usize, 0usize);
     let mut parts = Vec::new();
     let mut symbol_parts = Vec::new();
@@ -441,6 +444,195 @@ fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &S
                 } else {
                     builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One run as a lookup reads it: (low, high, file, line, column, discriminator, chain or -1,
+/// symbol or -1).
+pub(crate) type Run = (u64, u64, i64, i64, i64, i64, i64, i64);
+
+/// What a lazy unit keeps between lookups (`UnitRuns` of a cold lookup: spans built as addresses
+/// land in them, each inline level cut once, each chain named once).
+pub(crate) struct Kept<'a> {
+    namer: NamerCaches<'a>,
+    node_spans: FxHashMap<usize, Vec<(u128, u128)>>,
+    chain_ids: FxHashMap<usize, i64>,
+    head_ids: FxHashMap<(i64, i64), i64>,
+    names: FxHashMap<usize, Name>,
+    /// Per head: (chain, symbol); per chain: what `UnitColumns.chain` gives.
+    pub head_keys: Vec<(i64, i64)>,
+    pub chains: Vec<(Name, Option<u128>, Vec<Frame>)>,
+    /// Per node: its level (`_level`), lows and pieces.
+    levels: FxHashMap<usize, (Vec<u128>, Vec<(u128, u128, usize)>)>,
+    /// The top-level functions' pieces (`_settle_pieces`) and the line sequences' (`_row_pieces`).
+    pieces: Vec<(u128, u128, usize)>,
+    row_pieces: Vec<(u128, u128, usize)>,
+    /// Each span's runs, built on first use.
+    spans: FxHashMap<(u128, u128, i64), Columns>,
+}
+
+impl Kept<'_> {
+    pub(crate) fn new(tree: &Tree<'_>, lines: Option<&LineTable>) -> Self {
+        let mut function_ranges = tree.function_ranges.clone();
+        function_ranges.sort_unstable();
+        let owners: Vec<_> = function_ranges
+            .iter()
+            .enumerate()
+            .map(|(position, &(low, high, node))| (low, high, -(position as i64), node))
+            .collect();
+        let pieces = owned_pieces(&owners);
+        let mut node_spans: FxHashMap<usize, Vec<(u128, u128)>> = FxHashMap::default();
+        for &(low, high, node) in &pieces {
+            node_spans.entry(node).or_default().push((low, high));
+        }
+        let row_pieces = sequence_pieces(lines);
+        Kept {
+            namer: NamerCaches::default(),
+            node_spans,
+            chain_ids: FxHashMap::default(),
+            head_ids: FxHashMap::default(),
+            names: FxHashMap::default(),
+            head_keys: Vec::new(),
+            chains: Vec::new(),
+            levels: FxHashMap::default(),
+            pieces,
+            row_pieces,
+            spans: FxHashMap::default(),
+        }
+    }
+}
+
+/// `UnitRuns.run_at`: the run holding `vaddr`, its span built on first use (`_leaf_at`, `_build`);
+/// None where the unit gives no run. A chain that cannot be named, or anything else the reference
+/// decides by its own rule, is a `Defer`: the reference answers the unit from then on.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn lazy_run_at<'a>(
+    unit: &UnitData<'a>,
+    tree: &Tree<'a>,
+    lines: Option<&LineTable>,
+    units: &[(u64, u64)],
+    symbols: &SymbolBounds,
+    functions_only: bool,
+    kept: &mut Kept<'a>,
+    vaddr: u128,
+) -> Decided<Option<Run>> {
+    let namer = Namer::with_caches(unit, tree, lines, units, std::mem::take(&mut kept.namer));
+    let mut builder = Builder {
+        tree,
+        namer,
+        lines,
+        node_spans: std::mem::take(&mut kept.node_spans),
+        chain_ids: std::mem::take(&mut kept.chain_ids),
+        head_ids: std::mem::take(&mut kept.head_ids),
+        names: std::mem::take(&mut kept.names),
+        columns: Columns {
+            head_keys: std::mem::take(&mut kept.head_keys),
+            chains: std::mem::take(&mut kept.chains),
+            ..Columns::default()
+        },
+    };
+    let found = span_run_at(&mut builder, symbols, functions_only, kept, vaddr);
+    kept.node_spans = builder.node_spans;
+    kept.chain_ids = builder.chain_ids;
+    kept.head_ids = builder.head_ids;
+    kept.names = builder.names;
+    kept.head_keys = std::mem::take(&mut builder.columns.head_keys);
+    kept.chains = std::mem::take(&mut builder.columns.chains);
+    kept.namer = builder.namer.take_caches();
+    found
+}
+
+fn span_run_at<'a>(
+    builder: &mut Builder<'_, 'a>,
+    symbols: &SymbolBounds,
+    functions_only: bool,
+    kept: &mut Kept<'a>,
+    vaddr: u128,
+) -> Decided<Option<Run>> {
+    // _leaf_at: the top-level piece, then down one level at a time.
+    let pieces = &kept.pieces;
+    let position = pieces.partition_point(|piece| piece.0 <= vaddr);
+    let span = if position == 0 || vaddr >= pieces[position - 1].1 {
+        let low = if position > 0 { pieces[position - 1].1 } else { 0 };
+        let high = if position < pieces.len() { pieces[position].0 } else { END };
+        (low, high, -1i64)
+    } else {
+        let mut node = pieces[position - 1].2;
+        loop {
+            if !kept.levels.contains_key(&node) {
+                let level = builder.level(node);
+                let lows = level.iter().map(|piece| piece.0).collect();
+                kept.levels.insert(node, (lows, level));
+            }
+            let (lows, level) = &kept.levels[&node];
+            let at = lows.partition_point(|low| *low <= vaddr).checked_sub(1).ok_or(Defer("an address before its level"))?;
+            let (low, high, owner) = level[at];
+            if owner == node {
+                break (low, high, node as i64);
+            }
+            node = owner;
+        }
+    };
+    if !kept.spans.contains_key(&span) {
+        let (low, high, leaf) = span;
+        if leaf >= 0 {
+            builder.chain(leaf as usize)?; // _chain_error
+        }
+        builder.columns.lows.clear();
+        build_span(builder, symbols, functions_only, &kept.row_pieces, low, high, leaf)?;
+        let columns = &mut builder.columns;
+        let built = Columns {
+            lows: std::mem::take(&mut columns.lows),
+            highs: std::mem::take(&mut columns.highs),
+            files: std::mem::take(&mut columns.files),
+            lines: std::mem::take(&mut columns.lines),
+            columns: std::mem::take(&mut columns.columns),
+            heads: std::mem::take(&mut columns.heads),
+            discriminators: std::mem::take(&mut columns.discriminators),
+            ..Columns::default()
+        };
+        kept.spans.insert(span, built);
+    }
+    let runs = &kept.spans[&span];
+    let Some(at) = runs.lows.partition_point(|low| u128::from(*low) <= vaddr).checked_sub(1) else { return Ok(None) };
+    if vaddr >= u128::from(runs.highs[at]) {
+        return Ok(None);
+    }
+    let (chain, symbol) = builder.columns.head_keys[runs.heads[at] as usize];
+    Ok(Some((runs.lows[at], runs.highs[at], runs.files[at], runs.lines[at], runs.columns[at], runs.discriminators[at],
+             chain, symbol)))
+}
+
+/// `UnitRuns._build`: the runs of `[low, high)`, whose innermost inline node is `leaf` (-1: none).
+fn build_span(
+    builder: &mut Builder<'_, '_>,
+    symbols: &SymbolBounds,
+    functions_only: bool,
+    row_pieces: &[(u128, u128, usize)],
+    low: u128,
+    high: u128,
+    leaf: i64,
+) -> Decided<()> {
+    if low >= high || (leaf < 0 && functions_only) {
+        return Ok(());
+    }
+    let mut parts = Vec::new();
+    let mut symbol_parts = Vec::new();
+    row_parts(row_pieces, low, high, &mut parts);
+    for &(part_low, part_high, sequence) in &parts {
+        if sequence < 0 && leaf < 0 {
+            continue;
+        }
+        symbols.pieces(part_low, part_high, &mut symbol_parts);
+        for &(symbol_low, symbol_high, symbol) in &symbol_parts {
+            let head = builder.head(leaf, symbol)?;
+            if sequence < 0 {
+                builder.append_bare(symbol_low, symbol_high, head);
+            } else {
+                builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
             }
         }
     }

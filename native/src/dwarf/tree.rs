@@ -8,7 +8,9 @@
 //! a subtree by its `DW_AT_sibling` instead of looking inside (types, declarations, a type's
 //! members): what lies behind such a jump is not seen by the reference, so it is not seen here.
 //! A subtree the reference's skipper steps over without a sibling link holds nothing it records
-//! (it stops where something would be), so walking into it finds the same.
+//! (it stops where something would be), so walking into it finds the same, as long as every link
+//! taken inside it agrees with the null entries the skipper counts: one that does not (damaged
+//! data, a fuzz finding in tests/data/) leaves the unit to the reference.
 
 use gimli::constants as dw;
 use gimli::UnitOffset;
@@ -35,14 +37,53 @@ pub(crate) struct NodeAttrs<'a> {
     pub call_discriminator: Option<Attr<'a>>,
 }
 
+impl<'a> NodeAttrs<'a> {
+    /// The slot attribute `name` is kept in; None for one no slot keeps.
+    fn slot(&mut self, name: dw::DwAt) -> Option<&mut Option<Attr<'a>>> {
+        Some(match name {
+            dw::DW_AT_name => &mut self.name,
+            dw::DW_AT_linkage_name | dw::DW_AT_MIPS_linkage_name => &mut self.linkage_name,
+            dw::DW_AT_low_pc => &mut self.low_pc,
+            dw::DW_AT_high_pc => &mut self.high_pc,
+            dw::DW_AT_ranges => &mut self.ranges,
+            dw::DW_AT_abstract_origin => &mut self.abstract_origin,
+            dw::DW_AT_specification => &mut self.specification,
+            dw::DW_AT_call_file => &mut self.call_file,
+            dw::DW_AT_call_line => &mut self.call_line,
+            dw::DW_AT_call_column => &mut self.call_column,
+            dw::DW_AT_decl_line => &mut self.decl_line,
+            dw::DW_AT_decl_file => &mut self.decl_file,
+            dw::DW_AT_GNU_discriminator => &mut self.call_discriminator,
+            _ => return None,
+        })
+    }
+
+    /// The attributes of the node whose DIE is at `die`, read again as the scan read them: a node
+    /// keeps only its DIE's offset, since its attributes (13 slots of about 40 bytes) held every
+    /// node of a large Rust unit at once where a lookup names a few of them.
+    pub(crate) fn of_die(unit: &UnitData<'a>, die: u64) -> Decided<Self> {
+        let mut attrs = NodeAttrs::default();
+        let Some((_, values)) = unit.read_die(die)? else { return Err(Defer("a node whose DIE reads as null")) };
+        for (name, value) in values {
+            if let Some(slot) = attrs.slot(name) {
+                *slot = Some(value);
+            }
+        }
+        Ok(attrs)
+    }
+}
+
+/// A node, its ranges and children as positions in its tree's flat lists (`Tree::ranges_of`,
+/// `Tree::children_of`): a large unit has tens of thousands of nodes, most with one range and no
+/// children, and a lazy unit keeps them for the whole run.
 pub(crate) struct Node<'a> {
     /// .debug_info offset of the node's DIE.
     pub die: u64,
     /// The enclosing node of an inlined call; -1 for a function.
     pub parent: i64,
-    pub children: Vec<usize>,
-    pub ranges: Vec<(u128, u128)>,
-    pub attrs: NodeAttrs<'a>,
+    ranges: (u32, u32),
+    children: (u32, u32),
+    _attrs: std::marker::PhantomData<&'a ()>,
 }
 
 pub(crate) struct Scope {
@@ -56,6 +97,10 @@ pub(crate) struct Scope {
 #[derive(Default)]
 pub(crate) struct Tree<'a> {
     pub nodes: Vec<Node<'a>>,
+    /// Every node's ranges, and (once the scan ends) every node's children in DIE order, each
+    /// node's together.
+    ranges: Vec<(u128, u128)>,
+    children: Vec<usize>,
     /// (low, high, node) of every range of every function node.
     pub function_ranges: Vec<(u128, u128, usize)>,
     pub scopes: Vec<Scope>,
@@ -83,6 +128,9 @@ struct Frame {
     saved_scope: i64,
     /// A node's DW_AT_sibling: where its children must end.
     sibling: Option<u64>,
+    /// The reference steps over this subtree by its null entries alone (`skip.SubtreeSkipper`)
+    /// where nothing inside stops its skipper: no DIE had a sibling link to jump by.
+    skipped: bool,
 }
 
 fn role_of(abbrev: &gimli::Abbreviation) -> Role {
@@ -114,11 +162,36 @@ fn sibling_offset(unit: &UnitData<'_>, attr: &Attr<'_>) -> u64 {
     }
 }
 
+/// Where the children starting at `offset` end by their null entries (past the null closing
+/// them, or the unit's end if they run to it), as the reference's skipper counts them.
+fn children_end<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<u64> {
+    let mut raw = unit.header.entries_raw(&unit.abbrevs, Some(UnitOffset((offset - unit.offset) as usize)))?;
+    let mut depth = 1usize;
+    while !raw.is_empty() {
+        match raw.read_abbreviation()? {
+            None => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(unit.offset + raw.next_offset().0 as u64);
+                }
+            }
+            Some(abbrev) => {
+                if abbrev.attributes().iter().any(|spec| spec.form() == dw::DW_FORM_indirect) {
+                    return Err(Defer("DW_FORM_indirect"));
+                }
+                raw.skip_attributes(abbrev.attributes())?;
+                depth += usize::from(abbrev.has_children());
+            }
+        }
+    }
+    Ok(unit.end)
+}
+
 /// The tree, where the unit's entries end with its root's children; where bytes follow, the
 /// reference's walk reads on and may refuse the unit for them (fuzz/findings/): deferred to it.
 fn ended<'a, R: gimli::Reader>(tree: Tree<'a>, raw: &gimli::EntriesRaw<'_, R>) -> Decided<Tree<'a>> {
     if raw.is_empty() {
-        Ok(tree)
+        Ok(tree.with_children())
     } else {
         Err(Defer("entries after the root's children"))
     }
@@ -132,6 +205,8 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
     let mut stack: Vec<Frame> = Vec::new();
     let (mut current_node, mut current_scope) = (-1i64, -1i64);
     let mut functions_open = 0usize;
+    // How many open subtrees the reference would have stepped over by their null entries.
+    let mut skipped_open = 0usize;
     loop {
         if raw.is_empty() {
             // The unit ends with subtrees open (damaged data, or an assembler's unit): they end
@@ -142,11 +217,12 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
             if open_node_elsewhere {
                 return Err(Defer("children that run past their DW_AT_sibling"));
             }
-            return Ok(tree);
+            return Ok(tree.with_children());
         }
         let die = unit.offset + raw.next_offset().0 as u64;
         let Some(abbrev) = raw.read_abbreviation()? else {
             let Some(frame) = stack.pop() else { return ended(tree, &raw) };
+            skipped_open -= usize::from(frame.skipped);
             current_node = frame.saved_node;
             current_scope = frame.saved_scope;
             let after = unit.offset + raw.next_offset().0 as u64;
@@ -191,35 +267,23 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                 continue;
             }
             let value: Attr<'a> = (spec.form(), raw.read_attribute(*spec)?.raw_value());
-            let slot = match name {
-                dw::DW_AT_sibling => {
-                    sibling = sibling_offset(unit, &value);
-                    continue;
-                }
-                dw::DW_AT_name => &mut attrs.name,
-                dw::DW_AT_linkage_name | dw::DW_AT_MIPS_linkage_name => &mut attrs.linkage_name,
-                dw::DW_AT_low_pc => &mut attrs.low_pc,
-                dw::DW_AT_high_pc => &mut attrs.high_pc,
-                dw::DW_AT_ranges => &mut attrs.ranges,
-                dw::DW_AT_abstract_origin => &mut attrs.abstract_origin,
-                dw::DW_AT_specification => &mut attrs.specification,
-                dw::DW_AT_call_file => &mut attrs.call_file,
-                dw::DW_AT_call_line => &mut attrs.call_line,
-                dw::DW_AT_call_column => &mut attrs.call_column,
-                dw::DW_AT_decl_line => &mut attrs.decl_line,
-                dw::DW_AT_decl_file => &mut attrs.decl_file,
-                dw::DW_AT_GNU_discriminator => &mut attrs.call_discriminator,
-                _ => continue,
-            };
-            *slot = Some(value);
+            if name == dw::DW_AT_sibling {
+                sibling = sibling_offset(unit, &value);
+            } else if let Some(slot) = attrs.slot(name) {
+                *slot = Some(value);
+            }
         }
         let after = unit.offset + raw.next_offset().0 as u64;
         let sibling = (after < sibling && sibling <= end).then_some(sibling);
         if !has_children && role != Role::Function {
             continue;
         }
-        // Where the reference jumps over the subtree by its sibling link (`scan._walk`).
+        // Where the reference jumps over the subtree by its sibling link (`scan._walk`). Inside a
+        // subtree it may have stepped over by the null entries, the two must agree.
         let jump = |raw: &mut gimli::EntriesRaw<'u, super::R<'a>>, to: u64| -> Decided<()> {
+            if skipped_open > 0 && children_end(unit, after)? != to {
+                return Err(Defer("a DW_AT_sibling that disagrees with the null entries"));
+            }
             *raw = unit.header.entries_raw(&unit.abbrevs, Some(UnitOffset((to - unit.offset) as usize)))?;
             Ok(())
         };
@@ -229,7 +293,8 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                     jump(&mut raw, to)?;
                     continue;
                 }
-                stack.push(Frame { kind: Kind::Function(-1), saved_node: current_node, saved_scope: current_scope, sibling: None });
+                stack.push(Frame { kind: Kind::Function(-1), saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: true });
+                skipped_open += 1;
                 functions_open += 1;
                 current_node = -1;
             }
@@ -244,14 +309,15 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                     if inlined || !ranges.is_empty() {
                         node = tree.nodes.len() as i64;
                         let parent = if inlined { current_node } else { -1 };
-                        if parent >= 0 {
-                            tree.nodes[parent as usize].children.push(node as usize);
-                        } else {
+                        if parent < 0 {
                             for &(low, high) in &ranges {
                                 tree.function_ranges.push((low, high, node as usize));
                             }
                         }
-                        tree.nodes.push(Node { die, parent, children: Vec::new(), ranges, attrs });
+                        let first = u32::try_from(tree.ranges.len()).map_err(|_| Defer("more ranges than a lazy unit keeps"))?;
+                        tree.ranges.extend_from_slice(&ranges);
+                        let end = u32::try_from(tree.ranges.len()).map_err(|_| Defer("more ranges than a lazy unit keeps"))?;
+                        tree.nodes.push(Node { die, parent, ranges: (first, end), children: (0, 0), _attrs: std::marker::PhantomData });
                     }
                 }
                 if has_children {
@@ -261,12 +327,16 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                             continue;
                         }
                     }
+                    // A node's subtree is walked whole by the reference; another's, skipped if it can.
+                    let skipped = node < 0;
                     stack.push(Frame {
                         kind: Kind::Function(node),
                         saved_node: current_node,
                         saved_scope: current_scope,
                         sibling: if node >= 0 { sibling } else { None },
+                        skipped,
                     });
+                    skipped_open += usize::from(skipped);
                     functions_open += 1;
                     current_node = node;
                 }
@@ -277,7 +347,8 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                         jump(&mut raw, to)?;
                         continue;
                     }
-                    stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None });
+                    stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: true });
+                    skipped_open += 1;
                 } else {
                     let scope = tree.scopes.len();
                     let name = match &attrs.name {
@@ -293,7 +364,10 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                             continue;
                         }
                     }
-                    stack.push(Frame { kind: Kind::Scope(scope), saved_node: current_node, saved_scope: current_scope, sibling: None });
+                    // A namespace is walked into by the reference; a type, skipped if it can.
+                    let skipped = !is_namespace;
+                    stack.push(Frame { kind: Kind::Scope(scope), saved_node: current_node, saved_scope: current_scope, sibling: None, skipped });
+                    skipped_open += usize::from(skipped);
                     current_scope = scope as i64;
                 }
             }
@@ -302,10 +376,11 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                     jump(&mut raw, to)?;
                     continue;
                 }
-                stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None });
+                stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: true });
+                skipped_open += 1;
             }
             Role::Container => {
-                stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None });
+                stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: false });
             }
         }
     }
@@ -323,6 +398,45 @@ pub(crate) fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>) -> Dec
 }
 
 impl Tree<'_> {
+    /// The children lists, from each node's parent: nodes are numbered in DIE order, so each
+    /// list is in DIE order too.
+    fn with_children(mut self) -> Self {
+        let mut counts = vec![0u32; self.nodes.len() + 1];
+        for node in &self.nodes {
+            if node.parent >= 0 {
+                counts[node.parent as usize + 1] += 1;
+            }
+        }
+        for position in 1..counts.len() {
+            counts[position] += counts[position - 1];
+        }
+        for (position, node) in self.nodes.iter_mut().enumerate() {
+            node.children = (counts[position], counts[position]);
+        }
+        self.children = vec![0; *counts.last().unwrap_or(&0) as usize];
+        for child in 0..self.nodes.len() {
+            let parent = self.nodes[child].parent;
+            if parent >= 0 {
+                let slot = &mut self.nodes[parent as usize].children.1;
+                self.children[*slot as usize] = child;
+                *slot += 1;
+            }
+        }
+        self
+    }
+
+    /// Node `node`'s ranges.
+    pub(crate) fn ranges_of(&self, node: usize) -> &[(u128, u128)] {
+        let (first, end) = self.nodes[node].ranges;
+        &self.ranges[first as usize..end as usize]
+    }
+
+    /// Node `node`'s children, in DIE order.
+    pub(crate) fn children_of(&self, node: usize) -> &[usize] {
+        let (first, end) = self.nodes[node].children;
+        &self.children[first as usize..end as usize]
+    }
+
     /// `UnitIndex.scope_of`: the innermost scope whose subtree holds `die`, -1 for none.
     pub(crate) fn scope_of(&self, die: u64) -> i64 {
         let mut scope = self.scopes.partition_point(|scope| scope.start <= die) as i64 - 1;
