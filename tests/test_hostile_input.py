@@ -23,6 +23,7 @@ import pytest
 from symbolize import api
 from symbolize.demangle import demangle
 from symbolize.formats.dwarf import DwarfInfo
+from symbolize.formats.dwarf import answers as dwarf_answers
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
 from symbolize.formats.dwarf.skip import SubtreeSkipper
@@ -53,6 +54,7 @@ from tests.hostile_dwarf import (
     shared_table_case,
     unit,
 )
+from tests.kernel_twins import kernels_in
 from tests.test_malformed_elf import SHF_COMPRESSED, SHT_PROGBITS, Section, build_elf, symtab
 from tests.test_rewrite import TEXT_START, Opener, location, make_profile, run
 
@@ -184,10 +186,13 @@ def test_units_sharing_one_abbreviation_table_share_its_tables(monkeypatch: pyte
 
     monkeypatch.setattr(SubtreeSkipper, "__init__", counted)
     sections, vaddrs = shared_table_case(units=2_000, table_size=500)
-    info = _info(sections)
-    names = [frames[0].function for frames in map(info.frames_at, vaddrs) if frames]
-    assert names == [f"f{number}" for number in range(2_000)]
+    expected = [f"f{number}" for number in range(2_000)]
+    with kernels_in(None, dwarf_answers):  # the Python reference's tables (the compiled source's: hostile_limits)
+        info = _info(sections)
+        assert [frames[0].function for frames in map(info.frames_at, vaddrs) if frames] == expected
     assert len(built) == 1  # was one per unit, each over the whole table
+    compiled = _info(sections)  # the compiled source where built: the same names
+    assert [frames[0].function for frames in map(compiled.frames_at, vaddrs) if frames] == expected
 
 
 def test_nested_inlined_calls_expand_in_linear_work(skipper_walks: list[int]) -> None:

@@ -68,6 +68,26 @@ pub(crate) struct Sections {
     pub endian: gimli::RunTimeEndian,
     /// The container's address size: no range reaches past its last address.
     pub address_size: u8,
+    /// Abbreviation tables by offset, parsed once: units may share one table, and a table parsed
+    /// per unit would make thousands of units sharing a large one cost their product in memory.
+    pub abbrev_tables: AbbrevTables,
+}
+
+/// Parsed abbreviation tables of one `.debug_abbrev`, by offset, shared by the units using them.
+#[derive(Default)]
+pub(crate) struct AbbrevTables(Mutex<FxHashMap<u64, Arc<gimli::Abbreviations>>>);
+
+impl AbbrevTables {
+    /// The table at `offset` (gimli's parse of it), parsed on its first use.
+    pub(crate) fn get(&self, sections: &Sections, offset: gimli::DebugAbbrevOffset<usize>) -> gimli::Result<Arc<gimli::Abbreviations>> {
+        let key = offset.0 as u64;
+        if let Some(table) = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(&key) {
+            return Ok(Arc::clone(table));
+        }
+        let table = Arc::new(gimli::DebugAbbrev::new(&sections.abbrev, sections.endian).abbreviations(offset)?);
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(key, Arc::clone(&table));
+        Ok(table)
+    }
 }
 
 impl Sections {
@@ -251,6 +271,7 @@ impl DwarfUnits {
                 line: section(sections, ".debug_line")?,
                 endian: if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
                 address_size,
+                abbrev_tables: AbbrevTables::default(),
         };
         let units = catch_unwind(AssertUnwindSafe(|| unit_spans(&sections))).map_err(|payload| {
             CompiledDwarfError::new_err(format!("the compiled DWARF reader failed ({})", panic_message(payload.as_ref())))
@@ -316,6 +337,7 @@ pub mod fuzzing {
             rnglists: section(8),
             endian: if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
             address_size,
+            abbrev_tables: super::AbbrevTables::default(),
         };
         let symbols = SymbolBounds { starts: Vec::new(), stops: Vec::new() };
         let units = unit_spans(&sections);
@@ -342,6 +364,7 @@ mod tests {
             line,
             endian: gimli::RunTimeEndian::Little,
             address_size: 8,
+            abbrev_tables: AbbrevTables::default(),
         }
     }
 
@@ -458,6 +481,7 @@ mod tests {
             line: get(".debug_line"),
             endian: if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
             address_size: if file.is_64() { 8 } else { 4 },
+            abbrev_tables: AbbrevTables::default(),
         })
     }
 

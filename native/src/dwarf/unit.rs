@@ -20,7 +20,7 @@ pub(crate) type Attr<'a> = (dw::DwForm, AttributeValue<R<'a>>);
 pub(crate) struct UnitData<'a> {
     pub sections: &'a Sections,
     pub header: gimli::UnitHeader<R<'a>>,
-    pub abbrevs: gimli::Abbreviations,
+    pub abbrevs: std::sync::Arc<gimli::Abbreviations>,
     /// Offset of the unit header in .debug_info, and one past its last byte.
     pub offset: u64,
     pub end: u64,
@@ -103,7 +103,7 @@ impl<'a> UnitData<'a> {
         if ![2, 4, 8].contains(&addr_size) {
             return Err(Defer("address size"));
         }
-        let abbrevs = header.abbreviations(&gimli::DebugAbbrev::new(&sections.abbrev, sections.endian))?;
+        let abbrevs = sections.abbrev_tables.get(sections, header.debug_abbrev_offset())?;
         let end = offset + header.length_including_self() as u64;
         let offset_size = header.format().word_size();
         let mut unit = UnitData {
