@@ -1143,3 +1143,26 @@ def test_from_environment_ignores_what_it_cannot_read() -> None:
     assert not options.asked and not options.network
     assert RemoteOptions(offline=True, debuginfod_urls=("http://x",)).asked
     assert not RemoteOptions(offline=True, debuginfod_urls=("http://x",)).network
+
+
+def test_a_temporarys_directory_removed_by_another_downloads_clean_up_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """debuginfod's ``<build ID>/executable`` and ``<build ID>/debuginfo`` are asked at once: the one
+    that stores nothing removes the directories it made that stayed empty, which may be the ones the
+    other has just made for its temporary (seen as "cannot store ... No such file or directory")."""
+    destination = tmp_path / "store" / "buildid" / "ab" / "debuginfo"
+    made = tempfile.mkstemp
+    removed: list[Path] = []
+
+    def after_a_clean_up(*args: object, **kwargs: object) -> tuple[int, str]:
+        if not removed:  # the other download's clean-up, between this one's mkdir and its mkstemp
+            shutil.rmtree(destination.parent)
+            removed.append(destination.parent)
+        return made(*args, **kwargs)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(tempfile, "mkstemp", after_a_clean_up)
+    partial, sink = DownloadStore.open_partial(destination)
+    with sink:
+        sink.write(b"data")
+    assert removed and partial.parent == destination.parent and partial.read_bytes() == b"data"

@@ -39,6 +39,9 @@ _NAMESPACE = re.compile(r"[a-z][a-z0-9-]{0,31}")
 _MAX_PARTS = 8
 MISSES = ".misses"
 
+# How often a temporary's directory is made again when a concurrent clean-up removed it.
+_DIRECTORY_ATTEMPTS = 5
+
 
 class UnsafeKeyError(SymbolizeError):
     """A key part (an ID, a debug file's name from a binary) cannot name a store path safely."""
@@ -113,10 +116,22 @@ class DownloadStore:
 
     @staticmethod
     def open_partial(destination: Path) -> tuple[Path, BinaryIO]:
-        """A new temporary beside ``destination`` (directories made), open for writing and reading."""
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(destination.parent, PROFILE_TEMPORARY)
-        descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=destination.parent)
+        """A new temporary beside ``destination`` (directories made), open for writing and reading.
+
+        Another download that stored nothing removes the directories it made that stayed empty
+        (:meth:`remove_empty_parents`), which may be the ones just made here for a key beside its
+        own (debuginfod's ``<build ID>/executable`` and ``<build ID>/debuginfo``, asked at once):
+        they are made again, a few times, rather than the download refused."""
+        directory = destination.parent
+        for attempt in range(1, _DIRECTORY_ATTEMPTS + 1):
+            directory.mkdir(parents=True, exist_ok=True)
+            try:
+                descriptor, name = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp", dir=directory)
+                break
+            except FileNotFoundError:
+                if attempt == _DIRECTORY_ATTEMPTS:
+                    raise
+        remove_stale_temporaries(directory, PROFILE_TEMPORARY)
         return Path(name), os.fdopen(descriptor, "w+b")
 
     @staticmethod
