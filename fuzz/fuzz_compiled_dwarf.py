@@ -96,19 +96,22 @@ def sections_of(data: bytes) -> tuple[Template, dict[str, bytes], bool] | None:
     return chosen, sections, bool(data[0] & FUNCTIONS_ONLY)
 
 
-def compare(chosen: Template, sections: dict[str, bytes], functions_only: bool) -> int:
-    """Both sides on the first units of ``sections``; the number of units the compiled source answered."""
+def template_answers(chosen: Template, sections: dict[str, bytes], functions_only: bool) -> DwarfSymbolAnswers:
+    """A fresh answer source over ``sections`` with ``chosen``'s symbols: each side of a comparison
+    gets its own DwarfInfo, so the reference's decoding leaves nothing the compiled side reads."""
     from symbolize.formats.dwarf import DwarfInfo
     from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
+
+    info = DwarfInfo(sections.get, chosen.path, address_size=chosen.address_size, little_endian=chosen.little_endian)
+    return DwarfSymbolAnswers(chosen.path, info, chosen.symbols, functions_only=functions_only)
+
+
+def compare(chosen: Template, sections: dict[str, bytes], functions_only: bool) -> int:
+    """Both sides on the first units of ``sections``; the number of units the compiled source answered."""
     from tests.kernel_twins import compiled_unit_runs, reference_runs
 
-    def answers() -> DwarfSymbolAnswers:
-        # Each side its own DwarfInfo: the reference's decoding leaves nothing the compiled side reads.
-        info = DwarfInfo(sections.get, chosen.path, address_size=chosen.address_size,
-                         little_endian=chosen.little_endian)
-        return DwarfSymbolAnswers(chosen.path, info, chosen.symbols, functions_only=functions_only)
-
-    reference_source, compiled_source = answers(), answers()
+    reference_source = template_answers(chosen, sections, functions_only)
+    compiled_source = template_answers(chosen, sections, functions_only)
     units = reference_source.dwarf._load_units()  # raises MalformedInputError: refused as a whole
     answered = 0
     for key in range(min(len(units), MAX_UNITS)):

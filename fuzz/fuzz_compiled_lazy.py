@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fuzz.fuzz_compiled_dwarf import Template, sections_of, seeds
+from fuzz.fuzz_compiled_dwarf import Template, sections_of, seeds, template_answers
 from fuzz.harness import Target, main
 
 MAX_UNITS = 4
@@ -29,7 +29,6 @@ MAX_ADDRESSES = 400
 def compare(chosen: Template, sections: dict[str, bytes], functions_only: bool) -> int:
     """Both sides on the addresses of ``sections``' first units; the number of addresses asked."""
     from symbolize.formats.answers import AnswerLookup
-    from symbolize.formats.dwarf import DwarfInfo
     from symbolize.formats.dwarf import answers as dwarf_answers
     from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
     from symbolize.formats.errors import MalformedInputError
@@ -37,9 +36,7 @@ def compare(chosen: Template, sections: dict[str, bytes], functions_only: bool) 
     from tests.kernel_twins import kernels_in
 
     def answers() -> DwarfSymbolAnswers:
-        info = DwarfInfo(sections.get, chosen.path, address_size=chosen.address_size,
-                         little_endian=chosen.little_endian)
-        return DwarfSymbolAnswers(chosen.path, info, chosen.symbols, functions_only=functions_only)
+        return template_answers(chosen, sections, functions_only)
 
     reference_source, compiled_source = answers(), answers()
     regions = reference_source.answer_regions()  # raises MalformedInputError: refused as a whole
