@@ -43,6 +43,7 @@ def describe_environment(
         ),
         ("pprof", str(args.pprof) if getattr(args, "pprof", None) else "not given (no pprof row)"),
         ("addr2line", command_version(["addr2line", "--version"], "")),
+        *((name, command_version([str(path), "--version"], "")) for name, path in rust_peers()),
         ("symbolic", package_version("symbolic")),
         ("symbolize", f"{package_version('pprof-symbolize')} (git {revision}), {native_status()}"),
         ("rustc", command_version(["rustc", "--version"], "rustc")),
@@ -51,6 +52,20 @@ def describe_environment(
         ("sampling", f"seed {args.seed}, repeat {args.repeat or '5 (3 for N>=10000)'}, whole-process wall time"),
         ("profile", f"{args.profile_locations} unique locations, {args.profile_repeat} runs per mode"),
     ]
+
+
+def rust_peer(variable: str, program: str) -> Path | None:
+    """A Rust peer built by bench/build_peers.sh: ``$variable``, else ``bench/work/peers/bin/program``."""
+    configured = os.environ.get(variable)
+    candidate = Path(configured) if configured else REPO_DIR / "bench" / "work" / "peers" / "bin" / program
+    return candidate if candidate.is_file() else None
+
+
+def rust_peers() -> list[tuple[str, Path]]:
+    """The Rust peers bench/build_peers.sh built, each with its path."""
+    found = [("gimli addr2line", rust_peer("SYMBOLIZE_GIMLI_ADDR2LINE", "addr2line"))]
+    found.append(("blazecli", rust_peer("SYMBOLIZE_BLAZECLI", "blazecli")))
+    return [(name, path) for name, path in found if path is not None]
 
 
 def cpu_model() -> str:

@@ -65,6 +65,8 @@ PARSERS: dict[str, Callable[[str], Stacks]] = {
     "symbolize (cold, Python only)": parse_symbolize_json,
     "symbolize (warm, Python only)": parse_symbolize_json,
     "llvm-symbolizer": parse_llvm_symbolizer,
+    # gimli's addr2line runs with --llvm: llvm-symbolizer's layout.
+    "addr2line (gimli)": parse_llvm_symbolizer,
     "symbolic (cold)": parse_symbolic_lookup,
     "symbolic (warm)": parse_symbolic_lookup,
 }

@@ -113,6 +113,7 @@ def main() -> None:
 
             first_only = _requests(digests, [first])
             both = _requests(digests, servers)
+
             def one_by_one(requests: list[FetchRequest]) -> Callable[[], list[object]]:
                 fetcher = fresh()
                 return lambda: [fetcher.fetch(r.key, r.what, r.attempts, r.verify) for r in requests]

@@ -1,4 +1,4 @@
-"""Benchmark `symbolize lookup` against llvm-symbolizer, addr2line and Sentry's symbolic.
+"""Benchmark `symbolize lookup` against llvm-symbolizer, addr2line, gimli's addr2line, blazesym and Sentry's symbolic.
 
 For each binary and batch size N, samples N object-file addresses inside functions of the binary
 (fixed seed), feeds them on stdin to each tool as a fresh process, and records whole-process wall time
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from addresses import FunctionRange, SamplingError, function_ranges, sample_vaddrs
 from caches import SYMBOLIZE, Prepared, cold_flags, prepare_symbolize_index, prepare_symcache
-from environment import describe_environment, git_revision
+from environment import describe_environment, git_revision, rust_peer
 from goals import GOALS_HEADER, Figures, lookup_goal_rows, parse_index_before, profile_goal_rows
 from index_timing import INDEX_HEADER, index_rows, time_index_builds
 from measure import Measurement, run_measured
@@ -107,6 +107,31 @@ def newest_llvm_symbolizer() -> Path | None:
     return None if baseline and Path(baseline).resolve() == newest.resolve() else newest
 
 
+def rust_peer_tools(binary: Path) -> list[Tool]:
+    """gimli's addr2line and blazesym's CLI, the field's Rust symbolizers, on the same addresses.
+
+    blazecli takes addresses as arguments, not on stdin: ``sh -c`` hands it the batch (one
+    shell start-up, about a millisecond, counted in its time).
+    """
+    gimli = rust_peer("SYMBOLIZE_GIMLI_ADDR2LINE", "addr2line")
+    blazecli = rust_peer("SYMBOLIZE_BLAZECLI", "blazecli")
+    hint = "build it with: bench/build_peers.sh"
+    return [
+        Tool(
+            "addr2line (gimli)",
+            [str(gimli), "-e", str(binary), "-f", "-i", "-C", "--llvm"] if gimli else None,
+            "" if gimli else hint,
+        ),
+        Tool(
+            "blazecli",
+            ["sh", "-c", 'exec "$0" symbolize elf --path "$1" $(cat)', str(blazecli), str(binary)]
+            if blazecli
+            else None,
+            "" if blazecli else hint,
+        ),
+    ]
+
+
 def newer_llvm_name(path: Path) -> str:
     version = re.fullmatch(r"llvm-(\d+)", path.parent.parent.name)
     return f"{BASELINE} {version.group(1)}" if version else f"{BASELINE} ({path})"
@@ -156,6 +181,7 @@ def make_tools(
             [addr2line, "-f", "-i", "-C", "-e", str(binary)] if addr2line else None,
             "" if addr2line else "addr2line not on PATH",
         ),
+        *rust_peer_tools(binary),
         Tool("symbolic (cold)", [python, symbolic_script, "--obj", str(binary)]),
         Tool(
             "symbolic (warm)",
