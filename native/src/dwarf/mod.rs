@@ -503,6 +503,21 @@ mod tests {
     }
 
     #[test]
+    fn a_line_past_32_bits_is_left_to_the_reference() {
+        // DW_LNS_advance_line by 2^32: the row's line no longer fits the table's 32-bit column.
+        let bytes = program(&[&SET_ADDRESS_0X1000, &[3, 0x80, 0x80, 0x80, 0x80, 0x10], &[1], &END_SEQUENCE]);
+        let sections = one_function_unit(&bytes);
+        let units = unit_spans(&sections);
+        let deferred = build_unit(&sections, &units, &NO_SYMBOLS, 0, false).err().expect("deferred");
+        assert!(deferred.0.contains("past 32 bits"), "{}", deferred.0);
+        // One below 2^32 answers, with its line as the program gives it.
+        let bytes = program(&[&SET_ADDRESS_0X1000, &[3, 0xFD, 0xFF, 0xFF, 0xFF, 0x0F], &[1], &[2, 0x40], &END_SEQUENCE]);
+        let sections = one_function_unit(&bytes);
+        let built = build_unit(&sections, &unit_spans(&sections), &NO_SYMBOLS, 0, false).expect("answers");
+        assert_eq!(built.lines, vec![i64::from(u32::MAX) - 1]); // line 1 advanced by 2^32 - 3
+    }
+
+    #[test]
     fn functions_only_leaves_rows_between_functions_unanswered() {
         // One sequence over [0x1000, 0x1080): rows past main's end answer only without functions_only.
         let bytes = program(&[&SET_ADDRESS_0X1000, &[1], &[2, 0x60], &[1], &[2, 0x20], &END_SEQUENCE]);
