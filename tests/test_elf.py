@@ -363,3 +363,25 @@ def test_a_file_shrunk_while_open_is_refused_by_its_section_views(tmp_path: Path
         # The DWARF breaks with the same typed error, with or without the compiled source.
         with pytest.raises(MalformedInputError, match="shrank while open"):
             elf._dwarf_info()
+
+
+def test_the_compiled_source_reads_its_views_after_the_file_is_closed() -> None:
+    # The compiled source keeps the mapping's views exported: close() cannot unmap under it (the mmap
+    # refuses to close while exported, close() lets it go with the last view) and it still answers.
+    from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
+    from symbolize.formats.native import kernels
+
+    if kernels is None:
+        pytest.skip("the compiled kernels are not running")
+    elf = fixture("cdemo-gcc-dwarf5-pie")
+    source = elf._answers()
+    assert isinstance(source, DwarfSymbolAnswers)
+    units = source._compiled_units()
+    assert units is not None
+    assert isinstance(source.dwarf.sections_by_name()[".debug_str"], memoryview)
+    offsets = [state.unit.offset for state in source.dwarf._load_units()]
+    before = [units.unit_runs(offset, False) for offset in offsets]
+    elf.close()
+    after = [units.unit_runs(offset, False) for offset in offsets]
+    assert all(run is not None for run in after)
+    assert [(run.lows, run.lines) for run in after] == [(run.lows, run.lines) for run in before if run is not None]
