@@ -67,7 +67,7 @@ def template(index: int) -> Template:
     source = reader._answers()
     assert isinstance(source, DwarfSymbolAnswers), f"{path} has no DWARF"
     dwarf = source.dwarf
-    sections = {name.removeprefix("."): data for name, data in dwarf.sections_by_name().items()}
+    sections = {name.removeprefix("."): bytes(data) for name, data in dwarf.sections_by_name().items()}
     return Template(path, sections, source.symbols, dwarf.address_size, dwarf.little_endian)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from symbolize.formats import ElfFile, open_object
-from symbolize.formats.errors import NotFoundError, UnsupportedFormatError
+from symbolize.formats.errors import MalformedInputError, NotFoundError, UnsupportedFormatError
 from symbolize.formats.types import DebugIdKind, Frame
 from tests.fixtures_data import BIN
 
@@ -334,3 +334,54 @@ def test_other_classes_and_byte_orders(target: str, tmp_path: Path) -> None:
             got, want = elf.section_data(section), decompressed.section_data(section)
             assert (None if got is None else bytes(got)) == (None if want is None else bytes(want)), section
         assert elf.debug_info().dwarf_versions == decompressed.debug_info().dwarf_versions != ()
+
+
+@pytest.mark.parametrize("name", ["cdemo-gcc-dwarf5-pie", *COMPRESSED])
+def test_section_views_read_as_the_section_data(name: str) -> None:
+    # The compiled source reads sections in place: a view of the mapping where the section is stored
+    # uncompressed, else the decompressed bytes; either way the bytes section_data gives.
+    with fixture(name) as elf:
+        for section in DEBUG_SECTIONS:
+            view, data = elf.section_view(section), elf.section_data(section)
+            assert (view is None) == (data is None), section
+            if view is not None and data is not None:
+                assert bytes(view) == bytes(data), section
+                stored = elf._headers.by_name.get("." + section)
+                assert isinstance(view, memoryview) == (stored is not None and not stored.sh_flags & 0x800), section
+
+
+def test_a_file_shrunk_while_open_is_refused_by_its_section_views(tmp_path: Path) -> None:
+    path = tmp_path / "shrinks"
+    shutil.copyfile(BIN / "cdemo-gcc-dwarf5-pie", path)
+    with ElfFile(path) as elf:
+        section = elf._headers.by_name[".debug_str"]
+        with path.open("r+b") as handle:
+            handle.truncate(section.sh_offset + 1)
+        with pytest.raises(MalformedInputError, match="shrank while open") as raised:
+            elf.section_view("debug_str")
+        assert raised.value.path == path
+        # The DWARF breaks with the same typed error, with or without the compiled source.
+        with pytest.raises(MalformedInputError, match="shrank while open"):
+            elf._dwarf_info()
+
+
+def test_the_compiled_source_reads_its_views_after_the_file_is_closed() -> None:
+    # The compiled source keeps the mapping's views exported: close() cannot unmap under it (the mmap
+    # refuses to close while exported, close() lets it go with the last view) and it still answers.
+    from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
+    from symbolize.formats.native import kernels
+
+    if kernels is None:
+        pytest.skip("the compiled kernels are not running")
+    elf = fixture("cdemo-gcc-dwarf5-pie")
+    source = elf._answers()
+    assert isinstance(source, DwarfSymbolAnswers)
+    units = source._compiled_units()
+    assert units is not None
+    assert isinstance(source.dwarf.sections_by_name()[".debug_str"], memoryview)
+    offsets = [state.unit.offset for state in source.dwarf._load_units()]
+    before = [units.unit_runs(offset, False) for offset in offsets]
+    elf.close()
+    after = [units.unit_runs(offset, False) for offset in offsets]
+    assert all(run is not None for run in after)
+    assert [(run.lows, run.lines) for run in after] == [(run.lows, run.lines) for run in before if run is not None]

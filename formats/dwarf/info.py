@@ -122,12 +122,16 @@ class DwarfInfo:
         little_endian: bool = True,
         follows_split_units: bool = False,
         supplementary: SectionSource | None = None,
+        views: SectionGetter | None = None,
     ) -> None:
         """``follows_split_units``: a skeleton unit's region needs its .dwo or .dwp (ELF); without
         it, or until the file is supplied (:meth:`supply_split_unit`), the unit answers from its
-        skeleton alone. ``supplementary``: the dwz common file (.gnu_debugaltlink), when found."""
+        skeleton alone. ``supplementary``: the dwz common file (.gnu_debugaltlink), when found.
+        ``views``: the sections without a copy (views of the file's mapping), for those the Python
+        reader reads little of where the compiled source answers (``DwarfSections.from_getter``)."""
         self.path = path
         self._getter = sections
+        self._views = views
         self._address_size = address_size
         self._little_endian = little_endian
         self._follows_split_units = follows_split_units
@@ -187,9 +191,10 @@ class DwarfInfo:
     def little_endian(self) -> bool:
         return self._little_endian
 
-    def sections_by_name(self) -> dict[str, bytes]:
+    def sections_by_name(self) -> dict[str, bytes | memoryview]:
         """The DWARF sections the units read, by name (``.debug_info``, ...), as the getter gave them
-        (decompressed); absent and empty ones left out: what the compiled answer source reads."""
+        (decompressed; views of the mapping where ``views`` gave them); absent and empty ones left
+        out: what the compiled answer source reads, without copying them."""
         self._load_units()
         sections = self._sections
         assert sections is not None
@@ -250,7 +255,9 @@ class DwarfInfo:
     def _load_units(self) -> list[_UnitState]:
         if self._states is not None:
             return self._states
-        sections = DwarfSections.from_getter(self._getter, self.path, self._little_endian, self._address_size)
+        sections = DwarfSections.from_getter(
+            self._getter, self.path, self._little_endian, self._address_size, views=self._views
+        )
         if self._supplementary_found is not None:
             try:
                 common_strings = section_bytes(self._supplementary_found[0], "debug_str")

@@ -25,6 +25,7 @@ from typing import Literal
 
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length, read_uleb, uint_reader
+from symbolize.formats.dwarf.sections import cstring_at
 from symbolize.formats.dwarf.unit import Unit
 
 # A discriminator is an unsigned 32-bit value in llvm-symbolizer (DWARFDebugLine::Row).
@@ -119,10 +120,10 @@ def _read_entries(
                 section = unit.sections.line_str if form == c.DW_FORM_line_strp else unit.sections.str
                 position = read_offset(data, offset)
                 offset += offset_size
-                end = section.find(b"\0", position)
-                if end < 0:
+                found = cstring_at(section, position)
+                if found is None:
                     raise DwarfFormatError(f"line table string offset {position:#x} outside its section")
-                value = section[position:end].decode("utf-8", "replace")
+                value = found
             elif form in (c.DW_FORM_udata,):
                 value, offset = read_uleb(data, offset)
             elif form in (c.DW_FORM_data1, c.DW_FORM_data2, c.DW_FORM_data4, c.DW_FORM_data8, c.DW_FORM_data16):
@@ -189,7 +190,7 @@ def _read_header(unit: Unit, offset: int) -> _Header:
     """The header of the program at ``offset``: (section, offset size, where its directory and file
     tables start, its end, version, where its program starts, (minimum instruction length,
     line_base, line_range, opcode_base, standard opcode lengths))."""
-    data = unit.sections.line
+    data = unit.sections.line_bytes()
     little = unit.sections.little_endian
     offset_size, position, end = read_initial_length(data, offset, little, "line table")
     version = uint_reader(2, little)(data, position)

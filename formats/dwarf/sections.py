@@ -4,17 +4,25 @@ A normal unit reads everything from one file. A split unit (DWARF 5, 3.1.3)
 reads its DIEs, abbreviations, strings and range lists from a ``.dwo`` (or its
 slice of a ``.dwp``) but its addresses and line rows from the skeleton's file,
 so the two are combined here once and the decoders see a single set.
+
+``.debug_str`` and ``.debug_line`` may be views of the file's mapping rather than ``bytes``
+(``DwarfSections.from_getter``'s ``views``): where the compiled answer source reads a file, the
+Python reader reads a few unit names from them at open and nothing else, and a copy of either
+would cost its whole size in fresh memory. The readers take strings through :func:`cstring_at`
+and the line program through :meth:`DwarfSections.line_bytes`, which serve both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 SectionGetter = Callable[[str], "bytes | memoryview | None"]
 
 _EMPTY = b""
+# The first piece of a view searched for a string's end: most names are shorter.
+_STRING_PIECE = 256
 
 
 def section_bytes(getter: SectionGetter, name: str) -> bytes:
@@ -25,36 +33,85 @@ def section_bytes(getter: SectionGetter, name: str) -> bytes:
     return data if isinstance(data, bytes) else bytes(data)
 
 
+def cstring_at(data: bytes | memoryview, offset: int) -> str | None:
+    """The NUL-terminated UTF-8 string at ``offset`` of ``data``; None when ``offset`` is past its
+    end or no NUL ends it. A view is searched piece by piece, so a name copies only its own bytes."""
+    if offset >= len(data):
+        return None
+    if isinstance(data, bytes):
+        end = data.find(b"\0", offset)
+        return data[offset:end].decode("utf-8", "replace") if end >= 0 else None
+    pieces = []
+    start, size = offset, _STRING_PIECE
+    while start < len(data):
+        piece = bytes(data[start : start + size])
+        end = piece.find(b"\0")
+        if end >= 0:
+            pieces.append(piece[:end])
+            return b"".join(pieces).decode("utf-8", "replace")
+        pieces.append(piece)
+        start, size = start + size, size * 2
+    return None
+
+
 @dataclass(frozen=True)
 class DwarfSections:
     path: Path
     info: bytes
     abbrev: bytes
-    str: bytes
+    # bytes, or a view of the mapping (see the module docstring): read through cstring_at.
+    str: bytes | memoryview
     line_str: bytes
     str_offsets: bytes
     addr: bytes
     ranges: bytes
     rnglists: bytes
-    line: bytes
+    # bytes, or a view of the mapping: read through line_bytes.
+    line: bytes | memoryview
     aranges: bytes
     little_endian: bool = True
     # .debug_str of the dwz supplementary file, for DW_FORM_GNU_strp_alt.
     supplementary_str: bytes = b""
     # The container's address size in bytes: no address range reaches past its last address.
     address_size: int = 8
+    # .debug_line as bytes, once a line program is decoded from a view of it (line_bytes).
+    _line_bytes: list[bytes] = field(default_factory=list, init=False, repr=False, compare=False)
 
     @property
     def last_address(self) -> int:
         return (1 << (8 * self.address_size)) - 1
 
+    def line_bytes(self) -> bytes:
+        """``.debug_line`` as bytes: the Python line program decoder searches it. A view is copied
+        once, on the first unit whose lines the Python reader decodes."""
+        if isinstance(self.line, bytes):
+            return self.line
+        if not self._line_bytes:
+            self._line_bytes.append(bytes(self.line))
+        return self._line_bytes[0]
+
     @classmethod
     def from_getter(
-        cls, getter: SectionGetter, path: Path, little_endian: bool = True, address_size: int = 8
+        cls,
+        getter: SectionGetter,
+        path: Path,
+        little_endian: bool = True,
+        address_size: int = 8,
+        views: SectionGetter | None = None,
     ) -> DwarfSections:
-        names = ("info", "abbrev", "str", "line_str", "str_offsets", "addr", "ranges", "rnglists", "line", "aranges")
+        """The sections ``getter`` gives, as bytes; ``.debug_str`` and ``.debug_line`` as ``views``
+        gives them (a view of the mapping, where the compiled source reads the file), when given."""
+        names = ("info", "abbrev", "line_str", "str_offsets", "addr", "ranges", "rnglists", "aranges")
         values = {name: section_bytes(getter, "debug_" + name) for name in names}
-        return cls(path=path, little_endian=little_endian, address_size=address_size, **values)
+
+        def viewed(name: str) -> bytes | memoryview:
+            data = views("debug_" + name) if views is not None else None
+            return data if data is not None else section_bytes(getter, "debug_" + name)
+
+        return cls(
+            path=path, little_endian=little_endian, address_size=address_size, str=viewed("str"), line=viewed("line"),
+            **values,
+        )  # fmt: skip
 
     @classmethod
     def from_dwo_getter(cls, getter: SectionGetter, path: Path, skeleton: DwarfSections) -> DwarfSections:

@@ -34,7 +34,7 @@ from symbolize.formats.dwarf.reader import (
     read_uleb,
     uint_reader,
 )
-from symbolize.formats.dwarf.sections import DwarfSections
+from symbolize.formats.dwarf.sections import DwarfSections, cstring_at
 
 # Forms whose value is an offset relative to the unit's start.
 _UNIT_REF_FORMS = frozenset({c.DW_FORM_ref1, c.DW_FORM_ref2, c.DW_FORM_ref4, c.DW_FORM_ref8, c.DW_FORM_ref_udata})
@@ -209,11 +209,11 @@ class Unit:
         return low_pc, min(high_pc, self.sections.last_address)
 
 
-def _cstring_at(data: bytes, offset: int) -> str:
-    end = data.find(b"\0", offset)
-    if offset >= len(data) or end < 0:
+def _cstring_at(data: bytes | memoryview, offset: int) -> str:
+    found = cstring_at(data, offset)
+    if found is None:
         raise DwarfFormatError(f"string offset {offset:#x} outside its section")
-    return data[offset:end].decode("utf-8", "replace")
+    return found
 
 
 def parse_unit_header(sections: DwarfSections, offset: int) -> Unit:

@@ -220,6 +220,26 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
         self._decoded[dwarf_name] = data
         return data
 
+    def section_view(self, dwarf_name: str) -> bytes | memoryview | None:
+        """``section_data`` without a copy where the section is stored uncompressed in a mapped
+        file: a view of the mapping (the compiled DWARF source reads it in place). Otherwise, or
+        once ``section_data`` has read the section, what ``section_data`` gives.
+
+        A file shrunk since it was mapped is refused here (a read past its new end would fault);
+        one shrunk by another process after this check still faults on the pages it lost, as in
+        every reader that maps its input (llvm-symbolizer too).
+        """
+        section = self._headers.by_name.get("." + dwarf_name)
+        if dwarf_name in self._decoded or self._map is None or section is None or section.sh_flags & SHF_COMPRESSED:
+            return self.section_data(dwarf_name)
+        raw = self._headers.raw(section)
+        if raw is None:
+            return self.section_data(dwarf_name)
+        assert self._file is not None
+        if os.fstat(self._file.fileno()).st_size < section.sh_offset + len(raw):
+            raise self._headers.fail("section is cut short: the file shrank while open", section.sh_offset)
+        return raw
+
     def _read_bytes(self, file_offset: int, size: int) -> bytes:
         """Read a range with a plain read, not through the mapping.
 
@@ -295,6 +315,7 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
             if self.has_dwarf():
                 # Imported here so a reader without DWARF never loads the DWARF package.
                 from symbolize.formats.dwarf import DwarfInfo
+                from symbolize.formats.native import kernels
 
                 try:
                     dwarf = DwarfInfo(
@@ -304,6 +325,8 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
                         little_endian=self.little_endian,
                         follows_split_units=True,
                         supplementary=self._supplementary,
+                        # Where the compiled source answers, it reads the sections in place.
+                        views=self.section_view if kernels is not None else None,
                     )
                     # Every section the units need is read here, so that damage to any of them
                     # shows now, once, and breaks the DWARF alone.

@@ -15,9 +15,12 @@
 //!   records, where the `pdb` crates do not keep the Python reader's fidelity (bench/RESULTS.md);
 //!   `cabinet`: CAB extraction on the `cab` crate.
 //!
-//! The crate forbids `unsafe`; a panic is caught and raised as the typed error the Python reader raises.
+//! The crate denies `unsafe` but in one function, the one PyO3 needs: `dwarf::Section::bytes`
+//! reads a Python buffer (a view of the file's mmap, or `bytes`) as `&[u8]`, so that the DWARF
+//! sections are borrowed, not copied. A panic is caught and raised as the typed error the Python
+//! reader raises.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod abbrev;
 mod cabinet;

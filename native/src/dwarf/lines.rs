@@ -20,13 +20,16 @@ use gimli::{AttributeValue, Reader};
 use super::unit::{utf8, UnitData};
 use super::{Decided, Defer, R};
 
+/// The rows as columns of 24 bytes a row: a lazy unit keeps its table for the whole run, so a
+/// file, line or column past 32 bits (no compiler's; llvm-symbolizer keeps 32) leaves the unit to
+/// the reference rather than widening every row.
 pub(crate) struct LineTable {
     pub files: Vec<Option<String>>,
     pub addresses: Vec<u64>,
-    pub file_indexes: Vec<i64>,
-    pub lines: Vec<i64>,
-    pub columns: Vec<i64>,
-    pub discriminators: Vec<i64>,
+    pub file_indexes: Vec<u32>,
+    pub lines: Vec<u32>,
+    pub columns: Vec<u32>,
+    pub discriminators: Vec<u32>,
     /// (low, high, first row, end row), sorted.
     pub sequences: Vec<(u128, u128, usize, usize)>,
 }
@@ -125,10 +128,10 @@ fn file_names<'a>(unit: &UnitData<'a>, header: &gimli::LineProgramHeader<R<'a>>)
 /// The rows of a program, the row held back until the next shows whether it repeats its address.
 struct Rows {
     addresses: Vec<u64>,
-    files: Vec<i64>,
-    lines: Vec<i64>,
-    columns: Vec<i64>,
-    discriminators: Vec<i64>,
+    files: Vec<u32>,
+    lines: Vec<u32>,
+    columns: Vec<u32>,
+    discriminators: Vec<u32>,
 }
 
 /// A row: address, file, line, column, discriminator.
@@ -152,11 +155,17 @@ impl Rows {
         if line < 0 {
             return Err(Defer("a line program that steps below line 0"));
         }
+        let narrow = || Defer("a file, line or column past 32 bits");
+        let (file, line, column) = (
+            u32::try_from(file).map_err(|_| narrow())?,
+            u32::try_from(line).map_err(|_| narrow())?,
+            u32::try_from(column).map_err(|_| narrow())?,
+        );
         self.addresses.push(u64::try_from(address).map_err(|_| Defer("a line address past 64 bits"))?);
-        self.files.push(file as i64);
-        self.lines.push(line as i64);
-        self.columns.push(column as i64);
-        self.discriminators.push(i64::from(discriminator));
+        self.files.push(file);
+        self.lines.push(line);
+        self.columns.push(column);
+        self.discriminators.push(discriminator);
         Ok(())
     }
 }

@@ -12,6 +12,14 @@
 //! range lists the reference reads its own way), `lines` (file names, the rows that answer),
 //! `tree` (which DIEs are nodes and scopes), `names` (llvm-symbolizer's naming), `runs` (which
 //! function, inline level, row and symbol answer each address).
+//!
+//! The sections are borrowed, not copied (`Section`): the reader hands views of its file's mmap
+//! (or the `bytes` it decompressed or read), and this source reads them through the buffer
+//! protocol for as long as it lives. That takes the one `unsafe` of this crate's DWARF code, the
+//! one PyO3 needs to see a Python buffer as `&[u8]` (`Section::bytes`, its SAFETY comment says
+//! why it holds). What it cannot guard against: a file truncated by another process while it is
+//! mapped faults (SIGBUS) on the next read of a page past the new end, as in llvm-symbolizer,
+//! which maps its inputs too; the reader checks sizes against the file when it opens it.
 
 mod lazy;
 mod lines;
@@ -25,6 +33,7 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyException, PyIndexError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -54,17 +63,63 @@ impl From<gimli::Error> for Defer {
 
 pub(crate) type Decided<T> = Result<T, Defer>;
 
+/// One DWARF section's bytes: borrowed from the Python object that holds them (a view of the
+/// file's mmap, or `bytes`), or owned (the Rust tests and the fuzz target). Reads as `&[u8]`.
+pub(crate) enum Section {
+    Owned(Vec<u8>),
+    /// A read-only, C-contiguous buffer of bytes (checked in `Section::borrow`), kept exported
+    /// (and so its memory in place: an mmap with exports refuses to close) until dropped.
+    Borrowed(PyBuffer<u8>),
+}
+
+impl Section {
+    /// `data`'s bytes without a copy where its buffer is read-only and contiguous (a view of an
+    /// mmap opened read-only, `bytes`); copied otherwise (a writable buffer could change under a
+    /// read made without the GIL).
+    fn borrow(data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let buffer = PyBuffer::<u8>::get(data)?;
+        if buffer.readonly() && buffer.is_c_contiguous() {
+            return Ok(Section::Borrowed(buffer));
+        }
+        Ok(Section::Owned(buffer.to_vec(data.py())?))
+    }
+
+    #[allow(unsafe_code)] // the crate's one unsafe: see the SAFETY comment
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Section::Owned(bytes) => bytes,
+            Section::Borrowed(buffer) if buffer.item_count() == 0 => &[],
+            // SAFETY: `buffer` holds an export of a read-only, C-contiguous buffer of
+            // `item_count()` bytes (`Section::borrow` checked both; `PyBuffer::<u8>::get` checked
+            // the item size and format): its memory stays in place and unchanged until the export
+            // is released, which happens only when `buffer` drops, after every borrow of `self`.
+            // A pointer of a non-empty buffer is non-null; the empty one is handled above.
+            Section::Borrowed(buffer) => unsafe {
+                std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>().cast_const(), buffer.item_count())
+            },
+        }
+    }
+}
+
+impl std::ops::Deref for Section {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
 /// The DWARF sections of one file, as the reader's section getter gives them.
 pub(crate) struct Sections {
-    pub info: Vec<u8>,
-    pub abbrev: Vec<u8>,
-    pub str: Vec<u8>,
-    pub line_str: Vec<u8>,
-    pub str_offsets: Vec<u8>,
-    pub addr: Vec<u8>,
-    pub ranges: Vec<u8>,
-    pub rnglists: Vec<u8>,
-    pub line: Vec<u8>,
+    pub info: Section,
+    pub abbrev: Section,
+    pub str: Section,
+    pub line_str: Section,
+    pub str_offsets: Section,
+    pub addr: Section,
+    pub ranges: Section,
+    pub rnglists: Section,
+    pub line: Section,
     pub endian: gimli::RunTimeEndian,
     /// The container's address size: no range reaches past its last address.
     pub address_size: u8,
@@ -231,11 +286,11 @@ impl UnitColumns {
     }
 }
 
-fn section(sections: &Bound<'_, PyDict>, name: &str) -> PyResult<Vec<u8>> {
-    Ok(match sections.get_item(name)? {
-        Some(data) => data.extract::<&[u8]>()?.to_vec(),
-        None => Vec::new(),
-    })
+fn section(sections: &Bound<'_, PyDict>, name: &str) -> PyResult<Section> {
+    match sections.get_item(name)? {
+        Some(data) => Section::borrow(&data),
+        None => Ok(Section::Owned(Vec::new())),
+    }
 }
 
 impl DwarfUnits {
@@ -324,7 +379,7 @@ pub mod fuzzing {
     /// Every unit of `sections` (named as `SECTION_NAMES`) built or deferred, uncaught: a panic
     /// here is what the Python module would raise as `CompiledDwarfError`.
     pub fn build_every_unit(sections: &[Vec<u8>], little_endian: bool, address_size: u8, functions_only: bool) {
-        let section = |at: usize| sections.get(at).cloned().unwrap_or_default();
+        let section = |at: usize| super::Section::Owned(sections.get(at).cloned().unwrap_or_default());
         let sections = Sections {
             info: section(0),
             abbrev: section(1),
@@ -352,16 +407,17 @@ mod tests {
     use super::*;
 
     fn sections(info: Vec<u8>, abbrev: Vec<u8>, line: Vec<u8>) -> Sections {
+        let none = || Section::Owned(Vec::new());
         Sections {
-            info,
-            abbrev,
-            str: Vec::new(),
-            line_str: Vec::new(),
-            str_offsets: Vec::new(),
-            addr: Vec::new(),
-            ranges: Vec::new(),
-            rnglists: Vec::new(),
-            line,
+            info: Section::Owned(info),
+            abbrev: Section::Owned(abbrev),
+            str: none(),
+            line_str: none(),
+            str_offsets: none(),
+            addr: none(),
+            ranges: none(),
+            rnglists: none(),
+            line: Section::Owned(line),
             endian: gimli::RunTimeEndian::Little,
             address_size: 8,
             abbrev_tables: AbbrevTables::default(),
@@ -447,6 +503,21 @@ mod tests {
     }
 
     #[test]
+    fn a_line_past_32_bits_is_left_to_the_reference() {
+        // DW_LNS_advance_line by 2^32: the row's line no longer fits the table's 32-bit column.
+        let bytes = program(&[&SET_ADDRESS_0X1000, &[3, 0x80, 0x80, 0x80, 0x80, 0x10], &[1], &END_SEQUENCE]);
+        let sections = one_function_unit(&bytes);
+        let units = unit_spans(&sections);
+        let deferred = build_unit(&sections, &units, &NO_SYMBOLS, 0, false).err().expect("deferred");
+        assert!(deferred.0.contains("past 32 bits"), "{}", deferred.0);
+        // One below 2^32 answers, with its line as the program gives it.
+        let bytes = program(&[&SET_ADDRESS_0X1000, &[3, 0xFD, 0xFF, 0xFF, 0xFF, 0x0F], &[1], &[2, 0x40], &END_SEQUENCE]);
+        let sections = one_function_unit(&bytes);
+        let built = build_unit(&sections, &unit_spans(&sections), &NO_SYMBOLS, 0, false).expect("answers");
+        assert_eq!(built.lines, vec![i64::from(u32::MAX) - 1]); // line 1 advanced by 2^32 - 3
+    }
+
+    #[test]
     fn functions_only_leaves_rows_between_functions_unanswered() {
         // One sequence over [0x1000, 0x1080): rows past main's end answer only without functions_only.
         let bytes = program(&[&SET_ADDRESS_0X1000, &[1], &[2, 0x60], &[1], &[2, 0x20], &END_SEQUENCE]);
@@ -467,7 +538,9 @@ mod tests {
         let data = std::fs::read(path).ok()?;
         let file = object::File::parse(&*data).ok()?;
         let get = |name: &str| {
-            file.section_by_name(name).and_then(|section| section.uncompressed_data().ok()).map(|data| data.into_owned()).unwrap_or_default()
+            Section::Owned(
+                file.section_by_name(name).and_then(|section| section.uncompressed_data().ok()).map(|data| data.into_owned()).unwrap_or_default(),
+            )
         };
         Some(Sections {
             info: get(".debug_info"),

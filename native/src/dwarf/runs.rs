@@ -265,11 +265,11 @@ impl Builder<'_, '_> {
         columns.lows.extend_from_slice(&lines.addresses[row + 1..stop]);
         columns.highs.extend_from_slice(&lines.addresses[row + 1..stop]);
         columns.highs.push(high as u64);
-        columns.files.extend_from_slice(&lines.file_indexes[row..stop]);
-        columns.lines.extend_from_slice(&lines.lines[row..stop]);
-        columns.columns.extend_from_slice(&lines.columns[row..stop]);
+        columns.files.extend(lines.file_indexes[row..stop].iter().map(|&value| i64::from(value)));
+        columns.lines.extend(lines.lines[row..stop].iter().map(|&value| i64::from(value)));
+        columns.columns.extend(lines.columns[row..stop].iter().map(|&value| i64::from(value)));
         columns.heads.extend(std::iter::repeat_n(head, stop - row));
-        columns.discriminators.extend_from_slice(&lines.discriminators[row..stop]);
+        columns.discriminators.extend(lines.discriminators[row..stop].iter().map(|&value| i64::from(value)));
         Ok(())
     }
 
