@@ -40,7 +40,7 @@ from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
 
 if TYPE_CHECKING:
-    from symbolize.formats._kernels import DwarfUnits, LazyUnit, SymbolBounds, UnitColumns
+    from symbolize.formats._kernels import DwarfUnits, IndexTables, LazyUnit, SymbolBounds, UnitColumns
 
 # Past every address: the end of the span after a unit's last function.
 _END = 1 << 65
@@ -131,6 +131,11 @@ class _CompiledHeads(Sequence[ChainHead]):
 
     def _chain(self, chain: int) -> Chain:
         return named_chain(self._named_chains, self._columns, chain)
+
+    def compiled_chain_ids(self, tables: IndexTables) -> list[int]:
+        """The index's chain id of each head, named and interned by the index's compiled tables
+        (symbolize/index/indexed.py's ``_CompiledTables``) without a Frame per calling frame."""
+        return tables.unit_chains(self._columns, self._symbols)
 
 
 class _CompiledLazyRuns:

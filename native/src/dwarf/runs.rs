@@ -137,9 +137,7 @@ pub(crate) struct Columns {
     pub heads: Vec<i64>,
     pub discriminators: Vec<i64>,
     pub file_names: Vec<Option<String>>,
-    /// Per chain: innermost name, decl line and decl file, its entry (DW_AT_low_pc), and the
-    /// calling frames, innermost first.
-    pub chains: Vec<(Name, Option<u128>, Vec<Frame>)>,
+    pub chains: Chains,
     /// Per head: (chain or -1, symbol or -1).
     pub head_keys: Vec<(i64, i64)>,
 }
@@ -147,6 +145,17 @@ pub(crate) struct Columns {
 /// (function, file, line, column, start line, start file, start address, discriminator) of a
 /// calling frame (Python's `Frame`).
 pub(crate) type Frame = (Option<String>, Option<String>, i64, i64, i64, Option<String>, Option<u128>, i64);
+
+/// A unit's inline chains: per chain, the innermost name (decl line and file), its entry
+/// (DW_AT_low_pc) and its calling frames innermost first, as ids into `frames`. A calling frame is
+/// made once per callee node: a large unit's chains share their callers, and a copy per chain
+/// held a million frames' strings on a large Rust binary.
+#[derive(Default)]
+pub(crate) struct Chains {
+    pub list: Vec<(Name, Option<u128>, Vec<u32>)>,
+    pub frames: Vec<Frame>,
+    by_callee: FxHashMap<usize, u32>,
+}
 
 struct Builder<'u, 'a> {
     tree: &'u Tree<'a>,
@@ -222,16 +231,28 @@ impl Builder<'_, '_> {
         let mut outer = Vec::new();
         let mut callee = leaf;
         while self.tree.nodes[callee].parent >= 0 {
-            let caller = self.tree.nodes[callee].parent as usize;
-            let (function, start_line, start_file) = self.name(caller)?;
-            let (file, line, column, discriminator) = self.namer.call_site(callee)?;
-            let start_address = self.namer.node_entry(caller)?;
-            outer.push((function, file, line, column, start_line, start_file, start_address, discriminator));
-            callee = caller;
+            outer.push(self.calling_frame(callee)?);
+            callee = self.tree.nodes[callee].parent as usize;
         }
-        let id = self.columns.chains.len() as i64;
-        self.columns.chains.push((name, entry, outer));
+        let id = self.columns.chains.list.len() as i64;
+        self.columns.chains.list.push((name, entry, outer));
         self.chain_ids.insert(leaf, id);
+        Ok(id)
+    }
+
+    /// The frame that called inline node `callee`: its caller's name and entry, its call site.
+    fn calling_frame(&mut self, callee: usize) -> Decided<u32> {
+        if let Some(&found) = self.columns.chains.by_callee.get(&callee) {
+            return Ok(found);
+        }
+        let caller = self.tree.nodes[callee].parent as usize;
+        let (function, start_line, start_file) = self.name(caller)?;
+        let (file, line, column, discriminator) = self.namer.call_site(callee)?;
+        let start_address = self.namer.node_entry(caller)?;
+        let chains = &mut self.columns.chains;
+        let id = chains.frames.len() as u32;
+        chains.frames.push((function, file, line, column, start_line, start_file, start_address, discriminator));
+        chains.by_callee.insert(callee, id);
         Ok(id)
     }
 
@@ -462,9 +483,9 @@ pub(crate) struct Kept<'a> {
     chain_ids: FxHashMap<usize, i64>,
     head_ids: FxHashMap<(i64, i64), i64>,
     names: FxHashMap<usize, Name>,
-    /// Per head: (chain, symbol); per chain: what `UnitColumns.chain` gives.
+    /// Per head: (chain, symbol); the chains `UnitColumns.chain` gives.
     pub head_keys: Vec<(i64, i64)>,
-    pub chains: Vec<(Name, Option<u128>, Vec<Frame>)>,
+    pub chains: Chains,
     /// Per node: its level (`_level`), lows and pieces.
     levels: FxHashMap<usize, (Vec<u128>, Vec<(u128, u128, usize)>)>,
     /// The top-level functions' pieces (`_settle_pieces`) and the line sequences' (`_row_pieces`).
@@ -496,7 +517,7 @@ impl Kept<'_> {
             head_ids: FxHashMap::default(),
             names: FxHashMap::default(),
             head_keys: Vec::new(),
-            chains: Vec::new(),
+            chains: Chains::default(),
             levels: FxHashMap::default(),
             pieces,
             row_pieces,
