@@ -39,7 +39,6 @@ class UnitColumns:
     # discriminator)); built when asked, one chain at a time.
     def chain(self, chain: int) -> tuple[str | None, int, str | None, int | None, list[
         tuple[str | None, str | None, int, int, int, str | None, int | None, int]]]: ...
-    def chain_count(self) -> int: ...
 
 # The persistent index's interned tables (native/src/dwarf/index.rs), twin of symbolize/index/indexed.py's
 # _Builder: the same ids in the same order. IndexTablesDeferred: the reference must build the index.

@@ -105,13 +105,21 @@ class _CompiledHeads(Sequence[ChainHead]):
 
     def __init__(self, columns: UnitColumns, symbols: SymbolIndex) -> None:
         self._columns = columns
-        self._keys = columns.head_keys
+        # Read when a head is first asked: the index build names the heads in compiled memory
+        # (compiled_chain_ids) and never asks.
+        self._keys: list[tuple[int, int]] = []
         self._symbols = symbols.symbols
-        self._heads: list[ChainHead | None] = [None] * len(self._keys)
+        self._heads: list[ChainHead | None] = []
         self._named_chains: dict[int, Chain] = {}
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._keys_read())
+
+    def _keys_read(self) -> list[tuple[int, int]]:
+        if not self._heads:
+            self._keys = self._columns.head_keys
+            self._heads = [None] * len(self._keys)
+        return self._keys
 
     @overload
     def __getitem__(self, position: int) -> ChainHead: ...
@@ -122,9 +130,10 @@ class _CompiledHeads(Sequence[ChainHead]):
     def __getitem__(self, position: int | slice) -> ChainHead | Sequence[ChainHead]:
         if isinstance(position, slice):
             return [self[i] for i in range(*position.indices(len(self)))]
+        keys = self._keys_read()
         head = self._heads[position]
         if head is None:
-            chain, symbol = self._keys[position]
+            chain, symbol = keys[position]
             covering = self._symbols[symbol] if symbol >= 0 else None
             head = self._heads[position] = chain_head(self._chain(chain) if chain >= 0 else None, covering)
         return head

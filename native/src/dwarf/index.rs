@@ -26,58 +26,63 @@ pyo3::create_exception!(
 
 /// A frame with its strings interned: (function, file, line, column, start line, start file,
 /// stored entry, discriminator).
-type FrameKey = (u64, u64, i128, i128, i128, u64, i128, i128);
+type FrameKey = (u32, u32, i64, i64, i64, u32, u64, i64);
 /// A chain: (function, start line, default file, calling frames, start file, stored entry).
-type ChainKey = (u64, i128, u64, u64, u64, i128);
+type ChainKey = (u32, i64, u32, u32, u32, u64);
 
 fn deferred(why: &str) -> PyErr {
     IndexTablesDeferred::new_err(why.to_owned())
 }
 
 /// An entry as the index stores it: + 1, so that 0 stands for none (`_stored_address`).
-fn stored(address: Option<i128>) -> PyResult<i128> {
+fn stored(address: Option<u128>) -> PyResult<u64> {
     match address {
         None => Ok(0),
-        Some(-1) | Some(i128::MAX) => Err(deferred("an entry of -1 or past 127 bits")),
-        Some(address) => Ok(address + 1),
+        Some(address) => address.checked_add(1).and_then(|stored| u64::try_from(stored).ok()).ok_or_else(|| deferred("an entry past 64 bits")),
     }
 }
 
-fn compiled_entry(address: Option<u128>) -> PyResult<i128> {
-    stored(address.map(|value| i128::try_from(value).map_err(|_| deferred("an entry past 127 bits"))).transpose()?)
+/// A Python int as the compiled tables hold it: 64 bits, signed.
+fn int64(value: PyResult<Bound<'_, PyAny>>) -> PyResult<i64> {
+    value?.extract::<i64>().map_err(|_| deferred("an integer past 64 bits"))
+}
+
+/// A Python entry (None or an address) as the index stores it.
+fn py_entry(value: PyResult<Bound<'_, PyAny>>) -> PyResult<u64> {
+    stored(value?.extract::<Option<u128>>().map_err(|_| deferred("an entry below 0 or past 64 bits"))?)
 }
 
 /// The interned tables of one index being built (see `_Builder` in symbolize/index/indexed.py).
 #[pyclass(module = "symbolize.formats._kernels")]
 #[derive(Default)]
 pub struct IndexTables {
-    string_ids: FxHashMap<Box<str>, u64>,
+    string_ids: FxHashMap<Box<str>, u32>,
     blob: Vec<u8>,
     offsets: Vec<u64>,
-    frame_ids: FxHashMap<FrameKey, u64>,
+    frame_ids: FxHashMap<FrameKey, u32>,
     frames: Vec<FrameKey>,
-    outer_ids: FxHashMap<Vec<u64>, u64>,
-    outer_frames: Vec<u64>,
-    outer_begin: Vec<u64>,
-    chain_ids: FxHashMap<ChainKey, u64>,
+    outer_ids: FxHashMap<Vec<u32>, u32>,
+    outer_frames: Vec<u32>,
+    outer_begin: Vec<u32>,
+    chain_ids: FxHashMap<ChainKey, u32>,
     chains: Vec<ChainKey>,
-    error_text: Vec<u64>,
+    error_text: Vec<u32>,
 }
 
 impl IndexTables {
-    fn intern(&mut self, text: Option<&str>) -> u64 {
+    fn intern(&mut self, text: Option<&str>) -> u32 {
         let Some(text) = text else { return 0 };
         if let Some(&found) = self.string_ids.get(text) {
             return found;
         }
         self.blob.extend_from_slice(text.as_bytes());
         self.offsets.push(self.blob.len() as u64);
-        let id = self.offsets.len() as u64 - 2;
+        let id = self.offsets.len() as u32 - 2;
         self.string_ids.insert(text.into(), id);
         id
     }
 
-    fn intern_object(&mut self, text: &Bound<'_, PyAny>) -> PyResult<u64> {
+    fn intern_object(&mut self, text: &Bound<'_, PyAny>) -> PyResult<u32> {
         if text.is_none() {
             return Ok(0);
         }
@@ -85,27 +90,27 @@ impl IndexTables {
         Ok(self.intern(Some(text.to_str().map_err(|_| deferred("a string that is not UTF-8 text"))?)))
     }
 
-    fn frame(&mut self, key: FrameKey) -> u64 {
-        let next = self.frames.len() as u64;
+    fn frame(&mut self, key: FrameKey) -> u32 {
+        let next = self.frames.len() as u32;
         *self.frame_ids.entry(key).or_insert_with(|| {
             self.frames.push(key);
             next
         })
     }
 
-    fn outer(&mut self, frames: Vec<u64>) -> u64 {
+    fn outer(&mut self, frames: Vec<u32>) -> u32 {
         if let Some(&found) = self.outer_ids.get(&frames) {
             return found;
         }
-        let id = self.outer_ids.len() as u64;
+        let id = self.outer_ids.len() as u32;
         self.outer_frames.extend_from_slice(&frames);
-        self.outer_begin.push(self.outer_frames.len() as u64);
+        self.outer_begin.push(self.outer_frames.len() as u32);
         self.outer_ids.insert(frames, id);
         id
     }
 
-    fn chain(&mut self, key: ChainKey) -> u64 {
-        let next = self.chains.len() as u64;
+    fn chain(&mut self, key: ChainKey) -> u32 {
+        let next = self.chains.len() as u32;
         *self.chain_ids.entry(key).or_insert_with(|| {
             self.chains.push(key);
             next
@@ -113,15 +118,14 @@ impl IndexTables {
     }
 
     /// A compiled frame, its function and file replaced where a symbol renames it.
-    fn compiled_frame(&mut self, frame: &Frame, renamed: Option<(Option<&str>, Option<&str>)>) -> PyResult<u64> {
+    fn compiled_frame(&mut self, frame: &Frame, renamed: Option<(Option<&str>, Option<&str>)>) -> PyResult<u32> {
         let (function, file, line, column, start_line, start_file, start_address, discriminator) = frame;
         let (function, file) = match renamed {
             Some(names) => names,
             None => (function.as_deref(), file.as_deref()),
         };
-        let key = (self.intern(function), self.intern(file), i128::from(*line), i128::from(*column),
-                   i128::from(*start_line), self.intern(start_file.as_deref()), compiled_entry(*start_address)?,
-                   i128::from(*discriminator));
+        let key = (self.intern(function), self.intern(file), *line, *column, *start_line,
+                   self.intern(start_file.as_deref()), stored(*start_address)?, *discriminator);
         Ok(self.frame(key))
     }
 }
@@ -160,7 +164,7 @@ impl IndexTables {
 
     /// The string id of `text` (0 for None), interned on first sight.
     #[pyo3(name = "intern")]
-    fn py_intern(&mut self, text: &Bound<'_, PyAny>) -> PyResult<u64> {
+    fn py_intern(&mut self, text: &Bound<'_, PyAny>) -> PyResult<u32> {
         self.intern_object(text)
     }
 
@@ -176,8 +180,8 @@ impl IndexTables {
     }
 
     /// The string ids the chains and frames name functions by, sorted, 0 left out.
-    fn name_ids(&self) -> Vec<u64> {
-        let mut names: Vec<u64> = self.chains.iter().map(|chain| chain.0).chain(self.frames.iter().map(|frame| frame.0)).collect();
+    fn name_ids(&self) -> Vec<u32> {
+        let mut names: Vec<u32> = self.chains.iter().map(|chain| chain.0).chain(self.frames.iter().map(|frame| frame.0)).collect();
         names.sort_unstable();
         names.dedup();
         names.retain(|&name| name != 0);
@@ -198,9 +202,9 @@ impl IndexTables {
     }
 
     /// The chain id of each of `heads` (tuples as `ChainHead`), in order.
-    fn chains(&mut self, heads: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    fn chains(&mut self, heads: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         let mut found = Vec::new();
-        let mut outer_by_identity: FxHashMap<usize, u64> = FxHashMap::default();
+        let mut outer_by_identity: FxHashMap<usize, u32> = FxHashMap::default();
         for head in heads.try_iter()? {
             let head = head?;
             let head = head.cast::<PyTuple>()?;
@@ -212,11 +216,10 @@ impl IndexTables {
                     for frame in outer.try_iter()? {
                         let frame = frame?;
                         let frame = frame.cast::<PyTuple>()?;
-                        let int = |at: usize| frame.get_item(at)?.extract::<i128>().map_err(|_| deferred("an integer past 127 bits"));
-                        let key = (self.intern_object(&frame.get_item(0)?)?, self.intern_object(&frame.get_item(1)?)?, int(2)?, int(3)?,
-                                   int(4)?, self.intern_object(&frame.get_item(5)?)?,
-                                   stored(frame.get_item(6)?.extract::<Option<i128>>().map_err(|_| deferred("an entry past 127 bits"))?)?,
-                                   int(7)?);
+                        let key = (self.intern_object(&frame.get_item(0)?)?, self.intern_object(&frame.get_item(1)?)?,
+                                   int64(frame.get_item(2))?, int64(frame.get_item(3))?, int64(frame.get_item(4))?,
+                                   self.intern_object(&frame.get_item(5)?)?, py_entry(frame.get_item(6))?,
+                                   int64(frame.get_item(7))?);
                         frame_ids.push(self.frame(key));
                     }
                     let id = self.outer(frame_ids);
@@ -224,10 +227,9 @@ impl IndexTables {
                     id
                 }
             };
-            let int = |at: usize| head.get_item(at)?.extract::<i128>().map_err(|_| deferred("an integer past 127 bits"));
-            let key = (self.intern_object(&head.get_item(0)?)?, int(1)?, self.intern_object(&head.get_item(3)?)?, outer_id,
-                       self.intern_object(&head.get_item(4)?)?,
-                       stored(head.get_item(5)?.extract::<Option<i128>>().map_err(|_| deferred("an entry past 127 bits"))?)?);
+            let key = (self.intern_object(&head.get_item(0)?)?, int64(head.get_item(1))?,
+                       self.intern_object(&head.get_item(3)?)?, outer_id, self.intern_object(&head.get_item(4)?)?,
+                       py_entry(head.get_item(5))?);
             found.push(self.chain(key));
         }
         Ok(found)
@@ -235,11 +237,11 @@ impl IndexTables {
 
     /// The chain id of each head of compiled unit `columns`, named as `chain_head` names it with
     /// `symbols` (the symbol table's `Symbol`s, by the heads' symbol numbers).
-    fn unit_chains(&mut self, columns: &UnitColumns, symbols: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    fn unit_chains(&mut self, columns: &UnitColumns, symbols: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
         let mut found = Vec::with_capacity(columns.head_key_list.len());
         let mut symbol_names: FxHashMap<i64, (Option<String>, Option<String>)> = FxHashMap::default();
         // The index's id of each of the unit's calling frames, once interned (not renamed by a symbol).
-        let mut frame_ids_of_unit: Vec<Option<u64>> = vec![None; columns.chains.frames.len()];
+        let mut frame_ids_of_unit: Vec<Option<u32>> = vec![None; columns.chains.frames.len()];
         for &(chain, symbol) in &columns.head_key_list {
             let covering = if symbol >= 0 {
                 if !symbol_names.contains_key(&symbol) {
@@ -291,8 +293,8 @@ impl IndexTables {
                     Some((symbol_name, source)) if outer.is_empty() => (symbol_name.as_deref(), source.as_deref()),
                     _ => (name.as_deref(), None),
                 };
-                (self.intern(function), i128::from(*start_line), self.intern(default_file), outer_id,
-                 self.intern(start_file.as_deref()), compiled_entry(*entry)?)
+                (self.intern(function), *start_line, self.intern(default_file), outer_id,
+                 self.intern(start_file.as_deref()), stored(*entry)?)
             };
             found.push(self.chain(key));
         }
@@ -306,28 +308,29 @@ impl IndexTables {
         let chain_column = |at: fn(&ChainKey) -> i128| self.chains.iter().map(at).collect::<Vec<i128>>();
         let frame_column = |at: fn(&FrameKey) -> i128| self.frames.iter().map(at).collect::<Vec<i128>>();
         let columns: [(&str, Vec<i128>); 14] = [
-            ("chain_name", chain_column(|chain| i128::from(chain.0))),
-            ("chain_start_line", chain_column(|chain| chain.1)),
-            ("chain_file", chain_column(|chain| i128::from(chain.2))),
-            ("chain_outer", chain_column(|chain| i128::from(chain.3))),
-            ("chain_start_file", chain_column(|chain| i128::from(chain.4))),
-            ("chain_start_address", chain_column(|chain| chain.5)),
-            ("frame_name", frame_column(|frame| i128::from(frame.0))),
-            ("frame_file", frame_column(|frame| i128::from(frame.1))),
-            ("frame_line", frame_column(|frame| frame.2)),
-            ("frame_column", frame_column(|frame| frame.3)),
-            ("frame_start_line", frame_column(|frame| frame.4)),
-            ("frame_start_file", frame_column(|frame| i128::from(frame.5))),
-            ("frame_start_address", frame_column(|frame| frame.6)),
-            ("frame_discriminator", frame_column(|frame| frame.7)),
+            ("chain_name", chain_column(|chain| chain.0.into())),
+            ("chain_start_line", chain_column(|chain| chain.1.into())),
+            ("chain_file", chain_column(|chain| chain.2.into())),
+            ("chain_outer", chain_column(|chain| chain.3.into())),
+            ("chain_start_file", chain_column(|chain| chain.4.into())),
+            ("chain_start_address", chain_column(|chain| chain.5.into())),
+            ("frame_name", frame_column(|frame| frame.0.into())),
+            ("frame_file", frame_column(|frame| frame.1.into())),
+            ("frame_line", frame_column(|frame| frame.2.into())),
+            ("frame_column", frame_column(|frame| frame.3.into())),
+            ("frame_start_line", frame_column(|frame| frame.4.into())),
+            ("frame_start_file", frame_column(|frame| frame.5.into())),
+            ("frame_start_address", frame_column(|frame| frame.6.into())),
+            ("frame_discriminator", frame_column(|frame| frame.7.into())),
         ];
         for (name, values) in columns {
             out.set_item(name, narrowest(py, &values)?)?;
         }
         for (name, values) in [("outer_begin", &self.outer_begin), ("outer_frames", &self.outer_frames),
-                               ("error_text", &self.error_text), ("str_offsets", &self.offsets)] {
+                               ("error_text", &self.error_text)] {
             out.set_item(name, narrowest(py, values)?)?;
         }
+        out.set_item("str_offsets", narrowest(py, &self.offsets)?)?;
         out.set_item("str_blob", ('B', PyBytes::new(py, &self.blob)))?;
         Ok(out)
     }

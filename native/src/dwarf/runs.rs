@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 use pyo3::prelude::*;
 
 use super::lines::LineTable;
-pub(crate) use super::names::Name;
+pub(crate) use super::names::{Name, Text};
 use super::names::{Namer, NamerCaches};
 use super::unit::UnitData;
 use super::tree::Tree;
@@ -144,7 +144,7 @@ pub(crate) struct Columns {
 
 /// (function, file, line, column, start line, start file, start address, discriminator) of a
 /// calling frame (Python's `Frame`).
-pub(crate) type Frame = (Option<String>, Option<String>, i64, i64, i64, Option<String>, Option<u128>, i64);
+pub(crate) type Frame = (Option<Text>, Option<Text>, i64, i64, i64, Option<Text>, Option<u128>, i64);
 
 /// A unit's inline chains: per chain, the innermost name (decl line and file), its entry
 /// (DW_AT_low_pc) and its calling frames innermost first, as ids into `frames`. A calling frame is
@@ -433,7 +433,6 @@ fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &S
     let row_pieces = sequence_pieces(builder.lines);
     let (mut row_at, mut symbol_at) = (0usize, 0usize);
     let mut parts = Vec::new();
-    let mut symbol_parts = Vec::new();
     for &(low, high, leaf) in spans {
         if low >= high {
             continue; // the gap between two functions that touch
@@ -453,18 +452,29 @@ fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &S
         } else {
             row_parts(&row_pieces, low, high, &mut parts);
         }
-        for &(part_low, part_high, sequence) in &parts {
-            if sequence < 0 && leaf < 0 {
-                continue;
-            }
-            symbols.pieces_in_order(&mut symbol_at, part_low, part_high, &mut symbol_parts);
-            for &(symbol_low, symbol_high, symbol) in &symbol_parts {
-                let head = builder.head(leaf, symbol)?;
-                if sequence < 0 {
-                    builder.append_bare(symbol_low, symbol_high, head);
-                } else {
-                    builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
-                }
+        append_parts(builder, &parts, leaf, |low, high, out| symbols.pieces_in_order(&mut symbol_at, low, high, out))?;
+    }
+    Ok(())
+}
+
+/// The runs of `parts` (a span's pieces by line sequence, -1: none; `leaf` its innermost inline
+/// node, -1: none), cut by `symbol_pieces` where the covering symbol changes.
+fn append_parts(
+    builder: &mut Builder<'_, '_>, parts: &[(u128, u128, i64)], leaf: i64,
+    mut symbol_pieces: impl FnMut(u128, u128, &mut Vec<(u128, u128, i64)>),
+) -> Decided<()> {
+    let mut cut = Vec::new();
+    for &(part_low, part_high, sequence) in parts {
+        if sequence < 0 && leaf < 0 {
+            continue;
+        }
+        symbol_pieces(part_low, part_high, &mut cut);
+        for &(symbol_low, symbol_high, symbol) in &cut {
+            let head = builder.head(leaf, symbol)?;
+            if sequence < 0 {
+                builder.append_bare(symbol_low, symbol_high, head);
+            } else {
+                builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
             }
         }
     }
@@ -641,23 +651,8 @@ fn build_span(
         return Ok(());
     }
     let mut parts = Vec::new();
-    let mut symbol_parts = Vec::new();
     row_parts(row_pieces, low, high, &mut parts);
-    for &(part_low, part_high, sequence) in &parts {
-        if sequence < 0 && leaf < 0 {
-            continue;
-        }
-        symbols.pieces(part_low, part_high, &mut symbol_parts);
-        for &(symbol_low, symbol_high, symbol) in &symbol_parts {
-            let head = builder.head(leaf, symbol)?;
-            if sequence < 0 {
-                builder.append_bare(symbol_low, symbol_high, head);
-            } else {
-                builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
-            }
-        }
-    }
-    Ok(())
+    append_parts(builder, &parts, leaf, |low, high, out| symbols.pieces(low, high, out))
 }
 
 #[cfg(test)]
