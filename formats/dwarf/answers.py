@@ -40,7 +40,7 @@ from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
 
 if TYPE_CHECKING:
-    from symbolize.formats._kernels import DwarfUnits, LazyUnit, SymbolBounds, UnitColumns
+    from symbolize.formats._kernels import DwarfUnits, IndexTables, LazyUnit, SymbolBounds, UnitColumns
 
 # Past every address: the end of the span after a unit's last function.
 _END = 1 << 65
@@ -105,13 +105,21 @@ class _CompiledHeads(Sequence[ChainHead]):
 
     def __init__(self, columns: UnitColumns, symbols: SymbolIndex) -> None:
         self._columns = columns
-        self._keys = columns.head_keys
+        # Read when a head is first asked: the index build names the heads in compiled memory
+        # (compiled_chain_ids) and never asks.
+        self._keys: list[tuple[int, int]] = []
         self._symbols = symbols.symbols
-        self._heads: list[ChainHead | None] = [None] * len(self._keys)
+        self._heads: list[ChainHead | None] = []
         self._named_chains: dict[int, Chain] = {}
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._keys_read())
+
+    def _keys_read(self) -> list[tuple[int, int]]:
+        if not self._heads:
+            self._keys = self._columns.head_keys
+            self._heads = [None] * len(self._keys)
+        return self._keys
 
     @overload
     def __getitem__(self, position: int) -> ChainHead: ...
@@ -122,15 +130,21 @@ class _CompiledHeads(Sequence[ChainHead]):
     def __getitem__(self, position: int | slice) -> ChainHead | Sequence[ChainHead]:
         if isinstance(position, slice):
             return [self[i] for i in range(*position.indices(len(self)))]
+        keys = self._keys_read()
         head = self._heads[position]
         if head is None:
-            chain, symbol = self._keys[position]
+            chain, symbol = keys[position]
             covering = self._symbols[symbol] if symbol >= 0 else None
             head = self._heads[position] = chain_head(self._chain(chain) if chain >= 0 else None, covering)
         return head
 
     def _chain(self, chain: int) -> Chain:
         return named_chain(self._named_chains, self._columns, chain)
+
+    def compiled_chain_ids(self, tables: IndexTables) -> list[int]:
+        """The index's chain id of each head, named and interned by the index's compiled tables
+        (symbolize/index/indexed.py's ``_CompiledTables``) without a Frame per calling frame."""
+        return tables.unit_chains(self._columns, self._symbols)
 
 
 class _CompiledLazyRuns:

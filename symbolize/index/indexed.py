@@ -58,7 +58,7 @@ from symbolize.formats.types import (
 from symbolize.index.store import IndexDamagedError, IndexFile
 
 if TYPE_CHECKING:
-    from symbolize.formats.answers import Block, ChainHead
+    from symbolize.formats.answers import Block, ChainHead, RunTable
 
 # The arrays an index holds and what they mean; part of every index's key (symbolize/cache.py).
 SCHEMA_VERSION = 6
@@ -72,6 +72,12 @@ _ARRAYS = (
     "error_text", "name_full", "facts",
     "run_discriminator", "chain_start_file", "chain_start_address",
     "frame_start_file", "frame_start_address", "frame_discriminator",
+)  # fmt: skip
+# The interned tables' arrays (_Builder.table_arrays), besides the strings.
+_TABLE_ARRAYS = (
+    "chain_name", "chain_start_line", "chain_file", "chain_outer", "outer_begin", "outer_frames",
+    "frame_name", "frame_file", "frame_line", "frame_column", "frame_start_line", "error_text",
+    "chain_start_file", "chain_start_address", "frame_start_file", "frame_start_address", "frame_discriminator",
 )  # fmt: skip
 
 
@@ -106,7 +112,8 @@ class _Strings:
 
 
 class _Builder:
-    """Interns chains and frames and lays the flattened runs out as arrays."""
+    """Interns chains and frames and lays the flattened runs out as arrays: the reference of the
+    compiled tables (``kernels.IndexTables``, :class:`_CompiledTables`), which give the same ids."""
 
     def __init__(self) -> None:
         self.strings = _Strings()
@@ -195,7 +202,7 @@ class _Builder:
         # Typed arrays, extended from the tables' own arrays: a large file has a million runs.
         run_low, run_file, run_line = array("Q"), array("Q"), array("q")
         run_column, run_chain, run_discriminator = array("q"), array("Q"), array("Q")
-        translations: dict[int, tuple[list[int], list[int]]] = {}
+        translations: dict[int, tuple[list[int], Sequence[int]]] = {}
         end = -1
         for block in blocks:
             if block.low >= _WHOLE_SPACE:
@@ -211,8 +218,8 @@ class _Builder:
             else:
                 translation = translations.get(id(table))
                 if translation is None:
-                    files = [self.strings.intern(name) for name in table.file_names] + [0]
-                    heads = self.chains(table.chain_heads)
+                    files = [self.intern(name) for name in table.file_names] + [0]
+                    heads = self.table_chains(table)
                     translation = translations[id(table)] = (files, heads)
                 files, heads = translation
                 first, stop = block.first, block.end
@@ -242,8 +249,73 @@ class _Builder:
         found = self.errors.get(text)
         if found is None:
             found = self.errors[text] = len(self.errors) + 1
-            self.out["error_text"].append(self.strings.intern(text))
+            self.add_error_text(text)
         return found
+
+    # What the compiled tables do their own way ---------------------------------------------
+
+    def intern(self, text: str | None) -> int:
+        return self.strings.intern(text)
+
+    def table_chains(self, table: RunTable) -> Sequence[int]:
+        return self.chains(table.chain_heads)
+
+    def add_error_text(self, text: str) -> None:
+        self.out["error_text"].append(self.strings.intern(text))
+
+    def name_ids(self) -> list[int]:
+        """The string ids the chains and frames name functions by, sorted, 0 left out."""
+        names = set(self.out["chain_name"]) | set(self.out["frame_name"])
+        names.discard(0)
+        return sorted(names)
+
+    def text(self, string_id: int) -> str | None:
+        return self.strings.texts[string_id] if string_id else None
+
+    def string_count(self) -> int:
+        return len(self.strings.texts)
+
+    def table_arrays(self) -> dict[str, array[int] | bytes]:
+        """The interned tables as the index stores them, each array narrowed (the lists go as
+        their arrays come)."""
+        arrays: dict[str, array[int] | bytes] = {}
+        for name in _TABLE_ARRAYS:
+            arrays[name] = _narrowest(self.out.pop(name))
+        arrays["str_blob"] = bytes(self.strings.blob)
+        arrays["str_offsets"] = _narrowest(self.strings.offsets)
+        return arrays
+
+
+class _CompiledTables(_Builder):
+    """:class:`_Builder` with its tables interned in compiled memory (``kernels.IndexTables``): a
+    large file has a million calling frames, and a compiled unit's are named and interned there
+    without a Python object each (``IndexTables.unit_chains``)."""
+
+    def __init__(self, tables: Any) -> None:
+        super().__init__()
+        self.tables = tables
+        self.intern = tables.intern  # type: ignore[method-assign]
+        self.add_error_text = tables.add_error_text  # type: ignore[method-assign]
+        self.text = tables.text  # type: ignore[method-assign]
+        self.string_count = tables.string_count  # type: ignore[method-assign]
+        self.name_ids = tables.name_ids  # type: ignore[method-assign]
+        self.reserve_chains = tables.reserve_chains  # type: ignore[method-assign]
+
+    def table_chains(self, table: RunTable) -> Sequence[int]:
+        heads = table.chain_heads
+        compiled = getattr(heads, "compiled_chain_ids", None)
+        found: list[int] = compiled(self.tables) if compiled is not None else self.tables.chains(heads)
+        return found
+
+    def table_arrays(self) -> dict[str, array[int] | bytes]:
+        return {name: data if code == "B" and name == "str_blob" else _from_bytes(code, data)
+                for name, (code, data) in self.tables.arrays().items()}  # fmt: skip
+
+
+def _from_bytes(code: _UnsignedCode, data: bytes) -> array[int]:
+    values = array(code)
+    values.frombytes(data)
+    return values
 
 
 def _add_gap(
@@ -277,13 +349,17 @@ def build_index_arrays(source: IndexableSource) -> dict[str, array[int] | bytes]
     regions = source.answer_regions()
     blocks = flatten_answers(regions, source.answers)
     builder = _Builder()
-    builder.reserve_chains(1 + len({_error_text(block) for block in blocks if block.table is None}))
-    builder.add_blocks(blocks)
-    out = builder.out
-    strings = builder.strings
-    _add_full_names(out, strings)
+    if kernels is not None:
+        try:
+            builder = _CompiledTables(kernels.IndexTables())
+            arrays = _laid_out(builder, blocks)
+        except kernels.IndexTablesDeferred:  # what only the reference keeps exact (hostile strings, numbers)
+            builder = _Builder()
+            arrays = _laid_out(builder, blocks)
+    else:
+        arrays = _laid_out(builder, blocks)
     summary = source.debug_info()
-    out["facts"] += [
+    facts = [
         int(summary.has_symbols),
         int(summary.has_dwarf),
         int(summary.has_line_info),
@@ -291,25 +367,31 @@ def build_index_arrays(source: IndexableSource) -> dict[str, array[int] | bytes]
         int(summary.split_dwarf),
         *summary.dwarf_versions,
     ]
-    arrays: dict[str, array[int] | bytes] = {}
-    columns: dict[str, Sequence[int]] = {**out, **builder.run_columns}
-    for name in _ARRAYS:
-        arrays[name] = _narrowest(columns.pop(name))  # one at a time: each list goes as its array comes
-    arrays["str_blob"] = bytes(strings.blob)
-    arrays["str_offsets"] = _narrowest(strings.offsets)
+    arrays["facts"] = _narrowest(facts)
+    return {name: arrays[name] for name in (*_ARRAYS, "str_blob", "str_offsets")}
+
+
+def _laid_out(builder: _Builder, blocks: list[Block]) -> dict[str, array[int] | bytes]:
+    """The runs of ``blocks``, the tables they name and the full names, as the index stores them
+    (but ``facts``)."""
+    builder.reserve_chains(1 + len({_error_text(block) for block in blocks if block.table is None}))
+    builder.add_blocks(blocks)
+    name_full = _full_names(builder)
+    arrays: dict[str, array[int] | bytes] = builder.table_arrays()
+    arrays["name_full"] = _narrowest(name_full)
+    for name, values in builder.run_columns.items():
+        arrays[name] = _narrowest(values)
     return arrays
 
 
-def _add_full_names(out: dict[str, list[int]], strings: _Strings) -> None:
+def _full_names(builder: _Builder) -> list[int]:
     """``name_full[id]``: the string id of the full demangling of the name with string id ``id``
     (0 for strings that are not names), so that warm lookups need not demangle."""
-    names = set(out["chain_name"]) | set(out["frame_name"])
-    names.discard(0)
-    full_ids = {name: strings.intern(demangle(strings.texts[name], "full")) for name in sorted(names)}
-    name_full = out["name_full"]
-    name_full.extend([0] * len(strings.texts))
+    full_ids = {name: builder.intern(demangle(builder.text(name) or "", "full")) for name in builder.name_ids()}
+    name_full = [0] * builder.string_count()
     for name, full in full_ids.items():
         name_full[name] = full
+    return name_full
 
 
 _UnsignedCode = Literal["B", "H", "I", "Q"]

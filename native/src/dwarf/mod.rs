@@ -21,6 +21,7 @@
 //! mapped faults (SIGBUS) on the next read of a page past the new end, as in llvm-symbolizer,
 //! which maps its inputs too; the reader checks sizes against the file when it opens it.
 
+mod index;
 mod lazy;
 mod lines;
 mod names;
@@ -208,9 +209,9 @@ pub struct UnitColumns {
     discriminators: Py<PyBytes>,
     #[pyo3(get)]
     file_names: Py<PyList>,
-    #[pyo3(get)]
-    head_keys: Py<PyList>,
-    chains: Vec<(runs::Name, Option<u128>, Vec<runs::Frame>)>,
+    chains: runs::Chains,
+    /// Per head: (chain or -1, symbol or -1).
+    head_key_list: Vec<(i64, i64)>,
     /// The Python string of each file name the chains give, made once: a unit's thousands of
     /// calling frames name a few files, and a new string per frame is hashed anew by every dict
     /// the index builder looks it up in.
@@ -219,43 +220,47 @@ pub struct UnitColumns {
 
 #[pymethods]
 impl UnitColumns {
+    /// Per head: (chain or -1, symbol or -1), made when asked: the index's tables read them here
+    /// (`IndexTables.unit_chains`), not as a Python tuple each.
+    #[getter]
+    fn head_keys(&self) -> Vec<(i64, i64)> {
+        self.head_key_list.clone()
+    }
+
     /// Chain `chain`: (innermost function, its decl line and file, its entry, calling frames
     /// innermost first).
     fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
         chain_tuple(py, &self.chains, chain, &self.strings)
     }
 
-    /// How many chains the runs' heads name.
-    fn chain_count(&self) -> usize {
-        self.chains.len()
-    }
 }
 
 /// Chain `chain` of `chains` as Python reads it, each file name one Python string per `strings`.
 pub(crate) fn chain_tuple<'py>(
-    py: Python<'py>, chains: &[(runs::Name, Option<u128>, Vec<runs::Frame>)], chain: usize,
-    strings: &Mutex<FxHashMap<String, Py<PyString>>>,
+    py: Python<'py>, chains: &runs::Chains, chain: usize, strings: &Mutex<FxHashMap<String, Py<PyString>>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let Some(((name, start_line, start_file), entry, outer)) = chains.get(chain) else {
-        return Err(PyIndexError::new_err(format!("chain {chain} of {}", chains.len())));
+    let Some(((name, start_line, start_file), entry, outer)) = chains.list.get(chain) else {
+        return Err(PyIndexError::new_err(format!("chain {chain} of {}", chains.list.len())));
     };
     let mut strings = strings.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let mut shared = |text: &Option<String>| -> Option<Py<PyString>> {
-        let text = text.as_ref()?;
-        if let Some(found) = strings.get(text.as_str()) {
+    let mut shared = |text: &Option<runs::Text>| -> Option<Py<PyString>> {
+        let text = text.as_deref()?;
+        if let Some(found) = strings.get(text) {
             return Some(found.clone_ref(py)); // no String copied for a name already made
         }
         let made = PyString::new(py, text).unbind();
-        strings.insert(text.clone(), made.clone_ref(py));
+        strings.insert(text.to_owned(), made.clone_ref(py));
         Some(made)
     };
     let frames = PyList::empty(py);
-    for (function, file, line, column, frame_start_line, frame_start_file, start_address, discriminator) in outer {
-        let frame = (function, shared(file), line, column, frame_start_line, shared(frame_start_file), start_address,
+    for (function, file, line, column, frame_start_line, frame_start_file, start_address, discriminator) in
+        outer.iter().map(|&frame| &chains.frames[frame as usize])
+    {
+        let frame = (function.as_deref(), shared(file), line, column, frame_start_line, shared(frame_start_file), start_address,
                      discriminator);
         frames.append(frame)?;
     }
-    (name, start_line, shared(start_file), entry, frames).into_pyobject(py)
+    (name.as_deref(), start_line, shared(start_file), entry, frames).into_pyobject(py)
 }
 
 fn machine_bytes<'py, T: Copy, const N: usize>(py: Python<'py>, values: &[T], to_bytes: fn(T) -> [u8; N]) -> PyResult<Py<PyBytes>> {
@@ -279,7 +284,7 @@ impl UnitColumns {
             heads: machine_bytes(py, &built.heads, i64::to_ne_bytes)?,
             discriminators: machine_bytes(py, &built.discriminators, i64::to_ne_bytes)?,
             file_names: PyList::new(py, built.file_names)?.unbind(),
-            head_keys: PyList::new(py, built.head_keys)?.unbind(),
+            head_key_list: built.head_keys,
             chains: built.chains,
             strings: Mutex::new(FxHashMap::default()),
         })
@@ -359,6 +364,8 @@ impl DwarfUnits {
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<DwarfUnits>()?;
     module.add_class::<UnitColumns>()?;
+    module.add_class::<index::IndexTables>()?;
+    module.add("IndexTablesDeferred", module.py().get_type::<index::IndexTablesDeferred>())?;
     module.add_class::<lazy::LazyUnit>()?;
     module.add("CompiledDwarfDeferred", module.py().get_type::<lazy::CompiledDwarfDeferred>())?;
     module.add_class::<SymbolBounds>()?;
@@ -480,7 +487,7 @@ mod tests {
         assert_eq!(built.files, vec![1, 1]);
         assert_eq!(built.file_names, vec![None, Some("/src/a.c".to_owned())]);
         // main's entry: its DW_AT_low_pc.
-        assert_eq!(built.chains, vec![((Some("main".to_owned()), 0, None), Some(0x1000), Vec::new())]);
+        assert_eq!(built.chains.list, vec![((Some("main".into()), 0, None), Some(0x1000), Vec::new())]);
         assert_eq!(built.head_keys, vec![(0, -1)]);
     }
 
@@ -580,7 +587,7 @@ mod tests {
                     }
                     let head = usize::try_from(built.heads[run]).expect("a head id");
                     let (chain, _) = built.head_keys[head];
-                    assert!(chain < built.chains.len() as i64, "{name} unit {offset:#x}: a chain id");
+                    assert!(chain < built.chains.list.len() as i64, "{name} unit {offset:#x}: a chain id");
                 }
             }
         }
@@ -591,8 +598,8 @@ mod tests {
         let sections = fixture_sections("cppdemo-clang-dwarf5-pie").expect("fixture");
         let units = unit_spans(&sections);
         let built = build_unit(&sections, &units, &NO_SYMBOLS, units[0].0, false).expect("answers");
-        let names: Vec<&str> = built.chains.iter().filter_map(|((name, _, _), _, _)| name.as_deref()).collect();
+        let names: Vec<&str> = built.chains.list.iter().filter_map(|((name, _, _), _, _)| name.as_deref()).collect();
         assert!(names.iter().any(|name| name.starts_with("_Z")), "{names:?}");
-        assert!(built.chains.iter().any(|(_, _, outer)| !outer.is_empty()), "an inlined call has its callers");
+        assert!(built.chains.list.iter().any(|(_, _, outer)| !outer.is_empty()), "an inlined call has its callers");
     }
 }

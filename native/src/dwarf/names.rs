@@ -21,15 +21,18 @@ use super::{Decided, Defer};
 
 const MAX_REFERENCE_DEPTH: u32 = 16;
 
+/// A name or file name, shared: a unit's chains and calling frames repeat a few thousand of them.
+pub(crate) type Text = Arc<str>;
+
 /// (name, decl line, decl file): `info.Name`.
-pub(crate) type Name = (Option<String>, i64, Option<String>);
+pub(crate) type Name = (Option<Text>, i64, Option<Text>);
 
 /// Another unit a name chain reaches (`DW_FORM_ref_addr`): its DIEs, scopes and line table.
 type Reached<'a> = Arc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
 
 /// `DwarfInfo._file_of`: the name of file number `attr` (a DW_AT_decl_file, any constant form but
 /// a flag) in `lines`; None for another form, a number no entry has, or no line table.
-fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>) -> Decided<Option<String>> {
+fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>) -> Decided<Option<Text>> {
     let index: i128 = match (attr.0, &attr.1) {
         (dw::DW_FORM_sdata | dw::DW_FORM_implicit_const, AttributeValue::Sdata(v)) => i128::from(*v),
         (dw::DW_FORM_data1 | dw::DW_FORM_data2 | dw::DW_FORM_data4 | dw::DW_FORM_data8 | dw::DW_FORM_udata, value) => {
@@ -37,7 +40,7 @@ fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>) -> Decided<Option<String>
         }
         _ => return Ok(None),
     };
-    Ok(lines.and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at))).and_then(Clone::clone))
+    Ok(lines.and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at))).and_then(|file| file.as_deref().map(Text::from)))
 }
 
 /// A namer's caches, kept by a lazy unit between lookups.
@@ -129,7 +132,7 @@ impl<'u, 'a> Namer<'u, 'a> {
     }
 
     /// `DwarfInfo.call_site`: (file, line, column, discriminator) an inlined call was called from.
-    pub(crate) fn call_site(&self, node: usize) -> Decided<(Option<String>, i64, i64, i64)> {
+    pub(crate) fn call_site(&self, node: usize) -> Decided<(Option<Text>, i64, i64, i64)> {
         let attrs = NodeAttrs::of_die(self.unit, self.tree.nodes[node].die)?;
         let file = match &attrs.call_file {
             Some((form, value)) => {
@@ -142,7 +145,7 @@ impl<'u, 'a> Namer<'u, 'a> {
                 };
                 self.lines
                     .and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at)))
-                    .and_then(Clone::clone)
+                    .and_then(|file| file.as_deref().map(Text::from))
             }
             None => None,
         };
@@ -160,12 +163,12 @@ impl<'u, 'a> Namer<'u, 'a> {
         die: u64,
         linkage: Option<&Attr<'a>>,
         name: Option<&Attr<'a>>,
-        (mut decl, mut decl_file): (i64, Option<String>),
+        (mut decl, mut decl_file): (i64, Option<Text>),
         reference: Option<&Attr<'a>>,
         depth: u32,
     ) -> Decided<Name> {
         let mut linkage = match linkage {
-            Some(attr) => unit.string(attr)?.filter(|text| !text.is_empty()),
+            Some(attr) => unit.string(attr)?.filter(|text| !text.is_empty()).map(Text::from),
             None => None,
         };
         let mut name = match name {
@@ -191,7 +194,7 @@ impl<'u, 'a> Namer<'u, 'a> {
         }
         if linkage.is_none() {
             if let Some(name) = name {
-                linkage = Some(qualify(tree, die, name));
+                linkage = Some(qualify(tree, die, name).into());
             }
         }
         Ok((linkage, decl, decl_file))

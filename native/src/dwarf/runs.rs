@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 use pyo3::prelude::*;
 
 use super::lines::LineTable;
-pub(crate) use super::names::Name;
+pub(crate) use super::names::{Name, Text};
 use super::names::{Namer, NamerCaches};
 use super::unit::UnitData;
 use super::tree::Tree;
@@ -137,16 +137,25 @@ pub(crate) struct Columns {
     pub heads: Vec<i64>,
     pub discriminators: Vec<i64>,
     pub file_names: Vec<Option<String>>,
-    /// Per chain: innermost name, decl line and decl file, its entry (DW_AT_low_pc), and the
-    /// calling frames, innermost first.
-    pub chains: Vec<(Name, Option<u128>, Vec<Frame>)>,
+    pub chains: Chains,
     /// Per head: (chain or -1, symbol or -1).
     pub head_keys: Vec<(i64, i64)>,
 }
 
 /// (function, file, line, column, start line, start file, start address, discriminator) of a
 /// calling frame (Python's `Frame`).
-pub(crate) type Frame = (Option<String>, Option<String>, i64, i64, i64, Option<String>, Option<u128>, i64);
+pub(crate) type Frame = (Option<Text>, Option<Text>, i64, i64, i64, Option<Text>, Option<u128>, i64);
+
+/// A unit's inline chains: per chain, the innermost name (decl line and file), its entry
+/// (DW_AT_low_pc) and its calling frames innermost first, as ids into `frames`. A calling frame is
+/// made once per callee node: a large unit's chains share their callers, and a copy per chain
+/// held a million frames' strings on a large Rust binary.
+#[derive(Default)]
+pub(crate) struct Chains {
+    pub list: Vec<(Name, Option<u128>, Vec<u32>)>,
+    pub frames: Vec<Frame>,
+    by_callee: FxHashMap<usize, u32>,
+}
 
 struct Builder<'u, 'a> {
     tree: &'u Tree<'a>,
@@ -222,16 +231,28 @@ impl Builder<'_, '_> {
         let mut outer = Vec::new();
         let mut callee = leaf;
         while self.tree.nodes[callee].parent >= 0 {
-            let caller = self.tree.nodes[callee].parent as usize;
-            let (function, start_line, start_file) = self.name(caller)?;
-            let (file, line, column, discriminator) = self.namer.call_site(callee)?;
-            let start_address = self.namer.node_entry(caller)?;
-            outer.push((function, file, line, column, start_line, start_file, start_address, discriminator));
-            callee = caller;
+            outer.push(self.calling_frame(callee)?);
+            callee = self.tree.nodes[callee].parent as usize;
         }
-        let id = self.columns.chains.len() as i64;
-        self.columns.chains.push((name, entry, outer));
+        let id = self.columns.chains.list.len() as i64;
+        self.columns.chains.list.push((name, entry, outer));
         self.chain_ids.insert(leaf, id);
+        Ok(id)
+    }
+
+    /// The frame that called inline node `callee`: its caller's name and entry, its call site.
+    fn calling_frame(&mut self, callee: usize) -> Decided<u32> {
+        if let Some(&found) = self.columns.chains.by_callee.get(&callee) {
+            return Ok(found);
+        }
+        let caller = self.tree.nodes[callee].parent as usize;
+        let (function, start_line, start_file) = self.name(caller)?;
+        let (file, line, column, discriminator) = self.namer.call_site(callee)?;
+        let start_address = self.namer.node_entry(caller)?;
+        let chains = &mut self.columns.chains;
+        let id = chains.frames.len() as u32;
+        chains.frames.push((function, file, line, column, start_line, start_file, start_address, discriminator));
+        chains.by_callee.insert(callee, id);
         Ok(id)
     }
 
@@ -412,7 +433,6 @@ fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &S
     let row_pieces = sequence_pieces(builder.lines);
     let (mut row_at, mut symbol_at) = (0usize, 0usize);
     let mut parts = Vec::new();
-    let mut symbol_parts = Vec::new();
     for &(low, high, leaf) in spans {
         if low >= high {
             continue; // the gap between two functions that touch
@@ -432,18 +452,29 @@ fn sweep(builder: &mut Builder<'_, '_>, spans: &[(u128, u128, i64)], symbols: &S
         } else {
             row_parts(&row_pieces, low, high, &mut parts);
         }
-        for &(part_low, part_high, sequence) in &parts {
-            if sequence < 0 && leaf < 0 {
-                continue;
-            }
-            symbols.pieces_in_order(&mut symbol_at, part_low, part_high, &mut symbol_parts);
-            for &(symbol_low, symbol_high, symbol) in &symbol_parts {
-                let head = builder.head(leaf, symbol)?;
-                if sequence < 0 {
-                    builder.append_bare(symbol_low, symbol_high, head);
-                } else {
-                    builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
-                }
+        append_parts(builder, &parts, leaf, |low, high, out| symbols.pieces_in_order(&mut symbol_at, low, high, out))?;
+    }
+    Ok(())
+}
+
+/// The runs of `parts` (a span's pieces by line sequence, -1: none; `leaf` its innermost inline
+/// node, -1: none), cut by `symbol_pieces` where the covering symbol changes.
+fn append_parts(
+    builder: &mut Builder<'_, '_>, parts: &[(u128, u128, i64)], leaf: i64,
+    mut symbol_pieces: impl FnMut(u128, u128, &mut Vec<(u128, u128, i64)>),
+) -> Decided<()> {
+    let mut cut = Vec::new();
+    for &(part_low, part_high, sequence) in parts {
+        if sequence < 0 && leaf < 0 {
+            continue;
+        }
+        symbol_pieces(part_low, part_high, &mut cut);
+        for &(symbol_low, symbol_high, symbol) in &cut {
+            let head = builder.head(leaf, symbol)?;
+            if sequence < 0 {
+                builder.append_bare(symbol_low, symbol_high, head);
+            } else {
+                builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
             }
         }
     }
@@ -462,9 +493,9 @@ pub(crate) struct Kept<'a> {
     chain_ids: FxHashMap<usize, i64>,
     head_ids: FxHashMap<(i64, i64), i64>,
     names: FxHashMap<usize, Name>,
-    /// Per head: (chain, symbol); per chain: what `UnitColumns.chain` gives.
+    /// Per head: (chain, symbol); the chains `UnitColumns.chain` gives.
     pub head_keys: Vec<(i64, i64)>,
-    pub chains: Vec<(Name, Option<u128>, Vec<Frame>)>,
+    pub chains: Chains,
     /// Per node: its level (`_level`), lows and pieces.
     levels: FxHashMap<usize, (Vec<u128>, Vec<(u128, u128, usize)>)>,
     /// The top-level functions' pieces (`_settle_pieces`) and the line sequences' (`_row_pieces`).
@@ -496,7 +527,7 @@ impl Kept<'_> {
             head_ids: FxHashMap::default(),
             names: FxHashMap::default(),
             head_keys: Vec::new(),
-            chains: Vec::new(),
+            chains: Chains::default(),
             levels: FxHashMap::default(),
             pieces,
             row_pieces,
@@ -620,23 +651,8 @@ fn build_span(
         return Ok(());
     }
     let mut parts = Vec::new();
-    let mut symbol_parts = Vec::new();
     row_parts(row_pieces, low, high, &mut parts);
-    for &(part_low, part_high, sequence) in &parts {
-        if sequence < 0 && leaf < 0 {
-            continue;
-        }
-        symbols.pieces(part_low, part_high, &mut symbol_parts);
-        for &(symbol_low, symbol_high, symbol) in &symbol_parts {
-            let head = builder.head(leaf, symbol)?;
-            if sequence < 0 {
-                builder.append_bare(symbol_low, symbol_high, head);
-            } else {
-                builder.append_rows(symbol_low, symbol_high, sequence as usize, head)?;
-            }
-        }
-    }
-    Ok(())
+    append_parts(builder, &parts, leaf, |low, high, out| symbols.pieces(low, high, out))
 }
 
 #[cfg(test)]

@@ -1,0 +1,337 @@
+//! The persistent index's interned tables (strings, frames, calling-frame lists, chains) built in
+//! compiled memory: `IndexTables`, the twin of `symbolize/index/indexed.py`'s `_Builder`, which
+//! stays the reference. Hand-written because the tables are the index's own format: ids are given
+//! in the order the reference gives them, so the file written is byte for byte the reference's.
+//!
+//! A compiled unit's chains (`UnitColumns`) are named and interned here without a Python object
+//! per frame (`unit_chains`, applying `formats/dwarf/answers.py`'s `chain_head` policy); any other
+//! table's heads come as Python tuples (`chains`). What this cannot keep identical to the reference
+//! (a string that is not UTF-8 text, an integer past 128 bits, an entry of -1) raises
+//! `IndexTablesDeferred`, and the reference builds the index instead.
+
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+use rustc_hash::FxHashMap;
+
+use super::runs::Frame;
+use super::UnitColumns;
+
+pyo3::create_exception!(
+    _kernels,
+    IndexTablesDeferred,
+    PyException,
+    "The compiled index tables cannot build this index as the reference does: the reference builds it."
+);
+
+/// A frame with its strings interned: (function, file, line, column, start line, start file,
+/// stored entry, discriminator).
+type FrameKey = (u32, u32, i64, i64, i64, u32, u64, i64);
+/// A chain: (function, start line, default file, calling frames, start file, stored entry).
+type ChainKey = (u32, i64, u32, u32, u32, u64);
+
+fn deferred(why: &str) -> PyErr {
+    IndexTablesDeferred::new_err(why.to_owned())
+}
+
+/// An entry as the index stores it: + 1, so that 0 stands for none (`_stored_address`).
+fn stored(address: Option<u128>) -> PyResult<u64> {
+    match address {
+        None => Ok(0),
+        Some(address) => address.checked_add(1).and_then(|stored| u64::try_from(stored).ok()).ok_or_else(|| deferred("an entry past 64 bits")),
+    }
+}
+
+/// A Python int as the compiled tables hold it: 64 bits, signed.
+fn int64(value: PyResult<Bound<'_, PyAny>>) -> PyResult<i64> {
+    value?.extract::<i64>().map_err(|_| deferred("an integer past 64 bits"))
+}
+
+/// A Python entry (None or an address) as the index stores it.
+fn py_entry(value: PyResult<Bound<'_, PyAny>>) -> PyResult<u64> {
+    stored(value?.extract::<Option<u128>>().map_err(|_| deferred("an entry below 0 or past 64 bits"))?)
+}
+
+/// The interned tables of one index being built (see `_Builder` in symbolize/index/indexed.py).
+#[pyclass(module = "symbolize.formats._kernels")]
+#[derive(Default)]
+pub struct IndexTables {
+    string_ids: FxHashMap<Box<str>, u32>,
+    blob: Vec<u8>,
+    offsets: Vec<u64>,
+    frame_ids: FxHashMap<FrameKey, u32>,
+    frames: Vec<FrameKey>,
+    outer_ids: FxHashMap<Vec<u32>, u32>,
+    outer_frames: Vec<u32>,
+    outer_begin: Vec<u32>,
+    chain_ids: FxHashMap<ChainKey, u32>,
+    chains: Vec<ChainKey>,
+    error_text: Vec<u32>,
+}
+
+impl IndexTables {
+    fn intern(&mut self, text: Option<&str>) -> u32 {
+        let Some(text) = text else { return 0 };
+        if let Some(&found) = self.string_ids.get(text) {
+            return found;
+        }
+        self.blob.extend_from_slice(text.as_bytes());
+        self.offsets.push(self.blob.len() as u64);
+        let id = self.offsets.len() as u32 - 2;
+        self.string_ids.insert(text.into(), id);
+        id
+    }
+
+    fn intern_object(&mut self, text: &Bound<'_, PyAny>) -> PyResult<u32> {
+        if text.is_none() {
+            return Ok(0);
+        }
+        let text = text.cast::<PyString>()?;
+        Ok(self.intern(Some(text.to_str().map_err(|_| deferred("a string that is not UTF-8 text"))?)))
+    }
+
+    fn frame(&mut self, key: FrameKey) -> u32 {
+        let next = self.frames.len() as u32;
+        *self.frame_ids.entry(key).or_insert_with(|| {
+            self.frames.push(key);
+            next
+        })
+    }
+
+    fn outer(&mut self, frames: Vec<u32>) -> u32 {
+        if let Some(&found) = self.outer_ids.get(&frames) {
+            return found;
+        }
+        let id = self.outer_ids.len() as u32;
+        self.outer_frames.extend_from_slice(&frames);
+        self.outer_begin.push(self.outer_frames.len() as u32);
+        self.outer_ids.insert(frames, id);
+        id
+    }
+
+    fn chain(&mut self, key: ChainKey) -> u32 {
+        let next = self.chains.len() as u32;
+        *self.chain_ids.entry(key).or_insert_with(|| {
+            self.chains.push(key);
+            next
+        })
+    }
+
+    /// A compiled frame, its function and file replaced where a symbol renames it.
+    fn compiled_frame(&mut self, frame: &Frame, renamed: Option<(Option<&str>, Option<&str>)>) -> PyResult<u32> {
+        let (function, file, line, column, start_line, start_file, start_address, discriminator) = frame;
+        let (function, file) = match renamed {
+            Some(names) => names,
+            None => (function.as_deref(), file.as_deref()),
+        };
+        let key = (self.intern(function), self.intern(file), *line, *column, *start_line,
+                   self.intern(start_file.as_deref()), stored(*start_address)?, *discriminator);
+        Ok(self.frame(key))
+    }
+}
+
+/// `values` in the smallest unsigned type that holds them, clamped to 64 bits (`_narrowest`).
+fn narrowest<'py, T: Copy + Into<i128>>(py: Python<'py>, values: &[T]) -> PyResult<(char, Bound<'py, PyBytes>)> {
+    let clamp = |value: T| value.into().clamp(0, i128::from(u64::MAX)) as u64;
+    let largest = values.iter().copied().map(clamp).max().unwrap_or(0);
+    let (code, size) = match largest {
+        0..=0xff => ('B', 1),
+        0x100..=0xffff => ('H', 2),
+        0x1_0000..=0xffff_ffff => ('I', 4),
+        _ => ('Q', 8),
+    };
+    let bytes = PyBytes::new_with(py, values.len() * size, |buffer| {
+        for (chunk, &value) in buffer.chunks_exact_mut(size).zip(values) {
+            let value = clamp(value);
+            match size {
+                1 => chunk.copy_from_slice(&(value as u8).to_ne_bytes()),
+                2 => chunk.copy_from_slice(&(value as u16).to_ne_bytes()),
+                4 => chunk.copy_from_slice(&(value as u32).to_ne_bytes()),
+                _ => chunk.copy_from_slice(&value.to_ne_bytes()),
+            }
+        }
+        Ok(())
+    })?;
+    Ok((code, bytes))
+}
+
+#[pymethods]
+impl IndexTables {
+    #[new]
+    fn new() -> Self {
+        IndexTables { offsets: vec![0, 0], outer_begin: vec![0], ..Default::default() }
+    }
+
+    /// The string id of `text` (0 for None), interned on first sight.
+    #[pyo3(name = "intern")]
+    fn py_intern(&mut self, text: &Bound<'_, PyAny>) -> PyResult<u32> {
+        self.intern_object(text)
+    }
+
+    /// The text of string `id` (None for 0).
+    fn text(&self, id: usize) -> Option<String> {
+        let (start, end) = (*self.offsets.get(id)?, *self.offsets.get(id + 1)?);
+        (id > 0).then(|| String::from_utf8_lossy(&self.blob[start as usize..end as usize]).into_owned())
+    }
+
+    /// How many strings there are, None's id 0 included.
+    fn string_count(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// The string ids the chains and frames name functions by, sorted, 0 left out.
+    fn name_ids(&self) -> Vec<u32> {
+        let mut names: Vec<u32> = self.chains.iter().map(|chain| chain.0).chain(self.frames.iter().map(|frame| frame.0)).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.retain(|&name| name != 0);
+        names
+    }
+
+    /// Chains 0 to `count - 1`: the gap and the broken regions' errors, no frames (`reserve_chains`).
+    fn reserve_chains(&mut self, count: usize) {
+        let outer = self.outer(Vec::new());
+        self.chains.extend(std::iter::repeat_n((0, 0, 0, outer, 0, 0), count));
+    }
+
+    /// A broken region's error text, the next error's.
+    fn add_error_text(&mut self, text: &Bound<'_, PyAny>) -> PyResult<()> {
+        let id = self.intern_object(text)?;
+        self.error_text.push(id);
+        Ok(())
+    }
+
+    /// The chain id of each of `heads` (tuples as `ChainHead`), in order.
+    fn chains(&mut self, heads: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+        let mut found = Vec::new();
+        let mut outer_by_identity: FxHashMap<usize, u32> = FxHashMap::default();
+        for head in heads.try_iter()? {
+            let head = head?;
+            let head = head.cast::<PyTuple>()?;
+            let outer = head.get_item(2)?;
+            let outer_id = match outer_by_identity.get(&(outer.as_ptr() as usize)) {
+                Some(&id) => id,
+                None => {
+                    let mut frame_ids = Vec::new();
+                    for frame in outer.try_iter()? {
+                        let frame = frame?;
+                        let frame = frame.cast::<PyTuple>()?;
+                        let key = (self.intern_object(&frame.get_item(0)?)?, self.intern_object(&frame.get_item(1)?)?,
+                                   int64(frame.get_item(2))?, int64(frame.get_item(3))?, int64(frame.get_item(4))?,
+                                   self.intern_object(&frame.get_item(5)?)?, py_entry(frame.get_item(6))?,
+                                   int64(frame.get_item(7))?);
+                        frame_ids.push(self.frame(key));
+                    }
+                    let id = self.outer(frame_ids);
+                    outer_by_identity.insert(outer.as_ptr() as usize, id);
+                    id
+                }
+            };
+            let key = (self.intern_object(&head.get_item(0)?)?, int64(head.get_item(1))?,
+                       self.intern_object(&head.get_item(3)?)?, outer_id, self.intern_object(&head.get_item(4)?)?,
+                       py_entry(head.get_item(5))?);
+            found.push(self.chain(key));
+        }
+        Ok(found)
+    }
+
+    /// The chain id of each head of compiled unit `columns`, named as `chain_head` names it with
+    /// `symbols` (the symbol table's `Symbol`s, by the heads' symbol numbers).
+    fn unit_chains(&mut self, columns: &UnitColumns, symbols: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+        let mut found = Vec::with_capacity(columns.head_key_list.len());
+        let mut symbol_names: FxHashMap<i64, (Option<String>, Option<String>)> = FxHashMap::default();
+        // The index's id of each of the unit's calling frames, once interned (not renamed by a symbol).
+        let mut frame_ids_of_unit: Vec<Option<u32>> = vec![None; columns.chains.frames.len()];
+        for &(chain, symbol) in &columns.head_key_list {
+            let covering = if symbol >= 0 {
+                if !symbol_names.contains_key(&symbol) {
+                    let item = symbols.get_item(symbol as usize)?;
+                    let text = |name: &str| -> PyResult<Option<String>> {
+                        let value = item.getattr(name)?;
+                        if value.is_none() {
+                            return Ok(None);
+                        }
+                        Ok(Some(value.cast::<PyString>()?.to_str().map_err(|_| deferred("a string that is not UTF-8 text"))?.to_owned()))
+                    };
+                    symbol_names.insert(symbol, (text("name")?, text("source_file")?));
+                }
+                symbol_names.get(&symbol)
+            } else {
+                None
+            };
+            let key = if chain < 0 {
+                let (name, source) = covering.map(|(name, source)| (name.as_deref(), source.as_deref())).unwrap_or((None, None));
+                let outer = self.outer(Vec::new());
+                (self.intern(name), 0, self.intern(source), outer, 0, 0)
+            } else {
+                let chains = &columns.chains;
+                let ((name, start_line, start_file), entry, outer) = chains
+                    .list
+                    .get(chain as usize)
+                    .ok_or_else(|| PyException::new_err(format!("chain {chain} of {}", chains.list.len())))?;
+                let mut frame_ids = Vec::with_capacity(outer.len());
+                for (position, &frame) in outer.iter().enumerate() {
+                    let calling = &chains.frames[frame as usize];
+                    let id = match covering {
+                        Some((symbol_name, source)) if position + 1 == outer.len() => {
+                            let file = calling.1.as_deref().filter(|file| !file.is_empty()).or(source.as_deref());
+                            self.compiled_frame(calling, Some((symbol_name.as_deref(), file)))?
+                        }
+                        _ => match frame_ids_of_unit[frame as usize] {
+                            Some(id) => id,
+                            None => {
+                                let id = self.compiled_frame(calling, None)?;
+                                frame_ids_of_unit[frame as usize] = Some(id);
+                                id
+                            }
+                        },
+                    };
+                    frame_ids.push(id);
+                }
+                let outer_id = self.outer(frame_ids);
+                let (function, default_file) = match covering {
+                    Some((symbol_name, source)) if outer.is_empty() => (symbol_name.as_deref(), source.as_deref()),
+                    _ => (name.as_deref(), None),
+                };
+                (self.intern(function), *start_line, self.intern(default_file), outer_id,
+                 self.intern(start_file.as_deref()), stored(*entry)?)
+            };
+            found.push(self.chain(key));
+        }
+        Ok(found)
+    }
+
+    /// The tables as the index stores them: name -> (type code, bytes), each array narrowed
+    /// (`_narrowest`); the strings as `str_blob` and `str_offsets`.
+    fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        let chain_column = |at: fn(&ChainKey) -> i128| self.chains.iter().map(at).collect::<Vec<i128>>();
+        let frame_column = |at: fn(&FrameKey) -> i128| self.frames.iter().map(at).collect::<Vec<i128>>();
+        let columns: [(&str, Vec<i128>); 14] = [
+            ("chain_name", chain_column(|chain| chain.0.into())),
+            ("chain_start_line", chain_column(|chain| chain.1.into())),
+            ("chain_file", chain_column(|chain| chain.2.into())),
+            ("chain_outer", chain_column(|chain| chain.3.into())),
+            ("chain_start_file", chain_column(|chain| chain.4.into())),
+            ("chain_start_address", chain_column(|chain| chain.5.into())),
+            ("frame_name", frame_column(|frame| frame.0.into())),
+            ("frame_file", frame_column(|frame| frame.1.into())),
+            ("frame_line", frame_column(|frame| frame.2.into())),
+            ("frame_column", frame_column(|frame| frame.3.into())),
+            ("frame_start_line", frame_column(|frame| frame.4.into())),
+            ("frame_start_file", frame_column(|frame| frame.5.into())),
+            ("frame_start_address", frame_column(|frame| frame.6.into())),
+            ("frame_discriminator", frame_column(|frame| frame.7.into())),
+        ];
+        for (name, values) in columns {
+            out.set_item(name, narrowest(py, &values)?)?;
+        }
+        for (name, values) in [("outer_begin", &self.outer_begin), ("outer_frames", &self.outer_frames),
+                               ("error_text", &self.error_text)] {
+            out.set_item(name, narrowest(py, values)?)?;
+        }
+        out.set_item("str_offsets", narrowest(py, &self.offsets)?)?;
+        out.set_item("str_blob", ('B', PyBytes::new(py, &self.blob)))?;
+        Ok(out)
+    }
+}
