@@ -201,8 +201,28 @@ class AnsweredByRegions:
         """Frames at ``vaddr``, innermost first; [] when nothing covers it."""
         return self._answers().frames_at(vaddr)
 
+    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
+        """:meth:`frames_at` of each vaddr, or the MalformedInputError it raises (a batch of lookups)."""
+        answers = self._answers()
+        many = getattr(answers, "frames_many", None)
+        return many(vaddrs) if many is not None else frames_or_errors(answers.frames_at, vaddrs)
+
     def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
         return self._answers().relative_file_names(vaddr)
+
+
+def frames_or_errors(
+    frames_at: Callable[[int], list[Frame]], vaddrs: Iterable[int]
+) -> list[list[Frame] | MalformedInputError]:
+    """``frames_at`` of each vaddr, or the MalformedInputError it raised: a batch of lookups
+    (``frames_many``) from a source that answers one address at a time."""
+    answers: list[list[Frame] | MalformedInputError] = []
+    for vaddr in vaddrs:
+        try:
+            answers.append(frames_at(vaddr))
+        except MalformedInputError as error:
+            answers.append(error)
+    return answers
 
 
 class _DecodedRegion:
@@ -233,25 +253,53 @@ class AnswerLookup:
 
     def frames_at(self, vaddr: int) -> list[Frame]:
         """Frames at ``vaddr``, innermost first; [] when no region answers for it."""
-        error: MalformedInputError | None = None
-        for tier in self._tiers:
-            for region in tier.holding(vaddr):
-                decoded = self._region(region.key)
-                if decoded.error is None:
-                    try:
-                        run = decoded.runs.run_at(vaddr)
-                    except BrokenSpanError as err:
-                        error = error or err
-                        continue
-                    except MalformedInputError as err:
-                        decoded.runs, decoded.error = RunTable(), err
-                        run = None
-                    if run is not None:
-                        return list(run.frames)
-                error = error or decoded.error
-        if error is not None:
-            raise error
-        return []
+        found = self.frames_many((vaddr,))[0]
+        if isinstance(found, MalformedInputError):
+            raise found
+        return found
+
+    def frames_many(self, vaddrs: Iterable[int]) -> list[list[Frame] | MalformedInputError]:
+        """:meth:`frames_at` of each vaddr, or the error it raises, in one loop: a batch of lookups
+        asks through one call, and the one region of the first tier holding an address (where
+        regions do not overlap, as units rarely do) is found by one bisect."""
+        primary, fallback = self._tiers
+        lows, highs, reach, regions = primary.lows, primary.highs, primary.max_highs, primary.regions
+        in_tier = self._in_tier
+        answers: list[list[Frame] | MalformedInputError] = []
+        for vaddr in vaddrs:
+            position = bisect_right(lows, vaddr) - 1
+            if position < 0:
+                held: list[AnswerRegion] = []
+            elif position == 0 or reach[position - 1] <= vaddr:  # no region before this one holds it
+                held = [regions[position]] if vaddr < highs[position] else []
+            else:
+                held = primary.holding(vaddr)
+            found, error = in_tier(held, vaddr, None)
+            if found is None:
+                found, error = in_tier(fallback.holding(vaddr), vaddr, error)
+            answers.append(found if found is not None else error if error is not None else [])
+        return answers
+
+    def _in_tier(
+        self, held: list[AnswerRegion], vaddr: int, error: MalformedInputError | None
+    ) -> tuple[list[Frame] | None, MalformedInputError | None]:
+        """The frames of the first of regions ``held`` that has a run holding ``vaddr`` (None: none
+        has), and the first error met so far (``error`` before these)."""
+        for region in held:
+            decoded = self._decoded.get(region.key) or self._region(region.key)
+            if decoded.error is None:
+                try:
+                    run = decoded.runs.run_at(vaddr)
+                except BrokenSpanError as err:
+                    error = error or err
+                    continue
+                except MalformedInputError as err:
+                    decoded.runs, decoded.error = RunTable(), err
+                    run = None
+                if run is not None:
+                    return list(run.frames), error
+            error = error or decoded.error
+        return None, error
 
     def _region(self, key: int) -> _DecodedRegion:
         decoded = self._decoded.get(key)
@@ -270,6 +318,7 @@ class _RegionTier:
     def __init__(self, regions: list[AnswerRegion]) -> None:
         self.regions = sorted(regions, key=lambda region: region.low)
         self.lows = [region.low for region in self.regions]
+        self.highs = [region.high for region in self.regions]
         self.max_highs: list[int] = []
         running = 0
         for region in self.regions:

@@ -187,9 +187,16 @@ class SymbolAnswers:
         return self.answers(key)
 
     def frames_at(self, vaddr: int) -> list[Frame]:
+        return self._answer_lookup().frames_at(vaddr)
+
+    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
+        """:meth:`frames_at` of each vaddr, or the MalformedInputError it raises (a batch of lookups)."""
+        return self._answer_lookup().frames_many(vaddrs)
+
+    def _answer_lookup(self) -> AnswerLookup:
         if self._lookup is None:
             self._lookup = AnswerLookup(self.answer_regions(), self.lookup_runs)
-        return self._lookup.frames_at(vaddr)
+        return self._lookup
 
     def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
         """A symbol table's file names (STT_FILE) are as the compiler was given them: none differ."""

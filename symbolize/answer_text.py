@@ -59,35 +59,25 @@ def unknown_json(result: Unknown) -> str:
     return f', "reason": "{result.reason.value}"{detail}'
 
 
-def frame_json(frame: Frame) -> str:
-    # json.dumps of the same dict, spelled out: five times faster, and the frames are many.
-    function = "null" if frame.function is None else encode_basestring_ascii(frame.function)
-    file = "null" if frame.file is None else encode_basestring_ascii(frame.file)
+def frame_json(frame: Frame, quoted: Callable[[str], str] = encode_basestring_ascii) -> str:
+    """``json.dumps`` of the frame's dict, spelled out: five times faster, and the frames are many;
+    ``quoted`` is how a name or file is written (a memo of :func:`encode_basestring_ascii`)."""
+    function = "null" if frame.function is None else quoted(frame.function)
+    file = "null" if frame.file is None else quoted(frame.file)
     return f'{{"function": {function}, "file": {file}, "line": {frame.line}, "column": {frame.column}}}'
+
+
+class _Quoted(dict[str, str]):
+    """Each name and file as JSON writes it, encoded once: the frames of a batch share few of
+    them, and encoding a long path is most of a frame's text."""
+
+    def __missing__(self, text: str) -> str:
+        quoted = self[text] = encode_basestring_ascii(text)
+        return quoted
 
 
 def frame_text(frame: Frame) -> str:
     return f"{frame.function or '??'}\n{frame.file or '??'}:{frame.line}:{frame.column}\n"
-
-
-def answer_lines(
-    texts: Sequence[str], results: Sequence[list[Frame] | Unknown], shown_frame: Callable[[Frame], str], as_json: bool
-) -> Iterator[str]:
-    """One answer per text: ``results`` holds one per text that parses as an address, in order;
-    a non-address is echoed as llvm-symbolizer echoes it."""
-    found = iter(results)
-    for text in texts:
-        vaddr = parse_address(text)
-        result: list[Frame] | Unknown = Unknown(Reason.NOT_AN_ADDRESS) if vaddr is None else next(found)
-        frames = [] if isinstance(result, Unknown) else result
-        if as_json:
-            shown = json.dumps(text) if vaddr is None else f'"{vaddr:#x}"'  # hex needs no escaping
-            why = unknown_json(result) if isinstance(result, Unknown) else ""
-            yield f'{{"address": {shown}, "frames": [{", ".join(map(shown_frame, frames))}]{why}}}\n'
-        elif vaddr is None:
-            yield f"{text}\n"  # llvm-symbolizer's echo: the line alone, no blank line after it
-        else:
-            yield ("".join(map(shown_frame, frames)) if frames else "??\n??:0:0\n") + "\n"
 
 
 class PlainStyle(NamedTuple):
@@ -101,7 +91,7 @@ class PlainStyle(NamedTuple):
     def plain_lines(
         self, texts: Sequence[str], results: Sequence[list[Frame] | Unknown], inlines: bool
     ) -> Iterator[str]:
-        """One answer per text, as :func:`answer_lines` gives; ``results`` are whole chains
+        """One answer per text, as :meth:`AnswerText.render_items` gives; ``results`` are whole chains
         (FrameShaper with inlines) and ``inlines`` says how many of their frames to print."""
         found = iter(results)
         for text in texts:
@@ -153,33 +143,68 @@ class AnswerText:
         self.shaper = shaper
         self.as_json = as_json
         self.style = style or DEFAULT_STYLE
-        self._shown_frame = PerFrame(frame_json if as_json else frame_text)
+        if as_json:
+            quoted = _Quoted().__getitem__
+            self._shown_frame = PerFrame(lambda frame: frame_json(frame, quoted))
+        else:
+            self._shown_frame = PerFrame(frame_text)
 
     def render(self, module: Module, texts: Sequence[str]) -> str:
         """The text printed for ``texts`` (one input line each)."""
+        return self.render_items(module, [input_item(text) for text in texts])
+
+    def render_items(self, module: Module, items: Sequence[int | str]) -> str:
+        """The text printed for input lines already read: an address, or a line that is none
+        (echoed; read again by :func:`parse_address`, as :meth:`render` reads every line)."""
         if self.style != DEFAULT_STYLE and not self.as_json:
-            return self._render_plain(module, texts)
-        compiled = self._compiled(module, texts) if kernels is not None else None
-        if compiled is not None:
-            return compiled
-        return self.render_reference(module, texts)
+            return self._render_plain(module, items)
+        if kernels is not None:
+            compiled = self._compiled(module, items)
+            if compiled is not None:
+                return compiled
+        return self._render_reference(module, items)
 
     def render_reference(self, module: Module, texts: Sequence[str]) -> str:
         """:meth:`render` through the Python path alone (the kernel's reference)."""
-        vaddrs = [vaddr for vaddr in map(parse_address, texts) if vaddr is not None]
-        results = [self.shaper.shape(result) for result in module.lookup(vaddrs)]
-        return "".join(answer_lines(texts, results, self._shown_frame, self.as_json))
+        return self._render_reference(module, [input_item(text) for text in texts])
 
-    def _render_plain(self, module: Module, texts: Sequence[str]) -> str:
+    def _render_reference(self, module: Module, items: Sequence[int | str]) -> str:
+        vaddrs = [item for item in items if not isinstance(item, str)]
+        shape, shown_frame = self.shaper.shape, self._shown_frame
+        found = iter(module.lookup(vaddrs))
+        out: list[str] = []
+        for item in items:
+            if isinstance(item, str):  # no address: echoed
+                if self.as_json:
+                    why = unknown_json(Unknown(Reason.NOT_AN_ADDRESS))
+                    out.append(f'{{"address": {json.dumps(item)}, "frames": []{why}}}\n')
+                else:
+                    out.append(f"{item}\n")  # llvm-symbolizer's echo: the line alone, no blank line after it
+                continue
+            result = shape(next(found))
+            if isinstance(result, Unknown):
+                frames: list[Frame] = []
+                why = unknown_json(result) if self.as_json else ""
+            else:
+                frames, why = result, ""
+            if self.as_json:
+                out.append(f'{{"address": "{item:#x}", "frames": [{", ".join(map(shown_frame, frames))}]{why}}}\n')
+            else:
+                out.append(("".join(map(shown_frame, frames)) if frames else "??\n??:0:0\n") + "\n")
+        return "".join(out)
+
+    def _render_plain(self, module: Module, items: Sequence[int | str]) -> str:
         """A :class:`PlainStyle` other than the default: whole chains, cut as the style asks."""
         from symbolize.shaping import FrameShaper
 
         chains = FrameShaper(self.shaper.mode, True)
-        vaddrs = [vaddr for vaddr in map(parse_address, texts) if vaddr is not None]
+        vaddrs = [item for item in items if not isinstance(item, str)]
         results = [chains.shape(result) for result in module.lookup(vaddrs)]
+        texts = [item if isinstance(item, str) else f"{item:#x}" for item in items]
         return "".join(self.style.plain_lines(texts, results, self.shaper.inlines))
 
-    def _compiled(self, module: Module, texts: Sequence[str]) -> str | None:
+    def _compiled(self, module: Module, items: Sequence[int | str]) -> str | None:
+        """The kernel's text, where every source answers from its index; else None."""
         assert kernels is not None
         sources = list(dict.fromkeys(module.sources))  # a source asked twice answers the same
         runs = [source.compiled_runs() if isinstance(source, IndexedObject) else None for source in sources]
@@ -187,7 +212,7 @@ class AnswerText:
             return None
         try:
             rendered: str | None = kernels.render_lookup_answers(
-                list(texts),
+                [item if isinstance(item, str) else f"{item:#x}" for item in items],
                 runs,
                 as_json=self.as_json,
                 inlines=self.shaper.inlines,
@@ -204,6 +229,12 @@ class AnswerText:
                 assert isinstance(source, IndexedObject)
                 source.give_up_index()
             return None
+
+
+def input_item(text: str) -> int | str:
+    """An input line as :meth:`AnswerText.render_items` takes it: its address, else the line."""
+    vaddr = parse_address(text)
+    return text if vaddr is None else vaddr
 
 
 def _name_shower(mode: DemangleMode) -> Callable[[str, str | None], str]:

@@ -18,6 +18,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Generic, NamedTuple, Protocol, TypeVar, cast
 
+from symbolize.formats.answers import frames_or_errors
 from symbolize.formats.errors import (
     DebugIdMismatchError,
     MalformedInputError,
@@ -178,32 +179,43 @@ class Module:
 
     def lookup(self, vaddrs: Sequence[int]) -> list[list[Frame] | Unknown]:
         """One result per vaddr, in order: frames (innermost first) or Unknown."""
-        results: list[list[Frame] | Unknown] = []
-        sources = self.sources
-        for vaddr in vaddrs:
-            result = self._results.get(vaddr)
-            if result is None:
-                result = self._results[vaddr] = self._lookup_one(vaddr, sources)
-            results.append(result)
-        return results
+        results = self._results
+        asked = [vaddr for vaddr in dict.fromkeys(vaddrs) if vaddr not in results]
+        if asked:
+            self._look_up(asked)
+        return [results[vaddr] for vaddr in vaddrs]
 
-    def _lookup_one(self, vaddr: int, sources: list[Source]) -> list[Frame] | Unknown:
+    def _look_up(self, vaddrs: list[int]) -> None:
+        """Each of ``vaddrs``' result, into the memo: every source asked for all the addresses
+        the sources before it left unnamed, at once where it answers batches (``frames_many``)."""
         # A broken unit in one file should not hide what the next file (often the
         # binary's symbol table) knows; its error is the reason only if nothing names the address.
-        error: MalformedInputError | None = None
-        for source in sources:
-            try:
-                frames = source.frames_at(vaddr)
-            except MalformedInputError as err:
-                error = error or err
+        errors: dict[int, MalformedInputError] = {}
+        results = self._results
+        for source in self.sources:
+            if not vaddrs:
+                return
+            many: Callable[[list[int]], list[list[Frame] | MalformedInputError]] | None
+            many = getattr(source, "frames_many", None)
+            answers = many(vaddrs) if many is not None else frames_or_errors(source.frames_at, vaddrs)
+            unnamed: list[int] = []
+            for vaddr, answer in zip(vaddrs, answers, strict=True):
+                if isinstance(answer, list):
+                    if answer:
+                        results[vaddr] = cast(list[Frame], answer)
+                        continue
+                else:
+                    errors.setdefault(vaddr, cast(MalformedInputError, answer))
+                unnamed.append(vaddr)
+            vaddrs = unnamed
+        for vaddr in vaddrs:
+            error = errors.get(vaddr)
+            if error is not None:
+                results[vaddr] = Unknown(Reason.DAMAGED_DEBUG_INFO, str(error))
                 continue
-            if frames:
-                return frames
-        if error is not None:
-            return Unknown(Reason.DAMAGED_DEBUG_INFO, str(error))
-        reason = self.unnamed_reason()
-        # A server's miss names the file asked for and where: the detail a summary shows for it.
-        return Unknown(reason, self.missed[0].describe() if reason in _SERVER_REASONS else "")
+            reason = self.unnamed_reason()
+            # A server's miss names the file asked for and where: the detail a summary shows for it.
+            results[vaddr] = Unknown(reason, self.missed[0].describe() if reason in _SERVER_REASONS else "")
 
     def unnamed_reason(self) -> Reason:
         """The reason of an address no source names (and none failed on): not covered, or no names at

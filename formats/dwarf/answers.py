@@ -48,6 +48,8 @@ _END = 1 << 65
 _COMPILED_ERRORS: tuple[type[Exception], ...] = (kernels.CompiledDwarfError,) if kernels is not None else ()
 # What a lazy unit raises where the reference must answer the unit.
 _DEFERRED: tuple[type[Exception], ...] = (kernels.CompiledDwarfDeferred,) if kernels is not None else ()
+# How a NamedTuple of fields already in order is made without its Python-level __new__.
+_new_tuple = tuple.__new__
 # Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
 _MEMO_DEPTH = 64
 
@@ -154,10 +156,11 @@ class _CompiledLazyRuns:
     does not read), the Python runs answer it from then on: the spans answered before are ones
     whose runs depend on nothing outside them (:class:`UnitRuns`), so both give the same there."""
 
-    __slots__ = ("_chains", "_fallback", "_heads", "_lazy", "_path", "_python_runs", "_symbols")
+    __slots__ = ("_chains", "_fallback", "_file_names", "_heads", "_lazy", "_path", "_python_runs", "_symbols")
 
     def __init__(self, lazy: LazyUnit, symbols: SymbolIndex, fallback: Callable[[], UnitRuns], path: Path) -> None:
         self._lazy = lazy
+        self._file_names = lazy.file_names  # made once, as the unit was opened
         self._symbols = symbols.symbols
         self._fallback = fallback
         self._path = path
@@ -182,11 +185,13 @@ class _CompiledLazyRuns:
         if head is None:
             head = self._heads[chain, symbol] = chain_head(self._chain(chain) if chain >= 0 else None,
                                                            self._symbols[symbol] if symbol >= 0 else None)
-        file_names = self._lazy.file_names
+        file_names = self._file_names
         file_name = file_names[file] if 0 <= file < len(file_names) else None
-        inner = Frame(head.function, file_name or head.default_file, line, column, head.start_line, head.start_file,
-                      head.start_address, discriminator)
-        return AnswerRun(low, high, (inner, *head.outer))
+        # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per call (most
+        # of an address's cost in this method).
+        inner = _new_tuple(Frame, (head.function, file_name or head.default_file, line, column, head.start_line,
+                                   head.start_file, head.start_address, discriminator))
+        return _new_tuple(AnswerRun, (low, high, (inner, *head.outer)))
 
     def _chain(self, chain: int) -> Chain:
         return named_chain(self._chains, self._lazy, chain)

@@ -72,7 +72,7 @@ class FunctionSymbol(NamedTuple):
 
 def all_function_symbols(headers: ElfHeaders, mini_debug_info: bool = True) -> list[FunctionSymbol]:
     """Every function symbol, one per (name, address) (the preferred one), sorted by address and name."""
-    found: dict[tuple[str, int], FunctionSymbol] = {}
+    found: dict[tuple[int, str], FunctionSymbol] = {}
     sources: list[Iterator[FunctionSymbol]] = [
         _function_symbols(headers, section)
         for section in headers.sections
@@ -82,10 +82,11 @@ def all_function_symbols(headers: ElfHeaders, mini_debug_info: bool = True) -> l
         sources.append(iter(_mini_debug_info_symbols(headers)))
     for source in sources:
         for entry in source:
-            key = (entry.symbol.name, entry.symbol.vaddr)
-            if key not in found or preference(entry) > preference(found[key]):
+            key = (entry.symbol.vaddr, entry.symbol.name)
+            kept = found.get(key)
+            if kept is None or preference(entry) > preference(kept):
                 found[key] = entry
-    return sorted(found.values(), key=lambda e: (e.symbol.vaddr, e.symbol.name))
+    return [found[key] for key in sorted(found)]  # by address, then name: the keys' own order
 
 
 def preference(entry: FunctionSymbol) -> tuple[int, tuple[int, int]]:
@@ -123,6 +124,12 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
     section_ends = [home.sh_addr + home.sh_size for home in homes]
     is_code = [bool(home.sh_flags & SHF_EXECINSTR) for home in homes]
     is_64 = headers.layout.is_64
+    homes_count = len(homes)
+    # The loop below runs once per symbol of the file (thousands): names are cut from the string
+    # table inline (c_string's steps) and the tuples made by tuple.__new__, not by the NamedTuples'
+    # Python-level __new__.
+    new_tuple = tuple.__new__
+    find, strings_size = strings.find, len(strings)
     for position, entry in enumerate(entries):
         if is_64:
             st_name, st_info, _other, st_shndx, st_value, st_size = entry
@@ -136,18 +143,26 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
         if st_shndx == SHN_UNDEF:
             continue
         # Untyped and data symbols name code only where they label it (see the docstring).
-        labels_code = symbol_type in (STT_NOTYPE, STT_OBJECT) and st_shndx < len(is_code) and is_code[st_shndx]
-        if symbol_type != STT_FUNC and symbol_type != STT_GNU_IFUNC and not labels_code:
+        if (
+            symbol_type != STT_FUNC
+            and symbol_type != STT_GNU_IFUNC
+            and (symbol_type > STT_OBJECT or st_shndx >= homes_count or not is_code[st_shndx])
+        ):
             continue
+        if st_name >= strings_size:
+            continue  # no name (c_string's "")
+        end = find(b"\0", st_name)
         # A debug file's .symtab keeps the assembler's symbol versions (``cfree@GLIBC_2.2.5``,
         # ``pthread_create@@GLIBC_2.34``); llvm-symbolizer names the function without them.
-        name = c_string(strings, st_name).partition("@")[0]
+        name = strings[st_name : end if end >= 0 else strings_size].decode("utf-8", "surrogateescape")
+        if "@" in name:
+            name = name.partition("@")[0]
         if not name or (mapping_prefixes and name.startswith(mapping_prefixes)):
             continue
         is_local = st_info >> 4 == STB_LOCAL
-        section_end = section_ends[st_shndx] if st_shndx < len(section_ends) else None
-        symbol = Symbol(name, st_value & thumb_mask, st_size, source_file if is_local else None)
-        yield FunctionSymbol(symbol, is_local, section_end, (rank, position))
+        section_end = section_ends[st_shndx] if st_shndx < homes_count else None
+        symbol = new_tuple(Symbol, (name, st_value & thumb_mask, st_size, source_file if is_local else None))
+        yield new_tuple(FunctionSymbol, (symbol, is_local, section_end, (rank, position)))
 
 
 def _mini_debug_info_symbols(headers: ElfHeaders) -> list[FunctionSymbol]:

@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from symbolize.answer_text import PlainStyle, folded_frame
+from symbolize.answer_text import PlainStyle, folded_frame, input_item
 from symbolize.cli.llvm_input import Query, parse_query
 from symbolize.formats.types import Frame, ObjectFile
 from symbolize.module import Unknown
@@ -56,6 +57,10 @@ if TYPE_CHECKING:
 # The frame llvm-symbolizer prints for an address nothing names.
 _BLANK_FRAME = {"Column": 0, "Discriminator": 0, "FileName": "", "FunctionName": "", "Line": 0,
                 "StartAddress": "", "StartFileName": "", "StartLine": 0}  # fmt: skip
+
+
+# A line that is a plain hex address below 2**64 (what parse_query reads as that address).
+_PLAIN_HEX = re.compile(r"0x[0-9a-fA-F]{1,16}").fullmatch
 
 
 class LlvmOutput(NamedTuple):
@@ -134,18 +139,18 @@ class LlvmAnswers:
 
     def render(self, lines: Sequence[str]) -> str:
         """The text printed for ``lines`` read from stdin: one answer per line."""
-        queries = [parse_query(line, self.output.obj) for line in lines]
         if self._classic_output():
-            return self._render_classic(queries)
+            return self._render_classic(lines)
+        queries = [parse_query(line, self.output.obj) for line in lines]
         return "".join(self.answer(query) + ("\n" if self.output.as_json else "") for query in queries)
 
     def render_arguments(self, words: Sequence[str]) -> str:
         """The text printed for addresses given as arguments: JSON as one array, on one line."""
-        queries = [parse_query(word, self.output.obj) for word in words]
-        if not queries:
+        if not words:
             return ""
         if self._classic_output():
-            return self._render_classic(queries)
+            return self._render_classic(words)
+        queries = [parse_query(word, self.output.obj) for word in words]
         answers = [self.answer(query) for query in queries]
         if self.output.as_json and self.output.style.pretty:
             return json_text([json.loads(answer) for answer in answers], pretty=True) + "\n"
@@ -160,25 +165,30 @@ class LlvmAnswers:
             or output.relative_names or output.verbose or output.context_lines
         )  # fmt: skip
 
-    def _render_classic(self, queries: list[Query]) -> str:
-        assert self.output.obj is not None
-        module = self.open(self.output.obj)
+    def _render_classic(self, lines: Sequence[str]) -> str:
+        obj = self.output.obj
+        assert obj is not None
+        module = self.open(obj)
         if isinstance(module, str):
             return ""
         out: list[str] = []
-        pending: list[str] = []
-        for query in queries:
-            if query.data and query.address is not None and not self.output.our_json:
+        pending: list[int | str] = []  # an address, or a line echoed as llvm-symbolizer 14 does
+        data_text = not self.output.our_json
+        for line in lines:
+            if _PLAIN_HEX(line):  # most lines: parse_query's answer without its steps
+                pending.append(int(line[2:], 16))
+                continue
+            query = parse_query(line, obj)
+            if query.data and query.address is not None and data_text:
                 if pending:
-                    out.append(self._classic.render(module, pending))
+                    out.append(self._classic.render_items(module, pending))
                     pending = []
                 out.append(self._data_text(module, query.address))
-            elif query.address is not None:
-                pending.append(f"{query.address:#x}")
             else:
-                pending.append(query.text)  # echoed, as llvm-symbolizer 14 does
+                # A line that is no address is read again as AnswerText reads any line.
+                pending.append(input_item(query.text) if query.address is None else query.address)
         if pending:
-            out.append(self._classic.render(module, pending))
+            out.append(self._classic.render_items(module, pending))
         return "".join(out)
 
     def answer(self, query: Query) -> str:
