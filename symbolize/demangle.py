@@ -69,6 +69,8 @@ _MAX_NESTING = 256
 # name -> full demangling; bounded, since a library caller may symbolize binary after binary.
 _MEMO_LIMIT = 1 << 18
 _full_names: dict[str, str] = {}
+# A Rust legacy path component -> its decoding (_decode_rust_legacy); bounded as _full_names is.
+_decoded_components: dict[str, str] = {}
 
 _RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
 # The hash of a full Rust legacy name, before any clone suffix LLVM prints (`` (.llvm.123)``).
@@ -203,14 +205,37 @@ def shorten(text: str) -> str:
 
 
 def _decode_rust_legacy(text: str) -> str:
-    def replace(match: re.Match[str]) -> str:
-        escape = match.group(0)
-        if escape in _RUST_ESCAPES:
-            return _RUST_ESCAPES[escape]
-        return chr(int(escape[2:-1], 16))
+    """``text`` with each ``::`` component decoded (:func:`_decoded_component`).
 
-    parts = [part[1:] if part.startswith("_$") else part for part in text.split("::")]
-    return _RUST_ESCAPE.sub(replace, "::".join(parts)).replace("..", "::")
+    Component by component is the same as the whole text at once: no escape and no ``..`` spans
+    a ``::``. It is what makes the memo pay: a Rust program's names share most of their
+    components (``core``, ``Vec$LT$T$C$A$GT$``), and a large one has tens of thousands of names.
+    """
+    decoded = _decoded_components
+    if len(decoded) >= _MEMO_LIMIT:
+        decoded.clear()
+    out = []
+    for component in text.split("::"):
+        found = decoded.get(component)
+        if found is None:
+            found = decoded[component] = _decoded_component(component)
+        out.append(found)
+    return "::".join(out)
+
+
+def _decoded_component(component: str) -> str:
+    """One component of a Rust legacy path as rustc-demangle prints it: a leading ``_`` before an
+    escape dropped, the ``$..$`` escapes decoded, and ``..`` read as ``::``."""
+    if component.startswith("_$"):
+        component = component[1:]
+    return _RUST_ESCAPE.sub(_rust_escape, component).replace("..", "::")
+
+
+def _rust_escape(match: re.Match[str]) -> str:
+    escape = match.group(0)
+    if escape in _RUST_ESCAPES:
+        return _RUST_ESCAPES[escape]
+    return chr(int(escape[2:-1], 16))
 
 
 def _strip(text: str, start: int, closer: str, depth: int) -> tuple[str, int]:

@@ -166,3 +166,17 @@ def test_none_is_identity() -> None:
 def test_any_text_demangles_without_error(name: str) -> None:
     for mode in ("full", "short", "none"):
         assert isinstance(demangle(name, mode), str)
+
+
+_RUST_PATH_PIECES = ["$LT$", "$GT$", "$C$", "$RF$", "$u7b$", "$u20$", "$u2e$"]
+_RUST_PATH_PIECES += ["_$", ".", "..", "::", "a", "$", "u", "_"]
+
+
+@given(st.lists(st.sampled_from(_RUST_PATH_PIECES), max_size=16).map("".join))
+def test_rust_legacy_escapes_decode_as_rustc_demangle_component_by_component(text: str) -> None:
+    # The decoder memoizes each ``::`` component: asked twice (the second answer from the memo),
+    # it gives rustc-demangle's reading of the whole text both times.
+    from symbolize.demangle import _decode_rust_legacy
+
+    assert _decode_rust_legacy(text) == rustc_demangle_escapes(text)
+    assert _decode_rust_legacy(text) == rustc_demangle_escapes(text)
