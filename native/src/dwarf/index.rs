@@ -162,6 +162,19 @@ impl IndexTables {
         IndexTables { offsets: vec![0, 0], outer_begin: vec![0], ..Default::default() }
     }
 
+    /// `_narrowest` of a column of native-endian 64-bit integers (`signed`: int64, else uint64).
+    #[staticmethod]
+    fn narrowest_column<'py>(py: Python<'py>, data: &[u8], signed: bool) -> PyResult<(char, Bound<'py, PyBytes>)> {
+        let values: Vec<i128> = data
+            .chunks_exact(8)
+            .map(|item| {
+                let bytes = item.try_into().expect("chunks of 8");
+                if signed { i128::from(i64::from_ne_bytes(bytes)) } else { i128::from(u64::from_ne_bytes(bytes)) }
+            })
+            .collect();
+        narrowest(py, &values)
+    }
+
     /// The string id of `text` (0 for None), interned on first sight.
     #[pyo3(name = "intern")]
     fn py_intern(&mut self, text: &Bound<'_, PyAny>) -> PyResult<u32> {
