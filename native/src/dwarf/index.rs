@@ -157,6 +157,14 @@ fn narrowest<'py, T: Into<i128>>(
     Ok((code, bytes))
 }
 
+/// Each of `columns` (an array's name and the field of `rows` it holds) narrowed into `out`.
+fn add_columns<K>(out: &Bound<'_, PyDict>, rows: &[K], columns: &[(&str, fn(&K) -> i128)]) -> PyResult<()> {
+    for &(name, at) in columns {
+        out.set_item(name, narrowest(out.py(), rows.iter().map(at))?)?;
+    }
+    Ok(())
+}
+
 #[pymethods]
 impl IndexTables {
     #[new]
@@ -317,18 +325,15 @@ impl IndexTables {
     /// (`_narrowest`); the strings as `str_blob` and `str_offsets`.
     fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
-        let chain_columns: [(&str, fn(&ChainKey) -> i128); 6] = [
+        add_columns(&out, &self.chains, &[
             ("chain_name", |chain| chain.0.into()),
             ("chain_start_line", |chain| chain.1.into()),
             ("chain_file", |chain| chain.2.into()),
             ("chain_outer", |chain| chain.3.into()),
             ("chain_start_file", |chain| chain.4.into()),
             ("chain_start_address", |chain| chain.5.into()),
-        ];
-        for (name, at) in chain_columns {
-            out.set_item(name, narrowest(py, self.chains.iter().map(at))?)?;
-        }
-        let frame_columns: [(&str, fn(&FrameKey) -> i128); 8] = [
+        ])?;
+        add_columns(&out, &self.frames, &[
             ("frame_name", |frame| frame.0.into()),
             ("frame_file", |frame| frame.1.into()),
             ("frame_line", |frame| frame.2.into()),
@@ -337,10 +342,7 @@ impl IndexTables {
             ("frame_start_file", |frame| frame.5.into()),
             ("frame_start_address", |frame| frame.6.into()),
             ("frame_discriminator", |frame| frame.7.into()),
-        ];
-        for (name, at) in frame_columns {
-            out.set_item(name, narrowest(py, self.frames.iter().map(at))?)?;
-        }
+        ])?;
         for (name, values) in [("outer_begin", &self.outer_begin), ("outer_frames", &self.outer_frames),
                                ("error_text", &self.error_text)] {
             out.set_item(name, narrowest(py, values.iter().copied())?)?;
