@@ -152,3 +152,12 @@ def test_an_index_built_with_the_compiled_tables_is_written_as_the_references(tm
     with kernels_in(None, indexed), ElfFile(path) as elf:
         reference = build_index(elf, tmp_path / "reference").read_bytes()
     assert compiled == reference
+
+
+@given(st.sampled_from("qQ").flatmap(lambda code: st.tuples(st.just(code), st.lists(
+    st.integers(-(1 << 63), (1 << 63) - 1) if code == "q" else st.integers(0, (1 << 64) - 1), max_size=40))))
+def test_a_run_column_is_narrowed_as_the_reference_narrows_it(column: tuple[str, list[int]]) -> None:
+    code, values = column
+    expected = indexed._narrowest(array(code, values))
+    found = indexed._CompiledTables(kernels.IndexTables()).narrowest(array(code, values))
+    assert (found.typecode, found.tobytes()) == (expected.typecode, expected.tobytes())

@@ -275,6 +275,10 @@ class _Builder:
     def string_count(self) -> int:
         return len(self.strings.texts)
 
+    def narrowest(self, values: array[int]) -> array[int]:
+        """A run column (64-bit) as the index stores it: :func:`_narrowest`."""
+        return _narrowest(values)
+
     def table_arrays(self) -> dict[str, array[int] | bytes]:
         """The interned tables as the index stores them, each array narrowed (the lists go as
         their arrays come)."""
@@ -310,6 +314,9 @@ class _CompiledTables(_Builder):
     def table_arrays(self) -> dict[str, array[int] | bytes]:
         return {name: data if code == "B" and name == "str_blob" else _from_bytes(code, data)
                 for name, (code, data) in self.tables.arrays().items()}  # fmt: skip
+
+    def narrowest(self, values: array[int]) -> array[int]:
+        return _from_bytes(*self.tables.narrowest_column(values.tobytes(), values.typecode == "q"))
 
 
 def _from_bytes(code: _UnsignedCode, data: bytes) -> array[int]:
@@ -380,7 +387,7 @@ def _laid_out(builder: _Builder, blocks: list[Block]) -> dict[str, array[int] | 
     arrays: dict[str, array[int] | bytes] = builder.table_arrays()
     arrays["name_full"] = _narrowest(name_full)
     for name, values in builder.run_columns.items():
-        arrays[name] = _narrowest(values)
+        arrays[name] = builder.narrowest(values)
     return arrays
 
 

@@ -130,10 +130,13 @@ impl IndexTables {
     }
 }
 
-/// `values` in the smallest unsigned type that holds them, clamped to 64 bits (`_narrowest`).
-fn narrowest<'py, T: Copy + Into<i128>>(py: Python<'py>, values: &[T]) -> PyResult<(char, Bound<'py, PyBytes>)> {
+/// `values` in the smallest unsigned type that holds them, clamped to 64 bits (`_narrowest`); read
+/// twice (their largest, then their bytes), never collected.
+fn narrowest<'py, T: Into<i128>>(
+    py: Python<'py>, values: impl ExactSizeIterator<Item = T> + Clone,
+) -> PyResult<(char, Bound<'py, PyBytes>)> {
     let clamp = |value: T| value.into().clamp(0, i128::from(u64::MAX)) as u64;
-    let largest = values.iter().copied().map(clamp).max().unwrap_or(0);
+    let largest = values.clone().map(clamp).max().unwrap_or(0);
     let (code, size) = match largest {
         0..=0xff => ('B', 1),
         0x100..=0xffff => ('H', 2),
@@ -141,8 +144,7 @@ fn narrowest<'py, T: Copy + Into<i128>>(py: Python<'py>, values: &[T]) -> PyResu
         _ => ('Q', 8),
     };
     let bytes = PyBytes::new_with(py, values.len() * size, |buffer| {
-        for (chunk, &value) in buffer.chunks_exact_mut(size).zip(values) {
-            let value = clamp(value);
+        for (chunk, value) in buffer.chunks_exact_mut(size).zip(values.map(clamp)) {
             match size {
                 1 => chunk.copy_from_slice(&(value as u8).to_ne_bytes()),
                 2 => chunk.copy_from_slice(&(value as u16).to_ne_bytes()),
@@ -155,11 +157,29 @@ fn narrowest<'py, T: Copy + Into<i128>>(py: Python<'py>, values: &[T]) -> PyResu
     Ok((code, bytes))
 }
 
+/// Each of `columns` (an array's name and the field of `rows` it holds) narrowed into `out`.
+fn add_columns<K>(out: &Bound<'_, PyDict>, rows: &[K], columns: &[(&str, fn(&K) -> i128)]) -> PyResult<()> {
+    for &(name, at) in columns {
+        out.set_item(name, narrowest(out.py(), rows.iter().map(at))?)?;
+    }
+    Ok(())
+}
+
 #[pymethods]
 impl IndexTables {
     #[new]
     fn new() -> Self {
         IndexTables { offsets: vec![0, 0], outer_begin: vec![0], ..Default::default() }
+    }
+
+    /// `_narrowest` of a column of native-endian 64-bit integers (`signed`: int64, else uint64).
+    #[staticmethod]
+    fn narrowest_column<'py>(py: Python<'py>, data: &[u8], signed: bool) -> PyResult<(char, Bound<'py, PyBytes>)> {
+        let values = data.chunks_exact(8).map(|item| {
+            let bytes = item.try_into().expect("chunks of 8");
+            if signed { i128::from(i64::from_ne_bytes(bytes)) } else { i128::from(u64::from_ne_bytes(bytes)) }
+        });
+        narrowest(py, values)
     }
 
     /// The string id of `text` (0 for None), interned on first sight.
@@ -305,32 +325,29 @@ impl IndexTables {
     /// (`_narrowest`); the strings as `str_blob` and `str_offsets`.
     fn arrays<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
-        let chain_column = |at: fn(&ChainKey) -> i128| self.chains.iter().map(at).collect::<Vec<i128>>();
-        let frame_column = |at: fn(&FrameKey) -> i128| self.frames.iter().map(at).collect::<Vec<i128>>();
-        let columns: [(&str, Vec<i128>); 14] = [
-            ("chain_name", chain_column(|chain| chain.0.into())),
-            ("chain_start_line", chain_column(|chain| chain.1.into())),
-            ("chain_file", chain_column(|chain| chain.2.into())),
-            ("chain_outer", chain_column(|chain| chain.3.into())),
-            ("chain_start_file", chain_column(|chain| chain.4.into())),
-            ("chain_start_address", chain_column(|chain| chain.5.into())),
-            ("frame_name", frame_column(|frame| frame.0.into())),
-            ("frame_file", frame_column(|frame| frame.1.into())),
-            ("frame_line", frame_column(|frame| frame.2.into())),
-            ("frame_column", frame_column(|frame| frame.3.into())),
-            ("frame_start_line", frame_column(|frame| frame.4.into())),
-            ("frame_start_file", frame_column(|frame| frame.5.into())),
-            ("frame_start_address", frame_column(|frame| frame.6.into())),
-            ("frame_discriminator", frame_column(|frame| frame.7.into())),
-        ];
-        for (name, values) in columns {
-            out.set_item(name, narrowest(py, &values)?)?;
-        }
+        add_columns(&out, &self.chains, &[
+            ("chain_name", |chain| chain.0.into()),
+            ("chain_start_line", |chain| chain.1.into()),
+            ("chain_file", |chain| chain.2.into()),
+            ("chain_outer", |chain| chain.3.into()),
+            ("chain_start_file", |chain| chain.4.into()),
+            ("chain_start_address", |chain| chain.5.into()),
+        ])?;
+        add_columns(&out, &self.frames, &[
+            ("frame_name", |frame| frame.0.into()),
+            ("frame_file", |frame| frame.1.into()),
+            ("frame_line", |frame| frame.2.into()),
+            ("frame_column", |frame| frame.3.into()),
+            ("frame_start_line", |frame| frame.4.into()),
+            ("frame_start_file", |frame| frame.5.into()),
+            ("frame_start_address", |frame| frame.6.into()),
+            ("frame_discriminator", |frame| frame.7.into()),
+        ])?;
         for (name, values) in [("outer_begin", &self.outer_begin), ("outer_frames", &self.outer_frames),
                                ("error_text", &self.error_text)] {
-            out.set_item(name, narrowest(py, values)?)?;
+            out.set_item(name, narrowest(py, values.iter().copied())?)?;
         }
-        out.set_item("str_offsets", narrowest(py, &self.offsets)?)?;
+        out.set_item("str_offsets", narrowest(py, self.offsets.iter().copied())?)?;
         out.set_item("str_blob", ('B', PyBytes::new(py, &self.blob)))?;
         Ok(out)
     }

@@ -11,7 +11,8 @@
 //! What is hand-written here is policy; gimli parses. `unit` (the bases, strings, addresses and
 //! range lists the reference reads its own way), `lines` (file names, the rows that answer),
 //! `tree` (which DIEs are nodes and scopes), `names` (llvm-symbolizer's naming), `runs` (which
-//! function, inline level, row and symbol answer each address).
+//! function, inline level, row and symbol answer each address), `index` (the persistent index's
+//! interned tables, built from the whole units' chains without a Python object per frame).
 //!
 //! The sections are borrowed, not copied (`Section`): the reader hands views of its file's mmap
 //! (or the `bytes` it decompressed or read), and this source reads them through the buffer
