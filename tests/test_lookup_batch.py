@@ -37,7 +37,10 @@ def test_a_line_read_as_plain_hex_is_the_address_parse_query_reads(line: str) ->
         assert parse_query(line, "obj").address == int(line[2:], 16)
 
 
-def _opened(path: Path) -> Module:
+def _opened(name: str) -> Module:
+    path = FIXTURES / name
+    if not path.exists():
+        pytest.skip(f"{path} not built")
     module, _loader = Session(search_paths=[FIXTURES], use_cache=False).open_module(path, None)
     return module
 
@@ -58,14 +61,15 @@ def _one_at_a_time(module: Module, vaddr: int) -> list[Frame] | Unknown:
     return Unknown(module.unnamed_reason())
 
 
+# Each test opens its binary twice per drawn batch: a few dozen batches a binary.
+_A_FEW = settings(max_examples=25, deadline=None)
+
+
 @pytest.mark.parametrize("name", BINARIES)
-@settings(max_examples=25, deadline=None)
+@_A_FEW
 @given(data=st.data())
 def test_a_batch_of_lookups_answers_as_one_address_at_a_time(name: str, data: st.DataObject) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{path} not built")
-    batch, single = _opened(path), _opened(path)  # each with its own readers
+    batch, single = _opened(name), _opened(name)  # each with its own readers
     symbols = [symbol.vaddr for symbol in batch.image.symbols()] or [0x1000]  # type: ignore[attr-defined]
     low, high = min(symbols), max(symbols) + 0x100
     vaddrs = data.draw(st.lists(st.integers(max(0, low - 0x40), high) | st.sampled_from(symbols), max_size=60))
@@ -84,13 +88,10 @@ def _general(lookup: AnswerLookup, vaddr: int) -> list[Frame] | MalformedInputEr
 
 
 @pytest.mark.parametrize("name", [name for name in BINARIES if name != "cdemo-gcc-symtab"])
-@settings(max_examples=25, deadline=None)
+@_A_FEW
 @given(data=st.data())
 def test_the_one_region_shortcut_answers_as_the_overlap_aware_scan(name: str, data: st.DataObject) -> None:
-    path = FIXTURES / name
-    if not path.exists():
-        pytest.skip(f"{path} not built")
-    shortcut, general = (_opened(path).sources[0].reader._answers()._answer_lookup() for _ in range(2))  # type: ignore[attr-defined]
+    shortcut, general = (_opened(name).sources[0].reader._answers()._answer_lookup() for _ in range(2))  # type: ignore[attr-defined]
     edges = [
         edge
         for region in shortcut._tiers[0].regions
