@@ -264,17 +264,31 @@ class AnswerLookup:
         regions do not overlap, as units rarely do) is found by one bisect."""
         primary, fallback = self._tiers
         lows, highs, reach, regions = primary.lows, primary.highs, primary.max_highs, primary.regions
-        in_tier = self._in_tier
+        in_tier, decoded_of = self._in_tier, self._decoded.get
         answers: list[list[Frame] | MalformedInputError] = []
+        found: list[Frame] | None
+        error: MalformedInputError | None
         for vaddr in vaddrs:
             position = bisect_right(lows, vaddr) - 1
             if position < 0:
-                held: list[AnswerRegion] = []
+                found, error = None, None
             elif position == 0 or reach[position - 1] <= vaddr:  # no region before this one holds it
-                held = [regions[position]] if vaddr < highs[position] else []
+                decoded = decoded_of(regions[position].key) if vaddr < highs[position] else None
+                if decoded is not None and decoded.error is None:
+                    # _in_tier's steps for this one region, decoded already (most addresses)
+                    error = None
+                    try:
+                        run = decoded.runs.run_at(vaddr)
+                    except BrokenSpanError as err:
+                        run, error = None, err
+                    except MalformedInputError as err:
+                        decoded.runs, decoded.error = RunTable(), err
+                        run, error = None, err
+                    found = None if run is None else list(run.frames)
+                else:
+                    found, error = in_tier([regions[position]] if vaddr < highs[position] else [], vaddr, None)
             else:
-                held = primary.holding(vaddr)
-            found, error = in_tier(held, vaddr, None)
+                found, error = in_tier(primary.holding(vaddr), vaddr, None)
             if found is None:
                 found, error = in_tier(fallback.holding(vaddr), vaddr, error)
             answers.append(found if found is not None else error if error is not None else [])

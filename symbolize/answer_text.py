@@ -25,7 +25,8 @@ from the Python code here, which is the reference the kernel is tested against
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -59,11 +60,13 @@ def unknown_json(result: Unknown) -> str:
     return f', "reason": "{result.reason.value}"{detail}'
 
 
-def frame_json(frame: Frame, quoted: Callable[[str], str] = encode_basestring_ascii) -> str:
+def frame_json(frame: Frame, quoted: Mapping[str, str] | None = None) -> str:
     """``json.dumps`` of the frame's dict, spelled out: five times faster, and the frames are many;
-    ``quoted`` is how a name or file is written (a memo of :func:`encode_basestring_ascii`)."""
-    function = "null" if frame.function is None else quoted(frame.function)
-    file = "null" if frame.file is None else quoted(frame.file)
+    ``quoted`` gives each name and file as written (:class:`_Quoted`), else each is encoded."""
+    if quoted is None:
+        quoted = _Quoted()
+    function = "null" if frame.function is None else quoted[frame.function]
+    file = "null" if frame.file is None else quoted[frame.file]
     return f'{{"function": {function}, "file": {file}, "line": {frame.line}, "column": {frame.column}}}'
 
 
@@ -143,11 +146,8 @@ class AnswerText:
         self.shaper = shaper
         self.as_json = as_json
         self.style = style or DEFAULT_STYLE
-        if as_json:
-            quoted = _Quoted().__getitem__
-            self._shown_frame = PerFrame(lambda frame: frame_json(frame, quoted))
-        else:
-            self._shown_frame = PerFrame(frame_text)
+        # partial, not a lambda: no Python frame more per frame shown
+        self._shown_frame = PerFrame(partial(frame_json, quoted=_Quoted()) if as_json else frame_text)
 
     def render(self, module: Module, texts: Sequence[str]) -> str:
         """The text printed for ``texts`` (one input line each)."""

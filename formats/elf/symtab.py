@@ -23,7 +23,6 @@ stripped binary dropped; its tables are read one level deep (a payload's own
 
 from __future__ import annotations
 
-import lzma
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -181,6 +180,8 @@ def _mini_debug_info_symbols(headers: ElfHeaders) -> list[FunctionSymbol]:
 
 
 def _unxz(headers: ElfHeaders, data: memoryview, file_offset: int) -> bytes:
+    import lzma  # here: few binaries carry MiniDebugInfo, and every run opening an ELF imported it
+
     decompressor = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
     try:
         payload = decompressor.decompress(data, MAX_DEBUGDATA_SIZE)
