@@ -192,6 +192,16 @@ def _parse_entry(data: bytes, offset: int) -> tuple[int, bool, tuple[tuple[int, 
         attributes.append((attribute, form, implicit))
 
 
+def _filled_first(read: Any) -> Any:
+    """``read`` (a dict method) of a :class:`LazyAbbrevTable`, after filling it."""
+
+    def filled(table: LazyAbbrevTable, *args: Any) -> Any:
+        table._fill()
+        return read(table, *args)
+
+    return filled
+
+
 class LazyAbbrevTable(dict[int, Abbrev]):
     """An abbreviation table parsed whole on its first use past its unit's root entry.
 
@@ -220,33 +230,14 @@ class LazyAbbrevTable(dict[int, Abbrev]):
         self._fill()
         return super().get(code, default)
 
-    def __getitem__(self, code: int) -> Abbrev:
-        self._fill()
-        return super().__getitem__(code)
-
-    def __contains__(self, code: object) -> bool:
-        self._fill()
-        return super().__contains__(code)
-
-    def __iter__(self) -> Any:
-        self._fill()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._fill()
-        return super().__len__()
-
-    def keys(self) -> Any:
-        self._fill()
-        return super().keys()
-
-    def values(self) -> Any:
-        self._fill()
-        return super().values()
-
-    def items(self) -> Any:
-        self._fill()
-        return super().items()
+    # Every other read fills the table first, then reads it as a dict.
+    __getitem__ = _filled_first(dict.__getitem__)
+    __contains__ = _filled_first(dict.__contains__)
+    __iter__ = _filled_first(dict.__iter__)
+    __len__ = _filled_first(dict.__len__)
+    keys = _filled_first(dict.keys)
+    values = _filled_first(dict.values)
+    items = _filled_first(dict.items)
 
 
 def lazy_abbrev_table(
