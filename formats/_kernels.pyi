@@ -9,6 +9,10 @@ from symbolize.formats.dwarf.abbrev import Abbrev, ShapeBytes
 def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes,
                        abbrev: type[Abbrev]) -> tuple[dict[int, Abbrev], int] | None: ...
 
+# Where the abbreviation table at ``offset`` ends, and where its last entry of ``code`` starts after
+# the code (native/src/abbrev.rs), for abbrev.lazy_abbrev_table; None: the reference must parse it.
+def abbrev_table_extent(data: bytes, offset: int, code: int) -> tuple[int, int | None] | None: ...
+
 # The entries of a serialized pprof Profile, counted up to one past ``limit``
 # (native/src/profile_entries.rs), twin of pprof._count_entries.
 def count_profile_entries(data: bytes, limit: int) -> int: ...

@@ -7,11 +7,13 @@ parse from nothing gives.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symbolize.formats.dwarf import constants as c
-from symbolize.formats.dwarf.abbrev import ShapeBytes, parse_abbrev_table
+from symbolize.formats.dwarf.abbrev import ShapeBytes, lazy_abbrev_table, parse_abbrev_table, read_abbrev_table
+from symbolize.formats.native import kernels
 from tests.dwarf_builder import sleb, uleb
 
 # Small numbers, numbers past one LEB128 byte, and the forms that change how an entry is laid out.
@@ -66,3 +68,39 @@ def test_an_implicit_constant_of_zero_last_is_not_taken_for_the_end() -> None:
     first = parse_abbrev_table(data, 0, shapes)
     assert first == parse_abbrev_table(data, 0, shapes) == parse_abbrev_table(data, 0)
     assert sorted(first) == [1, 2, 3]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    entries=st.lists(_entry(), min_size=1, max_size=6),
+    table=st.lists(st.tuples(st.integers(min_value=1, max_value=300), st.integers(min_value=0)), max_size=8),
+    root_code=st.integers(min_value=1, max_value=300),
+    cut=st.integers(min_value=0, max_value=40),
+)
+def test_a_lazy_table_reads_as_the_whole_table(
+    entries: list[bytes], table: list[tuple[int, int]], root_code: int, cut: int
+) -> None:
+    # Where the compiled kernels run, an open reads each unit's root entry alone (LazyAbbrevTable):
+    # it must end where the whole parse ends, answer the root code as the whole table does (the last
+    # entry of a code repeated), read as the whole table once used past it, and leave a table the
+    # whole parse fails on (one cut short) to that parse.
+    if kernels is None:
+        pytest.skip("the lazy table is made where the compiled kernels run")
+    section = b"".join(uleb(code) + entries[pick % len(entries)] for code, pick in table) + b"\x00"
+    for data in (section, section[: max(0, len(section) - cut)]):
+        try:
+            whole, end = read_abbrev_table(data, 0, {})
+        except IndexError:
+            whole = None
+        lazy = lazy_abbrev_table(data, 0, root_code, {})
+        if whole is None:
+            assert lazy is None
+            continue
+        if lazy is None:
+            continue  # left to the whole parse, as the compiled twin leaves it (a number past 64 bits)
+        table_read, lazy_end = lazy
+        assert lazy_end == end
+        assert table_read.get(root_code) == whole.get(root_code)
+        assert not table_read._filled or root_code not in whole
+        assert dict(table_read.items()) == whole
+        assert len(table_read) == len(whole) and sorted(table_read) == sorted(whole)

@@ -10,7 +10,7 @@ skipped with one addition.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.reader import read_sleb, read_uleb
@@ -190,3 +190,68 @@ def _parse_entry(data: bytes, offset: int) -> tuple[int, bool, tuple[tuple[int, 
         if form == implicit_const:
             implicit, offset = read_sleb(data, offset)
         attributes.append((attribute, form, implicit))
+
+
+def _filled_first(read: Any) -> Any:
+    """``read`` (a dict method) of a :class:`LazyAbbrevTable`, after filling it."""
+
+    def filled(table: LazyAbbrevTable, *args: Any) -> Any:
+        table._fill()
+        return read(table, *args)
+
+    return filled
+
+
+class LazyAbbrevTable(dict[int, Abbrev]):
+    """An abbreviation table parsed whole on its first use past its unit's root entry.
+
+    Opening a file reads each unit's root DIE; where the compiled source answers, the rest of the
+    unit's DIEs are read in Rust, so building every entry of every table at open is wasted. The
+    table was walked to its end when this was made (``lazy_abbrev_table``): it parses, and it
+    ends where the whole parse ends, so nothing the reference would raise at open is deferred.
+    """
+
+    __slots__ = ("_data", "_filled", "_offset", "_root", "_shapes")
+
+    def __init__(self, data: bytes, offset: int, shapes: ShapeBytes, root: Abbrev | None) -> None:
+        super().__init__()
+        self._data, self._offset, self._shapes, self._root = data, offset, shapes, root
+        self._filled = False
+
+    def _fill(self) -> None:
+        if not self._filled:
+            self._filled = True
+            super().update(read_abbrev_table(self._data, self._offset, self._shapes)[0])
+
+    def get(self, code: int, default: Any = None) -> Any:
+        root = self._root
+        if not self._filled and root is not None and code == root.code:
+            return root
+        self._fill()
+        return super().get(code, default)
+
+    # Every other read fills the table first, then reads it as a dict.
+    __getitem__ = _filled_first(dict.__getitem__)
+    __contains__ = _filled_first(dict.__contains__)
+    __iter__ = _filled_first(dict.__iter__)
+    __len__ = _filled_first(dict.__len__)
+    keys = _filled_first(dict.keys)
+    values = _filled_first(dict.values)
+    items = _filled_first(dict.items)
+
+
+def lazy_abbrev_table(
+    data: bytes, offset: int, root_code: int, shapes: ShapeBytes
+) -> tuple[LazyAbbrevTable, int] | None:
+    """The table at ``offset`` as a :class:`LazyAbbrevTable` holding only entry ``root_code``, and
+    the offset past its 0 code; None where it must be read whole now (no compiled kernels, or a
+    table the compiled walk leaves to the reference: :func:`read_abbrev_table` raises what it raises)."""
+    if kernels is None:
+        return None
+    extent: tuple[int, int | None] | None = kernels.abbrev_table_extent(data, offset, root_code)
+    if extent is None:
+        return None
+    end, entry = extent
+    # The last entry of the code, as a dict built in table order keeps it.
+    root = Abbrev(root_code, *_parse_entry(data, entry)[:3]) if entry is not None else None
+    return LazyAbbrevTable(data, offset, shapes, root), end

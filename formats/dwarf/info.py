@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from symbolize.formats.dwarf import constants as c
-from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, read_abbrev_table
+from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, lazy_abbrev_table, read_abbrev_table
 from symbolize.formats.dwarf.lines import LineTable, decode_line_table, relative_file_names
 from symbolize.formats.dwarf.ranges import decode_ranges
-from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length
+from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length, read_uleb
 from symbolize.formats.dwarf.scan import (
     SLOT_ABSTRACT_ORIGIN,
     SLOT_CALL_COLUMN,
@@ -314,7 +314,9 @@ class DwarfInfo:
         self._states = states
         return states
 
-    def _abbrevs(self, sections: DwarfSections, offset: int) -> dict[int, Any]:
+    def _abbrevs(self, sections: DwarfSections, offset: int, root_code: int | None = None) -> dict[int, Any]:
+        """The abbreviation table at ``offset``; given the code of the unit's root DIE, parsed whole
+        only on first use past that entry (``LazyAbbrevTable``), where the compiled kernels run."""
         key = (id(sections.abbrev), offset)
         table = self._abbrev_cache.get(key)
         if table is None:
@@ -330,14 +332,20 @@ class DwarfInfo:
                 # Units left unread may cover any address the others do not: those say why.
                 self._unplaced_error = self._unplaced_error or refusal
                 raise DwarfFormatError(refusal)
-            table, end = read_abbrev_table(sections.abbrev, offset, self._abbrev_shapes)
+            lazy = (lazy_abbrev_table(sections.abbrev, offset, root_code, self._abbrev_shapes)
+                    if root_code is not None else None)
+            table, end = lazy if lazy is not None else read_abbrev_table(sections.abbrev, offset, self._abbrev_shapes)
             self._abbrev_cache[key] = table
             self._abbrev_read[key[0]] = read + end - offset
         return table
 
     def _prepare_unit(self, unit: Unit) -> list[tuple[int, int]]:
         """Read the root DIE: bases, line table offset, names, and the unit's address ranges."""
-        unit.abbrevs = self._abbrevs(unit.sections, unit.abbrev_offset)
+        try:
+            root_code: int | None = read_uleb(unit.sections.info, unit.first_die)[0]
+        except _DECODE_ERRORS:
+            root_code = None  # the whole table is read, and the DIE's read says what is wrong
+        unit.abbrevs = self._abbrevs(unit.sections, unit.abbrev_offset, root_code)
         _, values = unit.read_die_attributes(unit.first_die)
         _apply_bases(unit, values)
         bounds = unit.pc_bounds(values)

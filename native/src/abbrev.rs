@@ -149,3 +149,25 @@ pub fn parse_abbrev_table<'py>(
         table.set_item(code, tuple_new.call1((abbrev, fields))?)?;
     }
 }
+
+/// Where the table at `offset` ends (past its 0 code), and where the last entry of code `code`
+/// starts after its code (None: the table has none), without building it: what an open needs of
+/// a unit whose other DIEs the compiled source reads (`formats/dwarf/abbrev.py`
+/// `LazyAbbrevTable`). None where `read_abbrev_table`'s twin would leave the table to the
+/// reference: the reference then parses it, and raises what it raises.
+#[pyfunction]
+pub fn abbrev_table_extent(data: &Bound<'_, PyAny>, offset: u64, code: u64) -> Option<(u64, Option<u64>)> {
+    let bytes = data.cast::<PyBytes>().ok()?.as_bytes();
+    let mut offset = usize::try_from(offset).ok()?;
+    let mut found = None;
+    loop {
+        let (entry_code, next) = uleb(bytes, offset).ok()?;
+        if entry_code == 0 {
+            return Some((next as u64, found));
+        }
+        if entry_code == code {
+            found = Some(next as u64);
+        }
+        (_, _, _, offset) = parse_entry(bytes, next).ok()?;
+    }
+}

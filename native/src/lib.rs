@@ -52,6 +52,7 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 #[pymodule]
 fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(abbrev::parse_abbrev_table, module)?)?;
+    module.add_function(wrap_pyfunction!(abbrev::abbrev_table_extent, module)?)?;
     module.add_function(wrap_pyfunction!(profile_entries::count_profile_entries, module)?)?;
     dwarf::register(module)?;
     warm::register(module)?;
