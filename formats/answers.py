@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from heapq import heappop, heappush
 from itertools import compress, pairwise
 from operator import ne
-from typing import NamedTuple, Protocol, TypeVar, overload
+from typing import Any, NamedTuple, Protocol, TypeVar, overload, runtime_checkable
 
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
@@ -180,7 +180,21 @@ class RegionAnswers(Protocol):
 
     def frames_at(self, vaddr: int) -> list[Frame]: ...
 
+    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
+        """:meth:`frames_at` of each vaddr, or the MalformedInputError it raises."""
+        ...
+
     def relative_file_names(self, vaddr: int) -> Mapping[str, str]: ...
+
+
+@runtime_checkable
+class CompiledChainHeads(Protocol):
+    """A table's chain heads that the index's compiled tables can name and intern themselves
+    (a compiled unit's, formats/dwarf/answers.py), instead of a Frame per calling frame."""
+
+    def compiled_chain_ids(self, tables: Any) -> list[int]:
+        """The index's chain id of each head, interned by ``tables`` (the kernels' IndexTables)."""
+        ...
 
 
 class AnsweredByRegions:
@@ -203,26 +217,10 @@ class AnsweredByRegions:
 
     def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
         """:meth:`frames_at` of each vaddr, or the MalformedInputError it raises (a batch of lookups)."""
-        answers = self._answers()
-        many = getattr(answers, "frames_many", None)
-        return many(vaddrs) if many is not None else frames_or_errors(answers.frames_at, vaddrs)
+        return self._answers().frames_many(vaddrs)
 
     def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
         return self._answers().relative_file_names(vaddr)
-
-
-def frames_or_errors(
-    frames_at: Callable[[int], list[Frame]], vaddrs: Iterable[int]
-) -> list[list[Frame] | MalformedInputError]:
-    """``frames_at`` of each vaddr, or the MalformedInputError it raised: a batch of lookups
-    (``frames_many``) from a source that answers one address at a time."""
-    answers: list[list[Frame] | MalformedInputError] = []
-    for vaddr in vaddrs:
-        try:
-            answers.append(frames_at(vaddr))
-        except MalformedInputError as error:
-            answers.append(error)
-    return answers
 
 
 class _DecodedRegion:

@@ -8,10 +8,12 @@ running process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, cast, runtime_checkable
+
+from symbolize.formats.errors import MalformedInputError
 
 
 class Frame(NamedTuple):
@@ -292,6 +294,11 @@ class SymbolSource(Protocol):
 
     def close(self) -> None: ...
 
+    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
+        """:meth:`frames_at` of each vaddr, or the MalformedInputError it raises: a batch of
+        lookups, answered in one pass where the reader can (an optional capability)."""
+        ...
+
     # Optional capabilities (defaults in ReaderDefaults).
     @property
     def index_kind(self) -> str:
@@ -407,6 +414,9 @@ class ReaderDefaults:
     def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
         return {}
 
+    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
+        return frames_or_errors(cast(SymbolSource, self).frames_at, vaddrs)
+
     universal: bool = False
 
     @property
@@ -429,3 +439,17 @@ class ObjectFile(Image, SymbolSource, Protocol):
 
     Frames lists are innermost first, everywhere.
     """
+
+
+def frames_or_errors(
+    frames_at: Callable[[int], list[Frame]], vaddrs: Iterable[int]
+) -> list[list[Frame] | MalformedInputError]:
+    """``frames_at`` of each vaddr, or the MalformedInputError it raised: a batch of lookups
+    (``frames_many``) from a source that answers one address at a time."""
+    answers: list[list[Frame] | MalformedInputError] = []
+    for vaddr in vaddrs:
+        try:
+            answers.append(frames_at(vaddr))
+        except MalformedInputError as error:
+            answers.append(error)
+    return answers

@@ -40,7 +40,6 @@ from symbolize.cache import has_index, is_indexable, with_index, worth_indexing
 from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, SearchOptions
 from symbolize.discovery.paths import DirectoryListings
 from symbolize.discovery.registry import LookupContext, candidate_paths, locate
-from symbolize.formats.answers import frames_or_errors
 from symbolize.formats.errors import MalformedInputError, NotFoundError, SymbolizeError
 from symbolize.formats.open import open_object
 from symbolize.formats.types import (
@@ -56,6 +55,7 @@ from symbolize.formats.types import (
     SectionSource,
     Symbol,
     SymbolSource,
+    frames_or_errors,
 )
 from symbolize.index.indexed import IndexableSource
 from symbolize.index.job import IndexJob
@@ -243,11 +243,9 @@ class SuppliedSource:
         """:meth:`frames_at` of each vaddr, or the MalformedInputError it raises: through the
         reader's batch where no region has needs left to follow, else one address at a time."""
         pending = self._pending if self._pending is not None else self._list_pending()
-        many = getattr(self.reader, "frames_many", None)
-        if pending or many is None:
+        if pending:
             return frames_or_errors(self.frames_at, vaddrs)
-        answers: list[list[Frame] | MalformedInputError] = many(vaddrs)
-        return answers
+        return self.reader.frames_many(vaddrs)
 
     def _list_pending(self) -> list[tuple[int, int, int, tuple[DebugHint, ...]]]:
         pending = sorted(

@@ -18,7 +18,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Generic, NamedTuple, Protocol, TypeVar, cast
 
-from symbolize.formats.answers import frames_or_errors
 from symbolize.formats.errors import (
     DebugIdMismatchError,
     MalformedInputError,
@@ -41,6 +40,10 @@ class Source(Protocol):
     debug_id: DebugId | None
 
     def frames_at(self, vaddr: int) -> list[Frame]: ...
+
+    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
+        """:meth:`frames_at` of each vaddr, or the MalformedInputError it raises (SymbolSource's capability)."""
+        ...
 
     def debug_info(self) -> DebugInfoSummary: ...
 
@@ -195,17 +198,15 @@ class Module:
         for source in self.sources:
             if not vaddrs:
                 return
-            many: Callable[[list[int]], list[list[Frame] | MalformedInputError]] | None
-            many = getattr(source, "frames_many", None)
-            answers = many(vaddrs) if many is not None else frames_or_errors(source.frames_at, vaddrs)
+            answers = source.frames_many(vaddrs)
             unnamed: list[int] = []
             for vaddr, answer in zip(vaddrs, answers, strict=True):
                 if isinstance(answer, list):
                     if answer:
-                        results[vaddr] = cast(list[Frame], answer)
+                        results[vaddr] = answer
                         continue
                 else:
-                    errors.setdefault(vaddr, cast(MalformedInputError, answer))
+                    errors.setdefault(vaddr, answer)
                 unnamed.append(vaddr)
             vaddrs = unnamed
         for vaddr in vaddrs:

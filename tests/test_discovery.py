@@ -13,7 +13,16 @@ import pytest
 from symbolize.discovery import SearchOptions, find_module, open_module
 from symbolize.formats import ElfFile
 from symbolize.formats.errors import DebugIdMismatchError, MalformedInputError, MissingDebugInfoError
-from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, DebugInfoSummary, Frame, Segment, Symbol
+from symbolize.formats.types import (
+    DebugHint,
+    DebugId,
+    DebugIdKind,
+    DebugInfoSummary,
+    Frame,
+    Segment,
+    Symbol,
+    frames_or_errors,
+)
 from symbolize.loader import Loader
 from symbolize.module import Module, Reason, Unknown
 from tests.fixtures_data import BIN
@@ -174,6 +183,9 @@ class FakeObject:
         if vaddr in self.broken:
             raise MalformedInputError("broken unit", self.path, vaddr)
         return self.frames.get(vaddr, [])
+
+    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
+        return frames_or_errors(self.frames_at, vaddrs)
 
     def close(self) -> None:
         pass

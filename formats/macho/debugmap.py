@@ -37,7 +37,15 @@ from symbolize.formats.answers import AnswerLookup, Block, LazyRuns, RunTable, f
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
 from symbolize.formats.macho.symtab import N_FUN, N_OSO, N_SECT, N_SO, N_STAB, N_TYPE, Nlist, Stab
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
-from symbolize.formats.types import AnswerRegion, AnswerRun, DebugId, DebugInfoSummary, Frame, Symbol
+from symbolize.formats.types import (
+    AnswerRegion,
+    AnswerRun,
+    DebugId,
+    DebugInfoSummary,
+    Frame,
+    Symbol,
+    frames_or_errors,
+)
 
 if TYPE_CHECKING:
     from symbolize.formats.dwarf import DwarfInfo
@@ -318,6 +326,9 @@ class DebugMapSource:
         if self._lookup is None:
             self._lookup = AnswerLookup(self.answer_regions(), self.lookup_runs)
         return self._lookup.frames_at(vaddr)
+
+    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
+        return frames_or_errors(self.frames_at, vaddrs)
 
     def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
         """The relative names of the objects' DWARF are not gathered (their files' names stay whole)."""

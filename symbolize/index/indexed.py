@@ -54,6 +54,7 @@ from symbolize.formats.types import (
     SectionSource,
     Symbol,
     SymbolSource,
+    frames_or_errors,
 )
 from symbolize.index.store import IndexDamagedError, IndexFile
 
@@ -306,9 +307,12 @@ class _CompiledTables(_Builder):
         self.reserve_chains = tables.reserve_chains  # type: ignore[method-assign]
 
     def table_chains(self, table: RunTable) -> Sequence[int]:
+        from symbolize.formats.answers import CompiledChainHeads  # building only, as flatten_answers
+
         heads = table.chain_heads
-        compiled = getattr(heads, "compiled_chain_ids", None)
-        found: list[int] = compiled(self.tables) if compiled is not None else self.tables.chains(heads)
+        if isinstance(heads, CompiledChainHeads):
+            return heads.compiled_chain_ids(self.tables)
+        found: list[int] = self.tables.chains(heads)
         return found
 
     def table_arrays(self) -> dict[str, array[int] | bytes]:
@@ -615,6 +619,9 @@ class IndexedObject:
 
     def supply(self, hint: DebugHint, found: SectionSource | None) -> None:
         self.file.supply(hint, found)
+
+    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
+        return frames_or_errors(self.frames_at, vaddrs)
 
     def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
         """The source's, read from its debug info when asked (``--relativenames`` alone asks): the
