@@ -49,14 +49,22 @@ def test_units_pointing_into_one_long_abbreviation_table_read_a_bounded_part_of_
     DWARF; the units past the cap are reported broken, and their addresses say why."""
     sections, vaddrs = h.abbrev_offsets_apart_case(600)
     spans: list[int] = []
-    read = info_module.read_abbrev_table
+    read, read_lazily = info_module.read_abbrev_table, info_module.lazy_abbrev_table
 
     def recording(data: bytes, offset: int, shapes: Any = None) -> Any:
         table, end = read(data, offset, shapes)
         spans.append(end - offset)
         return table, end
 
+    def recording_lazily(data: bytes, offset: int, root_code: int, shapes: Any = None) -> Any:
+        # Where the kernels run, a table is walked to its end at open and built on first use.
+        found = read_lazily(data, offset, root_code, shapes)
+        if found is not None:
+            spans.append(found[1] - offset)
+        return found
+
     monkeypatch.setattr(info_module, "read_abbrev_table", recording)
+    monkeypatch.setattr(info_module, "lazy_abbrev_table", recording_lazily)
     path = tmp_path / "case.so"
     path.write_bytes(build_elf([*symtab(b"sym"), *(Section("." + n, SHT_PROGBITS, d) for n, d in sections.items())]))
     results = api.lookup(path, vaddrs, use_cache=False)
