@@ -4,8 +4,8 @@
 //! lookups touches a few spans of a unit; building the whole unit's runs (`DwarfUnits.unit_runs`)
 //! and its Python tables cost more than the Python reference's own lazy walk on a large binary.
 //!
-//! The unit borrows the file's sections; `self_cell` keeps both in one Python object without
-//! `unsafe` here. Anything the compiled source leaves to the reference (`Defer`) raises
+//! A file's lazy units borrow its sections; `self_cell` keeps the sections and every lazy unit's
+//! state in one `LazyFile` without `unsafe` here. Anything the compiled source leaves to the reference (`Defer`) raises
 //! `CompiledDwarfDeferred`: the reader then answers that unit with the Python runs from then on.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
