@@ -183,3 +183,25 @@ def test_lazy_units_answer_from_several_threads() -> None:
 
     with ThreadPoolExecutor(4) as pool:
         assert list(pool.map(frames, vaddrs)) == expected
+
+
+def test_lazy_units_of_one_file_keep_their_own_state() -> None:
+    """A file's lazy units share the units they decode (``lazy::LazyFile``) but not their spans
+    and chains: one dropped, another of the same unit answers on, and one opened after it alike."""
+    source = _lookup_case("rustdemo-full", None).source
+    regions = [region for region in source.answer_regions() if region.key >= 0 and region.low < region.high]
+    key = max(regions, key=lambda region: region.high - region.low).key
+    vaddrs = [vaddr for vaddr in _edges(source, most=300)
+              if any(region.key == key and region.low <= vaddr < region.high for region in regions)]
+    assert vaddrs
+    with kernels_in(None, dwarf_answers):
+        reference = source.lookup_runs(key)
+        expected = [reference.run_at(vaddr) for vaddr in vaddrs]
+    first, second = source.lookup_runs(key), source.lookup_runs(key)
+    assert isinstance(first, _CompiledLazyRuns) and isinstance(second, _CompiledLazyRuns)
+    assert [first.run_at(vaddr) for vaddr in vaddrs] == expected
+    del first
+    assert [second.run_at(vaddr) for vaddr in reversed(vaddrs)] == expected[::-1]
+    third = source.lookup_runs(key)
+    assert isinstance(third, _CompiledLazyRuns)
+    assert [third.run_at(vaddr) for vaddr in vaddrs] == expected

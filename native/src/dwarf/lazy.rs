@@ -4,8 +4,8 @@
 //! lookups touches a few spans of a unit; building the whole unit's runs (`DwarfUnits.unit_runs`)
 //! and its Python tables cost more than the Python reference's own lazy walk on a large binary.
 //!
-//! The unit borrows the file's sections; `self_cell` keeps both in one Python object without
-//! `unsafe` here. Anything the compiled source leaves to the reference (`Defer`) raises
+//! A file's lazy units borrow its sections; `self_cell` keeps the sections and every lazy unit's
+//! state in one `LazyFile` without `unsafe` here. Anything the compiled source leaves to the reference (`Defer`) raises
 //! `CompiledDwarfDeferred`: the reader then answers that unit with the Python runs from then on.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -16,11 +16,9 @@ use pyo3::types::{PyList, PyString, PyTuple};
 use rustc_hash::FxHashMap;
 use self_cell::self_cell;
 
-use super::lines::{self, LineTable};
+use super::names::{self, Reached};
 use super::runs::{self, Kept, Run, SymbolBounds};
-use super::tree::{self, Tree};
-use super::unit::UnitData;
-use super::{chain_tuple, CompiledDwarfError, Decided, Sections};
+use super::{chain_tuple, CompiledDwarfError, Decided, Defer, Sections};
 use crate::panic_message;
 
 pyo3::create_exception!(
@@ -30,32 +28,50 @@ pyo3::create_exception!(
     "The compiled DWARF source leaves this unit to the Python reference (the reason is the message)."
 );
 
-struct Decoded<'a> {
-    unit: UnitData<'a>,
-    tree: Tree<'a>,
-    lines: Option<LineTable>,
+/// One lazy unit's decoded parts, what its lookups keep, and, once it was left to the
+/// reference, why: every later call says so again.
+struct Held<'a> {
+    decoded: Reached<'a>,
     kept: Kept<'a>,
-}
-
-self_cell!(
-    struct UnitCell {
-        owner: Arc<Sections>,
-        #[not_covariant]
-        dependent: Decoded,
-    }
-);
-
-/// The unit and, once it was left to the reference, why: every later call says so again.
-struct Held {
-    cell: UnitCell,
     deferred: Option<&'static str>,
 }
 
-/// One unit of a file's DWARF, answering addresses span by span (see the module docstring). Behind
-/// a lock: a long-lived reader (`symbolize serve`) answers from several threads.
+/// A file's lazy units (by slot) and every unit decoded for them (`reached`, by offset): a large
+/// Rust binary's units name their inlined functions through `DW_FORM_ref_addr` into the same
+/// few units, and decoding those once per asking unit was most of a cold lookup's Rust time.
+#[derive(Default)]
+pub(crate) struct Units<'a> {
+    reached: FxHashMap<u64, Reached<'a>>,
+    held: FxHashMap<u64, Held<'a>>,
+    next_slot: u64,
+}
+
+self_cell!(
+    /// The lazy units of one file, borrowing its sections (`DwarfUnits.lazy_unit`).
+    pub(crate) struct LazyFile {
+        owner: Arc<Sections>,
+        #[not_covariant]
+        dependent: Units,
+    }
+);
+
+impl LazyFile {
+    pub(crate) fn shared(sections: &Arc<Sections>) -> Arc<Mutex<LazyFile>> {
+        Arc::new(Mutex::new(LazyFile::new(Arc::clone(sections), |_| Units::default())))
+    }
+}
+
+fn locked(file: &Mutex<LazyFile>) -> std::sync::MutexGuard<'_, LazyFile> {
+    file.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One unit of a file's DWARF, answering addresses span by span (see the module docstring). Its
+/// state is in its file's `LazyFile`, behind a lock: a long-lived reader (`symbolize serve`)
+/// answers from several threads.
 #[pyclass(frozen, module = "symbolize.formats._kernels")]
 pub struct LazyUnit {
-    held: Mutex<Held>,
+    file: Arc<Mutex<LazyFile>>,
+    slot: u64,
     units: Arc<Vec<(u64, u64)>>,
     symbols: Py<SymbolBounds>,
     functions_only: bool,
@@ -70,35 +86,55 @@ fn failed(payload: &(dyn std::any::Any + Send)) -> PyErr {
 
 impl LazyUnit {
     pub(crate) fn open(
-        py: Python<'_>, sections: &Arc<Sections>, units: &Arc<Vec<(u64, u64)>>, symbols: &Py<SymbolBounds>,
+        py: Python<'_>, file: &Arc<Mutex<LazyFile>>, units: &Arc<Vec<(u64, u64)>>, symbols: &Py<SymbolBounds>,
         offset: u64, functions_only: bool,
     ) -> PyResult<Option<Self>> {
-        let built = catch_unwind(AssertUnwindSafe(|| {
-            UnitCell::try_new(Arc::clone(sections), |sections| -> Decided<Decoded<'_>> {
-                let unit = UnitData::load(sections, offset)?;
-                let lines = match unit.stmt_list {
-                    Some(stmt_list) => Some(lines::decode(&unit, stmt_list)?),
-                    None => None,
+        let mut guard = locked(file);
+        let opened = catch_unwind(AssertUnwindSafe(|| {
+            guard.with_dependent_mut(|sections, state| -> Decided<(u64, PyResult<Bound<'_, PyList>>)> {
+                let decoded = match state.reached.get(&offset) {
+                    Some(found) => Arc::clone(found),
+                    None => {
+                        let found = names::decode_unit(sections, offset)?;
+                        state.reached.insert(offset, Arc::clone(&found));
+                        found
+                    }
                 };
-                let tree = tree::scan(&unit)?;
-                let kept = Kept::new(&tree, lines.as_ref());
-                Ok(Decoded { unit, tree, lines, kept })
+                let file_names = match &decoded.2 {
+                    Some(lines) => PyList::new(py, &lines.files),
+                    None => Ok(PyList::empty(py)),
+                };
+                let kept = Kept::new(&decoded.1, decoded.2.as_ref());
+                let slot = state.next_slot;
+                state.next_slot += 1;
+                state.held.insert(slot, Held { decoded, kept, deferred: None });
+                Ok((slot, file_names))
             })
         }))
         .map_err(|payload| failed(payload.as_ref()))?;
-        let Ok(cell) = built else { return Ok(None) };
-        let file_names = cell.with_dependent(|_, decoded| match &decoded.lines {
-            Some(lines) => PyList::new(py, &lines.files),
-            None => Ok(PyList::empty(py)),
-        })?;
+        drop(guard);
+        let Ok((slot, file_names)) = opened else { return Ok(None) };
         Ok(Some(LazyUnit {
-            held: Mutex::new(Held { cell, deferred: None }),
+            file: Arc::clone(file),
+            slot,
             units: Arc::clone(units),
             symbols: symbols.clone_ref(py),
             functions_only,
-            file_names: file_names.unbind(),
+            file_names: file_names?.unbind(),
             strings: Mutex::new(FxHashMap::default()),
         }))
+    }
+}
+
+impl Drop for LazyUnit {
+    /// The unit's state goes with it; the units it reached stay for the file's other lazy units.
+    /// (Dropped while its file is locked, as a collection during `chain` may, the state stays.)
+    fn drop(&mut self) {
+        if let Ok(mut file) = self.file.try_lock() {
+            file.with_dependent_mut(|_, state| {
+                state.held.remove(&self.slot);
+            });
+        }
     }
 }
 
@@ -108,30 +144,34 @@ impl LazyUnit {
     /// symbol or -1); None where the unit gives none. Raises `CompiledDwarfDeferred` where the
     /// reference must answer the unit.
     fn run_at(&self, vaddr: u128) -> PyResult<Option<Run>> {
-        let mut held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(reason) = held.deferred {
-            return Err(CompiledDwarfDeferred::new_err(reason));
-        }
+        let mut file = locked(&self.file);
         let (units, symbols, functions_only) = (&self.units[..], self.symbols.get(), self.functions_only);
         let found = catch_unwind(AssertUnwindSafe(|| {
-            held.cell.with_dependent_mut(|_, decoded| {
-                let Decoded { unit, tree, lines, kept } = decoded;
-                runs::lazy_run_at(unit, tree, lines.as_ref(), units, symbols, functions_only, kept, vaddr)
+            file.with_dependent_mut(|_, state| {
+                let held = state.held.get_mut(&self.slot).expect("a lazy unit's state lives as long as it");
+                if let Some(reason) = held.deferred {
+                    return Err(Defer(reason));
+                }
+                let (unit, tree, lines) = &*held.decoded;
+                let found = runs::lazy_run_at(
+                    unit, tree, lines.as_ref(), units, symbols, functions_only, &mut held.kept, &mut state.reached, vaddr,
+                );
+                if let Err(defer) = &found {
+                    held.deferred = Some(defer.0);
+                }
+                found
             })
         }))
         .map_err(|payload| failed(payload.as_ref()))?;
-        match found {
-            Ok(run) => Ok(run),
-            Err(defer) => {
-                held.deferred = Some(defer.0);
-                Err(CompiledDwarfDeferred::new_err(defer.0))
-            }
-        }
+        found.map_err(|defer| CompiledDwarfDeferred::new_err(defer.0))
     }
 
     /// Chain `chain` as `UnitColumns.chain` gives it.
     fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let held = self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        held.cell.with_dependent(|_, decoded| chain_tuple(py, &decoded.kept.chains, chain, &self.strings))
+        let file = locked(&self.file);
+        file.with_dependent(|_, state| {
+            let held = state.held.get(&self.slot).expect("a lazy unit's state lives as long as it");
+            chain_tuple(py, &held.kept.chains, chain, &self.strings)
+        })
     }
 }

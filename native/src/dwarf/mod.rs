@@ -187,6 +187,7 @@ pub struct DwarfUnits {
     /// (offset, end) of each unit in .debug_info, up to the first header that cannot be read.
     units: Arc<Vec<(u64, u64)>>,
     symbols: Py<SymbolBounds>,
+    lazy: Arc<Mutex<lazy::LazyFile>>,
 }
 
 /// One unit's runs as parallel columns (see `formats/_kernels.pyi`). The chains stay here until
@@ -337,7 +338,9 @@ impl DwarfUnits {
         let units = catch_unwind(AssertUnwindSafe(|| unit_spans(&sections))).map_err(|payload| {
             CompiledDwarfError::new_err(format!("the compiled DWARF reader failed ({})", panic_message(payload.as_ref())))
         })?;
-        Ok(DwarfUnits { sections: Arc::new(sections), units: Arc::new(units), symbols })
+        let sections = Arc::new(sections);
+        let lazy = lazy::LazyFile::shared(&sections);
+        Ok(DwarfUnits { sections, units: Arc::new(units), symbols, lazy })
     }
 
     /// The runs of the unit whose header is at `unit_offset` in .debug_info; None where the
@@ -353,7 +356,7 @@ impl DwarfUnits {
     /// cold lookup's addresses one span at a time (`LazyUnit.run_at`); None where the reference
     /// must decide.
     fn lazy_unit(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Option<lazy::LazyUnit>> {
-        lazy::LazyUnit::open(py, &self.sections, &self.units, &self.symbols, unit_offset, functions_only)
+        lazy::LazyUnit::open(py, &self.lazy, &self.units, &self.symbols, unit_offset, functions_only)
     }
 
     /// Why `unit_runs` leaves the unit to the reference (None: it answers it), for measurement.

@@ -17,7 +17,7 @@ use gimli::AttributeValue;
 use super::lines::LineTable;
 use super::tree::{NodeAttrs, Tree};
 use super::unit::{source_line, Attr, UnitData};
-use super::{Decided, Defer};
+use super::{Decided, Defer, Sections};
 
 const MAX_REFERENCE_DEPTH: u32 = 16;
 
@@ -28,7 +28,7 @@ pub(crate) type Text = Arc<str>;
 pub(crate) type Name = (Option<Text>, i64, Option<Text>);
 
 /// Another unit a name chain reaches (`DW_FORM_ref_addr`): its DIEs, scopes and line table.
-type Reached<'a> = Arc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
+pub(crate) type Reached<'a> = Arc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
 
 /// `DwarfInfo._file_of`: the name of file number `attr` (a DW_AT_decl_file, any constant form but
 /// a flag) in `lines`; None for another form, a number no entry has, or no line table.
@@ -43,10 +43,22 @@ fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>) -> Decided<Option<Text>> 
     Ok(lines.and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at))).and_then(|file| file.as_deref().map(Text::from)))
 }
 
+/// The unit at `offset` as `_index_for` decodes it: its DIEs and line table.
+pub(crate) fn decode_unit<'a>(sections: &'a Sections, offset: u64) -> Decided<Reached<'a>> {
+    let unit = UnitData::load(sections, offset)?;
+    let lines = match unit.stmt_list {
+        Some(stmt_list) => Some(super::lines::decode(&unit, stmt_list)?),
+        None => None,
+    };
+    let tree = super::tree::scan(&unit)?;
+    Ok(Arc::new((unit, tree, lines)))
+}
+
 /// A namer's caches, kept by a lazy unit between lookups.
 #[derive(Default)]
 pub(crate) struct NamerCaches<'a> {
-    reached: FxHashMap<u64, Reached<'a>>,
+    /// Shared by a file's lazy units (`lazy::LazyFile`): they reach the same few units.
+    pub reached: FxHashMap<u64, Reached<'a>>,
     cache: FxHashMap<u64, Name>,
 }
 
@@ -91,13 +103,7 @@ impl<'u, 'a> Namer<'u, 'a> {
         if let Some(found) = self.reached.get(&offset) {
             return Ok(found.clone());
         }
-        let unit = UnitData::load(self.unit.sections, offset)?;
-        let lines = match unit.stmt_list {
-            Some(stmt_list) => Some(super::lines::decode(&unit, stmt_list)?),
-            None => None,
-        };
-        let tree = super::tree::scan(&unit)?;
-        let found = Arc::new((unit, tree, lines));
+        let found = decode_unit(self.unit.sections, offset)?;
         self.reached.insert(offset, found.clone());
         Ok(found)
     }

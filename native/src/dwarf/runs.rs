@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 
 use super::lines::LineTable;
 pub(crate) use super::names::{Name, Text};
-use super::names::{Namer, NamerCaches};
+use super::names::{Namer, NamerCaches, Reached};
 use super::unit::UnitData;
 use super::tree::Tree;
 use super::{Decided, Defer};
@@ -548,8 +548,10 @@ pub(crate) fn lazy_run_at<'a>(
     symbols: &SymbolBounds,
     functions_only: bool,
     kept: &mut Kept<'a>,
+    reached: &mut FxHashMap<u64, Reached<'a>>,
     vaddr: u128,
 ) -> Decided<Option<Run>> {
+    kept.namer.reached = std::mem::take(reached);
     let namer = Namer::with_caches(unit, tree, lines, units, std::mem::take(&mut kept.namer));
     let mut builder = Builder {
         tree,
@@ -573,6 +575,7 @@ pub(crate) fn lazy_run_at<'a>(
     kept.head_keys = std::mem::take(&mut builder.columns.head_keys);
     kept.chains = std::mem::take(&mut builder.columns.chains);
     kept.namer = builder.namer.take_caches();
+    *reached = std::mem::take(&mut kept.namer.reached);
     found
 }
 
