@@ -198,6 +198,12 @@ class SymbolAnswers:
             self._lookup = AnswerLookup(self.answer_regions(), self.lookup_runs)
         return self._lookup
 
+    def close(self) -> None:
+        """Drop what lookups decoded. The lookup holds this object's own ``lookup_runs``: left to
+        that cycle, the decoded runs (and the compiled source's views of the file's mapping, which
+        keep the mapping and its descriptor) would outlive the file's ``close()`` until a collection."""
+        self._lookup = None
+
     def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
         """A symbol table's file names (STT_FILE) are as the compiler was given them: none differ."""
         return {}

@@ -27,6 +27,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
@@ -217,6 +218,10 @@ class DwarfSymbolAnswers(SymbolAnswers):
         self._bounds: tuple[SymbolBounds | None] | None = None
         self._compiled: tuple[DwarfUnits | None] | None = None
 
+    def close(self) -> None:
+        super().close()
+        self._compiled = None  # the compiled source and, through it, its views of the file
+
     def answer_regions(self) -> list[AnswerRegion]:
         """The units' regions and the symbol table's; DWARF that cannot be read at all (a section
         past its file, a first unit without a length) leaves the symbol table answering, and its
@@ -283,7 +288,11 @@ class DwarfSymbolAnswers(SymbolAnswers):
                 except _COMPILED_ERRORS as error:
                     raise MalformedInputError(f"compile unit at {state.unit.offset:#x}: {error}", self.path) from error
                 if lazy is not None:
-                    return _CompiledLazyRuns(lazy, self.symbols, lambda: self._unit(key, whole=False), self.path)
+                    # The fallback holds what it needs, not this object: the lazy runs sit in this
+                    # object's lookup, and a cycle through it would keep the compiled source, and
+                    # with it the file's mapping and descriptor, open after close() until a collection.
+                    fallback = partial(_unit_runs, self.dwarf, key, self.symbols, self.path, self.functions_only)
+                    return _CompiledLazyRuns(lazy, self.symbols, fallback, self.path)
         return self._unit(key, whole=False)
 
     def _compiled_runs(self, key: int) -> RunTable | None:
@@ -320,10 +329,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         return self._compiled[0]
 
     def _unit(self, key: int, whole: bool) -> UnitRuns:
-        state = self.dwarf._load_units()[key]
-        if not self.dwarf._ensure_decoded(state, whole):
-            raise MalformedInputError(state.error or "unit cannot be decoded", self.path)
-        return UnitRuns(self.dwarf, state, self.symbols, self.path, self.functions_only)
+        return _unit_runs(self.dwarf, key, self.symbols, self.path, self.functions_only, whole)
 
     def _symbol_bounds(self) -> SymbolBounds | None:
         """The symbol table's starts and stops for the compiled source, read once per file."""
@@ -336,6 +342,15 @@ class DwarfSymbolAnswers(SymbolAnswers):
                 self._bounds = (None,)  # a bound past 128 bits (hostile sizes): the sweep in Python
         return self._bounds[0]
 
+
+def _unit_runs(
+    dwarf: DwarfInfo, key: int, symbols: SymbolIndex, path: Path, functions_only: bool, whole: bool = False
+) -> UnitRuns:
+    """Unit ``key``'s runs from the Python reader, the unit decoded (``whole``: all of it) first."""
+    state = dwarf._load_units()[key]
+    if not dwarf._ensure_decoded(state, whole):
+        raise MalformedInputError(state.error or "unit cannot be decoded", path)
+    return UnitRuns(dwarf, state, symbols, path, functions_only)
 
 class UnitRuns:
     """The runs of one decoded unit: all at once (:meth:`all_runs`) or by top-level function (``run_at``).

@@ -124,6 +124,8 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
     def close(self) -> None:
         self._decoded.clear()
         self._dwarf = None
+        if self._answer_source is not None:
+            self._answer_source.close()
         self._answer_source = None
         if self._map is not None:
             try:

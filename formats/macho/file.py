@@ -122,6 +122,8 @@ class MachOFile(AnsweredByRegions, ReaderDefaults):
     def close(self) -> None:
         self._dwarf = None
         self._debug_map = None
+        if self._answer_source is not None:
+            self._answer_source.close()
         self._answer_source = None
         if self._map is not None:
             # A view may still be held (by an error's traceback): the mmap is freed with it.

@@ -428,6 +428,8 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
 
     def close(self) -> None:
         self._dwarf = None
+        if self._answer_source is not None:
+            self._answer_source.close()
         self._answer_source = None
         self._decoded.clear()
 
