@@ -272,17 +272,8 @@ class AnswerLookup:
                 found, error = None, None
             elif position == 0 or reach[position - 1] <= vaddr:  # no region before this one holds it
                 decoded = decoded_of(regions[position].key) if vaddr < highs[position] else None
-                if decoded is not None and decoded.error is None:
-                    # _in_tier's steps for this one region, decoded already (most addresses)
-                    error = None
-                    try:
-                        run = decoded.runs.run_at(vaddr)
-                    except BrokenSpanError as err:
-                        run, error = None, err
-                    except MalformedInputError as err:
-                        decoded.runs, decoded.error = RunTable(), err
-                        run, error = None, err
-                    found = None if run is None else list(run.frames)
+                if decoded is not None:  # the one region holding it, decoded already (most addresses)
+                    found, error = _frames_in(decoded, vaddr)
                 else:
                     found, error = in_tier([regions[position]] if vaddr < highs[position] else [], vaddr, None)
             else:
@@ -298,19 +289,10 @@ class AnswerLookup:
         """The frames of the first of regions ``held`` that has a run holding ``vaddr`` (None: none
         has), and the first error met so far (``error`` before these)."""
         for region in held:
-            decoded = self._decoded.get(region.key) or self._region(region.key)
-            if decoded.error is None:
-                try:
-                    run = decoded.runs.run_at(vaddr)
-                except BrokenSpanError as err:
-                    error = error or err
-                    continue
-                except MalformedInputError as err:
-                    decoded.runs, decoded.error = RunTable(), err
-                    run = None
-                if run is not None:
-                    return list(run.frames), error
-            error = error or decoded.error
+            found, met = _frames_in(self._region(region.key), vaddr)
+            if found is not None:
+                return found, error
+            error = error or met
         return None, error
 
     def _region(self, key: int) -> _DecodedRegion:
@@ -322,6 +304,22 @@ class AnswerLookup:
                 decoded = _DecodedRegion(error=err)
             self._decoded[key] = decoded
         return decoded
+
+
+def _frames_in(decoded: _DecodedRegion, vaddr: int) -> tuple[list[Frame] | None, MalformedInputError | None]:
+    """The frames of ``decoded``'s run holding ``vaddr`` (None: no run does), and the error that
+    kept it from answering: the region's, or a broken span's (that address's alone). A region whose
+    lazy runs break past their first use is broken from then on."""
+    if decoded.error is not None:
+        return None, decoded.error
+    try:
+        run = decoded.runs.run_at(vaddr)
+    except BrokenSpanError as err:
+        return None, err
+    except MalformedInputError as err:
+        decoded.runs, decoded.error = RunTable(), err
+        return None, err
+    return (None if run is None else list(run.frames)), None
 
 
 class _RegionTier:

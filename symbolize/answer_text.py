@@ -200,8 +200,7 @@ class AnswerText:
         chains = FrameShaper(self.shaper.mode, True)
         vaddrs = [item for item in items if not isinstance(item, str)]
         results = [chains.shape(result) for result in module.lookup(vaddrs)]
-        texts = [item if isinstance(item, str) else f"{item:#x}" for item in items]
-        return "".join(self.style.plain_lines(texts, results, self.shaper.inlines))
+        return "".join(self.style.plain_lines(_item_texts(items), results, self.shaper.inlines))
 
     def _compiled(self, module: Module, items: Sequence[int | str]) -> str | None:
         """The kernel's text, where every source answers from its index; else None."""
@@ -212,7 +211,7 @@ class AnswerText:
             return None
         try:
             rendered: str | None = kernels.render_lookup_answers(
-                [item if isinstance(item, str) else f"{item:#x}" for item in items],
+                _item_texts(items),
                 runs,
                 as_json=self.as_json,
                 inlines=self.shaper.inlines,
@@ -235,6 +234,11 @@ def input_item(text: str) -> int | str:
     """An input line as :meth:`AnswerText.render_items` takes it: its address, else the line."""
     vaddr = parse_address(text)
     return text if vaddr is None else vaddr
+
+
+def _item_texts(items: Sequence[int | str]) -> list[str]:
+    """Each item as the input line it stands for: an address in hex, anything else as it came."""
+    return [item if isinstance(item, str) else f"{item:#x}" for item in items]
 
 
 def _name_shower(mode: DemangleMode) -> Callable[[str, str | None], str]:
