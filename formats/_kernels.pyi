@@ -2,13 +2,6 @@
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from symbolize.formats.dwarf.abbrev import Abbrev, ShapeBytes
-
-# An abbreviation table and the offset past it (native/src/abbrev.rs), twin of
-# abbrev._parse_abbrev_table; None: the reference must parse it.
-def parse_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes,
-                       abbrev: type[Abbrev]) -> tuple[dict[int, Abbrev], int] | None: ...
-
 # Where the abbreviation table at ``offset`` ends, and where its last entry of ``code`` starts after
 # the code (native/src/abbrev.rs), for abbrev.lazy_abbrev_table; None: the reference must parse it.
 def abbrev_table_extent(data: bytes, offset: int, code: int) -> tuple[int, int | None] | None: ...

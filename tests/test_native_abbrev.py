@@ -1,13 +1,13 @@
-"""The compiled abbreviation-table parser (``native/src/abbrev.rs``) against its Python reference,
-``abbrev._parse_abbrev_table``.
+"""The compiled walk to an abbreviation table's end (``native/src/abbrev.rs``) against the
+reference, ``abbrev.read_abbrev_table``.
 
-``abbrev.read_abbrev_table`` runs the kernel and, where it returns None, the reference: so the
-table it returns, where it says the table ends, the entries it leaves in the ``shapes`` memo,
-and any error it raises must be the reference's. Checked on every table of every fixture binary
-(one memo across a file's tables, as ``DwarfInfo`` shares it, and the kernel deciding every one
-of them itself), on hypothesis-made tables (codes, tags, attributes and forms past 64 bits,
-implicit constants at the edges of ``i64``, padded LEB128, duplicate codes, cut short) and on
-hypothesis-mutated fixture tables.
+``abbrev.lazy_abbrev_table`` takes the walk's end and root entry where it answers, and the
+reference parses the table whole where it returns None: so where the walk answers, the reference
+must parse the table (not raise), end where it ends and hold the same entry under the root code
+(the last of a repeated code). Checked on every table of every fixture binary (where the walk must
+answer: real tables are what it is for), on hypothesis-made tables (codes, tags, attributes and
+forms past 64 bits, implicit constants at the edges of ``i64``, padded LEB128, duplicate codes,
+cut short) and on hypothesis-mutated fixture tables.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from symbolize.formats.dwarf import abbrev
 from symbolize.formats.dwarf import constants as c
-from symbolize.formats.dwarf.abbrev import Abbrev, ShapeBytes
 from tests.dwarf_builder import sleb, uleb
 from tests.fixtures_data import BIN
 from tests.kernel_twins import OBJECT_FILES, kernels_in, object_units
@@ -31,21 +30,24 @@ _kernels = pytest.importorskip("symbolize.formats._kernels", reason="the compile
 FIXTURES = BIN.parent
 
 
-def _outcome(compiled: bool, data: bytes, offset: int, shapes: ShapeBytes) -> tuple[object, ...]:
-    """What a parse returned, or raised, and the memo it left (a copy of ``shapes``, which it fills)."""
+def _assert_alike(data: bytes, offset: int, root_code: int | None = None) -> bool:
+    """Whether the walk answered for the table at ``offset``; where it did, it answers as the reference."""
     try:
-        with kernels_in(_kernels if compiled else None, abbrev):
-            table, end = abbrev.read_abbrev_table(data, offset, shapes)
-    except Exception as error:  # any type: the two must raise the same one
-        return ("raised", type(error), str(error), shapes)
-    # Values and their order, each entry an Abbrev, and where the table ends.
-    return ("returned", list(table.items()), [type(entry) for entry in table.values()], end, shapes)
-
-
-def _assert_alike(data: bytes, offset: int, shapes: ShapeBytes | None = None) -> None:
-    compiled = _outcome(True, data, offset, dict(shapes or {}))
-    reference = _outcome(False, data, offset, dict(shapes or {}))
-    assert compiled == reference
+        whole, end = abbrev.read_abbrev_table(data, offset, {})
+    except IndexError:
+        whole = None
+    with kernels_in(_kernels, abbrev):
+        # The first code of the table and one it lacks, unless one is asked.
+        codes = [root_code] if root_code is not None else [*list(whole or {})[:1], 1 << 40]
+        for code in codes:
+            lazy = abbrev.lazy_abbrev_table(data, offset, code, {})
+            if lazy is None:
+                return False
+            assert whole is not None, "the walk answered where the reference raises"
+            table, lazy_end = lazy
+            assert lazy_end == end
+            assert table.get(code) == whole.get(code)
+    return True
 
 
 @cache
@@ -57,17 +59,13 @@ def _fixture_tables(path: Path) -> tuple[tuple[bytes, int], ...]:
 
 
 @pytest.mark.parametrize("path", OBJECT_FILES, ids=lambda path: str(path.relative_to(FIXTURES)))
-def test_every_fixture_table_parses_alike(path: Path) -> None:
+def test_every_fixture_table_walks_alike(path: Path) -> None:
     tables = _fixture_tables(path)
     if not tables:
         pytest.skip("no DWARF units")
-    compiled_shapes: ShapeBytes = {}
-    reference_shapes: ShapeBytes = {}
     for data, offset in tables:
-        compiled = _outcome(True, data, offset, compiled_shapes)
-        assert compiled == _outcome(False, data, offset, reference_shapes)
-        # The kernel parsed it itself: real tables hold nothing it hands back.
-        assert _kernels.parse_abbrev_table(data, offset, dict(compiled_shapes), Abbrev) is not None
+        # The walk answered itself: real tables hold nothing it leaves to the reference.
+        assert _assert_alike(data, offset)
 
 
 _EDGES = [0, 1, 0x7F, 0x80, 0x3FFF, (1 << 32), (1 << 63) - 1, 1 << 63, (1 << 64) - 1, 1 << 64, 1 << 70]
@@ -104,12 +102,9 @@ def _table(draw: st.DrawFn) -> bytes:
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(table=_table(), prefix=st.binary(max_size=3), memo=st.booleans())
-def test_made_tables_parse_alike(table: bytes, prefix: bytes, memo: bool) -> None:
-    shapes: ShapeBytes = {}
-    if memo:  # a memo filled by another table of the same bytes, as DwarfInfo shares one
-        _outcome(False, table, 0, shapes)
-    _assert_alike(prefix + table, len(prefix), shapes)
+@given(table=_table(), prefix=st.binary(max_size=3), root_code=st.one_of(st.none(), st.integers(0, 0x90)))
+def test_made_tables_walk_alike(table: bytes, prefix: bytes, root_code: int | None) -> None:
+    _assert_alike(prefix + table, len(prefix), root_code)
 
 
 MUTATED_CASES = ("cppdemo-gcc-dwarf5-pie", "cppdemo-clang-dwarf4-pie", "rustdemo-full")
@@ -117,7 +112,7 @@ MUTATED_CASES = ("cppdemo-gcc-dwarf5-pie", "cppdemo-clang-dwarf4-pie", "rustdemo
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), case=st.sampled_from(MUTATED_CASES))
-def test_mutated_fixture_tables_parse_alike(data: st.DataObject, case: str) -> None:
+def test_mutated_fixture_tables_walk_alike(data: st.DataObject, case: str) -> None:
     tables = _fixture_tables(BIN / case)
     section, offset = data.draw(st.sampled_from(tables))
     mutated = bytearray(section)

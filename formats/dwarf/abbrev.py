@@ -113,31 +113,15 @@ def read_abbrev_table(data: bytes, offset: int, shapes: ShapeBytes | None = None
     """The table at ``offset`` up to its terminating 0 code, and the offset past that code (what
     a file's tables cost to read is bounded by the bytes they span: see DwarfInfo).
 
-    By the compiled twin where built (``native/src/abbrev.rs``): the same table, end and entries
-    left in ``shapes``, or None where this function must parse (a table that runs off the
-    section, a number past 64 bits).
-    """
-    if shapes is None:
-        shapes = {}
-    if kernels is not None:
-        parsed: tuple[dict[int, Abbrev], int] | None = kernels.parse_abbrev_table(data, offset, shapes, Abbrev)
-        if parsed is not None:
-            return parsed
-    return _parse_abbrev_table(data, offset, shapes)
-
-
-def _parse_abbrev_table(
-    data: bytes, offset: int, shapes: ShapeBytes | None = None
-) -> tuple[dict[int, Abbrev], int]:
-    """The reference :func:`read_abbrev_table`: the table at ``offset`` up to its terminating 0
-    code, and the offset past that code.
-
     ``shapes`` remembers entries already parsed, by their bytes, across the tables of a file:
     each unit's table repeats most of the others' entries under other codes, and looking an
     entry up by its bytes up to the first two zero bytes (where the attribute list usually
     ends) costs far less than decoding it. A match is exact by construction, since the same
     bytes decode the same way; an entry whose first two zero bytes are not its end (an
     implicit constant of 0 last) is simply decoded each time.
+
+    No compiled twin: where the kernels run, an open reads each table's end and root entry alone
+    (:func:`lazy_abbrev_table`), and a whole table is built only for the reference's own reads.
 
     Raises IndexError on a table that runs off the section; the caller wraps it.
     """
@@ -245,8 +229,9 @@ def lazy_abbrev_table(
 ) -> tuple[LazyAbbrevTable, int] | None:
     """The table at ``offset`` as a :class:`LazyAbbrevTable` holding only entry ``root_code``, and
     the offset past its 0 code; None where it must be read whole now (no compiled kernels, or a
-    table the compiled walk leaves to the reference: :func:`read_abbrev_table` raises what it raises)."""
-    if kernels is None:
+    table the compiled walk leaves to the reference: :func:`read_abbrev_table` raises what it raises;
+    a root code past 64 bits, which no table the walk reads holds)."""
+    if kernels is None or root_code >> 64:
         return None
     extent: tuple[int, int | None] | None = kernels.abbrev_table_extent(data, offset, root_code)
     if extent is None:

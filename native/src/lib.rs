@@ -7,8 +7,8 @@
 //!   the index and lazy units for cold lookups, and leaves to the Python reference what it is not
 //!   sure of. The fine-grained DWARF kernels it replaced (the DIE walk, skip tables, line program
 //!   and header, range lists, the whole-unit sweep) are gone: only the reference's fallback ran them.
-//! - `abbrev`: twin of the abbreviation table parser, which every open runs on every unit (the
-//!   unit list and root DIEs are read in Python); no crate returns the reference's `Abbrev` tuples.
+//! - `abbrev`: where each abbreviation table ends, which every open walks on every unit (the unit
+//!   list and root DIEs are read in Python); gimli's table parser does not say.
 //! - `profile_entries`: the entry count of a large pprof message, the cap checked before decoding
 //!   it; a walk over the protobuf wire format, which no protobuf crate offers without decoding.
 //! - `warm*`: the warm path over our own index format; `pdb_*`: PDB module streams and public
@@ -51,7 +51,6 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 #[pymodule]
 fn _kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_function(wrap_pyfunction!(abbrev::parse_abbrev_table, module)?)?;
     module.add_function(wrap_pyfunction!(abbrev::abbrev_table_extent, module)?)?;
     module.add_function(wrap_pyfunction!(profile_entries::count_profile_entries, module)?)?;
     dwarf::register(module)?;
