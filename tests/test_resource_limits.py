@@ -159,6 +159,27 @@ def test_fixture_profiles_count_what_protobuf_decodes(path: Path, monkeypatch: p
 
 
 @pytest.mark.skipif(kernels is None, reason="the compiled kernels are not built or not used")
+@pytest.mark.parametrize(
+    ("data", "count"),
+    [
+        # string_table "", a location {id 1, line {}, line {}}, a sample {label {}}, a field 9.
+        (bytes.fromhex("3200 2206 0801 2200 2200 1202 1a00 4805"), 6),
+        # A location whose 1-byte body starts a key that runs on past it: not a line.
+        (bytes.fromhex("2201 a200 3200"), 1),
+        # A location whose 2-byte body is an empty line.
+        (bytes.fromhex("2202 2200"), 2),
+        # A key, then a length, past 64 bits: the walk ends.
+        (bytes.fromhex("fa" + "ff" * 9 + "7f 00 3200"), 1),
+        (bytes.fromhex("32 ffffffffffffffffff7f 3200"), 1),
+    ],
+)
+def test_compiled_count_at_the_edges_of_the_wire_format(data: bytes, count: int) -> None:
+    assert kernels is not None
+    assert kernels.count_profile_entries(data, 100) == pprof._count_entries(data, 100) == count
+    assert kernels.count_profile_entries(data, 2) == pprof._count_entries(data, 2)
+
+
+@pytest.mark.skipif(kernels is None, reason="the compiled kernels are not built or not used")
 @settings(max_examples=400, deadline=None)
 @given(data=st.binary(max_size=200), limit=st.integers(0, 40))
 def test_compiled_count_is_the_reference_count(data: bytes, limit: int) -> None:

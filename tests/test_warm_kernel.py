@@ -48,7 +48,11 @@ def _texts(binary: Path) -> list[str]:
             if segment.executable:
                 texts += [hex(rng.randrange(segment.vaddr, segment.vaddr + segment.memsz)) for _ in range(400)]
     # Lines only Python's parse_address reads (the kernel asks it): echoed, or addresses after all.
-    return [*texts, "", "main", "0x", "12", "0X1F", " 0x10 ", "1_0", "0x1_0", "٣", "0x" + "0" * 20 + "1"]
+    # The edges of the kernel's own reading (plain_address in native/src/warm.rs): 16 hex or 19
+    # decimal digits at most, ASCII spaces around, no \x0b (which Python's strip takes off); a
+    # number past 64 bits or below 0 the kernel leaves to the reference (the made-up indexes' test).
+    return [*texts, "", "main", "0x", "12", "0X1F", " 0x10 ", "1_0", "0x1_0", "٣", "0x" + "0" * 20 + "1",
+            " 0Xffffffffffffffff\t", "0x00000000000000001", "4096", "\x0b12", "\x1c0x10"]
 
 
 def _both(module: Module, texts: list[str], mode: DemangleMode, inlines: bool, as_json: bool) -> tuple[str, str]:
@@ -83,7 +87,8 @@ def _memory_index(tmp_path: Path, regions: list[AnswerRegion], runs: dict[int, l
 
 
 # Names a real index may hold: plain C, mangled C++ and Rust, any text (escapes, non-ASCII), empty.
-_NAMES = st.sampled_from(["main", "_ZN2ns5innerEv", "_ZN4core3ptr13drop_in_place17h0123456789abcdefE", "", "f\"\\\n"])
+_NAMES = st.sampled_from(["main", "_ZN2ns5innerEv", "_ZN4core3ptr13drop_in_place17h0123456789abcdefE", "", "f\"\\\n",
+                          "\r\t\b\f\x01\x7f", "é→😀", "operator<<(int) const"])
 _NAME = st.none() | _NAMES | st.text(max_size=12)
 _FRAME = st.builds(
     Frame,

@@ -40,6 +40,13 @@ mod warm_text;
 
 use pyo3::prelude::*;
 
+/// `work()`, or where it panics, the message of the typed error raised in its place (`what` names
+/// the part that failed).
+pub(crate) fn unpanicked<T>(what: &str, work: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .map_err(|payload| format!("the compiled {what} failed ({})", panic_message(payload.as_ref())))
+}
+
 /// The message of a caught panic, for the error raised in its place.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload

@@ -141,32 +141,3 @@ pub fn count_profile_entries(data: &[u8], limit: u64) -> u64 {
     }
     count
 }
-
-#[cfg(test)]
-mod tests {
-    use super::count_profile_entries;
-
-    #[test]
-    fn counts_tables_lines_and_labels() {
-        // string_table "", a location {id 1, line {}, line {}}, a sample {label {}}, a field 9.
-        let data = [0x32, 0x00, 0x22, 0x06, 0x08, 0x01, 0x22, 0x00, 0x22, 0x00, 0x12, 0x02, 0x1A, 0x00, 0x48, 0x05];
-        assert_eq!(count_profile_entries(&data, 100), 6);
-        assert_eq!(count_profile_entries(&data, 2), 4);
-    }
-
-    #[test]
-    fn short_bodies_hold_a_nested_message_only_when_they_are_one() {
-        // A location whose 1-byte body starts a key that runs on past it: not a line.
-        assert_eq!(count_profile_entries(&[0x22, 0x01, 0xA2, 0x00, 0x32, 0x00], 100), 1);
-        // A location whose 2-byte body is an empty line.
-        assert_eq!(count_profile_entries(&[0x22, 0x02, 0x22, 0x00], 100), 2);
-    }
-
-    #[test]
-    fn overlong_keys_and_lengths_end_the_walk() {
-        let key_past_64_bits = [0xFA, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0x00, 0x32, 0x00];
-        assert_eq!(count_profile_entries(&key_past_64_bits, 100), 1);
-        let length_past_64_bits = [0x32, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F, 0x32, 0x00];
-        assert_eq!(count_profile_entries(&length_past_64_bits, 100), 1);
-    }
-}

@@ -8,17 +8,13 @@
 //! caller runs the reference for the batch. An index whose ids do not hold together raises
 //! `IndexInconsistentError(source, message)`; a panic raises it with source -1.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use crate::panic_message;
-use crate::warm_index::{self, Answer, Column, IndexError, Layout, ARRAYS};
+use crate::unpanicked;
+use crate::warm_index::{self, Column, Found, IndexError, Layout, ARRAYS};
 use crate::warm_text as text;
 
 create_exception!(
@@ -39,42 +35,12 @@ fn crc32(data: &Bound<'_, PyBytes>, start: usize, length: usize) -> PyResult<u32
     Ok(crc32fast::hash(part))
 }
 
-/// Hashes the index's own ids (string, chain numbers) with one multiplication: they are not
-/// chosen by anyone who gains from collisions (a hostile index only slows its own lookups), and
-/// SipHash was a twentieth of a lookup.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u64(&mut self, id: u64) {
-        self.0 = (self.0 ^ id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-
-    fn write_usize(&mut self, id: usize) {
-        self.write_u64(id as u64);
-    }
-
-    fn write_u32(&mut self, id: u32) {
-        self.write_u64(u64::from(id));
-    }
-}
-
-type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
-/// A map keyed by the index's own ids or tuples of them, hashed with [`IdHasher`].
-pub(crate) type IdsMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+/// The index's own ids (string, chain numbers) and tuples of them, hashed by rustc's Fx hash:
+/// they are not chosen by anyone who gains from collisions (a hostile index only slows its own
+/// lookups), and SipHash was a twentieth of a lookup.
+pub(crate) type IdsMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// A string of the index as the output needs it.
-#[derive(Debug, Clone)]
 enum Shown {
     /// String id 0: Python's None.
     Missing,
@@ -84,24 +50,21 @@ enum Shown {
 }
 
 /// One index's arrays (the file's bytes, checked by the caller against their CRC32s) and what
-/// lookups have decoded and printed from it.
+/// lookups have printed from it.
 #[pyclass(module = "symbolize.formats._kernels")]
 pub struct IndexedRuns {
     data: Py<PyBytes>,
-    layout: Layout,
+    pub(crate) layout: Layout,
     /// `str(MalformedInputError(text, path))` of each broken region, by error number - 1.
     error_details: Vec<String>,
-    files: IdMap<Shown>,
-    /// Names as shown under `style.0` (the demangle mode).
-    names: IdMap<Shown>,
     /// What the pieces below are printed for: demangle mode, JSON or text.
     style: (String, bool),
     /// A name or file as printed (JSON string or `null`; text, or `??`), by string id.
-    name_pieces: IdMap<String>,
-    file_pieces: IdMap<String>,
+    name_pieces: IdsMap<u64, String>,
+    file_pieces: IdsMap<u64, String>,
     /// A chain's calling frames as printed, by chain id: every address under one inlined call
     /// shares them.
-    outer_pieces: IdMap<String>,
+    outer_pieces: IdsMap<u64, String>,
 }
 
 #[pymethods]
@@ -113,35 +76,24 @@ impl IndexedRuns {
     #[pyo3(signature = (data, arrays, error_details=Vec::new()))]
     fn new(data: Bound<'_, PyBytes>, arrays: &Bound<'_, PyDict>, error_details: Vec<String>) -> PyResult<Self> {
         let data_len = data.as_bytes().len();
-        let inconsistent = |error: IndexError| IndexInconsistentError::new_err((-1, error.0));
+        let inconsistent = |error: String| IndexInconsistentError::new_err((-1, error));
         let place = |name: &str| -> PyResult<(char, usize, usize)> {
-            arrays
-                .get_item(name)?
-                .ok_or_else(|| IndexInconsistentError::new_err((-1, format!("index has no array {name}"))))?
-                .extract()
+            arrays.get_item(name)?.ok_or_else(|| inconsistent(format!("index has no array {name}")))?.extract()
         };
         let mut columns = Vec::with_capacity(ARRAYS.len());
         for name in ARRAYS {
             let (code, start, count) = place(name)?;
-            columns.push(Column::new(name, code, start, count, data_len).map_err(inconsistent)?);
+            columns.push(Column::new(name, code, start, count, data_len).map_err(|error| inconsistent(error.0))?);
         }
         let (blob_code, blob_start, blob_length) = place("str_blob")?;
         if blob_code != 'B' {
-            return Err(IndexInconsistentError::new_err((-1, format!("index array str_blob has type {blob_code:?}, not bytes"))));
+            return Err(inconsistent(format!("index array str_blob has type {blob_code:?}, not bytes")));
         }
-        let layout = Layout::new(&columns, (blob_start, blob_length), data_len).map_err(inconsistent)?;
-        layout.validate(data.as_bytes()).map_err(inconsistent)?;
-        Ok(IndexedRuns {
-            data: data.unbind(),
-            layout,
-            error_details,
-            files: IdMap::default(),
-            names: IdMap::default(),
-            style: (String::new(), false),
-            name_pieces: IdMap::default(),
-            file_pieces: IdMap::default(),
-            outer_pieces: IdMap::default(),
-        })
+        let layout = Layout::new(&columns, (blob_start, blob_length), data_len).map_err(|error| inconsistent(error.0))?;
+        layout.validate(data.as_bytes()).map_err(|error| inconsistent(error.0))?;
+        let style = (String::new(), false);
+        let (name_pieces, file_pieces, outer_pieces) = Default::default();
+        Ok(IndexedRuns { data: data.unbind(), layout, error_details, style, name_pieces, file_pieces, outer_pieces })
     }
 
     /// `str(MalformedInputError(text, path))` of each broken region, by error number - 1: made
@@ -154,16 +106,9 @@ impl IndexedRuns {
     /// `IndexedObject._string` cuts them from the blob before decoding.
     fn strings<'py>(&self, py: Python<'py>, ids: Vec<u64>) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
         let data = self.data.bind(py).as_bytes();
-        ids.into_iter()
-            .map(|id| {
-                if id == 0 {
-                    return Ok(None);
-                }
-                let bytes = warm_index::string_bytes(&self.layout, data, id)
-                    .map_err(|error| IndexInconsistentError::new_err((-1, error.0)))?;
-                Ok(Some(PyBytes::new(py, bytes)))
-            })
-            .collect()
+        let string = |id| warm_index::string_bytes(&self.layout, data, id).map(|bytes| PyBytes::new(py, bytes));
+        let strings: Result<Vec<_>, IndexError> = ids.into_iter().map(|id| (id != 0).then(|| string(id)).transpose()).collect();
+        strings.map_err(|error| IndexInconsistentError::new_err((-1, error.0)))
     }
 }
 
@@ -172,13 +117,6 @@ impl IndexedRuns {
 struct Naming<'a, 'py> {
     mode: &'a str,
     shown: &'a Bound<'py, PyAny>,
-}
-
-fn decode(bytes: &[u8]) -> Shown {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => Shown::Text(text.to_owned()),
-        Err(_) => Shown::Undecodable,
-    }
 }
 
 /// Why a batch stops: the reference should answer it, or an error to raise.
@@ -193,75 +131,49 @@ impl From<PyErr> for Stop {
     }
 }
 
-/// An index error in source `source`, raised as the caller expects it.
-fn inconsistent(source: usize) -> impl Fn(IndexError) -> Stop {
-    move |error| Stop::Raise(IndexInconsistentError::new_err((source as i64, error.0)))
+/// An index error in a source, raised as the caller expects it: `(source position, message)`.
+impl From<(usize, IndexError)> for Stop {
+    fn from((source, error): (usize, IndexError)) -> Self {
+        Stop::Raise(IndexInconsistentError::new_err((source as i64, error.0)))
+    }
 }
 
 impl IndexedRuns {
-    /// Where the arrays lie in [`Self::data`].
-    pub(crate) fn layout(&self) -> &Layout {
-        &self.layout
-    }
-
     /// The index file's bytes.
     pub(crate) fn data(&self, py: Python<'_>) -> Py<PyBytes> {
         self.data.clone_ref(py)
     }
 
-    fn file(&mut self, data: &[u8], string_id: u64) -> Result<&Shown, IndexError> {
+    /// String `string_id` of `data`, decoded (source `source`'s, for its errors).
+    fn shown(&self, data: &[u8], string_id: u64, source: usize) -> Result<Shown, Stop> {
         if string_id == 0 {
-            return Ok(&Shown::Missing);
+            return Ok(Shown::Missing);
         }
-        if !self.files.contains_key(&string_id) {
-            let shown = decode(warm_index::string_bytes(&self.layout, data, string_id)?);
-            self.files.insert(string_id, shown);
-        }
-        Ok(&self.files[&string_id])
+        let bytes = warm_index::string_bytes(&self.layout, data, string_id).map_err(|error| (source, error))?;
+        Ok(std::str::from_utf8(bytes).map_or(Shown::Undecodable, |text| Shown::Text(text.to_owned())))
     }
 
     /// The name with string id `name_id` as `FrameShaper` shows it under `naming.mode`.
-    fn name(&mut self, py: Python<'_>, data: &[u8], name_id: u64, naming: &Naming<'_, '_>, source: usize) -> Result<Shown, Stop> {
-        if name_id == 0 {
-            return Ok(Shown::Missing);
-        }
-        if let Some(shown) = self.names.get(&name_id) {
-            return Ok(shown.clone());
-        }
-        let shown = self.compute_name(data, name_id, naming).map_err(|stop| match stop {
-            Stop::Raise(error) if error.is_instance_of::<IndexInconsistentError>(py) => {
-                Stop::Raise(IndexInconsistentError::new_err((source as i64, error.to_string())))
-            }
-            other => other,
-        })?;
-        self.names.insert(name_id, shown.clone());
-        Ok(shown)
-    }
-
-    fn compute_name(&self, data: &[u8], name_id: u64, naming: &Naming<'_, '_>) -> Result<Shown, Stop> {
-        let index_error = |error: IndexError| Stop::Raise(IndexInconsistentError::new_err((-1, error.0)));
-        let Shown::Text(raw) = decode(warm_index::string_bytes(&self.layout, data, name_id).map_err(index_error)?) else {
-            return Err(Stop::Fallback);
+    fn name(&self, data: &[u8], name_id: u64, naming: &Naming<'_, '_>, source: usize) -> Result<Shown, Stop> {
+        let raw = match self.shown(data, name_id, source)? {
+            Shown::Text(raw) => raw,
+            Shown::Missing => return Ok(Shown::Missing),
+            Shown::Undecodable => return Err(Stop::Fallback),
         };
         // IndexedObject._name: the stored full demangling (the name itself when it is empty) goes
         // to the demangler's memo; FrameShaper then demangles every non-empty name.
-        let full_id = warm_index::full_name_id(&self.layout, data, name_id).map_err(index_error)?;
-        let full = if full_id == 0 {
-            None
-        } else {
-            match decode(warm_index::string_bytes(&self.layout, data, full_id).map_err(index_error)?) {
-                Shown::Text(full) if full.is_empty() => Some(raw.clone()),
-                Shown::Text(full) => Some(full),
-                _ => return Err(Stop::Fallback),
-            }
+        let full_id = self.layout.name_full.at(data, name_id).map_err(|error| (source, error))?;
+        let full = match self.shown(data, full_id, source)? {
+            Shown::Missing => None,
+            Shown::Text(full) if full.is_empty() => Some(raw.clone()),
+            Shown::Text(full) => Some(full),
+            Shown::Undecodable => return Err(Stop::Fallback),
         };
         if raw.is_empty() || naming.mode == "none" {
             return Ok(Shown::Text(raw));
         }
-        if naming.mode == "full" {
-            if let Some(full) = full {
-                return Ok(Shown::Text(full));
-            }
+        if let (Some(full), "full") = (&full, naming.mode) {
+            return Ok(Shown::Text(full.clone()));
         }
         let shown = naming.shown.call1((raw, full))?;
         match shown.cast::<PyString>().ok().map(|text| text.to_str().map(str::to_owned)) {
@@ -269,14 +181,9 @@ impl IndexedRuns {
             _ => Err(Stop::Fallback),
         }
     }
-}
 
-impl IndexedRuns {
     /// Forget printed pieces made for another demangle mode or output format.
     fn set_style(&mut self, mode: &str, as_json: bool) {
-        if self.style.0 != mode {
-            self.names.clear();
-        }
         if self.style.0 != mode || self.style.1 != as_json {
             self.name_pieces.clear();
             self.file_pieces.clear();
@@ -286,10 +193,9 @@ impl IndexedRuns {
     }
 
     /// Name `name_id` as printed: `"..."` or `null` in JSON, the name or `??` in text.
-    fn name_piece(&mut self, py: Python<'_>, data: &[u8], name_id: u64, naming: &Naming<'_, '_>, source: usize) -> Result<&str, Stop> {
+    fn name_piece(&mut self, data: &[u8], name_id: u64, naming: &Naming<'_, '_>, source: usize) -> Result<&str, Stop> {
         if !self.name_pieces.contains_key(&name_id) {
-            let shown = self.name(py, data, name_id, naming, source)?;
-            let piece = printed(&shown, self.style.1)?;
+            let piece = printed(&self.name(data, name_id, naming, source)?, self.style.1)?;
             self.name_pieces.insert(name_id, piece);
         }
         Ok(&self.name_pieces[&name_id])
@@ -298,40 +204,36 @@ impl IndexedRuns {
     /// File `file_id` as printed, as [`Self::name_piece`] prints names.
     fn file_piece(&mut self, data: &[u8], file_id: u64, source: usize) -> Result<&str, Stop> {
         if !self.file_pieces.contains_key(&file_id) {
-            let as_json = self.style.1;
-            let shown = self.file(data, file_id).map_err(inconsistent(source))?;
-            let piece = printed(shown, as_json)?;
+            let piece = printed(&self.shown(data, file_id, source)?, self.style.1)?;
             self.file_pieces.insert(file_id, piece);
         }
         Ok(&self.file_pieces[&file_id])
     }
 
-    /// The file the innermost frame of a run prints: the run's own unless it is None or empty
-    /// (`IndexedObject._frames_of`: ``self._string(run_file) or self._string(chain_file)``).
-    fn inner_file_id(&mut self, data: &[u8], own: u64, default: u64, source: usize) -> Result<u64, Stop> {
-        match self.file(data, own).map_err(inconsistent(source))? {
-            Shown::Text(text) if !text.is_empty() => Ok(own),
-            Shown::Undecodable => Err(Stop::Fallback),
-            _ => Ok(default),
+    /// One frame as printed: `{"function": ..., "file": ..., "line": L, "column": C}` in JSON
+    /// (`, ` before it unless it is the first), `function\nfile:line:column\n` in text.
+    #[allow(clippy::too_many_arguments)]
+    fn push_frame(&mut self, out: &mut String, data: &[u8], frame: (u64, u64, u64, u64), first: bool,
+                  naming: &Naming<'_, '_>, source: usize) -> Result<(), Stop> {
+        let (name, file, line, column) = frame;
+        let as_json = self.style.1;
+        if as_json {
+            out.push_str(if first { "{\"function\": " } else { ", {\"function\": " });
         }
+        out.push_str(self.name_piece(data, name, naming, source)?);
+        out.push_str(if as_json { ", \"file\": " } else { "\n" });
+        out.push_str(self.file_piece(data, file, source)?);
+        text::push_place(out, line, column, as_json);
+        Ok(())
     }
 
-    /// `chain`'s calling frames as printed after the innermost one: `, {...}` each in JSON,
-    /// `function\nfile:line:column\n` each in text.
-    fn outer_piece(&mut self, py: Python<'_>, data: &[u8], chain: u64, naming: &Naming<'_, '_>, source: usize) -> Result<&str, Stop> {
+    /// `chain`'s calling frames as printed after the innermost one.
+    fn outer_piece(&mut self, data: &[u8], chain: u64, naming: &Naming<'_, '_>, source: usize) -> Result<&str, Stop> {
         if !self.outer_pieces.contains_key(&chain) {
-            let ids = warm_index::outer_frame_ids(&self.layout, data, chain).map_err(inconsistent(source))?;
             let mut piece = String::new();
-            for frame_id in ids {
-                let frame = warm_index::outer_frame(&self.layout, data, frame_id).map_err(inconsistent(source))?;
-                let as_json = self.style.1;
-                if as_json {
-                    piece.push_str(", {\"function\": ");
-                }
-                piece.push_str(self.name_piece(py, data, frame.name, naming, source)?);
-                piece.push_str(if as_json { ", \"file\": " } else { "\n" });
-                piece.push_str(self.file_piece(data, frame.file, source)?);
-                text::push_place(&mut piece, frame.line, frame.column, as_json);
+            for frame_id in warm_index::outer_frame_ids(&self.layout, data, chain).map_err(|error| (source, error))? {
+                let frame = warm_index::outer_frame(&self.layout, data, frame_id).map_err(|error| (source, error))?;
+                self.push_frame(&mut piece, data, (frame.name, frame.file, frame.line, frame.column), false, naming, source)?;
             }
             self.outer_pieces.insert(chain, piece);
         }
@@ -386,7 +288,7 @@ fn render(
     parse_address: &Bound<'_, PyAny>,
     unnamed_reason: &str,
 ) -> Result<String, Stop> {
-    let datas: Vec<Py<PyBytes>> = sources.iter().map(|source| source.data.clone_ref(py)).collect();
+    let datas: Vec<Py<PyBytes>> = sources.iter().map(|source| source.data(py)).collect();
     let datas: Vec<&[u8]> = datas.iter().map(|data| data.bind(py).as_bytes()).collect();
     for source in sources.iter_mut() {
         source.set_style(naming.mode, as_json);
@@ -408,75 +310,53 @@ fn render(
                     text::push_echo(&mut out, text_str, as_json);
                     continue;
                 }
-                match parsed.extract::<u64>() {
-                    Ok(vaddr) => vaddr,
-                    Err(_) => return Err(Stop::Fallback), // negative, or past 64 bits
-                }
+                // Negative, or past 64 bits: the reference answers.
+                parsed.extract::<u64>().map_err(|_| Stop::Fallback)?
             }
         };
-        // Module._lookup_one: the first source that names the address; else the first error.
-        let mut first_error: Option<(usize, usize)> = None;
-        let mut named = false;
-        for (position, source) in sources.iter_mut().enumerate() {
-            let data = datas[position];
-            let (run, chain) = match warm_index::answer(&source.layout, data, vaddr).map_err(inconsistent(position))? {
-                Answer::Nothing => continue,
-                Answer::Broken(error) => {
-                    first_error.get_or_insert((position, error));
-                    continue;
-                }
-                Answer::Run { position: run, chain } => (run, chain),
-            };
-            let inner = warm_index::inner_frame(&source.layout, data, run, chain).map_err(inconsistent(position))?;
-            let file_id = source.inner_file_id(data, inner.file, inner.default_file, position)?;
-            // FrameShaper with inlines=False: one frame, the outermost function at the innermost place.
-            let name_id = if inlines {
-                inner.name
-            } else {
-                let outer = warm_index::outer_frame_ids(&source.layout, data, chain).map_err(inconsistent(position))?;
-                match outer.last() {
-                    Some(&outermost) => {
-                        warm_index::outer_frame(&source.layout, data, outermost).map_err(inconsistent(position))?.name
+        let layouts = sources.iter().zip(&datas).map(|(source, data)| (&source.layout, *data));
+        let (position, run, chain) = match warm_index::lookup(layouts, vaddr)? {
+            Found::Run { source, run, chain } => (source, run, chain),
+            found => {
+                let (reason, detail) = match found {
+                    Found::Broken { source, error } => {
+                        let missing = || (source, IndexError(format!("no text for broken region {error}")));
+                        ("damaged-debug-info", sources[source].error_details.get(error - 1).ok_or_else(missing)?.as_str())
                     }
-                    None => inner.name,
+                    _ => (unnamed_reason, ""),
+                };
+                if as_json {
+                    text::push_json_address(&mut out, vaddr);
+                    text::push_json_end(&mut out, Some((reason, detail)));
+                } else {
+                    out.push_str(text::UNNAMED_TEXT);
                 }
-            };
-            if as_json {
-                text::push_json_address(&mut out, vaddr);
-                out.push_str("{\"function\": ");
+                continue;
             }
-            out.push_str(source.name_piece(py, data, name_id, naming, position)?);
-            out.push_str(if as_json { ", \"file\": " } else { "\n" });
-            out.push_str(source.file_piece(data, file_id, position)?);
-            text::push_place(&mut out, inner.line, inner.column, as_json);
-            if inlines {
-                out.push_str(source.outer_piece(py, data, chain, naming, position)?);
-            }
-            if as_json {
-                text::push_json_end(&mut out, None);
-            } else {
-                out.push('\n');
-            }
-            named = true;
-            break;
-        }
-        if named {
-            continue;
-        }
-        let (reason, detail) = match first_error {
-            Some((position, error)) => {
-                let detail = sources[position].error_details.get(error - 1).ok_or_else(|| {
-                    Stop::Raise(IndexInconsistentError::new_err((position as i64, format!("no text for broken region {error}"))))
-                })?;
-                ("damaged-debug-info", detail.as_str())
-            }
-            None => (unnamed_reason, ""),
+        };
+        let (source, data) = (&mut sources[position], datas[position]);
+        let fail = |error| (position, error);
+        let inner = warm_index::inner_frame(&source.layout, data, run, chain).map_err(fail)?;
+        // IndexedObject._frames_of: the run's own file unless it is None or empty.
+        let own_file = inner.file != 0 && !warm_index::string_bytes(&source.layout, data, inner.file).map_err(fail)?.is_empty();
+        let file = if own_file { inner.file } else { inner.default_file };
+        // FrameShaper with inlines=False: one frame, the outermost function at the innermost place.
+        let outermost = if inlines { None } else { warm_index::outer_frame_ids(&source.layout, data, chain).map_err(fail)?.pop() };
+        let name = match outermost {
+            Some(frame_id) => warm_index::outer_frame(&source.layout, data, frame_id).map_err(fail)?.name,
+            None => inner.name,
         };
         if as_json {
             text::push_json_address(&mut out, vaddr);
-            text::push_json_end(&mut out, Some((reason, detail)));
+        }
+        source.push_frame(&mut out, data, (name, file, inner.line, inner.column), true, naming, position)?;
+        if inlines {
+            out.push_str(source.outer_piece(data, chain, naming, position)?);
+        }
+        if as_json {
+            text::push_json_end(&mut out, None);
         } else {
-            out.push_str(text::UNNAMED_TEXT);
+            out.push('\n');
         }
     }
     Ok(out)
@@ -505,17 +385,11 @@ fn render_lookup_answers(
     let mut borrowed: Vec<PyRefMut<'_, IndexedRuns>> =
         sources.iter().map(|source| source.extract::<PyRefMut<'_, IndexedRuns>>().map_err(PyErr::from)).collect::<Result<_, _>>()?;
     let naming = Naming { mode: demangle_mode, shown };
-    let rendered = catch_unwind(AssertUnwindSafe(|| {
-        render(py, texts, &mut borrowed, as_json, inlines, &naming, parse_address, unnamed_reason)
-    }));
-    match rendered {
-        Ok(Ok(out)) => Ok(Some(out)),
-        Ok(Err(Stop::Fallback)) => Ok(None),
-        Ok(Err(Stop::Raise(error))) => Err(error),
-        Err(payload) => Err(IndexInconsistentError::new_err((
-            -1,
-            format!("the compiled lookup failed ({})", panic_message(payload.as_ref())),
-        ))),
+    let rendered = unpanicked("lookup", || render(py, texts, &mut borrowed, as_json, inlines, &naming, parse_address, unnamed_reason));
+    match rendered.map_err(|message| IndexInconsistentError::new_err((-1, message)))? {
+        Ok(out) => Ok(Some(out)),
+        Err(Stop::Fallback) => Ok(None),
+        Err(Stop::Raise(error)) => Err(error),
     }
 }
 
@@ -530,24 +404,4 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     arrays.push("str_blob");
     module.add("INDEXED_RUNS_ARRAYS", arrays)?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::plain_address;
-
-    #[test]
-    fn reads_plain_addresses_and_leaves_the_rest_to_python() {
-        assert_eq!(plain_address("0x1F"), Some(0x1f));
-        assert_eq!(plain_address(" 0Xffffffffffffffff\t"), Some(u64::MAX));
-        assert_eq!(plain_address("4096"), Some(4096));
-        assert_eq!(plain_address("0x"), None);
-        assert_eq!(plain_address("0x1_0"), None);
-        assert_eq!(plain_address("0x-5"), None);
-        assert_eq!(plain_address("0x00000000000000001"), None);
-        assert_eq!(plain_address("99999999999999999999"), None);
-        assert_eq!(plain_address("\u{b}12"), None);
-        assert_eq!(plain_address("١٢"), None);
-        assert_eq!(plain_address("main"), None);
-    }
 }

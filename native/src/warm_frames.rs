@@ -8,14 +8,12 @@
 //! writes each answer's `Location.line` entries as protobuf bytes (profile.proto: `Location`
 //! field 4, `Line` fields 1 `function_id`, 2 `line`, 3 `column`), for `Location.MergeFromString`.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use crate::panic_message;
+use crate::unpanicked;
 use crate::warm::{IdsMap, IndexInconsistentError, IndexedRuns};
-use crate::warm_index::{self, Answer, IndexError, Layout};
+use crate::warm_index::{self, Found, IndexError};
 
 /// A function key: what a pprof `Function` is made of, as string ids of one source: (source
 /// position, name, the name's stored full demangling (0: none), file, start line).
@@ -63,12 +61,9 @@ pub const INLINES: u8 = 16;
 /// The largest value a pprof `Line.line` or `Line.column` (int64) holds.
 const INT64_MAX: u64 = i64::MAX as u64;
 
-fn push_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
+/// A protobuf varint: ULEB128, as gimli writes it (to a `Vec`, which does not fail).
+fn push_varint(out: &mut Vec<u8>, value: u64) {
+    let _ = gimli::leb128::write::unsigned(out, value);
 }
 
 #[pymethods]
@@ -81,19 +76,16 @@ impl ProfileAnswers {
             let function_id = *function_ids.get(key as usize).ok_or_else(|| {
                 IndexInconsistentError::new_err((-1, format!("no function id for function key {key}")))
             })?;
-            // Line: field 1 function_id, 2 line, 3 column, each a varint; proto3 leaves zeros out.
-            let mut fields = Vec::with_capacity(24);
+            // Location field 4, length-delimited: a Line of fields 1 function_id, 2 line, 3 column,
+            // each a varint (proto3 leaves zeros out), at most 33 bytes: a one-byte length.
+            let mut entry = vec![0x22, 0];
             for (tag, value) in [(0x08u8, function_id), (0x10, line), (0x18, column)] {
                 if value != 0 {
-                    fields.push(tag);
-                    push_varint(&mut fields, value);
+                    entry.push(tag);
+                    push_varint(&mut entry, value);
                 }
             }
-            // Location: field 4, length-delimited.
-            let mut entry = Vec::with_capacity(fields.len() + 3);
-            entry.push(0x22);
-            push_varint(&mut entry, fields.len() as u64);
-            entry.extend_from_slice(&fields);
+            entry[1] = (entry.len() - 2) as u8;
             frame_bytes.push(entry);
         }
         let mut out = Vec::with_capacity(self.answers.len());
@@ -126,14 +118,6 @@ impl<K: std::hash::Hash + Eq + Copy> Interner<K> {
     }
 }
 
-/// The stored full demangling of name `name` (0: none, or no name).
-fn full_name(layout: &Layout, data: &[u8], name: u64) -> Result<u64, IndexError> {
-    if name == 0 {
-        return Ok(0);
-    }
-    warm_index::full_name_id(layout, data, name)
-}
-
 fn collect(sources: &[PyRef<'_, IndexedRuns>], datas: &[&[u8]], vaddrs: &[u64]) -> Result<ProfileAnswers, (usize, IndexError)> {
     let mut out = ProfileAnswers {
         results: Vec::with_capacity(vaddrs.len()),
@@ -151,84 +135,67 @@ fn collect(sources: &[PyRef<'_, IndexedRuns>], datas: &[&[u8]], vaddrs: &[u64]) 
     let mut functions = Interner::new();
     let mut frames = Interner::new();
     for &vaddr in vaddrs {
-        // Module._lookup_one: the first source that names the address; else the first error.
-        let mut result = -1i64;
-        let mut first_broken: Option<(usize, usize)> = None;
-        for (position, source) in sources.iter().enumerate() {
-            let (layout, data) = (source.layout(), datas[position]);
-            let fail = |error: IndexError| (position, error);
-            let (run, chain) = match warm_index::answer(layout, data, vaddr).map_err(fail)? {
-                Answer::Nothing => continue,
-                Answer::Broken(error) => {
-                    first_broken.get_or_insert((position, error));
-                    continue;
-                }
-                Answer::Run { position: run, chain } => (run, chain),
-            };
-            if let Some(&known) = answer_ids.get(&(position, run)) {
-                result = known;
-                break;
-            }
-            let inner = warm_index::inner_frame(layout, data, run, chain).map_err(fail)?;
-            let start_line = layout.chain_start_line.at(data, chain).map_err(fail)?;
-            let non_empty = |id: u64| -> Result<bool, (usize, IndexError)> {
-                Ok(id != 0 && !warm_index::string_bytes(layout, data, id).map_err(fail)?.is_empty())
-            };
-            // IndexedObject._frames_of: the run's own file unless it is None or empty.
-            let file = if non_empty(inner.file)? { inner.file } else { inner.default_file };
-            let mut flags = 0u8;
-            let mut note = |name: u64, file: u64, line: u64| -> Result<(), (usize, IndexError)> {
-                let (has_name, has_file) = (non_empty(name)?, non_empty(file)?);
-                flags |= if has_name { FUNCTIONS | COVERED } else { 0 };
-                flags |= if has_file { FILES | COVERED } else { 0 };
-                flags |= if line > 0 { LINES } else { 0 };
-                Ok(())
-            };
-            note(inner.name, file, inner.line)?;
-            let full = full_name(layout, data, inner.name).map_err(fail)?;
-            let key = functions.id((position, inner.name, full, file, start_line), &mut out.functions);
-            out.fits &= inner.line <= INT64_MAX && inner.column <= INT64_MAX;
-            let mut ids = vec![frames.id((key, inner.line, inner.column), &mut out.frames)];
-            for frame_id in warm_index::outer_frame_ids(layout, data, chain).map_err(fail)? {
-                let frame = warm_index::outer_frame(layout, data, frame_id).map_err(fail)?;
-                let start_line = layout.frame_start_line.at(data, frame_id).map_err(fail)?;
-                note(frame.name, frame.file, frame.line)?;
-                let full = full_name(layout, data, frame.name).map_err(fail)?;
-                let key = functions.id((position, frame.name, full, frame.file, start_line), &mut out.functions);
-                out.fits &= frame.line <= INT64_MAX && frame.column <= INT64_MAX;
-                ids.push(frames.id((key, frame.line, frame.column), &mut out.frames));
-            }
-            if ids.len() > 1 {
-                flags |= INLINES;
-            }
-            out.answers.push(ids);
-            out.flags.push(flags);
-            result = (out.answers.len() - 1) as i64;
-            answer_ids.insert((position, run), result);
-            if flags & COVERED != 0 {
-                let keys = out.answers[result as usize].iter().map(|&frame| out.frames[frame as usize].0);
-                for key in keys {
-                    let key_index = key as usize;
-                    if function_ordered.len() <= key_index {
-                        function_ordered.resize(key_index + 1, false);
-                    }
-                    if !function_ordered[key_index] {
-                        function_ordered[key_index] = true;
-                        out.function_order.push(key);
-                    }
-                }
-            }
-            break;
-        }
-        if result < 0 {
-            if let Some(broken) = first_broken {
+        let layouts = sources.iter().zip(datas).map(|(source, data)| (&source.layout, *data));
+        let (position, run, chain) = match warm_index::lookup(layouts, vaddr)? {
+            Found::Run { source, run, chain } => (source, run, chain),
+            Found::Broken { source, error } => {
                 let next = -2 - out.broken.len() as i64;
-                result = *broken_ids.entry(broken).or_insert_with(|| {
-                    out.broken.push(broken);
+                let broken = *broken_ids.entry((source, error)).or_insert_with(|| {
+                    out.broken.push((source, error));
                     next
                 });
+                out.results.push(broken);
+                continue;
+            }
+            Found::Nothing => {
+                out.results.push(-1);
+                continue;
+            }
+        };
+        if let Some(&known) = answer_ids.get(&(position, run)) {
+            out.results.push(known);
+            continue;
+        }
+        let (layout, data) = (&sources[position].layout, datas[position]);
+        let fail = |error: IndexError| (position, error);
+        let non_empty = |id: u64| -> Result<bool, (usize, IndexError)> {
+            Ok(id != 0 && !warm_index::string_bytes(layout, data, id).map_err(fail)?.is_empty())
+        };
+        let inner = warm_index::inner_frame(layout, data, run, chain).map_err(fail)?;
+        // IndexedObject._frames_of: the run's own file unless it is None or empty.
+        let file = if non_empty(inner.file)? { inner.file } else { inner.default_file };
+        // (name, file, line, column, start line) of each frame, innermost first.
+        let mut chain_frames = vec![(inner.name, file, inner.line, inner.column, layout.chain_start_line.at(data, chain).map_err(fail)?)];
+        for frame_id in warm_index::outer_frame_ids(layout, data, chain).map_err(fail)? {
+            let frame = warm_index::outer_frame(layout, data, frame_id).map_err(fail)?;
+            let start_line = layout.frame_start_line.at(data, frame_id).map_err(fail)?;
+            chain_frames.push((frame.name, frame.file, frame.line, frame.column, start_line));
+        }
+        let mut flags = if chain_frames.len() > 1 { INLINES } else { 0 };
+        let mut ids = Vec::with_capacity(chain_frames.len());
+        for (name, file, line, column, start_line) in chain_frames {
+            flags |= if non_empty(name)? { FUNCTIONS | COVERED } else { 0 };
+            flags |= if non_empty(file)? { FILES | COVERED } else { 0 };
+            flags |= if line > 0 { LINES } else { 0 };
+            let full = if name == 0 { 0 } else { layout.name_full.at(data, name).map_err(fail)? };
+            let key = functions.id((position, name, full, file, start_line), &mut out.functions);
+            out.fits &= line <= INT64_MAX && column <= INT64_MAX;
+            ids.push(frames.id((key, line, column), &mut out.frames));
+        }
+        if flags & COVERED != 0 {
+            for key in ids.iter().map(|&frame| out.frames[frame as usize].0) {
+                if function_ordered.len() <= key as usize {
+                    function_ordered.resize(key as usize + 1, false);
+                }
+                if !std::mem::replace(&mut function_ordered[key as usize], true) {
+                    out.function_order.push(key);
+                }
             }
         }
+        out.answers.push(ids);
+        out.flags.push(flags);
+        let result = (out.answers.len() - 1) as i64;
+        answer_ids.insert((position, run), result);
         out.results.push(result);
     }
     Ok(out)
@@ -243,28 +210,7 @@ pub fn profile_answers(py: Python<'_>, sources: &Bound<'_, PyList>, vaddrs: Vec<
         sources.iter().map(|source| source.extract::<PyRef<'_, IndexedRuns>>().map_err(PyErr::from)).collect::<Result<_, _>>()?;
     let datas: Vec<Py<PyBytes>> = borrowed.iter().map(|source| source.data(py)).collect();
     let datas: Vec<&[u8]> = datas.iter().map(|data| data.bind(py).as_bytes()).collect();
-    match catch_unwind(AssertUnwindSafe(|| collect(&borrowed, &datas, &vaddrs))) {
-        Ok(Ok(answers)) => Ok(answers),
-        Ok(Err((position, error))) => Err(IndexInconsistentError::new_err((position as i64, error.0))),
-        Err(payload) => Err(IndexInconsistentError::new_err((
-            -1,
-            format!("the compiled lookup failed ({})", panic_message(payload.as_ref())),
-        ))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::push_varint;
-
-    #[test]
-    fn writes_varints_as_protobuf_does() {
-        let mut out = Vec::new();
-        for value in [0, 1, 127, 128, 300, u64::MAX] {
-            push_varint(&mut out, value);
-        }
-        let mut expected = vec![0x00, 0x01, 0x7f, 0x80, 0x01, 0xac, 0x02];
-        expected.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
-        assert_eq!(out, expected);
-    }
+    let collected = unpanicked("lookup", || collect(&borrowed, &datas, &vaddrs));
+    let inconsistent = |(position, error): (usize, IndexError)| IndexInconsistentError::new_err((position as i64, error.0));
+    collected.map_err(|message| IndexInconsistentError::new_err((-1, message)))?.map_err(inconsistent)
 }

@@ -72,39 +72,3 @@ pub fn push_echo(out: &mut String, text: &str, as_json: bool) {
 
 /// What llvm-symbolizer prints for an address nothing names.
 pub const UNNAMED_TEXT: &str = "??\n??:0:0\n\n";
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn json(text: &str) -> String {
-        let mut out = String::new();
-        push_json_string(&mut out, text);
-        out
-    }
-
-    #[test]
-    fn escapes_as_encode_basestring_ascii() {
-        // Expected values from CPython 3.11's json.encoder.encode_basestring_ascii.
-        assert_eq!(json("a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(json("\n\r\t\u{8}\u{c}\u{1}\u{7f}"), r#""\n\r\t\b\f\u0001\u007f""#);
-        assert_eq!(json("é→😀"), r#""\u00e9\u2192\ud83d\ude00""#);
-        assert_eq!(json("operator<<(int) const"), r#""operator<<(int) const""#);
-    }
-
-    #[test]
-    fn formats_places_addresses_and_reasons() {
-        let mut out = String::new();
-        push_place(&mut out, 3, 0, true);
-        push_place(&mut out, 3, 0, false);
-        assert_eq!(out, ", \"line\": 3, \"column\": 0}:3:0\n");
-        out.clear();
-        push_json_address(&mut out, 0);
-        push_json_end(&mut out, Some(("damaged-debug-info", "x: \"broken\"")));
-        assert_eq!(out, "{\"address\": \"0x0\", \"frames\": [], \"reason\": \"damaged-debug-info\", \"detail\": \"x: \\\"broken\\\"\"}\n");
-        out.clear();
-        push_echo(&mut out, "zz", true);
-        push_echo(&mut out, "zz", false);
-        assert_eq!(out, "{\"address\": \"zz\", \"frames\": [], \"reason\": \"not-an-address\"}\nzz\n");
-    }
-}
