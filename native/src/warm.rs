@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::unpanicked;
-use crate::warm_index::{self, Column, Found, IndexError, Layout, ARRAYS};
+use crate::warm_index::{self, Column, Found, Frame, IndexError, Layout, ARRAYS};
 use crate::warm_text as text;
 
 create_exception!(
@@ -39,15 +39,6 @@ fn crc32(data: &Bound<'_, PyBytes>, start: usize, length: usize) -> PyResult<u32
 /// they are not chosen by anyone who gains from collisions (a hostile index only slows its own
 /// lookups), and SipHash was a twentieth of a lookup.
 pub(crate) type IdsMap<K, V> = rustc_hash::FxHashMap<K, V>;
-
-/// A string of the index as the output needs it.
-enum Shown {
-    /// String id 0: Python's None.
-    Missing,
-    Text(String),
-    /// Not valid UTF-8: the Python path decodes it with surrogateescape; this kernel gives up.
-    Undecodable,
-}
 
 /// One index's arrays (the file's bytes, checked by the caller against their CRC32s) and what
 /// lookups have printed from it.
@@ -144,40 +135,32 @@ impl IndexedRuns {
         self.data.clone_ref(py)
     }
 
-    /// String `string_id` of `data`, decoded (source `source`'s, for its errors).
-    fn shown(&self, data: &[u8], string_id: u64, source: usize) -> Result<Shown, Stop> {
+    /// String `string_id` of `data` (None for id 0), decoded; one that is not valid UTF-8 the
+    /// Python path decodes with surrogateescape: the reference answers (source `source`'s errors).
+    fn shown(&self, data: &[u8], string_id: u64, source: usize) -> Result<Option<String>, Stop> {
         if string_id == 0 {
-            return Ok(Shown::Missing);
+            return Ok(None);
         }
         let bytes = warm_index::string_bytes(&self.layout, data, string_id).map_err(|error| (source, error))?;
-        Ok(std::str::from_utf8(bytes).map_or(Shown::Undecodable, |text| Shown::Text(text.to_owned())))
+        std::str::from_utf8(bytes).map(|text| Some(text.to_owned())).map_err(|_| Stop::Fallback)
     }
 
     /// The name with string id `name_id` as `FrameShaper` shows it under `naming.mode`.
-    fn name(&self, data: &[u8], name_id: u64, naming: &Naming<'_, '_>, source: usize) -> Result<Shown, Stop> {
-        let raw = match self.shown(data, name_id, source)? {
-            Shown::Text(raw) => raw,
-            Shown::Missing => return Ok(Shown::Missing),
-            Shown::Undecodable => return Err(Stop::Fallback),
-        };
+    fn name(&self, data: &[u8], name_id: u64, naming: &Naming<'_, '_>, source: usize) -> Result<Option<String>, Stop> {
+        let Some(raw) = self.shown(data, name_id, source)? else { return Ok(None) };
         // IndexedObject._name: the stored full demangling (the name itself when it is empty) goes
         // to the demangler's memo; FrameShaper then demangles every non-empty name.
         let full_id = self.layout.name_full.at(data, name_id).map_err(|error| (source, error))?;
-        let full = match self.shown(data, full_id, source)? {
-            Shown::Missing => None,
-            Shown::Text(full) if full.is_empty() => Some(raw.clone()),
-            Shown::Text(full) => Some(full),
-            Shown::Undecodable => return Err(Stop::Fallback),
-        };
+        let full = self.shown(data, full_id, source)?.map(|full| if full.is_empty() { raw.clone() } else { full });
         if raw.is_empty() || naming.mode == "none" {
-            return Ok(Shown::Text(raw));
+            return Ok(Some(raw));
         }
         if let (Some(full), "full") = (&full, naming.mode) {
-            return Ok(Shown::Text(full.clone()));
+            return Ok(Some(full.clone()));
         }
         let shown = naming.shown.call1((raw, full))?;
         match shown.cast::<PyString>().ok().map(|text| text.to_str().map(str::to_owned)) {
-            Some(Ok(text)) => Ok(Shown::Text(text)),
+            Some(Ok(text)) => Ok(Some(text)),
             _ => Err(Stop::Fallback),
         }
     }
@@ -195,7 +178,7 @@ impl IndexedRuns {
     /// Name `name_id` as printed: `"..."` or `null` in JSON, the name or `??` in text.
     fn name_piece(&mut self, data: &[u8], name_id: u64, naming: &Naming<'_, '_>, source: usize) -> Result<&str, Stop> {
         if !self.name_pieces.contains_key(&name_id) {
-            let piece = printed(&self.name(data, name_id, naming, source)?, self.style.1)?;
+            let piece = printed(self.name(data, name_id, naming, source)?, self.style.1);
             self.name_pieces.insert(name_id, piece);
         }
         Ok(&self.name_pieces[&name_id])
@@ -204,7 +187,7 @@ impl IndexedRuns {
     /// File `file_id` as printed, as [`Self::name_piece`] prints names.
     fn file_piece(&mut self, data: &[u8], file_id: u64, source: usize) -> Result<&str, Stop> {
         if !self.file_pieces.contains_key(&file_id) {
-            let piece = printed(&self.shown(data, file_id, source)?, self.style.1)?;
+            let piece = printed(self.shown(data, file_id, source)?, self.style.1);
             self.file_pieces.insert(file_id, piece);
         }
         Ok(&self.file_pieces[&file_id])
@@ -213,7 +196,7 @@ impl IndexedRuns {
     /// One frame as printed: `{"function": ..., "file": ..., "line": L, "column": C}` in JSON
     /// (`, ` before it unless it is the first), `function\nfile:line:column\n` in text.
     #[allow(clippy::too_many_arguments)]
-    fn push_frame(&mut self, out: &mut String, data: &[u8], frame: (u64, u64, u64, u64), first: bool,
+    fn push_frame(&mut self, out: &mut String, data: &[u8], frame: Frame, first: bool,
                   naming: &Naming<'_, '_>, source: usize) -> Result<(), Stop> {
         let (name, file, line, column) = frame;
         let as_json = self.style.1;
@@ -233,7 +216,7 @@ impl IndexedRuns {
             let mut piece = String::new();
             for frame_id in warm_index::outer_frame_ids(&self.layout, data, chain).map_err(|error| (source, error))? {
                 let frame = warm_index::outer_frame(&self.layout, data, frame_id).map_err(|error| (source, error))?;
-                self.push_frame(&mut piece, data, (frame.name, frame.file, frame.line, frame.column), false, naming, source)?;
+                self.push_frame(&mut piece, data, frame, false, naming, source)?;
             }
             self.outer_pieces.insert(chain, piece);
         }
@@ -241,19 +224,18 @@ impl IndexedRuns {
     }
 }
 
-/// A name or file as printed, or why the reference should print it.
-fn printed(shown: &Shown, as_json: bool) -> Result<String, Stop> {
-    Ok(match shown {
-        Shown::Undecodable => return Err(Stop::Fallback),
-        Shown::Missing if as_json => "null".to_owned(),
-        Shown::Text(text) if as_json => {
+/// A name or file as printed: `"..."` or `null` in JSON, the text or `??` in text.
+fn printed(shown: Option<String>, as_json: bool) -> String {
+    match shown {
+        None if as_json => "null".to_owned(),
+        Some(text) if as_json => {
             let mut piece = String::with_capacity(text.len() + 2);
-            text::push_json_string(&mut piece, text);
+            text::push_json_string(&mut piece, &text);
             piece
         }
-        Shown::Text(text) if !text.is_empty() => text.clone(),
+        Some(text) if !text.is_empty() => text,
         _ => "??".to_owned(),
-    })
+    }
 }
 
 /// The address `text` names when it is plainly one (`0x` and 1-16 hex digits, or 1-19 decimal
@@ -336,20 +318,17 @@ fn render(
         };
         let (source, data) = (&mut sources[position], datas[position]);
         let fail = |error| (position, error);
-        let inner = warm_index::inner_frame(&source.layout, data, run, chain).map_err(fail)?;
-        // IndexedObject._frames_of: the run's own file unless it is None or empty.
-        let own_file = inner.file != 0 && !warm_index::string_bytes(&source.layout, data, inner.file).map_err(fail)?.is_empty();
-        let file = if own_file { inner.file } else { inner.default_file };
+        let (name, file, line, column) = warm_index::inner_frame(&source.layout, data, run, chain).map_err(fail)?;
         // FrameShaper with inlines=False: one frame, the outermost function at the innermost place.
         let outermost = if inlines { None } else { warm_index::outer_frame_ids(&source.layout, data, chain).map_err(fail)?.pop() };
         let name = match outermost {
-            Some(frame_id) => warm_index::outer_frame(&source.layout, data, frame_id).map_err(fail)?.name,
-            None => inner.name,
+            Some(frame_id) => warm_index::outer_frame(&source.layout, data, frame_id).map_err(fail)?.0,
+            None => name,
         };
         if as_json {
             text::push_json_address(&mut out, vaddr);
         }
-        source.push_frame(&mut out, data, (name, file, inner.line, inner.column), true, naming, position)?;
+        source.push_frame(&mut out, data, (name, file, line, column), true, naming, position)?;
         if inlines {
             out.push_str(source.outer_piece(data, chain, naming, position)?);
         }

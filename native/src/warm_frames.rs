@@ -161,19 +161,16 @@ fn collect(sources: &[PyRef<'_, IndexedRuns>], datas: &[&[u8]], vaddrs: &[u64]) 
         let non_empty = |id: u64| -> Result<bool, (usize, IndexError)> {
             Ok(id != 0 && !warm_index::string_bytes(layout, data, id).map_err(fail)?.is_empty())
         };
+        // (frame, start line) of each frame, innermost first.
         let inner = warm_index::inner_frame(layout, data, run, chain).map_err(fail)?;
-        // IndexedObject._frames_of: the run's own file unless it is None or empty.
-        let file = if non_empty(inner.file)? { inner.file } else { inner.default_file };
-        // (name, file, line, column, start line) of each frame, innermost first.
-        let mut chain_frames = vec![(inner.name, file, inner.line, inner.column, layout.chain_start_line.at(data, chain).map_err(fail)?)];
+        let mut chain_frames = vec![(inner, layout.chain_start_line.at(data, chain).map_err(fail)?)];
         for frame_id in warm_index::outer_frame_ids(layout, data, chain).map_err(fail)? {
             let frame = warm_index::outer_frame(layout, data, frame_id).map_err(fail)?;
-            let start_line = layout.frame_start_line.at(data, frame_id).map_err(fail)?;
-            chain_frames.push((frame.name, frame.file, frame.line, frame.column, start_line));
+            chain_frames.push((frame, layout.frame_start_line.at(data, frame_id).map_err(fail)?));
         }
         let mut flags = if chain_frames.len() > 1 { INLINES } else { 0 };
         let mut ids = Vec::with_capacity(chain_frames.len());
-        for (name, file, line, column, start_line) in chain_frames {
+        for ((name, file, line, column), start_line) in chain_frames {
             flags |= if non_empty(name)? { FUNCTIONS | COVERED } else { 0 };
             flags |= if non_empty(file)? { FILES | COVERED } else { 0 };
             flags |= if line > 0 { LINES } else { 0 };

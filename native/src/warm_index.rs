@@ -190,26 +190,8 @@ pub enum Found {
     Run { source: usize, run: usize, chain: u64 },
 }
 
-/// The innermost frame a run answers (Python's `Frame`, before any name is looked up):
-/// string ids for the names and files (0 stands for None).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InnerFrame {
-    pub name: u64,
-    /// The run's own file, and the chain's, used when the run's is None or empty.
-    pub file: u64,
-    pub default_file: u64,
-    pub line: u64,
-    pub column: u64,
-}
-
-/// A calling frame, by its string ids.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OuterFrame {
-    pub name: u64,
-    pub file: u64,
-    pub line: u64,
-    pub column: u64,
-}
+/// A frame by its string ids (0 stands for None): (name, file, line, column).
+pub type Frame = (u64, u64, u64, u64);
 
 /// `bisect_right(run_low, vaddr)`, step for step as Python's `bisect` takes it (so that even
 /// unsorted lows give the reference's answer).
@@ -243,16 +225,13 @@ pub fn lookup<'a>(sources: impl IntoIterator<Item = (&'a Layout, &'a [u8])>, vad
     Ok(found)
 }
 
-/// The innermost frame of run `position` under `chain`.
-pub fn inner_frame(layout: &Layout, data: &[u8], position: usize, chain: u64) -> Result<InnerFrame, IndexError> {
-    let position = position as u64;
-    Ok(InnerFrame {
-        name: layout.chain_name.at(data, chain)?,
-        file: layout.run_file.at(data, position)?,
-        default_file: layout.chain_file.at(data, chain)?,
-        line: layout.run_line.at(data, position)?,
-        column: layout.run_column.at(data, position)?,
-    })
+/// The innermost frame of run `run` under `chain`: the run's own file unless it is None or empty,
+/// then the chain's (`IndexedObject._frames_of`).
+pub fn inner_frame(layout: &Layout, data: &[u8], run: usize, chain: u64) -> Result<Frame, IndexError> {
+    let (name, run) = (layout.chain_name.at(data, chain)?, run as u64);
+    let own = layout.run_file.at(data, run)?;
+    let file = if own != 0 && !string_bytes(layout, data, own)?.is_empty() { own } else { layout.chain_file.at(data, chain)? };
+    Ok((name, file, layout.run_line.at(data, run)?, layout.run_column.at(data, run)?))
 }
 
 /// The frame ids of `chain`'s callers, innermost first: `outer_frames[begin:end]`, clamped as a
@@ -267,13 +246,9 @@ pub fn outer_frame_ids(layout: &Layout, data: &[u8], chain: u64) -> Result<Vec<u
 }
 
 /// Calling frame `frame_id`.
-pub fn outer_frame(layout: &Layout, data: &[u8], frame_id: u64) -> Result<OuterFrame, IndexError> {
-    Ok(OuterFrame {
-        name: layout.frame_name.at(data, frame_id)?,
-        file: layout.frame_file.at(data, frame_id)?,
-        line: layout.frame_line.at(data, frame_id)?,
-        column: layout.frame_column.at(data, frame_id)?,
-    })
+pub fn outer_frame(layout: &Layout, data: &[u8], frame_id: u64) -> Result<Frame, IndexError> {
+    let (name, file) = (layout.frame_name.at(data, frame_id)?, layout.frame_file.at(data, frame_id)?);
+    Ok((name, file, layout.frame_line.at(data, frame_id)?, layout.frame_column.at(data, frame_id)?))
 }
 
 /// The bytes of string `string_id` (not 0, which stands for None).
