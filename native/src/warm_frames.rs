@@ -100,22 +100,12 @@ impl ProfileAnswers {
     }
 }
 
-/// Ids handed out in order of first sight.
-struct Interner<K> {
-    ids: IdsMap<K, u32>,
-}
-
-impl<K: std::hash::Hash + Eq + Copy> Interner<K> {
-    fn new() -> Self {
-        Interner { ids: IdsMap::default() }
-    }
-
-    fn id(&mut self, key: K, items: &mut Vec<K>) -> u32 {
-        *self.ids.entry(key).or_insert_with(|| {
-            items.push(key);
-            (items.len() - 1) as u32
-        })
-    }
+/// The id of `key` in `items`, which `ids` indexes: handed out in order of first sight.
+fn intern<K: std::hash::Hash + Eq + Copy>(ids: &mut IdsMap<K, u32>, items: &mut Vec<K>, key: K) -> u32 {
+    *ids.entry(key).or_insert_with(|| {
+        items.push(key);
+        (items.len() - 1) as u32
+    })
 }
 
 fn collect(sources: &[PyRef<'_, IndexedRuns>], datas: &[&[u8]], vaddrs: &[u64]) -> Result<ProfileAnswers, (usize, IndexError)> {
@@ -132,8 +122,7 @@ fn collect(sources: &[PyRef<'_, IndexedRuns>], datas: &[&[u8]], vaddrs: &[u64]) 
     let mut function_ordered: Vec<bool> = Vec::new();
     let mut answer_ids: IdsMap<(usize, usize), i64> = IdsMap::default();
     let mut broken_ids: IdsMap<(usize, usize), i64> = IdsMap::default();
-    let mut functions = Interner::new();
-    let mut frames = Interner::new();
+    let (mut functions, mut frames) = (IdsMap::default(), IdsMap::default());
     for &vaddr in vaddrs {
         let layouts = sources.iter().zip(datas).map(|(source, data)| (&source.layout, *data));
         let (position, run, chain) = match warm_index::lookup(layouts, vaddr)? {
@@ -175,9 +164,9 @@ fn collect(sources: &[PyRef<'_, IndexedRuns>], datas: &[&[u8]], vaddrs: &[u64]) 
             flags |= if non_empty(file)? { FILES | COVERED } else { 0 };
             flags |= if line > 0 { LINES } else { 0 };
             let full = if name == 0 { 0 } else { layout.name_full.at(data, name).map_err(fail)? };
-            let key = functions.id((position, name, full, file, start_line), &mut out.functions);
+            let key = intern(&mut functions, &mut out.functions, (position, name, full, file, start_line));
             out.fits &= line <= INT64_MAX && column <= INT64_MAX;
-            ids.push(frames.id((key, line, column), &mut out.frames));
+            ids.push(intern(&mut frames, &mut out.frames, (key, line, column)));
         }
         if flags & COVERED != 0 {
             for key in ids.iter().map(|&frame| out.frames[frame as usize].0) {
