@@ -26,13 +26,9 @@ create_exception!(
 
 /// CRC-32 (zlib's) of `data[start:start + length]`: the index's per-array checksum.
 #[pyfunction]
-fn crc32(data: &Bound<'_, PyBytes>, start: usize, length: usize) -> PyResult<u32> {
-    let bytes = data.as_bytes();
-    let part = start
-        .checked_add(length)
-        .and_then(|end| bytes.get(start..end))
-        .ok_or_else(|| IndexInconsistentError::new_err((-1, "checksummed range runs past the data")))?;
-    Ok(crc32fast::hash(part))
+fn crc32(data: &[u8], start: usize, length: usize) -> PyResult<u32> {
+    let part = start.checked_add(length).and_then(|end| data.get(start..end));
+    part.map(crc32fast::hash).ok_or_else(|| IndexInconsistentError::new_err((-1, "checksummed range runs past the data")))
 }
 
 /// The index's own ids (string, chain numbers) and tuples of them, hashed by rustc's Fx hash:
