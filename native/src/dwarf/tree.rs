@@ -153,6 +153,30 @@ fn role_of(abbrev: &gimli::Abbreviation) -> Role {
     }
 }
 
+/// What the scan reads of the DIEs of one abbreviation, worked out on its first DIE: the
+/// attributes the walk uses (the rest skipped in runs, as the reference's scan skips them; a node's
+/// others are read when it is named, `NodeAttrs::of_die`).
+struct Plan {
+    role: Role,
+    indirect: bool,
+    /// Positions of the attributes read: a node's bounds, a scope's name, every sibling link.
+    kept: Vec<usize>,
+}
+
+impl Plan {
+    fn of(abbrev: &gimli::Abbreviation) -> Self {
+        let role = role_of(abbrev);
+        let kept = abbrev.attributes().iter().enumerate().filter(|(_, spec)| match (role, spec.name()) {
+            (_, dw::DW_AT_sibling) => true,
+            (Role::Function, name) => matches!(name, dw::DW_AT_low_pc | dw::DW_AT_high_pc | dw::DW_AT_ranges),
+            (Role::Scope, name) => name == dw::DW_AT_name,
+            _ => false,
+        });
+        let indirect = abbrev.attributes().iter().any(|spec| spec.form() == dw::DW_FORM_indirect);
+        Plan { role, indirect, kept: kept.map(|(at, _)| at).collect() }
+    }
+}
+
 /// `Unit.reference` of a sibling link: its .debug_info offset, 0 for a form that names none.
 fn sibling_offset(unit: &UnitData<'_>, attr: &Attr<'_>) -> u64 {
     match attr.1 {
@@ -207,6 +231,9 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
     let mut functions_open = 0usize;
     // How many open subtrees the reference would have stepped over by their null entries.
     let mut skipped_open = 0usize;
+    // Plans by abbreviation code (a code too large to index by is planned per DIE).
+    let mut plans: Vec<Option<Plan>> = Vec::new();
+    let mut unplanned = None;
     loop {
         if raw.is_empty() {
             // The unit ends with subtrees open (damaged data, or an assembler's unit): they end
@@ -241,38 +268,40 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
             }
             continue;
         };
-        let role = role_of(abbrev);
-        let has_children = abbrev.has_children();
-        if role == Role::Skip && !has_children {
-            if abbrev.attributes().iter().any(|spec| spec.form() == dw::DW_FORM_indirect) {
-                return Err(Defer("DW_FORM_indirect"));
+        // One table serves the whole unit, so a code names one abbreviation throughout.
+        let code = usize::try_from(abbrev.code()).unwrap_or(usize::MAX);
+        let plan = if code < 1 << 16 {
+            if plans.len() <= code {
+                plans.resize_with(code + 1, || None);
             }
+            plans[code].get_or_insert_with(|| Plan::of(abbrev))
+        } else {
+            unplanned.insert(Plan::of(abbrev))
+        };
+        if plan.indirect {
+            return Err(Defer("DW_FORM_indirect"));
+        }
+        let (role, has_children) = (plan.role, abbrev.has_children());
+        if role == Role::Skip && !has_children {
             raw.skip_attributes(abbrev.attributes())?;
             continue;
         }
         let mut attrs = NodeAttrs::default();
         let mut sibling = 0u64;
-        for spec in abbrev.attributes() {
-            if spec.form() == dw::DW_FORM_indirect {
-                return Err(Defer("DW_FORM_indirect"));
-            }
-            let name = spec.name();
-            let keep = match role {
-                Role::Function => true,
-                Role::Scope => name == dw::DW_AT_sibling || name == dw::DW_AT_name,
-                _ => name == dw::DW_AT_sibling,
-            };
-            if !keep {
-                raw.skip_attributes(std::slice::from_ref(spec))?;
-                continue;
-            }
-            let value: Attr<'a> = (spec.form(), raw.read_attribute(*spec)?.raw_value());
-            if name == dw::DW_AT_sibling {
+        let specs = abbrev.attributes();
+        let mut next = 0;
+        for &at in &plan.kept {
+            raw.skip_attributes(&specs[next..at])?;
+            let spec = specs[at];
+            let value: Attr<'a> = (spec.form(), raw.read_attribute(spec)?.raw_value());
+            if spec.name() == dw::DW_AT_sibling {
                 sibling = sibling_offset(unit, &value);
-            } else if let Some(slot) = attrs.slot(name) {
+            } else if let Some(slot) = attrs.slot(spec.name()) {
                 *slot = Some(value);
             }
+            next = at + 1;
         }
+        raw.skip_attributes(&specs[next..])?;
         let after = unit.offset + raw.next_offset().0 as u64;
         let sibling = (after < sibling && sibling <= end).then_some(sibling);
         if !has_children && role != Role::Function {
