@@ -13,10 +13,10 @@
 //! data, a fuzz finding in tests/data/) leaves the unit to the reference.
 
 use gimli::constants as dw;
-use gimli::UnitOffset;
+use gimli::{Reader, UnitOffset};
 
 use super::unit::{Attr, UnitData};
-use super::{Decided, Defer};
+use super::{Decided, Defer, R};
 
 /// The attributes a node keeps (`scan._SLOTS`), the last of each slot winning.
 #[derive(Default, Clone)]
@@ -161,10 +161,19 @@ struct Plan {
     indirect: bool,
     /// Positions of the attributes read: a node's bounds, a scope's name, every sibling link.
     kept: Vec<usize>,
+    /// How to step over a DIE's attributes (`step_over`); None where a form is not one of those.
+    steps: Option<Vec<Step>>,
+}
+
+/// A stretch of attributes: so many bytes of fixed-size forms, or one of a variable-size form.
+#[derive(Clone, Copy)]
+enum Step {
+    Bytes(usize),
+    Form(dw::DwForm),
 }
 
 impl Plan {
-    fn of(abbrev: &gimli::Abbreviation) -> Self {
+    fn of(unit: &UnitData<'_>, abbrev: &gimli::Abbreviation) -> Self {
         let role = role_of(abbrev);
         let kept = abbrev.attributes().iter().enumerate().filter(|(_, spec)| match (role, spec.name()) {
             (_, dw::DW_AT_sibling) => true,
@@ -173,8 +182,112 @@ impl Plan {
             _ => false,
         });
         let indirect = abbrev.attributes().iter().any(|spec| spec.form() == dw::DW_FORM_indirect);
-        Plan { role, indirect, kept: kept.map(|(at, _)| at).collect() }
+        let mut steps = Some(Vec::new());
+        for spec in abbrev.attributes() {
+            match (spec.size(&unit.header), steps.as_mut().and_then(|steps| steps.last_mut())) {
+                (Some(size), Some(Step::Bytes(run))) => *run += size,
+                (Some(size), _) => steps.iter_mut().for_each(|steps| steps.push(Step::Bytes(size))),
+                (None, _) if VARIABLE_FORMS.contains(&spec.form()) => {
+                    steps.iter_mut().for_each(|steps| steps.push(Step::Form(spec.form())));
+                }
+                (None, _) => steps = None,
+            }
+        }
+        Plan { role, indirect, kept: kept.map(|(at, _)| at).collect(), steps }
     }
+}
+
+/// The variable-size forms `step_over` steps over (DWARF 5, 7.5.6), as gimli's `skip_attributes`.
+const VARIABLE_FORMS: [dw::DwForm; 15] = [
+    dw::DW_FORM_block1, dw::DW_FORM_block2, dw::DW_FORM_block4, dw::DW_FORM_block, dw::DW_FORM_exprloc,
+    dw::DW_FORM_string, dw::DW_FORM_udata, dw::DW_FORM_sdata, dw::DW_FORM_ref_udata, dw::DW_FORM_strx,
+    dw::DW_FORM_GNU_str_index, dw::DW_FORM_addrx, dw::DW_FORM_GNU_addr_index, dw::DW_FORM_loclistx, dw::DW_FORM_rnglistx,
+];
+
+/// `input` moved past one DIE's attributes by its plan's steps.
+fn step_over(input: &mut R<'_>, steps: &[Step]) -> gimli::Result<()> {
+    for step in steps {
+        let length = match *step {
+            Step::Bytes(size) => size,
+            Step::Form(dw::DW_FORM_block1) => usize::from(input.read_u8()?),
+            Step::Form(dw::DW_FORM_block2) => usize::from(input.read_u16()?),
+            Step::Form(dw::DW_FORM_block4) => input.read_u32()? as usize,
+            Step::Form(dw::DW_FORM_block | dw::DW_FORM_exprloc) => {
+                usize::try_from(input.read_uleb128()?).map_err(|_| gimli::Error::UnsupportedOffset)?
+            }
+            Step::Form(dw::DW_FORM_string) => {
+                input.read_null_terminated_slice()?;
+                0
+            }
+            Step::Form(_) => {
+                input.skip_leb128()?;
+                0
+            }
+        };
+        input.skip(length)?;
+    }
+    Ok(())
+}
+
+/// The plans of one unit's abbreviations, by code (one table serves the whole unit, so a code
+/// names one abbreviation throughout; a code too large to index by is planned per DIE).
+#[derive(Default)]
+struct Plans {
+    by_code: Vec<Option<Plan>>,
+    unplanned: Option<Plan>,
+}
+
+impl Plans {
+    #[inline(always)]
+    fn of(&mut self, unit: &UnitData<'_>, abbrev: &gimli::Abbreviation) -> &Plan {
+        let code = abbrev.code() as usize;
+        if code < self.by_code.len() && self.by_code[code].is_some() {
+            return self.by_code[code].as_ref().expect("checked just above");
+        }
+        self.planned(unit, abbrev)
+    }
+
+    #[cold]
+    fn planned(&mut self, unit: &UnitData<'_>, abbrev: &gimli::Abbreviation) -> &Plan {
+        let code = usize::try_from(abbrev.code()).unwrap_or(usize::MAX);
+        if code >= 1 << 16 {
+            return self.unplanned.insert(Plan::of(unit, abbrev));
+        }
+        if self.by_code.len() <= code {
+            self.by_code.resize_with(code + 1, || None);
+        }
+        self.by_code[code].get_or_insert_with(|| Plan::of(unit, abbrev))
+    }
+}
+
+/// `raw` moved past the attributes of the childless DIE the walk skips whose abbreviation
+/// (`first`) it just read, and past the childless DIEs it skips that follow: most of a large unit's
+/// DIEs (members, parameters, variables), stepped over by their plans' steps where gimli's
+/// `skip_attributes` would work out each attribute's size at each DIE.
+fn skip_childless<'u, 'a>(
+    unit: &'u UnitData<'a>, raw: &mut gimli::EntriesRaw<'u, R<'a>>, plans: &mut Plans, first: &gimli::Abbreviation,
+) -> Decided<()> {
+    let start = raw.next_offset();
+    let mut input = unit.header.range_from(start..)?;
+    let whole = input.len();
+    let (mut abbrev, mut next) = (first, input);
+    loop {
+        let plan = plans.of(unit, abbrev);
+        let (Role::Skip, false, false, Some(steps)) = (plan.role, abbrev.has_children(), plan.indirect, &plan.steps) else {
+            break;
+        };
+        input = next;
+        step_over(&mut input, steps)?;
+        next = input;
+        let Some(following) = next.read_uleb128().ok().and_then(|code| unit.abbrevs.get(code)) else { break };
+        abbrev = following;
+    }
+    if input.len() == whole {
+        raw.skip_attributes(first.attributes())?;
+    } else {
+        *raw = unit.header.entries_raw(&unit.abbrevs, Some(UnitOffset(start.0 + whole - input.len())))?;
+    }
+    Ok(())
 }
 
 /// `Unit.reference` of a sibling link: its .debug_info offset, 0 for a form that names none.
@@ -231,9 +344,7 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
     let mut functions_open = 0usize;
     // How many open subtrees the reference would have stepped over by their null entries.
     let mut skipped_open = 0usize;
-    // Plans by abbreviation code (a code too large to index by is planned per DIE).
-    let mut plans: Vec<Option<Plan>> = Vec::new();
-    let mut unplanned = None;
+    let mut plans = Plans::default();
     loop {
         if raw.is_empty() {
             // The unit ends with subtrees open (damaged data, or an assembler's unit): they end
@@ -268,22 +379,13 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
             }
             continue;
         };
-        // One table serves the whole unit, so a code names one abbreviation throughout.
-        let code = usize::try_from(abbrev.code()).unwrap_or(usize::MAX);
-        let plan = if code < 1 << 16 {
-            if plans.len() <= code {
-                plans.resize_with(code + 1, || None);
-            }
-            plans[code].get_or_insert_with(|| Plan::of(abbrev))
-        } else {
-            unplanned.insert(Plan::of(abbrev))
-        };
+        let plan = plans.of(unit, abbrev);
         if plan.indirect {
             return Err(Defer("DW_FORM_indirect"));
         }
         let (role, has_children) = (plan.role, abbrev.has_children());
         if role == Role::Skip && !has_children {
-            raw.skip_attributes(abbrev.attributes())?;
+            skip_childless(unit, &mut raw, &mut plans, abbrev)?;
             continue;
         }
         let mut attrs = NodeAttrs::default();
@@ -334,19 +436,19 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                     && (tag == dw::DW_TAG_subprogram || current_node >= 0)
                 {
                     let inlined = tag == dw::DW_TAG_inlined_subroutine;
-                    let ranges = node_ranges(unit, &attrs)?;
-                    if inlined || !ranges.is_empty() {
+                    let first = tree.ranges.len();
+                    node_ranges(unit, &attrs, &mut tree.ranges)?;
+                    if inlined || tree.ranges.len() > first {
                         node = tree.nodes.len() as i64;
                         let parent = if inlined { current_node } else { -1 };
                         if parent < 0 {
-                            for &(low, high) in &ranges {
+                            for &(low, high) in &tree.ranges[first..] {
                                 tree.function_ranges.push((low, high, node as usize));
                             }
                         }
-                        let first = u32::try_from(tree.ranges.len()).map_err(|_| Defer("more ranges than a lazy unit keeps"))?;
-                        tree.ranges.extend_from_slice(&ranges);
-                        let end = u32::try_from(tree.ranges.len()).map_err(|_| Defer("more ranges than a lazy unit keeps"))?;
-                        tree.nodes.push(Node { die, parent, ranges: (first, end), children: (0, 0), _attrs: std::marker::PhantomData });
+                        let narrow = |at: usize| u32::try_from(at).map_err(|_| Defer("more ranges than a lazy unit keeps"));
+                        let ranges = (narrow(first)?, narrow(tree.ranges.len())?);
+                        tree.nodes.push(Node { die, parent, ranges, children: (0, 0), _attrs: std::marker::PhantomData });
                     }
                 }
                 if has_children {
@@ -415,15 +517,18 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
     }
 }
 
-/// `scan.node_ranges`: `DW_AT_ranges`, else `DW_AT_low_pc` and `DW_AT_high_pc`.
-pub(crate) fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>) -> Decided<Vec<(u128, u128)>> {
+/// `scan.node_ranges`: `DW_AT_ranges`, else `DW_AT_low_pc` and `DW_AT_high_pc`, appended to `out`
+/// (a large unit has hundreds of thousands of nodes, most with one range: no list of their own).
+fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>, out: &mut Vec<(u128, u128)>) -> Decided<()> {
     if let Some(ranges) = &attrs.ranges {
-        return unit.decode_ranges(ranges);
+        out.extend(unit.decode_ranges(ranges)?);
+        return Ok(());
     }
     match unit.pc_bounds(attrs.low_pc.as_ref(), attrs.high_pc.as_ref())? {
-        Some((low, high)) if high > low => Ok(vec![(low, high)]),
-        _ => Ok(Vec::new()),
+        Some((low, high)) if high > low => out.push((low, high)),
+        _ => {}
     }
+    Ok(())
 }
 
 impl Tree<'_> {
