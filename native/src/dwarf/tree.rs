@@ -13,10 +13,10 @@
 //! data, a fuzz finding in tests/data/) leaves the unit to the reference.
 
 use gimli::constants as dw;
-use gimli::{Reader, UnitOffset};
+use gimli::UnitOffset;
 
 use super::unit::{Attr, UnitData};
-use super::{Decided, Defer, R};
+use super::{Decided, Defer};
 
 /// The attributes a node keeps (`scan._SLOTS`), the last of each slot winning.
 #[derive(Default, Clone)]
@@ -161,19 +161,10 @@ struct Plan {
     indirect: bool,
     /// Positions of the attributes read: a node's bounds, a scope's name, every sibling link.
     kept: Vec<usize>,
-    /// How to step over a DIE's attributes (`step_over`); None where a form is not one of those.
-    steps: Option<Vec<Step>>,
-}
-
-/// A stretch of attributes: so many bytes of fixed-size forms, or one of a variable-size form.
-#[derive(Clone, Copy)]
-enum Step {
-    Bytes(usize),
-    Form(dw::DwForm),
 }
 
 impl Plan {
-    fn of(unit: &UnitData<'_>, abbrev: &gimli::Abbreviation) -> Self {
+    fn of(abbrev: &gimli::Abbreviation) -> Self {
         let role = role_of(abbrev);
         let kept = abbrev.attributes().iter().enumerate().filter(|(_, spec)| match (role, spec.name()) {
             (_, dw::DW_AT_sibling) => true,
@@ -182,51 +173,8 @@ impl Plan {
             _ => false,
         });
         let indirect = abbrev.attributes().iter().any(|spec| spec.form() == dw::DW_FORM_indirect);
-        let mut steps = Some(Vec::new());
-        for spec in abbrev.attributes() {
-            match (spec.size(&unit.header), steps.as_mut().and_then(|steps| steps.last_mut())) {
-                (Some(size), Some(Step::Bytes(run))) => *run += size,
-                (Some(size), _) => steps.iter_mut().for_each(|steps| steps.push(Step::Bytes(size))),
-                (None, _) if VARIABLE_FORMS.contains(&spec.form()) => {
-                    steps.iter_mut().for_each(|steps| steps.push(Step::Form(spec.form())));
-                }
-                (None, _) => steps = None,
-            }
-        }
-        Plan { role, indirect, kept: kept.map(|(at, _)| at).collect(), steps }
+        Plan { role, indirect, kept: kept.map(|(at, _)| at).collect() }
     }
-}
-
-/// The variable-size forms `step_over` steps over (DWARF 5, 7.5.6), as gimli's `skip_attributes`.
-const VARIABLE_FORMS: [dw::DwForm; 15] = [
-    dw::DW_FORM_block1, dw::DW_FORM_block2, dw::DW_FORM_block4, dw::DW_FORM_block, dw::DW_FORM_exprloc,
-    dw::DW_FORM_string, dw::DW_FORM_udata, dw::DW_FORM_sdata, dw::DW_FORM_ref_udata, dw::DW_FORM_strx,
-    dw::DW_FORM_GNU_str_index, dw::DW_FORM_addrx, dw::DW_FORM_GNU_addr_index, dw::DW_FORM_loclistx, dw::DW_FORM_rnglistx,
-];
-
-/// `input` moved past one DIE's attributes by its plan's steps.
-fn step_over(input: &mut R<'_>, steps: &[Step]) -> gimli::Result<()> {
-    for step in steps {
-        let length = match *step {
-            Step::Bytes(size) => size,
-            Step::Form(dw::DW_FORM_block1) => usize::from(input.read_u8()?),
-            Step::Form(dw::DW_FORM_block2) => usize::from(input.read_u16()?),
-            Step::Form(dw::DW_FORM_block4) => input.read_u32()? as usize,
-            Step::Form(dw::DW_FORM_block | dw::DW_FORM_exprloc) => {
-                usize::try_from(input.read_uleb128()?).map_err(|_| gimli::Error::UnsupportedOffset)?
-            }
-            Step::Form(dw::DW_FORM_string) => {
-                input.read_null_terminated_slice()?;
-                0
-            }
-            Step::Form(_) => {
-                input.skip_leb128()?;
-                0
-            }
-        };
-        input.skip(length)?;
-    }
-    Ok(())
 }
 
 /// The plans of one unit's abbreviations, by code (one table serves the whole unit, so a code
@@ -238,56 +186,27 @@ struct Plans {
 }
 
 impl Plans {
+    /// The plan of `abbrev`, worked out on its first DIE (`planned`): this is asked at every DIE.
     #[inline(always)]
-    fn of(&mut self, unit: &UnitData<'_>, abbrev: &gimli::Abbreviation) -> &Plan {
-        let code = abbrev.code() as usize;
+    fn of(&mut self, abbrev: &gimli::Abbreviation) -> &Plan {
+        let code = usize::try_from(abbrev.code()).unwrap_or(usize::MAX);
         if code < self.by_code.len() && self.by_code[code].is_some() {
             return self.by_code[code].as_ref().expect("checked just above");
         }
-        self.planned(unit, abbrev)
+        self.planned(abbrev)
     }
 
     #[cold]
-    fn planned(&mut self, unit: &UnitData<'_>, abbrev: &gimli::Abbreviation) -> &Plan {
+    fn planned(&mut self, abbrev: &gimli::Abbreviation) -> &Plan {
         let code = usize::try_from(abbrev.code()).unwrap_or(usize::MAX);
         if code >= 1 << 16 {
-            return self.unplanned.insert(Plan::of(unit, abbrev));
+            return self.unplanned.insert(Plan::of(abbrev));
         }
         if self.by_code.len() <= code {
             self.by_code.resize_with(code + 1, || None);
         }
-        self.by_code[code].get_or_insert_with(|| Plan::of(unit, abbrev))
+        self.by_code[code].get_or_insert_with(|| Plan::of(abbrev))
     }
-}
-
-/// `raw` moved past the attributes of the childless DIE the walk skips whose abbreviation
-/// (`first`) it just read, and past the childless DIEs it skips that follow: most of a large unit's
-/// DIEs (members, parameters, variables), stepped over by their plans' steps where gimli's
-/// `skip_attributes` would work out each attribute's size at each DIE.
-fn skip_childless<'u, 'a>(
-    unit: &'u UnitData<'a>, raw: &mut gimli::EntriesRaw<'u, R<'a>>, plans: &mut Plans, first: &gimli::Abbreviation,
-) -> Decided<()> {
-    let start = raw.next_offset();
-    let mut input = unit.header.range_from(start..)?;
-    let whole = input.len();
-    let (mut abbrev, mut next) = (first, input);
-    loop {
-        let plan = plans.of(unit, abbrev);
-        let (Role::Skip, false, false, Some(steps)) = (plan.role, abbrev.has_children(), plan.indirect, &plan.steps) else {
-            break;
-        };
-        input = next;
-        step_over(&mut input, steps)?;
-        next = input;
-        let Some(following) = next.read_uleb128().ok().and_then(|code| unit.abbrevs.get(code)) else { break };
-        abbrev = following;
-    }
-    if input.len() == whole {
-        raw.skip_attributes(first.attributes())?;
-    } else {
-        *raw = unit.header.entries_raw(&unit.abbrevs, Some(UnitOffset(start.0 + whole - input.len())))?;
-    }
-    Ok(())
 }
 
 /// `Unit.reference` of a sibling link: its .debug_info offset, 0 for a form that names none.
@@ -379,13 +298,13 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
             }
             continue;
         };
-        let plan = plans.of(unit, abbrev);
+        let plan = plans.of(abbrev);
         if plan.indirect {
             return Err(Defer("DW_FORM_indirect"));
         }
         let (role, has_children) = (plan.role, abbrev.has_children());
         if role == Role::Skip && !has_children {
-            skip_childless(unit, &mut raw, &mut plans, abbrev)?;
+            raw.skip_attributes(abbrev.attributes())?;
             continue;
         }
         let mut attrs = NodeAttrs::default();
@@ -393,7 +312,9 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
         let specs = abbrev.attributes();
         let mut next = 0;
         for &at in &plan.kept {
-            raw.skip_attributes(&specs[next..at])?;
+            if next < at {
+                raw.skip_attributes(&specs[next..at])?;
+            }
             let spec = specs[at];
             let value: Attr<'a> = (spec.form(), raw.read_attribute(spec)?.raw_value());
             if spec.name() == dw::DW_AT_sibling {
@@ -403,7 +324,9 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
             }
             next = at + 1;
         }
-        raw.skip_attributes(&specs[next..])?;
+        if next < specs.len() {
+            raw.skip_attributes(&specs[next..])?;
+        }
         let after = unit.offset + raw.next_offset().0 as u64;
         let sibling = (after < sibling && sibling <= end).then_some(sibling);
         if !has_children && role != Role::Function {
