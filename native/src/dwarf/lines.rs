@@ -60,7 +60,7 @@ fn entry_path<'a>(unit: &UnitData<'a>, value: &AttributeValue<R<'a>>) -> Decided
         | AttributeValue::DebugStrRef(_)
         | AttributeValue::DebugLineStrRef(_)
         | AttributeValue::DebugStrOffsetsIndex(_) => {
-            Ok(unit.string(&(dw::DW_FORM_string, value.clone()))?.unwrap_or_default())
+            Ok(unit.string(&(dw::DW_FORM_string, value.clone()))?.unwrap_or_default().to_owned())
         }
         _ => Ok(String::new()),
     }
@@ -112,14 +112,14 @@ fn file_names<'a>(unit: &UnitData<'a>, header: &gimli::LineProgramHeader<R<'a>>)
         let mut directories = vec![comp_dir.unwrap_or("").to_owned()];
         for value in header.include_directories() {
             let AttributeValue::String(bytes) = value else { return Err(Defer("a DWARF 4 directory not inline")) };
-            directories.push(join_path(comp_dir, &utf8(bytes.slice())?));
+            directories.push(join_path(comp_dir, utf8(bytes.slice())?));
         }
         let mut files = vec![None];
         for entry in header.file_names() {
             let AttributeValue::String(bytes) = entry.path_name() else { return Err(Defer("a DWARF 4 file not inline")) };
             let name = utf8(bytes.slice())?;
             let directory = usize::try_from(entry.directory_index()).ok().and_then(|at| directories.get(at));
-            files.push(Some(join_path(directory.map(String::as_str), &name)));
+            files.push(Some(join_path(directory.map(String::as_str), name)));
         }
         Ok(files)
     }

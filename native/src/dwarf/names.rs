@@ -269,14 +269,14 @@ impl<'u, 'a> Namer<'u, 'a> {
 }
 
 /// `_qualify`: `name` prefixed with its enclosing namespaces and types.
-fn qualify(tree: &Tree<'_>, die: u64, name: String) -> String {
+fn qualify(tree: &Tree<'_>, die: u64, name: &str) -> String {
     let mut parts = vec![name];
     let mut scope = tree.scope_of(die);
     while scope >= 0 {
         let found = &tree.scopes[scope as usize];
-        match found.name.as_deref() {
-            Some(text) if !text.is_empty() => parts.push(text.to_owned()),
-            _ if found.is_namespace => parts.push("(anonymous namespace)".to_owned()),
+        match found.name {
+            Some(text) if !text.is_empty() => parts.push(text),
+            _ if found.is_namespace => parts.push("(anonymous namespace)"),
             _ => break,
         }
         scope = found.parent;

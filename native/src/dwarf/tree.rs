@@ -86,10 +86,10 @@ pub(crate) struct Node<'a> {
     _attrs: std::marker::PhantomData<&'a ()>,
 }
 
-pub(crate) struct Scope {
+pub(crate) struct Scope<'a> {
     pub start: u64,
     pub end: u64,
-    pub name: Option<String>,
+    pub name: Option<&'a str>,
     pub parent: i64,
     pub is_namespace: bool,
 }
@@ -103,7 +103,7 @@ pub(crate) struct Tree<'a> {
     children: Vec<usize>,
     /// (low, high, node) of every range of every function node.
     pub function_ranges: Vec<(u128, u128, usize)>,
-    pub scopes: Vec<Scope>,
+    pub scopes: Vec<Scope<'a>>,
 }
 
 #[derive(Clone, Copy, PartialEq)]

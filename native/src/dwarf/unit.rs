@@ -67,16 +67,17 @@ pub(crate) fn source_line(attr: &Attr<'_>) -> Decided<i64> {
     Ok((raw & 0xffff_ffff) as i64)
 }
 
-fn cstring_at(data: &[u8], offset: u64) -> Decided<String> {
+fn cstring_at(data: &[u8], offset: u64) -> Decided<&str> {
     let start = usize::try_from(offset).map_err(|_| Defer("string offset"))?;
     let rest = data.get(start..).filter(|rest| !rest.is_empty()).ok_or(Defer("string offset outside its section"))?;
-    let length = rest.iter().position(|byte| *byte == 0).ok_or(Defer("string without its NUL"))?;
-    utf8(&rest[..length])
+    let text = std::ffi::CStr::from_bytes_until_nul(rest).map_err(|_| Defer("string without its NUL"))?;
+    utf8(text.to_bytes())
 }
 
-/// A name as text; the reference replaces what is not UTF-8, which is left to it.
-pub(crate) fn utf8(bytes: &[u8]) -> Decided<String> {
-    std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| Defer("a name that is not UTF-8"))
+/// A name as text, borrowed from its section; the reference replaces what is not UTF-8, which is
+/// left to it.
+pub(crate) fn utf8(bytes: &[u8]) -> Decided<&str> {
+    std::str::from_utf8(bytes).map_err(|_| Defer("a name that is not UTF-8"))
 }
 
 fn read_sized(data: &[u8], position: u64, size: u8, sections: &Sections) -> Decided<u64> {
@@ -187,7 +188,7 @@ impl<'a> UnitData<'a> {
             self.string(&name)?;
         }
         if let Some(comp_dir) = last(dw::DW_AT_comp_dir) {
-            self.comp_dir = self.string(&comp_dir)?;
+            self.comp_dir = self.string(&comp_dir)?.map(str::to_owned);
         }
         if let Some(ranges) = last(dw::DW_AT_ranges) {
             // The unit's regions are the reader's; their damage is the unit's error there.
@@ -197,7 +198,7 @@ impl<'a> UnitData<'a> {
     }
 
     /// `Unit.string`: the text a string form names; None for a form that names none.
-    pub(crate) fn string(&self, attr: &Attr<'a>) -> Decided<Option<String>> {
+    pub(crate) fn string(&self, attr: &Attr<'a>) -> Decided<Option<&'a str>> {
         let sections = self.sections;
         match &attr.1 {
             AttributeValue::String(bytes) => utf8(bytes.slice()).map(Some),
