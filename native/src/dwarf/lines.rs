@@ -40,13 +40,16 @@ pub(crate) fn join_path(directory: Option<&str>, name: &str) -> String {
         Some(directory) if !directory.is_empty() => directory,
         _ => return name.to_owned(),
     };
-    let bytes = name.as_bytes();
-    if name.starts_with('/') || name.starts_with('\\') || (name.chars().count() > 2 && name.chars().nth(1) == Some(':')) {
+    // A drive letter: a second character ':' with more after it.
+    let mut chars = name.chars();
+    let drive = chars.nth(1) == Some(':') && chars.next().is_some();
+    if name.starts_with('/') || name.starts_with('\\') || drive {
         return name.to_owned();
     }
-    let _ = bytes;
     let separator = if directory.contains('\\') && !directory.contains('/') { '\\' } else { '/' };
-    let mut joined = directory.trim_end_matches(['/', '\\']).to_owned();
+    let directory = directory.trim_end_matches(['/', '\\']);
+    let mut joined = String::with_capacity(directory.len() + 1 + name.len());
+    joined.push_str(directory);
     joined.push(separator);
     joined.push_str(name);
     joined
@@ -151,6 +154,7 @@ impl Rows {
         }
     }
 
+    #[inline]
     fn push(&mut self, (address, file, line, column, discriminator): Row) -> Decided<()> {
         if line < 0 {
             return Err(Defer("a line program that steps below line 0"));
