@@ -444,8 +444,7 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
 /// (a large unit has hundreds of thousands of nodes, most with one range: no list of their own).
 fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>, out: &mut Vec<(u128, u128)>) -> Decided<()> {
     if let Some(ranges) = &attrs.ranges {
-        out.extend(unit.decode_ranges(ranges)?);
-        return Ok(());
+        return unit.decode_ranges(ranges, out);
     }
     match unit.pc_bounds(attrs.low_pc.as_ref(), attrs.high_pc.as_ref())? {
         Some((low, high)) if high > low => out.push((low, high)),
