@@ -40,13 +40,16 @@ pub(crate) fn join_path(directory: Option<&str>, name: &str) -> String {
         Some(directory) if !directory.is_empty() => directory,
         _ => return name.to_owned(),
     };
-    let bytes = name.as_bytes();
-    if name.starts_with('/') || name.starts_with('\\') || (name.chars().count() > 2 && name.chars().nth(1) == Some(':')) {
+    // A drive letter: a second character ':' with more after it.
+    let mut chars = name.chars();
+    let drive = chars.nth(1) == Some(':') && chars.next().is_some();
+    if name.starts_with('/') || name.starts_with('\\') || drive {
         return name.to_owned();
     }
-    let _ = bytes;
     let separator = if directory.contains('\\') && !directory.contains('/') { '\\' } else { '/' };
-    let mut joined = directory.trim_end_matches(['/', '\\']).to_owned();
+    let directory = directory.trim_end_matches(['/', '\\']);
+    let mut joined = String::with_capacity(directory.len() + 1 + name.len());
+    joined.push_str(directory);
     joined.push(separator);
     joined.push_str(name);
     joined
@@ -60,7 +63,7 @@ fn entry_path<'a>(unit: &UnitData<'a>, value: &AttributeValue<R<'a>>) -> Decided
         | AttributeValue::DebugStrRef(_)
         | AttributeValue::DebugLineStrRef(_)
         | AttributeValue::DebugStrOffsetsIndex(_) => {
-            Ok(unit.string(&(dw::DW_FORM_string, value.clone()))?.unwrap_or_default())
+            Ok(unit.string(&(dw::DW_FORM_string, value.clone()))?.unwrap_or_default().to_owned())
         }
         _ => Ok(String::new()),
     }
@@ -112,14 +115,14 @@ fn file_names<'a>(unit: &UnitData<'a>, header: &gimli::LineProgramHeader<R<'a>>)
         let mut directories = vec![comp_dir.unwrap_or("").to_owned()];
         for value in header.include_directories() {
             let AttributeValue::String(bytes) = value else { return Err(Defer("a DWARF 4 directory not inline")) };
-            directories.push(join_path(comp_dir, &utf8(bytes.slice())?));
+            directories.push(join_path(comp_dir, utf8(bytes.slice())?));
         }
         let mut files = vec![None];
         for entry in header.file_names() {
             let AttributeValue::String(bytes) = entry.path_name() else { return Err(Defer("a DWARF 4 file not inline")) };
             let name = utf8(bytes.slice())?;
             let directory = usize::try_from(entry.directory_index()).ok().and_then(|at| directories.get(at));
-            files.push(Some(join_path(directory.map(String::as_str), &name)));
+            files.push(Some(join_path(directory.map(String::as_str), name)));
         }
         Ok(files)
     }
@@ -151,6 +154,7 @@ impl Rows {
         }
     }
 
+    #[inline]
     fn push(&mut self, (address, file, line, column, discriminator): Row) -> Decided<()> {
         if line < 0 {
             return Err(Defer("a line program that steps below line 0"));

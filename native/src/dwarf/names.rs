@@ -27,6 +27,12 @@ pub(crate) type Text = Arc<str>;
 /// (name, decl line, decl file): `info.Name`.
 pub(crate) type Name = (Option<Text>, i64, Option<Text>);
 
+/// (file, line, column, discriminator) an inlined call was called from.
+pub(crate) type CallSite = (Option<Text>, i64, i64, i64);
+
+/// A node's name, entry and, for an inlined call, call site (`Namer::node_facts`).
+pub(crate) type NodeFacts = (Name, Option<u128>, Option<CallSite>);
+
 /// Another unit a name chain reaches (`DW_FORM_ref_addr`): its DIEs, scopes and line table.
 pub(crate) type Reached<'a> = Arc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
 
@@ -108,11 +114,20 @@ impl<'u, 'a> Namer<'u, 'a> {
         Ok(found)
     }
 
-    /// `DwarfInfo.node_name`: (name, decl line, decl file) of a node.
-    pub(crate) fn node_name(&mut self, node: usize) -> Decided<Name> {
+    /// What a chain takes of a node, from one read of its DIE: `DwarfInfo.node_name` (name, decl
+    /// line, decl file), `node_entry` (its own DW_AT_low_pc, None without one or in a form that is
+    /// not an address's) and, for an inlined call, `call_site` (the file, line, column and
+    /// discriminator it was called from). A chain asks all three of each of its nodes, so reading
+    /// the DIE once for each was three reads of every node of a large Rust unit's chains.
+    pub(crate) fn node_facts(&mut self, node: usize) -> Decided<NodeFacts> {
         let (unit, tree) = (self.unit, self.tree);
         let found = &tree.nodes[node];
         let attrs = NodeAttrs::of_die(unit, found.die)?;
+        let entry = match &attrs.low_pc {
+            Some(attr @ (_, AttributeValue::Addr(_) | AttributeValue::DebugAddrIndex(_))) => Some(unit.address(attr)?),
+            _ => None,
+        };
+        let call_site = if found.parent >= 0 { Some(self.call_site(&attrs)?) } else { None };
         let decl = match &attrs.decl_line {
             Some(decl) => source_line(decl)?,
             None => 0,
@@ -123,23 +138,12 @@ impl<'u, 'a> Namer<'u, 'a> {
         };
         let reference = attrs.abstract_origin.as_ref().or(attrs.specification.as_ref());
         let (linkage, name) = (attrs.linkage_name.as_ref(), attrs.name.as_ref());
-        self.resolve_name(unit, tree, found.die, linkage, name, (decl, decl_file), reference, 0)
+        let name = self.resolve_name(unit, tree, found.die, linkage, name, (decl, decl_file), reference, 0)?;
+        Ok((name, entry, call_site))
     }
 
-    /// `DwarfInfo.node_entry`: a node's own DW_AT_low_pc, None without one or in a form that is
-    /// not an address's (an address that cannot be read leaves the unit to the reference).
-    pub(crate) fn node_entry(&self, node: usize) -> Decided<Option<u128>> {
-        match &NodeAttrs::of_die(self.unit, self.tree.nodes[node].die)?.low_pc {
-            Some(attr @ (_, AttributeValue::Addr(_) | AttributeValue::DebugAddrIndex(_))) => {
-                self.unit.address(attr).map(Some)
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// `DwarfInfo.call_site`: (file, line, column, discriminator) an inlined call was called from.
-    pub(crate) fn call_site(&self, node: usize) -> Decided<(Option<Text>, i64, i64, i64)> {
-        let attrs = NodeAttrs::of_die(self.unit, self.tree.nodes[node].die)?;
+    /// `DwarfInfo.call_site` of an inlined call's attributes.
+    fn call_site(&self, attrs: &NodeAttrs<'a>) -> Decided<CallSite> {
         let file = match &attrs.call_file {
             Some((form, value)) => {
                 let index: i128 = match (*form, value) {
@@ -265,14 +269,14 @@ impl<'u, 'a> Namer<'u, 'a> {
 }
 
 /// `_qualify`: `name` prefixed with its enclosing namespaces and types.
-fn qualify(tree: &Tree<'_>, die: u64, name: String) -> String {
+fn qualify(tree: &Tree<'_>, die: u64, name: &str) -> String {
     let mut parts = vec![name];
     let mut scope = tree.scope_of(die);
     while scope >= 0 {
         let found = &tree.scopes[scope as usize];
-        match found.name.as_deref() {
-            Some(text) if !text.is_empty() => parts.push(text.to_owned()),
-            _ if found.is_namespace => parts.push("(anonymous namespace)".to_owned()),
+        match found.name {
+            Some(text) if !text.is_empty() => parts.push(text),
+            _ if found.is_namespace => parts.push("(anonymous namespace)"),
             _ => break,
         }
         scope = found.parent;

@@ -86,10 +86,10 @@ pub(crate) struct Node<'a> {
     _attrs: std::marker::PhantomData<&'a ()>,
 }
 
-pub(crate) struct Scope {
+pub(crate) struct Scope<'a> {
     pub start: u64,
     pub end: u64,
-    pub name: Option<String>,
+    pub name: Option<&'a str>,
     pub parent: i64,
     pub is_namespace: bool,
 }
@@ -103,7 +103,7 @@ pub(crate) struct Tree<'a> {
     children: Vec<usize>,
     /// (low, high, node) of every range of every function node.
     pub function_ranges: Vec<(u128, u128, usize)>,
-    pub scopes: Vec<Scope>,
+    pub scopes: Vec<Scope<'a>>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -150,6 +150,62 @@ fn role_of(abbrev: &gimli::Abbreviation) -> Role {
             Role::Container
         }
         _ => Role::Skip,
+    }
+}
+
+/// What the scan reads of the DIEs of one abbreviation, worked out on its first DIE: the
+/// attributes the walk uses (the rest skipped in runs, as the reference's scan skips them; a node's
+/// others are read when it is named, `NodeAttrs::of_die`).
+struct Plan {
+    role: Role,
+    indirect: bool,
+    /// Positions of the attributes read: a node's bounds, a scope's name, every sibling link.
+    kept: Vec<usize>,
+}
+
+impl Plan {
+    fn of(abbrev: &gimli::Abbreviation) -> Self {
+        let role = role_of(abbrev);
+        let kept = abbrev.attributes().iter().enumerate().filter(|(_, spec)| match (role, spec.name()) {
+            (_, dw::DW_AT_sibling) => true,
+            (Role::Function, name) => matches!(name, dw::DW_AT_low_pc | dw::DW_AT_high_pc | dw::DW_AT_ranges),
+            (Role::Scope, name) => name == dw::DW_AT_name,
+            _ => false,
+        });
+        let indirect = abbrev.attributes().iter().any(|spec| spec.form() == dw::DW_FORM_indirect);
+        Plan { role, indirect, kept: kept.map(|(at, _)| at).collect() }
+    }
+}
+
+/// The plans of one unit's abbreviations, by code (one table serves the whole unit, so a code
+/// names one abbreviation throughout; a code too large to index by is planned per DIE).
+#[derive(Default)]
+struct Plans {
+    by_code: Vec<Option<Plan>>,
+    unplanned: Option<Plan>,
+}
+
+impl Plans {
+    /// The plan of `abbrev`, worked out on its first DIE (`planned`): this is asked at every DIE.
+    #[inline(always)]
+    fn of(&mut self, abbrev: &gimli::Abbreviation) -> &Plan {
+        let code = usize::try_from(abbrev.code()).unwrap_or(usize::MAX);
+        if code < self.by_code.len() && self.by_code[code].is_some() {
+            return self.by_code[code].as_ref().expect("checked just above");
+        }
+        self.planned(abbrev)
+    }
+
+    #[cold]
+    fn planned(&mut self, abbrev: &gimli::Abbreviation) -> &Plan {
+        let code = usize::try_from(abbrev.code()).unwrap_or(usize::MAX);
+        if code >= 1 << 16 {
+            return self.unplanned.insert(Plan::of(abbrev));
+        }
+        if self.by_code.len() <= code {
+            self.by_code.resize_with(code + 1, || None);
+        }
+        self.by_code[code].get_or_insert_with(|| Plan::of(abbrev))
     }
 }
 
@@ -207,6 +263,7 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
     let mut functions_open = 0usize;
     // How many open subtrees the reference would have stepped over by their null entries.
     let mut skipped_open = 0usize;
+    let mut plans = Plans::default();
     loop {
         if raw.is_empty() {
             // The unit ends with subtrees open (damaged data, or an assembler's unit): they end
@@ -241,37 +298,34 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
             }
             continue;
         };
-        let role = role_of(abbrev);
-        let has_children = abbrev.has_children();
+        let plan = plans.of(abbrev);
+        if plan.indirect {
+            return Err(Defer("DW_FORM_indirect"));
+        }
+        let (role, has_children) = (plan.role, abbrev.has_children());
         if role == Role::Skip && !has_children {
-            if abbrev.attributes().iter().any(|spec| spec.form() == dw::DW_FORM_indirect) {
-                return Err(Defer("DW_FORM_indirect"));
-            }
             raw.skip_attributes(abbrev.attributes())?;
             continue;
         }
         let mut attrs = NodeAttrs::default();
         let mut sibling = 0u64;
-        for spec in abbrev.attributes() {
-            if spec.form() == dw::DW_FORM_indirect {
-                return Err(Defer("DW_FORM_indirect"));
+        let specs = abbrev.attributes();
+        let mut next = 0;
+        for &at in &plan.kept {
+            if next < at {
+                raw.skip_attributes(&specs[next..at])?;
             }
-            let name = spec.name();
-            let keep = match role {
-                Role::Function => true,
-                Role::Scope => name == dw::DW_AT_sibling || name == dw::DW_AT_name,
-                _ => name == dw::DW_AT_sibling,
-            };
-            if !keep {
-                raw.skip_attributes(std::slice::from_ref(spec))?;
-                continue;
-            }
-            let value: Attr<'a> = (spec.form(), raw.read_attribute(*spec)?.raw_value());
-            if name == dw::DW_AT_sibling {
+            let spec = specs[at];
+            let value: Attr<'a> = (spec.form(), raw.read_attribute(spec)?.raw_value());
+            if spec.name() == dw::DW_AT_sibling {
                 sibling = sibling_offset(unit, &value);
-            } else if let Some(slot) = attrs.slot(name) {
+            } else if let Some(slot) = attrs.slot(spec.name()) {
                 *slot = Some(value);
             }
+            next = at + 1;
+        }
+        if next < specs.len() {
+            raw.skip_attributes(&specs[next..])?;
         }
         let after = unit.offset + raw.next_offset().0 as u64;
         let sibling = (after < sibling && sibling <= end).then_some(sibling);
@@ -305,19 +359,19 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                     && (tag == dw::DW_TAG_subprogram || current_node >= 0)
                 {
                     let inlined = tag == dw::DW_TAG_inlined_subroutine;
-                    let ranges = node_ranges(unit, &attrs)?;
-                    if inlined || !ranges.is_empty() {
+                    let first = tree.ranges.len();
+                    node_ranges(unit, &attrs, &mut tree.ranges)?;
+                    if inlined || tree.ranges.len() > first {
                         node = tree.nodes.len() as i64;
                         let parent = if inlined { current_node } else { -1 };
                         if parent < 0 {
-                            for &(low, high) in &ranges {
+                            for &(low, high) in &tree.ranges[first..] {
                                 tree.function_ranges.push((low, high, node as usize));
                             }
                         }
-                        let first = u32::try_from(tree.ranges.len()).map_err(|_| Defer("more ranges than a lazy unit keeps"))?;
-                        tree.ranges.extend_from_slice(&ranges);
-                        let end = u32::try_from(tree.ranges.len()).map_err(|_| Defer("more ranges than a lazy unit keeps"))?;
-                        tree.nodes.push(Node { die, parent, ranges: (first, end), children: (0, 0), _attrs: std::marker::PhantomData });
+                        let narrow = |at: usize| u32::try_from(at).map_err(|_| Defer("more ranges than a lazy unit keeps"));
+                        let ranges = (narrow(first)?, narrow(tree.ranges.len())?);
+                        tree.nodes.push(Node { die, parent, ranges, children: (0, 0), _attrs: std::marker::PhantomData });
                     }
                 }
                 if has_children {
@@ -386,15 +440,17 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
     }
 }
 
-/// `scan.node_ranges`: `DW_AT_ranges`, else `DW_AT_low_pc` and `DW_AT_high_pc`.
-pub(crate) fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>) -> Decided<Vec<(u128, u128)>> {
+/// `scan.node_ranges`: `DW_AT_ranges`, else `DW_AT_low_pc` and `DW_AT_high_pc`, appended to `out`
+/// (a large unit has hundreds of thousands of nodes, most with one range: no list of their own).
+fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>, out: &mut Vec<(u128, u128)>) -> Decided<()> {
     if let Some(ranges) = &attrs.ranges {
-        return unit.decode_ranges(ranges);
+        return unit.decode_ranges(ranges, out);
     }
     match unit.pc_bounds(attrs.low_pc.as_ref(), attrs.high_pc.as_ref())? {
-        Some((low, high)) if high > low => Ok(vec![(low, high)]),
-        _ => Ok(Vec::new()),
+        Some((low, high)) if high > low => out.push((low, high)),
+        _ => {}
     }
+    Ok(())
 }
 
 impl Tree<'_> {

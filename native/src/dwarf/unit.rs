@@ -67,16 +67,17 @@ pub(crate) fn source_line(attr: &Attr<'_>) -> Decided<i64> {
     Ok((raw & 0xffff_ffff) as i64)
 }
 
-fn cstring_at(data: &[u8], offset: u64) -> Decided<String> {
+fn cstring_at(data: &[u8], offset: u64) -> Decided<&str> {
     let start = usize::try_from(offset).map_err(|_| Defer("string offset"))?;
     let rest = data.get(start..).filter(|rest| !rest.is_empty()).ok_or(Defer("string offset outside its section"))?;
-    let length = rest.iter().position(|byte| *byte == 0).ok_or(Defer("string without its NUL"))?;
-    utf8(&rest[..length])
+    let text = std::ffi::CStr::from_bytes_until_nul(rest).map_err(|_| Defer("string without its NUL"))?;
+    utf8(text.to_bytes())
 }
 
-/// A name as text; the reference replaces what is not UTF-8, which is left to it.
-pub(crate) fn utf8(bytes: &[u8]) -> Decided<String> {
-    std::str::from_utf8(bytes).map(str::to_owned).map_err(|_| Defer("a name that is not UTF-8"))
+/// A name as text, borrowed from its section; the reference replaces what is not UTF-8, which is
+/// left to it.
+pub(crate) fn utf8(bytes: &[u8]) -> Decided<&str> {
+    std::str::from_utf8(bytes).map_err(|_| Defer("a name that is not UTF-8"))
 }
 
 fn read_sized(data: &[u8], position: u64, size: u8, sections: &Sections) -> Decided<u64> {
@@ -187,17 +188,17 @@ impl<'a> UnitData<'a> {
             self.string(&name)?;
         }
         if let Some(comp_dir) = last(dw::DW_AT_comp_dir) {
-            self.comp_dir = self.string(&comp_dir)?;
+            self.comp_dir = self.string(&comp_dir)?.map(str::to_owned);
         }
         if let Some(ranges) = last(dw::DW_AT_ranges) {
             // The unit's regions are the reader's; their damage is the unit's error there.
-            self.decode_ranges(&ranges)?;
+            self.decode_ranges(&ranges, &mut Vec::new())?;
         }
         Ok(())
     }
 
     /// `Unit.string`: the text a string form names; None for a form that names none.
-    pub(crate) fn string(&self, attr: &Attr<'a>) -> Decided<Option<String>> {
+    pub(crate) fn string(&self, attr: &Attr<'a>) -> Decided<Option<&'a str>> {
         let sections = self.sections;
         match &attr.1 {
             AttributeValue::String(bytes) => utf8(bytes.slice()).map(Some),
@@ -253,28 +254,36 @@ impl<'a> UnitData<'a> {
         Ok(Some((low_pc, high_pc.min(self.sections.last_address()))))
     }
 
-    /// `decode_ranges`: the ranges a `DW_AT_ranges` names, empty ones dropped, clamped.
-    pub(crate) fn decode_ranges(&self, attr: &Attr<'a>) -> Decided<Vec<(u128, u128)>> {
-        let ranges = if self.version >= 5 {
+    /// `decode_ranges`: the ranges a `DW_AT_ranges` names, clamped, empty ones dropped, appended
+    /// to `ranges` (a large unit has hundreds of thousands of lists: no list of their own).
+    pub(crate) fn decode_ranges(&self, attr: &Attr<'a>, ranges: &mut Vec<(u128, u128)>) -> Decided<()> {
+        let first = ranges.len();
+        if self.version >= 5 {
             let offset = match attr.1 {
                 AttributeValue::DebugRngListsIndex(index) => self.rnglistx_offset(index.0 as u64)?,
                 AttributeValue::RangeListsRef(offset) => offset.0 as u64,
                 _ => int_value(&attr.1)?,
             };
-            self.rnglist(offset)?
+            self.rnglist(offset, ranges)?;
         } else {
             let offset = match attr.1 {
                 AttributeValue::RangeListsRef(offset) => offset.0 as u64,
                 AttributeValue::DebugRngListsIndex(_) => return Err(Defer("DW_FORM_rnglistx before DWARF 5")),
                 _ => int_value(&attr.1)?,
             };
-            self.debug_ranges(offset)?
-        };
-        let last = self.sections.last_address();
-        if ranges.iter().all(|(_, high)| *high <= last) {
-            return Ok(ranges);
+            self.debug_ranges(offset, ranges)?;
         }
-        Ok(ranges.into_iter().map(|(low, high)| (low, high.min(last))).filter(|(low, high)| high > low).collect())
+        let last = self.sections.last_address();
+        let mut kept = first;
+        for at in first..ranges.len() {
+            let (low, high) = ranges[at];
+            if high.min(last) > low {
+                ranges[kept] = (low, high.min(last));
+                kept += 1;
+            }
+        }
+        ranges.truncate(kept);
+        Ok(())
     }
 
     fn rnglistx_offset(&self, index: u64) -> Decided<u64> {
@@ -292,18 +301,17 @@ impl<'a> UnitData<'a> {
         Ok(R::new(&data[start..], self.sections.endian))
     }
 
-    /// `_rnglist` (DWARF 5, 2.17.3): the entries of the list at `offset` in .debug_rnglists.
-    fn rnglist(&self, offset: u64) -> Decided<Vec<(u128, u128)>> {
+    /// `_rnglist` (DWARF 5, 2.17.3): the entries of the list at `offset` in .debug_rnglists, appended
+    /// to `ranges`.
+    fn rnglist(&self, offset: u64, ranges: &mut Vec<(u128, u128)>) -> Decided<()> {
         let mut input = self.section_reader(&self.sections.rnglists, offset)?;
         let size = self.addr_size;
         let mut base = self.low_pc;
-        let mut ranges = Vec::new();
         loop {
             let kind = gimli::DwRle(input.read_u8()?);
             match kind {
                 dw::DW_RLE_end_of_list => {
-                    ranges.retain(|(low, high)| high > low);
-                    return Ok(ranges);
+                    return Ok(());
                 }
                 dw::DW_RLE_offset_pair => {
                     let start = input.read_uleb128()?;
@@ -338,8 +346,8 @@ impl<'a> UnitData<'a> {
         }
     }
 
-    /// `_debug_ranges` (DWARF 4, 2.17.3): the list at `offset` in .debug_ranges.
-    fn debug_ranges(&self, offset: u64) -> Decided<Vec<(u128, u128)>> {
+    /// `_debug_ranges` (DWARF 4, 2.17.3): the list at `offset` in .debug_ranges, appended to `ranges`.
+    fn debug_ranges(&self, offset: u64, ranges: &mut Vec<(u128, u128)>) -> Decided<()> {
         let size = self.addr_size;
         if u128::from(offset) + 2 * u128::from(size) > self.sections.ranges.len() as u128 {
             return Err(Defer("range list offset outside .debug_ranges"));
@@ -347,13 +355,11 @@ impl<'a> UnitData<'a> {
         let mut input = self.section_reader(&self.sections.ranges, offset)?;
         let base_selector = if size == 8 { u64::MAX } else { (1u64 << (8 * u32::from(size))) - 1 };
         let mut base = self.low_pc;
-        let mut ranges = Vec::new();
         loop {
             let start = input.read_address(size)?;
             let end = input.read_address(size)?;
             if start == 0 && end == 0 {
-                ranges.retain(|(low, high)| high > low);
-                return Ok(ranges);
+                return Ok(());
             }
             if start == base_selector {
                 base = end.into();
