@@ -37,6 +37,9 @@ inside a row (fixed in later LLVM); we report the row that holds the address.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
+import os
 import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
@@ -109,16 +112,37 @@ class PdbFile(ReaderDefaults):
     position_dependent = False
 
     def __init__(self, path: Path, image_base: int = 0, data: bytes | None = None) -> None:
+        """Open ``path`` (mmap, read only: a lookup reads a few of its streams), or read ``data``
+        and name it ``path``. Call :meth:`close` (or use ``with``) to release the mmap."""
         self.path = path
         self.image_base = image_base
         self.load_base = image_base
-        if data is None:
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError as err:
-                raise NotFoundError("file not found", path) from err
-            except OSError as err:
-                raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
+        self._map: mmap.mmap | None = None
+        self._decoded: dict[int, ModuleAnswers] = {}
+        self._reference_modules: dict[int, ModuleAnswers] = {}  # by the Python reader, when asked
+        self._lookup: AnswerLookup | None = None  # built on the first lookup (a warm run verifies only)
+        try:
+            self._open(data if data is not None else self._map_file())
+        except BaseException:
+            self.close()
+            raise
+
+    def _map_file(self) -> mmap.mmap | bytes:
+        try:
+            with self.path.open("rb") as handle:
+                if os.fstat(handle.fileno()).st_size == 0:
+                    return b""  # mmap refuses empty files; the MSF check reports it
+                self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except FileNotFoundError as err:
+            raise NotFoundError("file not found", self.path) from err
+        except OSError as err:
+            raise SymbolizeError(f"cannot read file: {err.strerror or err}", self.path) from err
+        except ValueError as err:  # mmap's refusal of a file it cannot map
+            raise SymbolizeError(f"cannot map file: {err}", self.path) from err
+        return self._map
+
+    def _open(self, data: bytes | mmap.mmap) -> None:
+        path = self.path
         self._msf = MsfFile(data, path)
         self.info = parse_info_stream(self._msf.stream(PDB_INFO_STREAM), path)
         if FEATURE_MINIMAL_DEBUG_INFO in self.info.features:
@@ -143,9 +167,6 @@ class PdbFile(ReaderDefaults):
         self._public_keys: list[tuple[int, int]] = []
         self._public_vaddr_list: list[int] | None = None
         self._symbols: list[Symbol] | None = None  # at the bound image's vaddrs
-        self._decoded: dict[int, ModuleAnswers] = {}
-        self._reference_modules: dict[int, ModuleAnswers] = {}  # by the Python reader, when asked
-        self._lookup: AnswerLookup | None = None  # built on the first lookup (a warm run verifies only)
 
     def bind_image(self, image: Image) -> None:
         """Answer at the vaddrs of ``image`` (its ``load_base`` is the ImageBase the PDB's RVAs add to)."""
@@ -341,11 +362,14 @@ class PdbFile(ReaderDefaults):
         cache = self._reference_modules if reference or kernels is None else self._decoded
         decoded = cache.get(module.number)
         if decoded is None:
-            stream = self._msf.stream(module.stream)
+            compiled = cache is self._decoded and kernels is not None
+            # The compiled twin borrows a view of the mmap (it keeps the stream for inline sites).
+            stream = self._msf.stream_view(module.stream) if compiled else self._msf.stream(module.stream)
             try:
-                if cache is self._decoded and kernels is not None:
+                if compiled:
                     decoded = self._compiled_module(stream, module)
                 else:
+                    assert isinstance(stream, bytes)
                     decoded = PythonModule(self._decode_module_stream(stream, module), module.number)
             except (CodeViewError, struct.error) as err:
                 offset = err.offset if isinstance(err, CodeViewError) else None
@@ -355,7 +379,7 @@ class PdbFile(ReaderDefaults):
             cache[module.number] = decoded
         return decoded
 
-    def _compiled_module(self, stream: bytes, module: ModuleInfo) -> CompiledModule:
+    def _compiled_module(self, stream: bytes | memoryview, module: ModuleInfo) -> CompiledModule:
         rvas = [section.rva for section in self.sections]
         return compile_module(stream, module, rvas, self.image_base, self._file_name)
 
@@ -404,6 +428,12 @@ class PdbFile(ReaderDefaults):
     def close(self) -> None:
         self._decoded.clear()
         self._reference_modules.clear()
+        self._lookup = None  # its module answers hold views of the mmap
+        if self._map is not None:
+            # A caller may still hold a view of a stream: the mmap is then freed with it.
+            with contextlib.suppress(BufferError):
+                self._map.close()
+            self._map = None
 
     def __enter__(self) -> PdbFile:
         return self

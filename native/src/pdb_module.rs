@@ -16,6 +16,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::dwarf::Section;
 use crate::panic_message;
 
 pyo3::import_exception!(symbolize.formats.pdb.codeview, CodeViewError);
@@ -505,7 +506,7 @@ type Located = (Option<usize>, Option<(i64, i64, u32)>, Vec<(u32, u32, i64)>);
 /// A decoded module stream answering lookups (`PythonModule`'s twin, for `CompiledModule`).
 #[pyclass(module = "symbolize.formats._kernels")]
 pub struct PdbModule {
-    stream: Py<PyBytes>, // the module stream, held (not copied) for the inline sites decoded later
+    stream: Section, // the module stream (a view of the PDB's mmap, or bytes), held for the inline sites decoded later
     decoded: Decoded,
     sites: Vec<Option<Vec<Site>>>, // per procedure, decoded on the first lookup inside it
 }
@@ -513,12 +514,11 @@ pub struct PdbModule {
 impl PdbModule {
     /// The inline sites of procedure `position`, decoded on the first lookup inside it. A body
     /// whose records do not decode leaves the procedure without inlined frames, as in `sites_of`.
-    fn sites_of(&mut self, py: Python<'_>, position: usize) -> &[Site] {
+    fn sites_of(&mut self, position: usize) -> &[Site] {
         if self.sites[position].is_none() {
-            let stream = self.stream.bind(py);
             let procedure = &self.decoded.procedures[position];
             let end = procedure.end_offset.min(self.decoded.symbols_end);
-            let sites = sites_in(&self.decoded, stream.as_bytes(), procedure.low, procedure.body_start, end, 0)
+            let sites = sites_in(&self.decoded, &self.stream, procedure.low, procedure.body_start, end, 0)
                 .unwrap_or_default();
             self.sites[position] = Some(sites);
         }
@@ -532,13 +532,13 @@ impl PdbModule {
         (first..stop).find(|candidate| vaddr < decoded.procedures[*candidate].high)
     }
 
-    fn locate_one(&mut self, py: Python<'_>, vaddr: i128) -> Located {
+    fn locate_one(&mut self, vaddr: i128) -> Located {
         let position = self.procedure_at(vaddr);
         let line = line_at(&self.decoded.lines, vaddr)
             .map(|at| (self.decoded.lines.lines[at], self.decoded.lines.columns[at], self.decoded.lines.file_ids[at]));
         let mut inlined = Vec::new();
         if let Some(position) = position {
-            self.sites_of(py, position);
+            self.sites_of(position);
             let mut chain: Vec<&Site> = Vec::new();
             let mut level = self.sites[position].as_deref().unwrap_or(&[]);
             while !level.is_empty() && chain.len() <= MAX_INLINE_DEPTH {
@@ -564,14 +564,14 @@ impl PdbModule {
     /// (position of the procedure holding `vaddr` or None, (line, column, file ID) of the row
     /// holding it or None, [(inlinee, file ID, line)] of the inline sites holding it, innermost
     /// first, stopping at the first inlinee without DEBUG_S_INLINEELINES entry).
-    fn locate(&mut self, py: Python<'_>, vaddr: i128) -> PyResult<Located> {
-        catch_unwind(AssertUnwindSafe(|| self.locate_one(py, vaddr)))
+    fn locate(&mut self, vaddr: i128) -> PyResult<Located> {
+        catch_unwind(AssertUnwindSafe(|| self.locate_one(vaddr)))
             .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
     }
 
     /// `locate` of each vaddr.
-    fn locate_many(&mut self, py: Python<'_>, vaddrs: Vec<i128>) -> PyResult<Vec<Located>> {
-        catch_unwind(AssertUnwindSafe(|| vaddrs.iter().map(|vaddr| self.locate_one(py, *vaddr)).collect()))
+    fn locate_many(&mut self, vaddrs: Vec<i128>) -> PyResult<Vec<Located>> {
+        catch_unwind(AssertUnwindSafe(|| vaddrs.iter().map(|vaddr| self.locate_one(*vaddr)).collect()))
             .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
     }
 
@@ -593,13 +593,13 @@ impl PdbModule {
 
     /// Where answers may change: procedure bounds, every inline site row's bounds, line entries
     /// (and one past an address two entries share), unsorted, with repeats.
-    fn cut_points(&mut self, py: Python<'_>) -> PyResult<Vec<i128>> {
+    fn cut_points(&mut self) -> PyResult<Vec<i128>> {
         catch_unwind(AssertUnwindSafe(|| {
             let mut cuts = Vec::new();
             for position in 0..self.decoded.procedures.len() {
                 cuts.push(self.decoded.procedures[position].low);
                 cuts.push(self.decoded.procedures[position].high);
-                let mut pending: Vec<&Site> = self.sites_of(py, position).iter().collect();
+                let mut pending: Vec<&Site> = self.sites_of(position).iter().collect();
                 while let Some(site) = pending.pop() {
                     pending.extend(site.children.iter());
                     for row in &site.rows {
@@ -623,21 +623,22 @@ impl PdbModule {
 #[pyfunction]
 fn decode_pdb_module(
     py: Python<'_>,
-    stream: Bound<'_, PyBytes>,
+    stream: Bound<'_, PyAny>,
     symbols_size: u64,
     c11_size: u64,
     c13_size: u64,
     section_rvas: Vec<u64>,
     image_base: i128,
 ) -> PyResult<PdbModule> {
-    let bytes = stream.as_bytes();
+    let stream = Section::borrow(&stream)?;
+    let bytes: &[u8] = &stream;
     let decoded = py.detach(|| {
         catch_unwind(AssertUnwindSafe(|| decode(bytes, symbols_size, c11_size, c13_size, &section_rvas, image_base)))
     });
     match decoded {
         Ok(Ok(decoded)) => {
             let sites = (0..decoded.procedures.len()).map(|_| None).collect();
-            Ok(PdbModule { stream: stream.unbind(), decoded, sites })
+            Ok(PdbModule { stream, decoded, sites })
         }
         Ok(Err(failure)) => Err(CodeViewError::new_err((failure.message, failure.offset))),
         Err(payload) => Err(CodeViewError::new_err((

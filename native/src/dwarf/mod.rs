@@ -78,7 +78,7 @@ impl Section {
     /// `data`'s bytes without a copy where its buffer is read-only and contiguous (a view of an
     /// mmap opened read-only, `bytes`); copied otherwise (a writable buffer could change under a
     /// read made without the GIL).
-    fn borrow(data: &Bound<'_, PyAny>) -> PyResult<Self> {
+    pub(crate) fn borrow(data: &Bound<'_, PyAny>) -> PyResult<Self> {
         let buffer = PyBuffer::<u8>::get(data)?;
         if buffer.readonly() && buffer.is_c_contiguous() {
             return Ok(Section::Borrowed(buffer));
