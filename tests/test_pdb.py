@@ -446,3 +446,28 @@ def test_the_index_answers_what_lookups_answer(case: str) -> None:
     blocks = flatten_answers(eager.answer_regions(), eager.answers)
     addresses = _addresses(f"{name}.{'dll' if name == 'winlib' else 'exe'}")
     assert [_lazy_frames(lazy, a) for a in addresses] == [_flattened_frames(blocks, a) for a in addresses]
+
+
+@cache
+def _publics_of(name: str) -> tuple[PdbFile, list[int]]:
+    pdb = PdbFile(BIN / name, image_base=IMAGE_BASE)
+    edges = sorted({edge for s in pdb.symbols() for edge in (s.vaddr, s.vaddr + s.size)})
+    return pdb, edges
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(sorted(path.name for path in BIN.glob("*.pdb"))),
+    st.integers(min_value=0, max_value=1 << 20),
+    st.integers(min_value=-2, max_value=2),
+)
+def test_publics_fallback_per_address_equals_the_runs_of_every_public(name: str, draw: int, nudge: int) -> None:
+    """The cold path's publics fallback (one address at a time, no symbol per public) answers as
+    PublicFrames over every public's symbol does, at the publics' edges and between them."""
+    from symbolize.formats.pdb.publics import PublicFrames
+
+    pdb, edges = _publics_of(name)
+    assert pdb._sections_in_order
+    every = PublicFrames([symbol for symbol in pdb.symbols() if symbol.size > 0])
+    vaddr = edges[draw % len(edges)] + nudge if draw % 2 else IMAGE_BASE + draw
+    assert pdb._public_run_at(vaddr) == every.run_at(vaddr)

@@ -164,9 +164,15 @@ class PdbFile(ReaderDefaults):
         self._strings = StringTable(self._msf.stream(names_stream), path) if names_stream is not None else None
         self._inlinee_names = InlineeNames(self._msf, self.dbi.modules, self._strings, path)
         self._publics: list[Public] | None = None
-        self._public_keys: list[tuple[int, int]] = []
+        self._public_keys: list[int] = []  # section << 32 | offset of each public
         self._public_vaddr_list: list[int] | None = None
         self._symbols: list[Symbol] | None = None  # at the bound image's vaddrs
+        self._regions: list[AnswerRegion] | None = None  # at the bound image's vaddrs
+        # Whether the sections lie in RVA order without overlap (as linkers write them): then the
+        # publics' fallback is found per address (_PublicsAt), without a symbol per public.
+        self._sections_in_order = all(
+            low.rva + max(low.virtual_size, 1) <= high.rva for low, high in pairwise(self.sections)
+        )
 
     def bind_image(self, image: Image) -> None:
         """Answer at the vaddrs of ``image`` (its ``load_base`` is the ImageBase the PDB's RVAs add to)."""
@@ -176,6 +182,7 @@ class PdbFile(ReaderDefaults):
             self._reference_modules.clear()
             self._public_vaddr_list = None
             self._symbols = None
+            self._regions = None
             self._lookup = None
 
     def segments(self) -> Sequence[Segment]:
@@ -211,13 +218,12 @@ class PdbFile(ReaderDefaults):
 
     def _load_publics(self) -> list[Public]:
         if self._publics is None:
-            self._publics = read_publics(self._msf, self.dbi, self.path, self.is_32bit)
-            self._public_keys = [(public.section, public.offset) for public in self._publics]
+            self._publics, self._public_keys = read_publics(self._msf, self.dbi, self.path, self.is_32bit)
         return self._publics
 
     def _public_at_or_before(self, section: int, offset: int) -> Public | None:
         publics = self._load_publics()
-        position = bisect_right(self._public_keys, (section, offset)) - 1
+        position = bisect_right(self._public_keys, section << 32 | offset) - 1
         return publics[position] if position >= 0 else None
 
     def symbols(self) -> Sequence[Symbol]:
@@ -229,6 +235,11 @@ class PdbFile(ReaderDefaults):
     # --- regions and answers -----------------------------------------------------
 
     def answer_regions(self) -> Sequence[AnswerRegion]:
+        if self._regions is None:
+            self._regions = self._answer_regions()
+        return self._regions
+
+    def _answer_regions(self) -> list[AnswerRegion]:
         regions = []
         modules = self.dbi.modules
         for contribution in self.dbi.contributions:
@@ -260,10 +271,31 @@ class PdbFile(ReaderDefaults):
         """What lookups decode: the publics' runs whole, a module's frames one address at a time
         (its symbols and lines read once, a procedure's inline sites on the first lookup in it)."""
         if key == PUBLICS_KEY:
+            if self._sections_in_order:
+                return _PublicsAt(self)
             return PublicFrames([symbol for symbol in self.symbols() if symbol.size > 0])
         if not 0 <= key < len(self.dbi.modules):
             return []
         return _ModuleFrames(self, self._decode_module(self.dbi.modules[key]))
+
+    def _public_run_at(self, vaddr: int) -> AnswerRun | None:
+        """The run of :meth:`symbols` holding ``vaddr`` (sections in order: see _PublicsAt), found
+        without them: the last public at or before it in its section reaches the next public of
+        the section or the section's end."""
+        place = self._section_offset(vaddr)
+        if place is None:
+            return None
+        publics = self._load_publics()
+        number, offset = place
+        position = bisect_right(self._public_keys, number << 32 | offset) - 1
+        if position < 0 or publics[position].section != number:
+            return None
+        section = self.sections[number - 1]
+        start = self.image_base + section.rva
+        low, high = start + publics[position].offset, start + section.virtual_size
+        if position + 1 < len(publics) and publics[position + 1].section == number:
+            high = min(high, start + publics[position + 1].offset)
+        return AnswerRun(low, high, (Frame(publics[position].name),)) if low <= vaddr < high else None
 
     def _public_runs(self) -> list[AnswerRun]:
         return [
@@ -443,6 +475,16 @@ class PdbFile(ReaderDefaults):
 
     def __repr__(self) -> str:
         return f"PdbFile({str(self.path)!r})"
+
+
+class _PublicsAt:
+    """The publics' fallback asked one address at a time (:class:`LazyRuns`), where the sections
+    lie in RVA order without overlap: the runs of :class:`PublicFrames` over :meth:`PdbFile.symbols`
+    (their lows are then in order, each run reaching at most its section's end), found per address
+    instead of a symbol built for each of the PDB's publics (a cold lookup asks it for few)."""
+
+    def __init__(self, pdb: PdbFile) -> None:
+        self.run_at = pdb._public_run_at
 
 
 class _ModuleFrames:

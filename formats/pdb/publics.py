@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import islice
+from operator import le
 from pathlib import Path
 from typing import NamedTuple
 
@@ -25,8 +27,9 @@ class Public(NamedTuple):
     name: str
 
 
-def read_publics(msf: MsfFile, dbi: DbiStream, path: Path, is_32bit: bool) -> list[Public]:
-    """Every public, sorted by (section, offset); 32-bit C names undecorated."""
+def read_publics(msf: MsfFile, dbi: DbiStream, path: Path, is_32bit: bool) -> tuple[list[Public], list[int]]:
+    """Every public, sorted by (section, offset), and its key ``section << 32 | offset`` (the same
+    order, as one int: bisected once per lookup); 32-bit C names undecorated."""
     offsets: list[int] = []
     records = b""
     if dbi.public_stream != NO_STREAM:
@@ -37,10 +40,13 @@ def read_publics(msf: MsfFile, dbi: DbiStream, path: Path, is_32bit: bool) -> li
         publics = [Public(section, offset, undecorated(name)) for _flags, section, offset, name in found]
     else:
         publics = [Public(section, offset, name) for _flags, section, offset, name in found]
+    keys = [section << 32 | offset for _flags, section, offset, _name in found]
     # The address map is sorted by (section, offset); keep that order even if a file is not,
-    # so that bisecting stays meaningful.
-    publics.sort(key=lambda public: (public.section, public.offset))
-    return publics
+    # so that bisecting stays meaningful (a stable sort: publics at one address keep theirs).
+    if not all(map(le, keys, islice(keys, 1, None))):
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        publics, keys = [publics[i] for i in order], [keys[i] for i in order]
+    return publics, keys
 
 
 def undecorated(name: str) -> str:

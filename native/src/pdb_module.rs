@@ -171,7 +171,9 @@ fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment, Failure>
             return fail(format!("line block of {count} rows does not fit its {block_size} bytes"), subsection_offset);
         }
         let rows_at = position + 12;
-        let mut block = Block { file_id, offsets: Vec::new(), lines: Vec::new(), columns: Vec::new() };
+        let rows = count as usize; // its bytes are inside `data` (checked above)
+        let mut block =
+            Block { file_id, offsets: Vec::with_capacity(rows), lines: Vec::with_capacity(rows), columns: Vec::with_capacity(rows) };
         for row in 0..count {
             block.offsets.push(u32_at(data, rows_at + 8 * row));
             block.lines.push(u32_at(data, rows_at + 8 * row + 4) & 0xFF_FFFF);
@@ -236,9 +238,11 @@ fn signed(value: u32) -> i64 {
     }
 }
 
-/// `annotation_rows`: (low, high, line, file) code offsets; None where the reference raises.
-fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i64, i64, i64, u32)>> {
+/// `annotation_rows`: (low, high, line, file) rows, their code offsets added to `base`; None where the
+/// reference raises.
+fn annotation_rows(data: &[u8], base: i128, first_line: u32, file_id: u32) -> Option<Vec<(i128, i128, i64, u32)>> {
     let mut rows = Vec::new();
+    let at = |offset: i64| base + i128::from(offset);
     let mut code: i64 = 0;
     let mut line = i64::from(first_line);
     let mut file = file_id;
@@ -272,7 +276,7 @@ fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i6
                 }
                 if let Some((low, open_line, open_file)) = open {
                     if code > low {
-                        rows.push((low, code, open_line, open_file));
+                        rows.push((at(low), at(code), open_line, open_file));
                     }
                 }
                 open = Some((code, line, file));
@@ -280,7 +284,7 @@ fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i6
             4 => {
                 if let Some((low, open_line, open_file)) = open {
                     if code + operand64 > low {
-                        rows.push((low, code + operand64, open_line, open_file));
+                        rows.push((at(low), at(code + operand64), open_line, open_file));
                     }
                 }
                 open = None;
@@ -291,11 +295,11 @@ fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i6
                 code += i64::from(second);
                 if let Some((low, open_line, open_file)) = open {
                     if code > low {
-                        rows.push((low, code, open_line, open_file));
+                        rows.push((at(low), at(code), open_line, open_file));
                     }
                 }
                 if operand64 > 0 {
-                    rows.push((code, code + operand64, line, file));
+                    rows.push((at(code), at(code + operand64), line, file));
                 }
                 open = None;
             }
@@ -411,7 +415,14 @@ fn decode(
         }
     }
     groups.sort_by_key(|group| group.0);
-    let mut lines = LineTable::default();
+    let entries = groups.iter().map(|group| group.2.offsets.len() + 2).sum();
+    let mut lines = LineTable {
+        vaddrs: Vec::with_capacity(entries),
+        lines: Vec::with_capacity(entries),
+        columns: Vec::with_capacity(entries),
+        file_ids: Vec::with_capacity(entries),
+        terminal: Vec::with_capacity(entries),
+    };
     for (base, end, block) in groups {
         let count = block.offsets.len();
         lines.vaddrs.push(base);
@@ -459,11 +470,7 @@ fn sites_in(
         let closing = after_closing(stream, end_offset, body_start, end, &[S_INLINESITE_END]);
         let body_end = if closing.is_some() { end_offset } else { body_start };
         let (file_id, first_line) = decoded.inlinee_lines.get(&inlinee).copied().unwrap_or((0, 0));
-        let rows: Vec<(i128, i128, i64, u32)> = annotation_rows(annotations, first_line, file_id)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(low, high, line, file)| (base + i128::from(low), base + i128::from(high), line, file))
-            .collect();
+        let rows = annotation_rows(annotations, base, first_line, file_id).unwrap_or_default();
         let extent = if rows.is_empty() {
             (0, 0)
         } else {
