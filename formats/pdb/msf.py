@@ -92,6 +92,13 @@ class MsfFile:
     def _runs(self, blocks: tuple[int, ...] | list[int], size: int, what: str) -> list[tuple[int, int]]:
         """The file ranges holding ``size`` bytes of ``blocks`` in order (consecutive blocks as one
         range), each block checked to lie inside the file."""
+        count = len(blocks)
+        if count and count == -(-size // self.block_size) and list(blocks) == list(range(blocks[0], blocks[0] + count)):
+            # One range when the blocks follow each other (as linkers write streams), each block
+            # needed: the checks below then hold for all where they hold for the first and last.
+            start, end = blocks[0] * self.block_size, blocks[0] * self.block_size + size
+            if blocks[0] > 0 and blocks[-1] < self.num_blocks and end <= len(self._data):
+                return [(start, end)]
         runs: list[tuple[int, int]] = []
         remaining = size
         run_start = run_end = -1  # file offsets of the run of consecutive blocks being gathered

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import mmap
-import os
 import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
@@ -47,12 +46,8 @@ from itertools import pairwise
 from pathlib import Path
 
 from symbolize.formats.answers import AnswerLookup, LazyRuns
-from symbolize.formats.errors import (
-    MalformedInputError,
-    NotFoundError,
-    SymbolizeError,
-    UnsupportedFormatError,
-)
+from symbolize.formats.errors import MalformedInputError, UnsupportedFormatError
+from symbolize.formats.mapped import map_read_only
 from symbolize.formats.native import kernels
 from symbolize.formats.pdb.codeview import CodeViewError
 from symbolize.formats.pdb.inline import site_chain
@@ -122,24 +117,12 @@ class PdbFile(ReaderDefaults):
         self._reference_modules: dict[int, ModuleAnswers] = {}  # by the Python reader, when asked
         self._lookup: AnswerLookup | None = None  # built on the first lookup (a warm run verifies only)
         try:
-            self._open(data if data is not None else self._map_file())
+            source = data if data is not None else map_read_only(path)
+            self._map = source if isinstance(source, mmap.mmap) else None
+            self._open(source)
         except BaseException:
             self.close()
             raise
-
-    def _map_file(self) -> mmap.mmap | bytes:
-        try:
-            with self.path.open("rb") as handle:
-                if os.fstat(handle.fileno()).st_size == 0:
-                    return b""  # mmap refuses empty files; the MSF check reports it
-                self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        except FileNotFoundError as err:
-            raise NotFoundError("file not found", self.path) from err
-        except OSError as err:
-            raise SymbolizeError(f"cannot read file: {err.strerror or err}", self.path) from err
-        except ValueError as err:  # mmap's refusal of a file it cannot map
-            raise SymbolizeError(f"cannot map file: {err}", self.path) from err
-        return self._map
 
     def _open(self, data: bytes | mmap.mmap) -> None:
         path = self.path
@@ -241,17 +224,14 @@ class PdbFile(ReaderDefaults):
 
     def _answer_regions(self) -> list[AnswerRegion]:
         regions = []
-        modules = self.dbi.modules
-        for contribution in self.dbi.contributions:
-            low = self.vaddr_of(contribution.section, contribution.offset)
-            if low is None or not 0 <= contribution.module < len(modules):
-                continue
-            if modules[contribution.module].stream == NO_STREAM:
-                continue
-            regions.append(AnswerRegion(low, low + contribution.size, contribution.module))
-        for section in self.sections:
-            low = self.image_base + section.rva
-            regions.append(AnswerRegion(low, low + section.virtual_size, PUBLICS_KEY, fallback=True))
+        starts = [self.image_base + section.rva for section in self.sections]  # section N at N - 1
+        with_stream = [module.stream != NO_STREAM for module in self.dbi.modules]
+        for section, offset, size, _characteristics, module in self.dbi.contributions:
+            if 0 < section <= len(starts) and 0 <= module < len(with_stream) and with_stream[module]:
+                low = starts[section - 1] + offset
+                regions.append(AnswerRegion(low, low + size, module))
+        for low, image_section in zip(starts, self.sections, strict=True):
+            regions.append(AnswerRegion(low, low + image_section.virtual_size, PUBLICS_KEY, fallback=True))
         return regions
 
     def answers(self, key: int) -> Sequence[AnswerRun]:
