@@ -111,19 +111,11 @@ struct Procedure {
     end_offset: u64,
 }
 
-/// An inline site, its rows (vaddrs) and the sites nested in its body, decoded whole.
+/// An inline site's rows (vaddrs) and the sites nested in its body, decoded whole (for
+/// `cut_points`; a lookup decodes only the chain holding its address: `chain_at`).
 struct Site {
-    inlinee: u32,
     rows: Vec<(i128, i128, i64, u32)>,
-    extent: (i128, i128),
     children: Vec<Site>,
-}
-
-impl Site {
-    fn holds(&self, vaddr: i128) -> bool {
-        let (low, high) = self.extent;
-        low <= vaddr && vaddr < high && self.rows.iter().any(|row| row.0 <= vaddr && vaddr < row.1)
-    }
 }
 
 #[derive(Default)]
@@ -443,6 +435,26 @@ fn decode(
     Ok(Decoded { symbols_end, procedures, lows, reach, lines, checksums, inlinee_lines })
 }
 
+/// An inline site record of `stream[..end]` read: (inlinee, annotations, body start, body end,
+/// where the scan of its level resumes); the reference's CodeViewError for a truncated record.
+fn site_record<'a>(stream: &[u8], record: &Record<'a>, end: u64) -> Result<(u32, &'a [u8], u64, u64, u64), Failure> {
+    let header = 12 + if record.kind == S_INLINESITE2 { 4 } else { 0 };
+    if record.body.len() < header {
+        return fail("inline site record is truncated", record.offset);
+    }
+    let end_offset = u64::from(u32_at(record.body, 4));
+    let body_start = record.offset + 2 + u64::from(u16_at(stream, record.offset));
+    let closing = after_closing(stream, end_offset, body_start, end, &[S_INLINESITE_END]);
+    let body_end = if closing.is_some() { end_offset } else { body_start };
+    Ok((u32_at(record.body, 8), &record.body[header..], body_start, body_end, closing.unwrap_or(body_start)))
+}
+
+/// The rows of an inline site of `inlinee`, at vaddrs (none where its annotations do not decode).
+fn site_rows(decoded: &Decoded, annotations: &[u8], base: i128, inlinee: u32) -> Vec<(i128, i128, i64, u32)> {
+    let (file_id, first_line) = decoded.inlinee_lines.get(&inlinee).copied().unwrap_or((0, 0));
+    annotation_rows(annotations, base, first_line, file_id).unwrap_or_default()
+}
+
 /// `sites_in`: the inline sites directly in `stream[start:end]`, their rows and nested sites
 /// decoded (a nested body that does not decode leaves its site without nested sites).
 fn sites_in(
@@ -459,28 +471,43 @@ fn sites_in(
     let mut sites = Vec::new();
     let mut position = start;
     while let Some(record) = next_record_of(stream, position, end, &[S_INLINESITE, S_INLINESITE2])? {
-        let header = 12 + if record.kind == S_INLINESITE2 { 4 } else { 0 };
-        if record.body.len() < header {
-            return fail("inline site record is truncated", record.offset);
-        }
-        let end_offset = u64::from(u32_at(record.body, 4));
-        let inlinee = u32_at(record.body, 8);
-        let annotations = &record.body[header..];
-        let body_start = record.offset + 2 + u64::from(u16_at(stream, record.offset));
-        let closing = after_closing(stream, end_offset, body_start, end, &[S_INLINESITE_END]);
-        let body_end = if closing.is_some() { end_offset } else { body_start };
-        let (file_id, first_line) = decoded.inlinee_lines.get(&inlinee).copied().unwrap_or((0, 0));
-        let rows = annotation_rows(annotations, base, first_line, file_id).unwrap_or_default();
-        let extent = if rows.is_empty() {
-            (0, 0)
-        } else {
-            (rows.iter().map(|row| row.0).min().unwrap_or(0), rows.iter().map(|row| row.1).max().unwrap_or(0))
-        };
+        let (inlinee, annotations, body_start, body_end, next) = site_record(stream, &record, end)?;
+        let rows = site_rows(decoded, annotations, base, inlinee);
         let children = sites_in(decoded, stream, base, body_start, body_end, level + 1).unwrap_or_default();
-        sites.push(Site { inlinee, rows, extent, children });
-        position = closing.unwrap_or(body_start);
+        sites.push(Site { rows, children });
+        position = next;
     }
     Ok(sites)
+}
+
+/// The chain of inline sites holding `vaddr` in a procedure's body `stream[start:end]`, outermost
+/// first, as (inlinee, line, file ID of the first row holding it): what walking the tree of
+/// `sites_in` finds (at each level the first site with a row holding it), without decoding the
+/// sites that do not hold it. Each level is still scanned whole: a record of it that does not
+/// decode leaves the level without sites there too.
+fn chain_at(decoded: &Decoded, stream: &[u8], base: i128, mut start: u64, mut end: u64, vaddr: i128) -> Vec<(u32, i64, u32)> {
+    let mut chain = Vec::new();
+    for _level in 0..=MAX_INLINE_DEPTH {
+        let mut holding = None;
+        let mut position = start;
+        let scanned: Result<(), Failure> = (|| {
+            while let Some(record) = next_record_of(stream, position, end, &[S_INLINESITE, S_INLINESITE2])? {
+                let (inlinee, annotations, body_start, body_end, next) = site_record(stream, &record, end)?;
+                if holding.is_none() {
+                    let rows = site_rows(decoded, annotations, base, inlinee);
+                    if let Some(row) = rows.iter().find(|row| row.0 <= vaddr && vaddr < row.1) {
+                        holding = Some(((inlinee, row.2, row.3), body_start, body_end));
+                    }
+                }
+                position = next;
+            }
+            Ok(())
+        })();
+        let (Ok(()), Some((site, body_start, body_end))) = (scanned, holding) else { break };
+        chain.push(site);
+        (start, end) = (body_start, body_end);
+    }
+    chain
 }
 
 /// `line_at`: the position of the row holding `vaddr`, found as the reference finds it.
@@ -513,24 +540,17 @@ type Located = (Option<usize>, Option<(i64, i64, u32)>, Vec<(u32, u32, i64)>);
 /// A decoded module stream answering lookups (`PythonModule`'s twin, for `CompiledModule`).
 #[pyclass(module = "symbolize.formats._kernels")]
 pub struct PdbModule {
-    stream: Section, // the module stream (a view of the PDB's mmap, or bytes), held for the inline sites decoded later
+    stream: Section, // the module stream (a view of the PDB's mmap, or bytes), held for the inline sites read later
     decoded: Decoded,
-    sites: Vec<Option<Vec<Site>>>, // per procedure, decoded on the first lookup inside it
+}
+
+/// `f` run with a panic caught and raised as CodeViewError (the reader's typed error follows).
+fn caught<T>(f: impl FnOnce() -> T) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f))
+        .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
 }
 
 impl PdbModule {
-    /// The inline sites of procedure `position`, decoded on the first lookup inside it. A body
-    /// whose records do not decode leaves the procedure without inlined frames, as in `sites_of`.
-    fn sites_of(&mut self, position: usize) -> &[Site] {
-        if self.sites[position].is_none() {
-            let procedure = &self.decoded.procedures[position];
-            let end = procedure.end_offset.min(self.decoded.symbols_end);
-            let sites = sites_in(&self.decoded, &self.stream, procedure.low, procedure.body_start, end, 0)
-                .unwrap_or_default();
-            self.sites[position] = Some(sites);
-        }
-        self.sites[position].as_deref().unwrap_or(&[])
-    }
 
     fn procedure_at(&self, vaddr: i128) -> Option<usize> {
         let decoded = &self.decoded;
@@ -539,27 +559,20 @@ impl PdbModule {
         (first..stop).find(|candidate| vaddr < decoded.procedures[*candidate].high)
     }
 
-    fn locate_one(&mut self, vaddr: i128) -> Located {
+    fn locate_one(&self, vaddr: i128) -> Located {
         let position = self.procedure_at(vaddr);
         let line = line_at(&self.decoded.lines, vaddr)
             .map(|at| (self.decoded.lines.lines[at], self.decoded.lines.columns[at], self.decoded.lines.file_ids[at]));
         let mut inlined = Vec::new();
         if let Some(position) = position {
-            self.sites_of(position);
-            let mut chain: Vec<&Site> = Vec::new();
-            let mut level = self.sites[position].as_deref().unwrap_or(&[]);
-            while !level.is_empty() && chain.len() <= MAX_INLINE_DEPTH {
-                let Some(holding) = level.iter().find(|site| site.holds(vaddr)) else { break };
-                chain.push(holding);
-                level = &holding.children[..];
-            }
-            for site in chain.iter().rev() {
-                if !self.decoded.inlinee_lines.contains_key(&site.inlinee) {
+            let procedure = &self.decoded.procedures[position];
+            let end = procedure.end_offset.min(self.decoded.symbols_end);
+            let chain = chain_at(&self.decoded, &self.stream, procedure.low, procedure.body_start, end, vaddr);
+            for (inlinee, line, file_id) in chain.into_iter().rev() {
+                if !self.decoded.inlinee_lines.contains_key(&inlinee) {
                     break;
                 }
-                if let Some(row) = site.rows.iter().find(|row| row.0 <= vaddr && vaddr < row.1) {
-                    inlined.push((site.inlinee, row.3, row.2));
-                }
+                inlined.push((inlinee, file_id, line));
             }
         }
         (position, line, inlined)
@@ -571,15 +584,13 @@ impl PdbModule {
     /// (position of the procedure holding `vaddr` or None, (line, column, file ID) of the row
     /// holding it or None, [(inlinee, file ID, line)] of the inline sites holding it, innermost
     /// first, stopping at the first inlinee without DEBUG_S_INLINEELINES entry).
-    fn locate(&mut self, vaddr: i128) -> PyResult<Located> {
-        catch_unwind(AssertUnwindSafe(|| self.locate_one(vaddr)))
-            .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
+    fn locate(&self, vaddr: i128) -> PyResult<Located> {
+        caught(|| self.locate_one(vaddr))
     }
 
     /// `locate` of each vaddr.
-    fn locate_many(&mut self, vaddrs: Vec<i128>) -> PyResult<Vec<Located>> {
-        catch_unwind(AssertUnwindSafe(|| vaddrs.iter().map(|vaddr| self.locate_one(*vaddr)).collect()))
-            .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
+    fn locate_many(&self, vaddrs: Vec<i128>) -> PyResult<Vec<Located>> {
+        caught(|| vaddrs.iter().map(|vaddr| self.locate_one(*vaddr)).collect())
     }
 
     /// (low, high, name as bytes) of procedure `position` (by low).
@@ -600,13 +611,16 @@ impl PdbModule {
 
     /// Where answers may change: procedure bounds, every inline site row's bounds, line entries
     /// (and one past an address two entries share), unsorted, with repeats.
-    fn cut_points(&mut self) -> PyResult<Vec<i128>> {
-        catch_unwind(AssertUnwindSafe(|| {
+    fn cut_points(&self) -> PyResult<Vec<i128>> {
+        caught(|| {
             let mut cuts = Vec::new();
-            for position in 0..self.decoded.procedures.len() {
-                cuts.push(self.decoded.procedures[position].low);
-                cuts.push(self.decoded.procedures[position].high);
-                let mut pending: Vec<&Site> = self.sites_of(position).iter().collect();
+            for procedure in &self.decoded.procedures {
+                cuts.push(procedure.low);
+                cuts.push(procedure.high);
+                // A body whose records do not decode leaves the procedure without inline sites.
+                let end = procedure.end_offset.min(self.decoded.symbols_end);
+                let sites = sites_in(&self.decoded, &self.stream, procedure.low, procedure.body_start, end, 0);
+                let mut pending: Vec<&Site> = sites.as_deref().unwrap_or_default().iter().collect();
                 while let Some(site) = pending.pop() {
                     pending.extend(site.children.iter());
                     for row in &site.rows {
@@ -619,8 +633,7 @@ impl PdbModule {
             cuts.extend(vaddrs.iter().copied());
             cuts.extend(vaddrs.windows(2).filter(|pair| pair[0] == pair[1]).map(|pair| pair[0] + 1));
             cuts
-        }))
-        .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
+        })
     }
 }
 
@@ -639,19 +652,9 @@ fn decode_pdb_module(
 ) -> PyResult<PdbModule> {
     let stream = Section::borrow(&stream)?;
     let bytes: &[u8] = &stream;
-    let decoded = py.detach(|| {
-        catch_unwind(AssertUnwindSafe(|| decode(bytes, symbols_size, c11_size, c13_size, &section_rvas, image_base)))
-    });
-    match decoded {
-        Ok(Ok(decoded)) => {
-            let sites = (0..decoded.procedures.len()).map(|_| None).collect();
-            Ok(PdbModule { stream, decoded, sites })
-        }
-        Ok(Err(failure)) => Err(CodeViewError::new_err((failure.message, failure.offset))),
-        Err(payload) => Err(CodeViewError::new_err((
-            format!("the compiled decoder failed ({})", panic_message(payload.as_ref())),
-            0,
-        ))),
+    match py.detach(|| caught(|| decode(bytes, symbols_size, c11_size, c13_size, &section_rvas, image_base)))? {
+        Ok(decoded) => Ok(PdbModule { stream, decoded }),
+        Err(failure) => Err(CodeViewError::new_err((failure.message, failure.offset))),
     }
 }
 
