@@ -63,7 +63,7 @@ from symbolize.formats.pdb.module_stream import (
     sites_of,
 )
 from symbolize.formats.pdb.msf import MsfFile
-from symbolize.formats.pdb.publics import Public, PublicFrames, public_symbols, read_publics
+from symbolize.formats.pdb.publics import Public, PublicFrames, public_at, public_symbols, read_publics
 from symbolize.formats.pdb.streams import (
     DBI_STREAM,
     FEATURE_MINIMAL_DEBUG_INFO,
@@ -147,6 +147,7 @@ class PdbFile(ReaderDefaults):
         self._strings = StringTable(self._msf.stream(names_stream), path) if names_stream is not None else None
         self._inlinee_names = InlineeNames(self._msf, self.dbi.modules, self._strings, path)
         self._publics: list[Public] | None = None
+        self._public_names: list[str] | None = None  # of each public, as _public_keys orders them
         self._public_keys: list[int] = []  # section << 32 | offset of each public
         self._public_vaddr_list: list[int] | None = None
         self._symbols: list[Symbol] | None = None  # at the bound image's vaddrs
@@ -199,15 +200,22 @@ class PdbFile(ReaderDefaults):
 
     # --- publics ---------------------------------------------------------------
 
+    def _public_index(self) -> tuple[list[int], list[str]]:
+        """Each public's key (``section << 32 | offset``) and name, sorted by key, read once."""
+        if self._public_names is None:
+            self._public_keys, self._public_names = read_publics(self._msf, self.dbi, self.path, self.is_32bit)
+        return self._public_keys, self._public_names
+
     def _load_publics(self) -> list[Public]:
         if self._publics is None:
-            self._publics, self._public_keys = read_publics(self._msf, self.dbi, self.path, self.is_32bit)
+            keys, names = self._public_index()
+            self._publics = [public_at(keys, names, position) for position in range(len(keys))]
         return self._publics
 
     def _public_at_or_before(self, section: int, offset: int) -> Public | None:
-        publics = self._load_publics()
-        position = bisect_right(self._public_keys, section << 32 | offset) - 1
-        return publics[position] if position >= 0 else None
+        keys, names = self._public_index()
+        position = bisect_right(keys, section << 32 | offset) - 1
+        return public_at(keys, names, position) if position >= 0 else None
 
     def symbols(self) -> Sequence[Symbol]:
         """The publics as function symbols, each reaching the next public or its section's end."""
@@ -265,17 +273,17 @@ class PdbFile(ReaderDefaults):
         place = self._section_offset(vaddr)
         if place is None:
             return None
-        publics = self._load_publics()
+        keys, names = self._public_index()
         number, offset = place
-        position = bisect_right(self._public_keys, number << 32 | offset) - 1
-        if position < 0 or publics[position].section != number:
+        position = bisect_right(keys, number << 32 | offset) - 1
+        if position < 0 or keys[position] >> 32 != number:
             return None
         section = self.sections[number - 1]
         start = self.image_base + section.rva
-        low, high = start + publics[position].offset, start + section.virtual_size
-        if position + 1 < len(publics) and publics[position + 1].section == number:
-            high = min(high, start + publics[position + 1].offset)
-        return AnswerRun(low, high, (Frame(publics[position].name),)) if low <= vaddr < high else None
+        low, high = start + (keys[position] & 0xFFFFFFFF), start + section.virtual_size
+        if position + 1 < len(keys) and keys[position + 1] >> 32 == number:
+            high = min(high, start + (keys[position + 1] & 0xFFFFFFFF))
+        return AnswerRun(low, high, (Frame(names[position]),)) if low <= vaddr < high else None
 
     def _public_runs(self) -> list[AnswerRun]:
         return [
@@ -423,7 +431,7 @@ class PdbFile(ReaderDefaults):
     def debug_info(self) -> DebugInfoSummary:
         has_lines = any(module.c13_size > 0 for module in self.dbi.modules if module.stream != NO_STREAM)
         return DebugInfoSummary(
-            has_symbols=bool(self._load_publics()),
+            has_symbols=bool(self._public_index()[0]),
             has_dwarf=False,
             has_line_info=has_lines,
             has_inline_info=bool(self._msf.stream(IPI_STREAM)),
