@@ -10,11 +10,11 @@
 //! (`get`), sums are 64- or 128-bit, so no input overflows; a panic would be caught and raised as
 //! `CodeViewError` too. Names are handed back as bytes: Python decodes them as the reference does.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rustc_hash::FxHashMap;
 
 use crate::dwarf::Section;
 use crate::panic_message;
@@ -127,22 +127,42 @@ struct LineTable {
     terminal: Vec<bool>,
 }
 
-struct Block {
+/// A file block of a DEBUG_S_LINES fragment, its rows read in place: `rows` holds `count`
+/// (offset, line) pairs, then as many columns where the fragment has them.
+struct Block<'a> {
     file_id: u32,
-    offsets: Vec<u32>,
-    lines: Vec<u32>,
-    columns: Vec<u16>,
+    count: u64,
+    rows: &'a [u8],
+    has_columns: bool,
 }
 
-struct Fragment {
+impl Block<'_> {
+    fn offset(&self, row: u64) -> u32 {
+        u32_at(self.rows, 8 * row)
+    }
+
+    fn line(&self, row: u64) -> i64 {
+        i64::from(u32_at(self.rows, 8 * row + 4) & 0xFF_FFFF)
+    }
+
+    fn column(&self, row: u64) -> i64 {
+        if self.has_columns {
+            i64::from(u16_at(self.rows, 8 * self.count + 4 * row))
+        } else {
+            0
+        }
+    }
+}
+
+struct Fragment<'a> {
     section: u16,
     offset: u32,
     code_size: u32,
-    blocks: Vec<Block>,
+    blocks: Vec<Block<'a>>,
 }
 
 /// `parse_lines`.
-fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment, Failure> {
+fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment<'_>, Failure> {
     let size = data.len() as u64;
     if size < 12 {
         return fail("DEBUG_S_LINES header is truncated", subsection_offset);
@@ -162,23 +182,15 @@ fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment, Failure>
         if block_size < 12 + row_bytes || position + block_size > size {
             return fail(format!("line block of {count} rows does not fit its {block_size} bytes"), subsection_offset);
         }
-        let rows_at = position + 12;
-        let rows = count as usize; // its bytes are inside `data` (checked above)
-        let mut block =
-            Block { file_id, offsets: Vec::with_capacity(rows), lines: Vec::with_capacity(rows), columns: Vec::with_capacity(rows) };
-        for row in 0..count {
-            block.offsets.push(u32_at(data, rows_at + 8 * row));
-            block.lines.push(u32_at(data, rows_at + 8 * row + 4) & 0xFF_FFFF);
-            block.columns.push(if has_columns { u16_at(data, rows_at + 8 * count + 4 * row) } else { 0 });
-        }
-        blocks.push(block);
+        let rows = slice(data, position + 12, position + block_size); // holds the rows (checked above)
+        blocks.push(Block { file_id, count, rows, has_columns });
         position += block_size;
     }
     Ok(Fragment { section, offset, code_size, blocks })
 }
 
 /// `parse_inlinee_lines`, each entry added to `found` unless its inlinee is there already.
-fn parse_inlinee_lines(data: &[u8], subsection_offset: u64, found: &mut HashMap<u32, (u32, u32)>) -> Result<(), Failure> {
+fn parse_inlinee_lines(data: &[u8], subsection_offset: u64, found: &mut FxHashMap<u32, (u32, u32)>) -> Result<(), Failure> {
     let size = data.len() as u64;
     if size < 4 {
         return fail("DEBUG_S_INLINEELINES is truncated", subsection_offset);
@@ -196,6 +208,7 @@ fn parse_inlinee_lines(data: &[u8], subsection_offset: u64, found: &mut HashMap<
             position += 4 + 4 * u64::from(u32_at(data, position));
         }
     }
+    found.reserve(entries.len());
     for (inlinee, file_id, line) in entries {
         found.entry(inlinee).or_insert((file_id, line));
     }
@@ -310,7 +323,7 @@ struct Decoded {
     reach: Vec<i128>,
     lines: LineTable,
     checksums: Vec<(u64, u32)>,
-    inlinee_lines: HashMap<u32, (u32, u32)>,
+    inlinee_lines: FxHashMap<u32, (u32, u32)>,
 }
 
 fn vaddr_of(sections: &[u64], image_base: i128, section: u16, offset: u32) -> Option<i128> {
@@ -340,7 +353,7 @@ fn decode(
         );
     }
     let mut checksums = Vec::new();
-    let mut inlinee_lines = HashMap::new();
+    let mut inlinee_lines = FxHashMap::default();
     let mut fragments = Vec::new();
     let mut position = c13_start;
     while position + 8 <= c13_end {
@@ -401,13 +414,13 @@ fn decode(
     let mut groups: Vec<(i128, i128, &Block)> = Vec::new();
     for fragment in &fragments {
         if let Some(base) = vaddr_of(sections, image_base, fragment.section, fragment.offset) {
-            for block in fragment.blocks.iter().filter(|block| !block.offsets.is_empty()) {
+            for block in fragment.blocks.iter().filter(|block| block.count > 0) {
                 groups.push((base, base + i128::from(fragment.code_size), block));
             }
         }
     }
     groups.sort_by_key(|group| group.0);
-    let entries = groups.iter().map(|group| group.2.offsets.len() + 2).sum();
+    let entries = groups.iter().map(|group| group.2.count as usize + 2).sum();
     let mut lines = LineTable {
         vaddrs: Vec::with_capacity(entries),
         lines: Vec::with_capacity(entries),
@@ -416,20 +429,18 @@ fn decode(
         terminal: Vec::with_capacity(entries),
     };
     for (base, end, block) in groups {
-        let count = block.offsets.len();
+        let count = block.count;
         lines.vaddrs.push(base);
-        lines.vaddrs.extend(block.offsets.iter().map(|offset| base + i128::from(*offset)));
+        lines.vaddrs.extend((0..count).map(|row| base + i128::from(block.offset(row))));
         lines.vaddrs.push(end);
-        let first_line = i64::from(block.lines[0]);
-        let last_line = i64::from(block.lines[count - 1]);
-        lines.lines.push(first_line);
-        lines.lines.extend(block.lines.iter().map(|line| i64::from(*line)));
-        lines.lines.push(last_line);
-        lines.columns.push(i64::from(block.columns[0]));
-        lines.columns.extend(block.columns.iter().map(|column| i64::from(*column)));
-        lines.columns.push(i64::from(block.columns[count - 1]));
-        lines.file_ids.extend(std::iter::repeat_n(block.file_id, count + 2));
-        lines.terminal.extend(std::iter::repeat_n(false, count + 1));
+        lines.lines.push(block.line(0));
+        lines.lines.extend((0..count).map(|row| block.line(row)));
+        lines.lines.push(block.line(count - 1));
+        lines.columns.push(block.column(0));
+        lines.columns.extend((0..count).map(|row| block.column(row)));
+        lines.columns.push(block.column(count - 1));
+        lines.file_ids.extend(std::iter::repeat_n(block.file_id, count as usize + 2));
+        lines.terminal.extend(std::iter::repeat_n(false, count as usize + 1));
         lines.terminal.push(true);
     }
     Ok(Decoded { symbols_end, procedures, lows, reach, lines, checksums, inlinee_lines })
