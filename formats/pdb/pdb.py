@@ -212,11 +212,6 @@ class PdbFile(ReaderDefaults):
             self._publics = [public_at(keys, names, position) for position in range(len(keys))]
         return self._publics
 
-    def _public_at_or_before(self, section: int, offset: int) -> Public | None:
-        keys, names = self._public_index()
-        position = bisect_right(keys, section << 32 | offset) - 1
-        return public_at(keys, names, position) if position >= 0 else None
-
     def symbols(self) -> Sequence[Symbol]:
         """The publics as function symbols, each reaching the next public or its section's end."""
         if self._symbols is None:
@@ -369,11 +364,13 @@ class PdbFile(ReaderDefaults):
     def _outer_name(self, procedure: tuple[int, str] | None, vaddr: int) -> str | None:
         """The outermost frame's name at ``vaddr`` inside ``procedure`` (its low and name), if any."""
         place = self._section_offset(vaddr)
-        public = self._public_at_or_before(*place) if place is not None else None
-        if public is not None:
-            public_vaddr = self.vaddr_of(public.section, public.offset)
-            if procedure is None or procedure[0] == public_vaddr:
-                return public.name
+        if place is not None:
+            keys, names = self._public_index()
+            position = bisect_right(keys, place[0] << 32 | place[1]) - 1  # the last public at or before it
+            if position >= 0:
+                public_vaddr = self.vaddr_of(keys[position] >> 32, keys[position] & 0xFFFFFFFF)
+                if procedure is None or procedure[0] == public_vaddr:
+                    return names[position]
         return procedure[1] if procedure is not None else None
 
     def _decode_module(self, module: ModuleInfo, *, reference: bool = False) -> ModuleAnswers:
