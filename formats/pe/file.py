@@ -152,7 +152,7 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
                 self.codeview, self.codeview_damage = None, str(err)
         except (pefile.PEFormatError, struct.error, ValueError, IndexError, AttributeError, TypeError) as err:
             raise self._fail(f"bad PE file: {err}", 0) from err
-        # No pe.close(): given bytes, pefile holds no mapping to close, and its close() runs a full
+        # No pe.close(): given the data, pefile holds no mapping of its own, and its close() runs a full
         # gc.collect() (3 to 11 ms of a lookup run).
         record = self.codeview
         is_rsds = record is not None and record.signature == "RSDS"
