@@ -111,9 +111,10 @@ struct Procedure {
     end_offset: u64,
 }
 
-/// An inline site's rows (vaddrs) and the sites nested in its body, decoded whole (for
-/// `cut_points`; a lookup decodes only the chain holding its address: `chain_at`).
+/// An inline site, its rows (vaddrs) and the sites nested in its body, decoded whole (for the
+/// index build: `cut_points`, `locate_many`; one lookup reads only the chain holding its address).
 struct Site {
+    inlinee: u32,
     rows: Vec<(i128, i128, i64, u32)>,
     children: Vec<Site>,
 }
@@ -189,17 +190,18 @@ fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment<'_>, Fail
     Ok(Fragment { section, offset, code_size, blocks })
 }
 
-/// `parse_inlinee_lines`, each entry added to `found` unless its inlinee is there already.
+/// `parse_inlinee_lines`, each entry added to `found` unless its inlinee is there already (a
+/// subsection that fails fails its whole module, so entries added before do not matter).
 fn parse_inlinee_lines(data: &[u8], subsection_offset: u64, found: &mut FxHashMap<u32, (u32, u32)>) -> Result<(), Failure> {
     let size = data.len() as u64;
     if size < 4 {
         return fail("DEBUG_S_INLINEELINES is truncated", subsection_offset);
     }
     let extra_files = u32_at(data, 0) == 1;
-    let mut entries = Vec::new();
+    found.reserve(data.len() / 12);
     let mut position: u64 = 4;
     while position + 12 <= size {
-        entries.push((u32_at(data, position), u32_at(data, position + 4), u32_at(data, position + 8)));
+        found.entry(u32_at(data, position)).or_insert((u32_at(data, position + 4), u32_at(data, position + 8)));
         position += 12;
         if extra_files {
             if position + 4 > size {
@@ -207,10 +209,6 @@ fn parse_inlinee_lines(data: &[u8], subsection_offset: u64, found: &mut FxHashMa
             }
             position += 4 + 4 * u64::from(u32_at(data, position));
         }
-    }
-    found.reserve(entries.len());
-    for (inlinee, file_id, line) in entries {
-        found.entry(inlinee).or_insert((file_id, line));
     }
     Ok(())
 }
@@ -485,7 +483,7 @@ fn sites_in(
         let (inlinee, annotations, body_start, body_end, next) = site_record(stream, &record, end)?;
         let rows = site_rows(decoded, annotations, base, inlinee);
         let children = sites_in(decoded, stream, base, body_start, body_end, level + 1).unwrap_or_default();
-        sites.push(Site { rows, children });
+        sites.push(Site { inlinee, rows, children });
         position = next;
     }
     Ok(sites)
@@ -570,15 +568,45 @@ impl PdbModule {
         (first..stop).find(|candidate| vaddr < decoded.procedures[*candidate].high)
     }
 
-    fn locate_one(&self, vaddr: i128) -> Located {
+    /// The inline sites of `procedure`, decoded whole; a body whose records do not decode leaves
+    /// it without inline sites.
+    fn sites_of(&self, procedure: &Procedure) -> Vec<Site> {
+        let end = procedure.end_offset.min(self.decoded.symbols_end);
+        sites_in(&self.decoded, &self.stream, procedure.low, procedure.body_start, end, 0).unwrap_or_default()
+    }
+
+    /// `locate`: the chain of inline sites read by `chain_at`, or, given `tree`, walked in the
+    /// procedure's whole site tree, decoded once for the run of addresses asked in it (the index
+    /// build asks every piece of a procedure, in order).
+    fn locate_one(&self, vaddr: i128, tree: Option<&mut Option<(usize, Vec<Site>)>>) -> Located {
         let position = self.procedure_at(vaddr);
         let line = line_at(&self.decoded.lines, vaddr)
             .map(|at| (self.decoded.lines.lines[at], self.decoded.lines.columns[at], self.decoded.lines.file_ids[at]));
         let mut inlined = Vec::new();
         if let Some(position) = position {
             let procedure = &self.decoded.procedures[position];
-            let end = procedure.end_offset.min(self.decoded.symbols_end);
-            let chain = chain_at(&self.decoded, &self.stream, procedure.low, procedure.body_start, end, vaddr);
+            let chain = match tree {
+                None => {
+                    let end = procedure.end_offset.min(self.decoded.symbols_end);
+                    chain_at(&self.decoded, &self.stream, procedure.low, procedure.body_start, end, vaddr)
+                }
+                Some(tree) => {
+                    if tree.as_ref().is_none_or(|(at, _)| *at != position) {
+                        *tree = Some((position, self.sites_of(procedure)));
+                    }
+                    let mut chain = Vec::new();
+                    let mut level = tree.as_ref().map_or(&[][..], |(_, sites)| &sites[..]);
+                    while chain.len() <= MAX_INLINE_DEPTH {
+                        let holding = level.iter().find_map(|site| {
+                            site.rows.iter().find(|row| row.0 <= vaddr && vaddr < row.1).map(|row| (site, row))
+                        });
+                        let Some((site, row)) = holding else { break };
+                        chain.push((site.inlinee, row.2, row.3));
+                        level = &site.children;
+                    }
+                    chain
+                }
+            };
             for (inlinee, line, file_id) in chain.into_iter().rev() {
                 if !self.decoded.inlinee_lines.contains_key(&inlinee) {
                     break;
@@ -596,12 +624,13 @@ impl PdbModule {
     /// holding it or None, [(inlinee, file ID, line)] of the inline sites holding it, innermost
     /// first, stopping at the first inlinee without DEBUG_S_INLINEELINES entry).
     fn locate(&self, vaddr: i128) -> PyResult<Located> {
-        caught(|| self.locate_one(vaddr))
+        caught(|| self.locate_one(vaddr, None))
     }
 
     /// `locate` of each vaddr.
     fn locate_many(&self, vaddrs: Vec<i128>) -> PyResult<Vec<Located>> {
-        caught(|| vaddrs.iter().map(|vaddr| self.locate_one(*vaddr)).collect())
+        let mut tree = None;
+        caught(|| vaddrs.iter().map(|vaddr| self.locate_one(*vaddr, Some(&mut tree))).collect())
     }
 
     /// (low, high, name as bytes) of procedure `position` (by low).
@@ -628,10 +657,8 @@ impl PdbModule {
             for procedure in &self.decoded.procedures {
                 cuts.push(procedure.low);
                 cuts.push(procedure.high);
-                // A body whose records do not decode leaves the procedure without inline sites.
-                let end = procedure.end_offset.min(self.decoded.symbols_end);
-                let sites = sites_in(&self.decoded, &self.stream, procedure.low, procedure.body_start, end, 0);
-                let mut pending: Vec<&Site> = sites.as_deref().unwrap_or_default().iter().collect();
+                let sites = self.sites_of(procedure);
+                let mut pending: Vec<&Site> = sites.iter().collect();
                 while let Some(site) = pending.pop() {
                     pending.extend(site.children.iter());
                     for row in &site.rows {
