@@ -446,3 +446,69 @@ def test_the_index_answers_what_lookups_answer(case: str) -> None:
     blocks = flatten_answers(eager.answer_regions(), eager.answers)
     addresses = _addresses(f"{name}.{'dll' if name == 'winlib' else 'exe'}")
     assert [_lazy_frames(lazy, a) for a in addresses] == [_flattened_frames(blocks, a) for a in addresses]
+
+
+@cache
+def _publics_of(name: str) -> tuple[PdbFile, list[int]]:
+    pdb = PdbFile(BIN / name, image_base=IMAGE_BASE)
+    edges = sorted({edge for s in pdb.symbols() for edge in (s.vaddr, s.vaddr + s.size)})
+    return pdb, edges
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(sorted(path.name for path in BIN.glob("*.pdb"))),
+    st.integers(min_value=0, max_value=1 << 20),
+    st.integers(min_value=-2, max_value=2),
+)
+def test_publics_fallback_per_address_equals_the_runs_of_every_public(name: str, draw: int, nudge: int) -> None:
+    """The cold path's publics fallback (one address at a time, no symbol per public) answers as
+    PublicFrames over every public's symbol does, at the publics' edges and between them."""
+    from symbolize.formats.pdb.publics import PublicFrames
+
+    pdb, edges = _publics_of(name)
+    assert pdb._sections_in_order
+    every = PublicFrames([symbol for symbol in pdb.symbols() if symbol.size > 0])
+    vaddr = edges[draw % len(edges)] + nudge if draw % 2 else IMAGE_BASE + draw
+    assert pdb._public_run_at(vaddr) == every.run_at(vaddr)
+
+
+def _runs_block_by_block(msf: MsfFile, blocks: list[int], size: int) -> list[tuple[int, int]] | str:
+    """The file ranges of a stream read one block at a time, every block checked: the reference
+    for MsfFile._runs, whose consecutive-blocks shortcut checks the first and last only."""
+    data_size, block_size = len(msf._data), msf.block_size
+    ranges: list[tuple[int, int]] = []
+    remaining = size
+    for block in blocks:
+        if block == 0 or block >= msf.num_blocks or block * block_size >= data_size:
+            return "bad block"
+        take = min(remaining, block_size)
+        if take <= 0:
+            continue
+        if block * block_size + take > data_size:
+            return "cut short"
+        if ranges and ranges[-1][1] == block * block_size:
+            ranges[-1] = (ranges[-1][0], block * block_size + take)
+        else:
+            ranges.append((block * block_size, block * block_size + take))
+        remaining -= take
+    return "too few" if remaining > 0 else ranges
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_stream_ranges_equal_a_block_by_block_read(data: st.DataObject) -> None:
+    """Consecutive blocks read as one range give what reading (and checking) each block gives,
+    errors included, at the file's first and last blocks and past them."""
+    msf = MsfFile((BIN / "winapp.pdb").read_bytes(), BIN / "winapp.pdb")
+    first = data.draw(st.sampled_from([0, 1, 2, msf.num_blocks - 2, msf.num_blocks - 1, msf.num_blocks]))
+    blocks = list(range(first, first + data.draw(st.integers(0, 4))))
+    if blocks and data.draw(st.booleans()):
+        blocks[data.draw(st.integers(0, len(blocks) - 1))] += data.draw(st.sampled_from([-1, 1, 3]))
+    size = data.draw(st.integers(0, (len(blocks) + 1) * msf.block_size))
+    expected = _runs_block_by_block(msf, blocks, size)
+    if isinstance(expected, str):
+        with pytest.raises(MalformedInputError):
+            msf._runs(blocks, size, "stream")
+    else:
+        assert msf._runs(blocks, size, "stream") == expected

@@ -199,7 +199,7 @@ def decode_module_stream(stream: bytes, module: ModuleInfo, vaddr_of: VaddrOf, f
 
 
 def compile_module(
-    stream: bytes, module: ModuleInfo, section_rvas: list[int], image_base: int, file_name: FileName
+    stream: bytes | memoryview, module: ModuleInfo, section_rvas: list[int], image_base: int, file_name: FileName
 ) -> CompiledModule:
     """``stream`` of ``module`` decoded by the compiled twin (only where the kernels are built)."""
     assert kernels is not None

@@ -17,6 +17,7 @@ raises MalformedInputError (with the file offset) instead of reading past its en
 from __future__ import annotations
 
 import struct
+from mmap import mmap
 from pathlib import Path
 
 from symbolize.formats.errors import MalformedInputError, UnsupportedFormatError
@@ -35,20 +36,21 @@ def is_pdb_magic(head: bytes) -> bool:
 
 
 class MsfFile:
-    """The streams of an MSF file held in ``data``; each stream is read on demand, as bytes."""
+    """The streams of an MSF file held in ``data`` (bytes, or the file's read-only mmap); each
+    stream is read on demand, as bytes, or as a view of ``data`` (:meth:`stream_view`)."""
 
-    def __init__(self, data: bytes, path: Path) -> None:
+    def __init__(self, data: bytes | mmap, path: Path) -> None:
         self.path = path
         self._data = data
-        if data.startswith(MSFZ_MAGIC):
+        if data[: len(MSFZ_MAGIC)] == MSFZ_MAGIC:
             raise UnsupportedFormatError(
                 "compressed PDB (MSFZ container): not supported; convert it with `pdbcopy` or "
                 "`llvm-pdbutil` to a regular PDB",
                 path,
             )
-        if data.startswith(PDB20_MAGIC[:32]):
+        if data[:32] == PDB20_MAGIC[:32]:
             raise UnsupportedFormatError("PDB 2.0 (Visual C++ 6 and older): not supported", path)
-        if not data.startswith(MSF_MAGIC):
+        if data[: len(MSF_MAGIC)] != MSF_MAGIC:
             raise MalformedInputError("not a PDB (no MSF 7.00 signature)", path, 0)
         if len(data) < len(MSF_MAGIC) + _SUPERBLOCK.size:
             raise MalformedInputError("truncated MSF superblock", path, len(MSF_MAGIC))
@@ -87,9 +89,17 @@ class MsfFile:
             raise MalformedInputError(f"{what} names block 0, the superblock", self.path, 0)
         return offset
 
-    def _gather(self, blocks: tuple[int, ...] | list[int], size: int, what: str) -> bytes:
-        """``size`` bytes from ``blocks`` in order, each block checked to lie inside the file."""
-        pieces = []
+    def _runs(self, blocks: tuple[int, ...] | list[int], size: int, what: str) -> list[tuple[int, int]]:
+        """The file ranges holding ``size`` bytes of ``blocks`` in order (consecutive blocks as one
+        range), each block checked to lie inside the file."""
+        count = len(blocks)
+        if count and count == -(-size // self.block_size) and list(blocks) == list(range(blocks[0], blocks[0] + count)):
+            # One range when the blocks follow each other (as linkers write streams), each block
+            # needed: the checks below then hold for all where they hold for the first and last.
+            start, end = blocks[0] * self.block_size, blocks[0] * self.block_size + size
+            if blocks[0] > 0 and blocks[-1] < self.num_blocks and end <= len(self._data):
+                return [(start, end)]
+        runs: list[tuple[int, int]] = []
         remaining = size
         run_start = run_end = -1  # file offsets of the run of consecutive blocks being gathered
         for block in blocks:
@@ -99,17 +109,21 @@ class MsfFile:
                 continue
             if offset + take > len(self._data):
                 raise MalformedInputError(f"{what} block {block} is cut short by the file's end", self.path, offset)
-            if offset != run_end:  # blocks in file order are copied as one slice
+            if offset != run_end:  # blocks in file order are read as one range
                 if run_end > run_start:
-                    pieces.append(self._data[run_start:run_end])
+                    runs.append((run_start, run_end))
                 run_start = offset
             run_end = offset + take
             remaining -= take
         if remaining > 0:
             raise MalformedInputError(f"{what} has fewer blocks than its size needs", self.path)
         if run_end > run_start:
-            pieces.append(self._data[run_start:run_end])
-        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            runs.append((run_start, run_end))
+        return runs
+
+    def _gather(self, blocks: tuple[int, ...] | list[int], size: int, what: str) -> bytes:
+        """``size`` bytes from ``blocks`` in order, each block checked to lie inside the file."""
+        return b"".join([self._data[start:end] for start, end in self._runs(blocks, size, what)])
 
     def _parse_directory(self, directory: bytes) -> tuple[list[list[int]], list[int]]:
         if len(directory) < 4:
@@ -139,3 +153,13 @@ class MsfFile:
         if not 0 <= index < len(self._stream_sizes):
             return b""
         return self._gather(self._stream_blocks[index], self._stream_sizes[index], f"stream {index}")
+
+    def stream_view(self, index: int) -> bytes | memoryview:
+        """Stream ``index`` as :meth:`stream` gives it, but as a read-only view of the file's bytes
+        (no copy) where its blocks lie in order in one range, as linkers write module streams."""
+        if not 0 <= index < len(self._stream_sizes):
+            return b""
+        runs = self._runs(self._stream_blocks[index], self._stream_sizes[index], f"stream {index}")
+        if len(runs) == 1:
+            return memoryview(self._data)[runs[0][0] : runs[0][1]].toreadonly()
+        return b"".join([self._data[start:end] for start, end in runs])

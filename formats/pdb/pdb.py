@@ -37,6 +37,8 @@ inside a row (fixed in later LLVM); we report the row that holds the address.
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
@@ -44,12 +46,8 @@ from itertools import pairwise
 from pathlib import Path
 
 from symbolize.formats.answers import AnswerLookup, LazyRuns
-from symbolize.formats.errors import (
-    MalformedInputError,
-    NotFoundError,
-    SymbolizeError,
-    UnsupportedFormatError,
-)
+from symbolize.formats.errors import MalformedInputError, UnsupportedFormatError
+from symbolize.formats.mapped import map_read_only
 from symbolize.formats.native import kernels
 from symbolize.formats.pdb.codeview import CodeViewError
 from symbolize.formats.pdb.inline import site_chain
@@ -65,7 +63,7 @@ from symbolize.formats.pdb.module_stream import (
     sites_of,
 )
 from symbolize.formats.pdb.msf import MsfFile
-from symbolize.formats.pdb.publics import Public, PublicFrames, public_symbols, read_publics
+from symbolize.formats.pdb.publics import Public, PublicFrames, public_at, public_symbols, read_publics
 from symbolize.formats.pdb.streams import (
     DBI_STREAM,
     FEATURE_MINIMAL_DEBUG_INFO,
@@ -109,16 +107,25 @@ class PdbFile(ReaderDefaults):
     position_dependent = False
 
     def __init__(self, path: Path, image_base: int = 0, data: bytes | None = None) -> None:
+        """Open ``path`` (mmap, read only: a lookup reads a few of its streams), or read ``data``
+        and name it ``path``. Call :meth:`close` (or use ``with``) to release the mmap."""
         self.path = path
         self.image_base = image_base
         self.load_base = image_base
-        if data is None:
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError as err:
-                raise NotFoundError("file not found", path) from err
-            except OSError as err:
-                raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
+        self._map: mmap.mmap | None = None
+        self._decoded: dict[int, ModuleAnswers] = {}
+        self._reference_modules: dict[int, ModuleAnswers] = {}  # by the Python reader, when asked
+        self._lookup: AnswerLookup | None = None  # built on the first lookup (a warm run verifies only)
+        try:
+            source = data if data is not None else map_read_only(path)
+            self._map = source if isinstance(source, mmap.mmap) else None
+            self._open(source)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, data: bytes | mmap.mmap) -> None:
+        path = self.path
         self._msf = MsfFile(data, path)
         self.info = parse_info_stream(self._msf.stream(PDB_INFO_STREAM), path)
         if FEATURE_MINIMAL_DEBUG_INFO in self.info.features:
@@ -140,12 +147,16 @@ class PdbFile(ReaderDefaults):
         self._strings = StringTable(self._msf.stream(names_stream), path) if names_stream is not None else None
         self._inlinee_names = InlineeNames(self._msf, self.dbi.modules, self._strings, path)
         self._publics: list[Public] | None = None
-        self._public_keys: list[tuple[int, int]] = []
+        self._public_names: list[str] | None = None  # of each public, as _public_keys orders them
+        self._public_keys: list[int] = []  # section << 32 | offset of each public
         self._public_vaddr_list: list[int] | None = None
         self._symbols: list[Symbol] | None = None  # at the bound image's vaddrs
-        self._decoded: dict[int, ModuleAnswers] = {}
-        self._reference_modules: dict[int, ModuleAnswers] = {}  # by the Python reader, when asked
-        self._lookup: AnswerLookup | None = None  # built on the first lookup (a warm run verifies only)
+        self._regions: list[AnswerRegion] | None = None  # at the bound image's vaddrs
+        # Whether the sections lie in RVA order without overlap (as linkers write them): then the
+        # publics' fallback is found per address (_PublicsAt), without a symbol per public.
+        self._sections_in_order = all(
+            low.rva + max(low.virtual_size, 1) <= high.rva for low, high in pairwise(self.sections)
+        )
 
     def bind_image(self, image: Image) -> None:
         """Answer at the vaddrs of ``image`` (its ``load_base`` is the ImageBase the PDB's RVAs add to)."""
@@ -155,6 +166,7 @@ class PdbFile(ReaderDefaults):
             self._reference_modules.clear()
             self._public_vaddr_list = None
             self._symbols = None
+            self._regions = None
             self._lookup = None
 
     def segments(self) -> Sequence[Segment]:
@@ -188,16 +200,17 @@ class PdbFile(ReaderDefaults):
 
     # --- publics ---------------------------------------------------------------
 
+    def _public_index(self) -> tuple[list[int], list[str]]:
+        """Each public's key (``section << 32 | offset``) and name, sorted by key, read once."""
+        if self._public_names is None:
+            self._public_keys, self._public_names = read_publics(self._msf, self.dbi, self.path, self.is_32bit)
+        return self._public_keys, self._public_names
+
     def _load_publics(self) -> list[Public]:
         if self._publics is None:
-            self._publics = read_publics(self._msf, self.dbi, self.path, self.is_32bit)
-            self._public_keys = [(public.section, public.offset) for public in self._publics]
+            keys, names = self._public_index()
+            self._publics = [public_at(keys, names, position) for position in range(len(keys))]
         return self._publics
-
-    def _public_at_or_before(self, section: int, offset: int) -> Public | None:
-        publics = self._load_publics()
-        position = bisect_right(self._public_keys, (section, offset)) - 1
-        return publics[position] if position >= 0 else None
 
     def symbols(self) -> Sequence[Symbol]:
         """The publics as function symbols, each reaching the next public or its section's end."""
@@ -208,18 +221,20 @@ class PdbFile(ReaderDefaults):
     # --- regions and answers -----------------------------------------------------
 
     def answer_regions(self) -> Sequence[AnswerRegion]:
+        if self._regions is None:
+            self._regions = self._answer_regions()
+        return self._regions
+
+    def _answer_regions(self) -> list[AnswerRegion]:
         regions = []
-        modules = self.dbi.modules
-        for contribution in self.dbi.contributions:
-            low = self.vaddr_of(contribution.section, contribution.offset)
-            if low is None or not 0 <= contribution.module < len(modules):
-                continue
-            if modules[contribution.module].stream == NO_STREAM:
-                continue
-            regions.append(AnswerRegion(low, low + contribution.size, contribution.module))
-        for section in self.sections:
-            low = self.image_base + section.rva
-            regions.append(AnswerRegion(low, low + section.virtual_size, PUBLICS_KEY, fallback=True))
+        starts = [self.image_base + section.rva for section in self.sections]  # section N at N - 1
+        with_stream = [module.stream != NO_STREAM for module in self.dbi.modules]
+        for section, offset, size, _characteristics, module in self.dbi.contributions:
+            if 0 < section <= len(starts) and 0 <= module < len(with_stream) and with_stream[module]:
+                low = starts[section - 1] + offset
+                regions.append(AnswerRegion(low, low + size, module))
+        for low, image_section in zip(starts, self.sections, strict=True):
+            regions.append(AnswerRegion(low, low + image_section.virtual_size, PUBLICS_KEY, fallback=True))
         return regions
 
     def answers(self, key: int) -> Sequence[AnswerRun]:
@@ -239,10 +254,31 @@ class PdbFile(ReaderDefaults):
         """What lookups decode: the publics' runs whole, a module's frames one address at a time
         (its symbols and lines read once, a procedure's inline sites on the first lookup in it)."""
         if key == PUBLICS_KEY:
+            if self._sections_in_order:
+                return _PublicsAt(self)
             return PublicFrames([symbol for symbol in self.symbols() if symbol.size > 0])
         if not 0 <= key < len(self.dbi.modules):
             return []
         return _ModuleFrames(self, self._decode_module(self.dbi.modules[key]))
+
+    def _public_run_at(self, vaddr: int) -> AnswerRun | None:
+        """The run of :meth:`symbols` holding ``vaddr`` (sections in order: see _PublicsAt), found
+        without them: the last public at or before it in its section reaches the next public of
+        the section or the section's end."""
+        place = self._section_offset(vaddr)
+        if place is None:
+            return None
+        keys, names = self._public_index()
+        number, offset = place
+        position = bisect_right(keys, number << 32 | offset) - 1
+        if position < 0 or keys[position] >> 32 != number:
+            return None
+        section = self.sections[number - 1]
+        start = self.image_base + section.rva
+        low, high = start + (keys[position] & 0xFFFFFFFF), start + section.virtual_size
+        if position + 1 < len(keys) and keys[position + 1] >> 32 == number:
+            high = min(high, start + (keys[position + 1] & 0xFFFFFFFF))
+        return AnswerRun(low, high, (Frame(names[position]),)) if low <= vaddr < high else None
 
     def _public_runs(self) -> list[AnswerRun]:
         return [
@@ -328,11 +364,13 @@ class PdbFile(ReaderDefaults):
     def _outer_name(self, procedure: tuple[int, str] | None, vaddr: int) -> str | None:
         """The outermost frame's name at ``vaddr`` inside ``procedure`` (its low and name), if any."""
         place = self._section_offset(vaddr)
-        public = self._public_at_or_before(*place) if place is not None else None
-        if public is not None:
-            public_vaddr = self.vaddr_of(public.section, public.offset)
-            if procedure is None or procedure[0] == public_vaddr:
-                return public.name
+        if place is not None:
+            keys, names = self._public_index()
+            position = bisect_right(keys, place[0] << 32 | place[1]) - 1  # the last public at or before it
+            if position >= 0:
+                public_vaddr = self.vaddr_of(keys[position] >> 32, keys[position] & 0xFFFFFFFF)
+                if procedure is None or procedure[0] == public_vaddr:
+                    return names[position]
         return procedure[1] if procedure is not None else None
 
     def _decode_module(self, module: ModuleInfo, *, reference: bool = False) -> ModuleAnswers:
@@ -341,11 +379,14 @@ class PdbFile(ReaderDefaults):
         cache = self._reference_modules if reference or kernels is None else self._decoded
         decoded = cache.get(module.number)
         if decoded is None:
-            stream = self._msf.stream(module.stream)
+            compiled = cache is self._decoded and kernels is not None
+            # The compiled twin borrows a view of the mmap (it keeps the stream for inline sites).
+            stream = self._msf.stream_view(module.stream) if compiled else self._msf.stream(module.stream)
             try:
-                if cache is self._decoded and kernels is not None:
+                if compiled:
                     decoded = self._compiled_module(stream, module)
                 else:
+                    assert isinstance(stream, bytes)
                     decoded = PythonModule(self._decode_module_stream(stream, module), module.number)
             except (CodeViewError, struct.error) as err:
                 offset = err.offset if isinstance(err, CodeViewError) else None
@@ -355,7 +396,7 @@ class PdbFile(ReaderDefaults):
             cache[module.number] = decoded
         return decoded
 
-    def _compiled_module(self, stream: bytes, module: ModuleInfo) -> CompiledModule:
+    def _compiled_module(self, stream: bytes | memoryview, module: ModuleInfo) -> CompiledModule:
         rvas = [section.rva for section in self.sections]
         return compile_module(stream, module, rvas, self.image_base, self._file_name)
 
@@ -387,7 +428,7 @@ class PdbFile(ReaderDefaults):
     def debug_info(self) -> DebugInfoSummary:
         has_lines = any(module.c13_size > 0 for module in self.dbi.modules if module.stream != NO_STREAM)
         return DebugInfoSummary(
-            has_symbols=bool(self._load_publics()),
+            has_symbols=bool(self._public_index()[0]),
             has_dwarf=False,
             has_line_info=has_lines,
             has_inline_info=bool(self._msf.stream(IPI_STREAM)),
@@ -404,6 +445,12 @@ class PdbFile(ReaderDefaults):
     def close(self) -> None:
         self._decoded.clear()
         self._reference_modules.clear()
+        self._lookup = None  # its module answers hold views of the mmap
+        if self._map is not None:
+            # A caller may still hold a view of a stream: the mmap is then freed with it.
+            with contextlib.suppress(BufferError):
+                self._map.close()
+            self._map = None
 
     def __enter__(self) -> PdbFile:
         return self
@@ -413,6 +460,16 @@ class PdbFile(ReaderDefaults):
 
     def __repr__(self) -> str:
         return f"PdbFile({str(self.path)!r})"
+
+
+class _PublicsAt:
+    """The publics' fallback asked one address at a time (:class:`LazyRuns`), where the sections
+    lie in RVA order without overlap: the runs of :class:`PublicFrames` over :meth:`PdbFile.symbols`
+    (their lows are then in order, each run reaching at most its section's end), found per address
+    instead of a symbol built for each of the PDB's publics (a cold lookup asks it for few)."""
+
+    def __init__(self, pdb: PdbFile) -> None:
+        self.run_at = pdb._public_run_at
 
 
 class _ModuleFrames:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import islice
+from operator import le
 from pathlib import Path
 from typing import NamedTuple
 
@@ -25,22 +27,29 @@ class Public(NamedTuple):
     name: str
 
 
-def read_publics(msf: MsfFile, dbi: DbiStream, path: Path, is_32bit: bool) -> list[Public]:
-    """Every public, sorted by (section, offset); 32-bit C names undecorated."""
+def read_publics(msf: MsfFile, dbi: DbiStream, path: Path, is_32bit: bool) -> tuple[list[int], list[str]]:
+    """Every public's key ``section << 32 | offset`` (its place as one int, bisected once per
+    lookup) and its name, sorted by key; 32-bit C names undecorated. (No tuple per public: a cold
+    lookup makes a :class:`Public` of the few it lands on.)"""
     offsets: list[int] = []
     records = b""
     if dbi.public_stream != NO_STREAM:
         offsets = parse_public_address_map(msf.stream(dbi.public_stream), path)
         records = msf.stream(dbi.symbol_record_stream)
     found = public_records(records, offsets)
-    if is_32bit:
-        publics = [Public(section, offset, undecorated(name)) for _flags, section, offset, name in found]
-    else:
-        publics = [Public(section, offset, name) for _flags, section, offset, name in found]
+    keys = [section << 32 | offset for _flags, section, offset, _name in found]
+    names = [undecorated(name) if is_32bit else name for _flags, _section, _offset, name in found]
     # The address map is sorted by (section, offset); keep that order even if a file is not,
-    # so that bisecting stays meaningful.
-    publics.sort(key=lambda public: (public.section, public.offset))
-    return publics
+    # so that bisecting stays meaningful (a stable sort: publics at one address keep theirs).
+    if not all(map(le, keys, islice(keys, 1, None))):
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        keys, names = [keys[i] for i in order], [names[i] for i in order]
+    return keys, names
+
+
+def public_at(keys: list[int], names: list[str], position: int) -> Public:
+    """The public at ``position`` of :func:`read_publics`'s lists."""
+    return Public(keys[position] >> 32, keys[position] & 0xFFFFFFFF, names[position])
 
 
 def undecorated(name: str) -> str:

@@ -37,6 +37,7 @@ _INFO_HEADER = struct.Struct("<III16s")  # Version, Signature, Age, Guid
 _DBI_HEADER = struct.Struct("<iIIHHHHHHiiiiiIiiHHI")
 _MODULE_INFO = struct.Struct("<I28sHHIIIHHIII")
 _SECTION_CONTRIBUTION = struct.Struct("<HHiiIHHII")
+_SECTION_CONTRIBUTION2 = struct.Struct("<HHiiIHHII4x")  # and ISectCoff
 _SECTION_MAP_ENTRY = struct.Struct("<HHHHHHII")
 _SECTION_HEADER = struct.Struct("<8sIIIIIIHHI")
 _PUBLICS_HEADER = struct.Struct("<IIIIHHII")
@@ -206,15 +207,15 @@ def _parse_contributions(data: bytes, path: Path) -> list[SectionContribution]:
     if len(data) < 4:
         return []
     (version,) = struct.unpack_from("<I", data, 0)
-    entry_size = _SECTION_CONTRIBUTION.size + (4 if version == _SECTION_CONTRIBUTION_V2 else 0)
-    found = []
-    for position in range(4, len(data) - entry_size + 1, entry_size):
-        section, _pad, offset, size, characteristics, module, _pad2, _data_crc, _reloc_crc = (
-            _SECTION_CONTRIBUTION.unpack_from(data, position)
+    entry = _SECTION_CONTRIBUTION2 if version == _SECTION_CONTRIBUTION_V2 else _SECTION_CONTRIBUTION
+    whole = (len(data) - 4) // entry.size * entry.size  # a partial last entry is left out
+    return [
+        SectionContribution(section, offset, size, characteristics, module)
+        for section, _pad, offset, size, characteristics, module, _pad2, _data_crc, _reloc_crc in entry.iter_unpack(
+            data[4 : 4 + whole]
         )
-        if size > 0:
-            found.append(SectionContribution(section, offset, size, characteristics, module))
-    return found
+        if size > 0
+    ]
 
 
 def _parse_section_map(data: bytes, path: Path) -> list[SectionMapEntry]:

@@ -16,6 +16,8 @@ DWARF reader serves it unchanged (:meth:`PeFile.section_data` hands it ``.debug_
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import struct
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -23,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from symbolize.formats.answers import AnsweredByRegions
-from symbolize.formats.errors import MalformedInputError, NotFoundError, SymbolizeError
+from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.mapped import map_read_only
 from symbolize.formats.paired import paired_answers
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
@@ -91,22 +94,22 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
     fixed_load_address = False
 
     def __init__(self, path: Path, data: bytes | None = None) -> None:
+        """Open ``path`` (mmap, read only: the headers and the records they point at are read),
+        or parse ``data`` in memory and name it ``path``. Call :meth:`close` to release the mmap."""
         self.path = path
-        if data is None:
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError as err:
-                raise NotFoundError("file not found", path) from err
-            except OSError as err:
-                raise SymbolizeError(f"cannot read file: {err.strerror or err}", path) from err
-        self._data = data
+        self._data: bytes | mmap.mmap = data if data is not None else map_read_only(path)
+        self._map = self._data if isinstance(self._data, mmap.mmap) else None
         self._dwarf: DwarfInfo | None = None
         self._dwarf_built = False
         self._dwarf_error: MalformedInputError | None = None
         self._decoded: dict[str, bytes | None] = {}
         self._symbol_index: tuple[list[int], list[int], list[Symbol]] | None = None
         self._answer_source: SymbolAnswers | None = None
-        self._parse()
+        try:
+            self._parse()
+        except BaseException:
+            self.close()
+            raise
 
     # --- headers -------------------------------------------------------------
 
@@ -149,7 +152,7 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
                 self.codeview, self.codeview_damage = None, str(err)
         except (pefile.PEFormatError, struct.error, ValueError, IndexError, AttributeError, TypeError) as err:
             raise self._fail(f"bad PE file: {err}", 0) from err
-        # No pe.close(): given bytes, pefile holds no mapping to close, and its close() runs a full
+        # No pe.close(): given the data, pefile holds no mapping of its own, and its close() runs a full
         # gc.collect() (3 to 11 ms of a lookup run).
         record = self.codeview
         is_rsds = record is not None and record.signature == "RSDS"
@@ -432,6 +435,10 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
             self._answer_source.close()
         self._answer_source = None
         self._decoded.clear()
+        if self._map is not None:
+            with contextlib.suppress(BufferError):  # a view still held: the mmap is freed with it
+                self._map.close()
+            self._map = None
 
     def __enter__(self) -> PeFile:
         return self

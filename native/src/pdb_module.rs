@@ -10,12 +10,13 @@
 //! (`get`), sums are 64- or 128-bit, so no input overflows; a panic would be caught and raised as
 //! `CodeViewError` too. Names are handed back as bytes: Python decodes them as the reference does.
 
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rustc_hash::FxHashMap;
 
+use crate::dwarf::Section;
 use crate::panic_message;
 
 pyo3::import_exception!(symbolize.formats.pdb.codeview, CodeViewError);
@@ -110,19 +111,12 @@ struct Procedure {
     end_offset: u64,
 }
 
-/// An inline site, its rows (vaddrs) and the sites nested in its body, decoded whole.
+/// An inline site, its rows (vaddrs) and the sites nested in its body, decoded whole (for the
+/// index build: `cut_points`, `locate_many`; one lookup reads only the chain holding its address).
 struct Site {
     inlinee: u32,
     rows: Vec<(i128, i128, i64, u32)>,
-    extent: (i128, i128),
     children: Vec<Site>,
-}
-
-impl Site {
-    fn holds(&self, vaddr: i128) -> bool {
-        let (low, high) = self.extent;
-        low <= vaddr && vaddr < high && self.rows.iter().any(|row| row.0 <= vaddr && vaddr < row.1)
-    }
 }
 
 #[derive(Default)]
@@ -134,22 +128,42 @@ struct LineTable {
     terminal: Vec<bool>,
 }
 
-struct Block {
+/// A file block of a DEBUG_S_LINES fragment, its rows read in place: `rows` holds `count`
+/// (offset, line) pairs, then as many columns where the fragment has them.
+struct Block<'a> {
     file_id: u32,
-    offsets: Vec<u32>,
-    lines: Vec<u32>,
-    columns: Vec<u16>,
+    count: u64,
+    rows: &'a [u8],
+    has_columns: bool,
 }
 
-struct Fragment {
+impl Block<'_> {
+    fn offset(&self, row: u64) -> u32 {
+        u32_at(self.rows, 8 * row)
+    }
+
+    fn line(&self, row: u64) -> i64 {
+        i64::from(u32_at(self.rows, 8 * row + 4) & 0xFF_FFFF)
+    }
+
+    fn column(&self, row: u64) -> i64 {
+        if self.has_columns {
+            i64::from(u16_at(self.rows, 8 * self.count + 4 * row))
+        } else {
+            0
+        }
+    }
+}
+
+struct Fragment<'a> {
     section: u16,
     offset: u32,
     code_size: u32,
-    blocks: Vec<Block>,
+    blocks: Vec<Block<'a>>,
 }
 
 /// `parse_lines`.
-fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment, Failure> {
+fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment<'_>, Failure> {
     let size = data.len() as u64;
     if size < 12 {
         return fail("DEBUG_S_LINES header is truncated", subsection_offset);
@@ -169,30 +183,25 @@ fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment, Failure>
         if block_size < 12 + row_bytes || position + block_size > size {
             return fail(format!("line block of {count} rows does not fit its {block_size} bytes"), subsection_offset);
         }
-        let rows_at = position + 12;
-        let mut block = Block { file_id, offsets: Vec::new(), lines: Vec::new(), columns: Vec::new() };
-        for row in 0..count {
-            block.offsets.push(u32_at(data, rows_at + 8 * row));
-            block.lines.push(u32_at(data, rows_at + 8 * row + 4) & 0xFF_FFFF);
-            block.columns.push(if has_columns { u16_at(data, rows_at + 8 * count + 4 * row) } else { 0 });
-        }
-        blocks.push(block);
+        let rows = slice(data, position + 12, position + block_size); // holds the rows (checked above)
+        blocks.push(Block { file_id, count, rows, has_columns });
         position += block_size;
     }
     Ok(Fragment { section, offset, code_size, blocks })
 }
 
-/// `parse_inlinee_lines`, each entry added to `found` unless its inlinee is there already.
-fn parse_inlinee_lines(data: &[u8], subsection_offset: u64, found: &mut HashMap<u32, (u32, u32)>) -> Result<(), Failure> {
+/// `parse_inlinee_lines`, each entry added to `found` unless its inlinee is there already (a
+/// subsection that fails fails its whole module, so entries added before do not matter).
+fn parse_inlinee_lines(data: &[u8], subsection_offset: u64, found: &mut FxHashMap<u32, (u32, u32)>) -> Result<(), Failure> {
     let size = data.len() as u64;
     if size < 4 {
         return fail("DEBUG_S_INLINEELINES is truncated", subsection_offset);
     }
     let extra_files = u32_at(data, 0) == 1;
-    let mut entries = Vec::new();
+    found.reserve(data.len() / 12);
     let mut position: u64 = 4;
     while position + 12 <= size {
-        entries.push((u32_at(data, position), u32_at(data, position + 4), u32_at(data, position + 8)));
+        found.entry(u32_at(data, position)).or_insert((u32_at(data, position + 4), u32_at(data, position + 8)));
         position += 12;
         if extra_files {
             if position + 4 > size {
@@ -200,9 +209,6 @@ fn parse_inlinee_lines(data: &[u8], subsection_offset: u64, found: &mut HashMap<
             }
             position += 4 + 4 * u64::from(u32_at(data, position));
         }
-    }
-    for (inlinee, file_id, line) in entries {
-        found.entry(inlinee).or_insert((file_id, line));
     }
     Ok(())
 }
@@ -235,9 +241,11 @@ fn signed(value: u32) -> i64 {
     }
 }
 
-/// `annotation_rows`: (low, high, line, file) code offsets; None where the reference raises.
-fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i64, i64, i64, u32)>> {
+/// `annotation_rows`: (low, high, line, file) rows, their code offsets added to `base`; None where the
+/// reference raises.
+fn annotation_rows(data: &[u8], base: i128, first_line: u32, file_id: u32) -> Option<Vec<(i128, i128, i64, u32)>> {
     let mut rows = Vec::new();
+    let at = |offset: i64| base + i128::from(offset);
     let mut code: i64 = 0;
     let mut line = i64::from(first_line);
     let mut file = file_id;
@@ -271,7 +279,7 @@ fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i6
                 }
                 if let Some((low, open_line, open_file)) = open {
                     if code > low {
-                        rows.push((low, code, open_line, open_file));
+                        rows.push((at(low), at(code), open_line, open_file));
                     }
                 }
                 open = Some((code, line, file));
@@ -279,7 +287,7 @@ fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i6
             4 => {
                 if let Some((low, open_line, open_file)) = open {
                     if code + operand64 > low {
-                        rows.push((low, code + operand64, open_line, open_file));
+                        rows.push((at(low), at(code + operand64), open_line, open_file));
                     }
                 }
                 open = None;
@@ -290,11 +298,11 @@ fn annotation_rows(data: &[u8], first_line: u32, file_id: u32) -> Option<Vec<(i6
                 code += i64::from(second);
                 if let Some((low, open_line, open_file)) = open {
                     if code > low {
-                        rows.push((low, code, open_line, open_file));
+                        rows.push((at(low), at(code), open_line, open_file));
                     }
                 }
                 if operand64 > 0 {
-                    rows.push((code, code + operand64, line, file));
+                    rows.push((at(code), at(code + operand64), line, file));
                 }
                 open = None;
             }
@@ -313,7 +321,7 @@ struct Decoded {
     reach: Vec<i128>,
     lines: LineTable,
     checksums: Vec<(u64, u32)>,
-    inlinee_lines: HashMap<u32, (u32, u32)>,
+    inlinee_lines: FxHashMap<u32, (u32, u32)>,
 }
 
 fn vaddr_of(sections: &[u64], image_base: i128, section: u16, offset: u32) -> Option<i128> {
@@ -343,7 +351,7 @@ fn decode(
         );
     }
     let mut checksums = Vec::new();
-    let mut inlinee_lines = HashMap::new();
+    let mut inlinee_lines = FxHashMap::default();
     let mut fragments = Vec::new();
     let mut position = c13_start;
     while position + 8 <= c13_end {
@@ -404,31 +412,56 @@ fn decode(
     let mut groups: Vec<(i128, i128, &Block)> = Vec::new();
     for fragment in &fragments {
         if let Some(base) = vaddr_of(sections, image_base, fragment.section, fragment.offset) {
-            for block in fragment.blocks.iter().filter(|block| !block.offsets.is_empty()) {
+            for block in fragment.blocks.iter().filter(|block| block.count > 0) {
                 groups.push((base, base + i128::from(fragment.code_size), block));
             }
         }
     }
     groups.sort_by_key(|group| group.0);
-    let mut lines = LineTable::default();
+    let entries = groups.iter().map(|group| group.2.count as usize + 2).sum();
+    let mut lines = LineTable {
+        vaddrs: Vec::with_capacity(entries),
+        lines: Vec::with_capacity(entries),
+        columns: Vec::with_capacity(entries),
+        file_ids: Vec::with_capacity(entries),
+        terminal: Vec::with_capacity(entries),
+    };
     for (base, end, block) in groups {
-        let count = block.offsets.len();
+        let count = block.count;
         lines.vaddrs.push(base);
-        lines.vaddrs.extend(block.offsets.iter().map(|offset| base + i128::from(*offset)));
+        lines.vaddrs.extend((0..count).map(|row| base + i128::from(block.offset(row))));
         lines.vaddrs.push(end);
-        let first_line = i64::from(block.lines[0]);
-        let last_line = i64::from(block.lines[count - 1]);
-        lines.lines.push(first_line);
-        lines.lines.extend(block.lines.iter().map(|line| i64::from(*line)));
-        lines.lines.push(last_line);
-        lines.columns.push(i64::from(block.columns[0]));
-        lines.columns.extend(block.columns.iter().map(|column| i64::from(*column)));
-        lines.columns.push(i64::from(block.columns[count - 1]));
-        lines.file_ids.extend(std::iter::repeat_n(block.file_id, count + 2));
-        lines.terminal.extend(std::iter::repeat_n(false, count + 1));
+        lines.lines.push(block.line(0));
+        lines.lines.extend((0..count).map(|row| block.line(row)));
+        lines.lines.push(block.line(count - 1));
+        lines.columns.push(block.column(0));
+        lines.columns.extend((0..count).map(|row| block.column(row)));
+        lines.columns.push(block.column(count - 1));
+        lines.file_ids.extend(std::iter::repeat_n(block.file_id, count as usize + 2));
+        lines.terminal.extend(std::iter::repeat_n(false, count as usize + 1));
         lines.terminal.push(true);
     }
     Ok(Decoded { symbols_end, procedures, lows, reach, lines, checksums, inlinee_lines })
+}
+
+/// An inline site record of `stream[..end]` read: (inlinee, annotations, body start, body end,
+/// where the scan of its level resumes); the reference's CodeViewError for a truncated record.
+fn site_record<'a>(stream: &[u8], record: &Record<'a>, end: u64) -> Result<(u32, &'a [u8], u64, u64, u64), Failure> {
+    let header = 12 + if record.kind == S_INLINESITE2 { 4 } else { 0 };
+    if record.body.len() < header {
+        return fail("inline site record is truncated", record.offset);
+    }
+    let end_offset = u64::from(u32_at(record.body, 4));
+    let body_start = record.offset + 2 + u64::from(u16_at(stream, record.offset));
+    let closing = after_closing(stream, end_offset, body_start, end, &[S_INLINESITE_END]);
+    let body_end = if closing.is_some() { end_offset } else { body_start };
+    Ok((u32_at(record.body, 8), &record.body[header..], body_start, body_end, closing.unwrap_or(body_start)))
+}
+
+/// The rows of an inline site of `inlinee`, at vaddrs (none where its annotations do not decode).
+fn site_rows(decoded: &Decoded, annotations: &[u8], base: i128, inlinee: u32) -> Vec<(i128, i128, i64, u32)> {
+    let (file_id, first_line) = decoded.inlinee_lines.get(&inlinee).copied().unwrap_or((0, 0));
+    annotation_rows(annotations, base, first_line, file_id).unwrap_or_default()
 }
 
 /// `sites_in`: the inline sites directly in `stream[start:end]`, their rows and nested sites
@@ -447,32 +480,43 @@ fn sites_in(
     let mut sites = Vec::new();
     let mut position = start;
     while let Some(record) = next_record_of(stream, position, end, &[S_INLINESITE, S_INLINESITE2])? {
-        let header = 12 + if record.kind == S_INLINESITE2 { 4 } else { 0 };
-        if record.body.len() < header {
-            return fail("inline site record is truncated", record.offset);
-        }
-        let end_offset = u64::from(u32_at(record.body, 4));
-        let inlinee = u32_at(record.body, 8);
-        let annotations = &record.body[header..];
-        let body_start = record.offset + 2 + u64::from(u16_at(stream, record.offset));
-        let closing = after_closing(stream, end_offset, body_start, end, &[S_INLINESITE_END]);
-        let body_end = if closing.is_some() { end_offset } else { body_start };
-        let (file_id, first_line) = decoded.inlinee_lines.get(&inlinee).copied().unwrap_or((0, 0));
-        let rows: Vec<(i128, i128, i64, u32)> = annotation_rows(annotations, first_line, file_id)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(low, high, line, file)| (base + i128::from(low), base + i128::from(high), line, file))
-            .collect();
-        let extent = if rows.is_empty() {
-            (0, 0)
-        } else {
-            (rows.iter().map(|row| row.0).min().unwrap_or(0), rows.iter().map(|row| row.1).max().unwrap_or(0))
-        };
+        let (inlinee, annotations, body_start, body_end, next) = site_record(stream, &record, end)?;
+        let rows = site_rows(decoded, annotations, base, inlinee);
         let children = sites_in(decoded, stream, base, body_start, body_end, level + 1).unwrap_or_default();
-        sites.push(Site { inlinee, rows, extent, children });
-        position = closing.unwrap_or(body_start);
+        sites.push(Site { inlinee, rows, children });
+        position = next;
     }
     Ok(sites)
+}
+
+/// The chain of inline sites holding `vaddr` in a procedure's body `stream[start:end]`, outermost
+/// first, as (inlinee, line, file ID of the first row holding it): what walking the tree of
+/// `sites_in` finds (at each level the first site with a row holding it), without decoding the
+/// sites that do not hold it. Each level is still scanned whole: a record of it that does not
+/// decode leaves the level without sites there too.
+fn chain_at(decoded: &Decoded, stream: &[u8], base: i128, mut start: u64, mut end: u64, vaddr: i128) -> Vec<(u32, i64, u32)> {
+    let mut chain = Vec::new();
+    for _level in 0..=MAX_INLINE_DEPTH {
+        let mut holding = None;
+        let mut position = start;
+        let scanned: Result<(), Failure> = (|| {
+            while let Some(record) = next_record_of(stream, position, end, &[S_INLINESITE, S_INLINESITE2])? {
+                let (inlinee, annotations, body_start, body_end, next) = site_record(stream, &record, end)?;
+                if holding.is_none() {
+                    let rows = site_rows(decoded, annotations, base, inlinee);
+                    if let Some(row) = rows.iter().find(|row| row.0 <= vaddr && vaddr < row.1) {
+                        holding = Some(((inlinee, row.2, row.3), body_start, body_end));
+                    }
+                }
+                position = next;
+            }
+            Ok(())
+        })();
+        let (Ok(()), Some((site, body_start, body_end))) = (scanned, holding) else { break };
+        chain.push(site);
+        (start, end) = (body_start, body_end);
+    }
+    chain
 }
 
 /// `line_at`: the position of the row holding `vaddr`, found as the reference finds it.
@@ -505,25 +549,17 @@ type Located = (Option<usize>, Option<(i64, i64, u32)>, Vec<(u32, u32, i64)>);
 /// A decoded module stream answering lookups (`PythonModule`'s twin, for `CompiledModule`).
 #[pyclass(module = "symbolize.formats._kernels")]
 pub struct PdbModule {
-    stream: Py<PyBytes>, // the module stream, held (not copied) for the inline sites decoded later
+    stream: Section, // the module stream (a view of the PDB's mmap, or bytes), held for the inline sites read later
     decoded: Decoded,
-    sites: Vec<Option<Vec<Site>>>, // per procedure, decoded on the first lookup inside it
+}
+
+/// `f` run with a panic caught and raised as CodeViewError (the reader's typed error follows).
+fn caught<T>(f: impl FnOnce() -> T) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f))
+        .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
 }
 
 impl PdbModule {
-    /// The inline sites of procedure `position`, decoded on the first lookup inside it. A body
-    /// whose records do not decode leaves the procedure without inlined frames, as in `sites_of`.
-    fn sites_of(&mut self, py: Python<'_>, position: usize) -> &[Site] {
-        if self.sites[position].is_none() {
-            let stream = self.stream.bind(py);
-            let procedure = &self.decoded.procedures[position];
-            let end = procedure.end_offset.min(self.decoded.symbols_end);
-            let sites = sites_in(&self.decoded, stream.as_bytes(), procedure.low, procedure.body_start, end, 0)
-                .unwrap_or_default();
-            self.sites[position] = Some(sites);
-        }
-        self.sites[position].as_deref().unwrap_or(&[])
-    }
 
     fn procedure_at(&self, vaddr: i128) -> Option<usize> {
         let decoded = &self.decoded;
@@ -532,27 +568,50 @@ impl PdbModule {
         (first..stop).find(|candidate| vaddr < decoded.procedures[*candidate].high)
     }
 
-    fn locate_one(&mut self, py: Python<'_>, vaddr: i128) -> Located {
+    /// The inline sites of `procedure`, decoded whole; a body whose records do not decode leaves
+    /// it without inline sites.
+    fn sites_of(&self, procedure: &Procedure) -> Vec<Site> {
+        let end = procedure.end_offset.min(self.decoded.symbols_end);
+        sites_in(&self.decoded, &self.stream, procedure.low, procedure.body_start, end, 0).unwrap_or_default()
+    }
+
+    /// `locate`: the chain of inline sites read by `chain_at`, or, given `tree`, walked in the
+    /// procedure's whole site tree, decoded once for the run of addresses asked in it (the index
+    /// build asks every piece of a procedure, in order).
+    fn locate_one(&self, vaddr: i128, tree: Option<&mut Option<(usize, Vec<Site>)>>) -> Located {
         let position = self.procedure_at(vaddr);
         let line = line_at(&self.decoded.lines, vaddr)
             .map(|at| (self.decoded.lines.lines[at], self.decoded.lines.columns[at], self.decoded.lines.file_ids[at]));
         let mut inlined = Vec::new();
         if let Some(position) = position {
-            self.sites_of(py, position);
-            let mut chain: Vec<&Site> = Vec::new();
-            let mut level = self.sites[position].as_deref().unwrap_or(&[]);
-            while !level.is_empty() && chain.len() <= MAX_INLINE_DEPTH {
-                let Some(holding) = level.iter().find(|site| site.holds(vaddr)) else { break };
-                chain.push(holding);
-                level = &holding.children[..];
-            }
-            for site in chain.iter().rev() {
-                if !self.decoded.inlinee_lines.contains_key(&site.inlinee) {
+            let procedure = &self.decoded.procedures[position];
+            let chain = match tree {
+                None => {
+                    let end = procedure.end_offset.min(self.decoded.symbols_end);
+                    chain_at(&self.decoded, &self.stream, procedure.low, procedure.body_start, end, vaddr)
+                }
+                Some(tree) => {
+                    if tree.as_ref().is_none_or(|(at, _)| *at != position) {
+                        *tree = Some((position, self.sites_of(procedure)));
+                    }
+                    let mut chain = Vec::new();
+                    let mut level = tree.as_ref().map_or(&[][..], |(_, sites)| &sites[..]);
+                    while chain.len() <= MAX_INLINE_DEPTH {
+                        let holding = level.iter().find_map(|site| {
+                            site.rows.iter().find(|row| row.0 <= vaddr && vaddr < row.1).map(|row| (site, row))
+                        });
+                        let Some((site, row)) = holding else { break };
+                        chain.push((site.inlinee, row.2, row.3));
+                        level = &site.children;
+                    }
+                    chain
+                }
+            };
+            for (inlinee, line, file_id) in chain.into_iter().rev() {
+                if !self.decoded.inlinee_lines.contains_key(&inlinee) {
                     break;
                 }
-                if let Some(row) = site.rows.iter().find(|row| row.0 <= vaddr && vaddr < row.1) {
-                    inlined.push((site.inlinee, row.3, row.2));
-                }
+                inlined.push((inlinee, file_id, line));
             }
         }
         (position, line, inlined)
@@ -564,15 +623,14 @@ impl PdbModule {
     /// (position of the procedure holding `vaddr` or None, (line, column, file ID) of the row
     /// holding it or None, [(inlinee, file ID, line)] of the inline sites holding it, innermost
     /// first, stopping at the first inlinee without DEBUG_S_INLINEELINES entry).
-    fn locate(&mut self, py: Python<'_>, vaddr: i128) -> PyResult<Located> {
-        catch_unwind(AssertUnwindSafe(|| self.locate_one(py, vaddr)))
-            .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
+    fn locate(&self, vaddr: i128) -> PyResult<Located> {
+        caught(|| self.locate_one(vaddr, None))
     }
 
     /// `locate` of each vaddr.
-    fn locate_many(&mut self, py: Python<'_>, vaddrs: Vec<i128>) -> PyResult<Vec<Located>> {
-        catch_unwind(AssertUnwindSafe(|| vaddrs.iter().map(|vaddr| self.locate_one(py, *vaddr)).collect()))
-            .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
+    fn locate_many(&self, vaddrs: Vec<i128>) -> PyResult<Vec<Located>> {
+        let mut tree = None;
+        caught(|| vaddrs.iter().map(|vaddr| self.locate_one(*vaddr, Some(&mut tree))).collect())
     }
 
     /// (low, high, name as bytes) of procedure `position` (by low).
@@ -593,13 +651,14 @@ impl PdbModule {
 
     /// Where answers may change: procedure bounds, every inline site row's bounds, line entries
     /// (and one past an address two entries share), unsorted, with repeats.
-    fn cut_points(&mut self, py: Python<'_>) -> PyResult<Vec<i128>> {
-        catch_unwind(AssertUnwindSafe(|| {
+    fn cut_points(&self) -> PyResult<Vec<i128>> {
+        caught(|| {
             let mut cuts = Vec::new();
-            for position in 0..self.decoded.procedures.len() {
-                cuts.push(self.decoded.procedures[position].low);
-                cuts.push(self.decoded.procedures[position].high);
-                let mut pending: Vec<&Site> = self.sites_of(py, position).iter().collect();
+            for procedure in &self.decoded.procedures {
+                cuts.push(procedure.low);
+                cuts.push(procedure.high);
+                let sites = self.sites_of(procedure);
+                let mut pending: Vec<&Site> = sites.iter().collect();
                 while let Some(site) = pending.pop() {
                     pending.extend(site.children.iter());
                     for row in &site.rows {
@@ -612,8 +671,7 @@ impl PdbModule {
             cuts.extend(vaddrs.iter().copied());
             cuts.extend(vaddrs.windows(2).filter(|pair| pair[0] == pair[1]).map(|pair| pair[0] + 1));
             cuts
-        }))
-        .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
+        })
     }
 }
 
@@ -623,27 +681,18 @@ impl PdbModule {
 #[pyfunction]
 fn decode_pdb_module(
     py: Python<'_>,
-    stream: Bound<'_, PyBytes>,
+    stream: Bound<'_, PyAny>,
     symbols_size: u64,
     c11_size: u64,
     c13_size: u64,
     section_rvas: Vec<u64>,
     image_base: i128,
 ) -> PyResult<PdbModule> {
-    let bytes = stream.as_bytes();
-    let decoded = py.detach(|| {
-        catch_unwind(AssertUnwindSafe(|| decode(bytes, symbols_size, c11_size, c13_size, &section_rvas, image_base)))
-    });
-    match decoded {
-        Ok(Ok(decoded)) => {
-            let sites = (0..decoded.procedures.len()).map(|_| None).collect();
-            Ok(PdbModule { stream: stream.unbind(), decoded, sites })
-        }
-        Ok(Err(failure)) => Err(CodeViewError::new_err((failure.message, failure.offset))),
-        Err(payload) => Err(CodeViewError::new_err((
-            format!("the compiled decoder failed ({})", panic_message(payload.as_ref())),
-            0,
-        ))),
+    let stream = Section::borrow(&stream)?;
+    let bytes: &[u8] = &stream;
+    match py.detach(|| caught(|| decode(bytes, symbols_size, c11_size, c13_size, &section_rvas, image_base)))? {
+        Ok(decoded) => Ok(PdbModule { stream, decoded }),
+        Err(failure) => Err(CodeViewError::new_err((failure.message, failure.offset))),
     }
 }
 
