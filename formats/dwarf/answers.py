@@ -32,7 +32,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable, owned_pieces
+from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunsAnswer, RunTable, owned_pieces
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, Name, _UnitState
 from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
@@ -169,6 +169,58 @@ class _CompiledLazyRuns:
         self._heads: dict[tuple[int, int], ChainHead] = {}
         self._chains: dict[int, Chain] = {}
 
+    def frames_many(self, vaddrs: list[int]) -> list[RunsAnswer]:
+        """:class:`LazyRunsMany`'s batch: the lazy unit asked for all of ``vaddrs`` in one call, each
+        answer's frames made here (what :meth:`run_at` gives, without an AnswerRun per address)."""
+        answers: list[RunsAnswer] = []
+        if self._python_runs is not None:
+            for vaddr in vaddrs:
+                answers.append(self._python_frames(vaddr))
+                if isinstance(answers[-1], MalformedInputError) and not isinstance(answers[-1], BrokenSpanError):
+                    break  # the region is broken from here on (LazyRunsMany)
+            return answers
+        found = self._lazy.runs_at(vaddrs)
+        heads, file_names, chain_heads = self._heads, self._file_names, self._chain_heads
+        file_count = len(file_names)
+        for run in found:
+            if run is None:
+                answers.append(None)
+                continue
+            if isinstance(run, Exception):  # where run_at would raise it
+                if not isinstance(run, _DEFERRED):
+                    answers.append(self._compiled_error(run))
+                    return answers
+                self._python_runs = self._fallback()
+                break
+            _, _, file, line, column, discriminator, chain, symbol = run
+            head = heads.get((chain, symbol))
+            if head is None:
+                head = chain_heads(chain, symbol)
+            file_name = file_names[file] if 0 <= file < file_count else None
+            inner = _new_tuple(Frame, (head.function, file_name or head.default_file, line, column,
+                                       head.start_line, head.start_file, head.start_address, discriminator))
+            answers.append([inner, *head.outer])
+        else:
+            return answers
+        # Left to the reference from vaddrs[len(answers)] on.
+        return answers + self.frames_many(vaddrs[len(answers):])
+
+    def _python_frames(self, vaddr: int) -> RunsAnswer:
+        """:meth:`run_at`'s frames, or the error it raises."""
+        try:
+            run = self.run_at(vaddr)
+        except MalformedInputError as error:
+            return error
+        return None if run is None else list(run.frames)
+
+    def _compiled_error(self, error: Exception) -> MalformedInputError:
+        return MalformedInputError(f"DWARF: {error}", self._path)
+
+    def _chain_heads(self, chain: int, symbol: int) -> ChainHead:
+        head = self._heads[chain, symbol] = chain_head(self._chain(chain) if chain >= 0 else None,
+                                                       self._symbols[symbol] if symbol >= 0 else None)
+        return head
+
     def run_at(self, vaddr: int) -> AnswerRun | None:
         if self._python_runs is not None:
             return self._python_runs.run_at(vaddr)
@@ -178,14 +230,13 @@ class _CompiledLazyRuns:
             self._python_runs = self._fallback()
             return self._python_runs.run_at(vaddr)
         except _COMPILED_ERRORS as error:
-            raise MalformedInputError(f"DWARF: {error}", self._path) from error
+            raise self._compiled_error(error) from error
         if found is None:
             return None
         low, high, file, line, column, discriminator, chain, symbol = found
         head = self._heads.get((chain, symbol))
         if head is None:
-            head = self._heads[chain, symbol] = chain_head(self._chain(chain) if chain >= 0 else None,
-                                                           self._symbols[symbol] if symbol >= 0 else None)
+            head = self._chain_heads(chain, symbol)
         file_names = self._file_names
         file_name = file_names[file] if 0 <= file < len(file_names) else None
         # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per call (most
