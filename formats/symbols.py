@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from symbolize.formats.answers import AnswerLookup, ChainHead, LazyRuns, RunTable
+from symbolize.formats.answers import ADDRESS_MAX, AnswerLookup, ChainHead, LazyRuns, RunTable
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
 
@@ -143,6 +143,32 @@ def symbol_runs(index: SymbolIndex, beneath: SymbolIndex | None = None) -> RunTa
     return table
 
 
+class SymbolRuns:
+    """The run of :func:`symbol_runs`' table holding an address, found by a bisection of each
+    index (``beneath`` answering where ``index`` has no symbol) instead of building the table:
+    a lookup asks the symbol table for the few addresses no debug info names, and building it
+    whole was a Python loop over every symbol of the file."""
+
+    __slots__ = ("_beneath", "_index")
+
+    def __init__(self, index: SymbolIndex, beneath: SymbolIndex | None = None) -> None:
+        self._index = index
+        self._beneath = beneath
+
+    def run_at(self, vaddr: int) -> AnswerRun | None:
+        if vaddr >= ADDRESS_MAX:
+            return None  # past every run: RunTable cuts a run's end there
+        for index in (self._index, self._beneath):
+            if index is None:
+                continue
+            position = bisect_right(index.starts, vaddr) - 1
+            if position >= 0 and vaddr < index.stops[position]:
+                symbol = index.symbols[position]
+                frame = Frame(symbol.name, symbol.source_file)
+                return AnswerRun(index.starts[position], index.stops[position], (frame,))
+        return None
+
+
 class SymbolAnswers:
     """A symbol source's answers from a symbol table alone (a stripped binary, a file without DWARF).
 
@@ -183,7 +209,10 @@ class SymbolAnswers:
         return symbol_runs(self.symbols, self.beneath)
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
-        """What this source's own lookups decode a region into (:meth:`answers` unless lazier)."""
+        """What this source's own lookups decode a region into (:meth:`answers` unless lazier): the
+        symbol table's runs found by bisection (:class:`SymbolRuns`), not built whole."""
+        if key == SYMBOL_TABLE_KEY:
+            return SymbolRuns(self.symbols, self.beneath)
         return self.answers(key)
 
     def frames_at(self, vaddr: int) -> list[Frame]:

@@ -329,7 +329,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         building whole units made a cold run of a large Rust binary 1.7x the CPU and 3.6x the
         memory (bench/RESULTS.md)."""
         if key < 0:
-            return super().answers(key)
+            return super().lookup_runs(key)
         units = self._compiled_units()
         if units is not None:
             state = self.dwarf._load_units()[key]
