@@ -24,7 +24,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from symbolize.formats.answers import ADDRESS_MAX, AnswerLookup, ChainHead, LazyRuns, RunTable
 from symbolize.formats.errors import MalformedInputError
@@ -41,7 +41,21 @@ class RankedSymbol(NamedTuple):
     order: tuple[int, int] = (0, 0)
 
 
-def preference(entry: RankedSymbol) -> tuple[int, tuple[int, int]]:
+class Ranked(Protocol):
+    """What choosing among symbols reads of an entry: a :class:`RankedSymbol`, or a reader's own
+    entry with the same fields (formats/elf/symtab.py's FunctionSymbol), taken as it is."""
+
+    @property
+    def symbol(self) -> Symbol: ...
+
+    @property
+    def section_end(self) -> int | None: ...
+
+    @property
+    def order(self) -> tuple[int, int]: ...
+
+
+def preference(entry: Ranked) -> tuple[int, tuple[int, int]]:
     """Among symbols at one address, the one llvm-symbolizer names: the largest, then the last in
     the symbol table (it stable-sorts by address and size and keeps the last of each address).
     Identical code folded by the linker is where this matters: several names, one address."""
@@ -60,12 +74,14 @@ class SymbolIndex:
 
     __slots__ = ("ends", "starts", "stops", "symbols")
 
-    def __init__(self, entries: Iterable[RankedSymbol]) -> None:
-        best: dict[int, RankedSymbol] = {}
+    def __init__(self, entries: Iterable[Ranked]) -> None:
+        best: dict[int, Ranked] = {}
         for entry in entries:
-            current = best.get(entry.symbol.vaddr)
-            if current is None or preference(entry) > preference(current):
-                best[entry.symbol.vaddr] = entry
+            symbol = entry.symbol
+            current = best.get(symbol.vaddr)
+            # preference(entry) > preference(current), inline: this runs once per symbol of the file.
+            if current is None or (symbol.size, entry.order) > (current.symbol.size, current.order):
+                best[symbol.vaddr] = entry
         chosen = [best[vaddr] for vaddr in sorted(best)]
         self.starts = [entry.symbol.vaddr for entry in chosen]
         self.symbols = [entry.symbol for entry in chosen]

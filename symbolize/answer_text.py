@@ -195,6 +195,7 @@ class AnswerText:
         found = iter(module.lookup(vaddrs))
         names, files, as_json, inlines = self._names, self._files, self.as_json, self.shaper.inlines
         out: list[str] = []
+        append = out.append
         for item in items:
             if isinstance(item, str):  # no address: echoed
                 if as_json:
@@ -215,17 +216,19 @@ class AnswerText:
                 # FrameShaper's fold: the outermost name at the innermost place.
                 inner = result[0]
                 result = [inner._replace(function=result[-1].function)]
+            # Straight into ``out``, frame by frame: no list and no join per address.
             if as_json:
-                shown = ", ".join([
-                    f'{{"function": {names[frame.function]}, "file": {files[frame.file]}, '
-                    f'"line": {frame.line}, "column": {frame.column}}}'
-                    for frame in result
-                ])
-                out.append(f'{{"address": "{item:#x}", "frames": [{shown}]}}\n')
+                append(f'{{"address": "{item:#x}", "frames": [')
+                separator = ""
+                for frame in result:
+                    append(f'{separator}{{"function": {names[frame.function]}, "file": {files[frame.file]}, '
+                           f'"line": {frame.line}, "column": {frame.column}}}')
+                    separator = ", "
+                append("]}\n")
             else:
-                out.append("".join([
-                    f"{names[frame.function]}\n{frame.file or '??'}:{frame.line}:{frame.column}\n" for frame in result
-                ]) + "\n")
+                for frame in result:
+                    append(f"{names[frame.function]}\n{frame.file or '??'}:{frame.line}:{frame.column}\n")
+                append("\n")
         return "".join(out)
 
     def _render_plain(self, module: Module, items: Sequence[int | str]) -> str:

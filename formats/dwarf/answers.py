@@ -51,6 +51,8 @@ _COMPILED_ERRORS: tuple[type[Exception], ...] = (kernels.CompiledDwarfError,) if
 _DEFERRED: tuple[type[Exception], ...] = (kernels.CompiledDwarfDeferred,) if kernels is not None else ()
 # How a NamedTuple of fields already in order is made without its Python-level __new__.
 _new_tuple = tuple.__new__
+# A Frame from its eight fields, in order, made in C.
+_as_frame = partial(_new_tuple, Frame)
 # Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
 _MEMO_DEPTH = 64
 
@@ -65,18 +67,22 @@ def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
     and the compiled ones (:func:`compiled_runs`). The symbol names the outermost frame, as
     llvm-symbolizer names it (``foo.cold``, one of several folded functions), and its STT_FILE
     source stands in for a file the outermost frame lacks; without a function, the symbol is the frame."""
+    # tuple.__new__ in place of the NamedTuples' Python-level __new__ and _replace: a cold lookup
+    # names thousands of heads (the fields are in each NamedTuple's order).
     if chain is None:
-        return ChainHead(covering.name, 0, (), covering.source_file) if covering is not None else ChainHead(None)
+        if covering is None:
+            return _new_tuple(ChainHead, (None, 0, (), None, None, None))
+        return _new_tuple(ChainHead, (covering.name, 0, (), covering.source_file, None, None))
     name, start_line, start_file, start_address, outer = chain
     default_file = None
     if covering is not None:
         if outer:
             outermost = outer[-1]
-            renamed = outermost._replace(function=covering.name, file=outermost.file or covering.source_file)
+            renamed = _new_tuple(Frame, (covering.name, outermost.file or covering.source_file, *outermost[2:]))
             outer = (*outer[:-1], renamed)
         else:
             name, default_file = covering.name, covering.source_file
-    return ChainHead(name, start_line, outer, default_file, start_file, start_address)
+    return _new_tuple(ChainHead, (name, start_line, outer, default_file, start_file, start_address))
 
 
 def named_chain(named: dict[int, Chain], source: UnitColumns | LazyUnit, chain: int) -> Chain:
@@ -85,7 +91,8 @@ def named_chain(named: dict[int, Chain], source: UnitColumns | LazyUnit, chain: 
     found = named.get(chain)
     if found is None:
         name, start_line, start_file, start_address, outer = source.chain(chain)
-        found = named[chain] = (name, start_line, start_file, start_address, tuple(Frame(*frame) for frame in outer))
+        # Each calling frame comes as Frame's eight fields, in order.
+        found = named[chain] = (name, start_line, start_file, start_address, tuple(map(_as_frame, outer)))
     return found
 
 
