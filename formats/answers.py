@@ -313,11 +313,12 @@ class AnswerLookup:
                 found_at[index], errors[index] = in_tier(primary.holding(vaddr), vaddr, None)
         for position, held in by_region.items():
             self._ask_region(regions[position].key, held, asked, found_at, errors)
-        answers: list[list[Frame] | MalformedInputError] = []
-        for vaddr, found, error in zip(asked, found_at, errors, strict=True):
-            if found is None:
-                found, error = in_tier(fallback.holding(vaddr), vaddr, error)
-            answers.append(found if found is not None else error if error is not None else [])
+        # Most addresses are answered by now: only the others are asked again (of the fallback tier).
+        answers: list[list[Frame] | MalformedInputError] = found_at  # type: ignore[assignment]
+        for index in [index for index, found in enumerate(found_at) if found is None]:
+            vaddr = asked[index]
+            found, error = in_tier(fallback.holding(vaddr), vaddr, errors[index])
+            answers[index] = found if found is not None else error if error is not None else []
         return answers
 
     def _ask_region(

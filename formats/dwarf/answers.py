@@ -187,19 +187,16 @@ class _CompiledLazyRuns:
                     break  # the region is broken from here on (LazyRunsMany)
             return answers
         found = self._lazy.runs_at(vaddrs)
+        # Only the last item may be an exception: where run_at would raise it.
+        stopped = found.pop() if found and isinstance(found[-1], Exception) else None
+        assert stopped is None or isinstance(stopped, Exception)
         heads, file_names, chain_heads = self._heads, self._file_names, self._chain_heads
         file_count = len(file_names)
         for run in found:
             if run is None:
                 answers.append(None)
                 continue
-            if isinstance(run, Exception):  # where run_at would raise it
-                if not isinstance(run, _DEFERRED):
-                    answers.append(self._compiled_error(run))
-                    return answers
-                self._python_runs = self._fallback()
-                break
-            _, _, file, line, column, discriminator, chain, symbol = run
+            _, _, file, line, column, discriminator, chain, symbol = run  # type: ignore[misc]
             head = heads.get((chain, symbol))
             if head is None:
                 head = chain_heads(chain, symbol)
@@ -207,9 +204,13 @@ class _CompiledLazyRuns:
             inner = _new_tuple(Frame, (head.function, file_name or head.default_file, line, column,
                                        head.start_line, head.start_file, head.start_address, discriminator))
             answers.append([inner, *head.outer])
-        else:
+        if stopped is None:
+            return answers
+        if not isinstance(stopped, _DEFERRED):
+            answers.append(self._compiled_error(stopped))
             return answers
         # Left to the reference from vaddrs[len(answers)] on.
+        self._python_runs = self._fallback()
         return answers + self.frames_many(vaddrs[len(answers):])
 
     def _python_frames(self, vaddr: int) -> RunsAnswer:
