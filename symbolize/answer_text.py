@@ -216,18 +216,20 @@ class AnswerText:
                 # FrameShaper's fold: the outermost name at the innermost place.
                 inner = result[0]
                 result = [inner._replace(function=result[-1].function)]
-            # Straight into ``out``, frame by frame: no list and no join per address.
+            # Straight into ``out``, frame by frame: no list and no join per address. A Frame's
+            # fields by position (function, file, line, column): a NamedTuple's field by name is a
+            # descriptor call, the interpreter's slow path, and this runs for every frame shown.
             if as_json:
                 append(f'{{"address": "{item:#x}", "frames": [')
                 separator = ""
                 for frame in result:
-                    append(f'{separator}{{"function": {names[frame.function]}, "file": {files[frame.file]}, '
-                           f'"line": {frame.line}, "column": {frame.column}}}')
+                    append(f'{separator}{{"function": {names[frame[0]]}, "file": {files[frame[1]]}, '
+                           f'"line": {frame[2]}, "column": {frame[3]}}}')
                     separator = ", "
                 append("]}\n")
             else:
                 for frame in result:
-                    append(f"{names[frame.function]}\n{frame.file or '??'}:{frame.line}:{frame.column}\n")
+                    append(f"{names[frame[0]]}\n{frame[1] or '??'}:{frame[2]}:{frame[3]}\n")
                 append("\n")
         return "".join(out)
 

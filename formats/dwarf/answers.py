@@ -200,10 +200,12 @@ class _CompiledLazyRuns:
             head = heads.get((chain, symbol))
             if head is None:
                 head = chain_heads(chain, symbol)
+            # The head's fields unpacked, not read by name (a descriptor call each, per address).
+            function, start_line, outer, default_file, start_file, start_address = head
             file_name = file_names[file] if 0 <= file < file_count else None
-            inner = _new_tuple(Frame, (head.function, file_name or head.default_file, line, column,
-                                       head.start_line, head.start_file, head.start_address, discriminator))
-            answers.append([inner, *head.outer])
+            inner = _new_tuple(Frame, (function, file_name or default_file, line, column, start_line, start_file,
+                                       start_address, discriminator))
+            answers.append([inner, *outer])
         if stopped is None:
             return answers
         if not isinstance(stopped, _DEFERRED):
