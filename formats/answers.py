@@ -166,6 +166,22 @@ class LazyRuns(Protocol):
         ...
 
 
+# What a LazyRunsMany answers for an address: its run's frames, the error it meets, or None (no run).
+RunsAnswer = list[Frame] | MalformedInputError | None
+
+
+@runtime_checkable
+class LazyRunsMany(LazyRuns, Protocol):
+    """Lazy runs that answer a batch of addresses in one call (the compiled lazy unit): a cold
+    lookup's addresses in one unit are asked together, not one Python call chain each."""
+
+    def frames_many(self, vaddrs: list[int]) -> list[RunsAnswer]:
+        """What :meth:`run_at` gives each vaddr, in order, as the frames of its run (None: no run
+        holds it) or the BrokenSpanError it raises. Where it raises another MalformedInputError the
+        list ends with that error: the region is broken from that address on."""
+        ...
+
+
 # key -> the region's runs, sorted and disjoint; raises MalformedInputError for a broken region.
 RunDecoder = Callable[[int], Sequence[AnswerRun]]
 LazyRunDecoder = Callable[[int], "Sequence[AnswerRun] | LazyRuns"]
@@ -223,11 +239,25 @@ class AnsweredByRegions:
         return self._answers().relative_file_names(vaddr)
 
 
+# Whether a class's objects are LazyRunsMany, asked once per class: a Protocol's isinstance reads
+# its members each time (tens of microseconds), and a cold lookup decodes hundreds of regions.
+_BATCHING: dict[type, bool] = {}
+
+
+def _answers_batches(runs: object) -> bool:
+    kind = type(runs)
+    found = _BATCHING.get(kind)
+    if found is None:
+        found = _BATCHING[kind] = isinstance(runs, LazyRunsMany)
+    return found
+
+
 class _DecodedRegion:
-    __slots__ = ("error", "runs")
+    __slots__ = ("error", "many", "runs")
 
     def __init__(self, runs: Sequence[AnswerRun] | LazyRuns = (), error: MalformedInputError | None = None) -> None:
         self.runs: LazyRuns = runs if hasattr(runs, "run_at") else RunTable.from_runs(runs)
+        self.many: LazyRunsMany | None = runs if _answers_batches(runs) else None  # type: ignore[assignment]
         self.error = error
 
 
@@ -257,31 +287,64 @@ class AnswerLookup:
         return found
 
     def frames_many(self, vaddrs: Iterable[int]) -> list[list[Frame] | MalformedInputError]:
-        """:meth:`frames_at` of each vaddr, or the error it raises, in one loop: a batch of lookups
-        asks through one call, and the one region of the first tier holding an address (where
-        regions do not overlap, as units rarely do) is found by one bisect."""
+        """:meth:`frames_at` of each vaddr, or the error it raises, in one pass: the one region of
+        the first tier holding an address (where regions do not overlap, as units rarely do) is
+        found by one bisect, and each such region is then asked for all its addresses at once
+        (:meth:`_ask_region`, in input order: what a region answers does not depend on what other
+        regions were asked before)."""
         primary, fallback = self._tiers
         lows, highs, reach, regions = primary.lows, primary.highs, primary.max_highs, primary.regions
-        in_tier, decoded_of = self._in_tier, self._decoded.get
-        answers: list[list[Frame] | MalformedInputError] = []
-        found: list[Frame] | None
-        error: MalformedInputError | None
-        for vaddr in vaddrs:
+        in_tier = self._in_tier
+        asked = list(vaddrs)
+        found_at: list[list[Frame] | None] = [None] * len(asked)
+        errors: list[MalformedInputError | None] = [None] * len(asked)
+        by_region: dict[int, list[int]] = {}  # region position -> positions of the vaddrs it alone holds
+        for index, vaddr in enumerate(asked):
             position = bisect_right(lows, vaddr) - 1
             if position < 0:
-                found, error = None, None
-            elif position == 0 or reach[position - 1] <= vaddr:  # no region before this one holds it
-                decoded = decoded_of(regions[position].key) if vaddr < highs[position] else None
-                if decoded is not None:  # the one region holding it, decoded already (most addresses)
-                    found, error = _frames_in(decoded, vaddr)
-                else:
-                    found, error = in_tier([regions[position]] if vaddr < highs[position] else [], vaddr, None)
+                continue
+            if position == 0 or reach[position - 1] <= vaddr:  # no region before this one holds it
+                if vaddr < highs[position]:
+                    held = by_region.get(position)
+                    if held is None:
+                        held = by_region[position] = []
+                    held.append(index)
             else:
-                found, error = in_tier(primary.holding(vaddr), vaddr, None)
-            if found is None:
-                found, error = in_tier(fallback.holding(vaddr), vaddr, error)
-            answers.append(found if found is not None else error if error is not None else [])
+                found_at[index], errors[index] = in_tier(primary.holding(vaddr), vaddr, None)
+        for position, held in by_region.items():
+            self._ask_region(regions[position].key, held, asked, found_at, errors)
+        # Most addresses are answered by now: only the others are asked again (of the fallback tier).
+        answers: list[list[Frame] | MalformedInputError] = found_at  # type: ignore[assignment]
+        for index in [index for index, found in enumerate(found_at) if found is None]:
+            vaddr = asked[index]
+            found, error = in_tier(fallback.holding(vaddr), vaddr, errors[index])
+            answers[index] = found if found is not None else error if error is not None else []
         return answers
+
+    def _ask_region(
+        self, key: int, held: list[int], asked: list[int], found_at: list[list[Frame] | None],
+        errors: list[MalformedInputError | None],
+    ) -> None:
+        """Region ``key``'s answer for ``asked[i]`` of each ``i`` in ``held``, into ``found_at`` and
+        ``errors``: one batch where its runs answer batches, else :func:`_frames_in` each."""
+        decoded = self._region(key)
+        many = decoded.many
+        if many is None or decoded.error is not None:
+            for index in held:
+                found_at[index], errors[index] = _frames_in(decoded, asked[index])
+            return
+        answered = many.frames_many([asked[index] for index in held])
+        for index, answer in zip(held, answered, strict=False):
+            if isinstance(answer, MalformedInputError):
+                errors[index] = answer
+            else:
+                found_at[index] = answer
+        last = answered[-1] if answered else None
+        if isinstance(last, MalformedInputError) and not isinstance(last, BrokenSpanError):
+            # As _frames_in: the region is broken from that address on.
+            decoded.runs, decoded.many, decoded.error = RunTable(), None, last
+            for index in held[len(answered):]:
+                errors[index] = last
 
     def _in_tier(
         self, held: list[AnswerRegion], vaddr: int, error: MalformedInputError | None
@@ -317,7 +380,7 @@ def _frames_in(decoded: _DecodedRegion, vaddr: int) -> tuple[list[Frame] | None,
     except BrokenSpanError as err:
         return None, err
     except MalformedInputError as err:
-        decoded.runs, decoded.error = RunTable(), err
+        decoded.runs, decoded.many, decoded.error = RunTable(), None, err
         return None, err
     return (None if run is None else list(run.frames)), None
 

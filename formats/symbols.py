@@ -24,9 +24,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
-from symbolize.formats.answers import AnswerLookup, ChainHead, LazyRuns, RunTable
+from symbolize.formats.answers import ADDRESS_MAX, AnswerLookup, ChainHead, LazyRuns, RunTable
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
 
@@ -41,7 +41,21 @@ class RankedSymbol(NamedTuple):
     order: tuple[int, int] = (0, 0)
 
 
-def preference(entry: RankedSymbol) -> tuple[int, tuple[int, int]]:
+class Ranked(Protocol):
+    """What choosing among symbols reads of an entry: a :class:`RankedSymbol`, or a reader's own
+    entry with the same fields (formats/elf/symtab.py's FunctionSymbol), taken as it is."""
+
+    @property
+    def symbol(self) -> Symbol: ...
+
+    @property
+    def section_end(self) -> int | None: ...
+
+    @property
+    def order(self) -> tuple[int, int]: ...
+
+
+def preference(entry: Ranked) -> tuple[int, tuple[int, int]]:
     """Among symbols at one address, the one llvm-symbolizer names: the largest, then the last in
     the symbol table (it stable-sorts by address and size and keeps the last of each address).
     Identical code folded by the linker is where this matters: several names, one address."""
@@ -60,12 +74,14 @@ class SymbolIndex:
 
     __slots__ = ("ends", "starts", "stops", "symbols")
 
-    def __init__(self, entries: Iterable[RankedSymbol]) -> None:
-        best: dict[int, RankedSymbol] = {}
+    def __init__(self, entries: Iterable[Ranked]) -> None:
+        best: dict[int, Ranked] = {}
         for entry in entries:
-            current = best.get(entry.symbol.vaddr)
-            if current is None or preference(entry) > preference(current):
-                best[entry.symbol.vaddr] = entry
+            symbol = entry.symbol
+            current = best.get(symbol.vaddr)
+            # preference(entry) > preference(current), inline: this runs once per symbol of the file.
+            if current is None or (symbol.size, entry.order) > (current.symbol.size, current.order):
+                best[symbol.vaddr] = entry
         chosen = [best[vaddr] for vaddr in sorted(best)]
         self.starts = [entry.symbol.vaddr for entry in chosen]
         self.symbols = [entry.symbol for entry in chosen]
@@ -143,6 +159,32 @@ def symbol_runs(index: SymbolIndex, beneath: SymbolIndex | None = None) -> RunTa
     return table
 
 
+class SymbolRuns:
+    """The run of :func:`symbol_runs`' table holding an address, found by a bisection of each
+    index (``beneath`` answering where ``index`` has no symbol) instead of building the table:
+    a lookup asks the symbol table for the few addresses no debug info names, and building it
+    whole was a Python loop over every symbol of the file."""
+
+    __slots__ = ("_beneath", "_index")
+
+    def __init__(self, index: SymbolIndex, beneath: SymbolIndex | None = None) -> None:
+        self._index = index
+        self._beneath = beneath
+
+    def run_at(self, vaddr: int) -> AnswerRun | None:
+        if vaddr >= ADDRESS_MAX:
+            return None  # past every run: RunTable cuts a run's end there
+        for index in (self._index, self._beneath):
+            if index is None:
+                continue
+            position = bisect_right(index.starts, vaddr) - 1
+            if position >= 0 and vaddr < index.stops[position]:
+                symbol = index.symbols[position]
+                frame = Frame(symbol.name, symbol.source_file)
+                return AnswerRun(index.starts[position], index.stops[position], (frame,))
+        return None
+
+
 class SymbolAnswers:
     """A symbol source's answers from a symbol table alone (a stripped binary, a file without DWARF).
 
@@ -183,7 +225,10 @@ class SymbolAnswers:
         return symbol_runs(self.symbols, self.beneath)
 
     def lookup_runs(self, key: int) -> Sequence[AnswerRun] | LazyRuns:
-        """What this source's own lookups decode a region into (:meth:`answers` unless lazier)."""
+        """What this source's own lookups decode a region into (:meth:`answers` unless lazier): the
+        symbol table's runs found by bisection (:class:`SymbolRuns`), not built whole."""
+        if key == SYMBOL_TABLE_KEY:
+            return SymbolRuns(self.symbols, self.beneath)
         return self.answers(key)
 
     def frames_at(self, vaddr: int) -> list[Frame]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import partial
 from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -34,7 +33,7 @@ from symbolize.demangle import DemangleMode, demangle, remember
 from symbolize.formats.native import kernels
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
-from symbolize.module import PerFrame, Reason, Unknown
+from symbolize.module import Reason, Unknown
 
 if TYPE_CHECKING:
     from symbolize.module import Module
@@ -60,22 +59,40 @@ def unknown_json(result: Unknown) -> str:
     return f', "reason": "{result.reason.value}"{detail}'
 
 
-def frame_json(frame: Frame, quoted: Mapping[str, str] | None = None) -> str:
+def frame_json(frame: Frame, quoted: Mapping[str | None, str] | None = None) -> str:
     """``json.dumps`` of the frame's dict, spelled out: five times faster, and the frames are many;
     ``quoted`` gives each name and file as written (:class:`_Quoted`), else each is encoded."""
     if quoted is None:
         quoted = _Quoted()
-    function = "null" if frame.function is None else quoted[frame.function]
-    file = "null" if frame.file is None else quoted[frame.file]
+    function, file = quoted[frame.function], quoted[frame.file]
     return f'{{"function": {function}, "file": {file}, "line": {frame.line}, "column": {frame.column}}}'
 
 
-class _Quoted(dict[str, str]):
-    """Each name and file as JSON writes it, encoded once: the frames of a batch share few of
-    them, and encoding a long path is most of a frame's text."""
+class _Quoted(dict[str | None, str]):
+    """Each name and file as JSON writes it (``null`` for none), encoded once: the frames of a
+    batch share few of them, and encoding a long path is most of a frame's text."""
 
-    def __missing__(self, text: str) -> str:
-        quoted = self[text] = encode_basestring_ascii(text)
+    def __missing__(self, text: str | None) -> str:
+        quoted = self[text] = "null" if text is None else encode_basestring_ascii(text)
+        return quoted
+
+
+class _ShownNames(dict[str | None, str]):
+    """Each function name as an answer prints it, made once: demangled as ``mode`` asks (as
+    :class:`symbolize.shaping.FrameShaper` does), then as :func:`frame_text` writes it (``??``
+    for none) or, ``as_json``, as :func:`frame_json` does (``null`` for none)."""
+
+    def __init__(self, mode: DemangleMode, as_json: bool) -> None:
+        super().__init__()
+        self._mode = mode
+        self._as_json = as_json
+
+    def __missing__(self, name: str | None) -> str:
+        shown = demangle(name, self._mode) if name else name
+        if not self._as_json:
+            text = self[name] = shown or "??"
+            return text
+        quoted = self[name] = "null" if shown is None else encode_basestring_ascii(shown)
         return quoted
 
 
@@ -139,15 +156,16 @@ def folded_frame(frames: list[Frame]) -> Frame:
 class AnswerText:
     """The printed answers for batches of input lines, from one module, in one output format.
 
-    Each distinct frame's text is made once (see :class:`symbolize.module.PerFrame`).
+    Each distinct name's and file's text is made once (:class:`_ShownNames`, :class:`_Quoted`).
     """
 
     def __init__(self, shaper: FrameShaper, as_json: bool, style: PlainStyle | None = None) -> None:
         self.shaper = shaper
         self.as_json = as_json
         self.style = style or DEFAULT_STYLE
-        # partial, not a lambda: no Python frame more per frame shown
-        self._shown_frame = PerFrame(partial(frame_json, quoted=_Quoted()) if as_json else frame_text)
+        # Each name and file as printed, made once: a frame's text is then two look-ups and a format.
+        self._names = _ShownNames(shaper.mode, as_json)
+        self._files = _Quoted()
 
     def render(self, module: Module, texts: Sequence[str]) -> str:
         """The text printed for ``texts`` (one input line each)."""
@@ -169,28 +187,50 @@ class AnswerText:
         return self._render_reference(module, [input_item(text) for text in texts])
 
     def _render_reference(self, module: Module, items: Sequence[int | str]) -> str:
+        """What :class:`symbolize.shaping.FrameShaper` and :func:`frame_text` (:func:`frame_json`)
+        make of each result, written out in one loop: a frame's text is its shown name, file and
+        place, with no Frame made per frame shown (a cold lookup's frames are nearly all distinct,
+        so a memo per frame only cost its upkeep)."""
         vaddrs = [item for item in items if not isinstance(item, str)]
-        shape, shown_frame = self.shaper.shape, self._shown_frame
         found = iter(module.lookup(vaddrs))
+        names, files, as_json, inlines = self._names, self._files, self.as_json, self.shaper.inlines
         out: list[str] = []
+        append = out.append
         for item in items:
             if isinstance(item, str):  # no address: echoed
-                if self.as_json:
+                if as_json:
                     why = unknown_json(Unknown(Reason.NOT_AN_ADDRESS))
                     out.append(f'{{"address": {json.dumps(item)}, "frames": []{why}}}\n')
                 else:
                     out.append(f"{item}\n")  # llvm-symbolizer's echo: the line alone, no blank line after it
                 continue
-            result = shape(next(found))
-            if isinstance(result, Unknown):
-                frames: list[Frame] = []
-                why = unknown_json(result) if self.as_json else ""
+            result = next(found)
+            if isinstance(result, Unknown) or not result:
+                if as_json:
+                    why = unknown_json(result) if isinstance(result, Unknown) else ""
+                    out.append(f'{{"address": "{item:#x}", "frames": []{why}}}\n')
+                else:
+                    out.append("??\n??:0:0\n\n")
+                continue
+            if not inlines and len(result) > 1:
+                # FrameShaper's fold: the outermost name at the innermost place.
+                inner = result[0]
+                result = [inner._replace(function=result[-1].function)]
+            # Straight into ``out``, frame by frame: no list and no join per address. A Frame's
+            # fields by position (function, file, line, column): a NamedTuple's field by name is a
+            # descriptor call, the interpreter's slow path, and this runs for every frame shown.
+            if as_json:
+                append(f'{{"address": "{item:#x}", "frames": [')
+                separator = ""
+                for frame in result:
+                    append(f'{separator}{{"function": {names[frame[0]]}, "file": {files[frame[1]]}, '
+                           f'"line": {frame[2]}, "column": {frame[3]}}}')
+                    separator = ", "
+                append("]}\n")
             else:
-                frames, why = result, ""
-            if self.as_json:
-                out.append(f'{{"address": "{item:#x}", "frames": [{", ".join(map(shown_frame, frames))}]{why}}}\n')
-            else:
-                out.append(("".join(map(shown_frame, frames)) if frames else "??\n??:0:0\n") + "\n")
+                for frame in result:
+                    append(f"{names[frame[0]]}\n{frame[1] or '??'}:{frame[2]}:{frame[3]}\n")
+                append("\n")
         return "".join(out)
 
     def _render_plain(self, module: Module, items: Sequence[int | str]) -> str:

@@ -194,14 +194,19 @@ def _looked_up(source: DwarfSymbolAnswers, vaddrs: list[int], compiled: bool) ->
     (``answers``, what the index stores), or as a cold lookup of the Python reference does
     (``lookup_runs``, one function at a time)."""
     with kernels_in(kernels if compiled else None, dwarf_answers):
-        lookup = AnswerLookup(source.answer_regions(), source.answers if compiled else source.lookup_runs)
-        found: list[object] = []
-        for vaddr in vaddrs:
-            try:
-                found.append(lookup.frames_at(vaddr))
-            except MalformedInputError as error:
-                found.append(("raised", type(error), str(error)))
-        return found
+        return frames_each(AnswerLookup(source.answer_regions(), source.answers if compiled else source.lookup_runs),
+                           vaddrs)
+
+
+def frames_each(lookup: AnswerLookup, vaddrs: list[int]) -> list[object]:
+    """``lookup.frames_at`` of each vaddr in order, or what it raises."""
+    found: list[object] = []
+    for vaddr in vaddrs:
+        try:
+            found.append(lookup.frames_at(vaddr))
+        except MalformedInputError as error:
+            found.append(("raised", type(error), str(error)))
+    return found
 
 
 LOOKUP_CASES = [("cdemo-gcc-dwarf4-pie", None), ("cppdemo-gcc-dwarf5-pie", None), ("cppdemo-clang-dwarf4-pie", None),

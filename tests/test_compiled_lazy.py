@@ -30,21 +30,23 @@ from tests.kernel_twins import kernels_in
 if kernels is None:
     pytest.skip("the compiled kernels are not built or not enabled", allow_module_level=True)
 
-from tests.test_compiled_dwarf import BINARIES, HOSTILE_SHAPES, LIBPYTHON, LOOKUP_CASES, _cases, _lookup_case, _name
+from tests.test_compiled_dwarf import (
+    BINARIES,
+    HOSTILE_SHAPES,
+    LIBPYTHON,
+    LOOKUP_CASES,
+    _cases,
+    _lookup_case,
+    _name,
+    frames_each,
+)
 
 
 def _lookups(source: DwarfSymbolAnswers, vaddrs: list[int], compiled: bool) -> list[object]:
     """``vaddrs`` asked in order of one fresh lookup: through the compiled lazy units (``compiled``)
     or the Python runs alone."""
     with kernels_in(kernels if compiled else None, dwarf_answers):
-        lookup = AnswerLookup(source.answer_regions(), source.lookup_runs)
-        found: list[object] = []
-        for vaddr in vaddrs:
-            try:
-                found.append(lookup.frames_at(vaddr))
-            except MalformedInputError as error:
-                found.append(("raised", type(error), str(error)))
-        return found
+        return frames_each(AnswerLookup(source.answer_regions(), source.lookup_runs), vaddrs)
 
 
 def _edges(source: DwarfSymbolAnswers, most: int = 150) -> list[int]:
@@ -121,19 +123,31 @@ def test_libpython_looks_up_as_the_reference() -> None:
 
 
 class _DeferringUnit:
-    """A lazy unit that gives up on its second address, as one whose chain it cannot name does."""
+    """A lazy unit that gives up on its second address, as one whose chain it cannot name does
+    (``fault``: or fails there, as a caught panic does)."""
 
-    def __init__(self, lazy: object) -> None:
+    def __init__(self, lazy: object, fault: str = "CompiledDwarfDeferred") -> None:
         self.lazy = lazy
         self.asked = 0
+        self.fault = fault
         self.file_names = lazy.file_names  # type: ignore[attr-defined]
 
     def run_at(self, vaddr: int) -> object:
         self.asked += 1
         if self.asked > 1:
-            assert kernels is not None
-            raise kernels.CompiledDwarfDeferred("a chain the compiled source cannot name")
+            raise getattr(kernels, self.fault)("a chain the compiled source cannot name")
         return self.lazy.run_at(vaddr)  # type: ignore[attr-defined]
+
+    def runs_at(self, vaddrs: list[int]) -> list[object]:
+        """The batch as LazyUnit.runs_at gives it: the list ends with what run_at raises."""
+        found: list[object] = []
+        for vaddr in vaddrs:
+            try:
+                found.append(self.run_at(vaddr))
+            except Exception as error:
+                found.append(error)
+                break
+        return found
 
     def chain(self, chain: int) -> object:
         return self.lazy.chain(chain)  # type: ignore[attr-defined]
@@ -151,6 +165,54 @@ def test_a_unit_given_up_midway_is_answered_by_the_python_runs() -> None:
         expected = [source.lookup_runs(key).run_at(vaddr) for vaddr in vaddrs]
     assert [runs.run_at(vaddr) for vaddr in vaddrs] == expected
     assert deferring.asked == 2 and runs._python_runs is not None
+
+
+def _batch(source: DwarfSymbolAnswers, vaddrs: list[int], fault: str | None = None) -> list[object]:
+    """``vaddrs`` asked of one fresh lookup in one batch (``frames_many``), as the CLI asks; with
+    ``fault``, each compiled unit gives up (or fails) on its second address."""
+    def runs(key: int) -> object:
+        found = source.lookup_runs(key)
+        if fault is not None and isinstance(found, _CompiledLazyRuns):
+            found._lazy = _DeferringUnit(found._lazy, fault)  # type: ignore[assignment]
+        return found
+
+    lookup = AnswerLookup(source.answer_regions(), runs)  # type: ignore[arg-type]
+    return [("raised", type(found), str(found)) if isinstance(found, MalformedInputError) else found
+            for found in lookup.frames_many(vaddrs)]
+
+
+class _OneAtATime:
+    """Lazy runs asked only through ``run_at``: the lookup's per-address path."""
+
+    def __init__(self, runs: _CompiledLazyRuns) -> None:
+        self.run_at = runs.run_at
+
+
+def _one_by_one(source: DwarfSymbolAnswers, vaddrs: list[int], fault: str) -> list[object]:
+    """:func:`_batch`'s question asked one address at a time (``run_at``), the same fault injected."""
+    def runs(key: int) -> object:
+        found = source.lookup_runs(key)
+        if isinstance(found, _CompiledLazyRuns):
+            found._lazy = _DeferringUnit(found._lazy, fault)  # type: ignore[assignment]
+            return _OneAtATime(found)
+        return found
+
+    return frames_each(AnswerLookup(source.answer_regions(), runs), vaddrs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["cppdemo-gcc-dwarf5-pie", "rustdemo-full"])
+def test_a_batch_looks_up_as_one_address_at_a_time(name: str) -> None:
+    """A batch asks each unit for all its addresses at once (``LazyUnit.runs_at``): the answers
+    are the reference's, also where a unit gives up or fails midway through its batch."""
+    source = _lookup_case(name, None).source
+    vaddrs = _edges(source, most=400)
+    vaddrs += vaddrs[:20]  # an address asked twice in one batch
+    expected = _lookups(source, vaddrs, compiled=False)
+    assert _batch(source, vaddrs) == expected
+    assert _batch(source, vaddrs, "CompiledDwarfDeferred") == expected
+    failing = _batch(source, vaddrs, "CompiledDwarfError")
+    assert failing == _one_by_one(source, vaddrs, "CompiledDwarfError")
+    assert failing != expected  # the fault was met: the units it broke answer with its error
 
 
 @pytest.mark.parametrize("finding", ["compiled_dwarf_truncated_unit.bin", "compiled_dwarf_entries_after_root.bin"])

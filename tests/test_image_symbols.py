@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from symbolize.api import open_module
 from symbolize.cache import index_key
 from symbolize.formats.elf import ElfFile
-from symbolize.formats.symbols import RankedSymbol, SymbolIndex, symbol_runs
+from symbolize.formats.symbols import RankedSymbol, SymbolIndex, SymbolRuns, symbol_runs
 from symbolize.formats.types import Symbol
 from symbolize.module import Unknown
 from tests.test_cli_contracts import FIXTURE_BIN, NO_SIDE_EFFECTS, ROOT, run
@@ -163,3 +163,34 @@ def test_the_debug_files_symbols_answer_only_where_the_images_name_nothing(
         above, below = image.position_at(vaddr), debug.position_at(vaddr)
         expected = image.symbols[above].name if above >= 0 else debug.symbols[below].name if below >= 0 else None
         assert (run.frames[0].function if run is not None else None) == expected, vaddr
+
+
+_SOURCED = st.lists(
+    st.tuples(st.integers(0, 200), st.integers(0, 40), st.sampled_from("abc"), st.sampled_from([None, "a.c"]),
+              st.sampled_from([None, 150, 220])),
+    max_size=12,
+)
+
+
+@given(_SOURCED, _SOURCED | st.none(), st.sampled_from([0, (1 << 64) - 60]))
+@settings(max_examples=300, deadline=None)
+def test_a_lookups_symbol_runs_answer_as_the_whole_table(
+    image_entries: list[tuple[int, int, str, str | None, int | None]],
+    debug_entries: list[tuple[int, int, str, str | None, int | None]] | None, base: int,
+) -> None:
+    """SymbolRuns (what a lookup asks the symbol table through) gives symbol_runs' frames at every
+    address: size-0 symbols reaching a section's end, sources, the debug file's symbols beneath,
+    and symbols whose end passes the 64-bit address space."""
+
+    def index(entries: list[tuple[int, int, str, str | None, int | None]], prefix: str) -> SymbolIndex:
+        return SymbolIndex(
+            RankedSymbol(Symbol(f"{prefix}{name}", base + vaddr, size, source), end and base + end, (0, position))
+            for position, (vaddr, size, name, source, end) in enumerate(entries)
+        )
+
+    image = index(image_entries, "image.")
+    debug = index(debug_entries, "debug.") if debug_entries is not None else None
+    table, lazy = symbol_runs(image, debug), SymbolRuns(image, debug)
+    for vaddr in range(base, min(base + 260, 1 << 64)):
+        run, found = table.run_at(vaddr), lazy.run_at(vaddr)
+        assert (found.frames if found is not None else None) == (run.frames if run is not None else None), vaddr

@@ -32,7 +32,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunTable, owned_pieces
+from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunsAnswer, RunTable, owned_pieces
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, Name, _UnitState
 from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
@@ -51,6 +51,8 @@ _COMPILED_ERRORS: tuple[type[Exception], ...] = (kernels.CompiledDwarfError,) if
 _DEFERRED: tuple[type[Exception], ...] = (kernels.CompiledDwarfDeferred,) if kernels is not None else ()
 # How a NamedTuple of fields already in order is made without its Python-level __new__.
 _new_tuple = tuple.__new__
+# A Frame from its eight fields, in order, made in C.
+_as_frame = partial(_new_tuple, Frame)
 # Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
 _MEMO_DEPTH = 64
 
@@ -65,18 +67,22 @@ def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
     and the compiled ones (:func:`compiled_runs`). The symbol names the outermost frame, as
     llvm-symbolizer names it (``foo.cold``, one of several folded functions), and its STT_FILE
     source stands in for a file the outermost frame lacks; without a function, the symbol is the frame."""
+    # tuple.__new__ in place of the NamedTuples' Python-level __new__ and _replace: a cold lookup
+    # names thousands of heads (the fields are in each NamedTuple's order).
     if chain is None:
-        return ChainHead(covering.name, 0, (), covering.source_file) if covering is not None else ChainHead(None)
+        if covering is None:
+            return _new_tuple(ChainHead, (None, 0, (), None, None, None))
+        return _new_tuple(ChainHead, (covering.name, 0, (), covering.source_file, None, None))
     name, start_line, start_file, start_address, outer = chain
     default_file = None
     if covering is not None:
         if outer:
             outermost = outer[-1]
-            renamed = outermost._replace(function=covering.name, file=outermost.file or covering.source_file)
+            renamed = _new_tuple(Frame, (covering.name, outermost.file or covering.source_file, *outermost[2:]))
             outer = (*outer[:-1], renamed)
         else:
             name, default_file = covering.name, covering.source_file
-    return ChainHead(name, start_line, outer, default_file, start_file, start_address)
+    return _new_tuple(ChainHead, (name, start_line, outer, default_file, start_file, start_address))
 
 
 def named_chain(named: dict[int, Chain], source: UnitColumns | LazyUnit, chain: int) -> Chain:
@@ -85,7 +91,8 @@ def named_chain(named: dict[int, Chain], source: UnitColumns | LazyUnit, chain: 
     found = named.get(chain)
     if found is None:
         name, start_line, start_file, start_address, outer = source.chain(chain)
-        found = named[chain] = (name, start_line, start_file, start_address, tuple(Frame(*frame) for frame in outer))
+        # Each calling frame comes as Frame's eight fields, in order.
+        found = named[chain] = (name, start_line, start_file, start_address, tuple(map(_as_frame, outer)))
     return found
 
 
@@ -169,6 +176,61 @@ class _CompiledLazyRuns:
         self._heads: dict[tuple[int, int], ChainHead] = {}
         self._chains: dict[int, Chain] = {}
 
+    def frames_many(self, vaddrs: list[int]) -> list[RunsAnswer]:
+        """:class:`LazyRunsMany`'s batch: the lazy unit asked for all of ``vaddrs`` in one call, each
+        answer's frames made here (what :meth:`run_at` gives, without an AnswerRun per address)."""
+        answers: list[RunsAnswer] = []
+        if self._python_runs is not None:
+            for vaddr in vaddrs:
+                answers.append(self._python_frames(vaddr))
+                if isinstance(answers[-1], MalformedInputError) and not isinstance(answers[-1], BrokenSpanError):
+                    break  # the region is broken from here on (LazyRunsMany)
+            return answers
+        found = self._lazy.runs_at(vaddrs)
+        # Only the last item may be an exception: where run_at would raise it.
+        stopped = found.pop() if found and isinstance(found[-1], Exception) else None
+        assert stopped is None or isinstance(stopped, Exception)
+        heads, file_names, chain_heads = self._heads, self._file_names, self._chain_heads
+        file_count = len(file_names)
+        for run in found:
+            if run is None:
+                answers.append(None)
+                continue
+            _, _, file, line, column, discriminator, chain, symbol = run  # type: ignore[misc]
+            head = heads.get((chain, symbol))
+            if head is None:
+                head = chain_heads(chain, symbol)
+            # The head's fields unpacked, not read by name (a descriptor call each, per address).
+            function, start_line, outer, default_file, start_file, start_address = head
+            file_name = file_names[file] if 0 <= file < file_count else None
+            inner = _new_tuple(Frame, (function, file_name or default_file, line, column, start_line, start_file,
+                                       start_address, discriminator))
+            answers.append([inner, *outer])
+        if stopped is None:
+            return answers
+        if not isinstance(stopped, _DEFERRED):
+            answers.append(self._compiled_error(stopped))
+            return answers
+        # Left to the reference from vaddrs[len(answers)] on.
+        self._python_runs = self._fallback()
+        return answers + self.frames_many(vaddrs[len(answers):])
+
+    def _python_frames(self, vaddr: int) -> RunsAnswer:
+        """:meth:`run_at`'s frames, or the error it raises."""
+        try:
+            run = self.run_at(vaddr)
+        except MalformedInputError as error:
+            return error
+        return None if run is None else list(run.frames)
+
+    def _compiled_error(self, error: Exception) -> MalformedInputError:
+        return MalformedInputError(f"DWARF: {error}", self._path)
+
+    def _chain_heads(self, chain: int, symbol: int) -> ChainHead:
+        head = self._heads[chain, symbol] = chain_head(self._chain(chain) if chain >= 0 else None,
+                                                       self._symbols[symbol] if symbol >= 0 else None)
+        return head
+
     def run_at(self, vaddr: int) -> AnswerRun | None:
         if self._python_runs is not None:
             return self._python_runs.run_at(vaddr)
@@ -178,14 +240,13 @@ class _CompiledLazyRuns:
             self._python_runs = self._fallback()
             return self._python_runs.run_at(vaddr)
         except _COMPILED_ERRORS as error:
-            raise MalformedInputError(f"DWARF: {error}", self._path) from error
+            raise self._compiled_error(error) from error
         if found is None:
             return None
         low, high, file, line, column, discriminator, chain, symbol = found
         head = self._heads.get((chain, symbol))
         if head is None:
-            head = self._heads[chain, symbol] = chain_head(self._chain(chain) if chain >= 0 else None,
-                                                           self._symbols[symbol] if symbol >= 0 else None)
+            head = self._chain_heads(chain, symbol)
         file_names = self._file_names
         file_name = file_names[file] if 0 <= file < len(file_names) else None
         # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per call (most
@@ -278,7 +339,7 @@ class DwarfSymbolAnswers(SymbolAnswers):
         building whole units made a cold run of a large Rust binary 1.7x the CPU and 3.6x the
         memory (bench/RESULTS.md)."""
         if key < 0:
-            return super().answers(key)
+            return super().lookup_runs(key)
         units = self._compiled_units()
         if units is not None:
             state = self.dwarf._load_units()[key]

@@ -25,7 +25,7 @@ from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols
 from symbolize.formats.errors import MalformedInputError, NotFoundError, SymbolizeError
 from symbolize.formats.paired import paired_answers
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
-from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
+from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
     DebugHint,
     DebugInfoSummary,
@@ -278,7 +278,7 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
     def _symbol_index(self) -> SymbolIndex:
         if self._index is None:
             entries = self._all_function_symbols()
-            self._index = SymbolIndex(RankedSymbol(e.symbol, e.section_end, e.order) for e in entries)
+            self._index = SymbolIndex(entries)  # each FunctionSymbol ranks as a RankedSymbol would
         return self._index
 
     def symbol_at(self, vaddr: int) -> Symbol | None:

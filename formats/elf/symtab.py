@@ -83,7 +83,8 @@ def all_function_symbols(headers: ElfHeaders, mini_debug_info: bool = True) -> l
         for entry in source:
             key = (entry.symbol.vaddr, entry.symbol.name)
             kept = found.get(key)
-            if kept is None or preference(entry) > preference(kept):
+            # preference(entry) > preference(kept), inline: this runs once per symbol of the file.
+            if kept is None or (entry.symbol.size, entry.order) > (kept.symbol.size, kept.order):
                 found[key] = entry
     return [found[key] for key in sorted(found)]  # by address, then name: the keys' own order
 

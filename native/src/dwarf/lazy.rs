@@ -166,6 +166,45 @@ impl LazyUnit {
         found.map_err(|defer| CompiledDwarfDeferred::new_err(defer.0))
     }
 
+    /// `run_at` of each of `vaddrs`, in order, under one lock (a cold lookup asks a unit for all
+    /// its addresses at once): what `run_at` returns for each, but where it would raise, the list
+    /// ends with that exception instance and the later addresses are not asked.
+    fn runs_at<'py>(&self, py: Python<'py>, vaddrs: Vec<u128>) -> PyResult<Bound<'py, PyList>> {
+        let answers = PyList::empty(py);
+        let mut file = locked(&self.file);
+        let (units, symbols, functions_only) = (&self.units[..], self.symbols.get(), self.functions_only);
+        let asked = catch_unwind(AssertUnwindSafe(|| {
+            file.with_dependent_mut(|_, state| -> PyResult<Option<PyErr>> {
+                let held = state.held.get_mut(&self.slot).expect("a lazy unit's state lives as long as it");
+                for &vaddr in &vaddrs {
+                    if let Some(reason) = held.deferred {
+                        return Ok(Some(CompiledDwarfDeferred::new_err(reason)));
+                    }
+                    let (unit, tree, lines) = &*held.decoded;
+                    let found = runs::lazy_run_at(
+                        unit, tree, lines.as_ref(), units, symbols, functions_only, &mut held.kept, &mut state.reached, vaddr,
+                    );
+                    match found {
+                        Ok(run) => answers.append(run)?,
+                        Err(defer) => {
+                            held.deferred = Some(defer.0);
+                            return Ok(Some(CompiledDwarfDeferred::new_err(defer.0)));
+                        }
+                    }
+                }
+                Ok(None)
+            })
+        }));
+        let stopped = match asked {
+            Ok(stopped) => stopped?,
+            Err(payload) => Some(failed(payload.as_ref())),
+        };
+        if let Some(error) = stopped {
+            answers.append(error.into_value(py))?;
+        }
+        Ok(answers)
+    }
+
     /// Chain `chain` as `UnitColumns.chain` gives it.
     fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
         let file = locked(&self.file);
