@@ -9,13 +9,12 @@
 //! reads through a bounded `Cursor`, and the output is bounded by the size the caller passes.
 
 use std::io::{Cursor, Read};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::panic_message;
+use crate::unpanicked;
 
 /// Decompress the cabinet's single file, reading at most `max_bytes + 1` bytes of it.
 fn decode(data: &[u8], max_bytes: u64) -> Result<Vec<u8>, String> {
@@ -41,14 +40,9 @@ fn decode(data: &[u8], max_bytes: u64) -> Result<Vec<u8>, String> {
 /// where the cabinet does not decode, or the caught panic's.
 #[pyfunction]
 fn cab_extract_single<'py>(py: Python<'py>, data: &[u8], max_bytes: u64) -> PyResult<Bound<'py, PyBytes>> {
-    let decoded = py.detach(|| catch_unwind(AssertUnwindSafe(|| decode(data, max_bytes))));
-    match decoded {
+    match py.detach(|| unpanicked("decoder", || decode(data, max_bytes))) {
         Ok(Ok(contents)) => Ok(PyBytes::new(py, &contents)),
-        Ok(Err(message)) => Err(PyValueError::new_err(message)),
-        Err(payload) => Err(PyValueError::new_err(format!(
-            "the compiled decoder failed ({})",
-            panic_message(payload.as_ref())
-        ))),
+        Ok(Err(message)) | Err(message) => Err(PyValueError::new_err(message)),
     }
 }
 

@@ -48,7 +48,7 @@ pub(crate) fn unpanicked<T>(what: &str, work: impl FnOnce() -> T) -> Result<T, S
 }
 
 /// The message of a caught panic, for the error raised in its place.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|text| (*text).to_owned())

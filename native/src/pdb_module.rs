@@ -10,14 +10,13 @@
 //! (`get`), sums are 64- or 128-bit, so no input overflows; a panic would be caught and raised as
 //! `CodeViewError` too. Names are handed back as bytes: Python decodes them as the reference does.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
 
 use crate::dwarf::Section;
-use crate::panic_message;
+use crate::unpanicked;
 
 pyo3::import_exception!(symbolize.formats.pdb.codeview, CodeViewError);
 
@@ -555,8 +554,7 @@ pub struct PdbModule {
 
 /// `f` run with a panic caught and raised as CodeViewError (the reader's typed error follows).
 fn caught<T>(f: impl FnOnce() -> T) -> PyResult<T> {
-    catch_unwind(AssertUnwindSafe(f))
-        .map_err(|payload| CodeViewError::new_err((format!("the compiled decoder failed ({})", panic_message(payload.as_ref())), 0)))
+    unpanicked("decoder", f).map_err(|message| CodeViewError::new_err((message, 0)))
 }
 
 impl PdbModule {

@@ -8,7 +8,6 @@
 //! state in one `LazyFile` without `unsafe` here. Anything the compiled source leaves to the reference (`Defer`) raises
 //! `CompiledDwarfDeferred`: the reader then answers that unit with the Python runs from then on.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
@@ -19,7 +18,7 @@ use self_cell::self_cell;
 use super::names::{self, Reached};
 use super::runs::{self, Kept, Run, SymbolBounds};
 use super::{chain_tuple, CompiledDwarfError, Decided, Defer, Sections};
-use crate::panic_message;
+use crate::unpanicked;
 
 pyo3::create_exception!(
     _kernels,
@@ -80,17 +79,13 @@ pub struct LazyUnit {
     strings: Mutex<FxHashMap<String, Py<PyString>>>,
 }
 
-fn failed(payload: &(dyn std::any::Any + Send)) -> PyErr {
-    CompiledDwarfError::new_err(format!("the compiled DWARF reader failed ({})", panic_message(payload)))
-}
-
 impl LazyUnit {
     pub(crate) fn open(
         py: Python<'_>, file: &Arc<Mutex<LazyFile>>, units: &Arc<Vec<(u64, u64)>>, symbols: &Py<SymbolBounds>,
         offset: u64, functions_only: bool,
     ) -> PyResult<Option<Self>> {
         let mut guard = locked(file);
-        let opened = catch_unwind(AssertUnwindSafe(|| {
+        let opened = unpanicked("DWARF reader", || {
             guard.with_dependent_mut(|sections, state| -> Decided<(u64, PyResult<Bound<'_, PyList>>)> {
                 let decoded = match state.reached.get(&offset) {
                     Some(found) => Arc::clone(found),
@@ -110,8 +105,8 @@ impl LazyUnit {
                 state.held.insert(slot, Held { decoded, kept, deferred: None });
                 Ok((slot, file_names))
             })
-        }))
-        .map_err(|payload| failed(payload.as_ref()))?;
+        })
+        .map_err(CompiledDwarfError::new_err)?;
         drop(guard);
         let Ok((slot, file_names)) = opened else { return Ok(None) };
         Ok(Some(LazyUnit {
@@ -123,6 +118,26 @@ impl LazyUnit {
             file_names: file_names?.unbind(),
             strings: Mutex::new(FxHashMap::default()),
         }))
+    }
+}
+
+impl LazyUnit {
+    /// The run holding `vaddr` (what `run_at` and `runs_at` answer), or the reason the unit is left
+    /// to the reference from now on: once deferred, a unit answers nothing more.
+    fn step(&self, state: &mut Units<'_>, vaddr: u128) -> Decided<Option<Run>> {
+        let held = state.held.get_mut(&self.slot).expect("a lazy unit's state lives as long as it");
+        if let Some(reason) = held.deferred {
+            return Err(Defer(reason));
+        }
+        let (unit, tree, lines) = &*held.decoded;
+        let (units, symbols) = (&self.units[..], self.symbols.get());
+        let found = runs::lazy_run_at(
+            unit, tree, lines.as_ref(), units, symbols, self.functions_only, &mut held.kept, &mut state.reached, vaddr,
+        );
+        if let Err(defer) = &found {
+            held.deferred = Some(defer.0);
+        }
+        found
     }
 }
 
@@ -145,24 +160,8 @@ impl LazyUnit {
     /// reference must answer the unit.
     fn run_at(&self, vaddr: u128) -> PyResult<Option<Run>> {
         let mut file = locked(&self.file);
-        let (units, symbols, functions_only) = (&self.units[..], self.symbols.get(), self.functions_only);
-        let found = catch_unwind(AssertUnwindSafe(|| {
-            file.with_dependent_mut(|_, state| {
-                let held = state.held.get_mut(&self.slot).expect("a lazy unit's state lives as long as it");
-                if let Some(reason) = held.deferred {
-                    return Err(Defer(reason));
-                }
-                let (unit, tree, lines) = &*held.decoded;
-                let found = runs::lazy_run_at(
-                    unit, tree, lines.as_ref(), units, symbols, functions_only, &mut held.kept, &mut state.reached, vaddr,
-                );
-                if let Err(defer) = &found {
-                    held.deferred = Some(defer.0);
-                }
-                found
-            })
-        }))
-        .map_err(|payload| failed(payload.as_ref()))?;
+        let found = unpanicked("DWARF reader", || file.with_dependent_mut(|_, state| self.step(state, vaddr)))
+            .map_err(CompiledDwarfError::new_err)?;
         found.map_err(|defer| CompiledDwarfDeferred::new_err(defer.0))
     }
 
@@ -172,32 +171,20 @@ impl LazyUnit {
     fn runs_at<'py>(&self, py: Python<'py>, vaddrs: Vec<u128>) -> PyResult<Bound<'py, PyList>> {
         let answers = PyList::empty(py);
         let mut file = locked(&self.file);
-        let (units, symbols, functions_only) = (&self.units[..], self.symbols.get(), self.functions_only);
-        let asked = catch_unwind(AssertUnwindSafe(|| {
+        let asked = unpanicked("DWARF reader", || {
             file.with_dependent_mut(|_, state| -> PyResult<Option<PyErr>> {
-                let held = state.held.get_mut(&self.slot).expect("a lazy unit's state lives as long as it");
                 for &vaddr in &vaddrs {
-                    if let Some(reason) = held.deferred {
-                        return Ok(Some(CompiledDwarfDeferred::new_err(reason)));
-                    }
-                    let (unit, tree, lines) = &*held.decoded;
-                    let found = runs::lazy_run_at(
-                        unit, tree, lines.as_ref(), units, symbols, functions_only, &mut held.kept, &mut state.reached, vaddr,
-                    );
-                    match found {
+                    match self.step(state, vaddr) {
                         Ok(run) => answers.append(run)?,
-                        Err(defer) => {
-                            held.deferred = Some(defer.0);
-                            return Ok(Some(CompiledDwarfDeferred::new_err(defer.0)));
-                        }
+                        Err(defer) => return Ok(Some(CompiledDwarfDeferred::new_err(defer.0))),
                     }
                 }
                 Ok(None)
             })
-        }));
+        });
         let stopped = match asked {
             Ok(stopped) => stopped?,
-            Err(payload) => Some(failed(payload.as_ref())),
+            Err(message) => Some(CompiledDwarfError::new_err(message)),
         };
         if let Some(error) = stopped {
             answers.append(error.into_value(py))?;

@@ -30,7 +30,6 @@ pub(crate) mod runs;
 mod tree;
 mod unit;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
@@ -42,7 +41,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use runs::{Columns, SymbolBounds};
 
-use crate::panic_message;
+use crate::unpanicked;
 
 pyo3::create_exception!(
     _kernels,
@@ -304,13 +303,8 @@ impl DwarfUnits {
     fn decide(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Decided<Columns>> {
         let symbols = self.symbols.get();
         let (sections, units) = (&*self.sections, &self.units[..]);
-        py.detach(|| catch_unwind(AssertUnwindSafe(|| build_unit(sections, units, symbols, unit_offset, functions_only))))
-            .map_err(|payload| {
-                CompiledDwarfError::new_err(format!(
-                    "the compiled DWARF reader failed ({})",
-                    panic_message(payload.as_ref())
-                ))
-            })
+        py.detach(|| unpanicked("DWARF reader", || build_unit(sections, units, symbols, unit_offset, functions_only)))
+            .map_err(CompiledDwarfError::new_err)
     }
 }
 
@@ -335,9 +329,7 @@ impl DwarfUnits {
                 address_size,
                 abbrev_tables: AbbrevTables::default(),
         };
-        let units = catch_unwind(AssertUnwindSafe(|| unit_spans(&sections))).map_err(|payload| {
-            CompiledDwarfError::new_err(format!("the compiled DWARF reader failed ({})", panic_message(payload.as_ref())))
-        })?;
+        let units = unpanicked("DWARF reader", || unit_spans(&sections)).map_err(CompiledDwarfError::new_err)?;
         let sections = Arc::new(sections);
         let lazy = lazy::LazyFile::shared(&sections);
         Ok(DwarfUnits { sections, units: Arc::new(units), symbols, lazy })
