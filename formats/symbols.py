@@ -77,11 +77,10 @@ class SymbolIndex:
     def __init__(self, entries: Iterable[Ranked]) -> None:
         best: dict[int, Ranked] = {}
         for entry in entries:
-            symbol = entry.symbol
-            current = best.get(symbol.vaddr)
-            # preference(entry) > preference(current), inline: this runs once per symbol of the file.
-            if current is None or (symbol.size, entry.order) > (current.symbol.size, current.order):
-                best[symbol.vaddr] = entry
+            vaddr = entry.symbol.vaddr
+            current = best.get(vaddr)
+            if current is None or preference(entry) > preference(current):
+                best[vaddr] = entry
         chosen = [best[vaddr] for vaddr in sorted(best)]
         self.starts = [entry.symbol.vaddr for entry in chosen]
         self.symbols = [entry.symbol for entry in chosen]

@@ -213,9 +213,7 @@ class AnswerText:
                     out.append("??\n??:0:0\n\n")
                 continue
             if not inlines and len(result) > 1:
-                # FrameShaper's fold: the outermost name at the innermost place.
-                inner = result[0]
-                result = [inner._replace(function=result[-1].function)]
+                result = [folded_frame(result)]
             # Straight into ``out``, frame by frame: no list and no join per address. A Frame's
             # fields by position (function, file, line, column): a NamedTuple's field by name is a
             # descriptor call, the interpreter's slow path, and this runs for every frame shown.

@@ -53,6 +53,8 @@ _DEFERRED: tuple[type[Exception], ...] = (kernels.CompiledDwarfDeferred,) if ker
 _new_tuple = tuple.__new__
 # A Frame from its eight fields, in order, made in C.
 _as_frame = partial(_new_tuple, Frame)
+# A lazy unit's run: low, high, file, line, column, discriminator, chain (-1: none), symbol (-1: none).
+LazyRow = tuple[int, int, int, int, int, int, int, int]
 # Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
 _MEMO_DEPTH = 64
 
@@ -190,22 +192,8 @@ class _CompiledLazyRuns:
         # Only the last item may be an exception: where run_at would raise it.
         stopped = found.pop() if found and isinstance(found[-1], Exception) else None
         assert stopped is None or isinstance(stopped, Exception)
-        heads, file_names, chain_heads = self._heads, self._file_names, self._chain_heads
-        file_count = len(file_names)
-        for run in found:
-            if run is None:
-                answers.append(None)
-                continue
-            _, _, file, line, column, discriminator, chain, symbol = run  # type: ignore[misc]
-            head = heads.get((chain, symbol))
-            if head is None:
-                head = chain_heads(chain, symbol)
-            # The head's fields unpacked, not read by name (a descriptor call each, per address).
-            function, start_line, outer, default_file, start_file, start_address = head
-            file_name = file_names[file] if 0 <= file < file_count else None
-            inner = _new_tuple(Frame, (function, file_name or default_file, line, column, start_line, start_file,
-                                       start_address, discriminator))
-            answers.append([inner, *outer])
+        row_frames = self._row_frames
+        answers.extend(None if run is None else row_frames(run) for run in found)  # type: ignore[arg-type]
         if stopped is None:
             return answers
         if not isinstance(stopped, _DEFERRED):
@@ -243,17 +231,21 @@ class _CompiledLazyRuns:
             raise self._compiled_error(error) from error
         if found is None:
             return None
-        low, high, file, line, column, discriminator, chain, symbol = found
-        head = self._heads.get((chain, symbol))
-        if head is None:
-            head = self._chain_heads(chain, symbol)
+        return _new_tuple(AnswerRun, (found[0], found[1], tuple(self._row_frames(found))))
+
+    def _row_frames(self, run: LazyRow) -> list[Frame]:
+        """The frames of a lazy unit's run (a row of ``LazyUnit.run_at``), innermost first: the row's
+        place under its chain head, named once per (chain, symbol)."""
+        _, _, file, line, column, discriminator, chain, symbol = run
+        head = self._heads.get((chain, symbol)) or self._chain_heads(chain, symbol)
+        # The head's fields unpacked, not read by name (a descriptor call each, per address).
+        function, start_line, outer, default_file, start_file, start_address = head
         file_names = self._file_names
         file_name = file_names[file] if 0 <= file < len(file_names) else None
-        # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per call (most
-        # of an address's cost in this method).
-        inner = _new_tuple(Frame, (head.function, file_name or head.default_file, line, column, head.start_line,
-                                   head.start_file, head.start_address, discriminator))
-        return _new_tuple(AnswerRun, (low, high, (inner, *head.outer)))
+        # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per call.
+        inner = _new_tuple(Frame, (function, file_name or default_file, line, column, start_line, start_file,
+                                   start_address, discriminator))
+        return [inner, *outer]
 
     def _chain(self, chain: int) -> Chain:
         return named_chain(self._chains, self._lazy, chain)
