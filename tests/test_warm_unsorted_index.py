@@ -6,13 +6,14 @@ does not look at the order (sorting would cost a pass it does not need). Both pa
 step for step as Python's ``bisect_right`` does, so they still give one answer at every address:
 the lookup text (``render_lookup_answers``) and the profile rewrite (``profile_answers``). The
 index is a fixture's real one with lows swapped, stored 2, 4 or 8 bytes wide (the other arrays
-are 1 or 2), and every checksum made again (``write_index``).
+are 1 or 2), and every checksum made again (tests/test_index_validation.py's ``write_corrupted``).
 Skipped where the kernels are not built or not enabled.
 """
 
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,62 +23,32 @@ from hypothesis import strategies as st
 import symbolize.answer_text
 import symbolize.indexed_lines
 from symbolize.answer_text import AnswerText
-from symbolize.api import build_indexes, symbolize_profile
-from symbolize.cache import SOURCE_PATH_ARRAY, index_key, index_path
+from symbolize.api import symbolize_profile
 from symbolize.discovery import SearchOptions, open_module
-from symbolize.formats.elf import ElfFile
 from symbolize.formats.native import kernels
 from symbolize.index.indexed import IndexedObject
-from symbolize.index.store import IndexFile, write_index
 from symbolize.loader import Loader
 from symbolize.shaping import FrameShaper
-from tests.fixtures_data import ROOT
 from tests.kernel_twins import kernels_in
 from tests.test_index import fixture_addresses
+from tests.test_index_validation import BINARY, PROFILE, Arrays, Built, built, write_corrupted  # noqa: F401 (a fixture)
 
 if kernels is None:
     pytest.skip("the compiled kernels are not built or not enabled", allow_module_level=True)
 
-BINARY = ROOT / "fixtures" / "bin" / "cppdemo-clang-dwarf5-pie"
-PROFILE = ROOT / "fixtures" / "profiles" / "cppdemo-clang-dwarf5-pie.cpu.pb"
 
+def swapped(swaps: list[tuple[float, float]], code: str = "H") -> Callable[[Arrays], None]:
+    """The run lows at each pair of ``swaps`` (fractions of their count) exchanged, stored as an
+    array of type ``code``."""
 
-class Built:
-    """The fixture's index: its key and arrays (shown short in hypothesis' reports)."""
+    def corrupt(arrays: Arrays) -> None:
+        lows = array(code, arrays["run_low"])
+        for first, second in swaps:
+            i, j = (min(int(at * len(lows)), len(lows) - 1) for at in (first, second))
+            lows[i], lows[j] = lows[j], lows[i]
+        arrays["run_low"] = lows
 
-    def __init__(self, key: str, arrays: dict[str, array[int] | bytes]) -> None:
-        self.key, self.arrays = key, arrays
-
-    def __repr__(self) -> str:
-        return f"Built({BINARY.name})"
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    cache = tmp_path_factory.mktemp("cache")
-    build_indexes([BINARY], cache_dir=cache)
-    with ElfFile(BINARY) as elf:
-        key = index_key(elf)
-    index = IndexFile(index_path(cache, key), key)
-    arrays: dict[str, array[int] | bytes] = {}
-    for name in index._entries:
-        view = index.array(name)
-        arrays[name] = bytes(view) if name in ("str_blob", SOURCE_PATH_ARRAY) else array(view.format, view.tolist())
-    index.close()
-    return Built(key, arrays)
-
-
-def _swapped(built: Built, cache: Path, swaps: list[tuple[float, float]], code: str = "H") -> list[int]:
-    """The index written to ``cache`` with the run lows at each pair of ``swaps`` (fractions of
-    their count) exchanged, as an array of type ``code``; the lows it holds."""
-    arrays = dict(built.arrays)
-    lows = array(code, built.arrays["run_low"])
-    for first, second in swaps:
-        i, j = (min(int(at * len(lows)), len(lows) - 1) for at in (first, second))
-        lows[i], lows[j] = lows[j], lows[i]
-    arrays["run_low"] = lows
-    write_index(index_path(cache, built.key), built.key, arrays)
-    return list(lows)
+    return corrupt
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -87,10 +58,15 @@ def _swapped(built: Built, cache: Path, swaps: list[tuple[float, float]], code: 
     as_json=st.booleans(),
 )
 def test_an_index_with_lows_out_of_order_answers_alike_both_ways(
-    tmp_path_factory: pytest.TempPathFactory, built: Built, swaps: list[tuple[float, float]], code: str, as_json: bool
+    tmp_path_factory: pytest.TempPathFactory,
+    built: Built,  # noqa: F811
+    swaps: list[tuple[float, float]],
+    code: str,
+    as_json: bool,
 ) -> None:
     cache = tmp_path_factory.mktemp("cache")
-    lows = _swapped(built, cache, swaps, code)
+    path = write_corrupted(cache, built, swapped(swaps, code))
+    lows = built.arrays["run_low"]  # the same lows, in another order
     module = open_module(BINARY, Loader(SearchOptions(index_dir=cache)))
     assert all(isinstance(source, IndexedObject) for source in module.sources)
     vaddrs = {*fixture_addresses(BINARY, per_segment=100), *(low + delta for low in lows for delta in (-1, 0, 1))}
@@ -98,16 +74,16 @@ def test_an_index_with_lows_out_of_order_answers_alike_both_ways(
     compiled = AnswerText(FrameShaper("full", True), as_json)._compiled(module, texts)
     assert compiled is not None, "the kernel declined the batch"
     assert compiled == AnswerText(FrameShaper("full", True), as_json).render_reference(module, texts)
-    assert index_path(cache, built.key).exists()  # answered from the index, not given up
+    assert path.exists()  # answered from the index, not given up
 
 
-def test_a_profile_rewritten_from_such_an_index_is_the_same_both_ways(tmp_path: Path, built: Built) -> None:
-    _swapped(built, tmp_path, [(0.0, 1.0), (0.25, 0.75), (0.4, 0.6)])
+def test_a_profile_rewritten_from_such_an_index_is_the_same_both_ways(tmp_path: Path, built: Built) -> None:  # noqa: F811
+    path = write_corrupted(tmp_path, built, swapped([(0.0, 1.0), (0.25, 0.75), (0.4, 0.6)]))
     compiled, _ = symbolize_profile(PROFILE, search_paths=[BINARY.parent], cache_dir=tmp_path)
     with kernels_in(None, symbolize.indexed_lines, symbolize.answer_text):
         reference, _ = symbolize_profile(PROFILE, search_paths=[BINARY.parent], cache_dir=tmp_path)
     assert compiled.SerializeToString(deterministic=True) == reference.SerializeToString(deterministic=True)
-    assert index_path(tmp_path, built.key).exists()
+    assert path.exists()
 
 
 def test_an_array_of_a_signed_type_is_refused() -> None:
