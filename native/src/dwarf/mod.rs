@@ -146,7 +146,27 @@ impl AbbrevTables {
     }
 }
 
+/// The sections `Sections::named` takes, in order.
+pub const SECTION_NAMES: [&str; 9] = [
+    ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".debug_str_offsets",
+    ".debug_addr", ".debug_ranges", ".debug_rnglists",
+];
+
 impl Sections {
+    /// The sections `section(position, name)` gives for each of `SECTION_NAMES`.
+    fn named<E>(mut section: impl FnMut(usize, &str) -> Result<Section, E>, little_endian: bool, address_size: u8) -> Result<Self, E> {
+        let mut found = Vec::with_capacity(SECTION_NAMES.len());
+        for (position, name) in SECTION_NAMES.iter().enumerate() {
+            found.push(section(position, name)?);
+        }
+        let Ok([info, abbrev, line, str, line_str, str_offsets, addr, ranges, rnglists]) = <[Section; 9]>::try_from(found) else {
+            unreachable!("one section a name")
+        };
+        let endian = if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
+        let abbrev_tables = AbbrevTables::default();
+        Ok(Sections { info, abbrev, str, line_str, str_offsets, addr, ranges, rnglists, line, endian, address_size, abbrev_tables })
+    }
+
     pub(crate) fn last_address(&self) -> u128 {
         (1u128 << (8 * u32::from(self.address_size))) - 1
     }
@@ -176,7 +196,6 @@ fn unit_spans(sections: &Sections) -> Vec<(u64, u64)> {
     }
     spans
 }
-
 
 /// The units of one file's DWARF, answered one whole unit at a time.
 #[pyclass(frozen, module = "symbolize.formats._kernels")]
@@ -211,7 +230,9 @@ pub struct UnitColumns {
     #[pyo3(get)]
     file_names: Py<PyList>,
     chains: runs::Chains,
-    /// Per head: (chain or -1, symbol or -1).
+    /// Per head: (chain or -1, symbol or -1); the index's tables read them here
+    /// (`IndexTables.unit_chains`), not as a Python tuple each.
+    #[pyo3(get, name = "head_keys")]
     head_key_list: Vec<(i64, i64)>,
     /// The Python string of each file name the chains give, made once: a unit's thousands of
     /// calling frames name a few files, and a new string per frame is hashed anew by every dict
@@ -221,19 +242,11 @@ pub struct UnitColumns {
 
 #[pymethods]
 impl UnitColumns {
-    /// Per head: (chain or -1, symbol or -1), made when asked: the index's tables read them here
-    /// (`IndexTables.unit_chains`), not as a Python tuple each.
-    #[getter]
-    fn head_keys(&self) -> Vec<(i64, i64)> {
-        self.head_key_list.clone()
-    }
-
     /// Chain `chain`: (innermost function, its decl line and file, its entry, calling frames
     /// innermost first).
     fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
         chain_tuple(py, &self.chains, chain, &self.strings)
     }
-
 }
 
 /// Chain `chain` of `chains` as Python reads it, each file name one Python string per `strings`.
@@ -292,13 +305,6 @@ impl UnitColumns {
     }
 }
 
-fn section(sections: &Bound<'_, PyDict>, name: &str) -> PyResult<Section> {
-    match sections.get_item(name)? {
-        Some(data) => Section::borrow(&data),
-        None => Ok(Section::Owned(Vec::new())),
-    }
-}
-
 impl DwarfUnits {
     fn decide(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Decided<Columns>> {
         let symbols = self.symbols.get();
@@ -315,20 +321,11 @@ impl DwarfUnits {
         if !(1..=8).contains(&address_size) {
             return Err(CompiledDwarfError::new_err(format!("address size {address_size}")));
         }
-        let sections = Sections {
-                info: section(sections, ".debug_info")?,
-                abbrev: section(sections, ".debug_abbrev")?,
-                str: section(sections, ".debug_str")?,
-                line_str: section(sections, ".debug_line_str")?,
-                str_offsets: section(sections, ".debug_str_offsets")?,
-                addr: section(sections, ".debug_addr")?,
-                ranges: section(sections, ".debug_ranges")?,
-                rnglists: section(sections, ".debug_rnglists")?,
-                line: section(sections, ".debug_line")?,
-                endian: if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
-                address_size,
-                abbrev_tables: AbbrevTables::default(),
+        let section = |_, name: &str| match sections.get_item(name)? {
+            Some(data) => Section::borrow(&data),
+            None => Ok(Section::Owned(Vec::new())),
         };
+        let sections = Sections::named(section, little_endian, address_size)?;
         let units = unpanicked("DWARF reader", || unit_spans(&sections)).map_err(CompiledDwarfError::new_err)?;
         let sections = Arc::new(sections);
         let lazy = lazy::LazyFile::shared(&sections);
@@ -371,32 +368,14 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// What the cargo-fuzz target drives (native/fuzz/fuzz_targets/dwarf_units.rs).
 pub mod fuzzing {
-    use super::{build_unit, unit_spans, Sections, SymbolBounds};
-
-    /// The sections `build_every_unit` takes, in order.
-    pub const SECTION_NAMES: [&str; 9] = [
-        ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".debug_str_offsets",
-        ".debug_addr", ".debug_ranges", ".debug_rnglists",
-    ];
+    pub use super::SECTION_NAMES;
+    use super::{build_unit, unit_spans, Section, Sections, SymbolBounds};
 
     /// Every unit of `sections` (named as `SECTION_NAMES`) built or deferred, uncaught: a panic
     /// here is what the Python module would raise as `CompiledDwarfError`.
     pub fn build_every_unit(sections: &[Vec<u8>], little_endian: bool, address_size: u8, functions_only: bool) {
-        let section = |at: usize| super::Section::Owned(sections.get(at).cloned().unwrap_or_default());
-        let sections = Sections {
-            info: section(0),
-            abbrev: section(1),
-            line: section(2),
-            str: section(3),
-            line_str: section(4),
-            str_offsets: section(5),
-            addr: section(6),
-            ranges: section(7),
-            rnglists: section(8),
-            endian: if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
-            address_size,
-            abbrev_tables: super::AbbrevTables::default(),
-        };
+        let section = |at: usize, _: &str| Ok::<_, std::convert::Infallible>(Section::Owned(sections.get(at).cloned().unwrap_or_default()));
+        let Ok(sections) = Sections::named(section, little_endian, address_size);
         let symbols = SymbolBounds { starts: Vec::new(), stops: Vec::new() };
         let units = unit_spans(&sections);
         for &(offset, _) in &units {
