@@ -10,7 +10,6 @@
 //! (`get`), sums are 64- or 128-bit, so no input overflows; a panic would be caught and raised as
 //! `CodeViewError` too. Names are handed back as bytes: Python decodes them as the reference does.
 
-
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
@@ -520,7 +519,6 @@ fn caught<T>(f: impl FnOnce() -> T) -> PyResult<T> {
 }
 
 impl PdbModule {
-
     fn procedure_at(&self, vaddr: i128) -> Option<usize> {
         let decoded = &self.decoded;
         let stop = decoded.lows.partition_point(|low| *low <= vaddr);
