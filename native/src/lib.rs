@@ -27,9 +27,7 @@ mod cabinet;
 pub(crate) mod dwarf;
 /// What the cargo-fuzz targets (native/fuzz/) drive: not an API.
 #[doc(hidden)]
-pub mod fuzzing {
-    pub use crate::dwarf::fuzzing::{build_every_unit, SECTION_NAMES};
-}
+pub use dwarf::fuzzing;
 mod pdb_module;
 mod pdb_records;
 mod profile_entries;
@@ -43,17 +41,10 @@ use pyo3::prelude::*;
 /// `work()`, or where it panics, the message of the typed error raised in its place (`what` names
 /// the part that failed).
 pub(crate) fn unpanicked<T>(what: &str, work: impl FnOnce() -> T) -> Result<T, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-        .map_err(|payload| format!("the compiled {what} failed ({})", panic_message(payload.as_ref())))
-}
-
-/// The message of a caught panic, for the error raised in its place.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|text| (*text).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned())
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|payload| {
+        let message = payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+        format!("the compiled {what} failed ({})", message.unwrap_or("unknown panic"))
+    })
 }
 
 #[pymodule]

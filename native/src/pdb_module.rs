@@ -10,7 +10,6 @@
 //! (`get`), sums are 64- or 128-bit, so no input overflows; a panic would be caught and raised as
 //! `CodeViewError` too. Names are handed back as bytes: Python decodes them as the reference does.
 
-
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
@@ -44,12 +43,13 @@ fn fail<T>(message: impl Into<String>, offset: u64) -> Result<T, Failure> {
     Err(Failure { message: message.into(), offset })
 }
 
-fn u16_at(data: &[u8], position: u64) -> u16 {
+/// The little-endian u16 at `position`, or 0 where it runs past `data`; `u32_at` alike.
+pub(crate) fn u16_at(data: &[u8], position: u64) -> u16 {
     let at = position as usize;
     data.get(at..at + 2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
 }
 
-fn u32_at(data: &[u8], position: u64) -> u32 {
+pub(crate) fn u32_at(data: &[u8], position: u64) -> u32 {
     let at = position as usize;
     data.get(at..at + 4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
@@ -118,14 +118,8 @@ struct Site {
     children: Vec<Site>,
 }
 
-#[derive(Default)]
-struct LineTable {
-    vaddrs: Vec<i128>,
-    lines: Vec<i64>,
-    columns: Vec<i64>,
-    file_ids: Vec<u32>,
-    terminal: Vec<bool>,
-}
+/// A row of the line table: its vaddr, whether it ends its block, and its (line, column, file ID).
+type LineRow = (i128, bool, (i64, i64, u32));
 
 /// A file block of a DEBUG_S_LINES fragment, its rows read in place: `rows` holds `count`
 /// (offset, line) pairs, then as many columns where the fragment has them.
@@ -154,25 +148,22 @@ impl Block<'_> {
     }
 }
 
-struct Fragment<'a> {
-    section: u16,
-    offset: u32,
-    code_size: u32,
-    blocks: Vec<Block<'a>>,
-}
+/// A block with rows, and the vaddrs its fragment's code spans.
+type Group<'a> = (i128, i128, Block<'a>);
 
-/// `parse_lines`.
-fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment<'_>, Failure> {
+/// `parse_lines`: each block with rows added to `groups`, where `place` (section, offset) gives the
+/// fragment's vaddr (a subsection that fails fails its whole module, so groups added before do not
+/// matter).
+fn parse_lines<'a>(
+    data: &'a [u8], subsection_offset: u64, place: impl Fn(u16, u32) -> Option<i128>, groups: &mut Vec<Group<'a>>,
+) -> Result<(), Failure> {
     let size = data.len() as u64;
     if size < 12 {
         return fail("DEBUG_S_LINES header is truncated", subsection_offset);
     }
-    let offset = u32_at(data, 0);
-    let section = u16_at(data, 4);
-    let flags = u16_at(data, 6);
+    let base = place(u16_at(data, 4), u32_at(data, 0));
     let code_size = u32_at(data, 8);
-    let has_columns = flags & CV_LINES_HAVE_COLUMNS != 0;
-    let mut blocks = Vec::new();
+    let has_columns = u16_at(data, 6) & CV_LINES_HAVE_COLUMNS != 0;
     let mut position: u64 = 12;
     while position + 12 <= size {
         let file_id = u32_at(data, position);
@@ -183,10 +174,12 @@ fn parse_lines(data: &[u8], subsection_offset: u64) -> Result<Fragment<'_>, Fail
             return fail(format!("line block of {count} rows does not fit its {block_size} bytes"), subsection_offset);
         }
         let rows = slice(data, position + 12, position + block_size); // holds the rows (checked above)
-        blocks.push(Block { file_id, count, rows, has_columns });
+        if let (Some(base), true) = (base, count > 0) {
+            groups.push((base, base + i128::from(code_size), Block { file_id, count, rows, has_columns }));
+        }
         position += block_size;
     }
-    Ok(Fragment { section, offset, code_size, blocks })
+    Ok(())
 }
 
 /// `parse_inlinee_lines`, each entry added to `found` unless its inlinee is there already (a
@@ -249,6 +242,12 @@ fn annotation_rows(data: &[u8], base: i128, first_line: u32, file_id: u32) -> Op
     let mut line = i64::from(first_line);
     let mut file = file_id;
     let mut open: Option<(i64, i64, u32)> = None; // (low, line, file) of the row without its end yet
+    // A row (low, line, file) ended at `high`, kept where it holds an address.
+    let close = |rows: &mut Vec<_>, row: Option<(i64, i64, u32)>, high: i64| {
+        if let Some((low, line, file)) = row.filter(|row| high > row.0) {
+            rows.push((at(low), at(high), line, file));
+        }
+    };
     let mut position = 0;
     while position < data.len() {
         let (opcode, next) = compressed(data, position)?;
@@ -276,34 +275,18 @@ fn annotation_rows(data: &[u8], base: i128, first_line: u32, file_id: u32) -> Op
                 } else {
                     code += operand64;
                 }
-                if let Some((low, open_line, open_file)) = open {
-                    if code > low {
-                        rows.push((at(low), at(code), open_line, open_file));
-                    }
-                }
+                close(&mut rows, open, code);
                 open = Some((code, line, file));
             }
             4 => {
-                if let Some((low, open_line, open_file)) = open {
-                    if code + operand64 > low {
-                        rows.push((at(low), at(code + operand64), open_line, open_file));
-                    }
-                }
-                open = None;
+                close(&mut rows, open.take(), code + operand64);
                 code += operand64;
             }
             12 => {
                 // A row of its own, [code + delta, + length); the offset stays at its start.
                 code += i64::from(second);
-                if let Some((low, open_line, open_file)) = open {
-                    if code > low {
-                        rows.push((at(low), at(code), open_line, open_file));
-                    }
-                }
-                if operand64 > 0 {
-                    rows.push((at(code), at(code + operand64), line, file));
-                }
-                open = None;
+                close(&mut rows, open.take(), code);
+                close(&mut rows, Some((code, line, file)), code + operand64);
             }
             6 => line += signed(operand),
             5 => file = operand,
@@ -318,7 +301,7 @@ struct Decoded {
     procedures: Vec<Procedure>,
     lows: Vec<i128>,
     reach: Vec<i128>,
-    lines: LineTable,
+    lines: Vec<LineRow>,
     checksums: Vec<(u64, u32)>,
     inlinee_lines: FxHashMap<u32, (u32, u32)>,
 }
@@ -351,7 +334,8 @@ fn decode(
     }
     let mut checksums = Vec::new();
     let mut inlinee_lines = FxHashMap::default();
-    let mut fragments = Vec::new();
+    let place = |section, offset| vaddr_of(sections, image_base, section, offset);
+    let mut groups: Vec<Group> = Vec::new();
     let mut position = c13_start;
     while position + 8 <= c13_end {
         let kind = u32_at(stream, position);
@@ -362,7 +346,7 @@ fn decode(
         if kind & DEBUG_S_IGNORE == 0 {
             let data = slice(stream, position + 8, position + 8 + size);
             match kind {
-                DEBUG_S_LINES => fragments.push(parse_lines(data, position)?),
+                DEBUG_S_LINES => parse_lines(data, position, place, &mut groups)?,
                 DEBUG_S_FILECHKSMS => {
                     let mut at: u64 = 0;
                     while at + 6 <= size {
@@ -392,7 +376,7 @@ fn decode(
         let offset = u32_at(body, 28);
         let section = u16_at(body, 32);
         let name_end = body[PROC_HEADER..].iter().position(|byte| *byte == 0).map_or(body.len(), |at| PROC_HEADER + at);
-        if let Some(low) = vaddr_of(sections, image_base, section, offset) {
+        if let Some(low) = place(section, offset) {
             let name = body[PROC_HEADER..name_end].to_vec();
             procedures.push(Procedure { low, high: low + i128::from(size), name, body_start, end_offset });
         }
@@ -402,43 +386,21 @@ fn decode(
     }
     procedures.sort_by_key(|procedure| procedure.low); // stable, as list.sort
     let lows = procedures.iter().map(|procedure| procedure.low).collect();
-    let mut reach: Vec<i128> = Vec::with_capacity(procedures.len());
-    for procedure in &procedures {
-        let running = reach.last().map_or(procedure.high, |last| (*last).max(procedure.high));
-        reach.push(running);
-    }
+    let reach = procedures.iter().scan(i128::MIN, |running, procedure| {
+        *running = (*running).max(procedure.high); // the highest high of the procedures so far
+        Some(*running)
+    }).collect();
 
-    let mut groups: Vec<(i128, i128, &Block)> = Vec::new();
-    for fragment in &fragments {
-        if let Some(base) = vaddr_of(sections, image_base, fragment.section, fragment.offset) {
-            for block in fragment.blocks.iter().filter(|block| block.count > 0) {
-                groups.push((base, base + i128::from(fragment.code_size), block));
-            }
-        }
-    }
     groups.sort_by_key(|group| group.0);
     let entries = groups.iter().map(|group| group.2.count as usize + 2).sum();
-    let mut lines = LineTable {
-        vaddrs: Vec::with_capacity(entries),
-        lines: Vec::with_capacity(entries),
-        columns: Vec::with_capacity(entries),
-        file_ids: Vec::with_capacity(entries),
-        terminal: Vec::with_capacity(entries),
-    };
+    let mut lines = Vec::with_capacity(entries);
     for (base, end, block) in groups {
-        let count = block.count;
-        lines.vaddrs.push(base);
-        lines.vaddrs.extend((0..count).map(|row| base + i128::from(block.offset(row))));
-        lines.vaddrs.push(end);
-        lines.lines.push(block.line(0));
-        lines.lines.extend((0..count).map(|row| block.line(row)));
-        lines.lines.push(block.line(count - 1));
-        lines.columns.push(block.column(0));
-        lines.columns.extend((0..count).map(|row| block.column(row)));
-        lines.columns.push(block.column(count - 1));
-        lines.file_ids.extend(std::iter::repeat_n(block.file_id, count as usize + 2));
-        lines.terminal.extend(std::iter::repeat_n(false, count as usize + 1));
-        lines.terminal.push(true);
+        // The block's rows between a first at its base and a terminal one at its code's end, which
+        // repeat its first and last rows.
+        let row = |vaddr, row, terminal| (vaddr, terminal, (block.line(row), block.column(row), block.file_id));
+        lines.push(row(base, 0, false));
+        lines.extend((0..block.count).map(|at| row(base + i128::from(block.offset(at)), at, false)));
+        lines.push(row(end, block.count - 1, true));
     }
     Ok(Decoded { symbols_end, procedures, lows, reach, lines, checksums, inlinee_lines })
 }
@@ -519,28 +481,27 @@ fn chain_at(decoded: &Decoded, stream: &[u8], base: i128, mut start: u64, mut en
 }
 
 /// `line_at`: the position of the row holding `vaddr`, found as the reference finds it.
-fn line_at(table: &LineTable, vaddr: i128) -> Option<usize> {
-    let (vaddrs, terminal) = (&table.vaddrs, &table.terminal);
-    let (mut low, mut high) = (0usize, vaddrs.len());
+fn line_at(rows: &[LineRow], vaddr: i128) -> Option<usize> {
+    let (mut low, mut high) = (0usize, rows.len());
     while low < high {
         let middle = (low + high) / 2;
-        if vaddrs[middle] < vaddr || (vaddrs[middle] == vaddr && terminal[middle]) {
+        if rows[middle].0 < vaddr || (rows[middle].0 == vaddr && rows[middle].1) {
             low = middle + 1;
         } else {
             high = middle;
         }
     }
     let mut position = low;
-    if position == vaddrs.len() || vaddrs[position] > vaddr {
-        if position == 0 || terminal[position - 1] {
+    if position == rows.len() || rows[position].0 > vaddr {
+        if position == 0 || rows[position - 1].1 {
             return None;
         }
         position -= 1;
     }
-    while position < vaddrs.len() && terminal[position] {
+    while position < rows.len() && rows[position].1 {
         position += 1;
     }
-    (position < vaddrs.len()).then_some(position)
+    (position < rows.len()).then_some(position)
 }
 
 type Located = (Option<usize>, Option<(i64, i64, u32)>, Vec<(u32, u32, i64)>);
@@ -558,7 +519,6 @@ fn caught<T>(f: impl FnOnce() -> T) -> PyResult<T> {
 }
 
 impl PdbModule {
-
     fn procedure_at(&self, vaddr: i128) -> Option<usize> {
         let decoded = &self.decoded;
         let stop = decoded.lows.partition_point(|low| *low <= vaddr);
@@ -578,8 +538,7 @@ impl PdbModule {
     /// build asks every piece of a procedure, in order).
     fn locate_one(&self, vaddr: i128, tree: Option<&mut Option<(usize, Vec<Site>)>>) -> Located {
         let position = self.procedure_at(vaddr);
-        let line = line_at(&self.decoded.lines, vaddr)
-            .map(|at| (self.decoded.lines.lines[at], self.decoded.lines.columns[at], self.decoded.lines.file_ids[at]));
+        let line = line_at(&self.decoded.lines, vaddr).map(|at| self.decoded.lines[at].2);
         let mut inlined = Vec::new();
         if let Some(position) = position {
             let procedure = &self.decoded.procedures[position];
@@ -665,9 +624,9 @@ impl PdbModule {
                     }
                 }
             }
-            let vaddrs = &self.decoded.lines.vaddrs;
-            cuts.extend(vaddrs.iter().copied());
-            cuts.extend(vaddrs.windows(2).filter(|pair| pair[0] == pair[1]).map(|pair| pair[0] + 1));
+            let lines = &self.decoded.lines;
+            cuts.extend(lines.iter().map(|row| row.0));
+            cuts.extend(lines.windows(2).filter(|pair| pair[0].0 == pair[1].0).map(|pair| pair[0].0 + 1));
             cuts
         })
     }

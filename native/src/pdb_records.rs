@@ -7,15 +7,9 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::pdb_module::{u16_at, u32_at};
+
 const S_PUB32: u16 = 0x110E;
-
-fn u16_at(data: &[u8], position: usize) -> Option<u16> {
-    data.get(position..position.checked_add(2)?).map(|b| u16::from_le_bytes([b[0], b[1]]))
-}
-
-fn u32_at(data: &[u8], position: usize) -> Option<u32> {
-    data.get(position..position.checked_add(4)?).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
 
 /// `TypeRecords._index`: the offsets of the records in `data[start:end]` (a broken record ends the list).
 #[pyfunction]
@@ -23,8 +17,7 @@ fn type_record_offsets(data: &[u8], start: u64, end: u64) -> Vec<u64> {
     let mut offsets = Vec::new();
     let mut position = start;
     while position + 4 <= end {
-        let Some(length) = usize::try_from(position).ok().and_then(|at| u16_at(data, at)) else { break };
-        let length = u64::from(length);
+        let length = u64::from(u16_at(data, position)); // 0 past the data: a broken record
         if length < 2 || position + 2 + length > end {
             break;
         }
@@ -47,17 +40,14 @@ fn public_records<'py>(
         if at.saturating_add(14) > records.len() {
             continue;
         }
-        let (Some(length), Some(kind)) = (u16_at(records, at), u16_at(records, at + 2)) else { continue };
+        let (length, kind) = (u16_at(records, position), u16_at(records, position + 2)); // inside: checked above
         let end = at + 2 + usize::from(length);
         if kind != S_PUB32 || length < 12 || end > records.len() {
             continue;
         }
-        let (Some(flags), Some(offset), Some(section)) = (u32_at(records, at + 4), u32_at(records, at + 8), u16_at(records, at + 12))
-        else {
-            continue;
-        };
         let name = &records[at + 14..end];
         let name = name.iter().position(|byte| *byte == 0).map_or(name, |nul| &name[..nul]);
+        let (flags, offset, section) = (u32_at(records, position + 4), u32_at(records, position + 8), u16_at(records, position + 12));
         found.push((flags, section, offset, PyBytes::new(py, name)));
     }
     found

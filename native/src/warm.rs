@@ -40,7 +40,8 @@ pub(crate) type IdsMap<K, V> = rustc_hash::FxHashMap<K, V>;
 /// lookups have printed from it.
 #[pyclass(module = "symbolize.formats._kernels")]
 pub struct IndexedRuns {
-    data: Py<PyBytes>,
+    /// The index file's bytes.
+    pub(crate) data: Py<PyBytes>,
     pub(crate) layout: Layout,
     /// `str(MalformedInputError(text, path))` of each broken region, by error number - 1.
     error_details: Vec<String>,
@@ -126,11 +127,6 @@ impl From<(usize, IndexError)> for Stop {
 }
 
 impl IndexedRuns {
-    /// The index file's bytes.
-    pub(crate) fn data(&self, py: Python<'_>) -> Py<PyBytes> {
-        self.data.clone_ref(py)
-    }
-
     /// String `string_id` of `data` (None for id 0), decoded; one that is not valid UTF-8 the
     /// Python path decodes with surrogateescape: the reference answers (source `source`'s errors).
     fn shown(&self, data: &[u8], string_id: u64, source: usize) -> Result<Option<String>, Stop> {
@@ -266,7 +262,7 @@ fn render(
     parse_address: &Bound<'_, PyAny>,
     unnamed_reason: &str,
 ) -> Result<String, Stop> {
-    let datas: Vec<Py<PyBytes>> = sources.iter().map(|source| source.data(py)).collect();
+    let datas: Vec<Py<PyBytes>> = sources.iter().map(|source| source.data.clone_ref(py)).collect();
     let datas: Vec<&[u8]> = datas.iter().map(|data| data.bind(py).as_bytes()).collect();
     for source in sources.iter_mut() {
         source.set_style(naming.mode, as_json);

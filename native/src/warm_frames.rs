@@ -21,6 +21,7 @@ type FunctionKey = (usize, u64, u64, u64, u64);
 
 /// The answers of one batch, by id: what `ProfileAnswers` hands to Python.
 #[pyclass(module = "symbolize.formats._kernels")]
+#[derive(Default)]
 pub struct ProfileAnswers {
     /// One per address: an answer id (>= 0); -1 where no source names it and none is broken;
     /// `-2 - k` where the first broken region met is `broken[k]`.
@@ -114,31 +115,16 @@ fn intern<K: std::hash::Hash + Eq + Copy>(ids: &mut IdsMap<K, u32>, items: &mut 
 }
 
 fn collect(sources: &[PyRef<'_, IndexedRuns>], datas: &[&[u8]], vaddrs: &[u64]) -> Result<ProfileAnswers, (usize, IndexError)> {
-    let mut out = ProfileAnswers {
-        results: Vec::with_capacity(vaddrs.len()),
-        broken: Vec::new(),
-        answers: Vec::new(),
-        frames: Vec::new(),
-        functions: Vec::new(),
-        flags: Vec::new(),
-        function_order: Vec::new(),
-        fits: true,
-    };
+    let mut out = ProfileAnswers { results: Vec::with_capacity(vaddrs.len()), fits: true, ..Default::default() };
     let mut function_ordered: Vec<bool> = Vec::new();
     let mut answer_ids: IdsMap<(usize, usize), i64> = IdsMap::default();
-    let mut broken_ids: IdsMap<(usize, usize), i64> = IdsMap::default();
-    let (mut functions, mut frames) = (IdsMap::default(), IdsMap::default());
+    let (mut broken_ids, mut functions, mut frames) = (IdsMap::default(), IdsMap::default(), IdsMap::default());
     for &vaddr in vaddrs {
         let layouts = sources.iter().zip(datas).map(|(source, data)| (&source.layout, *data));
         let (position, run, chain) = match warm_index::lookup(layouts, vaddr)? {
             Found::Run { source, run, chain } => (source, run, chain),
             Found::Broken { source, error } => {
-                let next = -2 - out.broken.len() as i64;
-                let broken = *broken_ids.entry((source, error)).or_insert_with(|| {
-                    out.broken.push((source, error));
-                    next
-                });
-                out.results.push(broken);
+                out.results.push(-2 - i64::from(intern(&mut broken_ids, &mut out.broken, (source, error))));
                 continue;
             }
             Found::Nothing => {
@@ -174,10 +160,8 @@ fn collect(sources: &[PyRef<'_, IndexedRuns>], datas: &[&[u8]], vaddrs: &[u64]) 
             ids.push(intern(&mut frames, &mut out.frames, (key, line, column)));
         }
         if flags & COVERED != 0 {
+            function_ordered.resize(out.functions.len(), false); // every key handed out so far
             for key in ids.iter().map(|&frame| out.frames[frame as usize].0) {
-                if function_ordered.len() <= key as usize {
-                    function_ordered.resize(key as usize + 1, false);
-                }
                 if !std::mem::replace(&mut function_ordered[key as usize], true) {
                     out.function_order.push(key);
                 }
@@ -199,7 +183,7 @@ fn collect(sources: &[PyRef<'_, IndexedRuns>], datas: &[&[u8]], vaddrs: &[u64]) 
 pub fn profile_answers(py: Python<'_>, sources: &Bound<'_, PyList>, vaddrs: Vec<u64>) -> PyResult<ProfileAnswers> {
     let borrowed: Vec<PyRef<'_, IndexedRuns>> =
         sources.iter().map(|source| source.extract::<PyRef<'_, IndexedRuns>>().map_err(PyErr::from)).collect::<Result<_, _>>()?;
-    let datas: Vec<Py<PyBytes>> = borrowed.iter().map(|source| source.data(py)).collect();
+    let datas: Vec<Py<PyBytes>> = borrowed.iter().map(|source| source.data.clone_ref(py)).collect();
     let datas: Vec<&[u8]> = datas.iter().map(|data| data.bind(py).as_bytes()).collect();
     let collected = unpanicked("lookup", || collect(&borrowed, &datas, &vaddrs));
     let inconsistent = |(position, error): (usize, IndexError)| IndexInconsistentError::new_err((position as i64, error.0));

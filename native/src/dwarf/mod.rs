@@ -146,7 +146,27 @@ impl AbbrevTables {
     }
 }
 
+/// The sections `Sections::named` takes, in order.
+pub const SECTION_NAMES: [&str; 9] = [
+    ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".debug_str_offsets",
+    ".debug_addr", ".debug_ranges", ".debug_rnglists",
+];
+
 impl Sections {
+    /// The sections `section(position, name)` gives for each of `SECTION_NAMES`.
+    fn named<E>(mut section: impl FnMut(usize, &str) -> Result<Section, E>, little_endian: bool, address_size: u8) -> Result<Self, E> {
+        let mut found = Vec::with_capacity(SECTION_NAMES.len());
+        for (position, name) in SECTION_NAMES.iter().enumerate() {
+            found.push(section(position, name)?);
+        }
+        let Ok([info, abbrev, line, str, line_str, str_offsets, addr, ranges, rnglists]) = <[Section; 9]>::try_from(found) else {
+            unreachable!("one section a name")
+        };
+        let endian = if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
+        let abbrev_tables = AbbrevTables::default();
+        Ok(Sections { info, abbrev, str, line_str, str_offsets, addr, ranges, rnglists, line, endian, address_size, abbrev_tables })
+    }
+
     pub(crate) fn last_address(&self) -> u128 {
         (1u128 << (8 * u32::from(self.address_size))) - 1
     }
@@ -176,7 +196,6 @@ fn unit_spans(sections: &Sections) -> Vec<(u64, u64)> {
     }
     spans
 }
-
 
 /// The units of one file's DWARF, answered one whole unit at a time.
 #[pyclass(frozen, module = "symbolize.formats._kernels")]
@@ -211,7 +230,9 @@ pub struct UnitColumns {
     #[pyo3(get)]
     file_names: Py<PyList>,
     chains: runs::Chains,
-    /// Per head: (chain or -1, symbol or -1).
+    /// Per head: (chain or -1, symbol or -1); the index's tables read them here
+    /// (`IndexTables.unit_chains`), not as a Python tuple each.
+    #[pyo3(get, name = "head_keys")]
     head_key_list: Vec<(i64, i64)>,
     /// The Python string of each file name the chains give, made once: a unit's thousands of
     /// calling frames name a few files, and a new string per frame is hashed anew by every dict
@@ -221,19 +242,11 @@ pub struct UnitColumns {
 
 #[pymethods]
 impl UnitColumns {
-    /// Per head: (chain or -1, symbol or -1), made when asked: the index's tables read them here
-    /// (`IndexTables.unit_chains`), not as a Python tuple each.
-    #[getter]
-    fn head_keys(&self) -> Vec<(i64, i64)> {
-        self.head_key_list.clone()
-    }
-
     /// Chain `chain`: (innermost function, its decl line and file, its entry, calling frames
     /// innermost first).
     fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
         chain_tuple(py, &self.chains, chain, &self.strings)
     }
-
 }
 
 /// Chain `chain` of `chains` as Python reads it, each file name one Python string per `strings`.
@@ -292,13 +305,6 @@ impl UnitColumns {
     }
 }
 
-fn section(sections: &Bound<'_, PyDict>, name: &str) -> PyResult<Section> {
-    match sections.get_item(name)? {
-        Some(data) => Section::borrow(&data),
-        None => Ok(Section::Owned(Vec::new())),
-    }
-}
-
 impl DwarfUnits {
     fn decide(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Decided<Columns>> {
         let symbols = self.symbols.get();
@@ -315,20 +321,11 @@ impl DwarfUnits {
         if !(1..=8).contains(&address_size) {
             return Err(CompiledDwarfError::new_err(format!("address size {address_size}")));
         }
-        let sections = Sections {
-                info: section(sections, ".debug_info")?,
-                abbrev: section(sections, ".debug_abbrev")?,
-                str: section(sections, ".debug_str")?,
-                line_str: section(sections, ".debug_line_str")?,
-                str_offsets: section(sections, ".debug_str_offsets")?,
-                addr: section(sections, ".debug_addr")?,
-                ranges: section(sections, ".debug_ranges")?,
-                rnglists: section(sections, ".debug_rnglists")?,
-                line: section(sections, ".debug_line")?,
-                endian: if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
-                address_size,
-                abbrev_tables: AbbrevTables::default(),
+        let section = |_, name: &str| match sections.get_item(name)? {
+            Some(data) => Section::borrow(&data),
+            None => Ok(Section::Owned(Vec::new())),
         };
+        let sections = Sections::named(section, little_endian, address_size)?;
         let units = unpanicked("DWARF reader", || unit_spans(&sections)).map_err(CompiledDwarfError::new_err)?;
         let sections = Arc::new(sections);
         let lazy = lazy::LazyFile::shared(&sections);
@@ -371,231 +368,18 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// What the cargo-fuzz target drives (native/fuzz/fuzz_targets/dwarf_units.rs).
 pub mod fuzzing {
-    use super::{build_unit, unit_spans, Sections, SymbolBounds};
-
-    /// The sections `build_every_unit` takes, in order.
-    pub const SECTION_NAMES: [&str; 9] = [
-        ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".debug_str_offsets",
-        ".debug_addr", ".debug_ranges", ".debug_rnglists",
-    ];
+    pub use super::SECTION_NAMES;
+    use super::{build_unit, unit_spans, Section, Sections, SymbolBounds};
 
     /// Every unit of `sections` (named as `SECTION_NAMES`) built or deferred, uncaught: a panic
     /// here is what the Python module would raise as `CompiledDwarfError`.
     pub fn build_every_unit(sections: &[Vec<u8>], little_endian: bool, address_size: u8, functions_only: bool) {
-        let section = |at: usize| super::Section::Owned(sections.get(at).cloned().unwrap_or_default());
-        let sections = Sections {
-            info: section(0),
-            abbrev: section(1),
-            line: section(2),
-            str: section(3),
-            line_str: section(4),
-            str_offsets: section(5),
-            addr: section(6),
-            ranges: section(7),
-            rnglists: section(8),
-            endian: if little_endian { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
-            address_size,
-            abbrev_tables: super::AbbrevTables::default(),
-        };
+        let section = |at: usize, _: &str| Ok::<_, std::convert::Infallible>(Section::Owned(sections.get(at).cloned().unwrap_or_default()));
+        let Ok(sections) = Sections::named(section, little_endian, address_size);
         let symbols = SymbolBounds { starts: Vec::new(), stops: Vec::new() };
         let units = unit_spans(&sections);
         for &(offset, _) in &units {
             let _ = build_unit(&sections, &units, &symbols, offset, functions_only);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sections(info: Vec<u8>, abbrev: Vec<u8>, line: Vec<u8>) -> Sections {
-        let none = || Section::Owned(Vec::new());
-        Sections {
-            info: Section::Owned(info),
-            abbrev: Section::Owned(abbrev),
-            str: none(),
-            line_str: none(),
-            str_offsets: none(),
-            addr: none(),
-            ranges: none(),
-            rnglists: none(),
-            line: Section::Owned(line),
-            endian: gimli::RunTimeEndian::Little,
-            address_size: 8,
-            abbrev_tables: AbbrevTables::default(),
-        }
-    }
-
-    /// A DWARF 4 unit (hand-made): a compile unit over [0x1000, 0x1100) with one function `main`
-    /// over [0x1000, 0x1040), and a line table of one file whose program is `program`.
-    fn one_function_unit(program: &[u8]) -> Sections {
-        let abbrev = vec![
-            1, 0x11, 1, 0x10, 0x17, 0x11, 0x01, 0x12, 0x06, 0, 0, // compile_unit: stmt_list, low_pc, high_pc
-            2, 0x2e, 0, 0x03, 0x08, 0x11, 0x01, 0x12, 0x06, 0, 0, // subprogram: name, low_pc, high_pc
-            0,
-        ];
-        let mut dies = vec![1];
-        dies.extend(0u32.to_le_bytes());
-        dies.extend(0x1000u64.to_le_bytes());
-        dies.extend(0x100u32.to_le_bytes());
-        dies.push(2);
-        dies.extend(b"main\0");
-        dies.extend(0x1000u64.to_le_bytes());
-        dies.extend(0x40u32.to_le_bytes());
-        dies.push(0);
-        let mut info = Vec::new();
-        info.extend((2 + 4 + 1 + dies.len() as u32).to_le_bytes());
-        info.extend(4u16.to_le_bytes());
-        info.extend(0u32.to_le_bytes());
-        info.push(8);
-        info.extend(dies);
-        let mut header = vec![1, 1, 1, 0xfb, 14, 13, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1];
-        header.extend(b"/src\0\0a.c\0\x01\0\0\0");
-        let mut line = Vec::new();
-        line.extend((2 + 4 + header.len() as u32 + program.len() as u32).to_le_bytes());
-        line.extend(4u16.to_le_bytes());
-        line.extend((header.len() as u32).to_le_bytes());
-        line.extend(header);
-        line.extend(program);
-        sections(info, abbrev, line)
-    }
-
-    const SET_ADDRESS_0X1000: [u8; 11] = [0, 9, 2, 0, 0x10, 0, 0, 0, 0, 0, 0];
-    const END_SEQUENCE: [u8; 3] = [0, 1, 1];
-    const NO_SYMBOLS: SymbolBounds = SymbolBounds { starts: Vec::new(), stops: Vec::new() };
-
-    fn program(parts: &[&[u8]]) -> Vec<u8> {
-        parts.concat()
-    }
-
-    #[test]
-    fn a_row_whose_address_the_next_repeats_never_answers() {
-        // Rows at 0x1000 (line 1), again at 0x1000 (line 3), at 0x1010 (line 3); the sequence
-        // ends at 0x1040. The first row is the one a lookup never lands on.
-        let bytes = program(&[&SET_ADDRESS_0X1000, &[1], &[3, 2], &[1], &[242], &[2, 0x30], &END_SEQUENCE]);
-        let sections = one_function_unit(&bytes);
-        let units = unit_spans(&sections);
-        let built = build_unit(&sections, &units, &NO_SYMBOLS, 0, false).expect("the unit answers");
-        assert_eq!(built.lows, vec![0x1000, 0x1010]);
-        assert_eq!(built.highs, vec![0x1010, 0x1040]);
-        assert_eq!(built.lines, vec![3, 3]);
-        assert_eq!(built.files, vec![1, 1]);
-        assert_eq!(built.file_names, vec![None, Some("/src/a.c".to_owned())]);
-        // main's entry: its DW_AT_low_pc.
-        assert_eq!(built.chains.list, vec![((Some("main".into()), 0, None), Some(0x1000), Vec::new())]);
-        assert_eq!(built.head_keys, vec![(0, -1)]);
-    }
-
-    #[test]
-    fn a_program_whose_address_steps_back_is_left_to_the_reference() {
-        let back = [0u8, 9, 2, 0, 0x08, 0, 0, 0, 0, 0, 0];
-        let bytes = program(&[&SET_ADDRESS_0X1000, &[1], &back, &[1], &END_SEQUENCE]);
-        let sections = one_function_unit(&bytes);
-        let units = unit_spans(&sections);
-        let deferred = build_unit(&sections, &units, &NO_SYMBOLS, 0, false).err().expect("deferred");
-        assert!(deferred.0.contains("steps back"), "{}", deferred.0);
-    }
-
-    #[test]
-    fn a_program_that_ends_inside_an_instruction_is_left_to_the_reference() {
-        let bytes = program(&[&SET_ADDRESS_0X1000, &[1], &[2]]);
-        let sections = one_function_unit(&bytes);
-        let units = unit_spans(&sections);
-        assert!(build_unit(&sections, &units, &NO_SYMBOLS, 0, false).is_err());
-    }
-
-    #[test]
-    fn a_line_past_32_bits_is_left_to_the_reference() {
-        // DW_LNS_advance_line by 2^32: the row's line no longer fits the table's 32-bit column.
-        let bytes = program(&[&SET_ADDRESS_0X1000, &[3, 0x80, 0x80, 0x80, 0x80, 0x10], &[1], &END_SEQUENCE]);
-        let sections = one_function_unit(&bytes);
-        let units = unit_spans(&sections);
-        let deferred = build_unit(&sections, &units, &NO_SYMBOLS, 0, false).err().expect("deferred");
-        assert!(deferred.0.contains("past 32 bits"), "{}", deferred.0);
-        // One below 2^32 answers, with its line as the program gives it.
-        let bytes = program(&[&SET_ADDRESS_0X1000, &[3, 0xFD, 0xFF, 0xFF, 0xFF, 0x0F], &[1], &[2, 0x40], &END_SEQUENCE]);
-        let sections = one_function_unit(&bytes);
-        let built = build_unit(&sections, &unit_spans(&sections), &NO_SYMBOLS, 0, false).expect("answers");
-        assert_eq!(built.lines, vec![i64::from(u32::MAX) - 1]); // line 1 advanced by 2^32 - 3
-    }
-
-    #[test]
-    fn functions_only_leaves_rows_between_functions_unanswered() {
-        // One sequence over [0x1000, 0x1080): rows past main's end answer only without functions_only.
-        let bytes = program(&[&SET_ADDRESS_0X1000, &[1], &[2, 0x60], &[1], &[2, 0x20], &END_SEQUENCE]);
-        let sections = one_function_unit(&bytes);
-        let units = unit_spans(&sections);
-        let all = build_unit(&sections, &units, &NO_SYMBOLS, 0, false).expect("answers");
-        let functions = build_unit(&sections, &units, &NO_SYMBOLS, 0, true).expect("answers");
-        assert_eq!(all.lows, vec![0x1000, 0x1040, 0x1060]);
-        assert_eq!(all.head_keys, vec![(0, -1), (-1, -1)]);
-        assert_eq!(functions.lows, vec![0x1000]);
-        assert_eq!(functions.highs, vec![0x1040]);
-    }
-
-    /// The DWARF sections of a fixture binary, as the reader's section getter gives them.
-    fn fixture_sections(name: &str) -> Option<Sections> {
-        use object::{Object, ObjectSection};
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/bin").join(name);
-        let data = std::fs::read(path).ok()?;
-        let file = object::File::parse(&*data).ok()?;
-        let get = |name: &str| {
-            Section::Owned(
-                file.section_by_name(name).and_then(|section| section.uncompressed_data().ok()).map(|data| data.into_owned()).unwrap_or_default(),
-            )
-        };
-        Some(Sections {
-            info: get(".debug_info"),
-            abbrev: get(".debug_abbrev"),
-            str: get(".debug_str"),
-            line_str: get(".debug_line_str"),
-            str_offsets: get(".debug_str_offsets"),
-            addr: get(".debug_addr"),
-            ranges: get(".debug_ranges"),
-            rnglists: get(".debug_rnglists"),
-            line: get(".debug_line"),
-            endian: if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big },
-            address_size: if file.is_64() { 8 } else { 4 },
-            abbrev_tables: AbbrevTables::default(),
-        })
-    }
-
-    #[test]
-    fn every_unit_of_the_c_cpp_and_rust_fixtures_answers_with_consistent_columns() {
-        for name in ["cdemo-gcc-dwarf5-pie", "cdemo-clang-dwarf4-pie", "cppdemo-clang-dwarf5-pie", "cppdemo-gcc-dwarf4-pie",
-                     "rustdemo-full"] {
-            let sections = fixture_sections(name).unwrap_or_else(|| panic!("fixture {name} is readable"));
-            let units = unit_spans(&sections);
-            assert!(!units.is_empty(), "{name} has units");
-            for &(offset, _) in &units {
-                let built = build_unit(&sections, &units, &NO_SYMBOLS, offset, false)
-                    .unwrap_or_else(|why| panic!("{name} unit {offset:#x} deferred: {}", why.0));
-                let count = built.lows.len();
-                for column in [built.highs.len(), built.files.len(), built.lines.len(), built.columns.len(), built.heads.len(),
-                               built.discriminators.len()] {
-                    assert_eq!(column, count, "{name} unit {offset:#x}: columns of one length");
-                }
-                for run in 0..count {
-                    assert!(built.lows[run] < built.highs[run], "{name} unit {offset:#x}: run {run} is empty");
-                    if run > 0 {
-                        assert!(built.highs[run - 1] <= built.lows[run], "{name} unit {offset:#x}: runs overlap");
-                    }
-                    let head = usize::try_from(built.heads[run]).expect("a head id");
-                    let (chain, _) = built.head_keys[head];
-                    assert!(chain < built.chains.list.len() as i64, "{name} unit {offset:#x}: a chain id");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn cpp_names_are_qualified_or_linkage_names() {
-        let sections = fixture_sections("cppdemo-clang-dwarf5-pie").expect("fixture");
-        let units = unit_spans(&sections);
-        let built = build_unit(&sections, &units, &NO_SYMBOLS, units[0].0, false).expect("answers");
-        let names: Vec<&str> = built.chains.list.iter().filter_map(|((name, _, _), _, _)| name.as_deref()).collect();
-        assert!(names.iter().any(|name| name.starts_with("_Z")), "{names:?}");
-        assert!(built.chains.list.iter().any(|(_, _, outer)| !outer.is_empty()), "an inlined call has its callers");
     }
 }
