@@ -546,6 +546,7 @@ impl Kept<'_> {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn lazy_run_at<'a>(
     unit: &UnitData<'a>,
+    own: Option<&mut Tree<'a>>,
     tree: &Tree<'a>,
     lines: Option<&LineTable>,
     units: &[(u64, u64)],
@@ -555,6 +556,16 @@ pub(crate) fn lazy_run_at<'a>(
     reached: &mut FxHashMap<u64, Reached<'a>>,
     vaddr: u128,
 ) -> Decided<Option<Run>> {
+    // A unit whose functions wait (`own`): the one holding `vaddr` walked before its levels are cut.
+    let position = kept.pieces.partition_point(|piece| piece.0 <= vaddr);
+    let tree = match own {
+        Some(own) if position > 0 && vaddr < kept.pieces[position - 1].1 => {
+            own.expand(unit, kept.pieces[position - 1].2)?;
+            &*own
+        }
+        Some(own) => &*own,
+        None => tree,
+    };
     kept.namer.reached = std::mem::take(reached);
     let namer = Namer::with_caches(unit, tree, lines, units, std::mem::take(&mut kept.namer));
     let mut builder = Builder {
