@@ -201,7 +201,7 @@ impl LazyUnit {
         let file = locked(&self.file);
         file.with_dependent(|_, state| {
             let held = state.held.get(&self.slot).expect("a lazy unit's state lives as long as it");
-            chain_tuple(py, &held.kept.chains, chain, &self.strings)
+            chain_tuple(py, &held.kept.built.columns.chains, chain, &self.strings)
         })
     }
 }

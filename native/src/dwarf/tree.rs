@@ -264,13 +264,9 @@ pub(crate) fn scan<'a>(unit: &UnitData<'a>) -> Decided<Tree<'a>> {
     scanned(unit, false)
 }
 
-/// `scan_unit(unit)` as a lookup's scan: each top-level function's subtree deferred to
-/// `Tree::expand` (see the module docstring).
-pub(crate) fn scan_lazy<'a>(unit: &UnitData<'a>) -> Decided<Tree<'a>> {
-    scanned(unit, true)
-}
-
-fn scanned<'a>(unit: &UnitData<'a>, lazy: bool) -> Decided<Tree<'a>> {
+/// `scan_unit(unit, whole)`; `lazy` (not whole): each top-level function's subtree waits for
+/// `Tree::expand` where its sibling link allows (see the module docstring).
+pub(crate) fn scanned<'a>(unit: &UnitData<'a>, lazy: bool) -> Decided<Tree<'a>> {
     let mut tree = Tree::default();
     let raw = unit.header.entries_raw(&unit.abbrevs, None)?;
     // Where bytes follow the root's children, the reference's walk reads on and may refuse the
@@ -488,32 +484,25 @@ fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>, out: &mut Vec<(u1
 }
 
 impl<'a> Tree<'a> {
-    /// The children lists of the nodes from `first` on and of `root` (the node whose subtree they
-    /// are, if any), each in DIE order: nodes are numbered in DIE order, an expanded subtree's after
-    /// the rest, all of it at once.
+    /// The children lists of the nodes from `first` on and of `root` (whose subtree they are, if
+    /// any), each in DIE order: nodes are numbered in DIE order, an expanded subtree's after the rest.
     fn link(&mut self, first: usize, root: usize) {
-        let slot = |parent: i64| usize::try_from(parent).ok().map(|parent| if parent < first { 0 } else { parent + 1 - first });
-        let mut starts = vec![0u32; self.nodes.len() + 2 - first];
-        for node in &self.nodes[first..] {
-            if let Some(slot) = slot(node.parent) {
-                starts[slot + 1] += 1;
-            }
+        // Slot 0 holds `root`'s children, slot 1 + k those of node `first + k`.
+        let slot_of = |parent: i64| usize::try_from(parent).ok().map(|parent| (parent + 1).saturating_sub(first));
+        let owner = |slot: usize| if slot == 0 { root } else { first + slot - 1 };
+        let mut counts = vec![0u32; self.nodes.len() + 1 - first];
+        for slot in self.nodes[first..].iter().filter_map(|node| slot_of(node.parent)) {
+            counts[slot] += 1;
         }
-        for position in 1..starts.len() {
-            starts[position] += starts[position - 1];
+        let mut start = self.children.len() as u32;
+        for (slot, &count) in counts.iter().enumerate().filter(|(_, &count)| count > 0) {
+            self.nodes[owner(slot)].children = (start, start);
+            start += count;
         }
-        let base = self.children.len() as u32;
-        self.children.resize(self.children.len() + *starts.last().unwrap_or(&0) as usize, 0);
-        for (slot, pair) in starts.windows(2).enumerate() {
-            let parent = if slot == 0 { root } else { first + slot - 1 };
-            if pair[0] < pair[1] {
-                self.nodes[parent].children = (base + pair[0], base + pair[0]);
-            }
-        }
+        self.children.resize(start as usize, 0);
         for child in first..self.nodes.len() {
-            if let Some(slot) = slot(self.nodes[child].parent) {
-                let parent = if slot == 0 { root } else { first + slot - 1 };
-                let end = &mut self.nodes[parent].children.1;
+            if let Some(slot) = slot_of(self.nodes[child].parent) {
+                let end = &mut self.nodes[owner(slot)].children.1;
                 self.children[*end as usize] = child;
                 *end += 1;
             }
