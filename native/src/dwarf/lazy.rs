@@ -17,6 +17,7 @@ use self_cell::self_cell;
 
 use super::names::{self, Reached};
 use super::runs::{self, Kept, Run, SymbolBounds};
+use super::tree::Tree;
 use super::{chain_tuple, CompiledDwarfError, Decided, Defer, Sections};
 use crate::unpanicked;
 
@@ -31,6 +32,8 @@ pyo3::create_exception!(
 /// reference, why: every later call says so again.
 struct Held<'a> {
     decoded: Reached<'a>,
+    /// The unit's own copy of its tree where a function waits for `Tree::expand`.
+    tree: Option<Tree<'a>>,
     kept: Kept<'a>,
     deferred: Option<&'static str>,
 }
@@ -102,7 +105,8 @@ impl LazyUnit {
                 let kept = Kept::new(&decoded.1, decoded.2.as_ref());
                 let slot = state.next_slot;
                 state.next_slot += 1;
-                state.held.insert(slot, Held { decoded, kept, deferred: None });
+                let tree = decoded.1.waiting().then(|| decoded.1.clone());
+                state.held.insert(slot, Held { tree, decoded, kept, deferred: None });
                 Ok((slot, file_names))
             })
         })
@@ -132,7 +136,7 @@ impl LazyUnit {
         let (unit, tree, lines) = &*held.decoded;
         let (units, symbols) = (&self.units[..], self.symbols.get());
         let found = runs::lazy_run_at(
-            unit, tree, lines.as_ref(), units, symbols, self.functions_only, &mut held.kept, &mut state.reached, vaddr,
+            unit, held.tree.as_mut(), tree, lines.as_ref(), units, symbols, self.functions_only, &mut held.kept, &mut state.reached, vaddr,
         );
         if let Err(defer) = &found {
             held.deferred = Some(defer.0);
@@ -197,7 +201,7 @@ impl LazyUnit {
         let file = locked(&self.file);
         file.with_dependent(|_, state| {
             let held = state.held.get(&self.slot).expect("a lazy unit's state lives as long as it");
-            chain_tuple(py, &held.kept.chains, chain, &self.strings)
+            chain_tuple(py, &held.kept.built.columns.chains, chain, &self.strings)
         })
     }
 }

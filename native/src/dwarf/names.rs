@@ -56,7 +56,7 @@ pub(crate) fn decode_unit<'a>(sections: &'a Sections, offset: u64) -> Decided<Re
         Some(stmt_list) => Some(super::lines::decode(&unit, stmt_list)?),
         None => None,
     };
-    let tree = super::tree::scan(&unit)?;
+    let tree = super::tree::scanned(&unit, true)?;
     Ok(Arc::new((unit, tree, lines)))
 }
 

@@ -157,32 +157,39 @@ pub(crate) struct Chains {
     by_callee: FxHashMap<usize, u32>,
 }
 
-struct Builder<'u, 'a> {
-    tree: &'u Tree<'a>,
-    namer: Namer<'u, 'a>,
-    lines: Option<&'u LineTable>,
+/// What a build has cut and named so far (a lazy unit keeps it between lookups, `Kept`).
+#[derive(Default)]
+pub(crate) struct Built {
     /// Per node: the spans it owns (from its parent's level), set as levels are cut.
     node_spans: FxHashMap<usize, Vec<(u128, u128)>>,
     /// Per node: its chain id, once named.
     chain_ids: FxHashMap<usize, i64>,
     head_ids: FxHashMap<(i64, i64), i64>,
     names: FxHashMap<usize, NodeFacts>,
-    columns: Columns,
+    /// The runs of the span being built, and every head and chain named so far.
+    pub columns: Columns,
+}
+
+struct Builder<'u, 'a> {
+    tree: &'u Tree<'a>,
+    namer: Namer<'u, 'a>,
+    lines: Option<&'u LineTable>,
+    built: Built,
 }
 
 impl Builder<'_, '_> {
     fn facts(&mut self, node: usize) -> Decided<NodeFacts> {
-        if let Some(found) = self.names.get(&node) {
+        if let Some(found) = self.built.names.get(&node) {
             return Ok(found.clone());
         }
         let found = self.namer.node_facts(node)?;
-        self.names.insert(node, found.clone());
+        self.built.names.insert(node, found.clone());
         Ok(found)
     }
 
     /// `_level`: the pieces `node` owns, cut among its children (owner `node` where none holds).
     fn level(&mut self, node: usize) -> Vec<(u128, u128, usize)> {
-        let spans = self.node_spans.remove(&node).unwrap_or_default();
+        let spans = self.built.node_spans.remove(&node).unwrap_or_default();
         let children = self.tree.children_of(node);
         let mut pieces = Vec::new();
         if children.is_empty() {
@@ -221,14 +228,14 @@ impl Builder<'_, '_> {
         }
         pieces.sort_unstable();
         for (child, spans) in by_child {
-            self.node_spans.insert(child, spans);
+            self.built.node_spans.insert(child, spans);
         }
         pieces
     }
 
     /// The chain id of inline node `leaf`: its name and its callers' frames (`_outer_frames`).
     fn chain(&mut self, leaf: usize) -> Decided<i64> {
-        if let Some(found) = self.chain_ids.get(&leaf) {
+        if let Some(found) = self.built.chain_ids.get(&leaf) {
             return Ok(*found);
         }
         let (name, entry, _) = self.facts(leaf)?;
@@ -238,22 +245,22 @@ impl Builder<'_, '_> {
             outer.push(self.calling_frame(callee)?);
             callee = self.tree.nodes[callee].parent as usize;
         }
-        let id = self.columns.chains.list.len() as i64;
-        self.columns.chains.list.push((name, entry, outer));
-        self.chain_ids.insert(leaf, id);
+        let id = self.built.columns.chains.list.len() as i64;
+        self.built.columns.chains.list.push((name, entry, outer));
+        self.built.chain_ids.insert(leaf, id);
         Ok(id)
     }
 
     /// The frame that called inline node `callee`: its caller's name and entry, its call site.
     fn calling_frame(&mut self, callee: usize) -> Decided<u32> {
-        if let Some(&found) = self.columns.chains.by_callee.get(&callee) {
+        if let Some(&found) = self.built.columns.chains.by_callee.get(&callee) {
             return Ok(found);
         }
         let caller = self.tree.nodes[callee].parent as usize;
         let ((function, start_line, start_file), start_address, _) = self.facts(caller)?;
         let (_, _, call_site) = self.facts(callee)?;
         let (file, line, column, discriminator) = call_site.ok_or(Defer("a call site asked of a function"))?;
-        let chains = &mut self.columns.chains;
+        let chains = &mut self.built.columns.chains;
         let id = chains.frames.len() as u32;
         chains.frames.push((function, file, line, column, start_line, start_file, start_address, discriminator));
         chains.by_callee.insert(callee, id);
@@ -261,13 +268,13 @@ impl Builder<'_, '_> {
     }
 
     fn head(&mut self, leaf: i64, symbol: i64) -> Decided<i64> {
-        if let Some(found) = self.head_ids.get(&(leaf, symbol)) {
+        if let Some(found) = self.built.head_ids.get(&(leaf, symbol)) {
             return Ok(*found);
         }
         let chain = if leaf >= 0 { self.chain(leaf as usize)? } else { -1 };
-        let id = self.columns.head_keys.len() as i64;
-        self.columns.head_keys.push((chain, symbol));
-        self.head_ids.insert((leaf, symbol), id);
+        let id = self.built.columns.head_keys.len() as i64;
+        self.built.columns.head_keys.push((chain, symbol));
+        self.built.head_ids.insert((leaf, symbol), id);
         Ok(id)
     }
 
@@ -285,7 +292,7 @@ impl Builder<'_, '_> {
         }
         let row = first + after - 1;
         let stop = first + addresses.partition_point(|address| u128::from(*address) < high);
-        let columns = &mut self.columns;
+        let columns = &mut self.built.columns;
         columns.lows.push(low as u64);
         columns.lows.extend_from_slice(&lines.addresses[row + 1..stop]);
         columns.highs.extend_from_slice(&lines.addresses[row + 1..stop]);
@@ -303,7 +310,7 @@ impl Builder<'_, '_> {
         if low > ADDRESS_MAX {
             return;
         }
-        let columns = &mut self.columns;
+        let columns = &mut self.built.columns;
         columns.lows.push(low as u64);
         columns.highs.push(high.min(ADDRESS_MAX) as u64);
         columns.files.push(-1);
@@ -346,28 +353,16 @@ pub(crate) fn all_runs<'u, 'a>(
     symbols: &SymbolBounds,
     functions_only: bool,
 ) -> Decided<Columns> {
-    // _settle_pieces: later entries (greater low) win where function ranges overlap.
-    let mut function_ranges = tree.function_ranges.clone();
-    function_ranges.sort_unstable();
-    let owners: Vec<_> = function_ranges
-        .iter()
-        .enumerate()
-        .map(|(position, &(low, high, node))| (low, high, -(position as i64), node))
-        .collect();
-    let pieces = owned_pieces(&owners);
+    let pieces = function_pieces(tree);
     let mut builder = Builder {
         tree,
         namer,
         lines,
-        node_spans: FxHashMap::default(),
-        chain_ids: FxHashMap::default(),
-        head_ids: FxHashMap::default(),
-        names: FxHashMap::default(),
-        columns: Columns::default(),
+        built: Built::default(),
     };
     let mut top_nodes = Vec::new();
     for &(low, high, node) in &pieces {
-        let spans = builder.node_spans.entry(node).or_default();
+        let spans = builder.built.node_spans.entry(node).or_default();
         if spans.is_empty() {
             top_nodes.push(node);
         }
@@ -407,7 +402,7 @@ pub(crate) fn all_runs<'u, 'a>(
     // One run per row a span covers, one per bare span, a few more where a symbol cuts: room for
     // all of them at once, not a doubling per few thousand runs.
     let room = lines.map_or(0, |lines| lines.addresses.len()) + spans.len();
-    let columns = &mut builder.columns;
+    let columns = &mut builder.built.columns;
     for column in [&mut columns.lows, &mut columns.highs] {
         column.reserve(room);
     }
@@ -415,8 +410,21 @@ pub(crate) fn all_runs<'u, 'a>(
         column.reserve(room);
     }
     sweep(&mut builder, &spans, symbols)?;
-    builder.columns.file_names = lines.map(|lines| lines.files.clone()).unwrap_or_default();
-    Ok(builder.columns)
+    builder.built.columns.file_names = lines.map(|lines| lines.files.clone()).unwrap_or_default();
+    Ok(builder.built.columns)
+}
+
+/// `_settle_pieces`: which top-level function owns which addresses, later entries (greater low)
+/// winning where function ranges overlap.
+fn function_pieces(tree: &Tree<'_>) -> Vec<(u128, u128, usize)> {
+    let mut function_ranges = tree.function_ranges.clone();
+    function_ranges.sort_unstable();
+    let owners: Vec<_> = function_ranges
+        .iter()
+        .enumerate()
+        .map(|(position, &(low, high, node))| (low, high, -(position as i64), node))
+        .collect();
+    owned_pieces(&owners)
 }
 
 /// `_row_pieces`: the line table's answer as disjoint (low, high, sequence) pieces; among
@@ -493,13 +501,8 @@ pub(crate) type Run = (u64, u64, i64, i64, i64, i64, i64, i64);
 /// land in them, each inline level cut once, each chain named once).
 pub(crate) struct Kept<'a> {
     namer: NamerCaches<'a>,
-    node_spans: FxHashMap<usize, Vec<(u128, u128)>>,
-    chain_ids: FxHashMap<usize, i64>,
-    head_ids: FxHashMap<(i64, i64), i64>,
-    names: FxHashMap<usize, NodeFacts>,
-    /// Per head: (chain, symbol); the chains `UnitColumns.chain` gives.
-    pub head_keys: Vec<(i64, i64)>,
-    pub chains: Chains,
+    /// Its columns' head keys and chains: what `UnitColumns.chain` gives.
+    pub built: Built,
     /// Per node: its level (`_level`), lows and pieces.
     levels: FxHashMap<usize, (Vec<u128>, Vec<(u128, u128, usize)>)>,
     /// The top-level functions' pieces (`_settle_pieces`) and the line sequences' (`_row_pieces`).
@@ -511,27 +514,15 @@ pub(crate) struct Kept<'a> {
 
 impl Kept<'_> {
     pub(crate) fn new(tree: &Tree<'_>, lines: Option<&LineTable>) -> Self {
-        let mut function_ranges = tree.function_ranges.clone();
-        function_ranges.sort_unstable();
-        let owners: Vec<_> = function_ranges
-            .iter()
-            .enumerate()
-            .map(|(position, &(low, high, node))| (low, high, -(position as i64), node))
-            .collect();
-        let pieces = owned_pieces(&owners);
-        let mut node_spans: FxHashMap<usize, Vec<(u128, u128)>> = FxHashMap::default();
+        let pieces = function_pieces(tree);
+        let mut built = Built::default();
         for &(low, high, node) in &pieces {
-            node_spans.entry(node).or_default().push((low, high));
+            built.node_spans.entry(node).or_default().push((low, high));
         }
         let row_pieces = sequence_pieces(lines);
         Kept {
             namer: NamerCaches::default(),
-            node_spans,
-            chain_ids: FxHashMap::default(),
-            head_ids: FxHashMap::default(),
-            names: FxHashMap::default(),
-            head_keys: Vec::new(),
-            chains: Chains::default(),
+            built,
             levels: FxHashMap::default(),
             pieces,
             row_pieces,
@@ -546,6 +537,7 @@ impl Kept<'_> {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn lazy_run_at<'a>(
     unit: &UnitData<'a>,
+    own: Option<&mut Tree<'a>>,
     tree: &Tree<'a>,
     lines: Option<&LineTable>,
     units: &[(u64, u64)],
@@ -555,29 +547,21 @@ pub(crate) fn lazy_run_at<'a>(
     reached: &mut FxHashMap<u64, Reached<'a>>,
     vaddr: u128,
 ) -> Decided<Option<Run>> {
+    // A unit whose functions wait (`own`): the one holding `vaddr` walked before its levels are cut.
+    let position = kept.pieces.partition_point(|piece| piece.0 <= vaddr);
+    let tree = match own {
+        Some(own) if position > 0 && vaddr < kept.pieces[position - 1].1 => {
+            own.expand(unit, kept.pieces[position - 1].2)?;
+            &*own
+        }
+        Some(own) => &*own,
+        None => tree,
+    };
     kept.namer.reached = std::mem::take(reached);
     let namer = Namer::with_caches(unit, tree, lines, units, std::mem::take(&mut kept.namer));
-    let mut builder = Builder {
-        tree,
-        namer,
-        lines,
-        node_spans: std::mem::take(&mut kept.node_spans),
-        chain_ids: std::mem::take(&mut kept.chain_ids),
-        head_ids: std::mem::take(&mut kept.head_ids),
-        names: std::mem::take(&mut kept.names),
-        columns: Columns {
-            head_keys: std::mem::take(&mut kept.head_keys),
-            chains: std::mem::take(&mut kept.chains),
-            ..Columns::default()
-        },
-    };
+    let mut builder = Builder { tree, namer, lines, built: std::mem::take(&mut kept.built) };
     let found = span_run_at(&mut builder, symbols, functions_only, kept, vaddr);
-    kept.node_spans = builder.node_spans;
-    kept.chain_ids = builder.chain_ids;
-    kept.head_ids = builder.head_ids;
-    kept.names = builder.names;
-    kept.head_keys = std::mem::take(&mut builder.columns.head_keys);
-    kept.chains = std::mem::take(&mut builder.columns.chains);
+    kept.built = builder.built;
     kept.namer = builder.namer.take_caches();
     *reached = std::mem::take(&mut kept.namer.reached);
     found
@@ -619,9 +603,9 @@ fn span_run_at<'a>(
         if leaf >= 0 {
             builder.chain(leaf as usize)?; // _chain_error
         }
-        builder.columns.lows.clear();
+        builder.built.columns.lows.clear();
         build_span(builder, symbols, functions_only, &kept.row_pieces, low, high, leaf)?;
-        let columns = &mut builder.columns;
+        let columns = &mut builder.built.columns;
         let built = Columns {
             lows: std::mem::take(&mut columns.lows),
             highs: std::mem::take(&mut columns.highs),
@@ -639,7 +623,7 @@ fn span_run_at<'a>(
     if vaddr >= u128::from(runs.highs[at]) {
         return Ok(None);
     }
-    let (chain, symbol) = builder.columns.head_keys[runs.heads[at] as usize];
+    let (chain, symbol) = builder.built.columns.head_keys[runs.heads[at] as usize];
     Ok(Some((runs.lows[at], runs.highs[at], runs.files[at], runs.lines[at], runs.columns[at], runs.discriminators[at],
              chain, symbol)))
 }

@@ -11,9 +11,18 @@
 //! (it stops where something would be), so walking into it finds the same, as long as every link
 //! taken inside it agrees with the null entries the skipper counts: one that does not (damaged
 //! data, a fuzz finding in tests/data/) leaves the unit to the reference.
+//!
+//! A lazy unit's scan (`scan_lazy`) keeps the reference's rule for a lookup (`scan_unit(unit)`):
+//! a top-level function's children are not read until an address lands in the function, so damage
+//! there is seen by neither until then; the reference then breaks that function's spans, and the
+//! compiled unit leaves itself to the reference (tests/test_lazy_walk.py, on damaged fixture copies).
+//! It jumps only by a sibling link (GCC's): without one the reference's skipper steps over every
+//! DIE, which costs about as much as the walk, and most functions of a 10k-address lookup of a Rust
+//! binary are asked anyway. `Tree::expand` walks a function's subtree as `scan` does.
 
 use gimli::constants as dw;
 use gimli::UnitOffset;
+use rustc_hash::FxHashMap;
 
 use super::unit::{Attr, UnitData};
 use super::{Decided, Defer};
@@ -76,6 +85,7 @@ impl<'a> NodeAttrs<'a> {
 /// A node, its ranges and children as positions in its tree's flat lists (`Tree::ranges_of`,
 /// `Tree::children_of`): a large unit has tens of thousands of nodes, most with one range and no
 /// children, and a lazy unit keeps them for the whole run.
+#[derive(Clone)]
 pub(crate) struct Node<'a> {
     /// .debug_info offset of the node's DIE.
     pub die: u64,
@@ -86,6 +96,7 @@ pub(crate) struct Node<'a> {
     _attrs: std::marker::PhantomData<&'a ()>,
 }
 
+#[derive(Clone)]
 pub(crate) struct Scope<'a> {
     pub start: u64,
     pub end: u64,
@@ -94,7 +105,7 @@ pub(crate) struct Scope<'a> {
     pub is_namespace: bool,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct Tree<'a> {
     pub nodes: Vec<Node<'a>>,
     /// Every node's ranges, and (once the scan ends) every node's children in DIE order, each
@@ -104,6 +115,10 @@ pub(crate) struct Tree<'a> {
     /// (low, high, node) of every range of every function node.
     pub function_ranges: Vec<(u128, u128, usize)>,
     pub scopes: Vec<Scope<'a>>,
+    /// A lazy scan's top-level functions whose children wait for `expand`: (first child, bound).
+    deferred: FxHashMap<usize, (u64, u64)>,
+    /// Kept for the walks of `expand`.
+    plans: Plans,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -156,6 +171,7 @@ fn role_of(abbrev: &gimli::Abbreviation) -> Role {
 /// What the scan reads of the DIEs of one abbreviation, worked out on its first DIE: the
 /// attributes the walk uses (the rest skipped in runs, as the reference's scan skips them; a node's
 /// others are read when it is named, `NodeAttrs::of_die`).
+#[derive(Clone)]
 struct Plan {
     role: Role,
     indirect: bool,
@@ -179,7 +195,7 @@ impl Plan {
 
 /// The plans of one unit's abbreviations, by code (one table serves the whole unit, so a code
 /// names one abbreviation throughout; a code too large to index by is planned per DIE).
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Plans {
     by_code: Vec<Option<Plan>>,
     unplanned: Option<Plan>,
@@ -243,27 +259,37 @@ fn children_end<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<u64> {
     Ok(unit.end)
 }
 
-/// The tree, where the unit's entries end with its root's children; where bytes follow, the
-/// reference's walk reads on and may refuse the unit for them (fuzz/findings/): deferred to it.
-fn ended<'a, R: gimli::Reader>(tree: Tree<'a>, raw: &gimli::EntriesRaw<'_, R>) -> Decided<Tree<'a>> {
-    if raw.is_empty() {
-        Ok(tree.with_children())
-    } else {
-        Err(Defer("entries after the root's children"))
-    }
+/// `scan_unit(unit, whole=True)`: the unit's nodes and scopes.
+pub(crate) fn scan<'a>(unit: &UnitData<'a>) -> Decided<Tree<'a>> {
+    scanned(unit, false)
 }
 
-/// `scan_unit(unit, whole=True)`: the unit's nodes and scopes.
-pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
+/// `scan_unit(unit, whole)`; `lazy` (not whole): each top-level function's subtree waits for
+/// `Tree::expand` where its sibling link allows (see the module docstring).
+pub(crate) fn scanned<'a>(unit: &UnitData<'a>, lazy: bool) -> Decided<Tree<'a>> {
     let mut tree = Tree::default();
+    let raw = unit.header.entries_raw(&unit.abbrevs, None)?;
+    // Where bytes follow the root's children, the reference's walk reads on and may refuse the
+    // unit for them (fuzz/findings/): deferred to it.
+    if walk(unit, &mut tree, raw, Vec::new(), -1, lazy)? != unit.end {
+        return Err(Defer("entries after the root's children"));
+    }
+    tree.link(0, 0);
+    Ok(tree)
+}
+
+/// The DIEs from `raw` on until the subtree `stack` describes closes (`scan._walk`): where that
+/// was, or the unit's end if it ran out first. `lazy`: a top-level function's children are
+/// jumped over and noted in `tree.deferred`.
+fn walk<'u, 'a>(
+    unit: &'u UnitData<'a>, tree: &mut Tree<'a>, mut raw: gimli::EntriesRaw<'u, super::R<'a>>, mut stack: Vec<Frame>,
+    mut current_node: i64, lazy: bool,
+) -> Decided<u64> {
     let end = unit.end;
-    let mut raw = unit.header.entries_raw(&unit.abbrevs, None)?;
-    let mut stack: Vec<Frame> = Vec::new();
-    let (mut current_node, mut current_scope) = (-1i64, -1i64);
-    let mut functions_open = 0usize;
+    let mut current_scope = -1i64;
+    let mut functions_open = stack.len();
     // How many open subtrees the reference would have stepped over by their null entries.
     let mut skipped_open = 0usize;
-    let mut plans = Plans::default();
     loop {
         if raw.is_empty() {
             // The unit ends with subtrees open (damaged data, or an assembler's unit): they end
@@ -274,11 +300,11 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
             if open_node_elsewhere {
                 return Err(Defer("children that run past their DW_AT_sibling"));
             }
-            return Ok(tree.with_children());
+            return Ok(end);
         }
         let die = unit.offset + raw.next_offset().0 as u64;
         let Some(abbrev) = raw.read_abbreviation()? else {
-            let Some(frame) = stack.pop() else { return ended(tree, &raw) };
+            let Some(frame) = stack.pop() else { return Ok(unit.offset + raw.next_offset().0 as u64) };
             skipped_open -= usize::from(frame.skipped);
             current_node = frame.saved_node;
             current_scope = frame.saved_scope;
@@ -294,11 +320,11 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                 Kind::Other => {}
             }
             if stack.is_empty() {
-                return ended(tree, &raw);
+                return Ok(after);
             }
             continue;
         };
-        let plan = plans.of(abbrev);
+        let plan = tree.plans.of(abbrev);
         if plan.indirect {
             return Err(Defer("DW_FORM_indirect"));
         }
@@ -375,11 +401,15 @@ pub(crate) fn scan<'u, 'a>(unit: &'u UnitData<'a>) -> Decided<Tree<'a>> {
                     }
                 }
                 if has_children {
-                    if node < 0 {
-                        if let Some(to) = sibling {
-                            jump(&mut raw, to)?;
-                            continue;
+                    // A lookup's scan jumps over a top-level function's children by its sibling
+                    // link, as the reference does (see the module docstring).
+                    let deferred = lazy && node >= 0 && abbrev.tag() == dw::DW_TAG_subprogram;
+                    if let Some(to) = sibling.filter(|_| node < 0 || deferred) {
+                        jump(&mut raw, to)?;
+                        if node >= 0 {
+                            tree.deferred.insert(node as usize, (after, to));
                         }
+                        continue;
                     }
                     // A node's subtree is walked whole by the reference; another's, skipped if it can.
                     let skipped = node < 0;
@@ -453,32 +483,53 @@ fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>, out: &mut Vec<(u1
     Ok(())
 }
 
-impl Tree<'_> {
-    /// The children lists, from each node's parent: nodes are numbered in DIE order, so each
-    /// list is in DIE order too.
-    fn with_children(mut self) -> Self {
-        let mut counts = vec![0u32; self.nodes.len() + 1];
-        for node in &self.nodes {
-            if node.parent >= 0 {
-                counts[node.parent as usize + 1] += 1;
+impl<'a> Tree<'a> {
+    /// The children lists of the nodes from `first` on and of `root` (whose subtree they are, if
+    /// any), each in DIE order: nodes are numbered in DIE order, an expanded subtree's after the rest.
+    fn link(&mut self, first: usize, root: usize) {
+        // Slot 0 holds `root`'s children, slot 1 + k those of node `first + k`.
+        let slot_of = |parent: i64| usize::try_from(parent).ok().map(|parent| (parent + 1).saturating_sub(first));
+        let owner = |slot: usize| if slot == 0 { root } else { first + slot - 1 };
+        let mut counts = vec![0u32; self.nodes.len() + 1 - first];
+        for slot in self.nodes[first..].iter().filter_map(|node| slot_of(node.parent)) {
+            counts[slot] += 1;
+        }
+        let mut start = self.children.len() as u32;
+        for (slot, &count) in counts.iter().enumerate().filter(|(_, &count)| count > 0) {
+            self.nodes[owner(slot)].children = (start, start);
+            start += count;
+        }
+        self.children.resize(start as usize, 0);
+        for child in first..self.nodes.len() {
+            if let Some(slot) = slot_of(self.nodes[child].parent) {
+                let end = &mut self.nodes[owner(slot)].children.1;
+                self.children[*end as usize] = child;
+                *end += 1;
             }
         }
-        for position in 1..counts.len() {
-            counts[position] += counts[position - 1];
+    }
+
+    /// Whether a function waits for `expand`.
+    pub(crate) fn waiting(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// The subtree of top-level function `node` if a lazy scan deferred it, walked as the whole
+    /// scan walks it; anything it finds that the whole scan would place otherwise (children that
+    /// do not end at the bound the scan jumped to, a function nested in it) is left to the reference.
+    pub(crate) fn expand(&mut self, unit: &UnitData<'a>, node: usize) -> Decided<()> {
+        let Some((from, bound)) = self.deferred.remove(&node) else { return Ok(()) };
+        let (first, functions) = (self.nodes.len(), self.function_ranges.len());
+        let raw = unit.header.entries_raw(&unit.abbrevs, Some(UnitOffset((from - unit.offset) as usize)))?;
+        let root = Frame { kind: Kind::Function(node as i64), saved_node: -1, saved_scope: -1, sibling: None, skipped: false };
+        if walk(unit, self, raw, vec![root], node as i64, false)? != bound {
+            return Err(Defer("children that do not end where the scan jumped to"));
         }
-        for (position, node) in self.nodes.iter_mut().enumerate() {
-            node.children = (counts[position], counts[position]);
+        if self.function_ranges.len() != functions {
+            return Err(Defer("a function nested in a deferred subtree"));
         }
-        self.children = vec![0; *counts.last().unwrap_or(&0) as usize];
-        for child in 0..self.nodes.len() {
-            let parent = self.nodes[child].parent;
-            if parent >= 0 {
-                let slot = &mut self.nodes[parent as usize].children.1;
-                self.children[*slot as usize] = child;
-                *slot += 1;
-            }
-        }
-        self
+        self.link(first, node);
+        Ok(())
     }
 
     /// Node `node`'s ranges.
