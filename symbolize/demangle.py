@@ -109,10 +109,14 @@ def demangle(name: str, mode: DemangleMode) -> str:
     A name no demangler recognises (a C symbol, a name already built from
     debug info) is returned as is in ``full`` mode and shortened in ``short``.
     """
+    if mode == "full":  # the memo asked here, in no call of its own: an answer shows thousands of names
+        demangled = _full_names.get(name)
+        if demangled is None:
+            demangled = _llvm_demangle(name)
+            remember(name, demangled)
+        return demangled
     if mode == "none":
         return name
-    if mode == "full":
-        return _demangle_full(name)
     if mode == "short":
         return _demangle_short(name)
     raise ValueError(f"unknown demangle mode {mode!r}")  # a programming error, not bad input
@@ -130,14 +134,6 @@ def profile_name(name: str, mode: DemangleMode, *, keep_hashes: bool = False) ->
     if "{closure#" in shown:
         shown = _V0_CLOSURE.sub("{{closure}}", shown)
     return shown
-
-
-def _demangle_full(name: str) -> str:
-    demangled = _full_names.get(name)
-    if demangled is None:
-        demangled = _llvm_demangle(name)
-        remember(name, demangled)
-    return demangled
 
 
 def _llvm_demangle(name: str) -> str:
@@ -187,7 +183,7 @@ def remember(name: str, full: str) -> None:
 
 @functools.lru_cache(maxsize=65536)
 def _demangle_short(name: str) -> str:
-    return shorten(_demangle_full(name))
+    return shorten(demangle(name, "full"))
 
 
 def shorten(text: str) -> str:
