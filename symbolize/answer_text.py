@@ -98,10 +98,8 @@ class FrameFormat:
         if self.as_json:
             separator = ""
             for frame in frames:
-                append(
-                    f'{separator}{{"function": {names[frame[0]]}, "file": {files[frame[1]]}, '
-                    f'"line": {frame[2]}, "column": {frame[3]}}}'
-                )
+                append(f'{separator}{{"function": {names[frame[0]]}, "file": {files[frame[1]]}, '
+                       f'"line": {frame[2]}, "column": {frame[3]}}}')
                 separator = ", "
         else:
             for frame in frames:

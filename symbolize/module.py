@@ -12,9 +12,7 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import filterfalse
@@ -189,8 +187,7 @@ class Module:
         # In C (filterfalse, map), not a Python loop per address: a batch is thousands of them.
         asked = list(filterfalse(results.__contains__, dict.fromkeys(vaddrs)))
         if asked:
-            with _collection_paused():
-                self._look_up(asked)
+            self._look_up(asked)
         return list(map(results.__getitem__, vaddrs))
 
     def _look_up(self, vaddrs: list[int]) -> None:
@@ -285,28 +282,6 @@ class Module:
             "debug_file": str(self.debug_files[0].path) if self.debug_files else None,
             "debug_id": str(self.image.debug_id) if self.image.debug_id is not None else None,
         }
-
-
-@contextmanager
-def _collection_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for a batch of lookups, back on after it (if it was on).
-
-    A batch makes tens of thousands of containers (each address's frame list, each chain's
-    frames) that outlive it in the memo and form no cycles; the collector, woken every 700 of them,
-    walked them and the readers' tables again and again: 5 % of the interpreter's instructions of a
-    cold 10,000-address ``lookup --json`` of libpython, 4 % of rustgen's (callgrind). Nothing is
-    lost: a cycle made meanwhile is collected by the first collection after the batch. Collection
-    is process-wide: a batch on another thread meanwhile runs without it too, until the batch that
-    turned it off turns it back on.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class PerFrame(Generic[T]):
