@@ -245,14 +245,14 @@ class AnswerText:
             if isinstance(result, Unknown) or not result:
                 if as_json:
                     why = unknown_json(result) if isinstance(result, Unknown) else ""
-                    append(f'{{"address": "{item:#x}", "frames": []{why}}}\n')
+                    append(f'{{"address": "{hex(item)}", "frames": []{why}}}\n')
                 else:
                     append("??\n??:0:0\n\n")
                 continue
             if not inlines and len(result) > 1:
                 result = [folded_frame(result)]
             if as_json:
-                append(f'{{"address": "{item:#x}", "frames": [')
+                append(f'{{"address": "{hex(item)}", "frames": [')  # hex(): no format spec to read
                 write(append, result)
                 append("]}\n")
             else:

@@ -214,8 +214,8 @@ class _CompiledLazyRuns:
         return MalformedInputError(f"DWARF: {error}", self._path)
 
     def _chain_heads(self, chain: int, symbol: int) -> ChainHead:
-        head = self._heads[chain, symbol] = chain_head(self._chain(chain) if chain >= 0 else None,
-                                                       self._symbols[symbol] if symbol >= 0 else None)
+        named = named_chain(self._chains, self._lazy, chain) if chain >= 0 else None
+        head = self._heads[chain, symbol] = chain_head(named, self._symbols[symbol] if symbol >= 0 else None)
         return head
 
     def run_at(self, vaddr: int) -> AnswerRun | None:
@@ -255,9 +255,6 @@ class _CompiledLazyRuns:
             append([_new_tuple(Frame, (function, file_name or default_file, line, column, start_line, start_file,
                                        start_address, discriminator)), *outer])
         return out
-
-    def _chain(self, chain: int) -> Chain:
-        return named_chain(self._chains, self._lazy, chain)
 
 
 class DwarfSymbolAnswers(SymbolAnswers):
