@@ -110,6 +110,8 @@ def demangle(name: str, mode: DemangleMode) -> str:
     debug info) is returned as is in ``full`` mode and shortened in ``short``.
     """
     if mode == "full":  # the memo asked here, in no call of its own: an answer shows thousands of names
+        if not name.startswith(MANGLING_PREFIXES):
+            return name  # a C name, or one built from debug info: nothing to demangle, nothing to remember
         demangled = _full_names.get(name)
         if demangled is None:
             demangled = _llvm_demangle(name)
@@ -137,7 +139,8 @@ def profile_name(name: str, mode: DemangleMode, *, keep_hashes: bool = False) ->
 
 
 def _llvm_demangle(name: str) -> str:
-    if not name.startswith(MANGLING_PREFIXES) or len(name) > MAX_DEMANGLE_LENGTH:
+    """``name`` (with a mangling prefix) as LLVM's demanglers print it, with this module's rules."""
+    if len(name) > MAX_DEMANGLE_LENGTH:
         return name
     try:
         demangled: str | None = pycxxfilt.demangle(name)
