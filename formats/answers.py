@@ -19,6 +19,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from heapq import heappop, heappush
 from itertools import compress, pairwise
 from operator import ne
@@ -299,8 +300,10 @@ class AnswerLookup:
         found_at: list[list[Frame] | None] = [None] * len(asked)
         errors: list[MalformedInputError | None] = [None] * len(asked)
         by_region: dict[int, list[int]] = {}  # region position -> positions of the vaddrs it alone holds
+        # Each vaddr's region bisected in C (map), not by a call from a Python loop.
+        after = list(map(partial(bisect_right, lows), asked))
         for index, vaddr in enumerate(asked):
-            position = bisect_right(lows, vaddr) - 1
+            position = after[index] - 1
             if position < 0:
                 continue
             if position == 0 or reach[position - 1] <= vaddr:  # no region before this one holds it

@@ -25,7 +25,7 @@ from the Python code here, which is the reference the kernel is tested against
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -34,6 +34,7 @@ from symbolize.formats.native import kernels
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Reason, Unknown
+from symbolize.shaping import shown_name
 
 if TYPE_CHECKING:
     from symbolize.module import Module
@@ -59,13 +60,56 @@ def unknown_json(result: Unknown) -> str:
     return f', "reason": "{result.reason.value}"{detail}'
 
 
-def frame_json(frame: Frame, quoted: Mapping[str | None, str] | None = None) -> str:
-    """``json.dumps`` of the frame's dict, spelled out: five times faster, and the frames are many;
-    ``quoted`` gives each name and file as written (:class:`_Quoted`), else each is encoded."""
-    if quoted is None:
-        quoted = _Quoted()
-    function, file = quoted[frame.function], quoted[frame.file]
-    return f'{{"function": {function}, "file": {file}, "line": {frame.line}, "column": {frame.column}}}'
+def frame_json(frame: Frame) -> str:
+    """The frame's JSON object, as ``json.dumps`` of its dict writes it (:class:`FrameFormat`)."""
+    return FrameFormat("none", True).text((frame,))
+
+
+def frame_text(frame: Frame) -> str:
+    """The frame's two lines of llvm-symbolizer's text (:class:`FrameFormat`)."""
+    return FrameFormat("none", False).text((frame,))
+
+
+class FrameFormat:
+    """How an answer's frames are written: the one place both formats are spelled, for
+    :func:`frame_json`, :func:`frame_text` and :class:`AnswerText`'s reference render.
+
+    JSON: each frame ``json.dumps`` of ``{"function", "file", "line", "column"}``, spelled out (five
+    times faster, and the frames are many), frames joined by ``, ``; text: per frame the name and
+    ``file:line:column``, ``??`` for a name or file unknown. Names are shown as ``mode`` asks
+    (:func:`symbolize.shaping.shown_name`). Each distinct name, and each file JSON encodes, is
+    written once (:class:`_ShownNames`, :class:`_Quoted`): the frames of a batch share most of them.
+    """
+
+    __slots__ = ("_files", "_names", "as_json")
+
+    def __init__(self, mode: DemangleMode, as_json: bool) -> None:
+        self.as_json = as_json
+        self._names = _ShownNames(mode, as_json)
+        self._files = _Quoted()  # JSON's; the text writes a file as it is
+
+    def write(self, append: Callable[[str], None], frames: Sequence[Frame]) -> None:
+        """Write ``frames`` (innermost first) with ``append``: as the answer's ``"frames"`` list holds
+        them (JSON, without its brackets), or as its lines (text). Straight into the caller's
+        output, frame by frame: no list and no join per address."""
+        names, files = self._names, self._files
+        # A Frame's fields by position (function, file, line, column): a NamedTuple's field by name
+        # is a descriptor call, the interpreter's slow path, and this runs for every frame shown.
+        if self.as_json:
+            separator = ""
+            for frame in frames:
+                append(f'{separator}{{"function": {names[frame[0]]}, "file": {files[frame[1]]}, '
+                       f'"line": {frame[2]}, "column": {frame[3]}}}')
+                separator = ", "
+        else:
+            for frame in frames:
+                append(f"{names[frame[0]]}\n{frame[1] or '??'}:{frame[2]}:{frame[3]}\n")
+
+    def text(self, frames: Sequence[Frame]) -> str:
+        """What :meth:`write` writes, as one string."""
+        out: list[str] = []
+        self.write(out.append, frames)
+        return "".join(out)
 
 
 class _Quoted(dict[str | None, str]):
@@ -78,9 +122,9 @@ class _Quoted(dict[str | None, str]):
 
 
 class _ShownNames(dict[str | None, str]):
-    """Each function name as an answer prints it, made once: demangled as ``mode`` asks (as
-    :class:`symbolize.shaping.FrameShaper` does), then as :func:`frame_text` writes it (``??``
-    for none) or, ``as_json``, as :func:`frame_json` does (``null`` for none)."""
+    """Each function name as an answer prints it, made once: shown as ``mode`` asks
+    (:func:`symbolize.shaping.shown_name`), then written as JSON (``null`` for none) or, not
+    ``as_json``, as the text (``??`` for none)."""
 
     def __init__(self, mode: DemangleMode, as_json: bool) -> None:
         super().__init__()
@@ -88,16 +132,12 @@ class _ShownNames(dict[str | None, str]):
         self._as_json = as_json
 
     def __missing__(self, name: str | None) -> str:
-        shown = demangle(name, self._mode) if name else name
+        shown = shown_name(name, self._mode)
         if not self._as_json:
             text = self[name] = shown or "??"
             return text
         quoted = self[name] = "null" if shown is None else encode_basestring_ascii(shown)
         return quoted
-
-
-def frame_text(frame: Frame) -> str:
-    return f"{frame.function or '??'}\n{frame.file or '??'}:{frame.line}:{frame.column}\n"
 
 
 class PlainStyle(NamedTuple):
@@ -156,16 +196,14 @@ def folded_frame(frames: list[Frame]) -> Frame:
 class AnswerText:
     """The printed answers for batches of input lines, from one module, in one output format.
 
-    Each distinct name's and file's text is made once (:class:`_ShownNames`, :class:`_Quoted`).
+    A frame's text is :class:`FrameFormat`'s.
     """
 
     def __init__(self, shaper: FrameShaper, as_json: bool, style: PlainStyle | None = None) -> None:
         self.shaper = shaper
         self.as_json = as_json
         self.style = style or DEFAULT_STYLE
-        # Each name and file as printed, made once: a frame's text is then two look-ups and a format.
-        self._names = _ShownNames(shaper.mode, as_json)
-        self._files = _Quoted()
+        self._format = FrameFormat(shaper.mode, as_json)
 
     def render(self, module: Module, texts: Sequence[str]) -> str:
         """The text printed for ``texts`` (one input line each)."""
@@ -187,47 +225,38 @@ class AnswerText:
         return self._render_reference(module, [input_item(text) for text in texts])
 
     def _render_reference(self, module: Module, items: Sequence[int | str]) -> str:
-        """What :class:`symbolize.shaping.FrameShaper` and :func:`frame_text` (:func:`frame_json`)
-        make of each result, written out in one loop: a frame's text is its shown name, file and
-        place, with no Frame made per frame shown (a cold lookup's frames are nearly all distinct,
-        so a memo per frame only cost its upkeep)."""
+        """What :class:`symbolize.shaping.FrameShaper` and :class:`FrameFormat` make of each result,
+        in one loop: no shaped Frame is made per frame shown (the format shows each name as
+        FrameShaper does, once per name)."""
         vaddrs = [item for item in items if not isinstance(item, str)]
         found = iter(module.lookup(vaddrs))
-        names, files, as_json, inlines = self._names, self._files, self.as_json, self.shaper.inlines
+        as_json, inlines, write = self.as_json, self.shaper.inlines, self._format.write
         out: list[str] = []
         append = out.append
         for item in items:
             if isinstance(item, str):  # no address: echoed
                 if as_json:
                     why = unknown_json(Unknown(Reason.NOT_AN_ADDRESS))
-                    out.append(f'{{"address": {json.dumps(item)}, "frames": []{why}}}\n')
+                    append(f'{{"address": {json.dumps(item)}, "frames": []{why}}}\n')
                 else:
-                    out.append(f"{item}\n")  # llvm-symbolizer's echo: the line alone, no blank line after it
+                    append(f"{item}\n")  # llvm-symbolizer's echo: the line alone, no blank line after it
                 continue
             result = next(found)
             if isinstance(result, Unknown) or not result:
                 if as_json:
                     why = unknown_json(result) if isinstance(result, Unknown) else ""
-                    out.append(f'{{"address": "{item:#x}", "frames": []{why}}}\n')
+                    append(f'{{"address": "{hex(item)}", "frames": []{why}}}\n')
                 else:
-                    out.append("??\n??:0:0\n\n")
+                    append("??\n??:0:0\n\n")
                 continue
             if not inlines and len(result) > 1:
                 result = [folded_frame(result)]
-            # Straight into ``out``, frame by frame: no list and no join per address. A Frame's
-            # fields by position (function, file, line, column): a NamedTuple's field by name is a
-            # descriptor call, the interpreter's slow path, and this runs for every frame shown.
             if as_json:
-                append(f'{{"address": "{item:#x}", "frames": [')
-                separator = ""
-                for frame in result:
-                    append(f'{separator}{{"function": {names[frame[0]]}, "file": {files[frame[1]]}, '
-                           f'"line": {frame[2]}, "column": {frame[3]}}}')
-                    separator = ", "
+                append(f'{{"address": "{hex(item)}", "frames": [')  # hex(): no format spec to read
+                write(append, result)
                 append("]}\n")
             else:
-                for frame in result:
-                    append(f"{names[frame[0]]}\n{frame[1] or '??'}:{frame[2]}:{frame[3]}\n")
+                write(append, result)
                 append("\n")
         return "".join(out)
 

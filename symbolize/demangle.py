@@ -109,10 +109,16 @@ def demangle(name: str, mode: DemangleMode) -> str:
     A name no demangler recognises (a C symbol, a name already built from
     debug info) is returned as is in ``full`` mode and shortened in ``short``.
     """
+    if mode == "full":  # the memo asked here, in no call of its own: an answer shows thousands of names
+        if not name.startswith(MANGLING_PREFIXES):
+            return name  # a C name, or one built from debug info: nothing to demangle, nothing to remember
+        demangled = _full_names.get(name)
+        if demangled is None:
+            demangled = _llvm_demangle(name)
+            remember(name, demangled)
+        return demangled
     if mode == "none":
         return name
-    if mode == "full":
-        return _demangle_full(name)
     if mode == "short":
         return _demangle_short(name)
     raise ValueError(f"unknown demangle mode {mode!r}")  # a programming error, not bad input
@@ -132,16 +138,9 @@ def profile_name(name: str, mode: DemangleMode, *, keep_hashes: bool = False) ->
     return shown
 
 
-def _demangle_full(name: str) -> str:
-    demangled = _full_names.get(name)
-    if demangled is None:
-        demangled = _llvm_demangle(name)
-        remember(name, demangled)
-    return demangled
-
-
 def _llvm_demangle(name: str) -> str:
-    if not name.startswith(MANGLING_PREFIXES) or len(name) > MAX_DEMANGLE_LENGTH:
+    """``name`` (with a mangling prefix) as LLVM's demanglers print it, with this module's rules."""
+    if len(name) > MAX_DEMANGLE_LENGTH:
         return name
     try:
         demangled: str | None = pycxxfilt.demangle(name)
@@ -187,7 +186,7 @@ def remember(name: str, full: str) -> None:
 
 @functools.lru_cache(maxsize=65536)
 def _demangle_short(name: str) -> str:
-    return shorten(_demangle_full(name))
+    return shorten(demangle(name, "full"))
 
 
 def shorten(text: str) -> str:

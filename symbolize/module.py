@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import filterfalse
 from pathlib import Path
 from typing import Generic, NamedTuple, Protocol, TypeVar, cast
 
@@ -183,10 +184,11 @@ class Module:
     def lookup(self, vaddrs: Sequence[int]) -> list[list[Frame] | Unknown]:
         """One result per vaddr, in order: frames (innermost first) or Unknown."""
         results = self._results
-        asked = [vaddr for vaddr in dict.fromkeys(vaddrs) if vaddr not in results]
+        # In C (filterfalse, map), not a Python loop per address: a batch is thousands of them.
+        asked = list(filterfalse(results.__contains__, dict.fromkeys(vaddrs)))
         if asked:
             self._look_up(asked)
-        return [results[vaddr] for vaddr in vaddrs]
+        return list(map(results.__getitem__, vaddrs))
 
     def _look_up(self, vaddrs: list[int]) -> None:
         """Each of ``vaddrs``' result, into the memo: every source asked for all the addresses

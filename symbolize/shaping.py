@@ -11,6 +11,13 @@ from symbolize.formats.types import Frame
 from symbolize.module import PerFrame, Unknown
 
 
+def shown_name(name: str | None, mode: DemangleMode) -> str | None:
+    """A frame's function name as an answer shows it: demangled as ``mode`` asks; no name stays none.
+    The one naming rule of both the frames the library hands out (:class:`FrameShaper`) and the
+    printed answers (symbolize/answer_text.py)."""
+    return demangle_name(name, mode) if name else name
+
+
 class FrameShaper:
     """Demangles a lookup result's names and, with ``inlines=False``, folds it into one frame.
 
@@ -33,7 +40,7 @@ class FrameShaper:
                                    discriminator=innermost.discriminator)]
 
     def _demangled(self, frame: Frame) -> Frame:
-        name = demangle_name(frame.function, self.mode) if frame.function else frame.function
+        name = shown_name(frame.function, self.mode)
         if name == frame.function:
             return frame
         return frame._replace(function=name)

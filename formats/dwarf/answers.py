@@ -192,8 +192,7 @@ class _CompiledLazyRuns:
         # Only the last item may be an exception: where run_at would raise it.
         stopped = found.pop() if found and isinstance(found[-1], Exception) else None
         assert stopped is None or isinstance(stopped, Exception)
-        row_frames = self._row_frames
-        answers.extend(None if run is None else row_frames(run) for run in found)  # type: ignore[arg-type]
+        answers += self._rows_frames(found)  # type: ignore[arg-type]
         if stopped is None:
             return answers
         if not isinstance(stopped, _DEFERRED):
@@ -215,8 +214,8 @@ class _CompiledLazyRuns:
         return MalformedInputError(f"DWARF: {error}", self._path)
 
     def _chain_heads(self, chain: int, symbol: int) -> ChainHead:
-        head = self._heads[chain, symbol] = chain_head(self._chain(chain) if chain >= 0 else None,
-                                                       self._symbols[symbol] if symbol >= 0 else None)
+        named = named_chain(self._chains, self._lazy, chain) if chain >= 0 else None
+        head = self._heads[chain, symbol] = chain_head(named, self._symbols[symbol] if symbol >= 0 else None)
         return head
 
     def run_at(self, vaddr: int) -> AnswerRun | None:
@@ -231,24 +230,31 @@ class _CompiledLazyRuns:
             raise self._compiled_error(error) from error
         if found is None:
             return None
-        return _new_tuple(AnswerRun, (found[0], found[1], tuple(self._row_frames(found))))
+        frames = self._rows_frames([found])[0]
+        assert frames is not None
+        return _new_tuple(AnswerRun, (found[0], found[1], tuple(frames)))
 
-    def _row_frames(self, run: LazyRow) -> list[Frame]:
-        """The frames of a lazy unit's run (a row of ``LazyUnit.run_at``), innermost first: the row's
-        place under its chain head, named once per (chain, symbol)."""
-        _, _, file, line, column, discriminator, chain, symbol = run
-        head = self._heads.get((chain, symbol)) or self._chain_heads(chain, symbol)
-        # The head's fields unpacked, not read by name (a descriptor call each, per address).
-        function, start_line, outer, default_file, start_file, start_address = head
-        file_names = self._file_names
-        file_name = file_names[file] if 0 <= file < len(file_names) else None
-        # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per call.
-        inner = _new_tuple(Frame, (function, file_name or default_file, line, column, start_line, start_file,
-                                   start_address, discriminator))
-        return [inner, *outer]
-
-    def _chain(self, chain: int) -> Chain:
-        return named_chain(self._chains, self._lazy, chain)
+    def _rows_frames(self, runs: list[LazyRow | None]) -> list[list[Frame] | None]:
+        """The frames of each lazy unit's run (a row of ``LazyUnit.run_at``; None: no run), innermost
+        first: the row's place under its chain head, named once per (chain, symbol). One loop for a
+        batch: a call per row cost as much as making its frames."""
+        heads, file_names = self._heads, self._file_names
+        named = len(file_names)
+        out: list[list[Frame] | None] = []
+        append = out.append
+        for run in runs:
+            if run is None:
+                append(None)
+                continue
+            _, _, file, line, column, discriminator, chain, symbol = run
+            head = heads.get((chain, symbol)) or self._chain_heads(chain, symbol)
+            # The head's fields unpacked, not read by name (a descriptor call each, per address).
+            function, start_line, outer, default_file, start_file, start_address = head
+            file_name = file_names[file] if 0 <= file < named else None
+            # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per call.
+            append([_new_tuple(Frame, (function, file_name or default_file, line, column, start_line, start_file,
+                                       start_address, discriminator)), *outer])
+        return out
 
 
 class DwarfSymbolAnswers(SymbolAnswers):
