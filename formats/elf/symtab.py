@@ -69,31 +69,31 @@ class FunctionSymbol(NamedTuple):
     order: tuple[int, int] = (0, 0)
 
 
-def all_function_symbols(headers: ElfHeaders, mini_debug_info: bool = True) -> list[FunctionSymbol]:
-    """Every function symbol, one per (name, address) (the preferred one), sorted by address and name."""
-    found: dict[tuple[int, str], FunctionSymbol] = {}
-    sources: list[Iterator[FunctionSymbol]] = [
-        _function_symbols(headers, section)
-        for section in headers.sections
-        if section.sh_type in (SHT_SYMTAB, SHT_DYNSYM)
-    ]
+def function_symbol_entries(headers: ElfHeaders, mini_debug_info: bool = True) -> list[FunctionSymbol]:
+    """Every function symbol of every table, as the tables list them (one name may appear in
+    several: .symtab and .dynsym); each with its table's rank (:data:`SYMTAB_RANK`...)."""
+    entries: list[FunctionSymbol] = []
+    for section in headers.sections:
+        if section.sh_type in (SHT_SYMTAB, SHT_DYNSYM):
+            entries += _function_symbols(headers, section)
     if mini_debug_info:
-        sources.append(iter(_mini_debug_info_symbols(headers)))
-    for source in sources:
-        for entry in source:
-            key = (entry.symbol.vaddr, entry.symbol.name)
-            kept = found.get(key)
-            # preference(entry) > preference(kept), inline: this runs once per symbol of the file.
-            if kept is None or (entry.symbol.size, entry.order) > (kept.symbol.size, kept.order):
-                found[key] = entry
+        entries += _mini_debug_info_symbols(headers)
+    return entries
+
+
+def all_function_symbols(entries: list[FunctionSymbol]) -> list[FunctionSymbol]:
+    """Of :func:`function_symbol_entries`, one per (name, address) (the preferred one), sorted by
+    address and name."""
+    found: dict[tuple[int, str], FunctionSymbol] = {}
+    for entry in entries:
+        key = (entry.symbol.vaddr, entry.symbol.name)
+        kept = found.get(key)
+        # preference(entry) > preference(kept), inline: this runs once per symbol of the file.
+        if kept is None or (entry.symbol.size, entry.order) > (kept.symbol.size, kept.order):
+            found[key] = entry
     return [found[key] for key in sorted(found)]  # by address, then name: the keys' own order
 
 
-def preference(entry: FunctionSymbol) -> tuple[int, tuple[int, int]]:
-    """Among symbols at one address, the one llvm-symbolizer names: the largest, then the last in
-    the symbol table (it stable-sorts by address and size and keeps the last of each address).
-    Identical code folded by the linker is where this matters: several names, one address."""
-    return entry.symbol.size, entry.order
 
 
 def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[FunctionSymbol]:
@@ -173,7 +173,7 @@ def _mini_debug_info_symbols(headers: ElfHeaders) -> list[FunctionSymbol]:
     payload = _unxz(headers, data, section.sh_offset)
     try:
         mini = ElfHeaders(memoryview(payload), headers.path)
-        inner = all_function_symbols(mini, False)
+        inner = function_symbol_entries(mini, False)
         return [entry._replace(order=(MINIDEBUGINFO_RANK, entry.order[1])) for entry in inner]
     except MalformedInputError as err:
         # Offsets inside the payload mean nothing in the outer file; name the section instead.
