@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -128,6 +127,8 @@ def remote_options(
         server_url(url)
     if not (urls or servers or offline):
         return None
+    from dataclasses import replace  # here: a run that asks no server never imports dataclasses for it
+
     return replace(
         environment,
         debuginfod_urls=tuple(dict.fromkeys(server_url(url) for url in urls)),
@@ -172,6 +173,8 @@ class Session:
             use_cache=use_cache, remote=remote,
         )  # fmt: skip
         if build_missing_indexes:
+            from dataclasses import replace
+
             self.options = replace(self.options, build_missing_indexes=True)
         self.keep_loader = keep_loader
         self._kept: Loader | None = None
@@ -692,6 +695,8 @@ def build_indexes(
     rewrites with the same ``cache_dir`` answer from them. ``progress`` hears which binary is
     being indexed and one step per binary done (symbolize/progress.py; the caller starts its stage).
     """
+    from dataclasses import replace
+
     from symbolize.cache import default_cache_dir
     from symbolize.index.indexed import IndexedObject
     from symbolize.progress import ProgressReport
