@@ -395,8 +395,9 @@ _ELF_FIXTURES = sorted(
 
 @pytest.mark.parametrize("path", _ELF_FIXTURES, ids=lambda path: path.name)
 def test_the_symbol_index_of_every_table_entry_is_that_of_the_deduplicated_symbols(path: Path) -> None:
-    """ElfFile builds its symbol index from every table's entries as listed (a cold lookup skips
-    deduplicating by name): the same starts, ends and symbols as from the deduplicated list."""
+    """ElfFile builds its symbol index from every table's rows as listed (a cold lookup skips
+    deduplicating by name, and decodes a name only when asked): the same starts, ends and symbols
+    as from the deduplicated list."""
     from symbolize.formats.elf.symtab import all_function_symbols
     from symbolize.formats.symbols import SymbolIndex
 
@@ -404,6 +405,6 @@ def test_the_symbol_index_of_every_table_entry_is_that_of_the_deduplicated_symbo
         entries = elf._function_entries()
         index, deduplicated = elf._symbol_index(), SymbolIndex(all_function_symbols(entries))
         assert len(entries) >= len(deduplicated.starts)
-        assert (index.starts, index.ends, index.stops, index.symbols) == (
+        assert (index.starts, index.ends, index.stops, list(index.symbols)) == (
             deduplicated.starts, deduplicated.ends, deduplicated.stops, deduplicated.symbols
         )

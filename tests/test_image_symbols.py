@@ -17,6 +17,7 @@ import random
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -240,3 +241,17 @@ def test_the_symbol_index_keeps_the_preferred_symbol_of_each_address(
     ]
     index = SymbolIndex(iter(entries))
     assert (index.starts, index.ends, index.stops, index.symbols) == _index_one_entry_at_a_time(entries)
+    # A reader's rows (formats/elf/symtab.py's), each symbol made only when asked, choose alike.
+    made: list[int] = []
+
+    def symbol_of(row: tuple[Any, ...]) -> Symbol:
+        made.append(row[4])
+        return entries[row[4]].symbol
+
+    rows = [(entry.symbol.vaddr, entry.symbol.size, entry.section_end, entry.order, position)
+            for position, entry in enumerate(entries)]  # fmt: skip
+    from_rows = SymbolIndex.from_rows(rows, symbol_of)
+    assert not made
+    assert (from_rows.starts, from_rows.ends, from_rows.stops) == (index.starts, index.ends, index.stops)
+    assert len(from_rows.symbols) == len(index.symbols) and from_rows.symbols[::-1] == index.symbols[::-1]
+    assert list(from_rows.symbols) == index.symbols and len(made) == len(index.symbols)
