@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from symbolize.formats.elf import ELF_MAGIC
 from symbolize.formats.errors import MalformedInputError, NotFoundError, SymbolizeError, UnsupportedFormatError
+from symbolize.formats.mapped import map_read_only
 from symbolize.formats.open import MACHO_MAGICS, MZ_MAGIC
 from symbolize.formats.types import DebugId, DebugIdKind
 
@@ -134,12 +135,8 @@ def _pe_identity(path: Path) -> HeaderIdentity:
 
     from symbolize.formats.pe.file import PE_MACHINES, parse_codeview
 
+    mapped = map_read_only(path)  # b"" for an empty file: pefile refuses it below
     try:
-        with path.open("rb") as stream:
-            mapped = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError) as err:  # ValueError: an empty file cannot be mapped
-        raise SymbolizeError(f"cannot map file: {err}", path) from err
-    with mapped:
         try:
             pe = pefile.PE(data=mapped, fast_load=True)
             pe.parse_data_directories(directories=[_IMAGE_DIRECTORY_ENTRY_DEBUG])
@@ -161,5 +158,8 @@ def _pe_identity(path: Path) -> HeaderIdentity:
                 record = None
             if record is not None and record.signature == "RSDS":
                 ids.append(DebugId(DebugIdKind.PDB, record.guid, record.age))
+    finally:
+        if isinstance(mapped, mmap.mmap):
+            mapped.close()
     ids.append(DebugId(DebugIdKind.PE_CODE_ID, stamp.to_bytes(4, "big") + size_of_image.to_bytes(4, "big")))
     return HeaderIdentity("pe", PE_MACHINES.get(machine, f"machine{machine:#x}"), tuple(ids))

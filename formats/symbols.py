@@ -22,9 +22,11 @@ where neither does, where llvm-symbolizer says ``??``.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import compress, repeat
+from operator import add, attrgetter, itemgetter, le
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar, overload
 
 from symbolize.formats.answers import ADDRESS_MAX, AnswerLookup, ChainHead, LazyRuns, RunTable
 from symbolize.formats.errors import MalformedInputError
@@ -62,6 +64,48 @@ def preference(entry: Ranked) -> tuple[int, tuple[int, int]]:
     return entry.symbol.size, entry.order
 
 
+_Entry = TypeVar("_Entry")
+
+_VADDR_OF = attrgetter("symbol.vaddr")
+_SYMBOL_OF = attrgetter("symbol")
+_SIZE_OF = attrgetter("size")
+_ORDER_OF = attrgetter("order")
+_ENTRY_SIZE_OF = attrgetter("symbol.size")
+
+# A reader's symbol as a row (SymbolIndex.from_rows): (vaddr, size, section end, order), then what
+# the reader's own function makes the Symbol from. A row is one tuple; a Symbol is made only for
+# the entries a lookup names (formats/elf/symtab.py: a name is decoded only then).
+SymbolRow = tuple[Any, ...]
+ROW_VADDR, ROW_SIZE, ROW_SECTION_END, ROW_ORDER = 0, 1, 2, 3
+_ROW_VADDR_OF, _ROW_SIZE_OF, _ROW_ORDER_OF = itemgetter(ROW_VADDR), itemgetter(ROW_SIZE), itemgetter(ROW_ORDER)
+
+
+class LazySymbols(Sequence[Symbol]):
+    """The symbols of chosen rows, each made on first use and kept (SymbolIndex.from_rows)."""
+
+    __slots__ = ("_made", "_rows", "_symbol_of")
+
+    def __init__(self, rows: list[SymbolRow], symbol_of: Callable[[SymbolRow], Symbol]) -> None:
+        self._rows = rows
+        self._symbol_of = symbol_of
+        self._made: list[Symbol | None] = [None] * len(rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, position: int) -> Symbol: ...
+    @overload
+    def __getitem__(self, position: slice) -> list[Symbol]: ...
+    def __getitem__(self, position: int | slice) -> Symbol | list[Symbol]:
+        if isinstance(position, slice):
+            return [self[at] for at in range(*position.indices(len(self._rows)))]
+        symbol = self._made[position]
+        if symbol is None:
+            symbol = self._made[position] = self._symbol_of(self._rows[position])
+        return symbol
+
+
 class SymbolIndex:
     """One symbol per distinct address, as parallel ``starts``, ``ends`` and ``symbols`` lists.
 
@@ -70,32 +114,53 @@ class SymbolIndex:
     across sections, as llvm-symbolizer reads it (so PLT stubs after ``_init``
     are named ``_init``). ``stops[i]`` is ``ends[i]`` cut at the next start:
     ``[starts[i], stops[i])`` are the disjoint runs a lookup's bisection gives.
+    ``symbols`` is a list, or for an index of a reader's rows (:meth:`from_rows`, the ELF reader's)
+    a :class:`LazySymbols` that makes each symbol when first asked.
     """
 
     __slots__ = ("ends", "starts", "stops", "symbols")
 
     def __init__(self, entries: Iterable[Ranked]) -> None:
-        best: dict[int, Ranked] = {}
-        for entry in entries:
-            vaddr = entry.symbol.vaddr
-            current = best.get(vaddr)
-            if current is None or preference(entry) > preference(current):
-                best[vaddr] = entry
-        chosen = [best[vaddr] for vaddr in sorted(best)]
-        self.starts = [entry.symbol.vaddr for entry in chosen]
-        self.symbols = [entry.symbol for entry in chosen]
-        self.ends: list[int] = []
-        for position, entry in enumerate(chosen):
-            if entry.symbol.size > 0:
-                self.ends.append(entry.symbol.vaddr + entry.symbol.size)
-            elif position + 1 < len(chosen):
-                self.ends.append(self.starts[position + 1])
+        # Each step is one call over the whole table (a file has thousands of symbols, and a cold
+        # lookup builds this at open). Sorted by preference() (size, then order), as two stable
+        # sorts of plain keys (one sort by the nested tuple cost 3x as much), the entries reversed
+        # first so that of equal preferences the first entry sorts last; a dict keeps the last
+        # entry of each address, its most preferred.
+        ranked = sorted(sorted(reversed(list(entries)), key=_ORDER_OF), key=_ENTRY_SIZE_OF)
+        chosen = self._keep_preferred(ranked, _VADDR_OF)
+        self.symbols: Sequence[Symbol] = list(map(_SYMBOL_OF, chosen))
+        self._reach(list(map(_SIZE_OF, self.symbols)), chosen[-1].section_end if chosen else None)
+
+    @classmethod
+    def from_rows(cls, rows: list[SymbolRow], symbol_of: Callable[[SymbolRow], Symbol]) -> SymbolIndex:
+        """The index of a reader's rows (:data:`SymbolRow`), chosen as ``SymbolIndex(entries)``
+        chooses; ``symbol_of`` makes a row's Symbol, called only for the symbols asked."""
+        index = cls.__new__(cls)
+        ranked = sorted(sorted(reversed(rows), key=_ROW_ORDER_OF), key=_ROW_SIZE_OF)
+        chosen = index._keep_preferred(ranked, _ROW_VADDR_OF)
+        index.symbols = LazySymbols(chosen, symbol_of)
+        index._reach(list(map(_ROW_SIZE_OF, chosen)), chosen[-1][ROW_SECTION_END] if chosen else None)
+        return index
+
+    def _keep_preferred(self, ranked: list[_Entry], vaddr_of: Callable[[_Entry], int]) -> list[_Entry]:
+        """Of ``ranked`` (ascending preference), the last of each address, by address; sets ``starts``."""
+        best = dict(zip(map(vaddr_of, ranked), ranked, strict=True))
+        self.starts = sorted(best)
+        return list(map(best.__getitem__, self.starts))
+
+    def _reach(self, sizes: list[int], last_section_end: int | None) -> None:
+        """``ends`` and ``stops`` from the chosen symbols' sizes: a symbol ends at its size; a
+        size-0 one reaches the next start, the last one its section's end (else one byte)."""
+        starts = self.starts
+        self.ends = ends = list(map(add, starts, sizes))
+        for position in compress(range(len(ends)), map(le, sizes, repeat(0))):
+            if position + 1 < len(starts):
+                ends[position] = starts[position + 1]
             else:
-                self.ends.append(entry.section_end if entry.section_end is not None else entry.symbol.vaddr + 1)
-        self.stops = [
-            min(end, self.starts[position + 1]) if position + 1 < len(self.starts) else end
-            for position, end in enumerate(self.ends)
-        ]
+                ends[position] = last_section_end if last_section_end is not None else starts[position] + 1
+        self.stops = list(map(min, ends, starts[1:]))
+        if ends:
+            self.stops.append(ends[-1])
 
     def position_at(self, vaddr: int) -> int:
         """Index of the symbol covering ``vaddr``, -1 for none."""

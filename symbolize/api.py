@@ -10,17 +10,14 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from symbolize.cache import default_cache_dir
 from symbolize.demangle import DemangleMode
 from symbolize.discovery import SearchOptions
 from symbolize.discovery import open_module as discovery_open_module
 from symbolize.errors import MissingDebugInfoError, NotFoundError
 from symbolize.formats.types import Frame
-from symbolize.index.indexed import IndexedObject
 from symbolize.loader import Loader
 from symbolize.module import Module, Unknown
 from symbolize.shaping import FrameShaper
@@ -79,7 +76,11 @@ def discovery_options(
     }
     if debug_dirs is not None:
         arguments["debug_dirs"] = tuple(_existing(path, "debug directory", directory=True) for path in debug_dirs)
-    index_dir = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    index_dir = None
+    if use_cache:  # the cache's modules only for a run that has one
+        from symbolize.cache import default_cache_dir
+
+        index_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     return SearchOptions(**arguments, index_dir=index_dir, remote=remote)
 
 
@@ -126,6 +127,8 @@ def remote_options(
         server_url(url)
     if not (urls or servers or offline):
         return None
+    from dataclasses import replace  # here: a run that asks no server never imports dataclasses for it
+
     return replace(
         environment,
         debuginfod_urls=tuple(dict.fromkeys(server_url(url) for url in urls)),
@@ -144,6 +147,8 @@ class Session:
     (symbolize/batch/) rewrites profile after profile of the same binaries, and the files and
     indexes the first opened serve the rest. ``build_missing_indexes`` builds a missing index
     before answering from it (instead of ``background_index``'s detached builder afterwards).
+    ``process_ends``: the caller's process exits right after the run without tearing down
+    (symbolize/cli/entry.py), so :meth:`finish` closes nothing; the library's callers leave it off.
     """
 
     def __init__(
@@ -161,12 +166,15 @@ class Session:
         download_progress: DownloadProgress | None = None,
         keep_loader: bool = False,
         build_missing_indexes: bool = False,
+        process_ends: bool = False,
     ) -> None:
         self.options = discovery_options(
             binaries=binaries, search_paths=search_paths, debug_dirs=debug_dirs, cache_dir=cache_dir,
             use_cache=use_cache, remote=remote,
         )  # fmt: skip
         if build_missing_indexes:
+            from dataclasses import replace
+
             self.options = replace(self.options, build_missing_indexes=True)
         self.keep_loader = keep_loader
         self._kept: Loader | None = None
@@ -174,6 +182,10 @@ class Session:
         self.demangle = demangle
         self.inlines = inlines
         self.download_progress = download_progress
+        # The process ends with the run (the console script's lookup, symbolize/cli/entry.py):
+        # finish() leaves the loader's files and what it decoded for the exit to drop, as
+        # llvm-symbolizer's -disable-free does (freeing a cold run's decoded units cost 3 % of it).
+        self.process_ends = process_ends
         # What the runs ended so far fetched, and from where (the servers' report lines).
         self.download_report: list[str] = []
 
@@ -215,7 +227,7 @@ class Session:
             if answered and self.background_index:
                 index_in_background(loader)
         finally:
-            if loader is not self._kept:
+            if loader is not self._kept and not self.process_ends:
                 loader.close()
 
 
@@ -683,6 +695,10 @@ def build_indexes(
     rewrites with the same ``cache_dir`` answer from them. ``progress`` hears which binary is
     being indexed and one step per binary done (symbolize/progress.py; the caller starts its stage).
     """
+    from dataclasses import replace
+
+    from symbolize.cache import default_cache_dir
+    from symbolize.index.indexed import IndexedObject
     from symbolize.progress import ProgressReport
 
     index_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()

@@ -36,7 +36,6 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import TYPE_CHECKING, BinaryIO
 
-from symbolize.cache import has_index, is_indexable, with_index, worth_indexing
 from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, SearchOptions
 from symbolize.discovery.paths import DirectoryListings
 from symbolize.discovery.registry import LookupContext, candidate_paths, locate
@@ -57,11 +56,11 @@ from symbolize.formats.types import (
     SymbolSource,
     frames_or_errors,
 )
-from symbolize.index.indexed import IndexableSource
 from symbolize.index.job import IndexJob
 from symbolize.module import FileIdentity
 
 if TYPE_CHECKING:
+    from symbolize.index.indexed import IndexableSource
     from symbolize.remote.progress import DownloadProgress
     from symbolize.remote.run import RemoteRun
 
@@ -349,6 +348,8 @@ class Loader:
         if identity is None:
             return None
         deferred = DeferredPdb(path, identity, image_load_base)
+        from symbolize.cache import has_index  # the cache's modules only for a run that has one
+
         if not has_index(deferred, index_dir):
             return None
         key, stamp = self._key(path, arch)
@@ -415,7 +416,11 @@ class Loader:
             return cached[1]
         supplied, follower = self.open_for_indexing(path, image_path=image_path, arch=arch, image=image)
         options = self.options
-        source = with_index(supplied, options.index_dir, options.build_missing_indexes, follower, image_path)
+        source: SymbolSource = supplied
+        if options.index_dir is not None:  # the cache's modules only for a run that has one
+            from symbolize.cache import with_index
+
+            source = with_index(supplied, options.index_dir, options.build_missing_indexes, follower, image_path)
         self._sources[key] = (stamp, source)
         self._jobs[key] = IndexJob(
             path,
@@ -456,6 +461,8 @@ class Loader:
         was opened (for a background builder to open it alike); none without ``index_dir``."""
         if self.options.index_dir is None:
             return []
+        from symbolize.cache import is_indexable, worth_indexing
+
         # With an index directory, a source comes back unindexed only when it has no index.
         return [
             (source, self._jobs[key])

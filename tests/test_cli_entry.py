@@ -180,3 +180,39 @@ def test_a_plain_profile_reads_as_typer_would(monkeypatch: pytest.MonkeyPatch) -
     assert plain_command(words) == ProfileRequest(
         Path("a.pb"), Path("o.pb"), binaries=(Path("x"), Path("y")), demangle="short"
     )
+
+
+# The console script's plain lookup leaves without the interpreter's teardown (entry.leave_now).
+_WITH_ATEXIT = (
+    "import atexit, sys; atexit.register(lambda: sys.stderr.write('atexit ran\\n'));"
+    " from symbolize.cli.entry import main; main()"
+)
+_WITH_THREAD = (
+    "import sys, threading, time;"
+    " threading.Thread(target=lambda: (time.sleep(0.5), sys.stderr.write('thread done\\n'))).start();"
+    " from symbolize.cli.entry import main; main()"
+)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_plain_lookup_leaves_its_output_whole_and_its_exit_code(as_json: bool, tmp_path: Path) -> None:
+    """Thousands of answers, to a file and through a pipe: every byte written before the process
+    leaves, the atexit functions run, the exit code kept (0, and 1 for a file that is missing)."""
+    addresses = b"".join(b"%#x\n" % vaddr for vaddr in range(0x1000, 0x1600))
+    words = ["lookup", "--obj", str(BINARY), "--no-cache", *(["--json"] if as_json else [])]
+    piped = _run(_WITH_ATEXIT, words, addresses, ROOT)
+    assert piped == (0, _run(TYPER, words, addresses, ROOT)[1], b"atexit ran\n")
+    assert piped[1].count(b"\n") >= 0x600
+    written = tmp_path / "answers.txt"
+    with written.open("wb") as out:
+        done = subprocess.run([sys.executable, "-c", ENTRY, *words], input=addresses, stdout=out, timeout=120)
+    assert done.returncode == 0 and written.read_bytes() == piped[1]
+    missing = _run(_WITH_ATEXIT, ["lookup", "--obj", str(tmp_path / "missing"), "0x10"], b"", ROOT)
+    assert missing[0] == 1 and missing[2].endswith(b"file not found\natexit ran\n") and not missing[1]
+
+
+def test_a_plain_lookup_waits_for_a_thread_still_running(tmp_path: Path) -> None:
+    """Where another thread is alive, the lookup exits the usual way, which waits for it."""
+    words = ["lookup", "--obj", str(BINARY), "--no-cache", "0x1139"]
+    done = _run(_WITH_THREAD, words, b"", ROOT)
+    assert done == (0, _run(TYPER, words, b"", ROOT)[1], b"thread done\n")

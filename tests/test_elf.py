@@ -385,3 +385,26 @@ def test_the_compiled_source_reads_its_views_after_the_file_is_closed() -> None:
     after = [units.unit_runs(offset, False) for offset in offsets]
     assert all(run is not None for run in after)
     assert [(run.lows, run.lines) for run in after] == [(run.lows, run.lines) for run in before if run is not None]
+
+
+_ELF_FIXTURES = sorted(
+    path for path in [*BIN.iterdir(), *(BIN.parent / "symbol-choice").iterdir()]
+    if path.is_file() and path.read_bytes()[:4] == b"\x7fELF"
+)
+
+
+@pytest.mark.parametrize("path", _ELF_FIXTURES, ids=lambda path: path.name)
+def test_the_symbol_index_of_every_table_entry_is_that_of_the_deduplicated_symbols(path: Path) -> None:
+    """ElfFile builds its symbol index from every table's rows as listed (a cold lookup skips
+    deduplicating by name, and decodes a name only when asked): the same starts, ends and symbols
+    as from the deduplicated list."""
+    from symbolize.formats.elf.symtab import all_function_symbols
+    from symbolize.formats.symbols import SymbolIndex
+
+    with ElfFile(path) as elf:
+        entries = elf._function_entries()
+        index, deduplicated = elf._symbol_index(), SymbolIndex(all_function_symbols(entries))
+        assert len(entries) >= len(deduplicated.starts)
+        assert (index.starts, index.ends, index.stops, list(index.symbols)) == (
+            deduplicated.starts, deduplicated.ends, deduplicated.stops, deduplicated.symbols
+        )

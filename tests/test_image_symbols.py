@@ -17,6 +17,7 @@ import random
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 from symbolize.api import open_module
 from symbolize.cache import index_key
 from symbolize.formats.elf import ElfFile
-from symbolize.formats.symbols import RankedSymbol, SymbolIndex, SymbolRuns, symbol_runs
+from symbolize.formats.symbols import RankedSymbol, SymbolIndex, SymbolRuns, preference, symbol_runs
 from symbolize.formats.types import Symbol
 from symbolize.module import Unknown
 from tests.test_cli_contracts import FIXTURE_BIN, NO_SIDE_EFFECTS, ROOT, run
@@ -194,3 +195,63 @@ def test_a_lookups_symbol_runs_answer_as_the_whole_table(
     for vaddr in range(base, min(base + 260, 1 << 64)):
         run, found = table.run_at(vaddr), lazy.run_at(vaddr)
         assert (found.frames if found is not None else None) == (run.frames if run is not None else None), vaddr
+
+
+def _index_one_entry_at_a_time(entries: list[RankedSymbol]) -> tuple[list[int], list[int], list[int], list[Symbol]]:
+    """SymbolIndex's rule written entry by entry (as it was before it became whole-table calls):
+    the preferred entry of each address, the first of equal preferences; a size-0 symbol reaching
+    the next start, the last its section's end (else one byte)."""
+    best: dict[int, RankedSymbol] = {}
+    for entry in entries:
+        current = best.get(entry.symbol.vaddr)
+        if current is None or preference(entry) > preference(current):
+            best[entry.symbol.vaddr] = entry
+    chosen = [best[vaddr] for vaddr in sorted(best)]
+    starts = [entry.symbol.vaddr for entry in chosen]
+    ends = []
+    for position, entry in enumerate(chosen):
+        if entry.symbol.size > 0:
+            ends.append(entry.symbol.vaddr + entry.symbol.size)
+        elif position + 1 < len(chosen):
+            ends.append(starts[position + 1])
+        else:
+            ends.append(entry.section_end if entry.section_end is not None else entry.symbol.vaddr + 1)
+    stops = [min(end, starts[position + 1]) if position + 1 < len(starts) else end for position, end in enumerate(ends)]
+    return starts, ends, stops, [entry.symbol for entry in chosen]
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 40), st.integers(0, 12), st.sampled_from("abc"), st.integers(0, 2),
+                  st.integers(0, 3), st.sampled_from([None, 30, 60])),
+        max_size=30,
+    ),
+    st.sampled_from([0, 1 << 40, (1 << 64) - 50]),
+)
+@settings(max_examples=400, deadline=None)
+def test_the_symbol_index_keeps_the_preferred_symbol_of_each_address(
+    drawn: list[tuple[int, int, str, int, int, int | None]], base: int
+) -> None:
+    """SymbolIndex (whole-table sorts) gives the per-entry rule's starts, ends, stops and symbols:
+    equal addresses, equal sizes, equal orders (a reader without ranks gives every entry (0, 0)),
+    size-0 symbols, section ends, addresses past 2**40 and near 2**64."""
+    entries = [
+        RankedSymbol(Symbol(f"{name}{position}", base + vaddr, size), end and base + end, (rank, order))
+        for position, (vaddr, size, name, rank, order, end) in enumerate(drawn)
+    ]
+    index = SymbolIndex(iter(entries))
+    assert (index.starts, index.ends, index.stops, index.symbols) == _index_one_entry_at_a_time(entries)
+    # A reader's rows (formats/elf/symtab.py's), each symbol made only when asked, choose alike.
+    made: list[int] = []
+
+    def symbol_of(row: tuple[Any, ...]) -> Symbol:
+        made.append(row[4])
+        return entries[row[4]].symbol
+
+    rows = [(entry.symbol.vaddr, entry.symbol.size, entry.section_end, entry.order, position)
+            for position, entry in enumerate(entries)]  # fmt: skip
+    from_rows = SymbolIndex.from_rows(rows, symbol_of)
+    assert not made
+    assert (from_rows.starts, from_rows.ends, from_rows.stops) == (index.starts, index.ends, index.stops)
+    assert len(from_rows.symbols) == len(index.symbols) and from_rows.symbols[::-1] == index.symbols[::-1]
+    assert list(from_rows.symbols) == index.symbols and len(made) == len(index.symbols)

@@ -62,3 +62,22 @@ def test_a_missing_binary_exits_1_with_one_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.splitlines() == [f"symbolize: error: {missing}: file not found"]
+
+
+@pytest.mark.parametrize("process_ends", [False, True])
+def test_a_sessions_run_closes_its_files_unless_the_process_ends_with_it(process_ends: bool) -> None:
+    """Session.finish closes every file of the run (the binary's mapping and its debug file's); with
+    ``process_ends`` (the console script's lookup, which leaves without teardown) it closes none."""
+    from symbolize.api import Session
+    from symbolize.formats.elf import ElfFile
+
+    session = Session(use_cache=False, process_ends=process_ends)
+    module, loader = session.open_module(BINARY, None)
+    assert module.lookup([0x1139])
+    opened = [entry[1] for table in (loader._objects, loader._sources) for entry in table.values()]
+    readers = [reader for reader in opened if isinstance(reader, ElfFile)]
+    assert len(readers) == 2
+    session.finish(loader)
+    assert all((reader._map is None) is not process_ends for reader in readers)
+    loader.close()
+    assert all(reader._map is None for reader in readers)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -264,6 +263,8 @@ class DwarfInfo:
             except MalformedInputError:
                 # A dwz file that cannot be read is as good as missing: this file's own DWARF stays.
                 self._supplementary_found, common_strings = None, b""
+            from dataclasses import replace  # here: only a file with a dwz common file needs it
+
             sections = replace(sections, supplementary_str=common_strings)
         self._sections = sections
         states: list[_UnitState] = []

@@ -21,11 +21,11 @@ from symbolize.formats.answers import AnsweredByRegions
 from symbolize.formats.elf.headers import PF_X, PT_LOAD, SHF_COMPRESSED, SHT_NOBITS, ElfHeaders
 from symbolize.formats.elf.hints import debug_hints, debuglink_hint, readable_hint, supplementary_hint
 from symbolize.formats.elf.notes import find_build_id, read_debug_link, read_supplementary_link
-from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols
+from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols, function_symbol_rows, symbol_of_row
 from symbolize.formats.errors import MalformedInputError, NotFoundError, SymbolizeError
 from symbolize.formats.paired import paired_answers
 from symbolize.formats.sections import decompress_chdr, decompress_zdebug
-from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
+from symbolize.formats.symbols import SymbolAnswers, SymbolIndex, SymbolRow
 from symbolize.formats.types import (
     DebugHint,
     DebugInfoSummary,
@@ -69,6 +69,7 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
         self._map: mmap.mmap | None = None
         self._buf = memoryview(data if data is not None else self._map_file())
         self._decoded: dict[str, bytes | memoryview | None] = {}
+        self._entries: list[SymbolRow] | None = None
         self._symbols: list[FunctionSymbol] | None = None
         # Why the MiniDebugInfo symbols are missing, when its .gnu_debugdata cannot be read.
         self._symbols_error: MalformedInputError | None = None
@@ -258,17 +259,23 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
 
     # --- symbols -------------------------------------------------------------
 
-    def _all_function_symbols(self) -> list[FunctionSymbol]:
-        if self._symbols is None:
+    def _function_entries(self) -> list[SymbolRow]:
+        """Every function symbol of the file's tables, as listed (:func:`function_symbol_rows`)."""
+        if self._entries is None:
             try:
-                self._symbols = all_function_symbols(self._headers)
+                self._entries = function_symbol_rows(self._headers)
             except MalformedInputError as err:
                 if ".gnu_debugdata" not in self._headers.by_name:
                     raise
                 # MiniDebugInfo that cannot be read (bad xz, a broken payload) takes only its own
                 # symbols with it; a damaged .symtab raises again here.
-                self._symbols = all_function_symbols(self._headers, mini_debug_info=False)
+                self._entries = function_symbol_rows(self._headers, mini_debug_info=False)
                 self._symbols_error = err
+        return self._entries
+
+    def _all_function_symbols(self) -> list[FunctionSymbol]:
+        if self._symbols is None:
+            self._symbols = all_function_symbols(self._function_entries())
         return self._symbols
 
     def symbols(self) -> Sequence[Symbol]:
@@ -277,8 +284,11 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
 
     def _symbol_index(self) -> SymbolIndex:
         if self._index is None:
-            entries = self._all_function_symbols()
-            self._index = SymbolIndex(entries)  # each FunctionSymbol ranks as a RankedSymbol would
+            # Built from the tables' rows as listed: keeping the preferred row of each address
+            # keeps the preferred of each (address, name) among them, so the deduplicated list
+            # (:meth:`_all_function_symbols`, a sort by name too) is not needed for it, and a
+            # symbol's name is decoded only where a lookup asks for it.
+            self._index = SymbolIndex.from_rows(self._function_entries(), symbol_of_row)
         return self._index
 
     def symbol_at(self, vaddr: int) -> Symbol | None:
@@ -410,7 +420,7 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
         never raised: the rest still names what it names.
         """
         if self._summary is None:
-            has_symbols = bool(self._all_function_symbols())
+            has_symbols = bool(self._function_entries())
             try:
                 dwarf = self._dwarf_info()
             except MalformedInputError as err:

@@ -23,11 +23,11 @@ stripped binary dropped; its tables are read one level deep (a payload's own
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import NamedTuple
 
 from symbolize.formats.elf.headers import SHT_DYNSYM, SHT_SYMTAB, ElfHeaders, Section, c_string
 from symbolize.formats.errors import MalformedInputError
+from symbolize.formats.symbols import ROW_ORDER, ROW_SECTION_END, ROW_SIZE, ROW_VADDR, SymbolRow
 from symbolize.formats.types import Symbol
 
 SHN_UNDEF = 0
@@ -50,6 +50,9 @@ MAPPING_SYMBOL_PREFIXES: dict[int, tuple[str, ...]] = {
     EM_RISCV: ("$d", "$x"),
 }
 
+# The fields of a row (_function_symbols) past formats/symbols.py's (vaddr, size, section end, order).
+_ROW_STRINGS, _ROW_NAME_AT, _ROW_SOURCE, _ROW_IS_LOCAL = 4, 5, 6, 7
+
 # A MiniDebugInfo payload is a few hundred KiB; refuse an xz bomb well before memory runs out.
 MAX_DEBUGDATA_SIZE = 1 << 30
 
@@ -69,37 +72,54 @@ class FunctionSymbol(NamedTuple):
     order: tuple[int, int] = (0, 0)
 
 
-def all_function_symbols(headers: ElfHeaders, mini_debug_info: bool = True) -> list[FunctionSymbol]:
-    """Every function symbol, one per (name, address) (the preferred one), sorted by address and name."""
-    found: dict[tuple[int, str], FunctionSymbol] = {}
-    sources: list[Iterator[FunctionSymbol]] = [
-        _function_symbols(headers, section)
-        for section in headers.sections
-        if section.sh_type in (SHT_SYMTAB, SHT_DYNSYM)
-    ]
+def function_symbol_rows(headers: ElfHeaders, mini_debug_info: bool = True) -> list[SymbolRow]:
+    """Every function symbol of every table, as the tables list them (one name may appear in
+    several: .symtab and .dynsym), as rows (see :func:`_function_symbols`) that
+    :func:`symbol_of_row` makes the symbol of: a cold lookup names a few of them only."""
+    rows: list[SymbolRow] = []
+    for section in headers.sections:
+        if section.sh_type in (SHT_SYMTAB, SHT_DYNSYM):
+            rows += _function_symbols(headers, section)
     if mini_debug_info:
-        sources.append(iter(_mini_debug_info_symbols(headers)))
-    for source in sources:
-        for entry in source:
-            key = (entry.symbol.vaddr, entry.symbol.name)
-            kept = found.get(key)
-            # preference(entry) > preference(kept), inline: this runs once per symbol of the file.
-            if kept is None or (entry.symbol.size, entry.order) > (kept.symbol.size, kept.order):
-                found[key] = entry
+        rows += _mini_debug_info_symbols(headers)
+    return rows
+
+
+def symbol_of_row(row: SymbolRow) -> Symbol:
+    """The symbol a row of :func:`function_symbol_rows` stands for: its name cut from its string
+    table (c_string's steps), without the assembler's symbol version."""
+    strings, name_at = row[_ROW_STRINGS], row[_ROW_NAME_AT]
+    end = strings.find(b"\0", name_at)
+    # A debug file's .symtab keeps the assembler's symbol versions (``cfree@GLIBC_2.2.5``,
+    # ``pthread_create@@GLIBC_2.34``); llvm-symbolizer names the function without them.
+    name = strings[name_at : end if end >= 0 else len(strings)].decode("utf-8", "surrogateescape")
+    if "@" in name:
+        name = name.partition("@")[0]
+    return Symbol(name, row[ROW_VADDR], row[ROW_SIZE], row[_ROW_SOURCE])
+
+
+def all_function_symbols(rows: list[SymbolRow]) -> list[FunctionSymbol]:
+    """Of :func:`function_symbol_rows`, one per (name, address) (the preferred one), sorted by
+    address and name."""
+    found: dict[tuple[int, str], FunctionSymbol] = {}
+    for row in rows:
+        entry = FunctionSymbol(symbol_of_row(row), row[_ROW_IS_LOCAL], row[ROW_SECTION_END], row[ROW_ORDER])
+        key = (entry.symbol.vaddr, entry.symbol.name)
+        kept = found.get(key)
+        # preference(entry) > preference(kept), inline: this runs once per symbol of the file.
+        if kept is None or (entry.symbol.size, entry.order) > (kept.symbol.size, kept.order):
+            found[key] = entry
     return [found[key] for key in sorted(found)]  # by address, then name: the keys' own order
 
 
-def preference(entry: FunctionSymbol) -> tuple[int, tuple[int, int]]:
-    """Among symbols at one address, the one llvm-symbolizer names: the largest, then the last in
-    the symbol table (it stable-sorts by address and size and keeps the last of each address).
-    Identical code folded by the linker is where this matters: several names, one address."""
-    return entry.symbol.size, entry.order
-
-
-def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[FunctionSymbol]:
+def _function_symbols(headers: ElfHeaders, section: Section) -> list[SymbolRow]:
+    """The table's function symbols as rows: (vaddr, size, section end, order) as
+    formats/symbols.py's SymbolIndex.from_rows reads them, then the string table, the name's
+    offset in it, the source file (a local symbol's) and whether the symbol is local. Names are
+    not decoded here: whether an entry has one is read from its first byte (see below)."""
     data = headers.raw(section)
     if data is None:
-        return
+        return []
     sections = headers.sections
     if not 0 < section.sh_link < len(sections):
         raise headers.fail(f"{section.name} links to missing string table {section.sh_link}", section.sh_offset)
@@ -109,7 +129,7 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
     if stride < layout.size:
         raise headers.fail(f"{section.name} entry size {stride} is too small", section.sh_offset)
     thumb_mask = ~1 if headers.e_machine == EM_ARM else ~0
-    mapping_prefixes = MAPPING_SYMBOL_PREFIXES.get(headers.e_machine, ())
+    mapping_prefixes = tuple(prefix.encode() for prefix in MAPPING_SYMBOL_PREFIXES.get(headers.e_machine, ()))
     source_file = None
     rank = SYMTAB_RANK if section.sh_type == SHT_SYMTAB else DYNSYM_RANK
     count = (len(data) - layout.size) // stride + 1 if len(data) >= layout.size else 0
@@ -125,11 +145,10 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
     is_code = [bool(home.sh_flags & SHF_EXECINSTR) for home in homes]
     is_64 = headers.layout.is_64
     homes_count = len(homes)
-    # The loop below runs once per symbol of the file (thousands): names are cut from the string
-    # table inline (c_string's steps) and the tuples made by tuple.__new__, not by the NamedTuples'
-    # Python-level __new__.
-    new_tuple = tuple.__new__
-    find, strings_size = strings.find, len(strings)
+    strings_size = len(strings)
+    rows: list[SymbolRow] = []
+    append = rows.append
+    # The loop below runs once per symbol of the file (thousands): a row is one tuple.
     for position, entry in enumerate(entries):
         if is_64:
             st_name, st_info, _other, st_shndx, st_value, st_size = entry
@@ -151,21 +170,19 @@ def _function_symbols(headers: ElfHeaders, section: Section) -> Iterator[Functio
             continue
         if st_name >= strings_size:
             continue  # no name (c_string's "")
-        end = find(b"\0", st_name)
-        # A debug file's .symtab keeps the assembler's symbol versions (``cfree@GLIBC_2.2.5``,
-        # ``pthread_create@@GLIBC_2.34``); llvm-symbolizer names the function without them.
-        name = strings[st_name : end if end >= 0 else strings_size].decode("utf-8", "surrogateescape")
-        if "@" in name:
-            name = name.partition("@")[0]
-        if not name or (mapping_prefixes and name.startswith(mapping_prefixes)):
+        # symbol_of_row's name is empty exactly when the first byte ends it (NUL) or starts the
+        # symbol version ("@"); a mapping symbol's prefix is ASCII, so its bytes start the name.
+        first = strings[st_name]
+        if first == 0 or first == 0x40 or (mapping_prefixes and strings.startswith(mapping_prefixes, st_name)):
             continue
         is_local = st_info >> 4 == STB_LOCAL
         section_end = section_ends[st_shndx] if st_shndx < homes_count else None
-        symbol = new_tuple(Symbol, (name, st_value & thumb_mask, st_size, source_file if is_local else None))
-        yield new_tuple(FunctionSymbol, (symbol, is_local, section_end, (rank, position)))
+        append((st_value & thumb_mask, st_size, section_end, (rank, position), strings, st_name,
+                source_file if is_local else None, is_local))  # fmt: skip
+    return rows
 
 
-def _mini_debug_info_symbols(headers: ElfHeaders) -> list[FunctionSymbol]:
+def _mini_debug_info_symbols(headers: ElfHeaders) -> list[SymbolRow]:
     found = headers.named_raw(".gnu_debugdata")
     if found is None:
         return []
@@ -173,8 +190,8 @@ def _mini_debug_info_symbols(headers: ElfHeaders) -> list[FunctionSymbol]:
     payload = _unxz(headers, data, section.sh_offset)
     try:
         mini = ElfHeaders(memoryview(payload), headers.path)
-        inner = all_function_symbols(mini, False)
-        return [entry._replace(order=(MINIDEBUGINFO_RANK, entry.order[1])) for entry in inner]
+        inner = function_symbol_rows(mini, False)
+        return [(*row[:ROW_ORDER], (MINIDEBUGINFO_RANK, row[ROW_ORDER][1]), *row[ROW_ORDER + 1 :]) for row in inner]
     except MalformedInputError as err:
         # Offsets inside the payload mean nothing in the outer file; name the section instead.
         raise headers.fail(f"in .gnu_debugdata: {err.reason}", section.sh_offset) from err

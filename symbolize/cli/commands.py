@@ -274,8 +274,10 @@ def lookup_usage_problem(request: LookupRequest) -> tuple[str, str] | None:
     return None
 
 
-def run_lookup(request: LookupRequest, *, debug: bool = False) -> int:
+def run_lookup(request: LookupRequest, *, debug: bool = False, process_ends: bool = False) -> int:
     """``lookup``: the frames at ``request``'s addresses on stdout; returns the exit code.
+    ``process_ends``: the process exits right after, without teardown (the session's files are
+    left open, its decoded state unfreed: ``Session``'s ``process_ends``).
 
     The output options' mix is checked before (:func:`lookup_usage_problem`, typer's usage error).
     With ``--obj`` the file is opened before any input is read (an error there exits 1); files that
@@ -327,6 +329,7 @@ def run_lookup(request: LookupRequest, *, debug: bool = False) -> int:
             inlines=request.inlines,
             remote=remote,
             download_progress=downloads,
+            process_ends=process_ends,
         )
         try:
             _answer_lookup(session, out)

@@ -10,8 +10,7 @@ typer: this module is on the plain path's start-up.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from symbolize.cli.spellings import DEMANGLE_MODES
 
@@ -31,9 +30,12 @@ class Kind(enum.Enum):
     ARGUMENT = "argument"  # one positional word, a path
 
 
-@dataclass(frozen=True)
-class CliOption:
-    """One option (or argument) of a command: the parameter ``field`` of the command function."""
+class CliOption(NamedTuple):
+    """One option (or argument) of a command: the parameter ``field`` of the command function.
+
+    A NamedTuple, not a dataclass: the plain path's start-up would import ``dataclasses`` for it,
+    and with it ``inspect``, ``ast``, ``dis`` and ``tokenize`` (~40M instructions, a tenth of a
+    one-address lookup, where no other module of the path needs them)."""
 
     field: str
     names: tuple[str, ...]  # the spellings that turn it on or take its value (none for an argument)
@@ -233,7 +235,7 @@ BATCH_OPTIONS = (
         metavar="SCHEDULER",
     ),
     *(
-        replace(declared, help=_BATCH_BACKGROUND_INDEX_HELP) if declared.field == "background_index" else declared
+        declared._replace(help=_BATCH_BACKGROUND_INDEX_HELP) if declared.field == "background_index" else declared
         for declared in PROFILE_OPTIONS
         if declared.field not in ("in_path", "out_path")
     ),
