@@ -93,7 +93,7 @@ impl LazyUnit {
                 let decoded = match state.reached.get(&offset) {
                     Some(found) => Arc::clone(found),
                     None => {
-                        let found = names::decode_unit(sections, offset)?;
+                        let found = names::decode_unit(sections, offset, true)?;
                         state.reached.insert(offset, Arc::clone(&found));
                         found
                     }
@@ -123,9 +123,7 @@ impl LazyUnit {
             strings: Mutex::new(FxHashMap::default()),
         }))
     }
-}
 
-impl LazyUnit {
     /// The run holding `vaddr` (what `run_at` and `runs_at` answer), or the reason the unit is left
     /// to the reference from now on: once deferred, a unit answers nothing more.
     fn step(&self, state: &mut Units<'_>, vaddr: u128) -> Decided<Option<Run>> {

@@ -176,14 +176,10 @@ impl Sections {
 pub(crate) fn build_unit(
     sections: &Sections, units: &[(u64, u64)], symbols: &SymbolBounds, offset: u64, functions_only: bool,
 ) -> Decided<Columns> {
-    let unit = unit::UnitData::load(sections, offset)?;
-    let lines = match unit.stmt_list {
-        Some(stmt_list) => Some(lines::decode(&unit, stmt_list)?),
-        None => None,
-    };
-    let tree = tree::scan(&unit)?;
-    let namer = names::Namer::new(&unit, &tree, lines.as_ref(), units);
-    runs::all_runs(&tree, namer, lines.as_ref(), symbols, functions_only)
+    let decoded = names::decode_unit(sections, offset, false)?;
+    let (unit, tree, lines) = &*decoded;
+    let namer = names::Namer::new(unit, tree, lines.as_ref(), units);
+    runs::all_runs(tree, namer, lines.as_ref(), symbols, functions_only)
 }
 
 /// (offset, end) of each unit in .debug_info, up to the first header gimli cannot read.

@@ -36,27 +36,36 @@ pub(crate) type NodeFacts = (Name, Option<u128>, Option<CallSite>);
 /// Another unit a name chain reaches (`DW_FORM_ref_addr`): its DIEs, scopes and line table.
 pub(crate) type Reached<'a> = Arc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
 
-/// `DwarfInfo._file_of`: the name of file number `attr` (a DW_AT_decl_file, any constant form but
-/// a flag) in `lines`; None for another form, a number no entry has, or no line table.
-fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>) -> Decided<Option<Text>> {
+/// `DwarfInfo._file_of`: the name of file number `attr` (a DW_AT_decl_file or DW_AT_call_file, any
+/// constant form but a flag) in `lines`, None for a number no entry has or no line table;
+/// `other_form` for another form.
+fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>, other_form: Decided<Option<Text>>) -> Decided<Option<Text>> {
     let index: i128 = match (attr.0, &attr.1) {
         (dw::DW_FORM_sdata | dw::DW_FORM_implicit_const, AttributeValue::Sdata(v)) => i128::from(*v),
         (dw::DW_FORM_data1 | dw::DW_FORM_data2 | dw::DW_FORM_data4 | dw::DW_FORM_data8 | dw::DW_FORM_udata, value) => {
             i128::from(super::unit::int_value(value)?)
         }
-        _ => return Ok(None),
+        _ => return other_form,
     };
     Ok(lines.and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at))).and_then(|file| file.as_deref().map(Text::from)))
 }
 
-/// The unit at `offset` as `_index_for` decodes it: its DIEs and line table.
-pub(crate) fn decode_unit<'a>(sections: &'a Sections, offset: u64) -> Decided<Reached<'a>> {
+/// (decl line, decl file) of a DIE's DW_AT_decl_line and DW_AT_decl_file: 0 and None without.
+fn declaration(lines: Option<&LineTable>, line: Option<&Attr<'_>>, file: Option<&Attr<'_>>) -> Decided<(i64, Option<Text>)> {
+    let line = line.map(source_line).transpose()?.unwrap_or(0);
+    let file = file.map(|attr| file_of(lines, attr, Ok(None))).transpose()?.flatten();
+    Ok((line, file))
+}
+
+/// The unit at `offset` as `_index_for` decodes it: its DIEs and line table; its tree as
+/// `tree::scanned` scans it (`lazy`: a lookup's, a function's children walked when asked).
+pub(crate) fn decode_unit<'a>(sections: &'a Sections, offset: u64, lazy: bool) -> Decided<Reached<'a>> {
     let unit = UnitData::load(sections, offset)?;
     let lines = match unit.stmt_list {
         Some(stmt_list) => Some(super::lines::decode(&unit, stmt_list)?),
         None => None,
     };
-    let tree = super::tree::scanned(&unit, true)?;
+    let tree = super::tree::scanned(&unit, lazy)?;
     Ok(Arc::new((unit, tree, lines)))
 }
 
@@ -109,7 +118,7 @@ impl<'u, 'a> Namer<'u, 'a> {
         if let Some(found) = self.reached.get(&offset) {
             return Ok(found.clone());
         }
-        let found = decode_unit(self.unit.sections, offset)?;
+        let found = decode_unit(self.unit.sections, offset, true)?;
         self.reached.insert(offset, found.clone());
         Ok(found)
     }
@@ -128,35 +137,17 @@ impl<'u, 'a> Namer<'u, 'a> {
             _ => None,
         };
         let call_site = if found.parent >= 0 { Some(self.call_site(&attrs)?) } else { None };
-        let decl = match &attrs.decl_line {
-            Some(decl) => source_line(decl)?,
-            None => 0,
-        };
-        let decl_file = match &attrs.decl_file {
-            Some(attr) => file_of(self.lines, attr)?,
-            None => None,
-        };
+        let decl = declaration(self.lines, attrs.decl_line.as_ref(), attrs.decl_file.as_ref())?;
         let reference = attrs.abstract_origin.as_ref().or(attrs.specification.as_ref());
         let (linkage, name) = (attrs.linkage_name.as_ref(), attrs.name.as_ref());
-        let name = self.resolve_name(unit, tree, found.die, linkage, name, (decl, decl_file), reference, 0)?;
+        let name = self.resolve_name(unit, tree, found.die, linkage, name, decl, reference, 0)?;
         Ok((name, entry, call_site))
     }
 
     /// `DwarfInfo.call_site` of an inlined call's attributes.
     fn call_site(&self, attrs: &NodeAttrs<'a>) -> Decided<CallSite> {
         let file = match &attrs.call_file {
-            Some((form, value)) => {
-                let index: i128 = match (*form, value) {
-                    (dw::DW_FORM_sdata | dw::DW_FORM_implicit_const, AttributeValue::Sdata(v)) => i128::from(*v),
-                    (dw::DW_FORM_data1 | dw::DW_FORM_data2 | dw::DW_FORM_data4 | dw::DW_FORM_data8 | dw::DW_FORM_udata, _) => {
-                        i128::from(super::unit::int_value(value)?)
-                    }
-                    _ => return Err(Defer("a call file in an unexpected form")),
-                };
-                self.lines
-                    .and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at)))
-                    .and_then(|file| file.as_deref().map(Text::from))
-            }
+            Some(attr) => file_of(self.lines, attr, Err(Defer("a call file in an unexpected form")))?,
             None => None,
         };
         let line = attrs.call_line.as_ref().map(source_line).transpose()?.unwrap_or(0);
@@ -221,17 +212,12 @@ impl<'u, 'a> Namer<'u, 'a> {
             }
             _ => return Ok(None),
         };
-        if unit.offset <= target && target < unit.end {
-            if let Some(found) = self.cache.get(&target) {
-                return Ok(Some(found.clone()));
-            }
-            let (own_unit, own_tree, own_lines) = if unit.offset == self.unit.offset {
-                (self.unit, self.tree, self.lines)
-            } else {
-                let reached = self.reach(target)?;
-                return self.die_name(&reached.0, &reached.1, reached.2.as_ref(), target, depth + 1).map(Some);
-            };
-            return self.die_name(own_unit, own_tree, own_lines, target, depth + 1).map(Some);
+        let inside = unit.offset <= target && target < unit.end;
+        if let (true, Some(found)) = (inside, self.cache.get(&target)) {
+            return Ok(Some(found.clone()));
+        }
+        if inside && unit.offset == self.unit.offset {
+            return self.die_name(self.unit, self.tree, self.lines, target, depth + 1).map(Some);
         }
         let reached = self.reach(target)?;
         self.die_name(&reached.0, &reached.1, reached.2.as_ref(), target, depth + 1).map(Some)
@@ -252,20 +238,12 @@ impl<'u, 'a> Namer<'u, 'a> {
         let last = |name: dw::DwAt| values.iter().rev().find(|(at, _)| *at == name).map(|(_, attr)| attr);
         let linkage = last(dw::DW_AT_linkage_name).or_else(|| last(dw::DW_AT_MIPS_linkage_name));
         let reference = last(dw::DW_AT_abstract_origin).or_else(|| last(dw::DW_AT_specification));
-        let decl = match last(dw::DW_AT_decl_line) {
-            Some(decl) => source_line(decl)?,
-            None => 0,
-        };
-        let decl_file = match last(dw::DW_AT_decl_file) {
-            Some(attr) => file_of(lines, attr)?,
-            None => None,
-        };
+        let decl = declaration(lines, last(dw::DW_AT_decl_line), last(dw::DW_AT_decl_file))?;
         let name = last(dw::DW_AT_name);
-        let result = self.resolve_name(unit, tree, die, linkage, name, (decl, decl_file), reference, depth)?;
+        let result = self.resolve_name(unit, tree, die, linkage, name, decl, reference, depth)?;
         self.cache.insert(die, result.clone());
         Ok(result)
     }
-
 }
 
 /// `_qualify`: `name` prefixed with its enclosing namespaces and types.

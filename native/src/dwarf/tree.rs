@@ -12,13 +12,14 @@
 //! taken inside it agrees with the null entries the skipper counts: one that does not (damaged
 //! data, a fuzz finding in tests/data/) leaves the unit to the reference.
 //!
-//! A lazy unit's scan (`scan_lazy`) keeps the reference's rule for a lookup (`scan_unit(unit)`):
-//! a top-level function's children are not read until an address lands in the function, so damage
-//! there is seen by neither until then; the reference then breaks that function's spans, and the
-//! compiled unit leaves itself to the reference (tests/test_lazy_walk.py, on damaged fixture copies).
-//! It jumps only by a sibling link (GCC's): without one the reference's skipper steps over every
-//! DIE, which costs about as much as the walk, and most functions of a 10k-address lookup of a Rust
-//! binary are asked anyway. `Tree::expand` walks a function's subtree as `scan` does.
+//! A lazy unit's scan (`scanned(unit, true)`) keeps the reference's rule for a lookup
+//! (`scan_unit(unit)`): a top-level function's children are not read until an address lands in the
+//! function, so damage there is seen by neither until then; the reference then breaks that
+//! function's spans, and the compiled unit leaves itself to the reference (tests/test_lazy_walk.py,
+//! on damaged fixture copies). It jumps only by a sibling link (GCC's): without one the reference's
+//! skipper steps over every DIE, which costs about as much as the walk, and most functions of a
+//! 10k-address lookup of a Rust binary are asked anyway. `Tree::expand` walks a function's subtree
+//! as the whole scan does.
 
 use gimli::constants as dw;
 use gimli::UnitOffset;
@@ -86,14 +87,13 @@ impl<'a> NodeAttrs<'a> {
 /// `Tree::children_of`): a large unit has tens of thousands of nodes, most with one range and no
 /// children, and a lazy unit keeps them for the whole run.
 #[derive(Clone)]
-pub(crate) struct Node<'a> {
+pub(crate) struct Node {
     /// .debug_info offset of the node's DIE.
     pub die: u64,
     /// The enclosing node of an inlined call; -1 for a function.
     pub parent: i64,
     ranges: (u32, u32),
     children: (u32, u32),
-    _attrs: std::marker::PhantomData<&'a ()>,
 }
 
 #[derive(Clone)]
@@ -107,7 +107,7 @@ pub(crate) struct Scope<'a> {
 
 #[derive(Default, Clone)]
 pub(crate) struct Tree<'a> {
-    pub nodes: Vec<Node<'a>>,
+    pub nodes: Vec<Node>,
     /// Every node's ranges, and (once the scan ends) every node's children in DIE order, each
     /// node's together.
     ranges: Vec<(u128, u128)>,
@@ -259,13 +259,8 @@ fn children_end<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<u64> {
     Ok(unit.end)
 }
 
-/// `scan_unit(unit, whole=True)`: the unit's nodes and scopes.
-pub(crate) fn scan<'a>(unit: &UnitData<'a>) -> Decided<Tree<'a>> {
-    scanned(unit, false)
-}
-
-/// `scan_unit(unit, whole)`; `lazy` (not whole): each top-level function's subtree waits for
-/// `Tree::expand` where its sibling link allows (see the module docstring).
+/// `scan_unit(unit, whole)`: the unit's nodes and scopes; `lazy` (not whole): each top-level
+/// function's subtree waits for `Tree::expand` where its sibling link allows (module docstring).
 pub(crate) fn scanned<'a>(unit: &UnitData<'a>, lazy: bool) -> Decided<Tree<'a>> {
     let mut tree = Tree::default();
     let raw = unit.header.entries_raw(&unit.abbrevs, None)?;
@@ -397,7 +392,7 @@ fn walk<'u, 'a>(
                         }
                         let narrow = |at: usize| u32::try_from(at).map_err(|_| Defer("more ranges than a lazy unit keeps"));
                         let ranges = (narrow(first)?, narrow(tree.ranges.len())?);
-                        tree.nodes.push(Node { die, parent, ranges, children: (0, 0), _attrs: std::marker::PhantomData });
+                        tree.nodes.push(Node { die, parent, ranges, children: (0, 0) });
                     }
                 }
                 if has_children {
