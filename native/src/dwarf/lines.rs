@@ -128,29 +128,22 @@ fn file_names<'a>(unit: &UnitData<'a>, header: &gimli::LineProgramHeader<R<'a>>)
     }
 }
 
-/// The rows of a program, the row held back until the next shows whether it repeats its address.
-struct Rows {
-    addresses: Vec<u64>,
-    files: Vec<u32>,
-    lines: Vec<u32>,
-    columns: Vec<u32>,
-    discriminators: Vec<u32>,
-}
-
 /// A row: address, file, line, column, discriminator.
 type Row = (u128, u64, i128, u64, u32);
 
-impl Rows {
-    /// Room for the rows of a program of `length` bytes: compilers spend about 3 bytes a row (a
-    /// special opcode, a column or line advance), so growth by doubling is rare.
-    fn for_program(length: usize) -> Self {
+impl LineTable {
+    /// A table of `files`, with room for a `length`-byte program's rows: compilers spend about 3
+    /// bytes a row (a special opcode, a column or line advance), so growth by doubling is rare.
+    fn for_program(files: Vec<Option<String>>, length: usize) -> Self {
         let rows = length / 3;
-        Rows {
+        LineTable {
+            files,
             addresses: Vec::with_capacity(rows),
-            files: Vec::with_capacity(rows),
+            file_indexes: Vec::with_capacity(rows),
             lines: Vec::with_capacity(rows),
             columns: Vec::with_capacity(rows),
             discriminators: Vec::with_capacity(rows),
+            sequences: Vec::new(),
         }
     }
 
@@ -166,7 +159,7 @@ impl Rows {
             u32::try_from(column).map_err(|_| narrow())?,
         );
         self.addresses.push(u64::try_from(address).map_err(|_| Defer("a line address past 64 bits"))?);
-        self.files.push(file);
+        self.file_indexes.push(file);
         self.lines.push(line);
         self.columns.push(column);
         self.discriminators.push(discriminator);
@@ -193,11 +186,7 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
     let files = file_names(unit, header)?;
     let min_length = u128::from(header.minimum_instruction_length());
     let line_base = i128::from(header.line_base());
-    let mut standard_lengths = Vec::new();
-    let mut lengths = header.standard_opcode_lengths().clone();
-    while !lengths.is_empty() {
-        standard_lengths.push(lengths.read_u8()?);
-    }
+    let standard_lengths = header.standard_opcode_lengths().slice();
     let special = |opcode: u8| -> (u128, i128) {
         let adjusted = opcode - opcode_base;
         (u128::from(adjusted / line_range) * min_length, line_base + i128::from(adjusted % line_range))
@@ -205,11 +194,11 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
     let const_add_pc = special(255).0;
     let addr_size = unit.addr_size;
     let mut input = header.raw_program_buf();
-    let mut rows = Rows::for_program(input.len());
-    let mut sequences = Vec::new();
+    let mut table = LineTable::for_program(files, input.len());
     let (mut address, mut file, mut line, mut column): (u128, u64, i128, u64) = (0, 1, 1, 0);
     let mut discriminator: u32 = 0;
     let mut first_row = 0usize;
+    // The last row, held back until the next shows whether it repeats its address.
     let mut held: Option<Row> = None;
     while !input.is_empty() {
         let opcode = input.read_u8()?;
@@ -228,7 +217,7 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
                         return Err(Defer("a line program that steps below line 0"));
                     }
                 }
-                Some(row) => rows.push(row)?,
+                Some(row) => table.push(row)?,
                 None => {}
             }
             // A row takes the discriminator set since the last row, which then goes back to 0.
@@ -281,12 +270,12 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
                 }
                 if sub_opcode == dw::DW_LNE_end_sequence {
                     if let Some(row) = held.take() {
-                        rows.push(row)?;
+                        table.push(row)?;
                     }
-                    if rows.addresses.len() > first_row {
-                        sequences.push((u128::from(rows.addresses[first_row]), address, first_row, rows.addresses.len()));
+                    if table.addresses.len() > first_row {
+                        table.sequences.push((u128::from(table.addresses[first_row]), address, first_row, table.addresses.len()));
                     }
-                    first_row = rows.addresses.len();
+                    first_row = table.addresses.len();
                     (address, file, line, column, discriminator) = (0, 1, 1, 0, 0);
                 } else if sub_opcode == dw::DW_LNE_set_address {
                     if address != 0 {
@@ -308,24 +297,16 @@ pub(crate) fn decode<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<LineTable>
         }
     }
     if let Some(row) = held {
-        rows.push(row)?;
+        table.push(row)?;
     }
-    sequences.sort_unstable();
+    table.sequences.sort_unstable();
     // for_program's room, estimated from the program's length, given back: a lazy unit keeps its
     // table for the whole run.
-    for column in [&mut rows.files, &mut rows.lines, &mut rows.columns, &mut rows.discriminators] {
+    for column in [&mut table.file_indexes, &mut table.lines, &mut table.columns, &mut table.discriminators] {
         column.shrink_to_fit();
     }
-    rows.addresses.shrink_to_fit();
-    Ok(LineTable {
-        files,
-        addresses: rows.addresses,
-        file_indexes: rows.files,
-        lines: rows.lines,
-        columns: rows.columns,
-        discriminators: rows.discriminators,
-        sequences,
-    })
+    table.addresses.shrink_to_fit();
+    Ok(table)
 }
 
 /// DW_LNE_set_discriminator's operand: a ULEB128 read within its bytes, modulo 2**32 as

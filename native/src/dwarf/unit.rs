@@ -80,13 +80,6 @@ pub(crate) fn utf8(bytes: &[u8]) -> Decided<&str> {
     std::str::from_utf8(bytes).map_err(|_| Defer("a name that is not UTF-8"))
 }
 
-fn read_sized(data: &[u8], position: u64, size: u8, sections: &Sections) -> Decided<u64> {
-    let start = usize::try_from(position).map_err(|_| Defer("offset past the address space"))?;
-    let bytes = data.get(start..).ok_or(Defer("offset outside its section"))?;
-    let mut reader = R::new(bytes, sections.endian);
-    Ok(reader.read_sized_offset(size).map_err(|_| Defer("offset outside its section"))? as u64)
-}
-
 impl<'a> UnitData<'a> {
     /// The unit at `offset` with its root DIE read (`parse_unit_header`, `_prepare_unit`).
     pub(crate) fn load(sections: &'a Sections, offset: u64) -> Decided<Self> {
@@ -205,9 +198,7 @@ impl<'a> UnitData<'a> {
             AttributeValue::DebugStrRef(offset) => cstring_at(&sections.str, offset.0 as u64).map(Some),
             AttributeValue::DebugLineStrRef(offset) => cstring_at(&sections.line_str, offset.0 as u64).map(Some),
             AttributeValue::DebugStrOffsetsIndex(index) => {
-                let position = u128::from(self.str_offsets_base) + index.0 as u128 * u128::from(self.offset_size);
-                let position = u64::try_from(position).map_err(|_| Defer("string index"))?;
-                let offset = read_sized(&sections.str_offsets, position, self.offset_size, sections)?;
+                let offset = self.table_entry(&sections.str_offsets, self.str_offsets_base, index.0 as u64, self.offset_size)?;
                 cstring_at(&sections.str, offset).map(Some)
             }
             AttributeValue::DebugStrRefSup(_) => Err(Defer("a dwz string")),
@@ -230,9 +221,17 @@ impl<'a> UnitData<'a> {
     }
 
     fn indexed_address(&self, index: u64) -> Decided<u128> {
-        let position = u128::from(self.addr_base) + u128::from(index) * u128::from(self.addr_size);
-        let position = u64::try_from(position).map_err(|_| Defer("address index"))?;
-        Ok(read_sized(&self.sections.addr, position, self.addr_size, self.sections)?.into())
+        Ok(self.table_entry(&self.sections.addr, self.addr_base, index, self.addr_size)?.into())
+    }
+
+    /// Entry `index` of a table of `size`-byte entries at `base` in `data` (.debug_str_offsets,
+    /// .debug_addr, the offsets of .debug_rnglists).
+    fn table_entry(&self, data: &[u8], base: u64, index: u64, size: u8) -> Decided<u64> {
+        let position = u128::from(base) + u128::from(index) * u128::from(size);
+        let start = usize::try_from(position).map_err(|_| Defer("a table index past the address space"))?;
+        let bytes = data.get(start..).ok_or(Defer("offset outside its section"))?;
+        let mut reader = R::new(bytes, self.sections.endian);
+        Ok(reader.read_sized_offset(size).map_err(|_| Defer("offset outside its section"))? as u64)
     }
 
     /// `Unit.pc_bounds`: (low, high) of `DW_AT_low_pc` and `DW_AT_high_pc`, high clamped.
@@ -287,9 +286,7 @@ impl<'a> UnitData<'a> {
     }
 
     fn rnglistx_offset(&self, index: u64) -> Decided<u64> {
-        let position = u128::from(self.rnglists_base) + u128::from(index) * u128::from(self.offset_size);
-        let position = u64::try_from(position).map_err(|_| Defer("range list index"))?;
-        let offset = read_sized(&self.sections.rnglists, position, self.offset_size, self.sections)?;
+        let offset = self.table_entry(&self.sections.rnglists, self.rnglists_base, index, self.offset_size)?;
         self.rnglists_base.checked_add(offset).ok_or(Defer("range list offset"))
     }
 
