@@ -34,6 +34,14 @@ fn deferred(why: &str) -> PyErr {
     IndexTablesDeferred::new_err(why.to_owned())
 }
 
+/// The id of `key` in `list`, appended on first sight (`ids` finds it).
+fn interned<K: Copy + Eq + std::hash::Hash>(ids: &mut FxHashMap<K, u32>, list: &mut Vec<K>, key: K) -> u32 {
+    *ids.entry(key).or_insert_with(|| {
+        list.push(key);
+        list.len() as u32 - 1
+    })
+}
+
 /// An entry as the index stores it: + 1, so that 0 stands for none (`_stored_address`).
 fn stored(address: Option<u128>) -> PyResult<u64> {
     match address {
@@ -90,14 +98,6 @@ impl IndexTables {
         Ok(self.intern(Some(text.to_str().map_err(|_| deferred("a string that is not UTF-8 text"))?)))
     }
 
-    fn frame(&mut self, key: FrameKey) -> u32 {
-        let next = self.frames.len() as u32;
-        *self.frame_ids.entry(key).or_insert_with(|| {
-            self.frames.push(key);
-            next
-        })
-    }
-
     fn outer(&mut self, frames: Vec<u32>) -> u32 {
         if let Some(&found) = self.outer_ids.get(&frames) {
             return found;
@@ -109,14 +109,6 @@ impl IndexTables {
         id
     }
 
-    fn chain(&mut self, key: ChainKey) -> u32 {
-        let next = self.chains.len() as u32;
-        *self.chain_ids.entry(key).or_insert_with(|| {
-            self.chains.push(key);
-            next
-        })
-    }
-
     /// A compiled frame, its function and file replaced where a symbol renames it.
     fn compiled_frame(&mut self, frame: &Frame, renamed: Option<(Option<&str>, Option<&str>)>) -> PyResult<u32> {
         let (function, file, line, column, start_line, start_file, start_address, discriminator) = frame;
@@ -126,7 +118,7 @@ impl IndexTables {
         };
         let key = (self.intern(function), self.intern(file), *line, *column, *start_line,
                    self.intern(start_file.as_deref()), stored(*start_address)?, *discriminator);
-        Ok(self.frame(key))
+        Ok(interned(&mut self.frame_ids, &mut self.frames, key))
     }
 }
 
@@ -240,7 +232,7 @@ impl IndexTables {
                                    int64(frame.get_item(2))?, int64(frame.get_item(3))?, int64(frame.get_item(4))?,
                                    self.intern_object(&frame.get_item(5)?)?, py_entry(frame.get_item(6))?,
                                    int64(frame.get_item(7))?);
-                        frame_ids.push(self.frame(key));
+                        frame_ids.push(interned(&mut self.frame_ids, &mut self.frames, key));
                     }
                     let id = self.outer(frame_ids);
                     outer_by_identity.insert(outer.as_ptr() as usize, id);
@@ -250,7 +242,7 @@ impl IndexTables {
             let key = (self.intern_object(&head.get_item(0)?)?, int64(head.get_item(1))?,
                        self.intern_object(&head.get_item(3)?)?, outer_id, self.intern_object(&head.get_item(4)?)?,
                        py_entry(head.get_item(5))?);
-            found.push(self.chain(key));
+            found.push(interned(&mut self.chain_ids, &mut self.chains, key));
         }
         Ok(found)
     }
@@ -316,7 +308,7 @@ impl IndexTables {
                 (self.intern(function), *start_line, self.intern(default_file), outer_id,
                  self.intern(start_file.as_deref()), stored(*entry)?)
             };
-            found.push(self.chain(key));
+            found.push(interned(&mut self.chain_ids, &mut self.chains, key));
         }
         Ok(found)
     }

@@ -603,19 +603,11 @@ fn span_run_at<'a>(
         if leaf >= 0 {
             builder.chain(leaf as usize)?; // _chain_error
         }
-        builder.built.columns.lows.clear();
         build_span(builder, symbols, functions_only, &kept.row_pieces, low, high, leaf)?;
-        let columns = &mut builder.built.columns;
-        let built = Columns {
-            lows: std::mem::take(&mut columns.lows),
-            highs: std::mem::take(&mut columns.highs),
-            files: std::mem::take(&mut columns.files),
-            lines: std::mem::take(&mut columns.lines),
-            columns: std::mem::take(&mut columns.columns),
-            heads: std::mem::take(&mut columns.heads),
-            discriminators: std::mem::take(&mut columns.discriminators),
-            ..Columns::default()
-        };
+        // The span's runs are kept; the heads and chains named so far stay with the builder.
+        let mut built = std::mem::take(&mut builder.built.columns);
+        std::mem::swap(&mut builder.built.columns.chains, &mut built.chains);
+        std::mem::swap(&mut builder.built.columns.head_keys, &mut built.head_keys);
         kept.spans.insert(span, built);
     }
     let runs = &kept.spans[&span];
