@@ -39,6 +39,7 @@ pub(crate) type Reached<'a> = Arc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
 /// `DwarfInfo._file_of`: the name of file number `attr` (a DW_AT_decl_file or DW_AT_call_file, any
 /// constant form but a flag) in `lines`, None for a number no entry has or no line table;
 /// `other_form` for another form.
+#[inline(always)]
 fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>, other_form: Decided<Option<Text>>) -> Decided<Option<Text>> {
     let index: i128 = match (attr.0, &attr.1) {
         (dw::DW_FORM_sdata | dw::DW_FORM_implicit_const, AttributeValue::Sdata(v)) => i128::from(*v),
@@ -51,6 +52,7 @@ fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>, other_form: Decided<Optio
 }
 
 /// (decl line, decl file) of a DIE's DW_AT_decl_line and DW_AT_decl_file: 0 and None without.
+#[inline(always)]
 fn declaration(lines: Option<&LineTable>, line: Option<&Attr<'_>>, file: Option<&Attr<'_>>) -> Decided<(i64, Option<Text>)> {
     let line = line.map(source_line).transpose()?.unwrap_or(0);
     let file = file.map(|attr| file_of(lines, attr, Ok(None))).transpose()?.flatten();
