@@ -7,7 +7,6 @@ import random
 import threading
 import zlib
 from array import array
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,7 +31,7 @@ BINARIES = sorted({FIXTURES / json.loads(p.read_text())["binary"] for p in (FIXT
 
 
 def _module(binary: Path, cache: SearchOptions) -> Module:
-    return open_module(binary, Loader(replace(cache, debug_dirs=[DEBUG_DIR])))
+    return open_module(binary, Loader(cache._replace(debug_dirs=(DEBUG_DIR,))))
 
 
 def fixture_addresses(binary: Path, per_segment: int = 1500) -> list[int]:
