@@ -49,18 +49,19 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Literal, get_args
-
-import pycxxfilt
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal, get_args
 
 __all__ = ["DEMANGLER", "DEMANGLE_MODES", "DemangleMode", "demangle", "profile_name", "remember", "shorten"]
 
 DemangleMode = Literal["full", "short", "none"]
 DEMANGLE_MODES: tuple[str, ...] = get_args(DemangleMode)
 
-# What makes full-mode names: indexes that store demangled names are keyed by it, so an index
-# made before the prefix rule (which stored ``f`` as ``float``) is not read.
-DEMANGLER = f"llvm {pycxxfilt.LLVM_VERSION}, prefixed names only, rust legacy escapes decoded"
+if TYPE_CHECKING:
+    # What makes full-mode names: indexes that store demangled names are keyed by it, so an index
+    # made before the prefix rule (which stored ``f`` as ``float``) is not read. Made on first
+    # use (__getattr__), as pycxxfilt is loaded: a run that demangles nothing reads no index.
+    DEMANGLER: str
 MANGLING_PREFIXES = ("_Z", "_R", "?", "__Z", "__R")
 MAX_DEMANGLE_LENGTH = 16384
 # How deep shorten() follows nested brackets before leaving a name whole.
@@ -110,6 +111,21 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+@functools.cache
+def _llvm() -> ModuleType:
+    """pycxxfilt (LLVM's demanglers), loaded on first use: loading the library costs ~4M
+    instructions, and a C binary's lookup (no name with a mangling prefix) never asks it."""
+    import pycxxfilt
+
+    return pycxxfilt
+
+
+def __getattr__(name: str) -> str:
+    if name == "DEMANGLER":
+        return f"llvm {_llvm().LLVM_VERSION}, prefixed names only, rust legacy escapes decoded"
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def demangle(name: str, mode: DemangleMode) -> str:
     """``name`` as ``mode`` asks: ``full``, ``short`` or ``none`` (unchanged).
 
@@ -150,7 +166,7 @@ def _llvm_demangle(name: str) -> str:
     if len(name) > MAX_DEMANGLE_LENGTH:
         return name
     try:
-        demangled: str | None = pycxxfilt.demangle(name)
+        demangled: str | None = _llvm().demangle(name)
     except ValueError:
         # A name with a mangling prefix that does not parse: llvm-symbolizer prints it as is.
         return name
