@@ -24,9 +24,9 @@ CLONE_SUFFIX = re.compile(r"(\s*\(\.[A-Za-z_][\w.]*\)|\.(cold|isra|part|constpro
 
 
 def _decoded(name: str) -> str:
-    from symbolize.demangle import _RUST_ESCAPE, _decode_rust_legacy  # the toolkit's own rule, not a copy
+    from symbolize.demangle import _RUST_ESCAPE, _compiled, _decode_rust_legacy  # the toolkit's own rule
 
-    return _decode_rust_legacy(name) if _RUST_ESCAPE.search(name) else name
+    return _decode_rust_legacy(name) if _compiled(_RUST_ESCAPE).search(name) else name
 
 
 def _names(functions: list[str]) -> list[str]:

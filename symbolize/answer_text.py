@@ -34,7 +34,7 @@ from symbolize.formats.native import kernels
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import IndexedObject
 from symbolize.module import Reason, Unknown
-from symbolize.shaping import shown_name
+from symbolize.shaping import folded_frame, shown_name
 
 if TYPE_CHECKING:
     from symbolize.module import Module
@@ -183,14 +183,6 @@ class PlainStyle(NamedTuple):
 
 
 DEFAULT_STYLE = PlainStyle()
-
-
-def folded_frame(frames: list[Frame]) -> Frame:
-    """llvm-symbolizer's one frame without inlines: the outermost name, the innermost place and
-    decl line, file and entry (its ``StartLine`` is the innermost DIE's, as ``getLineInfoForAddress``
-    reads it)."""
-    innermost, outermost = frames[0], frames[-1]
-    return innermost._replace(function=outermost.function)
 
 
 class AnswerText:

@@ -173,9 +173,7 @@ class Session:
             use_cache=use_cache, remote=remote,
         )  # fmt: skip
         if build_missing_indexes:
-            from dataclasses import replace
-
-            self.options = replace(self.options, build_missing_indexes=True)
+            self.options = self.options._replace(build_missing_indexes=True)
         self.keep_loader = keep_loader
         self._kept: Loader | None = None
         self.background_index = background_index
@@ -695,8 +693,6 @@ def build_indexes(
     rewrites with the same ``cache_dir`` answer from them. ``progress`` hears which binary is
     being indexed and one step per binary done (symbolize/progress.py; the caller starts its stage).
     """
-    from dataclasses import replace
-
     from symbolize.cache import default_cache_dir
     from symbolize.index.indexed import IndexedObject
     from symbolize.progress import ProgressReport
@@ -704,7 +700,7 @@ def build_indexes(
     index_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     built: list[Path] = []
     searched = discovery_options(search_paths=search_paths, debug_dirs=debug_dirs, use_cache=False)
-    options = replace(searched, index_dir=index_dir, build_missing_indexes=True)
+    options = searched._replace(index_dir=index_dir, build_missing_indexes=True)
     progress = progress if progress is not None else ProgressReport()
     for path in paths:
         progress.describe(f"indexing {Path(path).name}")

@@ -49,18 +49,19 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Literal, get_args
-
-import pycxxfilt
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal, get_args
 
 __all__ = ["DEMANGLER", "DEMANGLE_MODES", "DemangleMode", "demangle", "profile_name", "remember", "shorten"]
 
 DemangleMode = Literal["full", "short", "none"]
 DEMANGLE_MODES: tuple[str, ...] = get_args(DemangleMode)
 
-# What makes full-mode names: indexes that store demangled names are keyed by it, so an index
-# made before the prefix rule (which stored ``f`` as ``float``) is not read.
-DEMANGLER = f"llvm {pycxxfilt.LLVM_VERSION}, prefixed names only, rust legacy escapes decoded"
+if TYPE_CHECKING:
+    # What makes full-mode names: indexes that store demangled names are keyed by it, so an index
+    # made before the prefix rule (which stored ``f`` as ``float``) is not read. Made on first
+    # use (__getattr__), as pycxxfilt is loaded: a run that demangles nothing reads no index.
+    DEMANGLER: str
 MANGLING_PREFIXES = ("_Z", "_R", "?", "__Z", "__R")
 MAX_DEMANGLE_LENGTH = 16384
 # How deep shorten() follows nested brackets before leaving a name whole.
@@ -72,23 +73,25 @@ _full_names: dict[str, str] = {}
 # A Rust legacy path component -> its decoding (_decode_rust_legacy); bounded as _full_names is.
 _decoded_components: dict[str, str] = {}
 
-_RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
+# Regular expressions, compiled on first use (_compiled): most runs demangle nothing (a C binary's
+# names), and compiling all of them at import cost ~6M instructions, 1.5 % of a one-address lookup.
+_RUST_HASH = r"::h[0-9a-f]{16}$"
 # The hash of a full Rust legacy name, before any clone suffix LLVM prints (`` (.llvm.123)``).
-_RUST_HASH_BEFORE_SUFFIX = re.compile(r"::h[0-9a-f]{16}(?=(?: \(\.[^()]*\))*$)")
+_RUST_HASH_BEFORE_SUFFIX = r"::h[0-9a-f]{16}(?=(?: \(\.[^()]*\))*$)"
 # A closure as v0 symbols and DWARF names spell it; legacy symbols say {{closure}}.
-_V0_CLOSURE = re.compile(r"\{closure#[0-9]+\}")
+_V0_CLOSURE = r"\{closure#[0-9]+\}"
 # A Rust legacy symbol: an Itanium nested name whose last component is the 17-character hash.
-_RUST_LEGACY = re.compile(r"17h[0-9a-f]{16}E(?:\.|$)")
-_CLONE_SUFFIX = re.compile(r"(?:\s*\(\.[^()]*\)|\s*\[clone \.[^\]]*\])+$")
-_ABI_TAG = re.compile(r"\[abi:[^\]]*\]")
-_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|restrict|noexcept|&&|&))*")
+_RUST_LEGACY = r"17h[0-9a-f]{16}E(?:\.|$)"
+_CLONE_SUFFIX = r"(?:\s*\(\.[^()]*\)|\s*\[clone \.[^\]]*\])+$"
+_ABI_TAG = r"\[abi:[^\]]*\]"
+_QUALIFIERS = r"(?:\s*(?:const|volatile|restrict|noexcept|&&|&))*"
 # Longest spellings first so that ``operator<<=`` is not read as ``operator<``.
-_OPERATOR_SYMBOL = re.compile(
+_OPERATOR_SYMBOL = (
     r"\s*(?:\(\)|\[\]|<=>|<<=|>>=|->\*|new\[\]|delete\[\]|<<|>>|<=|>=|->|&&|\|\||\+\+|--|==|!=|"
     r"[-+*/%^&|]=|[-+*/%^&|~!=<>,]|\"\"\s*\w+)"
 )
-_OPERATOR_WORD = re.compile(r"\s+(?:new|delete|co_await)\b")
-_IDENT_CHAR = re.compile(r"[A-Za-z0-9_$]")
+_OPERATOR_WORD = r"\s+(?:new|delete|co_await)\b"
+_IDENT_CHAR = r"[A-Za-z0-9_$]"
 _RUST_ESCAPES = {
     "$SP$": "@",
     "$BP$": "*",
@@ -99,8 +102,28 @@ _RUST_ESCAPES = {
     "$RP$": ")",
     "$C$": ",",
 }
-_RUST_ESCAPE = re.compile(r"\$(?:SP|BP|RF|LT|GT|LP|RP|C|u[0-9a-f]{1,6})\$")
+_RUST_ESCAPE = r"\$(?:SP|BP|RF|LT|GT|LP|RP|C|u[0-9a-f]{1,6})\$"
 _OPENERS = {"(": ")", "<": ">", "[": "]", "{": "}"}
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+@functools.cache
+def _llvm() -> ModuleType:
+    """pycxxfilt (LLVM's demanglers), loaded on first use: loading the library costs ~4M
+    instructions, and a C binary's lookup (no name with a mangling prefix) never asks it."""
+    import pycxxfilt
+
+    return pycxxfilt
+
+
+def __getattr__(name: str) -> str:
+    if name == "DEMANGLER":
+        return f"llvm {_llvm().LLVM_VERSION}, prefixed names only, rust legacy escapes decoded"
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def demangle(name: str, mode: DemangleMode) -> str:
@@ -131,10 +154,10 @@ def profile_name(name: str, mode: DemangleMode, *, keep_hashes: bool = False) ->
     shown = demangle(name, mode)
     if mode == "none":
         return shown
-    if mode == "full" and not keep_hashes and _RUST_LEGACY.search(name):
-        shown = _RUST_HASH_BEFORE_SUFFIX.sub("", shown)
+    if mode == "full" and not keep_hashes and _compiled(_RUST_LEGACY).search(name):
+        shown = _compiled(_RUST_HASH_BEFORE_SUFFIX).sub("", shown)
     if "{closure#" in shown:
-        shown = _V0_CLOSURE.sub("{{closure}}", shown)
+        shown = _compiled(_V0_CLOSURE).sub("{{closure}}", shown)
     return shown
 
 
@@ -143,7 +166,7 @@ def _llvm_demangle(name: str) -> str:
     if len(name) > MAX_DEMANGLE_LENGTH:
         return name
     try:
-        demangled: str | None = pycxxfilt.demangle(name)
+        demangled: str | None = _llvm().demangle(name)
     except ValueError:
         # A name with a mangling prefix that does not parse: llvm-symbolizer prints it as is.
         return name
@@ -151,7 +174,7 @@ def _llvm_demangle(name: str) -> str:
         return name
     if name.startswith("?"):
         return _as_llvm_symbolizer_prints_msvc(demangled)
-    if _RUST_LEGACY.search(name) and ("$" in demangled or ".." in demangled):
+    if _compiled(_RUST_LEGACY).search(name) and ("$" in demangled or ".." in demangled):
         # LLVM leaves a Rust legacy name's escapes (``Vec$LT$T$C$A$GT$``, ``_$u7b$$u7b$closure``)
         # as they are; Rust users read them as rustc-demangle and GNU c++filt print them.
         return _decode_rust_legacy(demangled)
@@ -161,13 +184,13 @@ def _llvm_demangle(name: str) -> str:
 # llvm-symbolizer demangles MSVC names without access specifier, member kind, calling convention
 # and return type (MSDF_NoAccessSpecifier | MSDF_NoMemberType | MSDF_NoCallingConvention |
 # MSDF_NoReturnType); pycxxfilt's demangler prints them all, so they are dropped from its text.
-_MSVC_ACCESS = re.compile(r"^(?:(?:public|private|protected): )?(?:(?:virtual|static) )?")
-_MSVC_CALLING_CONVENTION = re.compile(r"\b__(?:cdecl|stdcall|fastcall|thiscall|vectorcall|clrcall|regcall) ")
+_MSVC_ACCESS = r"^(?:(?:public|private|protected): )?(?:(?:virtual|static) )?"
+_MSVC_CALLING_CONVENTION = r"\b__(?:cdecl|stdcall|fastcall|thiscall|vectorcall|clrcall|regcall) "
 
 
 def _as_llvm_symbolizer_prints_msvc(text: str) -> str:
-    text = _MSVC_ACCESS.sub("", text, count=1)
-    convention = _MSVC_CALLING_CONVENTION.search(text)
+    text = _compiled(_MSVC_ACCESS).sub("", text, count=1)
+    convention = _compiled(_MSVC_CALLING_CONVENTION).search(text)
     # A function: what precedes its calling convention is its return type. Data has neither.
     return text[convention.end() :] if convention is not None else text
 
@@ -191,10 +214,10 @@ def _demangle_short(name: str) -> str:
 
 def shorten(text: str) -> str:
     """Reduce an already demangled name to pprof's short form (rules in the module docstring)."""
-    text = _RUST_HASH.sub("", _CLONE_SUFFIX.sub("", text))
+    text = _compiled(_RUST_HASH).sub("", _compiled(_CLONE_SUFFIX).sub("", text))
     if "$" in text and "::" in text:
         text = _decode_rust_legacy(text)
-    text = _ABI_TAG.sub("", text)
+    text = _compiled(_ABI_TAG).sub("", text)
     try:
         short, _ = _strip(text, 0, "", 0)
     except IndexError:
@@ -227,7 +250,7 @@ def _decoded_component(component: str) -> str:
     escape dropped, the ``$..$`` escapes decoded, and ``..`` read as ``::``."""
     if component.startswith("_$"):
         component = component[1:]
-    return _RUST_ESCAPE.sub(_rust_escape, component).replace("..", "::")
+    return _compiled(_RUST_ESCAPE).sub(_rust_escape, component).replace("..", "::")
 
 
 def _rust_escape(match: re.Match[str]) -> str:
@@ -274,7 +297,7 @@ def _strip(text: str, start: int, closer: str, depth: int) -> tuple[str, int]:
                 index = _skip_balanced(text, index)
         elif char == "(":
             index = _skip_balanced(text, index)
-            qualifiers = _QUALIFIERS.match(text, index)
+            qualifiers = _compiled(_QUALIFIERS).match(text, index)
             index = qualifiers.end() if qualifiers else index
         elif char == "{":
             inner, index = _strip(text, index + 1, "}", depth + 1)
@@ -290,7 +313,7 @@ def _strip(text: str, start: int, closer: str, depth: int) -> tuple[str, int]:
 
 def _copy_operator(text: str, index: int, out: list[str]) -> int:
     end = index + len("operator")
-    match = _OPERATOR_SYMBOL.match(text, end) or _OPERATOR_WORD.match(text, end)
+    match = _compiled(_OPERATOR_SYMBOL).match(text, end) or _compiled(_OPERATOR_WORD).match(text, end)
     if match is not None:
         out.append(text[index : match.end()])
         return match.end()
@@ -347,11 +370,11 @@ def _find_top_level_operator(text: str) -> int:
 
 
 def _is_word_start(text: str, index: int) -> bool:
-    return index == 0 or not _IDENT_CHAR.match(text[index - 1])
+    return index == 0 or not _compiled(_IDENT_CHAR).match(text[index - 1])
 
 
 def _is_ident_at(text: str, index: int) -> bool:
-    return index < len(text) and _IDENT_CHAR.match(text[index]) is not None
+    return index < len(text) and _compiled(_IDENT_CHAR).match(text[index]) is not None
 
 
 def _at_component_start(out: list[str]) -> bool:

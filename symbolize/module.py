@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from enum import Enum
 from itertools import filterfalse
 from pathlib import Path
@@ -136,7 +135,6 @@ def reason_for_error(error: SymbolizeError | OSError) -> Reason:
     return Reason.UNREADABLE_FILE
 
 
-@dataclass
 class Module:
     """An image (load segments, identity, hints) and its sources, best first.
 
@@ -152,16 +150,27 @@ class Module:
     nothing names is then counted under the miss's reason, not ``no-debug-info``.
     """
 
-    image: Image
-    debug_files: list[Source] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-    own_source: Source | None = None
-    reader_refusals: list[list[str]] = field(default_factory=list)
-    missed: list[RemoteMiss] = field(default_factory=list)
-    _results: dict[int, list[Frame] | Unknown] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _has_names: bool | None = field(default=None, init=False, repr=False, compare=False)
-    # What closes the files the module was opened with (the loader that opened them), when it owns them.
-    _closers: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False, compare=False)
+    # A plain class, not a dataclass: every lookup makes one, and ``import dataclasses`` (inspect,
+    # ast, dis, tokenize) is about a tenth of a one-address cold lookup's instructions.
+    def __init__(
+        self,
+        image: Image,
+        debug_files: list[Source] | None = None,
+        refused: list[str] | None = None,
+        own_source: Source | None = None,
+        reader_refusals: list[list[str]] | None = None,
+        missed: list[RemoteMiss] | None = None,
+    ) -> None:
+        self.image = image
+        self.debug_files = debug_files if debug_files is not None else []
+        self.refused = refused if refused is not None else []
+        self.own_source = own_source
+        self.reader_refusals = reader_refusals if reader_refusals is not None else []
+        self.missed = missed if missed is not None else []
+        self._results: dict[int, list[Frame] | Unknown] = {}
+        self._has_names: bool | None = None
+        # What closes the files the module was opened with (the loader that opened them), when it owns them.
+        self._closers: list[Callable[[], None]] = []
 
     @property
     def path(self) -> Path:

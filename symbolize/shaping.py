@@ -18,6 +18,15 @@ def shown_name(name: str | None, mode: DemangleMode) -> str | None:
     return demangle_name(name, mode) if name else name
 
 
+def folded_frame(frames: list[Frame]) -> Frame:
+    """llvm-symbolizer's one frame without inlines: the outermost name, the innermost place and
+    decl line, file and entry (its ``StartLine`` is the innermost DIE's, as ``getLineInfoForAddress``
+    reads it). The one folding rule of the library's frames (:class:`FrameShaper`) and the printed
+    answers."""
+    innermost, outermost = frames[0], frames[-1]
+    return innermost._replace(function=outermost.function)
+
+
 class FrameShaper:
     """Demangles a lookup result's names and, with ``inlines=False``, folds it into one frame.
 
@@ -32,12 +41,9 @@ class FrameShaper:
     def shape(self, result: list[Frame] | Unknown) -> list[Frame] | Unknown:
         if isinstance(result, Unknown) or not result:
             return result
-        frames = [self._frame(frame) for frame in result]
         if self.inlines:
-            return frames
-        innermost, outermost = frames[0], frames[-1]
-        return [outermost._replace(file=innermost.file, line=innermost.line, column=innermost.column,
-                                   discriminator=innermost.discriminator)]
+            return [self._frame(frame) for frame in result]
+        return [folded_frame([result[0], self._frame(result[-1])])]  # only the outermost's name is shown
 
     def _demangled(self, frame: Frame) -> Frame:
         name = shown_name(frame.function, self.mode)

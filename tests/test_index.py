@@ -7,7 +7,6 @@ import random
 import threading
 import zlib
 from array import array
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from symbolize.index.indexed import IndexedObject
 from symbolize.index.store import IndexFile, write_index
 from symbolize.loader import Loader
 from symbolize.module import Module, PerFrame, Unknown
+from symbolize.shaping import folded_frame
 from tests.fixtures_data import FIXTURES
 
 DEBUG_DIR = FIXTURES / "bin" / "debug"
@@ -32,7 +32,7 @@ BINARIES = sorted({FIXTURES / json.loads(p.read_text())["binary"] for p in (FIXT
 
 
 def _module(binary: Path, cache: SearchOptions) -> Module:
-    return open_module(binary, Loader(replace(cache, debug_dirs=[DEBUG_DIR])))
+    return open_module(binary, Loader(cache._replace(debug_dirs=(DEBUG_DIR,))))
 
 
 def fixture_addresses(binary: Path, per_segment: int = 1500) -> list[int]:
@@ -109,12 +109,29 @@ def test_shaped_lookups_match_demangling_each_frame(tmp_path: Path, mode: Demang
         named = [
             frame._replace(function=demangle(frame.function, mode)) if frame.function else frame for frame in frames
         ]
-        if not inlines:
-            outermost = named[-1]
-            named = [named[0]._replace(function=outermost.function, start_line=outermost.start_line,
-                                       start_file=outermost.start_file, start_address=outermost.start_address)]
-        expected.append(named)
+        expected.append(named if inlines else [folded_frame(named)])
     assert shaped == expected
+
+
+def _starts(frame: Frame) -> tuple[int, str | None, int | None]:
+    return frame.start_line, frame.start_file, frame.start_address
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_a_lookup_without_inlines_folds_as_the_printed_answers_do(tmp_path: Path, indexed: bool) -> None:
+    """``inlines=False`` gives the frame llvm-symbolizer prints (folded_frame, the printed answers'
+    rule): the outermost name, the rest the innermost frame's, its start line, file and entry too
+    (``getLineInfoForAddress``'s ``StartLine``), not the outermost's."""
+    binary = FIXTURES / "bin" / "cppdemo-clang-dwarf5-pie"
+    vaddrs = fixture_addresses(binary, per_segment=200)
+    if indexed:
+        build_indexes([binary], cache_dir=tmp_path)
+    where = {"debug_dirs": [DEBUG_DIR], "cache_dir": tmp_path, "use_cache": indexed}
+    chains = lookup(binary, vaddrs, demangle="none", **where)  # type: ignore[arg-type]
+    folded = lookup(binary, vaddrs, demangle="none", inlines=False, **where)  # type: ignore[arg-type]
+    inlined = [chain for chain in chains if isinstance(chain, list) and _starts(chain[0]) != _starts(chain[-1])]
+    assert inlined, "no inlined call whose start fields differ from its caller's: nothing checked"
+    assert folded == [[folded_frame(chain)] if isinstance(chain, list) else chain for chain in chains]
 
 
 @pytest.mark.parametrize("cut", [0, 10, 30, 200])

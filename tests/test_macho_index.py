@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +88,7 @@ def test_a_debug_map_index_is_keyed_by_the_objects_it_was_built_from(tmp_path: P
     vaddrs = _addresses(expected)
 
     def lookup(search_paths: list[Path], cache: SearchOptions) -> list[object]:
-        return list(open_module(binary, Loader(replace(cache, search_paths=search_paths))).lookup(vaddrs))
+        return list(open_module(binary, Loader(cache._replace(search_paths=tuple(search_paths)))).lookup(vaddrs))
 
     objects_dir = (FIXTURES / expected["binary"]).parent
     with_objects = lookup([objects_dir], SearchOptions(index_dir=cache_dir, build_missing_indexes=True))

@@ -65,9 +65,10 @@ def fake_frames(vaddr: int) -> list[Frame]:
     return [Frame(f"fn_{vaddr:x}", "main.c", 30, 0, start_line=29)]
 
 
-@dataclass
 class FakeModule(Module):
-    looked_up: list[int] = field(default_factory=list)
+    def __init__(self, image: FakeBinary) -> None:
+        super().__init__(image)  # type: ignore[arg-type]
+        self.looked_up: list[int] = []
 
     def lookup(self, vaddrs: Sequence[int]) -> list[list[Frame] | Unknown]:
         self.looked_up.extend(vaddrs)

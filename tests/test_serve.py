@@ -431,7 +431,7 @@ def in_process(receiver: Receiver, tmp_path: Path) -> Iterator[Callable[[ServeLi
 
     def start(limits: ServeLimits) -> tuple[int, ProfileService]:
         session = Session(search_paths=[BIN], cache_dir=tmp_path)
-        session.options = replace(session.options, build_missing_indexes=True)  # as the command does
+        session.options = session.options._replace(build_missing_indexes=True)  # as the command does
         worker = NamingWorker(session, lambda loader: RewriteOptions(discovery=loader), capacity=limits.max_pending)
         forwarder = Forwarder(ForwardTarget(receiver.url), deadline=1.0, attempt_timeout=5.0)
         service = ProfileService(worker, forwarder, limits)

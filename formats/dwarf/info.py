@@ -263,9 +263,7 @@ class DwarfInfo:
             except MalformedInputError:
                 # A dwz file that cannot be read is as good as missing: this file's own DWARF stays.
                 self._supplementary_found, common_strings = None, b""
-            from dataclasses import replace  # here: only a file with a dwz common file needs it
-
-            sections = replace(sections, supplementary_str=common_strings)
+            sections = sections.replace(supplementary_str=common_strings)
         self._sections = sections
         states: list[_UnitState] = []
         ranges: list[tuple[int, int, int]] = []

@@ -20,7 +20,6 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Literal
 
 from symbolize.formats.dwarf import constants as c
@@ -41,23 +40,28 @@ def join_path(directory: str | None, name: str) -> str:
     return directory.rstrip("/\\") + separator + name
 
 
-@dataclass
 class LineTable:
-    files: list[str | None]
-    # Rows, in program order; see the module docstring for the rows left out.
-    # Typed arrays, not lists: a large unit has a million rows, and a list of int objects costs
-    # several times the memory.
-    addresses: array[int] = field(default_factory=lambda: array("Q"))
-    file_indexes: array[int] = field(default_factory=lambda: array("q"))
-    lines: array[int] = field(default_factory=lambda: array("q"))
-    columns: array[int] = field(default_factory=lambda: array("q"))
-    # Each row's discriminator (DW_LNE_set_discriminator), 0 for most.
-    discriminators: array[int] = field(default_factory=lambda: array("Q"))
-    # (low, high, first row, end row), sorted by low; high is the end_sequence address.
-    sequences: list[tuple[int, int, int, int]] = field(default_factory=list)
-    _sequence_lows: list[int] = field(default_factory=list)
-    # Whether addresses strictly increase within every sequence (False: the program steps back).
-    increasing: bool = True
+    # A plain class, not a dataclass: ``import dataclasses`` (inspect, ast, dis, tokenize) is about
+    # a tenth of a one-address cold lookup's instructions.
+    __slots__ = ("_sequence_lows", "addresses", "columns", "discriminators", "file_indexes", "files", "increasing",
+                 "lines", "sequences")  # fmt: skip
+
+    def __init__(self, files: list[str | None], increasing: bool = True) -> None:
+        self.files = files
+        # Rows, in program order; see the module docstring for the rows left out.
+        # Typed arrays, not lists: a large unit has a million rows, and a list of int objects costs
+        # several times the memory.
+        self.addresses: array[int] = array("Q")
+        self.file_indexes: array[int] = array("q")
+        self.lines: array[int] = array("q")
+        self.columns: array[int] = array("q")
+        # Each row's discriminator (DW_LNE_set_discriminator), 0 for most.
+        self.discriminators: array[int] = array("Q")
+        # (low, high, first row, end row), sorted by low; high is the end_sequence address.
+        self.sequences: list[tuple[int, int, int, int]] = []
+        self._sequence_lows: list[int] = []
+        # Whether addresses strictly increase within every sequence (False: the program steps back).
+        self.increasing = increasing
 
     def file_name(self, index: int) -> str | None:
         return self.files[index] if 0 <= index < len(self.files) else None

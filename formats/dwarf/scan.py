@@ -25,7 +25,6 @@ The index builder, which wants everything, asks for whole units instead.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from typing import Any
 
 from symbolize.formats.dwarf import constants as c
@@ -96,22 +95,38 @@ ROLE_NO_CODE = 4
 _CODE_ATTRIBUTES = frozenset({c.DW_AT_low_pc, c.DW_AT_ranges})
 
 
-@dataclass(slots=True)
 class Plan:
-    """How to walk one abbreviation's attributes in one unit."""
+    """How to walk one abbreviation's attributes in one unit.
 
-    tag: int
-    has_children: bool
-    role: int
-    # When every kept attribute has a fixed size and a fixed place in the DIE: the variable-size
-    # attributes as (fixed bytes before it, kind, form, implicit constant), then ``tail`` fixed
-    # bytes; None when some kept attribute is not at a fixed place.
-    skips: tuple[tuple[int, int, int, int], ...] | None
-    tail: int
-    # With ``skips``: the kept attributes as (slot, bytes from the DIE's first attribute, form, reader).
-    peeks: tuple[tuple[int, int, int, UIntReader], ...]
-    # (slot or -1, kind, size, form, implicit constant, fixed-size reader or None) per attribute.
-    steps: tuple[tuple[int, int, int, int, int, UIntReader | None], ...]
+    ``skips``: when every kept attribute has a fixed size and a fixed place in the DIE, the
+    variable-size attributes as (fixed bytes before it, kind, form, implicit constant), then
+    ``tail`` fixed bytes; None when some kept attribute is not at a fixed place. ``peeks`` (with
+    ``skips``): the kept attributes as (slot, bytes from the DIE's first attribute, form, reader).
+    ``steps``: (slot or -1, kind, size, form, implicit constant, fixed-size reader or None) per
+    attribute.
+    """
+
+    # Plain classes with __slots__ here, not dataclasses: ``import dataclasses`` (inspect, ast,
+    # dis, tokenize) is about a tenth of a one-address cold lookup's instructions.
+    __slots__ = ("has_children", "peeks", "role", "skips", "steps", "tag", "tail")
+
+    def __init__(
+        self,
+        tag: int,
+        has_children: bool,
+        role: int,
+        skips: tuple[tuple[int, int, int, int], ...] | None,
+        tail: int,
+        peeks: tuple[tuple[int, int, int, UIntReader], ...],
+        steps: tuple[tuple[int, int, int, int, int, UIntReader | None], ...],
+    ) -> None:
+        self.tag = tag
+        self.has_children = has_children
+        self.role = role
+        self.skips = skips
+        self.tail = tail
+        self.peeks = peeks
+        self.steps = steps
 
 
 def compile_plan(unit: Unit, abbrev: Abbrev) -> Plan:
@@ -159,7 +174,6 @@ def compile_plan(unit: Unit, abbrev: Abbrev) -> Plan:
                 tuple(steps))
 
 
-@dataclass
 class SharedTables:
     """Plans and skip layouts by abbreviation shape and unit encoding, for all the units of a file.
 
@@ -167,13 +181,14 @@ class SharedTables:
     1,003 shapes), so each shape is compiled once rather than once per unit.
     """
 
-    plans: dict[ShapeKey, Plan] = field(default_factory=dict)
-    skip_layouts: dict[ShapeKey, SkipLayout] = field(default_factory=dict)
-    # (abbreviation table, encoding, .debug_info) -> the skipper of every unit that has them; the
-    # table and section are held so their ids stay theirs.
-    skippers: dict[tuple[int, tuple[int, int, int, bool], int], tuple[object, SubtreeSkipper]] = field(
-        default_factory=dict
-    )
+    __slots__ = ("plans", "skip_layouts", "skippers")
+
+    def __init__(self) -> None:
+        self.plans: dict[ShapeKey, Plan] = {}
+        self.skip_layouts: dict[ShapeKey, SkipLayout] = {}
+        # (abbreviation table, encoding, .debug_info) -> the skipper of every unit that has them; the
+        # table and section are held so their ids stay theirs.
+        self.skippers: dict[tuple[int, tuple[int, int, int, bool], int], tuple[object, SubtreeSkipper]] = {}
 
     def skipper_for(self, unit: Unit) -> SubtreeSkipper:
         key = (id(unit.abbrevs), unit.encoding, id(unit.sections.info))
@@ -183,7 +198,6 @@ class SharedTables:
         return found[1]
 
 
-@dataclass
 class UnitIndex:
     """What a scan of one unit found.
 
@@ -195,36 +209,37 @@ class UnitIndex:
     ``node_end`` there (``node_next`` keeps its place among its siblings).
     """
 
-    unit: Unit
-    node_ranges: list[list[tuple[int, int]] | None] = field(default_factory=list)
-    node_parent: list[int] = field(default_factory=list)
-    node_first: list[int] = field(default_factory=list)
-    node_end: list[int] = field(default_factory=list)
-    node_next: list[int] = field(default_factory=list)
-    node_die: list[int] = field(default_factory=list)
-    # Raw naming attributes per node: slot -> (form, value).
-    node_attrs: list[dict[int, tuple[int, Any]]] = field(default_factory=list)
-    # Node -> (offset of its first child DIE, offset just past its subtree).
-    deferred: dict[int, tuple[int, int]] = field(default_factory=dict)
-    # Node -> why its subtree could not be scanned (see _expand); such a node has no children.
-    failed: dict[int, str] = field(default_factory=dict)
-    # Sorted (low, high, node) for every range of every outermost function node.
-    function_ranges: list[tuple[int, int, int]] = field(default_factory=list)
-    function_lows: list[int] = field(default_factory=list)
-    function_max_high: list[int] = field(default_factory=list)
-    # Scopes: start offset, end offset, name, parent scope index (-1: the unit).
-    scope_start: list[int] = field(default_factory=list)
-    scope_end: list[int] = field(default_factory=list)
-    scope_name: list[str | None] = field(default_factory=list)
-    scope_parent: list[int] = field(default_factory=list)
-    scope_is_namespace: list[bool] = field(default_factory=list)
-    plans: dict[int, Plan] = field(default_factory=dict)
-    shared: SharedTables = field(default_factory=SharedTables)
-    # Nodes the scan itself found are 0 to top_end; expansions append after.
-    top_end: int = 0
-    skipper: SubtreeSkipper | None = None
-    # Walk every function subtree at once instead of deferring it (see scan_unit).
-    whole: bool = False
+    def __init__(self, unit: Unit) -> None:
+        self.unit = unit
+        self.node_ranges: list[list[tuple[int, int]] | None] = []
+        self.node_parent: list[int] = []
+        self.node_first: list[int] = []
+        self.node_end: list[int] = []
+        self.node_next: list[int] = []
+        self.node_die: list[int] = []
+        # Raw naming attributes per node: slot -> (form, value).
+        self.node_attrs: list[dict[int, tuple[int, Any]]] = []
+        # Node -> (offset of its first child DIE, offset just past its subtree).
+        self.deferred: dict[int, tuple[int, int]] = {}
+        # Node -> why its subtree could not be scanned (see _expand); such a node has no children.
+        self.failed: dict[int, str] = {}
+        # Sorted (low, high, node) for every range of every outermost function node.
+        self.function_ranges: list[tuple[int, int, int]] = []
+        self.function_lows: list[int] = []
+        self.function_max_high: list[int] = []
+        # Scopes: start offset, end offset, name, parent scope index (-1: the unit).
+        self.scope_start: list[int] = []
+        self.scope_end: list[int] = []
+        self.scope_name: list[str | None] = []
+        self.scope_parent: list[int] = []
+        self.scope_is_namespace: list[bool] = []
+        self.plans: dict[int, Plan] = {}
+        self.shared = SharedTables()
+        # Nodes the scan itself found are 0 to top_end; expansions append after.
+        self.top_end = 0
+        self.skipper: SubtreeSkipper | None = None
+        # Walk every function subtree at once instead of deferring it (see scan_unit).
+        self.whole = False
 
     def finish(self) -> None:
         self.function_ranges.sort()

@@ -15,12 +15,15 @@ and the line program through :meth:`DwarfSections.line_bytes`, which serve both.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 SectionGetter = Callable[[str], "bytes | memoryview | None"]
 
 _EMPTY = b""
+# DwarfSections' fields, in its constructor's order.
+_FIELDS = ("path", "info", "abbrev", "str", "line_str", "str_offsets", "addr", "ranges", "rnglists", "line", "aranges",
+           "little_endian", "supplementary_str", "address_size")  # fmt: skip
 # The first piece of a view searched for a string's end: most names are shorter.
 _STRING_PIECE = 256
 
@@ -54,28 +57,58 @@ def cstring_at(data: bytes | memoryview, offset: int) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
 class DwarfSections:
-    path: Path
-    info: bytes
-    abbrev: bytes
-    # bytes, or a view of the mapping (see the module docstring): read through cstring_at.
-    str: bytes | memoryview
-    line_str: bytes
-    str_offsets: bytes
-    addr: bytes
-    ranges: bytes
-    rnglists: bytes
-    # bytes, or a view of the mapping: read through line_bytes.
-    line: bytes | memoryview
-    aranges: bytes
-    little_endian: bool = True
-    # .debug_str of the dwz supplementary file, for DW_FORM_GNU_strp_alt.
-    supplementary_str: bytes = b""
-    # The container's address size in bytes: no address range reaches past its last address.
-    address_size: int = 8
-    # .debug_line as bytes, once a line program is decoded from a view of it (line_bytes).
-    _line_bytes: list[bytes] = field(default_factory=list, init=False, repr=False, compare=False)
+    """The sections, as read; a value (:meth:`replace` makes a changed copy, nothing changes one).
+
+    A plain class with __slots__, not a frozen dataclass: ``import dataclasses`` (inspect, ast, dis,
+    tokenize) is about a tenth of a one-address cold lookup's instructions.
+    """
+
+    __slots__ = (*_FIELDS, "_line_bytes")
+
+    def __init__(
+        self,
+        path: Path,
+        info: bytes,
+        abbrev: bytes,
+        str: bytes | memoryview,
+        line_str: bytes,
+        str_offsets: bytes,
+        addr: bytes,
+        ranges: bytes,
+        rnglists: bytes,
+        line: bytes | memoryview,
+        aranges: bytes,
+        little_endian: bool = True,
+        supplementary_str: bytes = b"",
+        address_size: int = 8,
+    ) -> None:
+        self.path = path
+        self.info = info
+        self.abbrev = abbrev
+        # bytes, or a view of the mapping (see the module docstring): read through cstring_at.
+        self.str = str
+        self.line_str = line_str
+        self.str_offsets = str_offsets
+        self.addr = addr
+        self.ranges = ranges
+        self.rnglists = rnglists
+        # bytes, or a view of the mapping: read through line_bytes.
+        self.line = line
+        self.aranges = aranges
+        self.little_endian = little_endian
+        # .debug_str of the dwz supplementary file, for DW_FORM_GNU_strp_alt.
+        self.supplementary_str = supplementary_str
+        # The container's address size in bytes: no address range reaches past its last address.
+        self.address_size = address_size
+        # .debug_line as bytes, once a line program is decoded from a view of it (line_bytes).
+        self._line_bytes: list[bytes] = []
+
+    def replace(self, **changes: object) -> DwarfSections:
+        """A copy with ``changes`` (field name -> value) made, as ``dataclasses.replace`` would."""
+        fields: dict[str, Any] = {name: getattr(self, name) for name in _FIELDS}
+        fields.update(changes)
+        return DwarfSections(**fields)
 
     @property
     def last_address(self) -> int:
@@ -118,8 +151,7 @@ class DwarfSections:
         """A split unit's sections: DIE data from the .dwo, addresses and lines from the skeleton."""
         names = ("info", "abbrev", "str", "str_offsets", "rnglists", "line")
         dwo = {name: section_bytes(getter, f"debug_{name}.dwo") for name in names}
-        return replace(
-            skeleton,
+        return skeleton.replace(
             path=path,
             info=dwo["info"],
             abbrev=dwo["abbrev"],

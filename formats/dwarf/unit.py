@@ -8,7 +8,6 @@ turns raw attribute values into strings, addresses and section offsets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from symbolize.formats.dwarf import constants as c
@@ -50,43 +49,55 @@ _CONSTANT_FORMS = frozenset(
 )
 
 
-@dataclass(eq=False)
 class Unit:
-    sections: DwarfSections
-    offset: int  # of the unit header in .debug_info
-    end: int  # one past the unit's last byte
-    version: int
-    unit_type: int
-    addr_size: int
-    offset_size: int
-    abbrev_offset: int
-    first_die: int
-    dwo_id: int | None = None
-    abbrevs: dict[int, Abbrev] = field(default_factory=dict)
-    # Bases and facts filled in from the unit DIE.
-    low_pc: int = 0
-    str_offsets_base: int = 0
-    addr_base: int = 0
-    rnglists_base: int = 0
-    # Added to this unit's own .debug_ranges offsets: its skeleton's DW_AT_GNU_ranges_base in a
-    # DWARF 4 split unit, else 0. A skeleton's own DW_AT_ranges counts from the section's start.
-    ranges_base: int = 0
-    split_ranges_base: int = 0  # DW_AT_GNU_ranges_base of a DWARF 4 skeleton, for its split unit
-    stmt_list: int | None = None
-    comp_dir: str | None = None
-    name: str | None = None
-    dwo_name: str | None = None
-    # (kind, size) per form, specialised to this unit's encoding.
-    layouts: dict[int, tuple[int, int]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        little = self.sections.little_endian
-        self.read_addr: UIntReader = uint_reader(self.addr_size, little)
-        self.read_offset: UIntReader = uint_reader(self.offset_size, little)
+    # A plain class, not a dataclass: ``import dataclasses`` (inspect, ast, dis, tokenize) is about
+    # a tenth of a one-address cold lookup's instructions.
+    def __init__(
+        self,
+        sections: DwarfSections,
+        offset: int,  # of the unit header in .debug_info
+        end: int,  # one past the unit's last byte
+        version: int,
+        unit_type: int,
+        addr_size: int,
+        offset_size: int,
+        abbrev_offset: int,
+        first_die: int,
+        dwo_id: int | None = None,
+    ) -> None:
+        self.sections = sections
+        self.offset = offset
+        self.end = end
+        self.version = version
+        self.unit_type = unit_type
+        self.addr_size = addr_size
+        self.offset_size = offset_size
+        self.abbrev_offset = abbrev_offset
+        self.first_die = first_die
+        self.dwo_id = dwo_id
+        self.abbrevs: dict[int, Abbrev] = {}
+        # Bases and facts filled in from the unit DIE.
+        self.low_pc = 0
+        self.str_offsets_base = 0
+        self.addr_base = 0
+        self.rnglists_base = 0
+        # Added to this unit's own .debug_ranges offsets: its skeleton's DW_AT_GNU_ranges_base in a
+        # DWARF 4 split unit, else 0. A skeleton's own DW_AT_ranges counts from the section's start.
+        self.ranges_base = 0
+        self.split_ranges_base = 0  # DW_AT_GNU_ranges_base of a DWARF 4 skeleton, for its split unit
+        self.stmt_list: int | None = None
+        self.comp_dir: str | None = None
+        self.name: str | None = None
+        self.dwo_name: str | None = None
+        # (kind, size) per form, specialised to this unit's encoding.
+        self.layouts: dict[int, tuple[int, int]] = {}
+        little = sections.little_endian
+        self.read_addr: UIntReader = uint_reader(addr_size, little)
+        self.read_offset: UIntReader = uint_reader(offset_size, little)
         self._readers = {size: uint_reader(size, little) for size in (1, 2, 3, 4, 8)}
         # Everything a form's layout and reader depend on: units alike in it decode an
         # abbreviation alike (scan.py and skip.py share their per-abbreviation tables by it).
-        self.encoding = (self.version, self.addr_size, self.offset_size, little)
+        self.encoding = (version, addr_size, offset_size, little)
 
     def fixed_reader(self, size: int) -> UIntReader:
         return self._readers[size]

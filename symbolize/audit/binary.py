@@ -17,7 +17,6 @@ RVAs answer at the image's ImageBase).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -76,7 +75,7 @@ def audit_binary(
 ) -> BinaryAudit | UnreadableBinary:
     """The audit of ``path`` (its ``arch`` slice when universal), or why it cannot be audited."""
     searched = SearchOptions(search_paths=tuple(search_paths))
-    loader = Loader(searched if debug_dirs is None else replace(searched, debug_dirs=tuple(debug_dirs)))
+    loader = Loader(searched if debug_dirs is None else searched._replace(debug_dirs=tuple(debug_dirs)))
     try:
         image = loader.open(path, arch=arch)
         if not auditable(image):

@@ -745,8 +745,6 @@ def serve_command(
     )
 
     def work() -> None:
-        from dataclasses import replace
-
         from symbolize.api import Session, remote_options
         from symbolize.rewrite import RewriteOptions
         from symbolize.serve.forward import ForwardTarget
@@ -763,7 +761,7 @@ def serve_command(
         # A server builds a binary's index the first time an export needs it, in the naming
         # thread, and keeps it: every later export is answered from it (a command's run, which
         # ends, leaves that to a background builder instead).
-        session.options = replace(session.options, build_missing_indexes=session.options.index_dir is not None)
+        session.options = session.options._replace(build_missing_indexes=session.options.index_dir is not None)
         serve(address, forward, session, lambda loader: RewriteOptions(discovery=loader, demangle=demangle.value),
               limits, forward_headers=headers)  # fmt: skip
 

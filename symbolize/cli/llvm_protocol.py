@@ -43,10 +43,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from symbolize.answer_text import PlainStyle, folded_frame, input_item
+from symbolize.answer_text import PlainStyle, input_item
 from symbolize.cli.llvm_input import Query, parse_query
 from symbolize.formats.types import Frame, ObjectFile
 from symbolize.module import Unknown
+from symbolize.shaping import folded_frame
 
 if TYPE_CHECKING:
     from symbolize.api import Session

@@ -11,9 +11,8 @@ nothing goes to the network). The loader
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from symbolize.remote.options import RemoteOptions
@@ -21,18 +20,34 @@ if TYPE_CHECKING:
 DEFAULT_DEBUG_DIRS: tuple[Path, ...] = (Path("/usr/lib/debug"),)
 
 
-@dataclass(frozen=True)
-class SearchOptions:
-    """Where to look, and where indexes live. Sequences given are kept as tuples."""
+class _SearchFields(NamedTuple):
+    binaries: tuple[Path, ...]
+    search_paths: tuple[Path, ...]
+    debug_dirs: tuple[Path, ...]
+    index_dir: Path | None
+    build_missing_indexes: bool
+    remote: RemoteOptions | None
 
-    binaries: Sequence[Path] = ()
-    search_paths: Sequence[Path] = ()
-    debug_dirs: Sequence[Path] = DEFAULT_DEBUG_DIRS
-    index_dir: Path | None = None
-    build_missing_indexes: bool = False
-    remote: RemoteOptions | None = None
 
-    def __post_init__(self) -> None:
+class SearchOptions(_SearchFields):
+    """Where to look, and where indexes live. Sequences given are kept as tuples; ``_replace``
+    (a NamedTuple's) takes tuples.
+
+    A NamedTuple, not a frozen dataclass: every lookup reads it, and ``import dataclasses`` (inspect,
+    ast, dis, tokenize) is about a tenth of a one-address cold lookup's instructions.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        binaries: Sequence[Path] = (),
+        search_paths: Sequence[Path] = (),
+        debug_dirs: Sequence[Path] = DEFAULT_DEBUG_DIRS,
+        index_dir: Path | None = None,
+        build_missing_indexes: bool = False,
+        remote: RemoteOptions | None = None,
+    ) -> SearchOptions:
         # Frozen means frozen all the way down: a list given by a caller is copied, not shared.
-        for name in ("binaries", "search_paths", "debug_dirs"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+        fields = (tuple(binaries), tuple(search_paths), tuple(debug_dirs), index_dir, build_missing_indexes, remote)
+        return super().__new__(cls, *fields)
