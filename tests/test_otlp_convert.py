@@ -644,6 +644,24 @@ def test_hostile_indices_are_refused_as_malformed(
     assert profiles_from_pprof(back, path="back.pb")
 
 
+def test_samples_of_one_stack_whose_sum_overflows_int64_are_refused() -> None:
+    """Hypothesis found it: samples merged by stack sum past int64's least value, which pprof's field cannot
+    hold (protobuf raised ValueError before)."""
+    profile = pprof.Profile(string_table=[""])
+    for _ in range(2):
+        profile.sample_type.add()
+    for value in (0, -1, -(2**63)):
+        profile.sample.add(value=[value, value])
+    data = _otlp_of(profile)
+    profiles = data.resource_profiles[0].scope_profiles[0].profiles
+    assert [sample.values[0] for sample in profiles[0].samples] == [0, -1, -(2**63)]
+    # Two values in one sample: the profiles no longer pair sample by sample, so samples are merged by stack.
+    profiles[1].samples[0].values.append(0)
+    with pytest.raises(MalformedInputError, match="overflow int64") as raised:
+        pprof_from_profiles(data, "hostile.otlp")
+    assert "hostile.otlp" in str(raised.value)
+
+
 def test_the_entry_cap_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SYMBOLIZE_MAX_PROFILE_ENTRIES", "4")
     message = _linked_export()

@@ -307,6 +307,9 @@ def _zipped(profiles: Sequence[Profile]) -> bool:
     return True
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _add_samples(
     out: pprof.Profile,
     profiles: Sequence[Profile],
@@ -348,6 +351,9 @@ def _add_samples(
             dropped.add("sample timestamps", len(sample.timestamps_unix_nano))
             dropped.add("links", 1 if sample.link_index else 0)
     for (stack_index, attribute_indices, _), values in merged.items():
+        # Samples of one stack are summed; a sum pprof's int64 cannot hold is the file's fault.
+        if not all(_INT64_MIN <= value <= _INT64_MAX for value in values):
+            raise MalformedInputError("not a profile: a stack's summed sample values overflow int64", reader.path)
         add(stack_index, attribute_indices, values)
 
 
