@@ -33,6 +33,7 @@ from symbolize.otlp.dictionary import as_int64
 from symbolize.proto import profile_pb2 as pprof
 
 _UINT64 = 1 << 64
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # Profile attributes the conversion itself reads; any other is dropped (and counted).
 _PPROF_PROFILE_KEYS = frozenset(
     {
@@ -305,9 +306,6 @@ def _zipped(profiles: Sequence[Profile]) -> bool:
             ):
                 return False
     return True
-
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _add_samples(
