@@ -21,9 +21,8 @@ import os
 import re
 import sys
 from array import array
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from symbolize.demangle import DEMANGLER
 from symbolize.formats.errors import MalformedInputError
@@ -321,8 +320,7 @@ def with_index(
     return indexed if indexed is not None else source
 
 
-@dataclass(frozen=True)
-class CacheEntry:
+class CacheEntry(NamedTuple):
     """An index file, with what its key and header say it answers for (None where unreadable)."""
 
     path: Path
