@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from symbolize.demangle import DEMANGLER
 from symbolize.formats.errors import MalformedInputError
-from symbolize.index.indexed import SCHEMA_VERSION, IndexableSource, IndexedObject, build_index_arrays
+from symbolize.index.indexed import SCHEMA_VERSION, IndexableSource, IndexedObject
 from symbolize.index.store import FORMAT_VERSION, IndexFile, write_index
 from symbolize.index_store.config import INDEX_STORE_VARIABLE, index_store
 from symbolize.index_store.counts import count as _count
@@ -215,6 +215,8 @@ def build_index(
 ) -> Path:
     """Store every answer ``source`` gives, and what ``consulted`` looked up for them; returns the
     index's path. ``image_path`` is the binary ``source`` is the debug file of (None: itself)."""
+    from symbolize.index.build import build_index_arrays  # building only: a warm lookup reads
+
     key = index_key(source)
     path = index_path(cache_dir, key)
     store = _index_store()

@@ -332,7 +332,7 @@ def test_an_index_gives_its_runs_back_as_a_table_of_the_stored_columns(tmp_path:
 def test_a_wide_column_narrows_to_the_same_values(typecode: str, largest: int) -> None:
     """The run columns (64-bit arrays) narrow by a copy of their low bytes: every value, the
     largest included, comes through in the type a list of the same values takes."""
-    from symbolize.index.indexed import _narrowest
+    from symbolize.index.build import _narrowest
 
     values = [0, 1, largest // 3, largest // 2, largest]
     narrowed = _narrowest(array(typecode, values))

@@ -1,5 +1,5 @@
 """The index's compiled tables (``_kernels.IndexTables``, native/src/dwarf/index.rs) against the
-reference builder (symbolize/index/indexed.py's ``_Builder``): the same arrays, byte for byte.
+reference builder (symbolize/index/build.py's ``_Builder``): the same arrays, byte for byte.
 
 On fixture binaries, every unit's chains go through the compiled tables' own naming of a compiled
 unit (``unit_chains``) and the symbol table's through the tuple path (``chains``); hypothesis draws
@@ -23,7 +23,7 @@ from symbolize.formats.answers import ChainHead, RunTable
 from symbolize.formats.elf import ElfFile
 from symbolize.formats.native import kernels
 from symbolize.formats.types import AnswerRegion, AnswerRun, DebugInfoSummary, Frame
-from symbolize.index import indexed
+from symbolize.index import build
 from tests.fixtures_data import BIN
 from tests.kernel_twins import kernels_in
 
@@ -37,9 +37,9 @@ FIXTURES = ("cdemo-gcc-dwarf5-pie", "cppdemo-clang-dwarf5-pie", "cppdemo-gcc-dwa
 def both_ways(source: object) -> tuple[dict[str, array[int] | bytes], dict[str, array[int] | bytes]]:
     """``source``'s index arrays built by the compiled tables, then by the reference builder (the
     answer source itself compiled both times: only the builder differs)."""
-    compiled = indexed.build_index_arrays(source)  # type: ignore[arg-type]
-    with kernels_in(None, indexed):
-        reference = indexed.build_index_arrays(source)  # type: ignore[arg-type]
+    compiled = build.build_index_arrays(source)  # type: ignore[arg-type]
+    with kernels_in(None, build):
+        reference = build.build_index_arrays(source)  # type: ignore[arg-type]
     return compiled, reference
 
 
@@ -117,11 +117,11 @@ def test_drawn_tables_index_as_the_reference_indexes_them(tables: list[RunTable]
     source = TableSource(tables)
     try:
         reference = TableSource(tables)
-        with kernels_in(None, indexed):
-            expected = indexed.build_index_arrays(reference)  # type: ignore[arg-type]
+        with kernels_in(None, build):
+            expected = build.build_index_arrays(reference)  # type: ignore[arg-type]
     except UnicodeEncodeError:
         return  # a surrogate the reference cannot write either: no index to compare
-    assert_same_arrays(indexed.build_index_arrays(source), expected)  # type: ignore[arg-type]
+    assert_same_arrays(build.build_index_arrays(source), expected)  # type: ignore[arg-type]
 
 
 def test_a_string_only_the_reference_keeps_exact_gives_the_build_back() -> None:
@@ -137,8 +137,8 @@ def test_a_string_only_the_reference_keeps_exact_gives_the_build_back() -> None:
     # No byte at all: the reference's own error, either way.
     run = AnswerRun(0x10, 0x20, (Frame("\ud800", None, 1, 0, 0, None, None, 0),))
     for builder in (kernels, None):
-        with kernels_in(builder, indexed), pytest.raises(UnicodeEncodeError):
-            indexed.build_index_arrays(TableSource([RunTable.from_runs([run])]))  # type: ignore[arg-type]
+        with kernels_in(builder, build), pytest.raises(UnicodeEncodeError):
+            build.build_index_arrays(TableSource([RunTable.from_runs([run])]))  # type: ignore[arg-type]
 
 
 def test_an_index_built_with_the_compiled_tables_is_written_as_the_references(tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ def test_an_index_built_with_the_compiled_tables_is_written_as_the_references(tm
         pytest.skip("fixture not built")
     with ElfFile(path) as elf:
         compiled = build_index(elf, tmp_path / "compiled").read_bytes()
-    with kernels_in(None, indexed), ElfFile(path) as elf:
+    with kernels_in(None, build), ElfFile(path) as elf:
         reference = build_index(elf, tmp_path / "reference").read_bytes()
     assert compiled == reference
 
@@ -158,6 +158,6 @@ def test_an_index_built_with_the_compiled_tables_is_written_as_the_references(tm
     st.integers(-(1 << 63), (1 << 63) - 1) if code == "q" else st.integers(0, (1 << 64) - 1), max_size=40))))
 def test_a_run_column_is_narrowed_as_the_reference_narrows_it(column: tuple[str, list[int]]) -> None:
     code, values = column
-    expected = indexed._narrowest(array(code, values))
-    found = indexed._CompiledTables(kernels.IndexTables()).narrowest(array(code, values))
+    expected = build._narrowest(array(code, values))
+    found = build._CompiledTables(kernels.IndexTables()).narrowest(array(code, values))
     assert (found.typecode, found.tobytes()) == (expected.typecode, expected.tobytes())

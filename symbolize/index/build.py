@@ -1,0 +1,380 @@
+"""Building an index: every answer a symbol source gives, as the flat arrays
+symbolize/index/indexed.py lays out (its docstring) and :class:`~symbolize.index.indexed.IndexedObject`
+reads.
+
+:func:`build_index_arrays` asks the source for its regions and runs, flattens them with
+:func:`symbolize.formats.answers.flatten_answers` into one sorted list of disjoint runs (the
+regions' precedence applied), and interns what the runs share: chains, calling frames, strings.
+The interning runs in compiled memory where the kernels are built (``kernels.IndexTables``), else
+here (:class:`_Builder`, the reference). A warm lookup never imports this module.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from symbolize.demangle import demangle
+from symbolize.formats.native import kernels
+from symbolize.formats.types import Frame
+from symbolize.index.indexed import INDEX_ARRAYS, UNSIGNED_CODES, WHOLE_SPACE, IndexableSource
+
+if TYPE_CHECKING:
+    from symbolize.formats.answers import Block, ChainHead, RunTable
+
+# The interned tables' arrays (_Builder.table_arrays), besides the strings.
+_TABLE_ARRAYS = (
+    "chain_name", "chain_start_line", "chain_file", "chain_outer", "outer_begin", "outer_frames",
+    "frame_name", "frame_file", "frame_line", "frame_column", "frame_start_line", "error_text",
+    "chain_start_file", "chain_start_address", "frame_start_file", "frame_start_address", "frame_discriminator",
+)  # fmt: skip
+
+
+class _Strings:
+    """Interned strings; id 0 stands for None."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.blob = bytearray()
+        self.offsets = array("Q", [0, 0])
+        self.texts: list[str] = [""]  # by id; id 0 is None's
+
+    def intern(self, text: str | None) -> int:
+        if text is None:
+            return 0
+        found = self.ids.get(text)
+        if found is None:
+            self.blob += text.encode("utf-8", "surrogateescape")
+            self.offsets.append(len(self.blob))
+            found = self.ids[text] = len(self.offsets) - 2
+            self.texts.append(text)
+        return found
+
+
+class _Builder:
+    """Interns chains and frames and lays the flattened runs out as arrays: the reference of the
+    compiled tables (``kernels.IndexTables``, :class:`_CompiledTables`), which give the same ids."""
+
+    def __init__(self) -> None:
+        self.strings = _Strings()
+        self.out: dict[str, list[int]] = {name: [] for name in INDEX_ARRAYS}
+        self.frame_ids: dict[Frame, int] = {}
+        self.outer_ids: dict[tuple[int, ...], int] = {}
+        self.chain_ids: dict[tuple[int, int, int, int, int, int], int] = {}
+        self.out["outer_begin"].append(0)
+        self.errors: dict[str, int] = {}
+        self.run_columns: dict[str, array[int]] = {}
+        self._frame_appends = tuple(self.out[name].append for name in (
+            "frame_name", "frame_file", "frame_line", "frame_column", "frame_start_line", "frame_start_file",
+            "frame_start_address", "frame_discriminator"))  # fmt: skip
+
+    def frame(self, frame: Frame) -> int:
+        found = self.frame_ids.get(frame)
+        if found is None:
+            found = self.frame_ids[frame] = len(self.frame_ids)
+            # Unpacked, and the columns' appends bound once: a large file has tens of thousands of frames.
+            function, file, line, column, start_line, start_file, start_address, discriminator = frame
+            intern = self.strings.intern
+            names, files, lines, columns, start_lines, start_files, start_addresses, discriminators = (
+                self._frame_appends
+            )
+            names(intern(function))
+            files(intern(file))
+            lines(line)
+            columns(column)
+            start_lines(start_line)
+            start_files(intern(start_file) if start_file is not None else 0)
+            start_addresses(0 if start_address is None else start_address + 1)  # _stored_address
+            discriminators(discriminator)
+        return found
+
+    def chains(self, heads: Sequence[ChainHead]) -> list[int]:
+        """The chain id of each of ``heads`` (one table's), in order.
+
+        A large file has tens of thousands of heads, so this is one loop with its lookups bound
+        once. Outer tuples are remembered by identity (a source shares one tuple among the heads
+        under one call), which holds while ``heads`` keeps them alive.
+        """
+        intern, frame = self.strings.intern, self.frame
+        chain_ids = self.chain_ids
+        outer_by_identity: dict[int, int] = {}
+        found: list[int] = []
+        for function, start_line, outer, default_file, start_file, start_address in heads:
+            outer_id = outer_by_identity.get(id(outer))
+            if outer_id is None:
+                outer_id = outer_by_identity[id(outer)] = self._outer_id(tuple(map(frame, outer)))
+            key = (intern(function), start_line, intern(default_file), outer_id,
+                   intern(start_file) if start_file is not None else 0,
+                   0 if start_address is None else start_address + 1)  # _stored_address, inline
+            chain = chain_ids.get(key)
+            found.append(self._chain_id(key) if chain is None else chain)
+        return found
+
+    def _outer_id(self, frame_ids: tuple[int, ...]) -> int:
+        found = self.outer_ids.get(frame_ids)
+        if found is None:
+            found = self.outer_ids[frame_ids] = len(self.outer_ids)
+            self.out["outer_frames"].extend(frame_ids)
+            self.out["outer_begin"].append(len(self.out["outer_frames"]))
+        return found
+
+    def _chain_id(self, key: tuple[int, int, int, int, int, int]) -> int:
+        found = self.chain_ids.get(key)
+        if found is None:
+            found = self.chain_ids[key] = len(self.out["chain_name"])
+            name, start_line, default_file, outer, start_file, start_address = key
+            self.out["chain_name"].append(name)
+            self.out["chain_start_line"].append(start_line)
+            self.out["chain_file"].append(default_file)
+            self.out["chain_outer"].append(outer)
+            self.out["chain_start_file"].append(start_file)
+            self.out["chain_start_address"].append(start_address)
+        return found
+
+    def reserve_chains(self, count: int) -> None:
+        """Chain ids 0 (the gap) to ``count - 1`` (the errors, numbered as found): no frames."""
+        outer = self._outer_id(())
+        for name in ("chain_name", "chain_start_line", "chain_file", "chain_start_file", "chain_start_address"):
+            self.out[name].extend([0] * count)
+        self.out["chain_outer"].extend([outer] * count)
+
+    def add_blocks(self, blocks: Iterable[Block]) -> None:
+        # Typed arrays, extended from the tables' own arrays: a large file has a million runs.
+        run_low, run_file, run_line = array("Q"), array("Q"), array("q")
+        run_column, run_chain, run_discriminator = array("q"), array("Q"), array("Q")
+        translations: dict[int, tuple[list[int], Sequence[int]]] = {}
+        end = -1
+        for block in blocks:
+            if block.low >= WHOLE_SPACE:
+                break
+            if end != block.low and end >= 0:
+                _add_gap(run_low, run_file, run_line, run_column, run_chain, end)
+                run_discriminator.append(0)
+            table = block.table
+            if table is None:
+                _add_gap(run_low, run_file, run_line, run_column, run_chain, block.low)
+                run_discriminator.append(0)
+                run_chain[-1] = self._error_chain(block)
+            else:
+                translation = translations.get(id(table))
+                if translation is None:
+                    files = [self.intern(name) for name in table.file_names] + [0]
+                    heads = self.table_chains(table)
+                    translation = translations[id(table)] = (files, heads)
+                files, heads = translation
+                first, stop = block.first, block.end
+                run_low.append(block.low)
+                run_low += table.lows[first + 1 : stop]
+                filled = len(run_file)
+                try:
+                    run_file.extend(map(files.__getitem__, table.files[first:stop]))
+                except IndexError:  # a file index no table entry has (-1 is "none": the 0 at the end)
+                    del run_file[filled:]
+                    run_file.extend(files[file] if 0 <= file < len(files) else 0 for file in table.files[first:stop])
+                run_line += table.lines[first:stop]
+                run_column += table.columns[first:stop]
+                run_discriminator += table.discriminators[first:stop]
+                run_chain.extend(map(heads.__getitem__, table.heads[first:stop]))
+            end = block.high
+        if 0 <= end < WHOLE_SPACE:
+            _add_gap(run_low, run_file, run_line, run_column, run_chain, end)
+            run_discriminator.append(0)
+        self.run_columns = {
+            "run_low": run_low, "run_file": run_file, "run_line": run_line, "run_column": run_column,
+            "run_chain": run_chain, "run_discriminator": run_discriminator,
+        }  # fmt: skip
+
+    def _error_chain(self, block: Block) -> int:
+        text = _error_text(block)
+        found = self.errors.get(text)
+        if found is None:
+            found = self.errors[text] = len(self.errors) + 1
+            self.add_error_text(text)
+        return found
+
+    # What the compiled tables do their own way ---------------------------------------------
+
+    def intern(self, text: str | None) -> int:
+        return self.strings.intern(text)
+
+    def table_chains(self, table: RunTable) -> Sequence[int]:
+        return self.chains(table.chain_heads)
+
+    def add_error_text(self, text: str) -> None:
+        self.out["error_text"].append(self.strings.intern(text))
+
+    def name_ids(self) -> list[int]:
+        """The string ids the chains and frames name functions by, sorted, 0 left out."""
+        names = set(self.out["chain_name"]) | set(self.out["frame_name"])
+        names.discard(0)
+        return sorted(names)
+
+    def text(self, string_id: int) -> str | None:
+        return self.strings.texts[string_id] if string_id else None
+
+    def string_count(self) -> int:
+        return len(self.strings.texts)
+
+    def narrowest(self, values: array[int]) -> array[int]:
+        """A run column (64-bit) as the index stores it: :func:`_narrowest`."""
+        return _narrowest(values)
+
+    def table_arrays(self) -> dict[str, array[int] | bytes]:
+        """The interned tables as the index stores them, each array narrowed (the lists go as
+        their arrays come)."""
+        arrays: dict[str, array[int] | bytes] = {}
+        for name in _TABLE_ARRAYS:
+            arrays[name] = _narrowest(self.out.pop(name))
+        arrays["str_blob"] = bytes(self.strings.blob)
+        arrays["str_offsets"] = _narrowest(self.strings.offsets)
+        return arrays
+
+
+class _CompiledTables(_Builder):
+    """:class:`_Builder` with its tables interned in compiled memory (``kernels.IndexTables``): a
+    large file has a million calling frames, and a compiled unit's are named and interned there
+    without a Python object each (``IndexTables.unit_chains``)."""
+
+    def __init__(self, tables: Any) -> None:
+        super().__init__()
+        self.tables = tables
+        self.intern = tables.intern  # type: ignore[method-assign]
+        self.add_error_text = tables.add_error_text  # type: ignore[method-assign]
+        self.text = tables.text  # type: ignore[method-assign]
+        self.string_count = tables.string_count  # type: ignore[method-assign]
+        self.name_ids = tables.name_ids  # type: ignore[method-assign]
+        self.reserve_chains = tables.reserve_chains  # type: ignore[method-assign]
+
+    def table_chains(self, table: RunTable) -> Sequence[int]:
+        from symbolize.formats.answers import CompiledChainHeads  # building only, as flatten_answers
+
+        heads = table.chain_heads
+        if isinstance(heads, CompiledChainHeads):
+            return heads.compiled_chain_ids(self.tables)
+        found: list[int] = self.tables.chains(heads)
+        return found
+
+    def table_arrays(self) -> dict[str, array[int] | bytes]:
+        return {name: data if code == "B" and name == "str_blob" else _from_bytes(code, data)
+                for name, (code, data) in self.tables.arrays().items()}  # fmt: skip
+
+    def narrowest(self, values: array[int]) -> array[int]:
+        return _from_bytes(*self.tables.narrowest_column(values.tobytes(), values.typecode == "q"))
+
+
+def _from_bytes(code: _UnsignedCode, data: bytes) -> array[int]:
+    values = array(code)
+    values.frombytes(data)
+    return values
+
+
+def _add_gap(
+    run_low: array[int], run_file: array[int], run_line: array[int], run_column: array[int], run_chain: array[int],
+    low: int,
+) -> None:
+    run_low.append(low)
+    run_file.append(0)
+    run_line.append(0)
+    run_column.append(0)
+    run_chain.append(0)
+
+
+def _stored_address(address: int | None) -> int:
+    """An entry as the index stores it: + 1, so that 0 stands for none."""
+    return 0 if address is None else address + 1
+
+
+def _error_text(block: Block) -> str:
+    return block.error.reason if block.error is not None else "broken region"
+
+
+def build_index_arrays(source: IndexableSource) -> dict[str, array[int] | bytes]:
+    """Every answer ``source`` gives, as named flat arrays (see the module docstring)."""
+    from symbolize.formats.answers import flatten_answers  # building only: a warm run reads
+
+    regions = source.answer_regions()
+    blocks = flatten_answers(regions, source.answers)
+    builder = _Builder()
+    if kernels is not None:
+        try:
+            builder = _CompiledTables(kernels.IndexTables())
+            arrays = _laid_out(builder, blocks)
+        except kernels.IndexTablesDeferred:  # what only the reference keeps exact (hostile strings, numbers)
+            builder = _Builder()
+            arrays = _laid_out(builder, blocks)
+    else:
+        arrays = _laid_out(builder, blocks)
+    summary = source.debug_info()
+    facts = [
+        int(summary.has_symbols),
+        int(summary.has_dwarf),
+        int(summary.has_line_info),
+        int(summary.has_inline_info),
+        int(summary.split_dwarf),
+        *summary.dwarf_versions,
+    ]
+    arrays["facts"] = _narrowest(facts)
+    return {name: arrays[name] for name in (*INDEX_ARRAYS, "str_blob", "str_offsets")}
+
+
+def _laid_out(builder: _Builder, blocks: list[Block]) -> dict[str, array[int] | bytes]:
+    """The runs of ``blocks``, the tables they name and the full names, as the index stores them
+    (but ``facts``)."""
+    builder.reserve_chains(1 + len({_error_text(block) for block in blocks if block.table is None}))
+    builder.add_blocks(blocks)
+    name_full = _full_names(builder)
+    arrays: dict[str, array[int] | bytes] = builder.table_arrays()
+    arrays["name_full"] = _narrowest(name_full)
+    for name, values in builder.run_columns.items():
+        arrays[name] = builder.narrowest(values)
+    return arrays
+
+
+def _full_names(builder: _Builder) -> list[int]:
+    """``name_full[id]``: the string id of the full demangling of the name with string id ``id``
+    (0 for strings that are not names), so that warm lookups need not demangle."""
+    full_ids = {name: builder.intern(demangle(builder.text(name) or "", "full")) for name in builder.name_ids()}
+    name_full = [0] * builder.string_count()
+    for name, full in full_ids.items():
+        name_full[name] = full
+    return name_full
+
+
+_UnsignedCode = Literal["B", "H", "I", "Q"]
+# The unsigned types narrower than 64 bits, each with the first value it cannot hold.
+_NARROW_CODES: tuple[tuple[_UnsignedCode, int], ...] = (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32))
+
+
+def _narrowest(values: Sequence[int]) -> array[int]:
+    """``values`` in the smallest unsigned type that holds them: a smaller file to map and check.
+
+    A value that fits no 64-bit unsigned slot (a line number that hostile debug
+    info pushed below 0 or past 2^64) is clamped: it names nothing real.
+    """
+    largest = max(values, default=0)
+    unsigned = isinstance(values, array) and values.typecode in UNSIGNED_CODES
+    smallest = 0 if unsigned else min(values, default=0)
+    if smallest < 0 or largest >= WHOLE_SPACE:
+        values = [min(max(value, 0), WHOLE_SPACE - 1) for value in values]
+        largest = min(largest, WHOLE_SPACE - 1)
+    code: _UnsignedCode = next((code for code, limit in _NARROW_CODES if largest < limit), "Q")
+    if isinstance(values, array):
+        return values if values.typecode == code else _narrowed(values, code)
+    return array(code, values)
+
+
+def _narrowed(values: array[int], code: _UnsignedCode) -> array[int]:
+    """``values``, none negative and each below the limit of ``code``, as an array of ``code``.
+
+    The run columns hold hundreds of thousands of items: on a little-endian machine the low
+    bytes of each item are the narrower item, so one strided copy in C does what a conversion
+    per item would.
+    """
+    narrowed = array(code)
+    if sys.byteorder == "little" and values.itemsize > narrowed.itemsize:
+        step = values.itemsize // narrowed.itemsize
+        narrowed.frombytes(memoryview(values).cast("B").cast(code)[::step].tobytes())
+        return narrowed
+    return array(code, values)
