@@ -40,7 +40,9 @@ from make_profile import write_profile
 from measure import Measurement, run_measured
 from run import default_binaries
 
-SYMBOLIZE = [sys.executable, "-m", "symbolize"]
+# -P: the working directory (often a checkout) is not put first on sys.path, as the console
+# script does not put it: the timed package is the installed one (bench/README.md).
+SYMBOLIZE = [sys.executable, "-P", "-m", "symbolize"]
 
 
 @dataclass

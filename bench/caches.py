@@ -18,7 +18,9 @@ from pathlib import Path
 from measure import run_measured
 
 BENCH_DIR = Path(__file__).resolve().parent
-SYMBOLIZE = [sys.executable, "-m", "symbolize"]
+# -P: the working directory (often a checkout) is not put first on sys.path, as the console
+# script does not put it: the timed package is the installed one (bench/README.md).
+SYMBOLIZE = [sys.executable, "-P", "-m", "symbolize"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,9 @@ import argparse
 import os
 import platform
 import shutil
+import site
 import subprocess
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
+import symbolize
 from symbolize import native_status
 
 REPO_DIR = Path(__file__).resolve().parent.parent
@@ -34,7 +37,7 @@ def describe_environment(
         ("date", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")),
         ("machine", f"{platform.machine()}, {cpu_model()}, {os.cpu_count()} logical CPUs, load avg {load}"),
         ("os", platform.platform()),
-        ("python", platform.python_version()),
+        ("python", interpreter()),
         ("llvm-symbolizer", command_version(["llvm-symbolizer", "--version"], "version")),
         *(
             [("newer llvm-symbolizer", command_version([str(args.newer_llvm), "--version"], "version"))]
@@ -45,13 +48,26 @@ def describe_environment(
         ("addr2line", command_version(["addr2line", "--version"], "")),
         *((name, command_version([str(path), "--version"], "")) for name, path in rust_peers()),
         ("symbolic", package_version("symbolic")),
-        ("symbolize", f"{package_version('pprof-symbolize')} (git {revision}), {native_status()}"),
+        ("symbolize", f"{package_version('pprof-symbolize')} (git {revision}), {native_status()}, {symbolize_dir()}"),
         ("rustc", command_version(["rustc", "--version"], "rustc")),
         ("g++", command_version(["g++", "--version"], "g++")),
         *(("binary", describe_binary(binary, count)) for binary, count in binaries),
         ("sampling", f"seed {args.seed}, repeat {args.repeat or '5 (3 for N>=10000)'}, whole-process wall time"),
         ("profile", f"{args.profile_locations} unique locations, {args.profile_repeat} runs per mode"),
     ]
+
+
+def interpreter() -> str:
+    """The interpreter's version, whether it is a venv's, and the ``.pth`` files its site-packages run
+    at every start: they are part of every timed run of the Python-based tools (bench/README.md)."""
+    kind = "venv" if sys.prefix != sys.base_prefix else "base interpreter"
+    startup = sorted(path.name for folder in site.getsitepackages() for path in Path(folder).glob("*.pth"))
+    return f"{platform.python_version()}, {kind}, .pth files: {', '.join(startup) or 'none'}"
+
+
+def symbolize_dir() -> str:
+    """Where the timed ``symbolize`` is imported from: a checkout (editable) or site-packages."""
+    return f"from {Path(symbolize.__file__).parent}"
 
 
 def rust_peer(variable: str, program: str) -> Path | None:
