@@ -1,12 +1,14 @@
 //! The walk over a unit's DIEs that keeps what naming needs, as the reference's whole-unit scan
 //! (`formats/dwarf/scan.py`, DWARF 5, 3.3 and 3.3.8) keeps it.
 //!
-//! gimli reads the entries and their attributes; what this module decides is the reference's:
-//! which DIEs are *nodes* (a subprogram with non-empty ranges, an inlined call with an address
-//! attribute under a node), how nodes nest (a nested subprogram is a top-level function), which
-//! namespaces and types are *scopes* (outside functions only), and where the reference jumps over
-//! a subtree by its `DW_AT_sibling` instead of looking inside (types, declarations, a type's
-//! members): what lies behind such a jump is not seen by the reference, so it is not seen here.
+//! gimli parses the abbreviations and the attributes the walk uses, but for the forms `Plan::pass`
+//! reads, or steps over by sizes worked out once per abbreviation (a call into gimli per DIE was
+//! most of the walk over a Rust unit). What this module decides is the reference's: which DIEs are
+//! *nodes* (a subprogram with non-empty ranges, an inlined call with an address attribute under a
+//! node), how nodes nest (a nested subprogram is a top-level function), which namespaces and types
+//! are *scopes* (outside functions only), and where the reference jumps over a subtree by its
+//! `DW_AT_sibling` instead of looking inside (types, declarations, a type's members): what lies
+//! behind such a jump is not seen by the reference, so it is not seen here.
 //! A subtree the reference's skipper steps over without a sibling link holds nothing it records
 //! (it stops where something would be), so walking into it finds the same, as long as every link
 //! taken inside it agrees with the null entries the skipper counts: one that does not (damaged
@@ -22,7 +24,7 @@
 //! as the whole scan does.
 
 use gimli::constants as dw;
-use gimli::{Reader, UnitOffset};
+use gimli::{AttributeValue, Reader, UnitOffset};
 use rustc_hash::FxHashMap;
 
 use super::unit::{Attr, UnitData};
@@ -116,7 +118,7 @@ pub(crate) struct Tree<'a> {
     pub function_ranges: Vec<(u128, u128, usize)>,
     pub scopes: Vec<Scope<'a>>,
     /// A lazy scan's top-level functions whose children wait for `expand`: (first child, bound).
-    deferred: FxHashMap<usize, (u64, u64)>,
+    pub(crate) deferred: FxHashMap<usize, (u64, u64)>,
     /// Kept for the walks of `expand`.
     plans: Plans,
 }
@@ -179,31 +181,29 @@ struct Plan {
     steps: Vec<Step>,
 }
 
-/// How the walk passes one attribute, or a row of fixed-size ones (their bytes). gimli's
-/// `skip_attributes` works out each form's size at every DIE, a third of the walk over a Rust unit
-/// (no sibling links: every DIE is passed); here it is worked out once per abbreviation.
+/// How the walk passes one attribute, or a row of fixed-size ones (their bytes): gimli's
+/// `skip_attributes` works out each form's size at every DIE, a third of the walk over a Rust unit.
 #[derive(Clone, Copy)]
 enum Step {
     Bytes(usize),
     /// A LEB128 (DW_FORM_udata, sdata), or a block its ULEB128 length leads (exprloc, block).
     Leb,
     Block,
-    /// An attribute gimli reads (its position in the abbreviation): one the walk uses, or one of
-    /// another variable-size form.
-    Read(usize),
+    /// An attribute gimli reads: one the walk uses, or one of another variable-size form.
+    Read(gimli::AttributeSpecification),
 }
 
 impl Plan {
     fn of(unit: &UnitData<'_>, abbrev: &gimli::Abbreviation) -> Self {
         let role = role_of(abbrev);
         let mut steps: Vec<Step> = Vec::new();
-        for (at, spec) in abbrev.attributes().iter().enumerate() {
+        for &spec in abbrev.attributes().iter() {
             let step = match (role, spec.name(), spec.size(&unit.header)) {
-                (_, dw::DW_AT_sibling, _) | (Role::Scope, dw::DW_AT_name, _) => Step::Read(at),
-                (Role::Function, dw::DW_AT_low_pc | dw::DW_AT_high_pc | dw::DW_AT_ranges, _) => Step::Read(at),
+                (_, dw::DW_AT_sibling, _) | (Role::Scope, dw::DW_AT_name, _) => Step::Read(spec),
+                (Role::Function, dw::DW_AT_low_pc | dw::DW_AT_high_pc | dw::DW_AT_ranges, _) => Step::Read(spec),
                 (_, _, None) if matches!(spec.form(), dw::DW_FORM_udata | dw::DW_FORM_sdata) => Step::Leb,
                 (_, _, None) if matches!(spec.form(), dw::DW_FORM_exprloc | dw::DW_FORM_block) => Step::Block,
-                (_, _, None) => Step::Read(at),
+                (_, _, None) => Step::Read(spec),
                 (_, _, Some(size)) => Step::Bytes(size),
             };
             match (steps.last_mut(), step) {
@@ -218,8 +218,7 @@ impl Plan {
     /// Passes `input` over a DIE's attributes, `read` taking each one gimli read (its spec, value).
     #[inline(always)]
     fn pass<'a>(
-        &self, unit: &UnitData<'a>, abbrev: &gimli::Abbreviation, input: &mut super::R<'a>,
-        mut read: impl FnMut(gimli::AttributeSpecification, Attr<'a>),
+        &self, unit: &UnitData<'a>, input: &mut super::R<'a>, mut read: impl FnMut(gimli::AttributeSpecification, Attr<'a>),
     ) -> Decided<()> {
         for &step in &self.steps {
             match step {
@@ -229,11 +228,20 @@ impl Plan {
                     let length = input.read_uleb128()?;
                     input.skip(usize::try_from(length).map_err(|_| Defer("a block past the address space"))?)?;
                 }
-                Step::Read(at) => {
-                    let spec = abbrev.attributes()[at];
-                    let mut raw = gimli::EntriesRaw::new(*input, unit.header.encoding(), &unit.abbrevs, UnitOffset(0));
-                    read(spec, (spec.form(), raw.read_attribute(spec)?.raw_value()));
-                    input.skip(raw.next_offset().0)?;
+                Step::Read(spec) => {
+                    // A node's bounds in their usual forms, read as gimli's `read_attribute` reads them.
+                    let value = match (spec.name(), spec.form()) {
+                        (_, dw::DW_FORM_addr) => AttributeValue::Addr(input.read_address(unit.addr_size)?),
+                        (dw::DW_AT_high_pc, dw::DW_FORM_data4) => AttributeValue::Data4(input.read_u32()?),
+                        (dw::DW_AT_high_pc, dw::DW_FORM_data8) => AttributeValue::Data8(input.read_u64()?),
+                        _ => {
+                            let mut raw = gimli::EntriesRaw::new(*input, unit.header.encoding(), &unit.abbrevs, UnitOffset(0));
+                            let value = raw.read_attribute(spec)?.raw_value();
+                            input.skip(raw.next_offset().0)?;
+                            value
+                        }
+                    };
+                    read(spec, (spec.form(), value));
                 }
             }
         }
@@ -368,12 +376,12 @@ fn walk<'a>(
         }
         let (role, has_children) = (plan.role, abbrev.has_children());
         if role == Role::Skip && !has_children {
-            plan.pass(unit, abbrev, &mut input, |_, _| ())?;
+            plan.pass(unit, &mut input, |_, _| ())?;
             continue;
         }
         let mut attrs = NodeAttrs::default();
         let mut sibling = 0u64;
-        plan.pass(unit, abbrev, &mut input, |spec, value| {
+        plan.pass(unit, &mut input, |spec, value| {
             if spec.name() == dw::DW_AT_sibling {
                 sibling = sibling_offset(unit, &value);
             } else if let Some(slot) = attrs.slot(spec.name()) {
@@ -534,11 +542,6 @@ impl<'a> Tree<'a> {
                 *end += 1;
             }
         }
-    }
-
-    /// Whether a function waits for `expand`.
-    pub(crate) fn waiting(&self) -> bool {
-        !self.deferred.is_empty()
     }
 
     /// The subtree of top-level function `node` if a lazy scan deferred it, walked as the whole
