@@ -105,7 +105,7 @@ impl LazyUnit {
                 let kept = Kept::new(&decoded.1, decoded.2.as_ref());
                 let slot = state.next_slot;
                 state.next_slot += 1;
-                let tree = decoded.1.waiting().then(|| decoded.1.clone());
+                let tree = (!decoded.1.deferred.is_empty()).then(|| decoded.1.clone());
                 state.held.insert(slot, Held { tree, decoded, kept, deferred: None });
                 Ok((slot, file_names))
             })

@@ -147,7 +147,7 @@ impl LineTable {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, (address, file, line, column, discriminator): Row) -> Decided<()> {
         if line < 0 {
             return Err(Defer("a line program that steps below line 0"));

@@ -178,7 +178,7 @@ pub(crate) fn build_unit(
 ) -> Decided<Columns> {
     let decoded = names::decode_unit(sections, offset, false)?;
     let (unit, tree, lines) = &*decoded;
-    let namer = names::Namer::new(unit, tree, lines.as_ref(), units);
+    let namer = names::Namer::with_caches(unit, tree, lines.as_ref(), units, Default::default());
     runs::all_runs(tree, namer, lines.as_ref(), symbols, functions_only)
 }
 

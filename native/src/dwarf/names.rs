@@ -90,13 +90,7 @@ pub(crate) struct Namer<'u, 'a> {
 }
 
 impl<'u, 'a> Namer<'u, 'a> {
-    pub(crate) fn new(
-        unit: &'u UnitData<'a>, tree: &'u Tree<'a>, lines: Option<&'u LineTable>, units: &'u [(u64, u64)],
-    ) -> Self {
-        Namer { unit, tree, lines, units, reached: FxHashMap::default(), cache: FxHashMap::default() }
-    }
-
-    /// The caches a lazy unit keeps between lookups (`take_caches`), given back to a new namer.
+    /// A namer, with the caches a lazy unit keeps between lookups (`take_caches`) or new ones.
     pub(crate) fn with_caches(
         unit: &'u UnitData<'a>, tree: &'u Tree<'a>, lines: Option<&'u LineTable>, units: &'u [(u64, u64)],
         caches: NamerCaches<'a>,

@@ -1,12 +1,14 @@
 //! The walk over a unit's DIEs that keeps what naming needs, as the reference's whole-unit scan
 //! (`formats/dwarf/scan.py`, DWARF 5, 3.3 and 3.3.8) keeps it.
 //!
-//! gimli reads the entries and their attributes; what this module decides is the reference's:
-//! which DIEs are *nodes* (a subprogram with non-empty ranges, an inlined call with an address
-//! attribute under a node), how nodes nest (a nested subprogram is a top-level function), which
-//! namespaces and types are *scopes* (outside functions only), and where the reference jumps over
-//! a subtree by its `DW_AT_sibling` instead of looking inside (types, declarations, a type's
-//! members): what lies behind such a jump is not seen by the reference, so it is not seen here.
+//! gimli parses the abbreviations and the attributes the walk uses, but for the forms `Plan::pass`
+//! reads, or steps over by sizes worked out once per abbreviation (a call into gimli per DIE was
+//! most of the walk over a Rust unit). What this module decides is the reference's: which DIEs are
+//! *nodes* (a subprogram with non-empty ranges, an inlined call with an address attribute under a
+//! node), how nodes nest (a nested subprogram is a top-level function), which namespaces and types
+//! are *scopes* (outside functions only), and where the reference jumps over a subtree by its
+//! `DW_AT_sibling` instead of looking inside (types, declarations, a type's members): what lies
+//! behind such a jump is not seen by the reference, so it is not seen here.
 //! A subtree the reference's skipper steps over without a sibling link holds nothing it records
 //! (it stops where something would be), so walking into it finds the same, as long as every link
 //! taken inside it agrees with the null entries the skipper counts: one that does not (damaged
@@ -22,7 +24,7 @@
 //! as the whole scan does.
 
 use gimli::constants as dw;
-use gimli::UnitOffset;
+use gimli::{AttributeValue, Reader, UnitOffset};
 use rustc_hash::FxHashMap;
 
 use super::unit::{Attr, UnitData};
@@ -116,7 +118,7 @@ pub(crate) struct Tree<'a> {
     pub function_ranges: Vec<(u128, u128, usize)>,
     pub scopes: Vec<Scope<'a>>,
     /// A lazy scan's top-level functions whose children wait for `expand`: (first child, bound).
-    deferred: FxHashMap<usize, (u64, u64)>,
+    pub(crate) deferred: FxHashMap<usize, (u64, u64)>,
     /// Kept for the walks of `expand`.
     plans: Plans,
 }
@@ -175,21 +177,75 @@ fn role_of(abbrev: &gimli::Abbreviation) -> Role {
 struct Plan {
     role: Role,
     indirect: bool,
-    /// Positions of the attributes read: a node's bounds, a scope's name, every sibling link.
-    kept: Vec<usize>,
+    /// The attributes in order (a node's bounds, a scope's name, every sibling link read).
+    steps: Vec<Step>,
+}
+
+/// How the walk passes one attribute, or a row of fixed-size ones (their bytes): gimli's
+/// `skip_attributes` works out each form's size at every DIE, a third of the walk over a Rust unit.
+#[derive(Clone, Copy)]
+enum Step {
+    Bytes(usize),
+    /// A LEB128 (DW_FORM_udata, sdata), or a block its ULEB128 length leads (exprloc, block).
+    Leb,
+    Block,
+    /// An attribute gimli reads: one the walk uses, or one of another variable-size form.
+    Read(gimli::AttributeSpecification),
 }
 
 impl Plan {
-    fn of(abbrev: &gimli::Abbreviation) -> Self {
+    fn of(unit: &UnitData<'_>, abbrev: &gimli::Abbreviation) -> Self {
         let role = role_of(abbrev);
-        let kept = abbrev.attributes().iter().enumerate().filter(|(_, spec)| match (role, spec.name()) {
-            (_, dw::DW_AT_sibling) => true,
-            (Role::Function, name) => matches!(name, dw::DW_AT_low_pc | dw::DW_AT_high_pc | dw::DW_AT_ranges),
-            (Role::Scope, name) => name == dw::DW_AT_name,
-            _ => false,
-        });
+        let mut steps: Vec<Step> = Vec::new();
+        for &spec in abbrev.attributes().iter() {
+            let step = match (role, spec.name(), spec.size(&unit.header)) {
+                (_, dw::DW_AT_sibling, _) | (Role::Scope, dw::DW_AT_name, _) => Step::Read(spec),
+                (Role::Function, dw::DW_AT_low_pc | dw::DW_AT_high_pc | dw::DW_AT_ranges, _) => Step::Read(spec),
+                (_, _, None) if matches!(spec.form(), dw::DW_FORM_udata | dw::DW_FORM_sdata) => Step::Leb,
+                (_, _, None) if matches!(spec.form(), dw::DW_FORM_exprloc | dw::DW_FORM_block) => Step::Block,
+                (_, _, None) => Step::Read(spec),
+                (_, _, Some(size)) => Step::Bytes(size),
+            };
+            match (steps.last_mut(), step) {
+                (Some(Step::Bytes(run)), Step::Bytes(size)) => *run += size,
+                _ => steps.push(step),
+            }
+        }
         let indirect = abbrev.attributes().iter().any(|spec| spec.form() == dw::DW_FORM_indirect);
-        Plan { role, indirect, kept: kept.map(|(at, _)| at).collect() }
+        Plan { role, indirect, steps }
+    }
+
+    /// Passes `input` over a DIE's attributes, `read` taking each one gimli read (its spec, value).
+    #[inline(always)]
+    fn pass<'a>(
+        &self, unit: &UnitData<'a>, input: &mut super::R<'a>, mut read: impl FnMut(gimli::AttributeSpecification, Attr<'a>),
+    ) -> Decided<()> {
+        for &step in &self.steps {
+            match step {
+                Step::Bytes(size) => input.skip(size)?,
+                Step::Leb => input.skip_leb128()?,
+                Step::Block => {
+                    let length = input.read_uleb128()?;
+                    input.skip(usize::try_from(length).map_err(|_| Defer("a block past the address space"))?)?;
+                }
+                Step::Read(spec) => {
+                    // A node's bounds in their usual forms, read as gimli's `read_attribute` reads them.
+                    let value = match (spec.name(), spec.form()) {
+                        (_, dw::DW_FORM_addr) => AttributeValue::Addr(input.read_address(unit.addr_size)?),
+                        (dw::DW_AT_high_pc, dw::DW_FORM_data4) => AttributeValue::Data4(input.read_u32()?),
+                        (dw::DW_AT_high_pc, dw::DW_FORM_data8) => AttributeValue::Data8(input.read_u64()?),
+                        _ => {
+                            let mut raw = gimli::EntriesRaw::new(*input, unit.header.encoding(), &unit.abbrevs, UnitOffset(0));
+                            let value = raw.read_attribute(spec)?.raw_value();
+                            input.skip(raw.next_offset().0)?;
+                            value
+                        }
+                    };
+                    read(spec, (spec.form(), value));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -202,26 +258,17 @@ struct Plans {
 }
 
 impl Plans {
-    /// The plan of `abbrev`, worked out on its first DIE (`planned`): this is asked at every DIE.
+    /// The plan of `abbrev`, worked out on its first DIE: this is asked at every DIE.
     #[inline(always)]
-    fn of(&mut self, abbrev: &gimli::Abbreviation) -> &Plan {
-        let code = usize::try_from(abbrev.code()).unwrap_or(usize::MAX);
-        if code < self.by_code.len() && self.by_code[code].is_some() {
-            return self.by_code[code].as_ref().expect("checked just above");
-        }
-        self.planned(abbrev)
-    }
-
-    #[cold]
-    fn planned(&mut self, abbrev: &gimli::Abbreviation) -> &Plan {
+    fn of(&mut self, unit: &UnitData<'_>, abbrev: &gimli::Abbreviation) -> &Plan {
         let code = usize::try_from(abbrev.code()).unwrap_or(usize::MAX);
         if code >= 1 << 16 {
-            return self.unplanned.insert(Plan::of(abbrev));
+            return self.unplanned.insert(Plan::of(unit, abbrev));
         }
         if self.by_code.len() <= code {
             self.by_code.resize_with(code + 1, || None);
         }
-        self.by_code[code].get_or_insert_with(|| Plan::of(abbrev))
+        self.by_code[code].get_or_insert_with(|| Plan::of(unit, abbrev))
     }
 }
 
@@ -263,30 +310,31 @@ fn children_end<'a>(unit: &UnitData<'a>, offset: u64) -> Decided<u64> {
 /// function's subtree waits for `Tree::expand` where its sibling link allows (module docstring).
 pub(crate) fn scanned<'a>(unit: &UnitData<'a>, lazy: bool) -> Decided<Tree<'a>> {
     let mut tree = Tree::default();
-    let raw = unit.header.entries_raw(&unit.abbrevs, None)?;
+    let input = unit.header.range_from(unit.header.root_offset()..)?;
     // Where bytes follow the root's children, the reference's walk reads on and may refuse the
     // unit for them (fuzz/findings/): deferred to it.
-    if walk(unit, &mut tree, raw, Vec::new(), -1, lazy)? != unit.end {
+    if walk(unit, &mut tree, input, Vec::new(), -1, lazy)? != unit.end {
         return Err(Defer("entries after the root's children"));
     }
     tree.link(0, 0);
     Ok(tree)
 }
 
-/// The DIEs from `raw` on until the subtree `stack` describes closes (`scan._walk`): where that
+/// The DIEs from `input` on until the subtree `stack` describes closes (`scan._walk`): where that
 /// was, or the unit's end if it ran out first. `lazy`: a top-level function's children are
 /// jumped over and noted in `tree.deferred`.
-fn walk<'u, 'a>(
-    unit: &'u UnitData<'a>, tree: &mut Tree<'a>, mut raw: gimli::EntriesRaw<'u, super::R<'a>>, mut stack: Vec<Frame>,
-    mut current_node: i64, lazy: bool,
+fn walk<'a>(
+    unit: &UnitData<'a>, tree: &mut Tree<'a>, mut input: super::R<'a>, mut stack: Vec<Frame>, mut current_node: i64,
+    lazy: bool,
 ) -> Decided<u64> {
     let end = unit.end;
+    let here = |input: &super::R<'a>| end - input.len() as u64;
     let mut current_scope = -1i64;
     let mut functions_open = stack.len();
     // How many open subtrees the reference would have stepped over by their null entries.
     let mut skipped_open = 0usize;
     loop {
-        if raw.is_empty() {
+        if input.is_empty() {
             // The unit ends with subtrees open (damaged data, or an assembler's unit): they end
             // there, as in the reference, unless a node's sibling link said otherwise.
             let open_node_elsewhere = stack
@@ -297,13 +345,15 @@ fn walk<'u, 'a>(
             }
             return Ok(end);
         }
-        let die = unit.offset + raw.next_offset().0 as u64;
-        let Some(abbrev) = raw.read_abbreviation()? else {
-            let Some(frame) = stack.pop() else { return Ok(unit.offset + raw.next_offset().0 as u64) };
+        let die = here(&input);
+        // Most codes are one byte: read here, not by gimli's LEB128 reader (a call per DIE).
+        let code = if input.first().is_some_and(|&byte| byte < 0x80) { input.read_u8()?.into() } else { input.read_uleb128()? };
+        if code == 0 {
+            let Some(frame) = stack.pop() else { return Ok(here(&input)) };
             skipped_open -= usize::from(frame.skipped);
             current_node = frame.saved_node;
             current_scope = frame.saved_scope;
-            let after = unit.offset + raw.next_offset().0 as u64;
+            let after = here(&input);
             match frame.kind {
                 Kind::Function(node) => {
                     functions_open -= 1;
@@ -318,54 +368,44 @@ fn walk<'u, 'a>(
                 return Ok(after);
             }
             continue;
-        };
-        let plan = tree.plans.of(abbrev);
+        }
+        let abbrev = unit.abbrevs.get(code).ok_or(Defer("gimli cannot read it"))?;
+        let plan = tree.plans.of(unit, abbrev);
         if plan.indirect {
             return Err(Defer("DW_FORM_indirect"));
         }
         let (role, has_children) = (plan.role, abbrev.has_children());
         if role == Role::Skip && !has_children {
-            raw.skip_attributes(abbrev.attributes())?;
+            plan.pass(unit, &mut input, |_, _| ())?;
             continue;
         }
         let mut attrs = NodeAttrs::default();
         let mut sibling = 0u64;
-        let specs = abbrev.attributes();
-        let mut next = 0;
-        for &at in &plan.kept {
-            if next < at {
-                raw.skip_attributes(&specs[next..at])?;
-            }
-            let spec = specs[at];
-            let value: Attr<'a> = (spec.form(), raw.read_attribute(spec)?.raw_value());
+        plan.pass(unit, &mut input, |spec, value| {
             if spec.name() == dw::DW_AT_sibling {
                 sibling = sibling_offset(unit, &value);
             } else if let Some(slot) = attrs.slot(spec.name()) {
                 *slot = Some(value);
             }
-            next = at + 1;
-        }
-        if next < specs.len() {
-            raw.skip_attributes(&specs[next..])?;
-        }
-        let after = unit.offset + raw.next_offset().0 as u64;
+        })?;
+        let after = here(&input);
         let sibling = (after < sibling && sibling <= end).then_some(sibling);
         if !has_children && role != Role::Function {
             continue;
         }
         // Where the reference jumps over the subtree by its sibling link (`scan._walk`). Inside a
         // subtree it may have stepped over by the null entries, the two must agree.
-        let jump = |raw: &mut gimli::EntriesRaw<'u, super::R<'a>>, to: u64| -> Decided<()> {
+        let jump = |input: &mut super::R<'a>, to: u64| -> Decided<()> {
             if skipped_open > 0 && children_end(unit, after)? != to {
                 return Err(Defer("a DW_AT_sibling that disagrees with the null entries"));
             }
-            *raw = unit.header.entries_raw(&unit.abbrevs, Some(UnitOffset((to - unit.offset) as usize)))?;
+            *input = unit.header.range_from(UnitOffset((to - unit.offset) as usize)..)?;
             Ok(())
         };
         match role {
             Role::NoCode => {
                 if let Some(to) = sibling {
-                    jump(&mut raw, to)?;
+                    jump(&mut input, to)?;
                     continue;
                 }
                 stack.push(Frame { kind: Kind::Function(-1), saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: true });
@@ -400,7 +440,7 @@ fn walk<'u, 'a>(
                     // link, as the reference does (see the module docstring).
                     let deferred = lazy && node >= 0 && abbrev.tag() == dw::DW_TAG_subprogram;
                     if let Some(to) = sibling.filter(|_| node < 0 || deferred) {
-                        jump(&mut raw, to)?;
+                        jump(&mut input, to)?;
                         if node >= 0 {
                             tree.deferred.insert(node as usize, (after, to));
                         }
@@ -423,7 +463,7 @@ fn walk<'u, 'a>(
             Role::Scope => {
                 if functions_open > 0 {
                     if let Some(to) = sibling {
-                        jump(&mut raw, to)?;
+                        jump(&mut input, to)?;
                         continue;
                     }
                     stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: true });
@@ -439,7 +479,7 @@ fn walk<'u, 'a>(
                     if !is_namespace {
                         if let Some(to) = sibling {
                             tree.scopes[scope].end = to;
-                            jump(&mut raw, to)?;
+                            jump(&mut input, to)?;
                             continue;
                         }
                     }
@@ -452,7 +492,7 @@ fn walk<'u, 'a>(
             }
             Role::Skip => {
                 if let Some(to) = sibling {
-                    jump(&mut raw, to)?;
+                    jump(&mut input, to)?;
                     continue;
                 }
                 stack.push(Frame { kind: Kind::Other, saved_node: current_node, saved_scope: current_scope, sibling: None, skipped: true });
@@ -504,20 +544,15 @@ impl<'a> Tree<'a> {
         }
     }
 
-    /// Whether a function waits for `expand`.
-    pub(crate) fn waiting(&self) -> bool {
-        !self.deferred.is_empty()
-    }
-
     /// The subtree of top-level function `node` if a lazy scan deferred it, walked as the whole
     /// scan walks it; anything it finds that the whole scan would place otherwise (children that
     /// do not end at the bound the scan jumped to, a function nested in it) is left to the reference.
     pub(crate) fn expand(&mut self, unit: &UnitData<'a>, node: usize) -> Decided<()> {
         let Some((from, bound)) = self.deferred.remove(&node) else { return Ok(()) };
         let (first, functions) = (self.nodes.len(), self.function_ranges.len());
-        let raw = unit.header.entries_raw(&unit.abbrevs, Some(UnitOffset((from - unit.offset) as usize)))?;
+        let input = unit.header.range_from(UnitOffset((from - unit.offset) as usize)..)?;
         let root = Frame { kind: Kind::Function(node as i64), saved_node: -1, saved_scope: -1, sibling: None, skipped: false };
-        if walk(unit, self, raw, vec![root], node as i64, false)? != bound {
+        if walk(unit, self, input, vec![root], node as i64, false)? != bound {
             return Err(Defer("children that do not end where the scan jumped to"));
         }
         if self.function_ranges.len() != functions {
