@@ -1,5 +1,5 @@
 //! The persistent index's interned tables (strings, frames, calling-frame lists, chains) built in
-//! compiled memory: `IndexTables`, the twin of `symbolize/index/indexed.py`'s `_Builder`, which
+//! compiled memory: `IndexTables`, the twin of `symbolize/index/build.py`'s `_Builder`, which
 //! stays the reference. Hand-written because the tables are the index's own format: ids are given
 //! in the order the reference gives them, so the file written is byte for byte the reference's.
 //!
@@ -60,7 +60,7 @@ fn py_entry(value: PyResult<Bound<'_, PyAny>>) -> PyResult<u64> {
     stored(value?.extract::<Option<u128>>().map_err(|_| deferred("an entry below 0 or past 64 bits"))?)
 }
 
-/// The interned tables of one index being built (see `_Builder` in symbolize/index/indexed.py).
+/// The interned tables of one index being built (see `_Builder` in symbolize/index/build.py).
 #[pyclass(module = "symbolize.formats._kernels")]
 #[derive(Default)]
 pub struct IndexTables {
