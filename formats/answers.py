@@ -14,8 +14,6 @@ share everything but the innermost frame's place (file, line, column) share a
 :class:`ChainHead`.
 """
 
-from __future__ import annotations
-
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -85,7 +83,7 @@ class RunTable(Sequence[AnswerRun]):
         self.broken: list[tuple[int, int, BrokenSpanError]] = []
 
     @classmethod
-    def from_runs(cls, runs: Iterable[AnswerRun]) -> RunTable:
+    def from_runs(cls, runs: Iterable[AnswerRun]) -> "RunTable":
         """Runs of any source as a table (each run's frames must be non-empty)."""
         file_ids: dict[str | None, int] = {}
         head_ids: dict[ChainHead, int] = {}

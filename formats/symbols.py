@@ -19,8 +19,6 @@ names it (glibc: ``fprintf``, not the debug file's ``_IO_fprintf``;
 where neither does, where llvm-symbolizer says ``??``.
 """
 
-from __future__ import annotations
-
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
@@ -132,7 +130,7 @@ class SymbolIndex:
         self._reach(list(map(_SIZE_OF, self.symbols)), chosen[-1].section_end if chosen else None)
 
     @classmethod
-    def from_rows(cls, rows: list[SymbolRow], symbol_of: Callable[[SymbolRow], Symbol]) -> SymbolIndex:
+    def from_rows(cls, rows: list[SymbolRow], symbol_of: Callable[[SymbolRow], Symbol]) -> "SymbolIndex":
         """The index of a reader's rows (:data:`SymbolRow`), chosen as ``SymbolIndex(entries)``
         chooses; ``symbol_of`` makes a row's Symbol, called only for the symbols asked."""
         index = cls.__new__(cls)

@@ -4,9 +4,14 @@ Addresses carry their space in their name: ``vaddr`` is an address in the
 object file's own address space (what ``llvm-symbolizer --obj`` takes),
 ``file_offset`` an offset into the file, ``runtime_addr`` an address in a
 running process.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here, nor in any module that defines a NamedTuple a
+cold lookup builds: typing compiles each NamedTuple field annotation that is a string (a
+ForwardRef), and the process's first ``compile()`` builds the ast module's ~120 types, together
+~20M instructions of a one-address lookup's ~300M. Annotations there are evaluated, so one
+naming a class defined later, or imported only under TYPE_CHECKING, is quoted; a NamedTuple
+field's never is (tests/test_cold_startup.py checks that a cold lookup makes no ForwardRef).
+"""
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
@@ -110,7 +115,7 @@ class DebugId(NamedTuple):
         return f"{data1:08X}{data2:04X}{data3:04X}{value[8:].hex().upper()}"
 
     @classmethod
-    def parse(cls, text: str, kind: DebugIdKind) -> DebugId | None:
+    def parse(cls, text: str, kind: DebugIdKind) -> "DebugId | None":
         """``text`` read as a debug ID of ``kind``; None when it is not of that kind's form.
 
         Accepted: a build ID as hex (any case); a Mach-O UUID as 32 hex digits with or
@@ -305,7 +310,7 @@ class SymbolSource(Protocol):
         """What an index key calls this source's reader (a stand-in gives the reader's name)."""
         ...
 
-    def bind_image(self, image: Image) -> None:
+    def bind_image(self, image: "Image") -> None:
         """Answer at ``image``'s vaddrs, as its debug file (a PDB's RVAs; an ELF debug file's names)."""
         ...
 

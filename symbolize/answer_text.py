@@ -22,17 +22,16 @@ from the Python code here, which is the reference the kernel is tested against
   the innermost frame whole, as llvm-symbolizer 14 does for addr2line's sake.
 """
 
-from __future__ import annotations
-
-import json
+# json.encoder's own C function for str (json.dumps of a str is it): importing the json package
+# for it would import its decoder and scanner too, ~4.5M instructions of a cold lookup's start-up.
+import sys
+from _json import encode_basestring_ascii
 from collections.abc import Callable, Iterator, Sequence
-from json.encoder import encode_basestring_ascii
 from typing import TYPE_CHECKING, NamedTuple
 
 from symbolize.demangle import DemangleMode, demangle, remember
 from symbolize.formats.native import kernels
 from symbolize.formats.types import Frame
-from symbolize.index.indexed import IndexedObject
 from symbolize.module import Reason, Unknown
 from symbolize.shaping import folded_frame, shown_name
 
@@ -191,17 +190,17 @@ class AnswerText:
     A frame's text is :class:`FrameFormat`'s.
     """
 
-    def __init__(self, shaper: FrameShaper, as_json: bool, style: PlainStyle | None = None) -> None:
+    def __init__(self, shaper: "FrameShaper", as_json: bool, style: PlainStyle | None = None) -> None:
         self.shaper = shaper
         self.as_json = as_json
         self.style = style or DEFAULT_STYLE
         self._format = FrameFormat(shaper.mode, as_json)
 
-    def render(self, module: Module, texts: Sequence[str]) -> str:
+    def render(self, module: "Module", texts: Sequence[str]) -> str:
         """The text printed for ``texts`` (one input line each)."""
         return self.render_items(module, [input_item(text) for text in texts])
 
-    def render_items(self, module: Module, items: Sequence[int | str]) -> str:
+    def render_items(self, module: "Module", items: Sequence[int | str]) -> str:
         """The text printed for input lines already read: an address, or a line that is none
         (echoed; read again by :func:`parse_address`, as :meth:`render` reads every line)."""
         if self.style != DEFAULT_STYLE and not self.as_json:
@@ -212,11 +211,11 @@ class AnswerText:
                 return compiled
         return self._render_reference(module, items)
 
-    def render_reference(self, module: Module, texts: Sequence[str]) -> str:
+    def render_reference(self, module: "Module", texts: Sequence[str]) -> str:
         """:meth:`render` through the Python path alone (the kernel's reference)."""
         return self._render_reference(module, [input_item(text) for text in texts])
 
-    def _render_reference(self, module: Module, items: Sequence[int | str]) -> str:
+    def _render_reference(self, module: "Module", items: Sequence[int | str]) -> str:
         """What :class:`symbolize.shaping.FrameShaper` and :class:`FrameFormat` make of each result,
         in one loop: no shaped Frame is made per frame shown (the format shows each name as
         FrameShaper does, once per name)."""
@@ -229,7 +228,7 @@ class AnswerText:
             if isinstance(item, str):  # no address: echoed
                 if as_json:
                     why = unknown_json(Unknown(Reason.NOT_AN_ADDRESS))
-                    append(f'{{"address": {json.dumps(item)}, "frames": []{why}}}\n')
+                    append(f'{{"address": {encode_basestring_ascii(item)}, "frames": []{why}}}\n')
                 else:
                     append(f"{item}\n")  # llvm-symbolizer's echo: the line alone, no blank line after it
                 continue
@@ -252,7 +251,7 @@ class AnswerText:
                 append("\n")
         return "".join(out)
 
-    def _render_plain(self, module: Module, items: Sequence[int | str]) -> str:
+    def _render_plain(self, module: "Module", items: Sequence[int | str]) -> str:
         """A :class:`PlainStyle` other than the default: whole chains, cut as the style asks."""
         from symbolize.shaping import FrameShaper
 
@@ -261,9 +260,13 @@ class AnswerText:
         results = [chains.shape(result) for result in module.lookup(vaddrs)]
         return "".join(self.style.plain_lines(_item_texts(items), results, self.shaper.inlines))
 
-    def _compiled(self, module: Module, items: Sequence[int | str]) -> str | None:
+    def _compiled(self, module: "Module", items: Sequence[int | str]) -> str | None:
         """The kernel's text, where every source answers from its index; else None."""
         assert kernels is not None
+        if "symbolize.index.indexed" not in sys.modules:
+            return None  # no source answers from an index: a run that opened none never imports it
+        from symbolize.index.indexed import IndexedObject
+
         sources = list(dict.fromkeys(module.sources))  # a source asked twice answers the same
         runs = [source.compiled_runs() if isinstance(source, IndexedObject) else None for source in sources]
         if not all(runs):

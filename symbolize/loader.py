@@ -26,9 +26,7 @@ for, so a lookup opens only the ``.dwo`` files of the units it reaches.
 
 from __future__ import annotations
 
-import json
 import os
-import zlib
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -127,11 +125,15 @@ class HintFollower:
         settings that chose those paths; empty when no such need was followed."""
         if not self._consulted:
             return b""
+        import json  # here: only an index's record of the files its decoding needed uses it
+
         return json.dumps({"settings": self._settings(), "files": self._consulted}, sort_keys=True).encode()
 
     def record_holds(self, record: bytes) -> bool:
         """Whether the files ``record`` (a :meth:`consulted_record`) lists are as they were, and
         these settings would look for them where it did."""
+        import json
+
         try:
             data = json.loads(record)
         except ValueError:
@@ -384,6 +386,8 @@ class Loader:
     def file_crc32(self, path: Path) -> int:
         """The CRC32 ``.gnu_debuglink`` records of the file at ``path``: zlib's, over the whole file.
         Raises OSError when it cannot be read."""
+        import zlib  # here: only a debuglink's candidate is checked by it
+
         crc = 0
         with path.open("rb") as stream:
             while chunk := stream.read(1 << 20):

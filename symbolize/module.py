@@ -10,8 +10,6 @@
 - ``Module.close()`` (or ``with module:``) closes the files it was opened with.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from itertools import filterfalse
@@ -278,7 +276,7 @@ class Module:
             source.close()
         self.image.close()
 
-    def __enter__(self) -> Module:
+    def __enter__(self) -> "Module":
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -8,8 +8,6 @@ An abbreviation whose attributes are all fixed-size and of no interest is
 skipped with one addition.
 """
 
-from __future__ import annotations
-
 from typing import Any, NamedTuple
 
 from symbolize.formats.dwarf import constants as c
@@ -179,7 +177,7 @@ def _parse_entry(data: bytes, offset: int) -> tuple[int, bool, tuple[tuple[int, 
 def _filled_first(read: Any) -> Any:
     """``read`` (a dict method) of a :class:`LazyAbbrevTable`, after filling it."""
 
-    def filled(table: LazyAbbrevTable, *args: Any) -> Any:
+    def filled(table: "LazyAbbrevTable", *args: Any) -> Any:
         table._fill()
         return read(table, *args)
 

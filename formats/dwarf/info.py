@@ -44,7 +44,6 @@ from symbolize.formats.dwarf.scan import (
     scan_unit,
 )
 from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter, section_bytes
-from symbolize.formats.dwarf.split import load_split_sections
 from symbolize.formats.dwarf.unit import _ADDRX_FORMS, Unit, parse_unit_header
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, HintKind, SectionSource
@@ -434,6 +433,8 @@ class DwarfInfo:
         if found is None:
             return None
         assert self._sections is not None
+        from symbolize.formats.dwarf.split import load_split_sections  # only a split unit's file needs it
+
         sections = load_split_sections(found.section_data, found.path, self._sections, skeleton.dwo_id)
         if sections is None:
             return None

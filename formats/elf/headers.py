@@ -7,8 +7,6 @@ listed: here only the tables are read, and every range they name is checked
 against the bytes there are.
 """
 
-from __future__ import annotations
-
 import struct
 from pathlib import Path
 from typing import NamedTuple

@@ -21,8 +21,6 @@ stripped binary dropped; its tables are read one level deep (a payload's own
 ``.gnu_debugdata`` is not followed), and its size is capped against xz bombs.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from symbolize.formats.elf.headers import SHT_DYNSYM, SHT_SYMTAB, ElfHeaders, Section, c_string

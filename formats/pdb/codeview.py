@@ -20,8 +20,6 @@ the code offset, the line or the file make rows, the column and range-kind ones 
 and left aside (llvm-symbolizer reports no columns for inlined frames either).
 """
 
-from __future__ import annotations
-
 import struct
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple

@@ -7,8 +7,6 @@ the code ranges and lines of the inlined body, offsets from the start of the pro
 passes through, and a site's nested sites on the first lookup inside it.
 """
 
-from __future__ import annotations
-
 import struct
 from typing import NamedTuple
 
@@ -57,7 +55,7 @@ class InlineSite:
         return self._rows
 
     @property
-    def children(self) -> list[InlineSite]:
+    def children(self) -> "list[InlineSite]":
         if self._children is None:
             start, end, level = self._body
             try:

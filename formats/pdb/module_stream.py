@@ -10,8 +10,6 @@ and the C13 subsections (``DEBUG_S_LINES``, ``DEBUG_S_FILECHKSMS``, ``DEBUG_S_IN
 Procedures and lines are found as llvm-symbolizer 14 finds them (see ``pdb.py``).
 """
 
-from __future__ import annotations
-
 import struct
 from bisect import bisect_right
 from collections.abc import Callable, Sequence

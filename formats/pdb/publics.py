@@ -7,8 +7,6 @@ sorted by ``Segment:Offset``. In a 32-bit PDB a C name keeps its calling-convent
 we. As symbols, each public reaches the next public of its section, or the section's end.
 """
 
-from __future__ import annotations
-
 from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import islice

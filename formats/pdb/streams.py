@@ -12,8 +12,6 @@ Counts and offsets are checked against the stream's length; a broken stream rais
 MalformedInputError naming the stream.
 """
 
-from __future__ import annotations
-
 import struct
 from collections.abc import Iterator
 from pathlib import Path

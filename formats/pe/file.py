@@ -14,8 +14,6 @@ what a PDB's section offsets resolve to. A profile mapping's start stands for ``
 DWARF reader serves it unchanged (:meth:`PeFile.section_data` hands it ``.debug_*`` by name).
 """
 
-from __future__ import annotations
-
 import contextlib
 import mmap
 import struct
@@ -383,7 +381,7 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
         section = self._by_name.get("." + dwarf_name)
         return section is not None and min(section.virtual_size or section.raw_size, section.raw_size) > 0
 
-    def _dwarf_info(self) -> DwarfInfo | None:
+    def _dwarf_info(self) -> "DwarfInfo | None":
         """The MinGW DWARF, its units' headers read; raises MalformedInputError (every time) when it
         cannot be read at all, which leaves the COFF symbols answering (see :meth:`_answers`)."""
         if self._dwarf_error is not None:
@@ -440,7 +438,7 @@ class PeFile(AnsweredByRegions, ReaderDefaults):
                 self._map.close()
             self._map = None
 
-    def __enter__(self) -> PeFile:
+    def __enter__(self) -> "PeFile":
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -4,8 +4,6 @@ without it (symbolize/cli/entry.py): the same calls of the API, output, one-line
 Nothing here imports typer. The requests' defaults are the declarations' (symbolize/cli/options.py).
 """
 
-from __future__ import annotations
-
 import re
 import sys
 import warnings
@@ -36,7 +34,8 @@ PROFILE_SUFFIXES = (".gz", ".pb", ".pprof", ".prof", ".proto")
 STDIO_PATH = "-"
 
 # click.echo drops ANSI escape sequences from text written to a stream that is not a terminal.
-_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
+# A pattern, compiled (and cached by re) when a line first has one: not on every start-up.
+_ANSI = r"\033\[[;?0-9]*[a-zA-Z]"
 
 
 class LookupRequest(NamedTuple):
@@ -163,7 +162,7 @@ def echo(line: str, *, err: bool = False) -> None:
     if stream is None:  # closed (``>&-``): click.echo writes nothing then
         return
     if "\033" in line and not _is_terminal(stream):
-        line = _ANSI.sub("", line)
+        line = re.sub(_ANSI, "", line)
     stream.write(line + "\n")
     stream.flush()
 
@@ -213,22 +212,24 @@ def use_index_store(url: str | None) -> None:
         configure_index_store(url)
 
 
-class RemoteRequest(Protocol):
-    """What a command's request says about servers (lookup's, profile's and batch's requests)."""
+if TYPE_CHECKING:  # for mypy alone: the plain path's start-up builds no Protocol class for it
 
-    @property
-    def debuginfod(self) -> Sequence[str] | None: ...
-    @property
-    def symbol_servers(self) -> Sequence[str] | None: ...
-    @property
-    def remote(self) -> bool: ...
-    @property
-    def offline(self) -> bool: ...
-    @property
-    def cache_dir(self) -> Path | None: ...
+    class RemoteRequest(Protocol):
+        """What a command's request says about servers (lookup's, profile's and batch's requests)."""
+
+        @property
+        def debuginfod(self) -> Sequence[str] | None: ...
+        @property
+        def symbol_servers(self) -> Sequence[str] | None: ...
+        @property
+        def remote(self) -> bool: ...
+        @property
+        def offline(self) -> bool: ...
+        @property
+        def cache_dir(self) -> Path | None: ...
 
 
-def requested_remote(request: RemoteRequest) -> RemoteOptions | None:
+def requested_remote(request: "RemoteRequest") -> "RemoteOptions | None":
     """The servers and download caches ``request`` asks for (``--debuginfod``, ``--symbol-server``,
     ``--remote``, ``--offline``); None when none. A URL that is not http(s) raises SymbolizeError."""
     from symbolize.api import remote_options
@@ -242,7 +243,7 @@ def requested_remote(request: RemoteRequest) -> RemoteOptions | None:
     )
 
 
-def download_progress(remote: RemoteOptions | None, bar: ProgressReport | None = None) -> DownloadProgress | None:
+def download_progress(remote: "RemoteOptions | None", bar: "ProgressReport | None" = None) -> "DownloadProgress | None":
     """One line per download on stderr when it is a terminal (in ``bar``'s display, the run's own
     progress bar, when it has one) and servers may be asked; else None."""
     if remote is None or not remote.network:
@@ -435,7 +436,7 @@ def unnamed_limit(percent: str | None) -> float | None:
     return value / 100.0
 
 
-def gate_exit_code(failures: Sequence[GateFailure]) -> int:
+def gate_exit_code(failures: "Sequence[GateFailure]") -> int:
     """0 when no gate tripped; else the first tripped gate's code, unnamed share first (exits.py)."""
     from symbolize.summary import GATE_UNNAMED_ABOVE
 

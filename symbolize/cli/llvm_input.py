@@ -13,8 +13,6 @@
   module offset has been specified". An empty line asks nothing and says nothing.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 # What ends a word (llvm-symbolizer's delimiters).

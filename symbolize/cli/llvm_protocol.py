@@ -33,9 +33,6 @@ block per frame, ``--print-source-context-lines``' numbered source lines and the
 with ``--obj``, a line that is no address is echoed, as before (README), else answered ``??``.
 """
 
-from __future__ import annotations
-
-import json
 import os
 import re
 import sys
@@ -89,6 +86,8 @@ class LlvmOutput(NamedTuple):
 def json_text(value: Any, pretty: bool = False) -> str:
     """``value`` as LLVM's JSON writer spells it: keys sorted, no spaces, UTF-8 kept; ``pretty``
     (``-p``) indented by two spaces, as its ``json::OStream`` indents."""
+    import json  # here: only --output-style=JSON writes through it
+
     if pretty:
         return json.dumps(value, sort_keys=True, indent=2, separators=(",", ": "), ensure_ascii=False)
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -97,7 +96,7 @@ def json_text(value: Any, pretty: bool = False) -> str:
 class LlvmAnswers:
     """The answers to llvm-symbolizer's input lines, each file opened once for the whole run."""
 
-    def __init__(self, session: Session, output: LlvmOutput, arch: str | None = None) -> None:
+    def __init__(self, session: "Session", output: LlvmOutput, arch: str | None = None) -> None:
         from symbolize.answer_text import AnswerText
 
         self.session = session
@@ -111,7 +110,7 @@ class LlvmAnswers:
         # their compilation directory (_file).
         self._renamed: Mapping[str, str] = {}
 
-    def open(self, name: str) -> Module | str:
+    def open(self, name: str) -> "Module | str":
         """The module of file ``name``, or why it cannot be opened (already said on stderr)."""
         from symbolize.cli.exits import error_line
         from symbolize.errors import SymbolizeError
@@ -156,6 +155,8 @@ class LlvmAnswers:
         queries = [parse_query(word, self.output.obj) for word in words]
         answers = [self.answer(query) for query in queries]
         if self.output.as_json and self.output.style.pretty:
+            import json
+
             return json_text([json.loads(answer) for answer in answers], pretty=True) + "\n"
         return f"[{','.join(answers)}]\n" if self.output.as_json else "".join(answers)
 
@@ -227,7 +228,7 @@ class LlvmAnswers:
     def _json(self, value: dict[str, Any]) -> str:
         return json_text(value, self.output.style.pretty)
 
-    def _frames(self, module: Module, vaddr: int) -> list[Frame]:
+    def _frames(self, module: "Module", vaddr: int) -> list[Frame]:
         if not 0 <= vaddr < 1 << 64:
             return []
         if self.output.relative_names:
@@ -235,7 +236,7 @@ class LlvmAnswers:
         result = self._chains.shape(module.lookup([vaddr])[0])
         return [] if isinstance(result, Unknown) else result
 
-    def _code_answer(self, module: Module, address: int, vaddr: int, name: str) -> str:
+    def _code_answer(self, module: "Module", address: int, vaddr: int, name: str) -> str:
         frames = self._frames(module, vaddr)
         covering = module.image.symbol_at(vaddr) if frames else None
         if not self.output.show_functions and self._symbol_only(frames, covering):
@@ -347,7 +348,7 @@ class LlvmAnswers:
             out.append(f"{number:>{width}}{marker}{texts[number - 1].decode('utf-8', 'replace')}\n")
         return "".join(out)
 
-    def _symbol_answer(self, module: Module, query: Query) -> str:
+    def _symbol_answer(self, module: "Module", query: Query) -> str:
         """A symbol's name: the place of each function symbol so named (llvm-symbolizer 22)."""
         # Every image the loader opens is a reader, and every reader lists its symbols (ObjectFile).
         image = cast(ObjectFile, module.image)
@@ -369,7 +370,7 @@ class LlvmAnswers:
             return self._json({"Loc": found, "ModuleName": query.module, "SymName": query.symbol})
         return "".join(texts) if texts else self.output.style.answer(None, [Frame(None)])
 
-    def _data_answer(self, module: Module, address: int, vaddr: int, module_name: str) -> str:
+    def _data_answer(self, module: "Module", address: int, vaddr: int, module_name: str) -> str:
         if self.output.as_json:
             symbol = module.image.symbol_at(vaddr) if 0 <= vaddr < 1 << 64 else None
             name, start, size = (symbol.name, symbol.vaddr, symbol.size) if symbol else ("", 0, 0)
@@ -377,7 +378,7 @@ class LlvmAnswers:
             return self._json({"Address": f"{address:#x}", "Data": data, "ModuleName": module_name})
         return self._data_text(module, vaddr)
 
-    def _data_text(self, module: Module, vaddr: int) -> str:
+    def _data_text(self, module: "Module", vaddr: int) -> str:
         """llvm-symbolizer's DATA answer: the name, ``START SIZE`` in decimal, the symbol's source file."""
         symbol = module.image.symbol_at(vaddr) if 0 <= vaddr < 1 << 64 else None
         if symbol is None:
@@ -386,7 +387,7 @@ class LlvmAnswers:
         return f"{symbol.name}\n{symbol.vaddr} {symbol.size}\n{source}:0\n\n"
 
 
-def _chain_shaper(mode: DemangleMode) -> FrameShaper:
+def _chain_shaper(mode: "DemangleMode") -> "FrameShaper":
     from symbolize.shaping import FrameShaper
 
     return FrameShaper(mode, True)

@@ -7,8 +7,6 @@ compares every declaration with the click parameter typer builds from it. Nothin
 typer: this module is on the plain path's start-up.
 """
 
-from __future__ import annotations
-
 import enum
 from typing import Any, NamedTuple
 

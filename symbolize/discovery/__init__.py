@@ -14,14 +14,13 @@
 - :mod:`symbolize.discovery.pdb_locator`: a PE image's PDB (beside it, search paths, symbol stores).
 - :mod:`symbolize.discovery.elf_locators`: build ID, GNU debuglink, dwz
   supplementary file, split DWARF; :mod:`symbolize.discovery.macho_locators`:
-  dSYM, debug-map objects. Imported here so they register.
+  dSYM, debug-map objects. Each registers when the registry first follows a
+  hint of its kinds (``LOCATOR_MODULES`` in symbolize/discovery/registry.py),
+  not here: a run that meets no Mach-O or PDB file never imports theirs.
 """
 
 from __future__ import annotations
 
-from symbolize.discovery import elf_locators as _elf_locators  # noqa: F401  (registers the ELF locators)
-from symbolize.discovery import macho_locators as _macho_locators  # noqa: F401  (registers dSYM, debug map)
-from symbolize.discovery import pdb_locator as _pdb_locator  # noqa: F401  (registers the PDB locator)
 from symbolize.discovery.modules import find_module, module_for, open_module
 from symbolize.discovery.options import DEFAULT_DEBUG_DIRS, SearchOptions
 from symbolize.discovery.registry import (

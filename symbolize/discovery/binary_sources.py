@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from symbolize.discovery.paths import base_name
-from symbolize.discovery.registry import FileLoader
+from symbolize.discovery.registry import FileLoader, load_locators
 from symbolize.formats.types import DebugId, DebugIdKind
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ def fetched_binaries(filename: str, wanted: str, loader: FileLoader) -> Iterator
     """Each registered source's binary for the mapping, in order; nothing unless the run asks servers."""
     if loader.remote is None:
         return
+    load_locators()  # the locators' modules register their binary sources (a PDB's symbol stores)
     for source in _SOURCES:
         found = source.fetch(filename, wanted, loader)
         if found is not None:

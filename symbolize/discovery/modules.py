@@ -32,7 +32,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from symbolize import mapping_ids
-from symbolize.discovery.binary_sources import fetched_binaries
 from symbolize.discovery.paths import DirectoryListings, base_name, build_id_path, is_file_name, lies_under
 from symbolize.discovery.registry import READER_HINTS, FileLoader, LookupContext, locate
 from symbolize.formats.errors import DebugIdMismatchError, MissingDebugInfoError, RemoteMissError
@@ -61,6 +60,9 @@ def find_module(filename: str, debug_id: str | None, loader: FileLoader) -> Modu
         stand_in = _debug_file_by_build_id(wanted, loader)
         if stand_in is not None:
             return stand_in
+        # Here, not at the top: a run that finds its binaries on disk never needs the sources.
+        from symbolize.discovery.binary_sources import fetched_binaries
+
         for fetched in fetched_binaries(filename, wanted, loader):
             image = loader.open(fetched)
             if _matches(image, wanted):

@@ -8,14 +8,16 @@ nothing goes to the network). The loader
 (symbolize/loader.py) reads them; it, not the options, holds what was opened.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from symbolize.remote.options import RemoteOptions
+else:
+    # At run time the field's annotation need only be a type (symbolize/formats/types.py says why
+    # none is a string): the real class would import dataclasses, for nothing a run reads.
+    RemoteOptions = object
 
 DEFAULT_DEBUG_DIRS: tuple[Path, ...] = (Path("/usr/lib/debug"),)
 
@@ -47,7 +49,7 @@ class SearchOptions(_SearchFields):
         index_dir: Path | None = None,
         build_missing_indexes: bool = False,
         remote: RemoteOptions | None = None,
-    ) -> SearchOptions:
+    ) -> "SearchOptions":
         # Frozen means frozen all the way down: a list given by a caller is copied, not shared.
         fields = (tuple(binaries), tuple(search_paths), tuple(debug_dirs), index_dir, build_missing_indexes, remote)
         return super().__new__(cls, *fields)

@@ -27,7 +27,9 @@ Adding a locator (a PDB's, a dSYM's) is one class registered for its kind::
 
     register_locator(HintKind.PDB, PdbLocator())
 
-and imported once from ``symbolize/discovery/__init__.py`` so it registers.
+at the end of its module, which :data:`LOCATOR_MODULES` names for the kinds it follows: the
+registry imports it when a hint of one of them is first followed, so a run that meets no PDB or
+Mach-O file never imports their locators.
 Yield each candidate with the directory it was looked up under as its
 ``root`` (``Candidate(root / name, root)``), after checking the name with
 :func:`symbolize.discovery.paths.is_file_name`; ``root=None`` only for an
@@ -44,9 +46,8 @@ record is malformed (``DebugHint.damaged``) are refused with their reason, never
 hint that cannot be followed leaves the rest of the file answering.
 """
 
-from __future__ import annotations
-
 import errno
+import importlib
 import os
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
@@ -93,7 +94,7 @@ class FileLoader(Protocol):
     def listings(self) -> DirectoryListings: ...
 
     @property
-    def remote(self) -> RemoteRun | None:
+    def remote(self) -> "RemoteRun | None":
         """The run's servers and download caches; None when the run asks none (the default)."""
         ...
 
@@ -176,6 +177,19 @@ class LocatorDefaults:
 
 _LOCATORS: dict[HintKind, Locator] = {}
 
+# The module that registers the locator of each kind, imported when a hint of that kind is first
+# followed (:func:`located_by`): a cold ELF lookup does not pay for the Mach-O, archive and PDB
+# modules' classes at start-up.
+LOCATOR_MODULES: dict[HintKind, str] = {
+    HintKind.BUILD_ID: "symbolize.discovery.elf_locators",
+    HintKind.DEBUGLINK: "symbolize.discovery.elf_locators",
+    HintKind.SUPPLEMENTARY: "symbolize.discovery.elf_locators",
+    HintKind.SPLIT_DWARF: "symbolize.discovery.elf_locators",
+    HintKind.DSYM: "symbolize.discovery.macho_locators",
+    HintKind.DEBUG_MAP_OBJECT: "symbolize.discovery.macho_locators",
+    HintKind.PDB: "symbolize.discovery.pdb_locator",
+}
+
 
 def register_locator(kind: HintKind, locator: Locator) -> Locator:
     """Make ``locator`` the one that follows hints of ``kind`` (replacing any before it)."""
@@ -184,17 +198,30 @@ def register_locator(kind: HintKind, locator: Locator) -> Locator:
 
 
 def located_by(kind: HintKind) -> Locator | None:
-    """The locator that follows hints of ``kind``, None when none does."""
-    return _LOCATORS.get(kind)
+    """The locator that follows hints of ``kind`` (its module imported, and so registered, on first
+    need); None when none does."""
+    locator = _LOCATORS.get(kind)
+    if locator is None and kind in LOCATOR_MODULES:
+        importlib.import_module(LOCATOR_MODULES[kind])
+        locator = _LOCATORS.get(kind)
+    return locator
+
+
+def load_locators() -> None:
+    """Import every module of :data:`LOCATOR_MODULES`, so that each locator (and each binary source
+    they register, symbolize/discovery/binary_sources.py) is registered."""
+    for module in LOCATOR_MODULES.values():
+        importlib.import_module(module)
 
 
 def registered_kinds() -> frozenset[HintKind]:
+    load_locators()
     return frozenset(_LOCATORS)
 
 
 def candidate_paths(hint: DebugHint, context: LookupContext) -> list[Path]:
     """Every path :func:`locate` may try for ``hint``, in its order (none is opened or checked)."""
-    locator = _LOCATORS.get(hint.kind)
+    locator = located_by(hint.kind)
     return [] if locator is None else [candidate.path for candidate in locator.candidates(hint, context)]
 
 
@@ -207,7 +234,7 @@ def locate(hint: DebugHint, context: LookupContext, refused: list[str]) -> Locat
     if hint.damaged:
         refused.append(hint.damaged)
         return None
-    locator = _LOCATORS.get(hint.kind)
+    locator = located_by(hint.kind)
     if locator is None:
         return None
     seen: set[tuple[Path, str | None]] = {(context.asking_path.resolve(), None), (context.image_path.resolve(), None)}

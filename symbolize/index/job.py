@@ -8,9 +8,6 @@ builder that opened the path alone would build another index than the one the ru
 An :class:`IndexJob` records all of it, and travels to the detached builder as JSON.
 """
 
-from __future__ import annotations
-
-import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -33,6 +30,7 @@ class IndexJob(NamedTuple):
 
     def to_json(self) -> str:
         """The job with every path made absolute: the builder must not depend on a working directory."""
+        import json  # here: a run that starts no builder never imports json
 
         def absolute(path: Path | None) -> str | None:
             return str(path.resolve()) if path is not None else None
@@ -52,8 +50,10 @@ class IndexJob(NamedTuple):
         )
 
     @classmethod
-    def from_json(cls, text: str) -> IndexJob:
+    def from_json(cls, text: str) -> "IndexJob":
         """The job :meth:`to_json` wrote; raises ValueError for anything else."""
+        import json
+
         try:
             raw = json.loads(text)
             if not isinstance(raw, dict):

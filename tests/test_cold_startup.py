@@ -1,0 +1,68 @@
+"""A cold ``lookup --obj ELF --json --no-cache`` imports only what it uses (issue 22's start-up).
+
+Two things a one-address lookup paid for at start-up without using them: the locators (and
+readers) of the formats it never meets, and typing's compiling of every NamedTuple field
+annotation that is a string (``from __future__ import annotations``), ~20M instructions of a
+one-address lookup's ~300M, half of them the first ``compile()`` building the ast module's types.
+The modules that define the NamedTuples of the path therefore have no future import
+(symbolize/formats/types.py says so), and the registry imports a locator's module when a hint of
+its kind is first followed (symbolize/discovery/registry.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.fixtures_data import ROOT
+
+BINARY = ROOT / "fixtures" / "bin" / "cppdemo-gcc-dwarf5-pie"
+
+# Runs the command as the console script does; at exit (leave_now runs the atexit functions)
+# prints how many ForwardRefs typing made and which modules were imported.
+_PROGRAM = """
+import atexit, json, sys, typing
+made = []
+init = typing.ForwardRef.__init__
+def counted(self, *args, **kwargs):
+    made.append(args[0] if args else kwargs.get("arg"))
+    init(self, *args, **kwargs)
+typing.ForwardRef.__init__ = counted
+atexit.register(lambda: print(json.dumps({"forward_refs": made, "modules": sorted(sys.modules)}), file=sys.stderr))
+sys.argv = ["symbolize", *sys.argv[1:]]
+from symbolize.cli.entry import main
+main()
+"""
+
+# Modules a lookup of an ELF file with its own DWARF has no use for.
+_UNUSED = (
+    "symbolize.discovery.macho_locators",
+    "symbolize.discovery.pdb_locator",
+    "symbolize.discovery.binary_sources",
+    "symbolize.formats.archive",
+    "symbolize.formats.macho",
+    "symbolize.formats.pdb",
+    "dataclasses",
+)
+
+
+def _cold_lookup() -> tuple[str, dict[str, list[str]]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROGRAM, "lookup", "--obj", str(BINARY), "--json", "--no-cache", "0x1139"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, "SYMBOLIZE_BACKGROUND_INDEX": "0"},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout, json.loads(done.stderr.splitlines()[-1])
+
+
+def test_a_cold_elf_lookup_compiles_no_annotation_and_imports_no_other_format() -> None:
+    answer, seen = _cold_lookup()
+    assert json.loads(answer)["frames"]
+    assert seen["forward_refs"] == []
+    assert [name for name in seen["modules"] if name.startswith(_UNUSED)] == []
