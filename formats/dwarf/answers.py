@@ -30,7 +30,7 @@ from contextlib import suppress
 from functools import partial
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, cast, overload
 
 from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunsAnswer, RunTable, owned_pieces
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, Name, _UnitState
@@ -55,6 +55,8 @@ _new_tuple = tuple.__new__
 _as_frame = partial(_new_tuple, Frame)
 # A lazy unit's run: low, high, file, line, column, discriminator, chain (-1: none), symbol (-1: none).
 LazyRow = tuple[int, int, int, int, int, int, int, int]
+# A ChainHead's fields, in its order, as a plain tuple (see _CompiledLazyRuns._heads).
+HeadFields = tuple[str | None, int, tuple[Frame, ...], str | None, str | None, int | None]
 # Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
 _MEMO_DEPTH = 64
 
@@ -175,7 +177,9 @@ class _CompiledLazyRuns:
         self._fallback = fallback
         self._path = path
         self._python_runs: UnitRuns | None = None
-        self._heads: dict[tuple[int, int], ChainHead] = {}
+        # (chain, symbol) -> its ChainHead's fields as a plain tuple: unpacked per address, and a
+        # NamedTuple (a tuple subclass) is unpacked through its iterator, a plain tuple in place.
+        self._heads: dict[tuple[int, int], HeadFields] = {}
         self._chains: dict[int, Chain] = {}
 
     def frames_many(self, vaddrs: list[int]) -> list[RunsAnswer]:
@@ -213,10 +217,11 @@ class _CompiledLazyRuns:
     def _compiled_error(self, error: Exception) -> MalformedInputError:
         return MalformedInputError(f"DWARF: {error}", self._path)
 
-    def _chain_heads(self, chain: int, symbol: int) -> ChainHead:
+    def _chain_heads(self, chain: int, symbol: int) -> HeadFields:
         named = named_chain(self._chains, self._lazy, chain) if chain >= 0 else None
-        head = self._heads[chain, symbol] = chain_head(named, self._symbols[symbol] if symbol >= 0 else None)
-        return head
+        head = chain_head(named, self._symbols[symbol] if symbol >= 0 else None)
+        fields = self._heads[chain, symbol] = cast(HeadFields, tuple(head))
+        return fields
 
     def run_at(self, vaddr: int) -> AnswerRun | None:
         if self._python_runs is not None:
@@ -249,7 +254,7 @@ class _CompiledLazyRuns:
             _, _, file, line, column, discriminator, chain, symbol = run
             head = heads.get((chain, symbol)) or self._chain_heads(chain, symbol)
             # The head's fields unpacked, not read by name (a descriptor call each, per address).
-            function, start_line, outer, default_file, start_file, start_address = head
+            function, start_line, outer, default_file, start_file, start_address = head  # ChainHead's order
             file_name = file_names[file] if 0 <= file < named else None
             # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per call.
             append([_new_tuple(Frame, (function, file_name or default_file, line, column, start_line, start_file,
