@@ -288,16 +288,19 @@ class AnswerLookup:
     def frames_many(self, vaddrs: Iterable[int]) -> list[list[Frame] | MalformedInputError]:
         """:meth:`frames_at` of each vaddr, or the error it raises, in one pass: the one region of
         the first tier holding an address (where regions do not overlap, as units rarely do) is
-        found by one bisect, and each such region is then asked for all its addresses at once
-        (:meth:`_ask_region`, in input order: what a region answers does not depend on what other
-        regions were asked before)."""
+        found by one bisect, and each key (a unit, whatever number of ranges it has) is then asked
+        for all the addresses its regions hold at once (:meth:`_ask_region`, in input order: what a
+        region answers does not depend on what other regions were asked before)."""
         primary, fallback = self._tiers
-        lows, highs, reach, regions = primary.lows, primary.highs, primary.max_highs, primary.regions
+        lows, highs, reach, keys = primary.lows, primary.highs, primary.max_highs, primary.keys
         in_tier = self._in_tier
         asked = list(vaddrs)
         found_at: list[list[Frame] | None] = [None] * len(asked)
         errors: list[MalformedInputError | None] = [None] * len(asked)
-        by_region: dict[int, list[int]] = {}  # region position -> positions of the vaddrs it alone holds
+        # Region key -> positions of the vaddrs a region of that key alone holds, in input order. By
+        # key, not by region: a unit of many ranges (rustc gives each function its own) is one
+        # region per range, and is asked once for all its addresses, not once per range.
+        by_key: dict[int, list[int]] = {}
         # Each vaddr's region bisected in C (map), not by a call from a Python loop.
         after = list(map(partial(bisect_right, lows), asked))
         for index, vaddr in enumerate(asked):
@@ -306,14 +309,14 @@ class AnswerLookup:
                 continue
             if position == 0 or reach[position - 1] <= vaddr:  # no region before this one holds it
                 if vaddr < highs[position]:
-                    held = by_region.get(position)
+                    held = by_key.get(keys[position])
                     if held is None:
-                        held = by_region[position] = []
+                        held = by_key[keys[position]] = []
                     held.append(index)
             else:
                 found_at[index], errors[index] = in_tier(primary.holding(vaddr), vaddr, None)
-        for position, held in by_region.items():
-            self._ask_region(regions[position].key, held, asked, found_at, errors)
+        for key, held in by_key.items():
+            self._ask_region(key, held, asked, found_at, errors)
         # Most addresses are answered by now: only the others are asked again (of the fallback tier).
         answers: list[list[Frame] | MalformedInputError] = found_at  # type: ignore[assignment]
         for index in [index for index, found in enumerate(found_at) if found is None]:
@@ -393,6 +396,7 @@ class _RegionTier:
         self.regions = sorted(regions, key=lambda region: region.low)
         self.lows = [region.low for region in self.regions]
         self.highs = [region.high for region in self.regions]
+        self.keys = [region.key for region in self.regions]
         self.max_highs: list[int] = []
         running = 0
         for region in self.regions:

@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     # use (__getattr__), as pycxxfilt is loaded: a run that demangles nothing reads no index.
     DEMANGLER: str
 MANGLING_PREFIXES = ("_Z", "_R", "?", "__Z", "__R")
+# The prefixes of MANGLING_PREFIXES that pycxxfilt.demangle gives its Itanium demangler.
+_ITANIUM_PREFIXES = ("_Z", "__Z")
 MAX_DEMANGLE_LENGTH = 16384
 # How deep shorten() follows nested brackets before leaving a name whole.
 _MAX_NESTING = 256
@@ -138,7 +140,10 @@ def demangle(name: str, mode: DemangleMode) -> str:
         demangled = _full_names.get(name)
         if demangled is None:
             demangled = _llvm_demangle(name)
-            remember(name, demangled)
+            # remember(name, demangled), inline: once per name a lookup shows, tens of thousands.
+            if len(_full_names) >= _MEMO_LIMIT:
+                _full_names.clear()
+            _full_names[name] = demangled
         return demangled
     if mode == "none":
         return name
@@ -165,8 +170,16 @@ def _llvm_demangle(name: str) -> str:
     """``name`` (with a mangling prefix) as LLVM's demanglers print it, with this module's rules."""
     if len(name) > MAX_DEMANGLE_LENGTH:
         return name
+    llvm = _llvm()
     try:
-        demangled: str | None = _llvm().demangle(name)
+        # An Itanium name without a symbol version straight to the demangler pycxxfilt's demangle
+        # dispatches it to (by prefix: "?" MSVC, "_R" Rust v0, else Itanium, a "@VERSION" split off):
+        # most names a lookup demangles, and its dispatch was a Python call of its own for each.
+        demangled: str | None = (
+            llvm.itanium_demangle(name)
+            if name.startswith(_ITANIUM_PREFIXES) and "@" not in name
+            else llvm.demangle(name)
+        )
     except ValueError:
         # A name with a mangling prefix that does not parse: llvm-symbolizer prints it as is.
         return name
@@ -174,7 +187,8 @@ def _llvm_demangle(name: str) -> str:
         return name
     if name.startswith("?"):
         return _as_llvm_symbolizer_prints_msvc(demangled)
-    if _compiled(_RUST_LEGACY).search(name) and ("$" in demangled or ".." in demangled):
+    # The escapes looked for first: they are in C, the regular expression reads the whole name.
+    if ("$" in demangled or ".." in demangled) and _compiled(_RUST_LEGACY).search(name):
         # LLVM leaves a Rust legacy name's escapes (``Vec$LT$T$C$A$GT$``, ``_$u7b$$u7b$closure``)
         # as they are; Rust users read them as rustc-demangle and GNU c++filt print them.
         return _decode_rust_legacy(demangled)
@@ -236,12 +250,15 @@ def _decode_rust_legacy(text: str) -> str:
     decoded = _decoded_components
     if len(decoded) >= _MEMO_LIMIT:
         decoded.clear()
-    out = []
-    for component in text.split("::"):
-        found = decoded.get(component)
-        if found is None:
-            found = decoded[component] = _decoded_component(component)
-        out.append(found)
+    out = text.split("::")
+    for position, component in enumerate(out):
+        # A component without "$" or "." reads as it is (most: ``core``, every ``h<16 hex>`` hash),
+        # and is not remembered: the hashes alone are one per name.
+        if "$" in component or "." in component:
+            found = decoded.get(component)
+            if found is None:
+                found = decoded[component] = _decoded_component(component)
+            out[position] = found
     return "::".join(out)
 
 

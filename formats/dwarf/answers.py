@@ -30,7 +30,7 @@ from contextlib import suppress
 from functools import partial
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, cast, overload
 
 from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunsAnswer, RunTable, owned_pieces
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, Name, _UnitState
@@ -38,7 +38,7 @@ from symbolize.formats.dwarf.scan import UnitIndex, _node_ranges
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
 from symbolize.formats.native import kernels
 from symbolize.formats.symbols import SymbolAnswers, SymbolIndex
-from symbolize.formats.types import AnswerRegion, AnswerRun, Frame, Symbol
+from symbolize.formats.types import AnswerRegion, AnswerRun, DebugHint, Frame, Symbol
 
 if TYPE_CHECKING:
     from symbolize.formats._kernels import DwarfUnits, IndexTables, LazyUnit, SymbolBounds, UnitColumns
@@ -55,6 +55,8 @@ _new_tuple = tuple.__new__
 _as_frame = partial(_new_tuple, Frame)
 # A lazy unit's run: low, high, file, line, column, discriminator, chain (-1: none), symbol (-1: none).
 LazyRow = tuple[int, int, int, int, int, int, int, int]
+# A ChainHead's fields, in its order, as a plain tuple (see _CompiledLazyRuns._heads).
+HeadFields = tuple[str | None, int, tuple[Frame, ...], str | None, str | None, int | None]
 # Deepest inline chain whose calling frames are remembered per node (see UnitRuns._outer_frames).
 _MEMO_DEPTH = 64
 
@@ -175,7 +177,9 @@ class _CompiledLazyRuns:
         self._fallback = fallback
         self._path = path
         self._python_runs: UnitRuns | None = None
-        self._heads: dict[tuple[int, int], ChainHead] = {}
+        # (chain, symbol) -> its ChainHead's fields as a plain tuple: unpacked per address, and a
+        # NamedTuple (a tuple subclass) is unpacked through its iterator, a plain tuple in place.
+        self._heads: dict[tuple[int, int], HeadFields] = {}
         self._chains: dict[int, Chain] = {}
 
     def frames_many(self, vaddrs: list[int]) -> list[RunsAnswer]:
@@ -213,10 +217,11 @@ class _CompiledLazyRuns:
     def _compiled_error(self, error: Exception) -> MalformedInputError:
         return MalformedInputError(f"DWARF: {error}", self._path)
 
-    def _chain_heads(self, chain: int, symbol: int) -> ChainHead:
+    def _chain_heads(self, chain: int, symbol: int) -> HeadFields:
         named = named_chain(self._chains, self._lazy, chain) if chain >= 0 else None
-        head = self._heads[chain, symbol] = chain_head(named, self._symbols[symbol] if symbol >= 0 else None)
-        return head
+        head = chain_head(named, self._symbols[symbol] if symbol >= 0 else None)
+        fields = self._heads[chain, symbol] = cast(HeadFields, tuple(head))
+        return fields
 
     def run_at(self, vaddr: int) -> AnswerRun | None:
         if self._python_runs is not None:
@@ -249,7 +254,7 @@ class _CompiledLazyRuns:
             _, _, file, line, column, discriminator, chain, symbol = run
             head = heads.get((chain, symbol)) or self._chain_heads(chain, symbol)
             # The head's fields unpacked, not read by name (a descriptor call each, per address).
-            function, start_line, outer, default_file, start_file, start_address = head
+            function, start_line, outer, default_file, start_file, start_address = head  # ChainHead's order
             file_name = file_names[file] if 0 <= file < named else None
             # tuple.__new__: a NamedTuple's own __new__ is a Python function, a frame per call.
             append([_new_tuple(Frame, (function, file_name or default_file, line, column, start_line, start_file,
@@ -297,9 +302,14 @@ class DwarfSymbolAnswers(SymbolAnswers):
             self.broken = MalformedInputError(unplaced, self.path)
         skip_zero = self.zero_is_discarded
         needs = self.dwarf.unit_needs
+        # A unit's needs asked once, not once per range: rustc gives each function a range of its
+        # own (rustgen: 3,815 ranges, 23 units); each region made by tuple.__new__, not by the
+        # NamedTuple's Python-level __new__ (fields in AnswerRegion's order).
+        ranges = self.dwarf._unit_ranges
+        unit_needs: dict[int, tuple[DebugHint, ...]] = {unit: needs(unit) for unit in {unit for _, _, unit in ranges}}
         units = [
-            AnswerRegion(low, high, unit, needs=needs(unit))
-            for low, high, unit in self.dwarf._unit_ranges
+            _new_tuple(AnswerRegion, (low, high, unit, False, unit_needs[unit]))
+            for low, high, unit in ranges
             if low or not skip_zero
         ]
         return units + super().answer_regions()

@@ -51,6 +51,9 @@ MAPPING_SYMBOL_PREFIXES: dict[int, tuple[str, ...]] = {
 # The fields of a row (_function_symbols) past formats/symbols.py's (vaddr, size, section end, order).
 _ROW_STRINGS, _ROW_NAME_AT, _ROW_SOURCE, _ROW_IS_LOCAL = 4, 5, 6, 7
 
+# Makes a NamedTuple from its fields in order, without its Python-level __new__.
+_new_tuple = tuple.__new__
+
 # A MiniDebugInfo payload is a few hundred KiB; refuse an xz bomb well before memory runs out.
 MAX_DEBUGDATA_SIZE = 1 << 30
 
@@ -93,7 +96,8 @@ def symbol_of_row(row: SymbolRow) -> Symbol:
     name = strings[name_at : end if end >= 0 else len(strings)].decode("utf-8", "surrogateescape")
     if "@" in name:
         name = name.partition("@")[0]
-    return Symbol(name, row[ROW_VADDR], row[ROW_SIZE], row[_ROW_SOURCE])
+    # tuple.__new__: Symbol's own __new__ is a Python function, and a cold lookup names thousands.
+    return _new_tuple(Symbol, (name, row[ROW_VADDR], row[ROW_SIZE], row[_ROW_SOURCE]))
 
 
 def all_function_symbols(rows: list[SymbolRow]) -> list[FunctionSymbol]:
