@@ -157,7 +157,7 @@ class _CompiledHeads(Sequence[ChainHead]):
 
     def compiled_chain_ids(self, tables: IndexTables) -> list[int]:
         """The index's chain id of each head, named and interned by the index's compiled tables
-        (symbolize/index/indexed.py's ``_CompiledTables``) without a Frame per calling frame."""
+        (symbolize/index/build.py's ``_CompiledTables``) without a Frame per calling frame."""
         return tables.unit_chains(self._columns, self._symbols)
 
 
