@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from symbolize.discovery import (
     register_locator,
 )
 from symbolize.discovery.paths import base_name, build_id_path, is_file_name, lies_under, relative_path
-from symbolize.discovery.registry import _LOCATORS, debug_id_refusal
+from symbolize.discovery.registry import _LOCATORS, debug_id_refusal, located_by
 from symbolize.formats import ElfFile
 from symbolize.formats.dwarf import DwarfInfo
 from symbolize.formats.errors import MissingDebugInfoError
@@ -262,7 +264,7 @@ class _PdbImage(ElfFile):
 
 @pytest.fixture
 def pdb_locator() -> Iterator[None]:
-    before = _LOCATORS.get(HintKind.PDB)
+    before = located_by(HintKind.PDB)
     register_locator(HintKind.PDB, _FakePdbLocator())
     yield
     if before is None:
@@ -357,3 +359,23 @@ def test_lies_under() -> None:
     assert not lies_under(root / ".." / "etc" / "passwd", root)
     assert not lies_under(root, root)
     assert not lies_under(Path("/srv/debugger/x"), root)
+
+
+def test_a_locator_registered_before_its_kinds_module_loads_is_kept_when_it_loads() -> None:
+    """The registry imports a kind's own locator module when a hint of the kind is first followed
+    (a cold lookup imports no PDB or Mach-O locator); a locator a caller registered before that must
+    stay the kind's, not be replaced by the module's own registration when it loads. In a fresh
+    interpreter, where no locator module has been imported yet."""
+    code = (
+        "from symbolize.discovery import register_locator\n"
+        "from symbolize.discovery.registry import load_locators, located_by, registered_kinds\n"
+        "from symbolize.formats.types import HintKind\n"
+        "mine = object()\n"
+        "for kind in (HintKind.PDB, HintKind.DSYM, HintKind.BUILD_ID):\n"
+        "    register_locator(kind, mine)\n"
+        "registered_kinds(); load_locators()\n"
+        "print([located_by(kind) is mine for kind in (HintKind.PDB, HintKind.DSYM, HintKind.BUILD_ID)])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[True, True, True]"

@@ -192,7 +192,12 @@ LOCATOR_MODULES: dict[HintKind, str] = {
 
 
 def register_locator(kind: HintKind, locator: Locator) -> Locator:
-    """Make ``locator`` the one that follows hints of ``kind`` (replacing any before it)."""
+    """Make ``locator`` the one that follows hints of ``kind`` (replacing any before it). The
+    kind's own module (:data:`LOCATOR_MODULES`) is imported first, so that its registration,
+    made when it is imported, never replaces a locator a caller registered."""
+    module = LOCATOR_MODULES.get(kind)
+    if module is not None:
+        importlib.import_module(module)  # from that module itself: already in sys.modules
     _LOCATORS[kind] = locator
     return locator
 
