@@ -140,10 +140,7 @@ def demangle(name: str, mode: DemangleMode) -> str:
         demangled = _full_names.get(name)
         if demangled is None:
             demangled = _llvm_demangle(name)
-            # remember(name, demangled), inline: once per name a lookup shows, tens of thousands.
-            if len(_full_names) >= _MEMO_LIMIT:
-                _full_names.clear()
-            _full_names[name] = demangled
+            remember(name, demangled)
         return demangled
     if mode == "none":
         return name
