@@ -52,6 +52,7 @@ def describe_environment(
         ("rustc", command_version(["rustc", "--version"], "rustc")),
         ("g++", command_version(["g++", "--version"], "g++")),
         *(("binary", describe_binary(binary, count)) for binary, count in binaries),
+        ("output", f"symbolize and llvm-symbolizer print {getattr(args, 'output_style', 'llvm')} layout"),
         ("sampling", f"seed {args.seed}, repeat {args.repeat or '5 (3 for N>=10000)'}, whole-process wall time"),
         ("profile", f"{args.profile_locations} unique locations, {args.profile_repeat} runs per mode"),
     ]

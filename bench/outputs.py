@@ -48,34 +48,34 @@ def parse_symbolic_lookup(text: str) -> Stacks:
     return [_names(lines[1::2]) for lines in _blocks(text)]
 
 
-def parse_symbolize_json(text: str) -> Stacks:
-    """`symbolize lookup --json`: one object per line with ``frames``, innermost first."""
+def parse_llvm_json(text: str) -> Stacks:
+    """llvm-symbolizer's ``--output-style=JSON`` (symbolize's too): one object per line, ``Symbol`` innermost first."""
     stacks = []
     for line in text.splitlines():
         if line.strip():
             record = json.loads(line)
-            frames = record.get("frames") or []
-            stacks.append(_names([str(frame.get("function") or "") for frame in frames]))
+            frames = record.get("Symbol") or []
+            stacks.append(_names([str(frame.get("FunctionName") or "") for frame in frames]))
     return stacks
 
 
-PARSERS: dict[str, Callable[[str], Stacks]] = {
-    "symbolize (cold)": parse_symbolize_json,
-    "symbolize (warm)": parse_symbolize_json,
-    "symbolize (cold, Python only)": parse_symbolize_json,
-    "symbolize (warm, Python only)": parse_symbolize_json,
-    "llvm-symbolizer": parse_llvm_symbolizer,
+# Tools printing their own layout whatever the harness's output style; symbolize and every
+# llvm-symbolizer ("llvm-symbolizer 22" beside the baseline's) print the style the run asks for.
+OWN_LAYOUT: dict[str, Callable[[str], Stacks]] = {
     # gimli's addr2line runs with --llvm: llvm-symbolizer's layout.
     "addr2line (gimli)": parse_llvm_symbolizer,
     "symbolic (cold)": parse_symbolic_lookup,
     "symbolic (warm)": parse_symbolic_lookup,
 }
+STYLE_PARSERS: dict[str, Callable[[str], Stacks]] = {"llvm": parse_llvm_symbolizer, "json": parse_llvm_json}
 
 
-def parse_stacks(tool: str, text: str) -> Stacks | None:
+def parse_stacks(tool: str, text: str, style: str = "llvm") -> Stacks | None:
     """Stacks of ``tool``'s output, or None when it has no parser or the output does not parse."""
-    # Every llvm-symbolizer ("llvm-symbolizer 22" beside the baseline's) prints the same layout.
-    parser = PARSERS.get(tool) or (parse_llvm_symbolizer if tool.startswith("llvm-symbolizer") else None)
+    if tool.startswith(("symbolize", "llvm-symbolizer")):
+        parser: Callable[[str], Stacks] | None = STYLE_PARSERS[style]
+    else:
+        parser = OWN_LAYOUT.get(tool)
     if parser is None:
         return None
     try:

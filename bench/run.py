@@ -13,6 +13,11 @@ beside the compiled core's goals (goals.py).
     python bench/run.py --binary fixtures/bin/<x> --sizes 100,1000 --repeat 3
     python bench/run.py --markdown                       # a section for bench/RESULTS.md
     python bench/run.py --sizes 1000 --pure-python       # cold with and without the compiled kernels
+    python bench/run.py --output-style json              # symbolize and llvm-symbolizer both print JSON
+
+`symbolize lookup` and llvm-symbolizer print the same layout in one run (llvm-symbolizer's text by
+default, its JSON with ``--output-style json``): a ratio between a tool printing JSON and one printing
+text times the printing as much as the lookup (at 10k llvm-symbolizer's JSON is slower than its text).
 """
 
 from __future__ import annotations
@@ -146,12 +151,15 @@ def make_tools(
     pure_python: bool,
     warm_only: bool = False,
     newer_llvm: Path | None = None,
+    output_style: str = "llvm",
 ) -> list[Tool]:
     python = sys.executable
     symbolic_script = str(BENCH_DIR / "symbolic_lookup.py")
     llvm_symbolizer = shutil.which("llvm-symbolizer")
     addr2line = shutil.which("addr2line")
-    lookup = [*SYMBOLIZE, "lookup", "--obj", str(binary), "--json"]
+    # symbolize and llvm-symbolizer print the same layout: llvm-symbolizer's text or its JSON.
+    style = [f"--output-style={output_style.upper()}"]
+    lookup = [*SYMBOLIZE, "lookup", "--obj", str(binary), *style]
     # The same cold run on the Python readers alone, without the compiled kernels (native/).
     pure = [Tool("symbolize (cold, Python only)", ["env", "SYMBOLIZE_PURE_PYTHON=1", *lookup, *cold_flags()])]
     warm_lookup = [*lookup, "--cache-dir", str(cache_dir), "--no-background-index"]
@@ -168,11 +176,11 @@ def make_tools(
         *([warm_pure] if pure_python else []),
         Tool(
             BASELINE,
-            [llvm_symbolizer, f"--obj={binary}", "--inlines", "--demangle"] if llvm_symbolizer else None,
+            [llvm_symbolizer, f"--obj={binary}", "--inlines", "--demangle", *style] if llvm_symbolizer else None,
             "" if llvm_symbolizer else "llvm-symbolizer not on PATH",
         ),
         *(
-            [Tool(newer_llvm_name(newer_llvm), [str(newer_llvm), f"--obj={binary}", "--inlines", "--demangle"])]
+            [Tool(newer_llvm_name(newer_llvm), [str(newer_llvm), f"--obj={binary}", "--inlines", "--demangle", *style])]
             if newer_llvm
             else []
         ),
@@ -233,7 +241,7 @@ def benchmark(
                     cell.runs.append(run)
                     if len(cell.runs) == 1 and run.stdout_path is not None:
                         text = run.stdout_path.read_text(encoding="utf-8", errors="replace")
-                        cell.stacks = parse_stacks(tool.name, text)
+                        cell.stacks = parse_stacks(tool.name, text, args.output_style)
                     print(
                         f"  N={n} rep {repetition + 1}/{repeat} {tool.name}: {run.seconds:.3f} s",
                         file=sys.stderr,
@@ -350,7 +358,7 @@ def measure_binary(
         symcache_ready = prepare_symcache(binary, symcache, scratch, args.timeout)
         tools = make_tools(
             binary, symbolize_cache, index, symcache, symcache_ready, args.pure_python, args.warm_only,
-            args.newer_llvm,
+            args.newer_llvm, args.output_style,
         )  # fmt: skip
         cells = benchmark(tools, functions, args.sizes, args)
         rows = table_rows(label, tools, args.sizes, cells)
@@ -427,6 +435,12 @@ def main() -> int:
         default=[],
         metavar="LABEL=SECONDS",
         help="CPU seconds of an earlier index build of the binary named LABEL, for the 5x goal (repeat per binary)",
+    )
+    parser.add_argument(
+        "--output-style",
+        choices=["llvm", "json"],
+        default="llvm",
+        help="the layout symbolize and llvm-symbolizer both print: llvm-symbolizer's text (default) or its JSON",
     )
     parser.add_argument("--markdown", action="store_true", help="print a Markdown section for RESULTS.md")
     parser.add_argument(

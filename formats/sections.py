@@ -24,7 +24,6 @@ Real debug sections compress 3-10x; a file's own size bounds them all.
 from __future__ import annotations
 
 import struct
-import zlib
 from pathlib import Path
 
 from symbolize.formats.errors import InputLimitError, MalformedInputError, configured_limit
@@ -104,6 +103,8 @@ def _check_size(size: int, path: Path, file_offset: int, file_size: int | None) 
 
 def _inflate(stream: memoryview, size: int, path: Path, file_offset: int, file_size: int | None) -> bytes:
     _check_size(size, path, file_offset, file_size)
+    import zlib  # here: most files have no compressed sections, and every ELF open imported it
+
     inflater = zlib.decompressobj()
     try:
         # max_length bounds the output by the declared size, so a zlib bomb stops early.

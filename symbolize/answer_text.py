@@ -27,9 +27,9 @@ from the Python code here, which is the reference the kernel is tested against
 import sys
 from _json import encode_basestring_ascii
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
-from symbolize.demangle import DemangleMode, demangle, remember
+from symbolize.demangle import DemangleMode, demangle, demangle_names, remember
 from symbolize.formats.native import kernels
 from symbolize.formats.types import Frame
 from symbolize.module import Reason, Unknown
@@ -104,6 +104,16 @@ class FrameFormat:
             for frame in frames:
                 append(f"{names[frame[0]]}\n{frame[1] or '??'}:{frame[2]}:{frame[3]}\n")
 
+    def show_names(self, results: Sequence[list[Frame] | Unknown], inlines: bool) -> None:
+        """Show at once every name the frames of ``results`` will write (with ``inlines`` False,
+        the outermost frame's alone, as :func:`folded_frame` names the one frame): the names of a
+        batch demangled together (:func:`symbolize.demangle.demangle_names`), not one by one."""
+        if inlines:
+            names = {frame[0] for result in results if result.__class__ is list for frame in result}
+        else:
+            names = {result[-1][0] for result in results if result.__class__ is list and result}
+        self._names.show(names)
+
     def text(self, frames: Sequence[Frame]) -> str:
         """What :meth:`write` writes, as one string."""
         out: list[str] = []
@@ -129,6 +139,22 @@ class _ShownNames(dict[str | None, str]):
         super().__init__()
         self._mode = mode
         self._as_json = as_json
+
+    def show(self, names: set[str | None]) -> None:
+        """Each of ``names`` not shown yet, shown now: the names with text demangled together."""
+        fresh = names.difference(self.keys())  # in C, as the rest up to the demangling
+        fresh.discard(None)
+        fresh.discard("")
+        if not fresh:
+            return
+        new = cast(list[str], list(fresh))
+        shown = demangle_names(new, self._mode)
+        if self._as_json:
+            self.update(zip(new, map(encode_basestring_ascii, shown), strict=True))
+        elif "" in shown:  # shown as "??", as __missing__ shows it (a name demangled to nothing)
+            self.update(zip(new, [text or "??" for text in shown], strict=True))
+        else:
+            self.update(zip(new, shown, strict=True))
 
     def __missing__(self, name: str | None) -> str:
         shown = shown_name(name, self._mode)
@@ -220,7 +246,9 @@ class AnswerText:
         in one loop: no shaped Frame is made per frame shown (the format shows each name as
         FrameShaper does, once per name)."""
         vaddrs = [item for item in items if not isinstance(item, str)]
-        found = iter(module.lookup(vaddrs))
+        results = module.lookup(vaddrs)
+        self._format.show_names(results, self.shaper.inlines)
+        found = iter(results)
         as_json, inlines, write = self.as_json, self.shaper.inlines, self._format.write
         out: list[str] = []
         append = out.append

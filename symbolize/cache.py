@@ -14,8 +14,6 @@ index built here is published to it. Every tier's hits and misses are counted
 (symbolize/index_store/metrics.py).
 """
 
-from __future__ import annotations
-
 import importlib
 import os
 import re
@@ -156,7 +154,7 @@ def has_index(source: IndexableSource, cache_dir: Path) -> bool:
     return store is not None and store.has(key, cache_dir)
 
 
-def _index_store() -> IndexStore | None:
+def _index_store() -> "IndexStore | None":
     """The shared index store this process uses, or None."""
     return index_store() if os.environ.get(INDEX_STORE_VARIABLE) else None
 
@@ -339,8 +337,10 @@ class CacheEntry(NamedTuple):
 
 
 # An index's key, as index_key spells it (demangler names hold spaces; the kind is 4 words, then
-# the digest of the other files its answers come from when there are any).
-_KEY = re.compile(
+# the digest of the other files its answers come from when there are any). Compiled where
+# `cache show` first reads it (re keeps it): a lookup never does, and compiling it at import
+# was ~5 % of a warm one.
+_KEY = (
     r"symbolize index \S+ (?P<demangler>.+?) \w+ \S+ \S+ base \S+ (?:inputs [0-9a-f]+ )?"
     r"(?:(?P<kind>[\w-]+) (?P<id>[0-9a-f]+) age (?P<age>\d+) size \d+|path .*)"
 )
@@ -355,7 +355,7 @@ def cache_entries(cache_dir: Path) -> list[CacheEntry]:
         except OSError:
             continue  # removed meanwhile (a clear, a damaged index dropped by a lookup)
         key = stored_key(path)
-        fields = _KEY.fullmatch(key) if key is not None else None
+        fields = re.fullmatch(_KEY, key) if key is not None else None
         debug_id = None
         if fields is not None and fields["id"] is not None:
             debug_id = fields["id"] + (f"-{fields['age']}" if fields["age"] != "0" else "")

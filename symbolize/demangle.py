@@ -50,14 +50,25 @@ from __future__ import annotations
 import functools
 import re
 from types import ModuleType
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Literal, cast, get_args
 
-__all__ = ["DEMANGLER", "DEMANGLE_MODES", "DemangleMode", "demangle", "profile_name", "remember", "shorten"]
+__all__ = [
+    "DEMANGLER",
+    "DEMANGLE_MODES",
+    "DemangleMode",
+    "demangle",
+    "demangle_names",
+    "profile_name",
+    "remember",
+    "shorten",
+]
 
 DemangleMode = Literal["full", "short", "none"]
 DEMANGLE_MODES: tuple[str, ...] = get_args(DemangleMode)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     # What makes full-mode names: indexes that store demangled names are keyed by it, so an index
     # made before the prefix rule (which stored ``f`` as ``float``) is not read. Made on first
     # use (__getattr__), as pycxxfilt is loaded: a run that demangles nothing reads no index.
@@ -149,6 +160,29 @@ def demangle(name: str, mode: DemangleMode) -> str:
     raise ValueError(f"unknown demangle mode {mode!r}")  # a programming error, not bad input
 
 
+def demangle_names(names: list[str], mode: DemangleMode) -> list[str]:
+    """:func:`demangle` of each of ``names`` (each distinct, none empty), in order: what an answer's
+    render shows, asked for all the names of a batch at once. In ``full`` mode the work is one loop
+    here, not :func:`demangle`'s call chain per name: a large Rust binary's batch shows tens of
+    thousands of names, and the calls cost several times LLVM's own demangling of them."""
+    if mode != "full":
+        return [demangle(name, mode) for name in names]
+    memo = _full_names
+    prefixed = [name for name in names if name.startswith(MANGLING_PREFIXES)]
+    # In C: the remembered full names, None where none.
+    known = dict(zip(prefixed, map(memo.get, prefixed), strict=True))
+    asked = [name for name, full in known.items() if full is None]
+    if asked:
+        fresh = dict(zip(asked, map(_llvm_demangle, asked), strict=True))
+        known.update(fresh)
+        if len(memo) + len(fresh) > _MEMO_LIMIT:
+            memo.clear()  # bounded as remember() bounds it
+        if len(fresh) <= _MEMO_LIMIT:
+            memo.update(fresh)
+    full = cast("Callable[[str, str], str]", known.get)  # no None left in known
+    return list(map(full, names, names))  # in C; a name without a mangling prefix as it is
+
+
 def profile_name(name: str, mode: DemangleMode, *, keep_hashes: bool = False) -> str:
     """``name`` (a linkage name, or a name the debug info gives) as a profile's Function name:
     :func:`demangle`'s, then Rust's hash dropped (``full``; kept with ``keep_hashes``) and closures
@@ -185,11 +219,18 @@ def _llvm_demangle(name: str) -> str:
     if name.startswith("?"):
         return _as_llvm_symbolizer_prints_msvc(demangled)
     # The escapes looked for first: they are in C, the regular expression reads the whole name.
-    if ("$" in demangled or ".." in demangled) and _compiled(_RUST_LEGACY).search(name):
+    if ("$" in demangled or ".." in demangled) and _is_rust_legacy(name):
         # LLVM leaves a Rust legacy name's escapes (``Vec$LT$T$C$A$GT$``, ``_$u7b$$u7b$closure``)
         # as they are; Rust users read them as rustc-demangle and GNU c++filt print them.
         return _decode_rust_legacy(demangled)
     return demangled
+
+
+def _is_rust_legacy(name: str) -> bool:
+    """Whether ``name`` is a Rust legacy symbol (:data:`_RUST_LEGACY` found in it). Most end with
+    their hash (then ``E``): matched there first, where a search reads the whole name."""
+    legacy = _compiled(_RUST_LEGACY)
+    return legacy.match(name, len(name) - 20) is not None or legacy.search(name) is not None
 
 
 # llvm-symbolizer demangles MSVC names without access specifier, member kind, calling convention
@@ -241,8 +282,8 @@ def _decode_rust_legacy(text: str) -> str:
     """``text`` with each ``::`` component decoded (:func:`_decoded_component`).
 
     Component by component is the same as the whole text at once: no escape and no ``..`` spans
-    a ``::``. It is what makes the memo pay: a Rust program's names share most of their
-    components (``core``, ``Vec$LT$T$C$A$GT$``), and a large one has tens of thousands of names.
+    a ``::``. It is what makes the memo pay: a Rust program's names share most of their components
+    (``core``, ``Vec$LT$T$C$A$GT$``), and a large one has tens of thousands of names.
     """
     decoded = _decoded_components
     if len(decoded) >= _MEMO_LIMIT:

@@ -161,3 +161,17 @@ def test_a_run_column_is_narrowed_as_the_reference_narrows_it(column: tuple[str,
     expected = build._narrowest(array(code, values))
     found = build._CompiledTables(kernels.IndexTables()).narrowest(array(code, values))
     assert (found.typecode, found.tobytes()) == (expected.typecode, expected.tobytes())
+
+
+@given(
+    st.lists(st.integers(0, (1 << 64) - 1), max_size=6), st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=20)
+)
+def test_a_column_is_gathered_as_a_python_list_is_indexed(ids: list[int], items: list[int]) -> None:
+    # Mostly items inside the table (from its end too), as a table's file and head columns are.
+    items = [item % (2 * len(ids)) - len(ids) if ids and item % 3 else item for item in items]
+    try:
+        expected: array[int] | None = array("Q", [ids[item] for item in items])
+    except IndexError:
+        expected = None  # the build lays such a table's runs out the reference's way
+    found = build._CompiledTables(kernels.IndexTables()).translated(ids, array("q", items))
+    assert (found.tobytes() if found is not None else None) == (expected.tobytes() if expected is not None else None)

@@ -51,6 +51,14 @@ _BLOCK_KINDS = {
 }
 
 
+# The forms whose value is a number (fixed size up to 8 bytes, LEB128, implicit): not a slice of the
+# section (data16, string, block), nor a form read only when met (indirect).
+NUMBER_FORMS = frozenset(
+    {*(form for form, size in _FIXED_SIZES.items() if size <= 8), *_OFFSET_SIZED, c.DW_FORM_addr,
+     c.DW_FORM_ref_addr, *_ULEB_FORMS, c.DW_FORM_sdata, c.DW_FORM_implicit_const}
+)  # fmt: skip
+
+
 class UnknownFormError(Exception):
     """Internal: a form this reader does not know; the unit is reported broken."""
 

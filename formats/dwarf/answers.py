@@ -168,10 +168,25 @@ class _CompiledLazyRuns:
     does not read), the Python runs answer it from then on: the spans answered before are ones
     whose runs depend on nothing outside them (:class:`UnitRuns`), so both give the same there."""
 
-    __slots__ = ("_chains", "_fallback", "_file_names", "_heads", "_lazy", "_path", "_python_runs", "_symbols")
+    __slots__ = (
+        "_chains",
+        "_fallback",
+        "_file_names",
+        "_heads",
+        "_lazy",
+        "_path",
+        "_python_runs",
+        "_symbols",
+        "held_bytes",
+    )
 
-    def __init__(self, lazy: LazyUnit, symbols: SymbolIndex, fallback: Callable[[], UnitRuns], path: Path) -> None:
+    def __init__(
+        self, lazy: LazyUnit, symbols: SymbolIndex, fallback: Callable[[], UnitRuns], path: Path, held_bytes: int = 0
+    ) -> None:
+        """``held_bytes``: the unit's length in .debug_info, what the lookup's budget counts it as
+        (formats/answers.py's HeldBytes): what the lazy unit decodes grows with it."""
         self._lazy = lazy
+        self.held_bytes = held_bytes
         self._file_names = lazy.file_names  # made once, as the unit was opened
         self._symbols = symbols.symbols
         self._fallback = fallback
@@ -361,7 +376,8 @@ class DwarfSymbolAnswers(SymbolAnswers):
                     # object's lookup, and a cycle through it would keep the compiled source, and
                     # with it the file's mapping and descriptor, open after close() until a collection.
                     fallback = partial(_unit_runs, self.dwarf, key, self.symbols, self.path, self.functions_only)
-                    return _CompiledLazyRuns(lazy, self.symbols, fallback, self.path)
+                    unit = state.unit
+                    return _CompiledLazyRuns(lazy, self.symbols, fallback, self.path, unit.end - unit.offset)
         return self._unit(key, whole=False)
 
     def _compiled_runs(self, key: int) -> RunTable | None:

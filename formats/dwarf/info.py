@@ -20,11 +20,16 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from symbolize.formats.dwarf import constants as c
-from symbolize.formats.dwarf.abbrev import ShapeBytes, UnknownFormError, lazy_abbrev_table, read_abbrev_table
-from symbolize.formats.dwarf.lines import LineTable, decode_line_table, relative_file_names
+from symbolize.formats.dwarf.abbrev import (
+    NUMBER_FORMS,
+    ShapeBytes,
+    UnknownFormError,
+    lazy_abbrev_table,
+    read_abbrev_table,
+)
 from symbolize.formats.dwarf.ranges import decode_ranges
 from symbolize.formats.dwarf.reader import DwarfFormatError, read_initial_length, read_uleb
 from symbolize.formats.dwarf.scan import (
@@ -47,6 +52,9 @@ from symbolize.formats.dwarf.sections import DwarfSections, SectionGetter, secti
 from symbolize.formats.dwarf.unit import _ADDRX_FORMS, Unit, parse_unit_header
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.types import DebugHint, DebugId, DebugIdKind, HintKind, SectionSource
+
+if TYPE_CHECKING:
+    from symbolize.formats.dwarf.lines import LineTable
 
 _U64 = (1 << 64) - 1
 
@@ -219,6 +227,8 @@ class DwarfInfo:
         if found is None:
             found = self._relative_names[state.unit.offset] = {}
             if stmt_list is not None and state.error is None:
+                from symbolize.formats.dwarf.lines import relative_file_names
+
                 try:
                     pairs = relative_file_names(state.unit, stmt_list)
                 except _DECODE_ERRORS:
@@ -278,12 +288,12 @@ class DwarfInfo:
                 self._unplaced_error = f".debug_info: {error}"
                 break
             try:
-                unit = parse_unit_header(sections, offset)
+                unit = self._unit_header(offset, states)
             except _DECODE_ERRORS as error:
                 # A header this reader cannot read (a version or address size it does not know)
                 # with its length intact: the unit is skipped, its error kept for the addresses
                 # .debug_aranges gives it, and the units after it read as usual.
-                states.append(_broken_unit(sections, offset, end, f"unit at {offset:#x}: {error}"))
+                states.append(_broken_unit(self._sections, offset, end, f"unit at {offset:#x}: {error}"))
                 offset = end
                 continue
             offset = unit.end
@@ -292,7 +302,7 @@ class DwarfInfo:
             state = _UnitState(unit)
             states.append(state)
             try:
-                for low, high in self._prepare_unit(unit):
+                for low, high in self._prepare_unit(unit, states):
                     ranges.append((low, high, len(states) - 1))
             except _DECODE_ERRORS as error:
                 state.error = f"compile unit at {unit.offset:#x}: {error}"
@@ -311,6 +321,19 @@ class DwarfInfo:
         self._unit_offsets = [state.unit.offset for state in states]
         self._states = states
         return states
+
+    def _unit_header(self, offset: int, states: list[_UnitState]) -> Unit:
+        """The header of the unit at ``offset``; one whose read from a view of .debug_info runs off
+        the section is read again from bytes, so its error is the bytes' own (see _prepare_unit)."""
+        sections = self._sections
+        assert sections is not None
+        try:
+            return parse_unit_header(sections, offset)
+        except IndexError:
+            if not self._sections_as_bytes(states):
+                raise
+            assert self._sections is not None
+            return parse_unit_header(self._sections, offset)
 
     def _abbrevs(self, sections: DwarfSections, offset: int, root_code: int | None = None) -> dict[int, Any]:
         """The abbreviation table at ``offset``; given the code of the unit's root DIE, parsed whole
@@ -337,13 +360,33 @@ class DwarfInfo:
             self._abbrev_read[key[0]] = read + end - offset
         return table
 
-    def _prepare_unit(self, unit: Unit) -> list[tuple[int, int]]:
-        """Read the root DIE: bases, line table offset, names, and the unit's address ranges."""
+    def _prepare_unit(self, unit: Unit, states: list[_UnitState]) -> list[tuple[int, int]]:
+        """Read the root DIE: bases, line table offset, names, and the unit's address ranges.
+
+        From a view of ``.debug_info`` (``views``) where the DIE holds numbers alone, as producers'
+        root DIEs do; one with an inline string or a block (slices, which the reader keeps as
+        bytes), or a read of it or of its ranges that runs off a section (an IndexError, whose
+        message differs between a view and bytes), is read from bytes, so the values and errors
+        are the bytes' own.
+        """
         try:
             root_code: int | None = read_uleb(unit.sections.info, unit.first_die)[0]
         except _DECODE_ERRORS:
             root_code = None  # the whole table is read, and the DIE's read says what is wrong
         unit.abbrevs = self._abbrevs(unit.sections, unit.abbrev_offset, root_code)
+        if not isinstance(unit.sections.info, bytes):
+            root = unit.abbrevs.get(root_code) if root_code is not None else None
+            # A number reads alike from a view and from bytes.
+            if root is not None and not NUMBER_FORMS.issuperset([form for _, form, _ in root.attributes]):
+                self._sections_as_bytes(states)
+        try:
+            return self._read_root(unit)
+        except IndexError:
+            if not self._sections_as_bytes(states):
+                raise
+            return self._read_root(unit)  # the same reads from bytes, what they set set again alike
+
+    def _read_root(self, unit: Unit) -> list[tuple[int, int]]:
         _, values = unit.read_die_attributes(unit.first_die)
         _apply_bases(unit, values)
         bounds = unit.pc_bounds(values)
@@ -364,6 +407,23 @@ class DwarfInfo:
         if bounds is not None and bounds[1] > bounds[0]:
             return [bounds]
         return []
+
+    def _sections_as_bytes(self, states: list[_UnitState]) -> bool:
+        """``.debug_info`` and the range lists as bytes from now on, for every unit of this file
+        (``states``: all read so far): the DIE decoders search and slice them (sections.py). Until
+        a unit is decoded here (where the compiled source answers, only a unit it leaves to the
+        reference) the header pass reads the views, and a cold lookup copies none of them.
+        False where they were bytes already."""
+        sections = self._sections
+        assert sections is not None
+        whole = sections.with_bytes()
+        if whole is sections:
+            return False
+        for state in states:
+            if state.unit.sections is sections:
+                state.unit.sections = whole
+        self._sections = whole
+        return True
 
     def _add_aranges(self, states: list[_UnitState], ranges: list[tuple[int, int, int]]) -> None:
         """Units whose root DIE gives no ranges may still be listed in .debug_aranges."""
@@ -396,13 +456,14 @@ class DwarfInfo:
             return False
         if state.index is not None:
             return True
+        self._sections_as_bytes(self._load_units())
         unit = state.unit
         try:
             die_unit: Unit | None = unit
             if _is_skeleton(unit):
                 die_unit = self._split_unit(unit)
             state.die_unit = die_unit
-            state.lines = decode_line_table(unit, unit.stmt_list) if unit.stmt_list is not None else None
+            state.lines = _line_table(unit) if unit.stmt_list is not None else None
             state.index = self._scan(die_unit, whole) if die_unit is not None else UnitIndex(unit)
         except (*_DECODE_ERRORS, MalformedInputError) as error:
             # MalformedInputError: the unit's .dwo (or its slice of a .dwp) cannot be read. The unit
@@ -533,7 +594,7 @@ class DwarfInfo:
             return None
         if state.lines is None and state.unit.stmt_list is not None and state.error is None:
             try:
-                state.lines = decode_line_table(state.unit, state.unit.stmt_list)
+                state.lines = _line_table(state.unit)
             except _DECODE_ERRORS:
                 return None
         return state.lines
@@ -672,6 +733,16 @@ def _split_hint(skeleton: Unit) -> DebugHint:
     dwo_id = skeleton.dwo_id
     debug_id = DebugId(DebugIdKind.DWO_ID, (dwo_id & _U64).to_bytes(8, "big")) if dwo_id is not None else None
     return DebugHint(HintKind.SPLIT_DWARF, skeleton.dwo_name or "", debug_id, directory=skeleton.comp_dir or "")
+
+
+def _line_table(unit: Unit) -> LineTable:
+    """The line table at the unit's DW_AT_stmt_list (it has one), decoded by the Python reader:
+    lines.py is imported on the first, since where the compiled source answers a cold lookup
+    decodes none here."""
+    from symbolize.formats.dwarf.lines import decode_line_table
+
+    assert unit.stmt_list is not None
+    return decode_line_table(unit, unit.stmt_list)
 
 
 def _decl_line(values: dict[int, tuple[int, Any]]) -> int:

@@ -5,11 +5,18 @@ reads its DIEs, abbreviations, strings and range lists from a ``.dwo`` (or its
 slice of a ``.dwp``) but its addresses and line rows from the skeleton's file,
 so the two are combined here once and the decoders see a single set.
 
-``.debug_str`` and ``.debug_line`` may be views of the file's mapping rather than ``bytes``
-(``DwarfSections.from_getter``'s ``views``): where the compiled answer source reads a file, the
-Python reader reads a few unit names from them at open and nothing else, and a copy of either
-would cost its whole size in fresh memory. The readers take strings through :func:`cstring_at`
-and the line program through :meth:`DwarfSections.line_bytes`, which serve both.
+``.debug_info``, ``.debug_str``, ``.debug_line``, ``.debug_ranges`` and ``.debug_rnglists`` may be
+views of the file's mapping rather than ``bytes`` (``DwarfSections.from_getter``'s ``views``): where
+the compiled answer source reads a file, the Python reader reads unit headers, root DIEs, their
+ranges and a few unit names from them at open and, for most files, nothing else, and a copy of
+each would cost its whole size in fresh memory (a cold lookup copied 9.2 MB of ``.debug_info`` in
+libpython for its 146 unit headers, 24 MB and 3.9 MB of ranges in rustgen, 62 MB and 3 MB in
+cppcheck). The readers take strings through :func:`cstring_at` and the line program through
+:meth:`DwarfSections.line_bytes`, which serve both; the DIE decoders want ``.debug_info`` as bytes
+(they search and slice it), and the range lists are read alike from both but for the message of
+a read past the section's end (an IndexError says "index out of range" of bytes, "index out of
+bounds on dimension 1" of a view): both come as bytes (:meth:`DwarfSections.with_bytes`) to the
+decoders of DIEs, and to a root DIE whose read from the views fails so (see DwarfInfo).
 """
 
 from __future__ import annotations
@@ -24,6 +31,9 @@ _EMPTY = b""
 # DwarfSections' fields, in its constructor's order.
 _FIELDS = ("path", "info", "abbrev", "str", "line_str", "str_offsets", "addr", "ranges", "rnglists", "line", "aranges",
            "little_endian", "supplementary_str", "address_size")  # fmt: skip
+# The fields that may be views and that DwarfSections.with_bytes copies (.debug_str and .debug_line
+# have readers of their own that serve views).
+_VIEWED_FOR_BYTES = ("info", "ranges", "rnglists")
 # The first piece of a view searched for a string's end: most names are shorter.
 _STRING_PIECE = 256
 
@@ -69,14 +79,14 @@ class DwarfSections:
     def __init__(
         self,
         path: Path,
-        info: bytes,
+        info: bytes | memoryview,
         abbrev: bytes,
         str: bytes | memoryview,
         line_str: bytes,
         str_offsets: bytes,
         addr: bytes,
-        ranges: bytes,
-        rnglists: bytes,
+        ranges: bytes | memoryview,
+        rnglists: bytes | memoryview,
         line: bytes | memoryview,
         aranges: bytes,
         little_endian: bool = True,
@@ -84,6 +94,8 @@ class DwarfSections:
         address_size: int = 8,
     ) -> None:
         self.path = path
+        # bytes, or a view of the mapping (see the module docstring): the unit headers and root DIEs
+        # are read from either; any other DIE is read from bytes (with_bytes).
         self.info = info
         self.abbrev = abbrev
         # bytes, or a view of the mapping (see the module docstring): read through cstring_at.
@@ -91,6 +103,7 @@ class DwarfSections:
         self.line_str = line_str
         self.str_offsets = str_offsets
         self.addr = addr
+        # bytes, or views of the mapping (see the module docstring).
         self.ranges = ranges
         self.rnglists = rnglists
         # bytes, or a view of the mapping: read through line_bytes.
@@ -114,6 +127,12 @@ class DwarfSections:
     def last_address(self) -> int:
         return (1 << (8 * self.address_size)) - 1
 
+    def with_bytes(self) -> DwarfSections:
+        """These sections with ``.debug_info`` and the range lists as bytes (see the module
+        docstring): itself where they already are, else a copy with each view copied once."""
+        viewed = {name: bytes(data) for name in _VIEWED_FOR_BYTES if not isinstance(data := getattr(self, name), bytes)}
+        return self.replace(**viewed) if viewed else self
+
     def line_bytes(self) -> bytes:
         """``.debug_line`` as bytes: the Python line program decoder searches it. A view is copied
         once, on the first unit whose lines the Python reader decodes."""
@@ -132,9 +151,10 @@ class DwarfSections:
         address_size: int = 8,
         views: SectionGetter | None = None,
     ) -> DwarfSections:
-        """The sections ``getter`` gives, as bytes; ``.debug_str`` and ``.debug_line`` as ``views``
-        gives them (a view of the mapping, where the compiled source reads the file), when given."""
-        names = ("info", "abbrev", "line_str", "str_offsets", "addr", "ranges", "rnglists", "aranges")
+        """The sections ``getter`` gives, as bytes; ``.debug_info``, ``.debug_str``, ``.debug_line``
+        and the range lists as ``views`` gives them (a view of the mapping, where the compiled source
+        reads the file), when given."""
+        names = ("abbrev", "line_str", "str_offsets", "addr", "aranges")
         values = {name: section_bytes(getter, "debug_" + name) for name in names}
 
         def viewed(name: str) -> bytes | memoryview:
@@ -142,8 +162,8 @@ class DwarfSections:
             return data if data is not None else section_bytes(getter, "debug_" + name)
 
         return cls(
-            path=path, little_endian=little_endian, address_size=address_size, str=viewed("str"), line=viewed("line"),
-            **values,
+            path=path, little_endian=little_endian, address_size=address_size, info=viewed("info"), str=viewed("str"),
+            line=viewed("line"), ranges=viewed("ranges"), rnglists=viewed("rnglists"), **values,
         )  # fmt: skip
 
     @classmethod

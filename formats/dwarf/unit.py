@@ -89,15 +89,16 @@ class Unit:
         self.comp_dir: str | None = None
         self.name: str | None = None
         self.dwo_name: str | None = None
-        # (kind, size) per form, specialised to this unit's encoding.
-        self.layouts: dict[int, tuple[int, int]] = {}
         little = sections.little_endian
         self.read_addr: UIntReader = uint_reader(addr_size, little)
         self.read_offset: UIntReader = uint_reader(offset_size, little)
-        self._readers = {size: uint_reader(size, little) for size in (1, 2, 3, 4, 8)}
+        self._readers = _READERS_BY_ORDER[little]
         # Everything a form's layout and reader depend on: units alike in it decode an
         # abbreviation alike (scan.py and skip.py share their per-abbreviation tables by it).
         self.encoding = (version, addr_size, offset_size, little)
+        # (kind, size) per form, specialised to this encoding: shared by the units alike in it
+        # (an open reads every unit's root DIE; libpython's 146 units have one encoding).
+        self.layouts: dict[int, tuple[int, int]] = _LAYOUTS.setdefault(self.encoding, {})
 
     def fixed_reader(self, size: int) -> UIntReader:
         return self._readers[size]
@@ -120,7 +121,8 @@ class Unit:
         if kind == KIND_BLOCK1:
             return offset + 1 + data[offset]
         if kind == KIND_CSTRING:
-            return data.index(0, offset) + 1
+            # A view of .debug_info is read for numbers alone (DwarfInfo._prepare_unit): bytes here.
+            return data.index(0, offset) + 1  # type: ignore[misc]
         return self.read_value(form, implicit, offset)[1]
 
     def read_value(self, form: int, implicit: int, offset: int) -> tuple[Any, int]:
@@ -138,7 +140,8 @@ class Unit:
         if kind == KIND_SLEB:
             return read_sleb(data, offset)
         if kind == KIND_CSTRING:
-            end = data.index(0, offset)
+            # A view of .debug_info is read for numbers alone (DwarfInfo._prepare_unit): bytes here.
+            end = data.index(0, offset)  # type: ignore[misc]
             return data[offset:end], end + 1
         if kind == KIND_IMPLICIT:
             return implicit, offset
@@ -218,6 +221,12 @@ class Unit:
         high_pc = low_pc + high_value if high_form in _CONSTANT_FORMS else self.address(high_form, high_value)
         # An offset can carry the end past the address space; it ends at the last address.
         return low_pc, min(high_pc, self.sections.last_address)
+
+
+# Unit.layouts by encoding: form_layout depends on nothing else.
+_LAYOUTS: dict[tuple[int, int, int, bool], dict[int, tuple[int, int]]] = {}
+# Unit._readers by byte order (little endian or not): the same functions for every unit, never changed.
+_READERS_BY_ORDER = {little: {size: uint_reader(size, little) for size in (1, 2, 3, 4, 8)} for little in (True, False)}
 
 
 def _cstring_at(data: bytes | memoryview, offset: int) -> str:

@@ -31,6 +31,19 @@ fn crc32(data: &[u8], start: usize, length: usize) -> PyResult<u32> {
     part.map(crc32fast::hash).ok_or_else(|| IndexInconsistentError::new_err((-1, "checksummed range runs past the data")))
 }
 
+/// `table[index]` of each machine-order i64 of `indexes` (below 0: from the end, as a Python list's), as machine-order
+/// u64s, None where one falls outside `table`: an index build's file and chain ids of a table's runs (index/build.py).
+#[pyfunction]
+fn gather(py: Python<'_>, table: Vec<u64>, indexes: &[u8]) -> Option<Py<PyBytes>> {
+    let mut found = Vec::with_capacity(indexes.len());
+    for item in indexes.chunks_exact(8) {
+        let index = i64::from_ne_bytes(item.try_into().ok()?);
+        let wrapped = if index < 0 { index.checked_add(table.len() as i64)? } else { index };
+        found.extend_from_slice(&table.get(usize::try_from(wrapped).ok()?)?.to_ne_bytes());
+    }
+    Some(PyBytes::new(py, &found).unbind())
+}
+
 /// The index's own ids (string, chain numbers) and tuples of them, hashed by rustc's Fx hash:
 /// they are not chosen by anyone who gains from collisions (a hostile index only slows its own
 /// lookups), and SipHash was a twentieth of a lookup.
@@ -79,9 +92,8 @@ impl IndexedRuns {
         }
         let layout = Layout::new(&columns, (blob_start, blob_length), data_len).map_err(|error| inconsistent(error.0))?;
         layout.validate(data.as_bytes()).map_err(|error| inconsistent(error.0))?;
-        let style = (String::new(), false);
         let (name_pieces, file_pieces, outer_pieces) = Default::default();
-        Ok(IndexedRuns { data: data.unbind(), layout, error_details, style, name_pieces, file_pieces, outer_pieces })
+        Ok(IndexedRuns { data: data.unbind(), layout, error_details, style: (String::new(), false), name_pieces, file_pieces, outer_pieces })
     }
 
     /// `str(MalformedInputError(text, path))` of each broken region, by error number - 1: made
@@ -170,8 +182,7 @@ impl IndexedRuns {
     /// Name `name_id` as printed: `"..."` or `null` in JSON, the name or `??` in text.
     fn name_piece(&mut self, data: &[u8], name_id: u64, naming: &Naming<'_, '_>, source: usize) -> Result<&str, Stop> {
         if !self.name_pieces.contains_key(&name_id) {
-            let piece = printed(self.name(data, name_id, naming, source)?, self.style.1);
-            self.name_pieces.insert(name_id, piece);
+            self.name_pieces.insert(name_id, printed(self.name(data, name_id, naming, source)?, self.style.1));
         }
         Ok(&self.name_pieces[&name_id])
     }
@@ -179,8 +190,7 @@ impl IndexedRuns {
     /// File `file_id` as printed, as [`Self::name_piece`] prints names.
     fn file_piece(&mut self, data: &[u8], file_id: u64, source: usize) -> Result<&str, Stop> {
         if !self.file_pieces.contains_key(&file_id) {
-            let piece = printed(self.shown(data, file_id, source)?, self.style.1);
-            self.file_pieces.insert(file_id, piece);
+            self.file_pieces.insert(file_id, printed(self.shown(data, file_id, source)?, self.style.1));
         }
         Ok(&self.file_pieces[&file_id])
     }
@@ -205,7 +215,7 @@ impl IndexedRuns {
     /// `chain`'s calling frames as printed after the innermost one.
     fn outer_piece(&mut self, data: &[u8], chain: u64, naming: &Naming<'_, '_>, source: usize) -> Result<&str, Stop> {
         if !self.outer_pieces.contains_key(&chain) {
-            let mut piece = String::new();
+            let mut piece = String::with_capacity(256); // a frame or two: grown from empty, it was reallocated per push
             for frame_id in warm_index::outer_frame_ids(&self.layout, data, chain).map_err(|error| (source, error))? {
                 let frame = warm_index::outer_frame(&self.layout, data, frame_id).map_err(|error| (source, error))?;
                 self.push_frame(&mut piece, data, frame, false, naming, source)?;
@@ -368,11 +378,10 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<IndexedRuns>()?;
     module.add_function(wrap_pyfunction!(render_lookup_answers, module)?)?;
     module.add_function(wrap_pyfunction!(crc32, module)?)?;
+    module.add_function(wrap_pyfunction!(gather, module)?)?;
     module.add_class::<crate::warm_frames::ProfileAnswers>()?;
     module.add_function(wrap_pyfunction!(crate::warm_frames::profile_answers, module)?)?;
     module.add("IndexInconsistentError", module.py().get_type::<IndexInconsistentError>())?;
-    let mut arrays: Vec<&str> = ARRAYS.to_vec();
-    arrays.push("str_blob");
-    module.add("INDEXED_RUNS_ARRAYS", arrays)?;
+    module.add("INDEXED_RUNS_ARRAYS", [&ARRAYS[..], &["str_blob"]].concat())?;
     Ok(())
 }

@@ -130,24 +130,18 @@ impl Layout {
         ];
         for group in groups {
             if let Some(other) = group.iter().find(|column| column.count != group[0].count) {
-                return Err(IndexError(format!(
-                    "index array {} has {} items, {} has {}",
-                    other.name, other.count, group[0].name, group[0].count
-                )));
+                let (first, name, count) = (group[0], other.name, other.count);
+                return Err(IndexError(format!("index array {name} has {count} items, {} has {}", first.name, first.count)));
             }
         }
         let strings = self.name_full.count;
         if self.str_offsets.count != strings + 1 {
-            return Err(IndexError(format!(
-                "index array str_offsets has {} items for {strings} strings",
-                self.str_offsets.count
-            )));
+            let count = self.str_offsets.count;
+            return Err(IndexError(format!("index array str_offsets has {count} items for {strings} strings")));
         }
         if self.chain_name.count <= self.error_text.count {
-            return Err(IndexError(format!(
-                "index has {} chains for {} broken regions and the gap",
-                self.chain_name.count, self.error_text.count
-            )));
+            let (chains, broken) = (self.chain_name.count, self.error_text.count);
+            return Err(IndexError(format!("index has {chains} chains for {broken} broken regions and the gap")));
         }
         for (offsets, end) in [(self.outer_begin, self.outer_frames.count as u64), (self.str_offsets, self.blob.1 as u64)] {
             let first = offsets.get(data, 0);
@@ -199,11 +193,7 @@ pub fn bisect_right(layout: &Layout, data: &[u8], vaddr: u64) -> Result<usize, I
     let (mut low, mut high) = (0usize, layout.run_low.count);
     while low < high {
         let middle = low + (high - low) / 2;
-        if vaddr < layout.run_low.at(data, middle as u64)? {
-            high = middle;
-        } else {
-            low = middle + 1;
-        }
+        (low, high) = if vaddr < layout.run_low.at(data, middle as u64)? { (low, middle) } else { (middle + 1, high) };
     }
     Ok(low)
 }

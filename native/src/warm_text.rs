@@ -30,12 +30,20 @@ pub fn push_json_string(out: &mut String, text: &str) {
 }
 
 /// What follows a frame's file: `, "line": L, "column": C}` in JSON, `:L:C` and a newline in text.
+/// The digits are written here: `write!`'s formatting machinery was 3 % of a warm lookup.
 pub fn push_place(out: &mut String, line: u64, column: u64, as_json: bool) {
-    if as_json {
-        let _ = write!(out, ", \"line\": {line}, \"column\": {column}}}");
-    } else {
-        let _ = writeln!(out, ":{line}:{column}");
+    let (pieces, end) = if as_json { ([", \"line\": ", ", \"column\": "], "}") } else { ([":", ":"], "\n") };
+    for (piece, value) in pieces.into_iter().zip([line, column]) {
+        let (mut digits, mut at, mut rest) = ([b'0'; 20], 20, value);
+        while at == 20 || rest > 0 {
+            at -= 1;
+            digits[at] += (rest % 10) as u8;
+            rest /= 10;
+        }
+        out.push_str(piece);
+        out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
     }
+    out.push_str(end);
 }
 
 /// The start of an address's JSON line, up to the frames: `{"address": "0x1f", "frames": [`.

@@ -109,6 +109,9 @@ class LlvmAnswers:
         # --relativenames: the file names of the debug info answering the current address, without
         # their compilation directory (_file).
         self._renamed: Mapping[str, str] = {}
+        # The --obj file's answers to the current batch's code addresses, by vaddr (_look_up_batch).
+        self._batch_answers: dict[int, Any] = {}
+        self._batch_module: Module | None = None
 
     def open(self, name: str) -> "Module | str":
         """The module of file ``name``, or why it cannot be opened (already said on stderr)."""
@@ -144,6 +147,7 @@ class LlvmAnswers:
         if self._classic_output():
             return self._render_classic(lines)
         queries = [parse_query(line, self.output.obj) for line in lines]
+        self._look_up_batch(queries)
         return "".join(self.answer(query) + ("\n" if self.output.as_json else "") for query in queries)
 
     def render_arguments(self, words: Sequence[str]) -> str:
@@ -153,6 +157,7 @@ class LlvmAnswers:
         if self._classic_output():
             return self._render_classic(words)
         queries = [parse_query(word, self.output.obj) for word in words]
+        self._look_up_batch(queries)
         answers = [self.answer(query) for query in queries]
         if self.output.as_json and self.output.style.pretty:
             import json
@@ -216,14 +221,37 @@ class LlvmAnswers:
         if query.symbol is not None:
             return self._symbol_answer(module, query)
         assert query.address is not None
-        vaddr = query.address - self.output.adjust_vma
+        vaddr = self._vaddr(module, query.address)
+        if query.data:
+            return self._data_answer(module, query.address, vaddr, query.module)
+        return self._code_answer(module, query.address, vaddr, query.module)
+
+    def _vaddr(self, module: "Module", address: int) -> int:
+        vaddr = address - self.output.adjust_vma
         if self.output.relative_address and module.image.format == "pe":
             # LLVM adds the preferred base, a PE image's ImageBase; an ELF file's is 0 to it
             # (llvm-symbolizer 22 on a non-PIE executable answers the address unmoved).
             vaddr += module.image.load_base
-        if query.data:
-            return self._data_answer(module, query.address, vaddr, query.module)
-        return self._code_answer(module, query.address, vaddr, query.module)
+        return vaddr
+
+    def _look_up_batch(self, queries: Sequence[Query]) -> None:
+        """Look up the batch's code addresses in the ``--obj`` file at once, as the classic output
+        does: one lookup asks each unit once for all its addresses, where one per line decodes and
+        searches a unit per address. Only with ``--obj``, opened before the first line: the files
+        lines name are opened as their lines are answered, so their errors keep the lines' order."""
+        self._batch_answers, self._batch_module = {}, None
+        opened = self._modules.get(self.output.obj) if self.output.obj is not None else None
+        if opened is None or isinstance(opened, str):
+            return
+        module = opened[0]
+        vaddrs = [
+            vaddr
+            for query in queries
+            if query.error is None and query.address is not None and not query.data
+            and 0 <= (vaddr := self._vaddr(module, query.address)) < 1 << 64
+        ]  # fmt: skip
+        self._batch_answers = dict(zip(vaddrs, module.lookup(vaddrs), strict=True))
+        self._batch_module = module
 
     def _json(self, value: dict[str, Any]) -> str:
         return json_text(value, self.output.style.pretty)
@@ -233,7 +261,8 @@ class LlvmAnswers:
             return []
         if self.output.relative_names:
             self._renamed = module.relative_file_names(vaddr)
-        result = self._chains.shape(module.lookup([vaddr])[0])
+        found = self._batch_answers.get(vaddr) if module is self._batch_module else None
+        result = self._chains.shape(found if found is not None else module.lookup([vaddr])[0])
         return [] if isinstance(result, Unknown) else result
 
     def _code_answer(self, module: "Module", address: int, vaddr: int, name: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from symbolize.demangle import demangle
@@ -140,47 +140,74 @@ class _Builder:
             self.out[name].extend([0] * count)
         self.out["chain_outer"].extend([outer] * count)
 
-    def add_blocks(self, blocks: Iterable[Block]) -> None:
-        # Typed arrays, extended from the tables' own arrays: a large file has a million runs.
-        run_low, run_file, run_line = array("Q"), array("Q"), array("q")
-        run_column, run_chain, run_discriminator = array("q"), array("Q"), array("Q")
-        translations: dict[int, tuple[list[int], Sequence[int]]] = {}
+    def add_blocks(self, blocks: Sequence[Block]) -> None:
+        # Typed arrays of their final length, each block's runs copied into place from the tables'
+        # own arrays, view to view (no slice copied first): a large file has a million runs, and
+        # arrays grown block by block were reallocated (and copied) time and again.
+        count = _run_count(blocks)
+        run_low, run_file, run_chain, run_discriminator = (array("Q", [0]) * count for _ in range(4))
+        run_line, run_column = array("q", [0]) * count, array("q", [0]) * count
+        views = [memoryview(column) for column in (run_low, run_file, run_line, run_column, run_chain,
+                                                   run_discriminator)]  # fmt: skip
+        low_view, file_view, line_view, column_view, chain_view, discriminator_view = views
+        # By table: its string ids of its file names, chain ids of its heads, and views of its
+        # columns (and of its file and chain id per run, where the compiled tables made them at once).
+        translations: dict[int, tuple[list[int], Sequence[int], list[memoryview], list[memoryview | None]]] = {}
         end = -1
-        for block in blocks:
-            if block.low >= WHOLE_SPACE:
-                break
-            if end != block.low and end >= 0:
-                _add_gap(run_low, run_file, run_line, run_column, run_chain, end)
-                run_discriminator.append(0)
-            table = block.table
-            if table is None:
-                _add_gap(run_low, run_file, run_line, run_column, run_chain, block.low)
-                run_discriminator.append(0)
-                run_chain[-1] = self._error_chain(block)
-            else:
-                translation = translations.get(id(table))
-                if translation is None:
-                    files = [self.intern(name) for name in table.file_names] + [0]
-                    heads = self.table_chains(table)
-                    translation = translations[id(table)] = (files, heads)
-                files, heads = translation
-                first, stop = block.first, block.end
-                run_low.append(block.low)
-                run_low += table.lows[first + 1 : stop]
-                filled = len(run_file)
-                try:
-                    run_file.extend(map(files.__getitem__, table.files[first:stop]))
-                except IndexError:  # a file index no table entry has (-1 is "none": the 0 at the end)
-                    del run_file[filled:]
-                    run_file.extend(files[file] if 0 <= file < len(files) else 0 for file in table.files[first:stop])
-                run_line += table.lines[first:stop]
-                run_column += table.columns[first:stop]
-                run_discriminator += table.discriminators[first:stop]
-                run_chain.extend(map(heads.__getitem__, table.heads[first:stop]))
-            end = block.high
-        if 0 <= end < WHOLE_SPACE:
-            _add_gap(run_low, run_file, run_line, run_column, run_chain, end)
-            run_discriminator.append(0)
+        at = 0  # where the next run goes
+        try:
+            for block in blocks:
+                if block.low >= WHOLE_SPACE:
+                    break
+                if end != block.low and end >= 0:
+                    run_low[at] = end  # a gap: no file, line, column, chain, discriminator (all 0)
+                    at += 1
+                table = block.table
+                if table is None:
+                    run_low[at] = block.low
+                    run_chain[at] = self._error_chain(block)
+                    at += 1
+                else:
+                    translation = translations.get(id(table))
+                    if translation is None:
+                        files = [self.intern(name) for name in table.file_names] + [0]
+                        heads = self.table_chains(table)
+                        table_views = [memoryview(column) for column in (table.lows, table.lines, table.columns,
+                                                                         table.discriminators)]  # fmt: skip
+                        translated = (self.translated(files, table.files), self.translated(heads, table.heads))
+                        id_views = [memoryview(ids) if ids is not None else None for ids in translated]
+                        translation = translations[id(table)] = (files, heads, table_views, id_views)
+                        views += table_views + [view for view in id_views if view is not None]
+                    files, heads, (lows, lines, columns, discriminators), (run_files, run_chains) = translation
+                    first, stop = block.first, block.end
+                    after = at + stop - first
+                    low_view[at:after] = lows[first:stop]
+                    run_low[at] = block.low
+                    if run_files is not None:
+                        file_view[at:after] = run_files[first:stop]
+                    else:
+                        try:
+                            run_file[at:after] = array("Q", map(files.__getitem__, table.files[first:stop]))
+                        except IndexError:  # a file index no table entry has (-1 is "none": the 0 at the end)
+                            run_file[at:after] = array(
+                                "Q", (files[file] if 0 <= file < len(files) else 0 for file in table.files[first:stop])
+                            )
+                    line_view[at:after] = lines[first:stop]
+                    column_view[at:after] = columns[first:stop]
+                    discriminator_view[at:after] = discriminators[first:stop]
+                    if run_chains is not None:
+                        chain_view[at:after] = run_chains[first:stop]
+                    else:
+                        run_chain[at:after] = array("Q", map(heads.__getitem__, table.heads[first:stop]))
+                    at = after
+                end = block.high
+            if 0 <= end < WHOLE_SPACE:
+                run_low[at] = end
+                at += 1
+        finally:  # the tables' own arrays stay resizable, whatever happens (IndexTablesDeferred)
+            for view in views:
+                view.release()
+        assert at == count  # _run_count counts what this loop lays out
         self.run_columns = {
             "run_low": run_low, "run_file": run_file, "run_line": run_line, "run_column": run_column,
             "run_chain": run_chain, "run_discriminator": run_discriminator,
@@ -201,6 +228,11 @@ class _Builder:
 
     def table_chains(self, table: RunTable) -> Sequence[int]:
         return self.chains(table.chain_heads)
+
+    def translated(self, ids: Sequence[int], column: array[int]) -> array[int] | None:
+        """``ids[item]`` of each item of a table's whole ``column`` (its files or heads), when it is
+        made at once; None: each block's runs are looked up in ``ids`` as they are laid out."""
+        return None
 
     def add_error_text(self, text: str) -> None:
         self.out["error_text"].append(self.strings.intern(text))
@@ -256,6 +288,14 @@ class _CompiledTables(_Builder):
         found: list[int] = self.tables.chains(heads)
         return found
 
+    def translated(self, ids: Sequence[int], column: array[int]) -> array[int] | None:
+        """The whole column at once, in compiled memory (``kernels.gather``): a Python step per run
+        was most of laying a large file's runs out. None where an item falls outside ``ids``
+        (damage): then each block's runs take the reference's way, which keeps what it does there."""
+        assert kernels is not None  # these tables are made only with them
+        found = kernels.gather(ids, column.tobytes()) if column.typecode == "q" else None
+        return _from_bytes("Q", found) if found is not None else None
+
     def table_arrays(self) -> dict[str, array[int] | bytes]:
         return {name: data if code == "B" and name == "str_blob" else _from_bytes(code, data)
                 for name, (code, data) in self.tables.arrays().items()}  # fmt: skip
@@ -270,15 +310,19 @@ def _from_bytes(code: _UnsignedCode, data: bytes) -> array[int]:
     return values
 
 
-def _add_gap(
-    run_low: array[int], run_file: array[int], run_line: array[int], run_column: array[int], run_chain: array[int],
-    low: int,
-) -> None:
-    run_low.append(low)
-    run_file.append(0)
-    run_line.append(0)
-    run_column.append(0)
-    run_chain.append(0)
+def _run_count(blocks: Sequence[Block]) -> int:
+    """How many runs :meth:`_Builder.add_blocks` lays ``blocks`` out as: each block's own (one for
+    an error block), and one for each gap between blocks and after the last."""
+    count = 0
+    end = -1
+    for block in blocks:
+        if block.low >= WHOLE_SPACE:
+            break
+        if end != block.low and end >= 0:
+            count += 1
+        count += 1 if block.table is None else block.end - block.first
+        end = block.high
+    return count + (0 <= end < WHOLE_SPACE)
 
 
 def _stored_address(address: int | None) -> int:

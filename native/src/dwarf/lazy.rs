@@ -79,7 +79,7 @@ pub struct LazyUnit {
     functions_only: bool,
     #[pyo3(get)]
     file_names: Py<PyList>,
-    strings: Mutex<FxHashMap<String, Py<PyString>>>,
+    strings: Mutex<FxHashMap<usize, (super::runs::Text, Py<PyString>)>>,
 }
 
 impl LazyUnit {
@@ -99,7 +99,7 @@ impl LazyUnit {
                     }
                 };
                 let file_names = match &decoded.2 {
-                    Some(lines) => PyList::new(py, &lines.files),
+                    Some(lines) => PyList::new(py, lines.files.iter().map(Option::as_deref)),
                     None => Ok(PyList::empty(py)),
                 };
                 let kept = Kept::new(&decoded.1, decoded.2.as_ref());

@@ -18,13 +18,13 @@ use gimli::constants as dw;
 use gimli::{AttributeValue, Reader};
 
 use super::unit::{utf8, UnitData};
-use super::{Decided, Defer, R};
+use super::{names::Text, Decided, Defer, R};
 
 /// The rows as columns of 24 bytes a row: a lazy unit keeps its table for the whole run, so a
 /// file, line or column past 32 bits (no compiler's; llvm-symbolizer keeps 32) leaves the unit to
 /// the reference rather than widening every row.
 pub(crate) struct LineTable {
-    pub files: Vec<Option<String>>,
+    pub files: Vec<Option<Text>>,
     pub addresses: Vec<u64>,
     pub file_indexes: Vec<u32>,
     pub lines: Vec<u32>,
@@ -87,7 +87,7 @@ fn entry_forms_known(formats: &[gimli::FileEntryFormat]) -> Decided<()> {
     Ok(())
 }
 
-fn file_names<'a>(unit: &UnitData<'a>, header: &gimli::LineProgramHeader<R<'a>>) -> Decided<Vec<Option<String>>> {
+fn file_names<'a>(unit: &UnitData<'a>, header: &gimli::LineProgramHeader<R<'a>>) -> Decided<Vec<Option<Text>>> {
     let comp_dir = unit.comp_dir.as_deref();
     if header.version() >= 5 {
         entry_forms_known(header.directory_entry_format())?;
@@ -108,7 +108,7 @@ fn file_names<'a>(unit: &UnitData<'a>, header: &gimli::LineProgramHeader<R<'a>>)
                     directory = Some(join_path(base, found));
                 }
             }
-            files.push(Some(join_path(directory.as_deref(), &name)));
+            files.push(Some(join_path(directory.as_deref(), &name).into()));
         }
         Ok(files)
     } else {
@@ -122,7 +122,7 @@ fn file_names<'a>(unit: &UnitData<'a>, header: &gimli::LineProgramHeader<R<'a>>)
             let AttributeValue::String(bytes) = entry.path_name() else { return Err(Defer("a DWARF 4 file not inline")) };
             let name = utf8(bytes.slice())?;
             let directory = usize::try_from(entry.directory_index()).ok().and_then(|at| directories.get(at));
-            files.push(Some(join_path(directory.map(String::as_str), name)));
+            files.push(Some(join_path(directory.map(String::as_str), name).into()));
         }
         Ok(files)
     }
@@ -134,7 +134,7 @@ type Row = (u128, u64, i128, u64, u32);
 impl LineTable {
     /// A table of `files`, with room for a `length`-byte program's rows: compilers spend about 3
     /// bytes a row (a special opcode, a column or line advance), so growth by doubling is rare.
-    fn for_program(files: Vec<Option<String>>, length: usize) -> Self {
+    fn for_program(files: Vec<Option<Text>>, length: usize) -> Self {
         let rows = length / 3;
         LineTable {
             files,

@@ -230,10 +230,10 @@ pub struct UnitColumns {
     /// (`IndexTables.unit_chains`), not as a Python tuple each.
     #[pyo3(get, name = "head_keys")]
     head_key_list: Vec<(i64, i64)>,
-    /// The Python string of each file name the chains give, made once: a unit's thousands of
-    /// calling frames name a few files, and a new string per frame is hashed anew by every dict
-    /// the index builder looks it up in.
-    strings: Mutex<FxHashMap<String, Py<PyString>>>,
+    /// The Python string of each file and function name the chains give, made once: a unit's
+    /// thousands of calling frames name a few files and repeat their callers, and a new string per
+    /// frame is hashed anew by every dict the index builder and the render look it up in.
+    strings: Mutex<FxHashMap<usize, (runs::Text, Py<PyString>)>>,
 }
 
 #[pymethods]
@@ -245,32 +245,30 @@ impl UnitColumns {
     }
 }
 
-/// Chain `chain` of `chains` as Python reads it, each file name one Python string per `strings`.
+/// Chain `chain` of `chains` as Python reads it, each name one Python string per `strings`.
 pub(crate) fn chain_tuple<'py>(
-    py: Python<'py>, chains: &runs::Chains, chain: usize, strings: &Mutex<FxHashMap<String, Py<PyString>>>,
+    py: Python<'py>, chains: &runs::Chains, chain: usize, strings: &Mutex<FxHashMap<usize, (runs::Text, Py<PyString>)>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let Some(((name, start_line, start_file), entry, outer)) = chains.list.get(chain) else {
         return Err(PyIndexError::new_err(format!("chain {chain} of {}", chains.list.len())));
     };
     let mut strings = strings.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // By the text's address: one name is one shared `Text` (a DIE's is named once, a file's is its
+    // line table's), and the map keeps each `Text` it saw alive, so no address is reused.
     let mut shared = |text: &Option<runs::Text>| -> Option<Py<PyString>> {
-        let text = text.as_deref()?;
-        if let Some(found) = strings.get(text) {
-            return Some(found.clone_ref(py)); // no String copied for a name already made
-        }
-        let made = PyString::new(py, text).unbind();
-        strings.insert(text.to_owned(), made.clone_ref(py));
-        Some(made)
+        let text = text.as_ref()?;
+        let made = strings.entry(text.as_ptr() as usize).or_insert_with(|| (text.clone(), PyString::new(py, text).unbind()));
+        Some(made.1.clone_ref(py))
     };
     let frames = PyList::empty(py);
     for (function, file, line, column, frame_start_line, frame_start_file, start_address, discriminator) in
         outer.iter().map(|&frame| &chains.frames[frame as usize])
     {
-        let frame = (function.as_deref(), shared(file), line, column, frame_start_line, shared(frame_start_file), start_address,
+        let frame = (shared(function), shared(file), line, column, frame_start_line, shared(frame_start_file), start_address,
                      discriminator);
         frames.append(frame)?;
     }
-    (name.as_deref(), start_line, shared(start_file), entry, frames).into_pyobject(py)
+    (shared(name), start_line, shared(start_file), entry, frames).into_pyobject(py)
 }
 
 fn machine_bytes<'py, T: Copy, const N: usize>(py: Python<'py>, values: &[T], to_bytes: fn(T) -> [u8; N]) -> PyResult<Py<PyBytes>> {
@@ -293,7 +291,7 @@ impl UnitColumns {
             columns: machine_bytes(py, &built.columns, i64::to_ne_bytes)?,
             heads: machine_bytes(py, &built.heads, i64::to_ne_bytes)?,
             discriminators: machine_bytes(py, &built.discriminators, i64::to_ne_bytes)?,
-            file_names: PyList::new(py, built.file_names)?.unbind(),
+            file_names: PyList::new(py, built.file_names.iter().map(Option::as_deref))?.unbind(),
             head_key_list: built.head_keys,
             chains: built.chains,
             strings: Mutex::new(FxHashMap::default()),

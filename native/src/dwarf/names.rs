@@ -48,7 +48,7 @@ fn file_of(lines: Option<&LineTable>, attr: &Attr<'_>, other_form: Decided<Optio
         }
         _ => return other_form,
     };
-    Ok(lines.and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at))).and_then(|file| file.as_deref().map(Text::from)))
+    Ok(lines.and_then(|lines| usize::try_from(index).ok().and_then(|at| lines.files.get(at))).cloned().flatten())
 }
 
 /// (decl line, decl file) of a DIE's DW_AT_decl_line and DW_AT_decl_file: 0 and None without.
@@ -227,16 +227,20 @@ impl<'u, 'a> Namer<'u, 'a> {
         if let Some(found) = self.cache.get(&die) {
             return Ok(found.clone());
         }
-        let Some((_, values)) = unit.read_die(die)? else {
+        // A node's slots, but DW_AT_linkage_name wins over DW_AT_MIPS_linkage_name wherever it is.
+        let (mut attrs, mut mips) = (NodeAttrs::default(), None);
+        let read = unit.read_die(die, |name, value| match name {
+            dw::DW_AT_MIPS_linkage_name => mips = Some(value),
+            _ => attrs.keep(name, value),
+        })?;
+        if read.is_none() {
             self.cache.insert(die, (None, 0, None));
             return Ok((None, 0, None));
-        };
-        let last = |name: dw::DwAt| values.iter().rev().find(|(at, _)| *at == name).map(|(_, attr)| attr);
-        let linkage = last(dw::DW_AT_linkage_name).or_else(|| last(dw::DW_AT_MIPS_linkage_name));
-        let reference = last(dw::DW_AT_abstract_origin).or_else(|| last(dw::DW_AT_specification));
-        let decl = declaration(lines, last(dw::DW_AT_decl_line), last(dw::DW_AT_decl_file))?;
-        let name = last(dw::DW_AT_name);
-        let result = self.resolve_name(unit, tree, die, linkage, name, decl, reference, depth)?;
+        }
+        let linkage = attrs.linkage_name.as_ref().or(mips.as_ref());
+        let reference = attrs.abstract_origin.as_ref().or(attrs.specification.as_ref());
+        let decl = declaration(lines, attrs.decl_line.as_ref(), attrs.decl_file.as_ref())?;
+        let result = self.resolve_name(unit, tree, die, linkage, attrs.name.as_ref(), decl, reference, depth)?;
         self.cache.insert(die, result.clone());
         Ok(result)
     }

@@ -136,7 +136,7 @@ pub(crate) struct Columns {
     pub columns: Vec<i64>,
     pub heads: Vec<i64>,
     pub discriminators: Vec<i64>,
-    pub file_names: Vec<Option<String>>,
+    pub file_names: Vec<Option<Text>>,
     pub chains: Chains,
     /// Per head: (chain or -1, symbol or -1).
     pub head_keys: Vec<(i64, i64)>,
@@ -503,8 +503,8 @@ pub(crate) struct Kept<'a> {
     namer: NamerCaches<'a>,
     /// Its columns' head keys and chains: what `UnitColumns.chain` gives.
     pub built: Built,
-    /// Per node: its level (`_level`), lows and pieces.
-    levels: FxHashMap<usize, (Vec<u128>, Vec<(u128, u128, usize)>)>,
+    /// Per node: its level's pieces (`_level`).
+    levels: FxHashMap<usize, Vec<(u128, u128, usize)>>,
     /// The top-level functions' pieces (`_settle_pieces`) and the line sequences' (`_row_pieces`).
     pieces: Vec<(u128, u128, usize)>,
     row_pieces: Vec<(u128, u128, usize)>,
@@ -584,13 +584,8 @@ fn span_run_at<'a>(
     } else {
         let mut node = pieces[position - 1].2;
         loop {
-            if !kept.levels.contains_key(&node) {
-                let level = builder.level(node);
-                let lows = level.iter().map(|piece| piece.0).collect();
-                kept.levels.insert(node, (lows, level));
-            }
-            let (lows, level) = &kept.levels[&node];
-            let at = lows.partition_point(|low| *low <= vaddr).checked_sub(1).ok_or(Defer("an address before its level"))?;
+            let level = kept.levels.entry(node).or_insert_with(|| builder.level(node));
+            let at = level.partition_point(|piece| piece.0 <= vaddr).checked_sub(1).ok_or(Defer("an address before its level"))?;
             let (low, high, owner) = level[at];
             if owner == node {
                 break (low, high, node as i64);

@@ -50,9 +50,9 @@ pub(crate) struct NodeAttrs<'a> {
 }
 
 impl<'a> NodeAttrs<'a> {
-    /// The slot attribute `name` is kept in; None for one no slot keeps.
-    fn slot(&mut self, name: dw::DwAt) -> Option<&mut Option<Attr<'a>>> {
-        Some(match name {
+    /// Keeps `value` of attribute `name` in its slot (none keeps most).
+    pub(crate) fn keep(&mut self, name: dw::DwAt, value: Attr<'a>) {
+        *match name {
             dw::DW_AT_name => &mut self.name,
             dw::DW_AT_linkage_name | dw::DW_AT_MIPS_linkage_name => &mut self.linkage_name,
             dw::DW_AT_low_pc => &mut self.low_pc,
@@ -66,8 +66,8 @@ impl<'a> NodeAttrs<'a> {
             dw::DW_AT_decl_line => &mut self.decl_line,
             dw::DW_AT_decl_file => &mut self.decl_file,
             dw::DW_AT_GNU_discriminator => &mut self.call_discriminator,
-            _ => return None,
-        })
+            _ => return,
+        } = Some(value);
     }
 
     /// The attributes of the node whose DIE is at `die`, read again as the scan read them: a node
@@ -75,13 +75,8 @@ impl<'a> NodeAttrs<'a> {
     /// node of a large Rust unit at once where a lookup names a few of them.
     pub(crate) fn of_die(unit: &UnitData<'a>, die: u64) -> Decided<Self> {
         let mut attrs = NodeAttrs::default();
-        let Some((_, values)) = unit.read_die(die)? else { return Err(Defer("a node whose DIE reads as null")) };
-        for (name, value) in values {
-            if let Some(slot) = attrs.slot(name) {
-                *slot = Some(value);
-            }
-        }
-        Ok(attrs)
+        let read = unit.read_die(die, |name, value| attrs.keep(name, value))?;
+        read.map(|_| attrs).ok_or(Defer("a node whose DIE reads as null"))
     }
 }
 
@@ -384,8 +379,8 @@ fn walk<'a>(
         plan.pass(unit, &mut input, |spec, value| {
             if spec.name() == dw::DW_AT_sibling {
                 sibling = sibling_offset(unit, &value);
-            } else if let Some(slot) = attrs.slot(spec.name()) {
-                *slot = Some(value);
+            } else {
+                attrs.keep(spec.name(), value);
             }
         })?;
         let after = here(&input);

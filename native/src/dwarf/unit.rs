@@ -125,28 +125,29 @@ impl<'a> UnitData<'a> {
         self.offset + self.header.header_size() as u64
     }
 
-    /// The DIE at .debug_info offset `die`: its abbreviation and every attribute, the last of an
-    /// attribute winning as in the reference's dict (`read_die_attributes`); None for a null entry.
-    pub(crate) fn read_die(&self, die: u64) -> Decided<Option<(&gimli::Abbreviation, Vec<(dw::DwAt, Attr<'a>)>)>> {
+    /// The DIE at .debug_info offset `die`: its abbreviation, every attribute given to `each` in
+    /// order (the last of one wins, as in the reference's dict: `read_die_attributes`); None for a
+    /// null entry. No list of them: a lookup reads tens of thousands of DIEs.
+    pub(crate) fn read_die(&self, die: u64, mut each: impl FnMut(dw::DwAt, Attr<'a>)) -> Decided<Option<&gimli::Abbreviation>> {
         if die < self.first_die() || die >= self.end {
             return Err(Defer("a DIE reference outside its unit"));
         }
         let mut raw = self.header.entries_raw(&self.abbrevs, Some(UnitOffset((die - self.offset) as usize)))?;
         let Some(abbrev) = raw.read_abbreviation()? else { return Ok(None) };
-        let mut values = Vec::with_capacity(abbrev.attributes().len());
         for spec in abbrev.attributes() {
             if spec.form() == dw::DW_FORM_indirect {
                 return Err(Defer("DW_FORM_indirect"));
             }
             let attribute = raw.read_attribute(*spec)?;
-            values.push((spec.name(), (spec.form(), attribute.raw_value())));
+            each(spec.name(), (spec.form(), attribute.raw_value()));
         }
-        Ok(Some((abbrev, values)))
+        Ok(Some(abbrev))
     }
 
     fn read_root(&mut self) -> Decided<()> {
         let first = self.first_die();
-        let Some((abbrev, values)) = self.read_die(first)? else { return Err(Defer("no root DIE")) };
+        let mut values = Vec::new();
+        let Some(abbrev) = self.read_die(first, |name, attr| values.push((name, attr)))? else { return Err(Defer("no root DIE")) };
         if abbrev.tag() != dw::DW_TAG_compile_unit && abbrev.tag() != dw::DW_TAG_partial_unit {
             return Err(Defer("root DIE is not a compile unit"));
         }
