@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import re
+from itertools import compress, filterfalse, repeat
 from types import ModuleType
 from typing import TYPE_CHECKING, Literal, cast, get_args
 
@@ -162,25 +163,68 @@ def demangle(name: str, mode: DemangleMode) -> str:
 
 def demangle_names(names: list[str], mode: DemangleMode) -> list[str]:
     """:func:`demangle` of each of ``names`` (each distinct, none empty), in order: what an answer's
-    render shows, asked for all the names of a batch at once. In ``full`` mode the work is one loop
-    here, not :func:`demangle`'s call chain per name: a large Rust binary's batch shows tens of
-    thousands of names, and the calls cost several times LLVM's own demangling of them."""
+    render shows, asked for all the names of a batch at once. In ``full`` mode they are demangled
+    together (:func:`_llvm_demangled`), not through :func:`demangle`'s call chain per name: a large
+    Rust binary's batch shows tens of thousands of names, and Python calls per name cost several
+    times LLVM's own demangling of them."""
     if mode != "full":
         return [demangle(name, mode) for name in names]
     memo = _full_names
-    prefixed = [name for name in names if name.startswith(MANGLING_PREFIXES)]
-    # In C: the remembered full names, None where none.
+    prefixed = list(compress(names, map(str.startswith, names, repeat(MANGLING_PREFIXES))))
+    # The remembered full names, None where none (then demangled now).
     known = dict(zip(prefixed, map(memo.get, prefixed), strict=True))
-    asked = [name for name, full in known.items() if full is None]
+    asked = list(filterfalse(memo.__contains__, prefixed))
     if asked:
-        fresh = dict(zip(asked, map(_llvm_demangle, asked), strict=True))
+        fresh = _llvm_demangled(asked)
         known.update(fresh)
         if len(memo) + len(fresh) > _MEMO_LIMIT:
             memo.clear()  # bounded as remember() bounds it
         if len(fresh) <= _MEMO_LIMIT:
             memo.update(fresh)
     full = cast("Callable[[str, str], str]", known.get)  # no None left in known
-    return list(map(full, names, names))  # in C; a name without a mangling prefix as it is
+    return list(map(full, names, names))  # a name without a mangling prefix as it is
+
+
+def _llvm_demangled(names: list[str]) -> dict[str, str]:
+    """Each of ``names`` (distinct, each with a mangling prefix) -> :func:`_llvm_demangle` of it.
+
+    The plain Itanium names (most) go to LLVM's Itanium demangler in one map, and the Rust legacy
+    ones among them are decoded together (:func:`_decode_rust_legacy_texts`); the rest (Rust v0,
+    MSVC, a symbol version, a name LLVM does not read or one too long), name by name.
+    """
+    itanium = [
+        name
+        for name in names
+        if len(name) <= MAX_DEMANGLE_LENGTH and "@" not in name and name.startswith(_ITANIUM_PREFIXES)
+    ]
+    texts = _itanium_demangled(itanium)
+    demangled = cast("dict[str, str]", dict(zip(itanium, texts, strict=True)))
+    if not all(texts):
+        # Names LLVM does not read (None) or reads as nothing: left to _llvm_demangle below.
+        demangled = {name: text for name, text in demangled.items() if text}
+    # _llvm_demangle's test, cheap part first: "$" or ".." in the text, then the name Rust legacy.
+    escaped = [name for name, text in demangled.items() if "$" in text or ".." in text]
+    legacy = list(filter(_compiled(_RUST_LEGACY).search, escaped))
+    decoded = _decode_rust_legacy_texts(list(map(demangled.__getitem__, legacy)))
+    demangled.update(zip(legacy, decoded, strict=True))
+    others = list(filterfalse(demangled.__contains__, names))
+    demangled.update(zip(others, map(_llvm_demangle, others), strict=True))
+    return demangled
+
+
+def _itanium_demangled(names: list[str]) -> list[str | None]:
+    """pycxxfilt's ``itanium_demangle`` of each of ``names``, None where it fails: one map in C.
+    A name it does not parse raises, and the map goes on after it: ``list.extend`` keeps what it
+    took before the error (CPython's list_extend appends item by item)."""
+    demangled: list[str | None] = []
+    pending = map(_llvm().itanium_demangle, names)
+    while True:
+        try:
+            demangled.extend(pending)
+        except ValueError:
+            demangled.append(None)  # the name the map stopped at
+        else:
+            return demangled
 
 
 def profile_name(name: str, mode: DemangleMode, *, keep_hashes: bool = False) -> str:
@@ -298,6 +342,27 @@ def _decode_rust_legacy(text: str) -> str:
                 found = decoded[component] = _decoded_component(component)
             out[position] = found
     return "::".join(out)
+
+
+def _decode_rust_legacy_texts(texts: list[str]) -> list[str]:
+    """:func:`_decode_rust_legacy` of each of ``texts``, each distinct text before its last ``::``
+    decoded once: a Rust program's names share it far more than their whole text (``<Map<I,F> as
+    Iterator>::fold``, instantiated for many ``I``, ``F``, has as many hashes after it; rustgen's
+    12,759 escaped names have 1,783 such heads).
+
+    The same as text by text when no last component (the hash) has an escape's ``$`` or a ``..``:
+    it reads as it is then, and :func:`_decode_rust_legacy`'s split of the text is its split of
+    the rest, but where that ends in ``:`` (``a:::h...``: ``a``, ``:h...``), a ``:`` no decoding
+    reads. Else text by text.
+    """
+    if not texts:
+        return []
+    heads, separators, tails = zip(*map(str.rpartition, texts, repeat("::")), strict=True)
+    joined_tails = "\n".join(tails)
+    if "$" in joined_tails or ".." in joined_tails:
+        return list(map(_decode_rust_legacy, texts))
+    decoded = {head: _decode_rust_legacy(head) for head in set(heads)}
+    return list(map("".join, zip(map(decoded.__getitem__, heads), separators, tails, strict=True)))
 
 
 def _decoded_component(component: str) -> str:
