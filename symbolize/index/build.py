@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from symbolize.demangle import demangle
+from symbolize.demangle import demangle_names
 from symbolize.formats.native import kernels
 from symbolize.formats.types import Frame
 from symbolize.index.indexed import INDEX_ARRAYS, UNSIGNED_CODES, WHOLE_SPACE, IndexableSource
@@ -379,9 +379,15 @@ def _laid_out(builder: _Builder, blocks: list[Block]) -> dict[str, array[int] | 
 def _full_names(builder: _Builder) -> list[int]:
     """``name_full[id]``: the string id of the full demangling of the name with string id ``id``
     (0 for strings that are not names), so that warm lookups need not demangle."""
-    full_ids = {name: builder.intern(demangle(builder.text(name) or "", "full")) for name in builder.name_ids()}
-    name_full = [0] * builder.string_count()
-    for name, full in full_ids.items():
+    ids = list(builder.name_ids())
+    texts = [builder.text(name) or "" for name in ids]
+    # The names demangled as one batch (demangle_names: a large Rust binary has tens of thousands);
+    # an empty name, which it does not take, stays empty, as demangle leaves it.
+    distinct = list(dict.fromkeys(text for text in texts if text))
+    shown = dict(zip(distinct, demangle_names(distinct, "full"), strict=True))
+    full_ids = [builder.intern(shown.get(text, text)) for text in texts]
+    name_full = [0] * builder.string_count()  # counted after the full names were interned
+    for name, full in zip(ids, full_ids, strict=True):
         name_full[name] = full
     return name_full
 
