@@ -253,14 +253,15 @@ def _answers_batches(runs: object) -> bool:
 
 
 # How much decoded debug info an AnswerLookup keeps, in bytes of the debug info its regions' runs
-# were decoded from (``held_bytes``): past it, the regions asked least recently are dropped (and
-# decoded again if asked again). A compiled lazy unit holds about 3.5-13 times its .debug_info bytes
-# (rustgen's units, RSS). The bound is for long runs over large binaries (a library caller, `serve`),
-# not for one lookup: a batch asks its units in one order, the next batch in the same order, and
-# least-recently-asked then drops each unit just before it is asked again. Measured on cold 10k-address
-# lookups (stop 37), two 64 KiB batches each: with 16 MiB rustgen (24 MB of .debug_info) peaked at 201 MB
-# against 229 MB unbounded but ran 4 % more instructions, cppcheck (62 MB) 20 % more. 64 MiB keeps
-# every bench binary whole.
+# were decoded from (``held_bytes``): past it, regions are dropped (and decoded again if asked again;
+# AnswerLookup._drop_past_budget says which). A compiled lazy unit holds about 3.5-13 times its
+# .debug_info bytes (rustgen's units, RSS). The bound is for long runs over large binaries (a library
+# caller, `serve`), not for one lookup: a cold lookup's batches (two for 10k addresses from a file or a
+# full pipe) ask the same units, and any budget below what they hold has each later batch decode the
+# rest again. Measured on cold 10k-address lookups (stop 38): at 16 MiB rustgen (24 MB of .debug_info)
+# peaks at 196.5 MB against 215 MB unbounded (llvm-symbolizer-14: 215.4 MB) for 1.9 % more
+# instructions (dropping the least recently asked: 3.7 %), but cppcheck (62 MB) runs 14.7 % more
+# (20.8 %), well below llvm's peak either way (248 MB against 368 MB). 64 MiB keeps every bench binary whole.
 DECODED_BUDGET = 64 << 20
 
 
@@ -274,13 +275,14 @@ class HeldBytes(Protocol):
 
 
 class _DecodedRegion:
-    __slots__ = ("error", "held", "many", "runs")
+    __slots__ = ("batch", "error", "held", "many", "runs")
 
     def __init__(self, runs: Sequence[AnswerRun] | LazyRuns = (), error: MalformedInputError | None = None) -> None:
         self.runs: LazyRuns = runs if hasattr(runs, "run_at") else RunTable.from_runs(runs)
         self.many: LazyRunsMany | None = runs if _answers_batches(runs) else None  # type: ignore[assignment]
         self.error = error
         self.held: int = getattr(runs, "held_bytes", 0)
+        self.batch = 0  # the AnswerLookup batch (frames_many call) that asked it last
 
 
 class AnswerLookup:
@@ -298,13 +300,18 @@ class AnswerLookup:
         self, regions: Sequence[AnswerRegion], decode: RunDecoder | LazyRunDecoder, budget: int = DECODED_BUDGET
     ) -> None:
         """``budget``: the most bytes of decoded regions (:class:`HeldBytes`) kept between asks;
-        past it the regions asked least recently are dropped, and decoded again if asked again: a
-        region's answers do not depend on when it was decoded (a broken one is kept)."""
+        past it regions are dropped (:meth:`_drop_past_budget` says which), and decoded again if asked
+        again: a region's answers do not depend on when it was decoded (a broken one is kept)."""
         self._decode = decode
         # Least recently asked first (a region asked again is moved to the end).
         self._decoded: dict[int, _DecodedRegion] = {}
         self._budget = budget
-        self._held = 0  # what the kept regions hold (HeldBytes), at most the budget but for the last one
+        # What the kept regions hold (HeldBytes): at most the budget, but for the region asked last
+        # and those a running batch has still to ask.
+        self._held = 0
+        self._batches = 0  # frames_many calls begun: a region's ``batch`` is one of them
+        # Region key -> how many running batches have still to ask it: those are not dropped.
+        self._pending: dict[int, int] = {}
         # Guards the kept regions' order and sum: a long-lived reader (``symbolize serve``) asks from
         # several threads. Decoding is done outside it.
         self._keeping = allocate_lock()
@@ -335,6 +342,7 @@ class AnswerLookup:
         # key, not by region: a unit of many ranges (rustc gives each function its own) is one
         # region per range, and is asked once for all its addresses, not once per range.
         by_key: dict[int, list[int]] = {}
+        overlapping: list[int] = []  # positions of the vaddrs more than one region may hold
         # Each vaddr's region bisected in C (map), not by a call from a Python loop.
         after = list(map(partial(bisect_right, lows), asked))
         for index, vaddr in enumerate(asked):
@@ -348,9 +356,18 @@ class AnswerLookup:
                         held = by_key[keys[position]] = []
                     held.append(index)
             else:
-                found_at[index], errors[index] = in_tier(primary.holding(vaddr), vaddr, None)
-        for key, held in by_key.items():
-            self._ask_region(key, held, asked, found_at, errors)
+                overlapping.append(index)
+        with self._keeping:
+            self._batches += 1
+        self._expect(by_key)
+        unasked = iter(by_key.items())
+        try:
+            # Those first, as the regions' asks went before the rest were grouped by key.
+            self._ask_overlapping(overlapping, asked, found_at, errors)
+            for region_key, positions in unasked:
+                self._ask_region(region_key, positions, asked, found_at, errors)
+        finally:
+            self._release(region_key for region_key, _ in unasked)  # those a failure left unasked
         # Most addresses are answered by now: only the others are asked again (of the fallback tier).
         answers: list[list[Frame] | MalformedInputError] = found_at  # type: ignore[assignment]
         for index in [index for index, found in enumerate(found_at) if found is None]:
@@ -365,7 +382,7 @@ class AnswerLookup:
     ) -> None:
         """Region ``key``'s answer for ``asked[i]`` of each ``i`` in ``held``, into ``found_at`` and
         ``errors``: one batch where its runs answer batches, else :func:`_frames_in` each."""
-        decoded = self._region(key)
+        decoded = self._region(key, pending=True)
         many = decoded.many
         if many is None or decoded.error is not None:
             for index in held:
@@ -396,12 +413,55 @@ class AnswerLookup:
             error = error or met
         return None, error
 
-    def _region(self, key: int) -> _DecodedRegion:
+    def _ask_overlapping(
+        self, overlapping: list[int], asked: list[int], found_at: list[list[Frame] | None],
+        errors: list[MalformedInputError | None],
+    ) -> None:
+        """``asked[i]`` of each ``i`` in ``overlapping`` asked of the first-tier regions holding it in
+        turn (:meth:`_in_tier`), into ``found_at`` and ``errors``. Each address asks its regions
+        anew: they are not dropped until the last is answered (else a budget smaller than they hold
+        would have them decoded again address after address)."""
+        if not overlapping:
+            return
+        primary = self._tiers[0]
+        holding = [primary.holding(asked[index]) for index in overlapping]
+        shared = {region.key for regions in holding for region in regions}
+        self._expect(shared)
+        try:
+            for index, regions in zip(overlapping, holding, strict=True):
+                found_at[index], errors[index] = self._in_tier(regions, asked[index], None)
+        finally:
+            self._release(shared)
+
+    def _expect(self, keys: Iterable[int]) -> None:
+        """A running batch will ask ``keys``: they are not dropped until it did (:meth:`_release`)."""
+        with self._keeping:
+            pending = self._pending
+            for key in keys:
+                pending[key] = pending.get(key, 0) + 1
+
+    def _release(self, keys: Iterable[int]) -> None:
+        """A running batch no longer has to ask ``keys``."""
+        with self._keeping:
+            pending = self._pending
+            for key in keys:
+                left = pending[key] - 1
+                if left:
+                    pending[key] = left
+                else:
+                    del pending[key]
+
+    def _region(self, key: int, pending: bool = False) -> _DecodedRegion:
+        """Region ``key`` decoded (kept, or decoded now); ``pending``: a batch counted it in
+        ``_pending`` and now asks it."""
+        if pending:
+            self._release((key,))
         kept = self._decoded
         decoded = kept.get(key)
         if decoded is not None:
             if decoded.held:
                 with self._keeping:  # asked again: the last to be dropped
+                    decoded.batch = self._batches
                     if kept.get(key) is decoded:
                         kept[key] = kept.pop(key)
             return decoded
@@ -414,19 +474,28 @@ class AnswerLookup:
             if found is not None:
                 return found  # another thread decoded it meanwhile: one of them is kept
             if decoded.held:
+                decoded.batch = self._batches
                 self._held += decoded.held
                 if self._held > self._budget:
-                    self._drop_least_recent()
+                    self._drop_past_budget()
             kept[key] = decoded
         return decoded
 
-    def _drop_least_recent(self) -> None:
-        """Drop kept regions, least recently asked first, until what they hold fits the budget
-        (under ``_keeping``).
+    def _drop_past_budget(self) -> None:
+        """Drop kept regions until what they hold fits the budget (under ``_keeping``), but none a
+        running batch has still to ask: first those the latest batch did not ask, least recently
+        asked first, then those it asked, most recently asked first.
+
+        A cold lookup's batches ask the same units, each in its own order: dropping the least
+        recently asked there drops every unit before the next batch asks it (a cyclic scan), while
+        dropping the latest keeps those asked first for the next batch.
         A region broken since it was decoded holds nothing more (its runs are gone) and is kept:
         decoded again, it would answer the addresses before its break again."""
-        kept = self._decoded
-        for key in [key for key, decoded in kept.items() if decoded.held]:
+        kept, pending, latest = self._decoded, self._pending, self._batches
+        droppable = [key for key, decoded in kept.items() if decoded.held and key not in pending]
+        stale = [key for key in droppable if kept[key].batch < latest]
+        asked = [key for key in reversed(droppable) if kept[key].batch >= latest]
+        for key in (*stale, *asked):
             if self._held <= self._budget:
                 return
             decoded = kept[key]

@@ -1,15 +1,19 @@
 """The budget of decoded regions an AnswerLookup keeps (formats/answers.py, ``DECODED_BUDGET``).
 
 Regions whose runs say what they hold (``held_bytes``: the compiled lazy units, by their
-.debug_info length) are kept up to the budget, the least recently asked dropped first; a region
-asked again after it was dropped is decoded again and answers the same. A broken region is kept
-(decoded again, it would answer the addresses before its break again).
+.debug_info length) are kept up to the budget; past it, none a running batch has still to ask is
+dropped, those the latest batch did not ask go first (least recently asked first), then those it
+asked (most recently asked first). A region asked again after it was dropped is decoded again and
+answers the same. A broken region is kept (decoded again, it would answer the addresses before its
+break again).
 """
 
 from collections.abc import Callable
 from typing import cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from symbolize.formats.answers import DECODED_BUDGET, AnswerLookup, LazyRunDecoder
 from symbolize.formats.errors import MalformedInputError
@@ -30,13 +34,17 @@ class _Held:
         return None
 
 
-def _lookup(sizes: list[int], budget: int, breaks: dict[int, int] | None = None) -> tuple[AnswerLookup, list[int]]:
+def _lookup(
+    sizes: list[int], budget: int, breaks: dict[int, int] | None = None, fails: int | None = None
+) -> tuple[AnswerLookup, list[int]]:
     """A lookup over regions ``[0x1000 * (k + 1), 0x1000 * (k + 2))`` holding ``sizes[k]`` bytes each,
-    and the keys it decoded, in order."""
+    and the keys it decoded, in order; decoding region ``fails`` raises a RuntimeError."""
     decoded: list[int] = []
     regions = [AnswerRegion(0x1000 * (key + 1), 0x1000 * (key + 2), key, False, ()) for key in range(len(sizes))]
 
     def decode(key: int) -> _Held:
+        if key == fails:
+            raise RuntimeError(f"region {key} cannot be decoded")
         decoded.append(key)
         low = 0x1000 * (key + 1)
         return _Held(key, low, low + 0x1000, sizes[key], (breaks or {}).get(key))
@@ -121,3 +129,74 @@ def test_threads_asking_past_the_budget_answer_alike() -> None:
         found = list(pool.map(lambda key: _answer(lookup, key), keys))
     assert found == [_answer(unbounded, key) for key in keys]
     assert lookup._held == sum(sizes[key] for key in lookup._decoded)
+
+
+def test_batches_asking_the_same_regions_keep_those_asked_first() -> None:
+    """A cold lookup's batches ask the same units in turn: least-recently-asked would drop each
+    before the next batch asks it again (all six decoded twice); the budget's worth asked first is
+    kept instead, and only the rest is decoded again."""
+    lookup, decoded = _lookup([1] * 6, budget=3)
+    batch = [_at(key) for key in range(6)]
+    for _ in range(3):
+        assert lookup.frames_many(batch) == [[Frame(f"f{key}")] for key in range(6)]
+    assert decoded[:6] == list(range(6))
+    assert len(decoded) == 6 + 2 * (6 - 3)  # each later batch: what the budget could not keep
+    assert lookup._held <= 3 and not lookup._pending
+
+
+def test_a_region_the_batch_has_still_to_ask_is_kept() -> None:
+    lookup, decoded = _lookup([2, 2, 2, 2], budget=4)
+    lookup.frames_many([_at(0), _at(1)])
+    # 0 and 1 kept; this batch asks 2 and 3 first (each pushes past the budget), then 1 and 0.
+    lookup.frames_many([_at(2), _at(3), _at(1), _at(0)])
+    assert decoded == [0, 1, 2, 3]
+
+
+def test_a_failed_batch_leaves_nothing_pending() -> None:
+    lookup, _ = _lookup([1, 1, 1], budget=1, fails=1)
+    with pytest.raises(RuntimeError):
+        lookup.frames_many([_at(0), _at(1), _at(2)])
+    assert not lookup._pending
+    assert lookup.frames_at(_at(2)) == [Frame("f2")]
+    assert lookup._held == 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 6), min_size=1, max_size=8),
+    budget=st.integers(0, 12),
+    batches=st.lists(st.lists(st.integers(0, 7), max_size=10), max_size=6),
+)
+def test_batches_past_the_budget_answer_alike(sizes: list[int], budget: int, batches: list[list[int]]) -> None:
+    unbounded, _ = _lookup(sizes, budget=1 << 60)
+    lookup, decoded = _lookup(sizes, budget=budget)
+    for batch in batches:
+        asked = [_at(key % len(sizes)) for key in batch]
+        before, held_before = len(decoded), lookup._held
+        assert lookup.frames_many(asked) == unbounded.frames_many(asked)
+        assert not lookup._pending
+        assert lookup._held == sum(sizes[key] for key in lookup._decoded)
+        if len(decoded) == before:
+            assert lookup._held == held_before  # regions are dropped only to make room for one decoded
+        else:
+            # Past the budget only by what this batch asked: none of it droppable while pending.
+            assert lookup._held <= budget + sum(sizes[key % len(sizes)] for key in set(batch))
+
+
+def test_overlapping_regions_are_decoded_once_a_batch() -> None:
+    """An address two regions hold asks them in turn (the greater low first): past the budget,
+    dropping one for the other would decode both again for every such address of the batch."""
+    decoded: list[int] = []
+    # Region 1 overlaps region 0 on [0x2000, 0x3000) but has runs only above it: there 0 answers.
+    runs = {0: (0x1000, 0x3000), 1: (0x3000, 0x4000)}
+    regions = [AnswerRegion(0x1000, 0x3000, 0, False, ()), AnswerRegion(0x2000, 0x4000, 1, False, ())]
+
+    def decode(key: int) -> _Held:
+        decoded.append(key)
+        return _Held(key, *runs[key], held_bytes=1)
+
+    lookup = AnswerLookup(regions, cast(LazyRunDecoder, decode), budget=1)
+    overlapped = [0x2000 + 0x100 * step for step in range(8)]
+    assert lookup.frames_many(overlapped) == [[Frame("f0")]] * 8
+    assert sorted(decoded) == [0, 1]
+    assert not lookup._pending
