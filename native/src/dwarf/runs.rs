@@ -584,7 +584,11 @@ fn span_run_at<'a>(
     } else {
         let mut node = pieces[position - 1].2;
         loop {
-            let level = kept.levels.entry(node).or_insert_with(|| builder.level(node));
+            let level = kept.levels.entry(node).or_insert_with(|| {
+                let mut level = builder.level(node);
+                level.shrink_to_fit(); // kept with the unit: most of the room `level` reserves goes unused
+                level
+            });
             let at = level.partition_point(|piece| piece.0 <= vaddr).checked_sub(1).ok_or(Defer("an address before its level"))?;
             let (low, high, owner) = level[at];
             if owner == node {
