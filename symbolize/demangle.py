@@ -48,6 +48,7 @@ prints it.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from itertools import compress, filterfalse, repeat
 from types import ModuleType
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
 
     # What makes full-mode names: indexes that store demangled names are keyed by it, so an index
     # made before the prefix rule (which stored ``f`` as ``float``) is not read. Made on first
-    # use (__getattr__), as pycxxfilt is loaded: a run that demangles nothing reads no index.
+    # use (__getattr__, :func:`_demangler`).
     DEMANGLER: str
 MANGLING_PREFIXES = ("_Z", "_R", "?", "__Z", "__R")
 # The prefixes of MANGLING_PREFIXES that pycxxfilt.demangle gives its Itanium demangler.
@@ -136,8 +137,43 @@ def _llvm() -> ModuleType:
 
 def __getattr__(name: str) -> str:
     if name == "DEMANGLER":
-        return f"llvm {_llvm().LLVM_VERSION}, prefixed names only, rust legacy escapes decoded"
+        return _demangler()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_OUR_RULES = "prefixed names only, rust legacy escapes decoded"
+
+
+@functools.cache
+def _demangler() -> str:
+    """:data:`DEMANGLER`: pycxxfilt's release, which fixes the LLVM demanglers it vendors and its own
+    handling of them, read from its install's metadata without loading it (a warm lookup reads
+    stored names and demangles none: loading LLVM's demanglers and libstdc++ cost it ~1.5 ms).
+    The same release names itself alike on every machine and platform, so an index shared
+    through a store is found; a file's size or date would not be, and its digest would differ
+    per platform. Where pycxxfilt has no such metadata (a bundled copy), the LLVM version it
+    reports, loaded."""
+    release = _pycxxfilt_release()
+    if release is not None:
+        return f"llvm demanglers of pycxxfilt {release}, {_OUR_RULES}"
+    return f"llvm {_llvm().LLVM_VERSION}, {_OUR_RULES}"
+
+
+def _pycxxfilt_release() -> str | None:
+    """The version in the name of pycxxfilt's ``.dist-info`` directory, beside the package (as pip
+    and every installer of wheels lay it out); None when there is not exactly one."""
+    import importlib.util  # only an index key asks (a cold lookup never does)
+
+    spec = importlib.util.find_spec("pycxxfilt")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    prefix, suffix = "pycxxfilt-", ".dist-info"
+    try:
+        names = os.listdir(os.path.dirname(next(iter(spec.submodule_search_locations))))
+    except OSError:
+        return None
+    releases = [name[len(prefix) : -len(suffix)] for name in names if name.startswith(prefix) and name.endswith(suffix)]
+    return releases[0] if len(releases) == 1 else None
 
 
 def demangle(name: str, mode: DemangleMode) -> str:

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.fixtures_data import ROOT
 
@@ -66,3 +67,25 @@ def test_a_cold_elf_lookup_compiles_no_annotation_and_imports_no_other_format() 
     assert json.loads(answer)["frames"]
     assert seen["forward_refs"] == []
     assert [name for name in seen["modules"] if name.startswith(_UNUSED)] == []
+
+
+def test_a_warm_lookup_loads_no_demangler(tmp_path: Path) -> None:
+    """The index key names the demangler by pycxxfilt's release, read without loading it: a warm
+    lookup reads names demangled when the index was built (symbolize/demangle.py's _demangler)."""
+    binary = str(BINARY)
+    cache = ["--cache-dir", str(tmp_path)]
+    built = subprocess.run([sys.executable, "-m", "symbolize", "index", binary, *cache],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    done = subprocess.run(
+        [sys.executable, "-c", _PROGRAM, "lookup", "--obj", binary, *cache, "--no-background-index", "0x1139"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    modules = json.loads(done.stderr.splitlines()[-1])["modules"]
+    assert "symbolize.index.indexed" in modules  # answered from the index
+    assert "pycxxfilt" not in modules
+    assert done.stdout == subprocess.run(
+        [sys.executable, "-m", "symbolize", "lookup", "--obj", binary, "--no-cache", "0x1139"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    ).stdout  # fmt: skip
