@@ -27,6 +27,7 @@ from the Python code here, which is the reference the kernel is tested against
 import sys
 from _json import encode_basestring_ascii
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 from symbolize.demangle import DemangleMode, demangle, demangle_names, remember
@@ -38,6 +39,10 @@ from symbolize.shaping import folded_frame, shown_name
 if TYPE_CHECKING:
     from symbolize.module import Module
     from symbolize.shaping import FrameShaper
+
+
+# A line of hex digits after ``0x`` as the address it is (int reads the ``0x`` itself).
+_hex_int = partial(int, base=16)
 
 
 def parse_address(text: str) -> int | None:
@@ -229,13 +234,25 @@ class AnswerText:
     def render_items(self, module: "Module", items: Sequence[int | str]) -> str:
         """The text printed for input lines already read: an address, or a line that is none
         (echoed; read again by :func:`parse_address`, as :meth:`render` reads every line)."""
-        if self.style != DEFAULT_STYLE and not self.as_json:
-            return self._render_plain(module, items)
-        if kernels is not None:
-            compiled = self._compiled(module, items)
+        return self._render(module, items)
+
+    def render_hex_lines(self, module: "Module", lines: Sequence[str]) -> str:
+        """:meth:`render_items` of input lines that are each ``0x`` and 1 to 16 hex digits."""
+        return self._render(module, None, lines)
+
+    def _render(self, module: "Module", items: Sequence[int | str] | None, hex_lines: Sequence[str] = ()) -> str:
+        """The text of ``items``, or where None of ``hex_lines``: the kernel reads those as they
+        came, so a warm batch makes no int per line only to write it out again for the kernel; the
+        Python path reads them with ``int``."""
+        plain = self.style != DEFAULT_STYLE and not self.as_json
+        if not plain and kernels is not None and "symbolize.index.indexed" in sys.modules:
+            # (A run that opened no index never imports its module: then no source answers from one.)
+            compiled = self._compiled(module, _item_texts(items) if items is not None else hex_lines)
             if compiled is not None:
                 return compiled
-        return self._render_reference(module, items)
+        if items is None:
+            items = list(map(_hex_int, hex_lines))
+        return self._render_plain(module, items) if plain else self._render_reference(module, items)
 
     def render_reference(self, module: "Module", texts: Sequence[str]) -> str:
         """:meth:`render` through the Python path alone (the kernel's reference)."""
@@ -288,11 +305,10 @@ class AnswerText:
         results = [chains.shape(result) for result in module.lookup(vaddrs)]
         return "".join(self.style.plain_lines(_item_texts(items), results, self.shaper.inlines))
 
-    def _compiled(self, module: "Module", items: Sequence[int | str]) -> str | None:
-        """The kernel's text, where every source answers from its index; else None."""
+    def _compiled(self, module: "Module", texts: Sequence[str]) -> str | None:
+        """The kernel's text for input lines ``texts``, where every source answers from its index;
+        else None."""
         assert kernels is not None
-        if "symbolize.index.indexed" not in sys.modules:
-            return None  # no source answers from an index: a run that opened none never imports it
         from symbolize.index.indexed import IndexedObject
 
         sources = list(dict.fromkeys(module.sources))  # a source asked twice answers the same
@@ -301,7 +317,7 @@ class AnswerText:
             return None
         try:
             rendered: str | None = kernels.render_lookup_answers(
-                _item_texts(items),
+                texts,
                 runs,
                 as_json=self.as_json,
                 inlines=self.shaper.inlines,

@@ -304,6 +304,19 @@ def test_stdin_batches_hold_every_line_whatever_the_chunks(lines: list[str], fin
     assert all(batches)
 
 
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.binary(max_size=6), max_size=8), sizes=st.lists(st.integers(1, 9), max_size=5))
+def test_stdin_batches_decode_each_line_as_alone(lines: list[bytes], sizes: list[int]) -> None:
+    """Bytes that are not UTF-8 (a sequence cut by a newline or by a chunk's end) are replaced
+    as decoding each line alone replaces them, though a batch is decoded as one text."""
+    data = b"\n".join(lines)
+    batches = list(iter_stdin_batches(_Chunked(data, sizes)))
+    expected = [line.decode("utf-8", "replace").strip() for line in data.split(b"\n")] if data else []
+    if expected and data.endswith(b"\n"):
+        expected.pop()
+    assert [line for batch in batches for line in batch] == expected
+
+
 def test_a_long_stdin_line_is_joined_once() -> None:
     """A 4 MiB line in 64 KiB chunks: each byte is copied a bounded number of times (joining
     each chunk to all before it copied 64 times the line)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,23 @@ def test_every_fixture_answers_the_same_bytes_both_ways(binary: Path, tmp_path: 
         for as_json in (True, False):
             compiled, reference = _both(module, texts, mode, inlines, as_json)
             assert compiled == reference, (mode, inlines, as_json)
+
+
+@pytest.mark.parametrize("binary", BINARIES[:3], ids=lambda p: p.name)
+def test_hex_lines_read_by_the_kernel_as_they_came(binary: Path, tmp_path: Path) -> None:
+    """``render_hex_lines`` hands the kernel the input lines themselves (leading zeros, upper
+    case digits, sixteen digits): the bytes are those of the lines read as ints."""
+    options = SearchOptions(debug_dirs=[DEBUG_DIR], index_dir=tmp_path, build_missing_indexes=True)
+    module = open_module(binary, Loader(options))
+    addresses = [int(text, 16) for text in _texts(binary) if re.fullmatch(r"0x[0-9a-fA-F]{1,16}", text)]
+    lines = [f"0x{address:0{width}X}" for width, address in zip(itertools.cycle((1, 8, 16)), addresses)]
+    lines += ["0xffffffffffffffff", "0x0000000000000000"]
+    for mode, inlines in SHAPES:
+        for as_json in (True, False):
+            text = AnswerText(FrameShaper(mode, inlines), as_json)
+            assert text._compiled(module, lines) is not None, "the kernel declined the lines"
+            assert text.render_hex_lines(module, lines) == text.render_items(module, [int(line, 16) for line in lines])
+            assert text.render_hex_lines(module, lines) == text.render_reference(module, lines)
 
 
 def _memory_index(tmp_path: Path, regions: list[AnswerRegion], runs: dict[int, list[AnswerRun]]) -> IndexedObject:

@@ -124,14 +124,16 @@ def iter_stdin_batches(stream: Any) -> Iterator[list[str]]:
     """
     pending: list[bytes] = []
     while chunk := stream.read1(1 << 16):
-        if b"\n" not in chunk:
+        end = chunk.rfind(b"\n")
+        if end < 0:
             pending.append(chunk)
             continue
-        first, *complete, rest = chunk.split(b"\n")
-        pending.append(first)
-        lines = [b"".join(pending), *complete]
-        pending = [rest] if rest else []
-        yield [line.decode("utf-8", "replace").strip() for line in lines]
+        pending.append(chunk[:end])
+        # Decoded as one text, then cut and stripped in C: a newline is never part of a UTF-8
+        # sequence, so this is each line decoded alone (its bad bytes replaced within it).
+        block = b"".join(pending).decode("utf-8", "replace")
+        pending = [chunk[end + 1 :]] if end + 1 < len(chunk) else []
+        yield list(map(str.strip, block.split("\n")))
     if pending:
         yield [b"".join(pending).decode("utf-8", "replace").strip()]
 

@@ -37,7 +37,6 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from symbolize.answer_text import PlainStyle, input_item
@@ -60,7 +59,6 @@ _BLANK_FRAME = {"Column": 0, "Discriminator": 0, "FileName": "", "FunctionName":
 
 # A line that is a plain hex address below 2**64 (what parse_query reads as that address).
 _PLAIN_HEX = re.compile(r"0x[0-9a-fA-F]{1,16}").fullmatch
-_hex_int = partial(int, base=16)  # a _PLAIN_HEX line's address (int reads the 0x itself)
 
 
 class LlvmOutput(NamedTuple):
@@ -181,7 +179,7 @@ class LlvmAnswers:
         if isinstance(module, str):
             return ""
         if all(map(_PLAIN_HEX, lines)):  # most batches: every line a plain address, read in C
-            return self._classic.render_items(module, list(map(_hex_int, lines))) if lines else ""
+            return self._classic.render_hex_lines(module, lines) if lines else ""
         out: list[str] = []
         pending: list[int | str] = []  # an address, or a line echoed as llvm-symbolizer 14 does
         data_text = not self.output.our_json
