@@ -436,7 +436,7 @@ class DwarfInfo:
         from symbolize.formats.dwarf.aranges import iter_aranges
 
         try:
-            for unit_offset, low, length in iter_aranges(data, self._little_endian):
+            for unit_offset, low, length in iter_aranges(data, self._little_endian, missing):
                 state_index = missing.get(unit_offset)
                 if state_index is not None and length > 0:
                     ranges.append((low, low + length, state_index))
