@@ -193,7 +193,7 @@ def _filled_first(read: Any) -> Any:
 
 
 class LazyAbbrevTable(dict[int, Abbrev]):
-    """An abbreviation table parsed whole on its first use past its unit's root entry.
+    """An abbreviation table parsed whole on its first use past its units' root entries.
 
     Opening a file reads each unit's root DIE; where the compiled source answers, the rest of the
     unit's DIEs are read in Rust, so building every entry of every table at open is wasted. The
@@ -201,12 +201,23 @@ class LazyAbbrevTable(dict[int, Abbrev]):
     ends where the whole parse ends, so nothing the reference would raise at open is deferred.
     """
 
-    __slots__ = ("_data", "_filled", "_offset", "_root", "_shapes")
+    __slots__ = ("_data", "_filled", "_offset", "_roots", "_shapes")
 
     def __init__(self, data: bytes, offset: int, shapes: ShapeBytes, root: Abbrev | None) -> None:
         super().__init__()
-        self._data, self._offset, self._shapes, self._root = data, offset, shapes, root
+        self._data, self._offset, self._shapes = data, offset, shapes
+        self._roots = {root.code: root} if root is not None else {}
         self._filled = False
+
+    def add_root(self, code: int) -> None:
+        """Hold entry ``code`` too, the rest still unparsed: the root DIE of another unit that shares
+        the table uses it (a Rust binary's units share tables and differ in their root's entry;
+        parsing each such table whole cost an open of one ~15M instructions)."""
+        if self._filled or code in self._roots or kernels is None or code >> 64:
+            return
+        extent: tuple[int, int | None] | None = kernels.abbrev_table_extent(self._data, self._offset, code)
+        if extent is not None and extent[1] is not None:
+            self._roots[code] = Abbrev(code, *_parse_entry(self._data, extent[1])[:3])
 
     def _fill(self) -> None:
         if not self._filled:
@@ -214,9 +225,10 @@ class LazyAbbrevTable(dict[int, Abbrev]):
             super().update(read_abbrev_table(self._data, self._offset, self._shapes)[0])
 
     def get(self, code: int, default: Any = None) -> Any:
-        root = self._root
-        if not self._filled and root is not None and code == root.code:
-            return root
+        if not self._filled:
+            root = self._roots.get(code)
+            if root is not None:
+                return root
         self._fill()
         return super().get(code, default)
 

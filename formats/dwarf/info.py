@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from symbolize.formats.dwarf import constants as c
 from symbolize.formats.dwarf.abbrev import (
     NUMBER_FORMS,
+    LazyAbbrevTable,
     ShapeBytes,
     UnknownFormError,
     lazy_abbrev_table,
@@ -358,6 +359,8 @@ class DwarfInfo:
             table, end = lazy if lazy is not None else read_abbrev_table(sections.abbrev, offset, self._abbrev_shapes)
             self._abbrev_cache[key] = table
             self._abbrev_read[key[0]] = read + end - offset
+        elif root_code is not None and isinstance(table, LazyAbbrevTable):
+            table.add_root(root_code)
         return table
 
     def _prepare_unit(self, unit: Unit, states: list[_UnitState]) -> list[tuple[int, int]]:
