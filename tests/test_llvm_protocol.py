@@ -22,6 +22,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from symbolize.cli.llvm_protocol import _PLAIN_HEX, _all_plain_hex
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -387,3 +391,14 @@ def test_pprof_names_a_profile_through_symbolize_as_through_llvm_symbolizer(prof
     # The profile's own binary is named (not only addresses) and both runs name the same frames.
     assert outputs[0] == outputs[1]
     assert "main" in outputs[0]
+
+
+_HEX_LINE = st.from_regex(r"0x[0-9a-fA-F]{1,17}", fullmatch=True)
+
+
+@given(st.lists(st.text(alphabet="0xX1fFg \n", max_size=20) | _HEX_LINE
+                | st.lists(_HEX_LINE, min_size=2, max_size=3).map("\n".join), min_size=1, max_size=6))
+def test_a_batch_is_plain_hex_where_each_line_is(lines: list[str]) -> None:
+    """One match over the joined lines says what a match per line says, a line holding a newline
+    (an argument can) or past sixteen digits included."""
+    assert _all_plain_hex(lines) == all(map(_PLAIN_HEX, lines))
