@@ -30,7 +30,7 @@ from contextlib import suppress
 from functools import partial
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, cast, overload
+from typing import TYPE_CHECKING, overload
 
 from symbolize.formats.answers import ADDRESS_MAX, ChainHead, LazyRuns, RunsAnswer, RunTable, owned_pieces
 from symbolize.formats.dwarf.info import _DECODE_ERRORS, DwarfInfo, Name, _UnitState
@@ -68,25 +68,30 @@ Chain = tuple[str | None, int, str | None, int | None, tuple[Frame, ...]]
 def chain_head(chain: Chain | None, covering: Symbol | None) -> ChainHead:
     """The chain head of runs under inline ``chain`` (None: no function covers them) where symbol
     ``covering`` (None: none) covers them: the one naming policy of the Python runs (:class:`UnitRuns`)
-    and the compiled ones (:func:`compiled_runs`). The symbol names the outermost frame, as
-    llvm-symbolizer names it (``foo.cold``, one of several folded functions), and its STT_FILE
-    source stands in for a file the outermost frame lacks; without a function, the symbol is the frame."""
-    # tuple.__new__ in place of the NamedTuples' Python-level __new__ and _replace: a cold lookup
-    # names thousands of heads (the fields are in each NamedTuple's order).
+    and the compiled ones (:func:`compiled_runs`), as :func:`head_fields` spells it."""
+    # tuple.__new__ in place of the NamedTuple's Python-level __new__: a cold lookup names thousands.
+    return _new_tuple(ChainHead, head_fields(chain, covering))
+
+
+def head_fields(chain: Chain | None, covering: Symbol | None) -> HeadFields:
+    """:func:`chain_head`'s fields as a plain tuple, in ChainHead's order (what the lazy runs keep,
+    :class:`_CompiledLazyRuns`). The symbol names the outermost frame, as llvm-symbolizer names it
+    (``foo.cold``, one of several folded functions), and its STT_FILE source stands in for a file
+    the outermost frame lacks; without a function, the symbol is the frame."""
+    # A Symbol's and a Frame's fields read by position (name 0, source_file 3; a Frame's file 1): a
+    # NamedTuple's field by name is a descriptor call, and this runs once per head, thousands a lookup.
     if chain is None:
-        if covering is None:
-            return _new_tuple(ChainHead, (None, 0, (), None, None, None))
-        return _new_tuple(ChainHead, (covering.name, 0, (), covering.source_file, None, None))
+        return (None, 0, (), None, None, None) if covering is None else (covering[0], 0, (), covering[3], None, None)
     name, start_line, start_file, start_address, outer = chain
     default_file = None
     if covering is not None:
         if outer:
             outermost = outer[-1]
-            renamed = _new_tuple(Frame, (covering.name, outermost.file or covering.source_file, *outermost[2:]))
+            renamed = _new_tuple(Frame, (covering[0], outermost[1] or covering[3], *outermost[2:]))
             outer = (*outer[:-1], renamed)
         else:
-            name, default_file = covering.name, covering.source_file
-    return _new_tuple(ChainHead, (name, start_line, outer, default_file, start_file, start_address))
+            name, default_file = covering[0], covering[3]
+    return (name, start_line, outer, default_file, start_file, start_address)
 
 
 def named_chain(named: dict[int, Chain], source: UnitColumns | LazyUnit, chain: int) -> Chain:
@@ -95,8 +100,9 @@ def named_chain(named: dict[int, Chain], source: UnitColumns | LazyUnit, chain: 
     found = named.get(chain)
     if found is None:
         name, start_line, start_file, start_address, outer = source.chain(chain)
-        # Each calling frame comes as Frame's eight fields, in order.
-        found = named[chain] = (name, start_line, start_file, start_address, tuple(map(_as_frame, outer)))
+        # Each calling frame comes as Frame's eight fields, in order (most chains have none).
+        frames = tuple(map(_as_frame, outer)) if outer else ()
+        found = named[chain] = (name, start_line, start_file, start_address, frames)
     return found
 
 
@@ -234,8 +240,7 @@ class _CompiledLazyRuns:
 
     def _chain_heads(self, chain: int, symbol: int) -> HeadFields:
         named = named_chain(self._chains, self._lazy, chain) if chain >= 0 else None
-        head = chain_head(named, self._symbols[symbol] if symbol >= 0 else None)
-        fields = self._heads[chain, symbol] = cast(HeadFields, tuple(head))
+        fields = self._heads[chain, symbol] = head_fields(named, self._symbols[symbol] if symbol >= 0 else None)
         return fields
 
     def run_at(self, vaddr: int) -> AnswerRun | None:
