@@ -27,7 +27,7 @@ from the Python code here, which is the reference the kernel is tested against
 import sys
 from _json import encode_basestring_ascii
 from collections.abc import Callable, Iterator, Sequence
-from functools import partial
+from itertools import repeat
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 from symbolize.demangle import DemangleMode, demangle, demangle_names, remember
@@ -39,10 +39,6 @@ from symbolize.shaping import folded_frame, shown_name
 if TYPE_CHECKING:
     from symbolize.module import Module
     from symbolize.shaping import FrameShaper
-
-
-# A line of hex digits after ``0x`` as the address it is (int reads the ``0x`` itself).
-_hex_int = partial(int, base=16)
 
 
 def parse_address(text: str) -> int | None:
@@ -251,7 +247,8 @@ class AnswerText:
             if compiled is not None:
                 return compiled
         if items is None:
-            items = list(map(_hex_int, hex_lines))
+            # int reads the 0x itself; the base given by position (a keyword costs a dict a call).
+            items = list(map(int, hex_lines, repeat(16)))
         return self._render_plain(module, items) if plain else self._render_reference(module, items)
 
     def render_reference(self, module: "Module", texts: Sequence[str]) -> str:
