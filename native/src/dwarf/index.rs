@@ -259,11 +259,7 @@ impl IndexTables {
                 if !symbol_names.contains_key(&symbol) {
                     let item = symbols.get_item(symbol as usize)?;
                     let text = |name: &str| -> PyResult<Option<String>> {
-                        let value = item.getattr(name)?;
-                        if value.is_none() {
-                            return Ok(None);
-                        }
-                        Ok(Some(value.cast::<PyString>()?.to_str().map_err(|_| deferred("a string that is not UTF-8 text"))?.to_owned()))
+                        item.getattr(name)?.extract().map_err(|_| deferred("a string that is not UTF-8 text"))
                     };
                     symbol_names.insert(symbol, (text("name")?, text("source_file")?));
                 }
@@ -277,10 +273,11 @@ impl IndexTables {
                 (self.intern(name), 0, self.intern(source), outer, 0, 0)
             } else {
                 let chains = &columns.chains;
-                let ((name, start_line, start_file), entry, outer) = chains
+                let ((name, start_line, start_file), entry, (first, end)) = chains
                     .list
                     .get(chain as usize)
                     .ok_or_else(|| PyException::new_err(format!("chain {chain} of {}", chains.list.len())))?;
+                let outer = &chains.outer[*first as usize..*end as usize];
                 let mut frame_ids = Vec::with_capacity(outer.len());
                 for (position, &frame) in outer.iter().enumerate() {
                     let calling = &chains.frames[frame as usize];

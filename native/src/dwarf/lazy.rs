@@ -15,7 +15,7 @@ use pyo3::types::{PyList, PyString, PyTuple};
 use rustc_hash::FxHashMap;
 use self_cell::self_cell;
 
-use super::names::{self, Reached};
+use super::names::{NamerCaches, Reached};
 use super::runs::{self, Kept, Run, SymbolBounds};
 use super::tree::Tree;
 use super::{chain_tuple, CompiledDwarfError, Decided, Defer, Sections};
@@ -34,16 +34,15 @@ struct Held<'a> {
     decoded: Reached<'a>,
     /// The unit's own copy of its tree where a function waits for `Tree::expand`.
     tree: Option<Tree<'a>>,
-    kept: Kept<'a>,
+    kept: Kept,
     deferred: Option<&'static str>,
 }
 
-/// A file's lazy units (by slot) and every unit decoded for them (`reached`, by offset): a large
-/// Rust binary's units name their inlined functions through `DW_FORM_ref_addr` into the same
-/// few units, and decoding those once per asking unit was most of a cold lookup's Rust time.
+/// A file's lazy units (by slot) and what naming keeps for the file (`names`: the units decoded
+/// for them and their name chains, and each DIE's name), shared with its whole-unit builds.
 #[derive(Default)]
 pub(crate) struct Units<'a> {
-    reached: FxHashMap<u64, Reached<'a>>,
+    pub names: NamerCaches<'a>,
     held: FxHashMap<u64, Held<'a>>,
     next_slot: u64,
 }
@@ -58,8 +57,13 @@ self_cell!(
 );
 
 impl LazyFile {
-    pub(crate) fn shared(sections: &Arc<Sections>) -> Arc<Mutex<LazyFile>> {
-        Arc::new(Mutex::new(LazyFile::new(Arc::clone(sections), |_| Units::default())))
+    pub(crate) fn shared(sections: Arc<Sections>) -> Arc<Mutex<LazyFile>> {
+        Arc::new(Mutex::new(LazyFile::new(sections, |_| Units::default())))
+    }
+
+    /// `work` on the file's sections and units under its lock, a panic caught (`unpanicked`).
+    pub(crate) fn work<T>(file: &Mutex<LazyFile>, work: impl for<'a> FnOnce(&'a Arc<Sections>, &mut Units<'a>) -> T) -> Result<T, String> {
+        unpanicked("DWARF reader", || locked(file).with_dependent_mut(work))
     }
 }
 
@@ -87,31 +91,21 @@ impl LazyUnit {
         py: Python<'_>, file: &Arc<Mutex<LazyFile>>, units: &Arc<Vec<(u64, u64)>>, symbols: &Py<SymbolBounds>,
         offset: u64, functions_only: bool,
     ) -> PyResult<Option<Self>> {
-        let mut guard = locked(file);
-        let opened = unpanicked("DWARF reader", || {
-            guard.with_dependent_mut(|sections, state| -> Decided<(u64, PyResult<Bound<'_, PyList>>)> {
-                let decoded = match state.reached.get(&offset) {
-                    Some(found) => Arc::clone(found),
-                    None => {
-                        let found = names::decode_unit(sections, offset, true)?;
-                        state.reached.insert(offset, Arc::clone(&found));
-                        found
-                    }
-                };
-                let file_names = match &decoded.2 {
-                    Some(lines) => PyList::new(py, lines.files.iter().map(Option::as_deref)),
-                    None => Ok(PyList::empty(py)),
-                };
-                let kept = Kept::new(&decoded.1, decoded.2.as_ref());
-                let slot = state.next_slot;
-                state.next_slot += 1;
-                let tree = (!decoded.1.deferred.is_empty()).then(|| decoded.1.clone());
-                state.held.insert(slot, Held { tree, decoded, kept, deferred: None });
-                Ok((slot, file_names))
-            })
+        let opened = LazyFile::work(file, |sections, state| -> Decided<(u64, PyResult<Bound<'_, PyList>>)> {
+            let decoded = state.names.reached(sections, offset)?;
+            let tree = decoded.tree()?;
+            let file_names = match &decoded.lines {
+                Some(lines) => PyList::new(py, lines.files.iter().map(Option::as_deref)),
+                None => Ok(PyList::empty(py)),
+            };
+            let kept = Kept::new(tree, decoded.lines.as_ref());
+            let slot = state.next_slot;
+            state.next_slot += 1;
+            let tree = (!tree.deferred.is_empty()).then(|| tree.clone());
+            state.held.insert(slot, Held { tree, decoded, kept, deferred: None });
+            Ok((slot, file_names))
         })
         .map_err(CompiledDwarfError::new_err)?;
-        drop(guard);
         let Ok((slot, file_names)) = opened else { return Ok(None) };
         Ok(Some(LazyUnit {
             file: Arc::clone(file),
@@ -131,10 +125,10 @@ impl LazyUnit {
         if let Some(reason) = held.deferred {
             return Err(Defer(reason));
         }
-        let (unit, tree, lines) = &*held.decoded;
+        let (unit, tree, lines) = (&held.decoded.unit, held.decoded.tree()?, &held.decoded.lines);
         let (units, symbols) = (&self.units[..], self.symbols.get());
         let found = runs::lazy_run_at(
-            unit, held.tree.as_mut(), tree, lines.as_ref(), units, symbols, self.functions_only, &mut held.kept, &mut state.reached, vaddr,
+            unit, held.tree.as_mut(), tree, lines.as_ref(), units, symbols, self.functions_only, &mut held.kept, &mut state.names, vaddr,
         );
         if let Err(defer) = &found {
             held.deferred = Some(defer.0);
@@ -161,9 +155,7 @@ impl LazyUnit {
     /// symbol or -1); None where the unit gives none. Raises `CompiledDwarfDeferred` where the
     /// reference must answer the unit.
     fn run_at(&self, vaddr: u128) -> PyResult<Option<Run>> {
-        let mut file = locked(&self.file);
-        let found = unpanicked("DWARF reader", || file.with_dependent_mut(|_, state| self.step(state, vaddr)))
-            .map_err(CompiledDwarfError::new_err)?;
+        let found = LazyFile::work(&self.file, |_, state| self.step(state, vaddr)).map_err(CompiledDwarfError::new_err)?;
         found.map_err(|defer| CompiledDwarfDeferred::new_err(defer.0))
     }
 
@@ -172,17 +164,14 @@ impl LazyUnit {
     /// ends with that exception instance and the later addresses are not asked.
     fn runs_at<'py>(&self, py: Python<'py>, vaddrs: Vec<u128>) -> PyResult<Bound<'py, PyList>> {
         let answers = PyList::empty(py);
-        let mut file = locked(&self.file);
-        let asked = unpanicked("DWARF reader", || {
-            file.with_dependent_mut(|_, state| -> PyResult<Option<PyErr>> {
-                for &vaddr in &vaddrs {
-                    match self.step(state, vaddr) {
-                        Ok(run) => answers.append(run)?,
-                        Err(defer) => return Ok(Some(CompiledDwarfDeferred::new_err(defer.0))),
-                    }
+        let asked = LazyFile::work(&self.file, |_, state| -> PyResult<Option<PyErr>> {
+            for &vaddr in &vaddrs {
+                match self.step(state, vaddr) {
+                    Ok(run) => answers.append(run)?,
+                    Err(defer) => return Ok(Some(CompiledDwarfDeferred::new_err(defer.0))),
                 }
-                Ok(None)
-            })
+            }
+            Ok(None)
         });
         let stopped = match asked {
             Ok(stopped) => stopped?,

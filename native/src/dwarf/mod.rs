@@ -173,13 +173,14 @@ impl Sections {
 }
 
 /// A unit's runs, or why the reference must build them.
-pub(crate) fn build_unit(
-    sections: &Sections, units: &[(u64, u64)], symbols: &SymbolBounds, offset: u64, functions_only: bool,
+pub(crate) fn build_unit<'a>(
+    sections: &'a Sections, units: &[(u64, u64)], symbols: &SymbolBounds, offset: u64, functions_only: bool,
+    caches: &mut names::NamerCaches<'a>,
 ) -> Decided<Columns> {
-    let decoded = names::decode_unit(sections, offset, false)?;
-    let (unit, tree, lines) = &*decoded;
-    let namer = names::Namer::with_caches(unit, tree, lines.as_ref(), units, Default::default());
-    runs::all_runs(tree, namer, lines.as_ref(), symbols, functions_only)
+    let decoded = names::decode_unit(sections, offset)?;
+    let (unit, tree, lines) = (&decoded.unit, tree::scanned(&decoded.unit, false)?, &decoded.lines);
+    let namer = names::Namer { unit, tree: &tree, lines: lines.as_ref(), units, caches };
+    runs::all_runs(&tree, namer, lines.as_ref(), symbols, functions_only)
 }
 
 /// (offset, end) of each unit in .debug_info, up to the first header gimli cannot read.
@@ -196,11 +197,10 @@ fn unit_spans(sections: &Sections) -> Vec<(u64, u64)> {
 /// The units of one file's DWARF, answered one whole unit at a time.
 #[pyclass(frozen, module = "symbolize.formats._kernels")]
 pub struct DwarfUnits {
-    /// Shared with the lazy units made of them (`lazy_unit`).
-    sections: Arc<Sections>,
     /// (offset, end) of each unit in .debug_info, up to the first header that cannot be read.
     units: Arc<Vec<(u64, u64)>>,
     symbols: Py<SymbolBounds>,
+    /// The sections, and what the whole-unit builds and the lazy units (`lazy_unit`) share.
     lazy: Arc<Mutex<lazy::LazyFile>>,
 }
 
@@ -249,7 +249,7 @@ impl UnitColumns {
 pub(crate) fn chain_tuple<'py>(
     py: Python<'py>, chains: &runs::Chains, chain: usize, strings: &Mutex<FxHashMap<usize, (runs::Text, Py<PyString>)>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let Some(((name, start_line, start_file), entry, outer)) = chains.list.get(chain) else {
+    let Some(((name, start_line, start_file), entry, (first, end))) = chains.list.get(chain) else {
         return Err(PyIndexError::new_err(format!("chain {chain} of {}", chains.list.len())));
     };
     let mut strings = strings.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -262,7 +262,7 @@ pub(crate) fn chain_tuple<'py>(
     };
     let frames = PyList::empty(py);
     for (function, file, line, column, frame_start_line, frame_start_file, start_address, discriminator) in
-        outer.iter().map(|&frame| &chains.frames[frame as usize])
+        chains.outer[*first as usize..*end as usize].iter().map(|&frame| &chains.frames[frame as usize])
     {
         let frame = (shared(function), shared(file), line, column, frame_start_line, shared(frame_start_file), start_address,
                      discriminator);
@@ -301,10 +301,13 @@ impl UnitColumns {
 
 impl DwarfUnits {
     fn decide(&self, py: Python<'_>, unit_offset: u64, functions_only: bool) -> PyResult<Decided<Columns>> {
-        let symbols = self.symbols.get();
-        let (sections, units) = (&*self.sections, &self.units[..]);
-        py.detach(|| unpanicked("DWARF reader", || build_unit(sections, units, symbols, unit_offset, functions_only)))
-            .map_err(CompiledDwarfError::new_err)
+        let (symbols, units) = (self.symbols.get(), &self.units[..]);
+        py.detach(|| {
+            lazy::LazyFile::work(&self.lazy, |sections, state| {
+                build_unit(sections, units, symbols, unit_offset, functions_only, &mut state.names)
+            })
+        })
+        .map_err(CompiledDwarfError::new_err)
     }
 }
 
@@ -321,9 +324,8 @@ impl DwarfUnits {
         };
         let sections = Sections::named(section, little_endian, address_size)?;
         let units = unpanicked("DWARF reader", || unit_spans(&sections)).map_err(CompiledDwarfError::new_err)?;
-        let sections = Arc::new(sections);
-        let lazy = lazy::LazyFile::shared(&sections);
-        Ok(DwarfUnits { sections, units: Arc::new(units), symbols, lazy })
+        let lazy = lazy::LazyFile::shared(Arc::new(sections));
+        Ok(DwarfUnits { units: Arc::new(units), symbols, lazy })
     }
 
     /// The runs of the unit whose header is at `unit_offset` in .debug_info; None where the
@@ -371,9 +373,9 @@ pub mod fuzzing {
         let section = |at: usize, _: &str| Ok::<_, std::convert::Infallible>(Section::Owned(sections.get(at).cloned().unwrap_or_default()));
         let Ok(sections) = Sections::named(section, little_endian, address_size);
         let symbols = SymbolBounds { starts: Vec::new(), stops: Vec::new() };
-        let units = unit_spans(&sections);
+        let (units, mut caches) = (unit_spans(&sections), Default::default());
         for &(offset, _) in &units {
-            let _ = build_unit(&sections, &units, &symbols, offset, functions_only);
+            let _ = build_unit(&sections, &units, &symbols, offset, functions_only, &mut caches);
         }
     }
 }

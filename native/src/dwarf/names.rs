@@ -9,7 +9,7 @@
 //! the reference's cut-off is left to the reference.
 
 use rustc_hash::FxHashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use gimli::constants as dw;
 use gimli::AttributeValue;
@@ -33,8 +33,24 @@ pub(crate) type CallSite = (Option<Text>, i64, i64, i64);
 /// A node's name, entry and, for an inlined call, call site (`Namer::node_facts`).
 pub(crate) type NodeFacts = (Name, Option<u128>, Option<CallSite>);
 
-/// Another unit a name chain reaches (`DW_FORM_ref_addr`): its DIEs, scopes and line table.
-pub(crate) type Reached<'a> = Arc<(UnitData<'a>, Tree<'a>, Option<LineTable>)>;
+/// A unit another's name chain reaches (`DW_FORM_ref_addr`), or a lazy unit: decoded once a file.
+pub(crate) type Reached<'a> = Arc<Decoded<'a>>;
+
+/// A unit's DIEs and line table, and its tree as a lookup scans it (`tree::scanned`), on first use:
+/// as in the reference, a unit reached for names is scanned only to qualify one (`_qualify`), and a
+/// large Rust binary names its inlined functions by linkage names from a hundred units it never scans.
+pub(crate) struct Decoded<'a> {
+    pub unit: UnitData<'a>,
+    pub lines: Option<LineTable>,
+    tree: OnceLock<Decided<Tree<'a>>>,
+}
+
+impl<'a> Decoded<'a> {
+    pub(crate) fn tree(&self) -> Decided<&Tree<'a>> {
+        let scanned = self.tree.get_or_init(|| super::tree::scanned(&self.unit, true));
+        scanned.as_ref().map_err(|defer| Defer(defer.0))
+    }
+}
 
 /// `DwarfInfo._file_of`: the name of file number `attr` (a DW_AT_decl_file or DW_AT_call_file, any
 /// constant form but a flag) in `lines`, None for a number no entry has or no line table;
@@ -59,24 +75,34 @@ fn declaration(lines: Option<&LineTable>, line: Option<&Attr<'_>>, file: Option<
     Ok((line, file))
 }
 
-/// The unit at `offset` as `_index_for` decodes it: its DIEs and line table; its tree as
-/// `tree::scanned` scans it (`lazy`: a lookup's, a function's children walked when asked).
-pub(crate) fn decode_unit<'a>(sections: &'a Sections, offset: u64, lazy: bool) -> Decided<Reached<'a>> {
+/// The unit at `offset` as `_index_for` decodes it: its DIEs and line table, its tree when asked.
+pub(crate) fn decode_unit<'a>(sections: &'a Sections, offset: u64) -> Decided<Reached<'a>> {
     let unit = UnitData::load(sections, offset)?;
     let lines = match unit.stmt_list {
         Some(stmt_list) => Some(super::lines::decode(&unit, stmt_list)?),
         None => None,
     };
-    let tree = super::tree::scanned(&unit, lazy)?;
-    Ok(Arc::new((unit, tree, lines)))
+    Ok(Arc::new(Decoded { unit, lines, tree: OnceLock::new() }))
 }
 
-/// A namer's caches, kept by a lazy unit between lookups.
+/// What naming keeps for a whole file (`lazy::Units`), as the reference's `DwarfInfo._names`: the
+/// units decoded for it (`reached`) and each DIE's name, by .debug_info offset.
 #[derive(Default)]
 pub(crate) struct NamerCaches<'a> {
-    /// Shared by a file's lazy units (`lazy::LazyFile`): they reach the same few units.
-    pub reached: FxHashMap<u64, Reached<'a>>,
+    reached: FxHashMap<u64, Reached<'a>>,
     cache: FxHashMap<u64, Name>,
+}
+
+impl<'a> NamerCaches<'a> {
+    /// The unit at `offset` (`decode_unit`), decoded on first use.
+    pub(crate) fn reached(&mut self, sections: &'a Sections, offset: u64) -> Decided<Reached<'a>> {
+        if let Some(found) = self.reached.get(&offset) {
+            return Ok(found.clone());
+        }
+        let found = decode_unit(sections, offset)?;
+        self.reached.insert(offset, found.clone());
+        Ok(found)
+    }
 }
 
 pub(crate) struct Namer<'u, 'a> {
@@ -84,25 +110,11 @@ pub(crate) struct Namer<'u, 'a> {
     pub tree: &'u Tree<'a>,
     pub lines: Option<&'u LineTable>,
     /// (offset, end) of every unit of the file, in order.
-    units: &'u [(u64, u64)],
-    reached: FxHashMap<u64, Reached<'a>>,
-    cache: FxHashMap<u64, Name>,
+    pub units: &'u [(u64, u64)],
+    pub caches: &'u mut NamerCaches<'a>,
 }
 
 impl<'u, 'a> Namer<'u, 'a> {
-    /// A namer, with the caches a lazy unit keeps between lookups (`take_caches`) or new ones.
-    pub(crate) fn with_caches(
-        unit: &'u UnitData<'a>, tree: &'u Tree<'a>, lines: Option<&'u LineTable>, units: &'u [(u64, u64)],
-        caches: NamerCaches<'a>,
-    ) -> Self {
-        Namer { unit, tree, lines, units, reached: caches.reached, cache: caches.cache }
-    }
-
-    /// What `with_caches` takes back.
-    pub(crate) fn take_caches(self) -> NamerCaches<'a> {
-        NamerCaches { reached: self.reached, cache: self.cache }
-    }
-
     /// `_unit_for_reference` into another unit: that unit, decoded as `_index_for` decodes it (its
     /// line table and DIEs); any doubt about it leaves the unit asking to the reference.
     fn reach(&mut self, target: u64) -> Decided<Reached<'a>> {
@@ -111,12 +123,7 @@ impl<'u, 'a> Namer<'u, 'a> {
         if target >= end {
             return Err(Defer("a reference outside every unit"));
         }
-        if let Some(found) = self.reached.get(&offset) {
-            return Ok(found.clone());
-        }
-        let found = decode_unit(self.unit.sections, offset, true)?;
-        self.reached.insert(offset, found.clone());
-        Ok(found)
+        self.caches.reached(self.unit.sections, offset)
     }
 
     /// What a chain takes of a node, from one read of its DIE: `DwarfInfo.node_name` (name, decl
@@ -136,7 +143,7 @@ impl<'u, 'a> Namer<'u, 'a> {
         let decl = declaration(self.lines, attrs.decl_line.as_ref(), attrs.decl_file.as_ref())?;
         let reference = attrs.abstract_origin.as_ref().or(attrs.specification.as_ref());
         let (linkage, name) = (attrs.linkage_name.as_ref(), attrs.name.as_ref());
-        let name = self.resolve_name(unit, tree, found.die, linkage, name, decl, reference, 0)?;
+        let name = self.resolve_name(unit, Some(tree), found.die, linkage, name, decl, reference, 0)?;
         Ok((name, entry, call_site))
     }
 
@@ -156,7 +163,7 @@ impl<'u, 'a> Namer<'u, 'a> {
     fn resolve_name(
         &mut self,
         unit: &UnitData<'a>,
-        tree: &Tree<'a>,
+        tree: Option<&Tree<'a>>,
         die: u64,
         linkage: Option<&Attr<'a>>,
         name: Option<&Attr<'a>>,
@@ -189,10 +196,16 @@ impl<'u, 'a> Namer<'u, 'a> {
                 }
             }
         }
-        if linkage.is_none() {
-            if let Some(name) = name {
-                linkage = Some(qualify(tree, die, name).into());
-            }
+        if let (None, Some(name)) = (&linkage, name) {
+            let reached; // the tree of a unit reached for names, scanned now
+            let tree = match tree {
+                Some(tree) => tree,
+                None => {
+                    reached = self.reach(die)?;
+                    reached.tree()?
+                }
+            };
+            linkage = Some(qualify(tree, die, name).into());
         }
         Ok((linkage, decl, decl_file))
     }
@@ -208,23 +221,22 @@ impl<'u, 'a> Namer<'u, 'a> {
             }
             _ => return Ok(None),
         };
-        let inside = unit.offset <= target && target < unit.end;
-        if let (true, Some(found)) = (inside, self.cache.get(&target)) {
+        if let Some(found) = self.caches.cache.get(&target) {
             return Ok(Some(found.clone()));
         }
-        if inside && unit.offset == self.unit.offset {
-            return self.die_name(self.unit, self.tree, self.lines, target, depth + 1).map(Some);
+        if self.unit.offset <= target && target < self.unit.end {
+            return self.die_name(self.unit, Some(self.tree), self.lines, target, depth + 1).map(Some);
         }
         let reached = self.reach(target)?;
-        self.die_name(&reached.0, &reached.1, reached.2.as_ref(), target, depth + 1).map(Some)
+        self.die_name(&reached.unit, None, reached.lines.as_ref(), target, depth + 1).map(Some)
     }
 
     /// `_die_name`: (name, decl line, decl file) of the DIE at `die`, every attribute of it read;
-    /// `lines`: the line table of its unit.
+    /// `lines`: the line table of its unit; `tree`: its tree, None for a unit reached for names.
     fn die_name(
-        &mut self, unit: &UnitData<'a>, tree: &Tree<'a>, lines: Option<&LineTable>, die: u64, depth: u32,
+        &mut self, unit: &UnitData<'a>, tree: Option<&Tree<'a>>, lines: Option<&LineTable>, die: u64, depth: u32,
     ) -> Decided<Name> {
-        if let Some(found) = self.cache.get(&die) {
+        if let Some(found) = self.caches.cache.get(&die) {
             return Ok(found.clone());
         }
         // A node's slots, but DW_AT_linkage_name wins over DW_AT_MIPS_linkage_name wherever it is.
@@ -234,14 +246,14 @@ impl<'u, 'a> Namer<'u, 'a> {
             _ => attrs.keep(name, value),
         })?;
         if read.is_none() {
-            self.cache.insert(die, (None, 0, None));
+            self.caches.cache.insert(die, (None, 0, None));
             return Ok((None, 0, None));
         }
         let linkage = attrs.linkage_name.as_ref().or(mips.as_ref());
         let reference = attrs.abstract_origin.as_ref().or(attrs.specification.as_ref());
         let decl = declaration(lines, attrs.decl_line.as_ref(), attrs.decl_file.as_ref())?;
         let result = self.resolve_name(unit, tree, die, linkage, attrs.name.as_ref(), decl, reference, depth)?;
-        self.cache.insert(die, result.clone());
+        self.caches.cache.insert(die, result.clone());
         Ok(result)
     }
 }

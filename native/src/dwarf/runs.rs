@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 
 use super::lines::LineTable;
 pub(crate) use super::names::{Name, Text};
-use super::names::{Namer, NamerCaches, NodeFacts, Reached};
+use super::names::{Namer, NamerCaches, NodeFacts};
 use super::unit::UnitData;
 use super::tree::Tree;
 use super::{Decided, Defer};
@@ -149,11 +149,13 @@ pub(crate) type Frame = (Option<Text>, Option<Text>, i64, i64, i64, Option<Text>
 /// A unit's inline chains: per chain, the innermost name (decl line and file), its entry
 /// (DW_AT_low_pc) and its calling frames innermost first, as ids into `frames`. A calling frame is
 /// made once per callee node: a large unit's chains share their callers, and a copy per chain
-/// held a million frames' strings on a large Rust binary.
+/// held a million frames' strings on a large Rust binary. Every chain's frame ids are in one list
+/// (`outer`, a chain's from its first to its last): a list of their own was an allocation a chain.
 #[derive(Default)]
 pub(crate) struct Chains {
-    pub list: Vec<(Name, Option<u128>, Vec<u32>)>,
+    pub list: Vec<(Name, Option<u128>, (u32, u32))>,
     pub frames: Vec<Frame>,
+    pub outer: Vec<u32>,
     by_callee: FxHashMap<usize, u32>,
 }
 
@@ -201,8 +203,6 @@ impl Builder<'_, '_> {
         // these by doubling was a third of the cut's cost on a large Rust unit.
         let ranges: usize = children.iter().map(|&child| self.tree.ranges_of(child).len()).sum();
         pieces.reserve(2 * ranges + spans.len());
-        let mut by_child: FxHashMap<usize, Vec<(u128, u128)>> = FxHashMap::default();
-        by_child.reserve(children.len());
         let mut owners = Vec::with_capacity(ranges);
         for &(span_low, span_high) in &spans {
             owners.clear();
@@ -218,7 +218,7 @@ impl Builder<'_, '_> {
                 if cursor < piece_low {
                     pieces.push((cursor, piece_low, node));
                 }
-                by_child.entry(child).or_default().push((piece_low, piece_high));
+                self.built.node_spans.entry(child).or_default().push((piece_low, piece_high));
                 pieces.push((piece_low, piece_high, child));
                 cursor = piece_high;
             }
@@ -227,9 +227,6 @@ impl Builder<'_, '_> {
             }
         }
         pieces.sort_unstable();
-        for (child, spans) in by_child {
-            self.built.node_spans.insert(child, spans);
-        }
         pieces
     }
 
@@ -239,14 +236,16 @@ impl Builder<'_, '_> {
             return Ok(*found);
         }
         let (name, entry, _) = self.facts(leaf)?;
-        let mut outer = Vec::new();
+        let first = self.built.columns.chains.outer.len() as u32;
         let mut callee = leaf;
         while self.tree.nodes[callee].parent >= 0 {
-            outer.push(self.calling_frame(callee)?);
+            let frame = self.calling_frame(callee)?;
+            self.built.columns.chains.outer.push(frame);
             callee = self.tree.nodes[callee].parent as usize;
         }
-        let id = self.built.columns.chains.list.len() as i64;
-        self.built.columns.chains.list.push((name, entry, outer));
+        let chains = &mut self.built.columns.chains;
+        let id = chains.list.len() as i64;
+        chains.list.push((name, entry, (first, chains.outer.len() as u32)));
         self.built.chain_ids.insert(leaf, id);
         Ok(id)
     }
@@ -499,8 +498,7 @@ pub(crate) type Run = (u64, u64, i64, i64, i64, i64, i64, i64);
 
 /// What a lazy unit keeps between lookups (`UnitRuns` of a cold lookup: spans built as addresses
 /// land in them, each inline level cut once, each chain named once).
-pub(crate) struct Kept<'a> {
-    namer: NamerCaches<'a>,
+pub(crate) struct Kept {
     /// Its columns' head keys and chains: what `UnitColumns.chain` gives.
     pub built: Built,
     /// Per node: its level's pieces (`_level`).
@@ -512,7 +510,7 @@ pub(crate) struct Kept<'a> {
     spans: FxHashMap<(u128, u128, i64), Columns>,
 }
 
-impl Kept<'_> {
+impl Kept {
     pub(crate) fn new(tree: &Tree<'_>, lines: Option<&LineTable>) -> Self {
         let pieces = function_pieces(tree);
         let mut built = Built::default();
@@ -521,7 +519,6 @@ impl Kept<'_> {
         }
         let row_pieces = sequence_pieces(lines);
         Kept {
-            namer: NamerCaches::default(),
             built,
             levels: FxHashMap::default(),
             pieces,
@@ -543,8 +540,8 @@ pub(crate) fn lazy_run_at<'a>(
     units: &[(u64, u64)],
     symbols: &SymbolBounds,
     functions_only: bool,
-    kept: &mut Kept<'a>,
-    reached: &mut FxHashMap<u64, Reached<'a>>,
+    kept: &mut Kept,
+    caches: &mut NamerCaches<'a>,
     vaddr: u128,
 ) -> Decided<Option<Run>> {
     // A unit whose functions wait (`own`): the one holding `vaddr` walked before its levels are cut.
@@ -557,21 +554,18 @@ pub(crate) fn lazy_run_at<'a>(
         Some(own) => &*own,
         None => tree,
     };
-    kept.namer.reached = std::mem::take(reached);
-    let namer = Namer::with_caches(unit, tree, lines, units, std::mem::take(&mut kept.namer));
+    let namer = Namer { unit, tree, lines, units, caches };
     let mut builder = Builder { tree, namer, lines, built: std::mem::take(&mut kept.built) };
     let found = span_run_at(&mut builder, symbols, functions_only, kept, vaddr);
     kept.built = builder.built;
-    kept.namer = builder.namer.take_caches();
-    *reached = std::mem::take(&mut kept.namer.reached);
     found
 }
 
-fn span_run_at<'a>(
-    builder: &mut Builder<'_, 'a>,
+fn span_run_at(
+    builder: &mut Builder<'_, '_>,
     symbols: &SymbolBounds,
     functions_only: bool,
-    kept: &mut Kept<'a>,
+    kept: &mut Kept,
     vaddr: u128,
 ) -> Decided<Option<Run>> {
     // _leaf_at: the top-level piece, then down one level at a time.
