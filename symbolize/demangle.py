@@ -207,9 +207,10 @@ def demangle_names(names: list[str], mode: DemangleMode) -> list[str]:
         return [demangle(name, mode) for name in names]
     memo = _full_names
     prefixed = list(compress(names, map(str.startswith, names, repeat(MANGLING_PREFIXES))))
-    # The remembered full names, None where none (then demangled now).
-    known = dict(zip(prefixed, map(memo.get, prefixed), strict=True))
     asked = list(filterfalse(memo.__contains__, prefixed))
+    # The remembered full names, None where none (then demangled now); none read when none is
+    # remembered (a cold lookup).
+    known = dict(zip(prefixed, map(memo.get, prefixed), strict=True)) if len(asked) < len(prefixed) else {}
     if asked:
         fresh = _llvm_demangled(asked)
         known.update(fresh)
@@ -224,36 +225,42 @@ def demangle_names(names: list[str], mode: DemangleMode) -> list[str]:
 def _llvm_demangled(names: list[str]) -> dict[str, str]:
     """Each of ``names`` (distinct, each with a mangling prefix) -> :func:`_llvm_demangle` of it.
 
-    The plain Itanium names (most) go to LLVM's Itanium demangler in one map, and the Rust legacy
-    ones among them are decoded together (:func:`_decode_rust_legacy_texts`); the rest (Rust v0,
-    MSVC, a symbol version, a name LLVM does not read or one too long), name by name.
+    The plain Itanium names (most) go to LLVM's Itanium demangler in one map, the Rust v0 ones to
+    its Rust demangler in another, and the Rust legacy ones among them are decoded together
+    (:func:`_decode_rust_legacy_texts`); the rest (MSVC, a symbol version, a name LLVM does not
+    read or one too long), name by name.
     """
     itanium = [
         name
         for name in names
         if len(name) <= MAX_DEMANGLE_LENGTH and "@" not in name and name.startswith(_ITANIUM_PREFIXES)
     ]
-    texts = _itanium_demangled(itanium)
-    demangled = cast("dict[str, str]", dict(zip(itanium, texts, strict=True)))
-    if not all(texts):
+    rest = list(filterfalse(set(itanium).__contains__, names)) if len(itanium) < len(names) else []
+    rust_v0 = [name for name in rest if len(name) <= MAX_DEMANGLE_LENGTH and name.startswith("_R")]
+    llvm = _llvm()
+    texts = dict(zip(itanium, _each_demangled(llvm.itanium_demangle, itanium), strict=True))
+    texts.update(zip(rust_v0, _each_demangled(llvm.rust_demangle, rust_v0), strict=True))
+    demangled = cast("dict[str, str]", texts)
+    if not all(texts.values()):
         # Names LLVM does not read (None) or reads as nothing: left to _llvm_demangle below.
-        demangled = {name: text for name, text in demangled.items() if text}
+        demangled = {name: text for name, text in texts.items() if text}
     # _llvm_demangle's test, cheap part first: "$" or ".." in the text, then the name Rust legacy.
     escaped = [name for name, text in demangled.items() if "$" in text or ".." in text]
     legacy = list(filter(_compiled(_RUST_LEGACY).search, escaped))
     decoded = _decode_rust_legacy_texts(list(map(demangled.__getitem__, legacy)))
     demangled.update(zip(legacy, decoded, strict=True))
-    others = list(filterfalse(demangled.__contains__, names))
-    demangled.update(zip(others, map(_llvm_demangle, others), strict=True))
+    if len(demangled) < len(names):
+        others = list(filterfalse(demangled.__contains__, names))
+        demangled.update(zip(others, map(_llvm_demangle, others), strict=True))
     return demangled
 
 
-def _itanium_demangled(names: list[str]) -> list[str | None]:
-    """pycxxfilt's ``itanium_demangle`` of each of ``names``, None where it fails: one map in C.
+def _each_demangled(demangler: Callable[[str], str | None], names: list[str]) -> list[str | None]:
+    """``demangler`` (one of pycxxfilt's) of each of ``names``, None where it fails: one map in C.
     A name it does not parse raises, and the map goes on after it: ``list.extend`` keeps what it
     took before the error (CPython's list_extend appends item by item)."""
     demangled: list[str | None] = []
-    pending = map(_llvm().itanium_demangle, names)
+    pending = map(demangler, names)
     while True:
         try:
             demangled.extend(pending)
@@ -382,23 +389,56 @@ def _decode_rust_legacy(text: str) -> str:
 
 def _decode_rust_legacy_texts(texts: list[str]) -> list[str]:
     """:func:`_decode_rust_legacy` of each of ``texts``, each distinct text before its last ``::``
-    decoded once: a Rust program's names share it far more than their whole text (``<Map<I,F> as
-    Iterator>::fold``, instantiated for many ``I``, ``F``, has as many hashes after it; rustgen's
-    12,759 escaped names have 1,783 such heads).
+    decoded once (:func:`_decode_rust_legacy_joined`): a Rust program's names share it far more
+    than their whole text (``<Map<I,F> as Iterator>::fold``, instantiated for many ``I``, ``F``,
+    has as many hashes after it; rustgen's 12,759 escaped names have 1,783 such heads).
 
     The same as text by text when no last component (the hash) has an escape's ``$`` or a ``..``:
     it reads as it is then, and :func:`_decode_rust_legacy`'s split of the text is its split of
     the rest, but where that ends in ``:`` (``a:::h...``: ``a``, ``:h...``), a ``:`` no decoding
-    reads. Else text by text.
+    reads. Else the whole texts.
     """
     if not texts:
         return []
     heads, separators, tails = zip(*map(str.rpartition, texts, repeat("::")), strict=True)
     joined_tails = "\n".join(tails)
     if "$" in joined_tails or ".." in joined_tails:
-        return list(map(_decode_rust_legacy, texts))
-    decoded = {head: _decode_rust_legacy(head) for head in set(heads)}
+        return _decode_rust_legacy_joined(texts)
+    distinct = list(set(heads))
+    decoded = dict(zip(distinct, _decode_rust_legacy_joined(distinct), strict=True))
     return list(map("".join, zip(map(decoded.__getitem__, heads), separators, tails, strict=True)))
+
+
+def _decode_rust_legacy_joined(texts: list[str]) -> list[str]:
+    """:func:`_decode_rust_legacy` of each of ``texts``, all of them at once: their text joined by
+    newlines is split at its ``$`` and decoded by ``str`` methods in C, where a text, a component
+    or an escape at a time costs a Python call (a regular expression's callback per escape).
+
+    The same as text by text: no escape, no ``..`` and no ``::`` spans a newline, and the
+    components a text's ``::`` split makes are what ``::`` ends or a newline opens, unless a text
+    holds ``:::`` (``a:::b`` splits into ``a``, ``:b``): then text by text. So is a batch where a
+    newline is in a text or an escape spells one (``$ua$``): its decoding has one line too many.
+    """
+    joined = "\n".join(texts)
+    if ":::" in joined:
+        return list(map(_decode_rust_legacy, texts))
+    # A component's "_" before an escape: at a text's start, after a newline or a "::".
+    if joined.startswith("_$"):
+        joined = joined[1:]
+    joined = joined.replace("\n_$", "\n$").replace("::_$", "::$")
+    # Split at "$", the escapes are the odd parts when every "$" opens or closes one (rustc spells
+    # a "$" of its own ``$u24$``); then each distinct one is decoded once. Else text by text.
+    parts = joined.split("$")
+    bodies = parts[1::2]
+    spelled = {body: f"${body}$" for body in set(bodies)}
+    if len(parts) % 2 == 0 or not all(map(_compiled(_RUST_ESCAPE).fullmatch, spelled.values())):
+        return list(map(_decode_rust_legacy, texts))
+    decoded_escapes = {body: _escaped_char(escape) for body, escape in spelled.items()}
+    parts[1::2] = map(decoded_escapes.__getitem__, bodies)
+    decoded = "".join(parts).replace("..", "::").split("\n")
+    if len(decoded) != len(texts):
+        return list(map(_decode_rust_legacy, texts))
+    return decoded
 
 
 def _decoded_component(component: str) -> str:
@@ -410,7 +450,11 @@ def _decoded_component(component: str) -> str:
 
 
 def _rust_escape(match: re.Match[str]) -> str:
-    escape = match.group(0)
+    return _escaped_char(match.group(0))
+
+
+def _escaped_char(escape: str) -> str:
+    """What one Rust legacy escape (:data:`_RUST_ESCAPE`, ``$LT$``, ``$u7b$``) stands for."""
     if escape in _RUST_ESCAPES:
         return _RUST_ESCAPES[escape]
     return chr(int(escape[2:-1], 16))
