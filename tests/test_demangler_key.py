@@ -4,6 +4,7 @@ them) makes new keys and one release makes the same key on every machine."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,10 @@ from symbolize import demangle
 
 
 @pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
+def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # find_spec answers a loaded module's own spec, not the search path's: a test before this one in
+    # the same process (any lookup that demangled) may have loaded pycxxfilt.
+    monkeypatch.delitem(sys.modules, "pycxxfilt", raising=False)
     demangle._demangler.cache_clear()
     yield
     demangle._demangler.cache_clear()
@@ -31,7 +35,6 @@ def _installed(tmp_path: Path, *dist_infos: str) -> Path:
 
 def test_the_demangler_is_named_by_pycxxfilts_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(_installed(tmp_path, "pycxxfilt-9.8.7.dist-info", "other-1.0.dist-info")))
-    monkeypatch.delitem(sys.modules, "pycxxfilt", raising=False)
     assert demangle.DEMANGLER.startswith("llvm demanglers of pycxxfilt 9.8.7, ")
     assert "pycxxfilt" not in sys.modules
 
@@ -42,6 +45,7 @@ def test_another_release_is_another_demangler(tmp_path: Path, monkeypatch: pytes
         site = tmp_path / release
         site.mkdir()
         monkeypatch.syspath_prepend(str(_installed(site, f"pycxxfilt-{release}.dist-info")))
+        importlib.invalidate_caches()  # the path finder's listing of a directory made this second
         demangle._demangler.cache_clear()
         names.append(demangle.DEMANGLER)
     assert names[0] != names[1]
