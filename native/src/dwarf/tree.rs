@@ -24,7 +24,7 @@
 //! as the whole scan does.
 
 use gimli::constants as dw;
-use gimli::{AttributeValue, Reader, UnitOffset};
+use gimli::{Reader, UnitOffset};
 use rustc_hash::FxHashMap;
 
 use super::unit::{Attr, UnitData};
@@ -223,21 +223,7 @@ impl Plan {
                     let length = input.read_uleb128()?;
                     input.skip(usize::try_from(length).map_err(|_| Defer("a block past the address space"))?)?;
                 }
-                Step::Read(spec) => {
-                    // A node's bounds in their usual forms, read as gimli's `read_attribute` reads them.
-                    let value = match (spec.name(), spec.form()) {
-                        (_, dw::DW_FORM_addr) => AttributeValue::Addr(input.read_address(unit.addr_size)?),
-                        (dw::DW_AT_high_pc, dw::DW_FORM_data4) => AttributeValue::Data4(input.read_u32()?),
-                        (dw::DW_AT_high_pc, dw::DW_FORM_data8) => AttributeValue::Data8(input.read_u64()?),
-                        _ => {
-                            let mut raw = gimli::EntriesRaw::new(*input, unit.header.encoding(), &unit.abbrevs, UnitOffset(0));
-                            let value = raw.read_attribute(spec)?.raw_value();
-                            input.skip(raw.next_offset().0)?;
-                            value
-                        }
-                    };
-                    read(spec, (spec.form(), value));
-                }
+                Step::Read(spec) => read(spec, (spec.form(), unit.read_value(input, spec)?)),
             }
         }
         Ok(())

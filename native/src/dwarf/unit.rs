@@ -132,16 +132,41 @@ impl<'a> UnitData<'a> {
         if die < self.first_die() || die >= self.end {
             return Err(Defer("a DIE reference outside its unit"));
         }
-        let mut raw = self.header.entries_raw(&self.abbrevs, Some(UnitOffset((die - self.offset) as usize)))?;
-        let Some(abbrev) = raw.read_abbreviation()? else { return Ok(None) };
-        for spec in abbrev.attributes() {
+        let mut input = self.header.range_from(UnitOffset((die - self.offset) as usize)..)?;
+        let code = input.read_uleb128()?;
+        if code == 0 {
+            return Ok(None);
+        }
+        let abbrev = self.abbrevs.get(code).ok_or(gimli::Error::InvalidAbbreviationCode(code))?;
+        for &spec in abbrev.attributes() {
             if spec.form() == dw::DW_FORM_indirect {
                 return Err(Defer("DW_FORM_indirect"));
             }
-            let attribute = raw.read_attribute(*spec)?;
-            each(spec.name(), (spec.form(), attribute.raw_value()));
+            each(spec.name(), (spec.form(), self.read_value(&mut input, spec)?));
         }
         Ok(Some(abbrev))
+    }
+
+    /// Attribute `spec`'s value at `input`, as gimli's `read_attribute` reads it raw: the usual
+    /// forms of a node's attributes here, since a call into gimli (a reader set up for it) per
+    /// attribute was most of the cost of reading a DIE.
+    #[inline(always)]
+    pub(crate) fn read_value(&self, input: &mut R<'a>, spec: gimli::AttributeSpecification) -> Decided<AttributeValue<R<'a>>> {
+        Ok(match (spec.name(), spec.form()) {
+            (_, dw::DW_FORM_addr) => AttributeValue::Addr(input.read_address(self.addr_size)?),
+            (_, dw::DW_FORM_data1) => AttributeValue::Data1(input.read_u8()?),
+            (_, dw::DW_FORM_data2) => AttributeValue::Data2(input.read_u16()?),
+            // Not every data4 or data8: gimli reads those of some attributes (DWARF 2, 3) as offsets.
+            (dw::DW_AT_high_pc, dw::DW_FORM_data4) => AttributeValue::Data4(input.read_u32()?),
+            (dw::DW_AT_high_pc, dw::DW_FORM_data8) => AttributeValue::Data8(input.read_u64()?),
+            (_, dw::DW_FORM_ref4) => AttributeValue::UnitRef(UnitOffset(input.read_u32()? as usize)),
+            _ => {
+                let mut raw = gimli::EntriesRaw::new(*input, self.header.encoding(), &self.abbrevs, UnitOffset(0));
+                let value = raw.read_attribute(spec)?.raw_value();
+                input.skip(raw.next_offset().0)?;
+                value
+            }
+        })
     }
 
     fn read_root(&mut self) -> Decided<()> {
