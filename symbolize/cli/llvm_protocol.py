@@ -58,8 +58,9 @@ _BLANK_FRAME = {"Column": 0, "Discriminator": 0, "FileName": "", "FunctionName":
 
 
 # A line that is a plain hex address below 2**64 (what parse_query reads as that address).
-_PLAIN_HEX = re.compile(r"0x[0-9a-fA-F]{1,16}").fullmatch
-_PLAIN_HEX_LINES = re.compile(r"0x[0-9a-fA-F]{1,16}(?:\n0x[0-9a-fA-F]{1,16})*").fullmatch
+_HEX_ADDRESS = r"0x[0-9a-fA-F]{1,16}"
+_PLAIN_HEX = re.compile(_HEX_ADDRESS).fullmatch
+_PLAIN_HEX_LINES = re.compile(rf"{_HEX_ADDRESS}(?:\n{_HEX_ADDRESS})*").fullmatch
 
 
 def _all_plain_hex(lines: Sequence[str]) -> bool:
