@@ -12,6 +12,7 @@ import itertools
 import json
 import random
 import re
+import zlib
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,39 @@ def test_kernel_errors_are_the_typed_error() -> None:
         kernels.crc32(b"abc", 2, 5)
     with pytest.raises(kernels.IndexInconsistentError):
         kernels.IndexedRuns(b"", dict.fromkeys(kernels.INDEXED_RUNS_ARRAYS, ("B", 0, 1)), [])
+
+
+def test_the_kernel_borrows_the_mapped_index_and_lets_it_go(tmp_path: Path) -> None:
+    """The kernel reads the index's mapping in place (a copy of the file was a tenth of a warm
+    lookup of libpython): while it holds the mapping, the view cannot be released under it, and
+    closing the source with a kernel alive neither raises nor leaves the kernel unable to read."""
+    binary = FIXTURES / "bin" / "cppdemo-gcc-dwarf5-pie"
+    options = SearchOptions(index_dir=tmp_path, build_missing_indexes=True)
+    module = open_module(binary, Loader(options))
+    (indexed,) = module.sources
+    assert isinstance(indexed, IndexedObject)
+    runs = indexed.compiled_runs()
+    assert runs is not None
+    with pytest.raises(BufferError):
+        indexed.index._view.release()  # exported to the kernel, not copied
+    texts = _texts(binary)
+    expected = AnswerText(FrameShaper("full", True), True).render_reference(module, texts)
+    assert AnswerText(FrameShaper("full", True), True)._compiled(module, texts) == expected
+    indexed.close()
+    assert indexed.compiled_runs() is None
+    assert kernels is not None
+    # The closed source's kernel still reads its mapping, unmapped only when the kernel goes.
+    assert kernels.render_lookup_answers(texts, [runs], as_json=True, inlines=True, demangle_mode="full",
+                                         shown=lambda name, full: full or name, parse_address=lambda text: None,
+                                         unnamed_reason="no-debug-info") is not None
+
+
+@given(data=st.binary(max_size=300), start=st.integers(0, 310), length=st.integers(0, 310))
+def test_crc32_reads_any_buffer_as_zlib_does(data: bytes, start: int, length: int) -> None:
+    assert kernels is not None
+    for buffer in (data, memoryview(data), bytearray(data), memoryview(bytearray(data))[::1]):
+        if start + length <= len(data):
+            assert kernels.crc32(buffer, start, length) == zlib.crc32(data[start : start + length])
+        else:
+            with pytest.raises(kernels.IndexInconsistentError):
+                kernels.crc32(buffer, start, length)

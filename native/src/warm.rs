@@ -12,7 +12,9 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use std::sync::Arc;
 
+use crate::dwarf::Section;
 use crate::unpanicked;
 use crate::warm_index::{self, Column, Found, Frame, IndexError, Layout, ARRAYS};
 use crate::warm_text as text;
@@ -24,9 +26,10 @@ create_exception!(
     "An index whose numbers do not hold together: args are (source position, message)."
 );
 
-/// CRC-32 (zlib's) of `data[start:start + length]`: the index's per-array checksum.
+/// CRC-32 (zlib's) of `data[start:start + length]` (any buffer of bytes): the index's per-array checksum.
 #[pyfunction]
-fn crc32(data: &[u8], start: usize, length: usize) -> PyResult<u32> {
+fn crc32(data: &Bound<'_, PyAny>, start: usize, length: usize) -> PyResult<u32> {
+    let data = Section::borrow(data)?;
     let part = start.checked_add(length).and_then(|end| data.get(start..end));
     part.map(crc32fast::hash).ok_or_else(|| IndexInconsistentError::new_err((-1, "checksummed range runs past the data")))
 }
@@ -49,12 +52,12 @@ fn gather(py: Python<'_>, table: Vec<u64>, indexes: &[u8]) -> Option<Py<PyBytes>
 /// lookups), and SipHash was a twentieth of a lookup.
 pub(crate) type IdsMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
-/// One index's arrays (the file's bytes, checked by the caller against their CRC32s) and what
-/// lookups have printed from it.
+/// One index's arrays (the mapped file, borrowed, its arrays checked by the caller against their
+/// CRC32s) and what lookups have printed from it.
 #[pyclass(module = "symbolize.formats._kernels")]
 pub struct IndexedRuns {
-    /// The index file's bytes.
-    pub(crate) data: Py<PyBytes>,
+    /// The index file's bytes: shared, so that a batch reads them while it updates the pieces below.
+    pub(crate) data: Arc<Section>,
     pub(crate) layout: Layout,
     /// `str(MalformedInputError(text, path))` of each broken region, by error number - 1.
     error_details: Vec<String>,
@@ -75,8 +78,9 @@ impl IndexedRuns {
     /// `IndexInconsistentError`: no lookup then meets an id past its array.
     #[new]
     #[pyo3(signature = (data, arrays, error_details=Vec::new()))]
-    fn new(data: Bound<'_, PyBytes>, arrays: &Bound<'_, PyDict>, error_details: Vec<String>) -> PyResult<Self> {
-        let data_len = data.as_bytes().len();
+    fn new(data: &Bound<'_, PyAny>, arrays: &Bound<'_, PyDict>, error_details: Vec<String>) -> PyResult<Self> {
+        let data = Arc::new(Section::borrow(data)?);
+        let data_len = data.len();
         let inconsistent = |error: String| IndexInconsistentError::new_err((-1, error));
         let place = |name: &str| -> PyResult<(char, usize, usize)> {
             arrays.get_item(name)?.ok_or_else(|| inconsistent(format!("index has no array {name}")))?.extract()
@@ -91,9 +95,9 @@ impl IndexedRuns {
             return Err(inconsistent(format!("index array str_blob has type {blob_code:?}, not bytes")));
         }
         let layout = Layout::new(&columns, (blob_start, blob_length), data_len).map_err(|error| inconsistent(error.0))?;
-        layout.validate(data.as_bytes()).map_err(|error| inconsistent(error.0))?;
+        layout.validate(&data).map_err(|error| inconsistent(error.0))?;
         let (name_pieces, file_pieces, outer_pieces) = Default::default();
-        Ok(IndexedRuns { data: data.unbind(), layout, error_details, style: (String::new(), false), name_pieces, file_pieces, outer_pieces })
+        Ok(IndexedRuns { data, layout, error_details, style: (String::new(), false), name_pieces, file_pieces, outer_pieces })
     }
 
     /// `str(MalformedInputError(text, path))` of each broken region, by error number - 1: made
@@ -105,8 +109,7 @@ impl IndexedRuns {
     /// The bytes of each string of `ids` (None for id 0, which stands for None), as
     /// `IndexedObject._string` cuts them from the blob before decoding.
     fn strings<'py>(&self, py: Python<'py>, ids: Vec<u64>) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
-        let data = self.data.bind(py).as_bytes();
-        let string = |id| warm_index::string_bytes(&self.layout, data, id).map(|bytes| PyBytes::new(py, bytes));
+        let string = |id| warm_index::string_bytes(&self.layout, &self.data, id).map(|bytes| PyBytes::new(py, bytes));
         let strings: Result<Vec<_>, IndexError> = ids.into_iter().map(|id| (id != 0).then(|| string(id)).transpose()).collect();
         strings.map_err(|error| IndexInconsistentError::new_err((-1, error.0)))
     }
@@ -261,9 +264,7 @@ fn plain_address(text: &str) -> Option<u64> {
 }
 
 /// The lines for one batch of texts, or why not.
-#[allow(clippy::too_many_arguments)]
 fn render(
-    py: Python<'_>,
     texts: &Bound<'_, PyList>,
     sources: &mut [PyRefMut<'_, IndexedRuns>],
     as_json: bool,
@@ -272,8 +273,8 @@ fn render(
     parse_address: &Bound<'_, PyAny>,
     unnamed_reason: &str,
 ) -> Result<String, Stop> {
-    let datas: Vec<Py<PyBytes>> = sources.iter().map(|source| source.data.clone_ref(py)).collect();
-    let datas: Vec<&[u8]> = datas.iter().map(|data| data.bind(py).as_bytes()).collect();
+    let datas: Vec<Arc<Section>> = sources.iter().map(|source| Arc::clone(&source.data)).collect();
+    let datas: Vec<&[u8]> = datas.iter().map(|data| &data[..]).collect();
     for source in sources.iter_mut() {
         source.set_style(naming.mode, as_json);
     }
@@ -353,7 +354,6 @@ fn render(
 #[pyo3(signature = (texts, sources, *, as_json, inlines, demangle_mode, shown, parse_address, unnamed_reason))]
 #[allow(clippy::too_many_arguments)]
 fn render_lookup_answers(
-    py: Python<'_>,
     texts: &Bound<'_, PyList>,
     sources: &Bound<'_, PyList>,
     as_json: bool,
@@ -366,7 +366,7 @@ fn render_lookup_answers(
     let mut borrowed: Vec<PyRefMut<'_, IndexedRuns>> =
         sources.iter().map(|source| source.extract::<PyRefMut<'_, IndexedRuns>>().map_err(PyErr::from)).collect::<Result<_, _>>()?;
     let naming = Naming { mode: demangle_mode, shown };
-    let rendered = unpanicked("lookup", || render(py, texts, &mut borrowed, as_json, inlines, &naming, parse_address, unnamed_reason));
+    let rendered = unpanicked("lookup", || render(texts, &mut borrowed, as_json, inlines, &naming, parse_address, unnamed_reason));
     match rendered.map_err(|message| IndexInconsistentError::new_err((-1, message)))? {
         Ok(out) => Ok(Some(out)),
         Err(Stop::Fallback) => Ok(None),

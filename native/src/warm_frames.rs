@@ -180,11 +180,10 @@ fn collect(sources: &[PyRef<'_, IndexedRuns>], datas: &[&[u8]], vaddrs: &[u64]) 
 /// each of `vaddrs`, as `Module.lookup` finds them. An index whose ids do not hold together
 /// raises `IndexInconsistentError(source position, message)`.
 #[pyfunction]
-pub fn profile_answers(py: Python<'_>, sources: &Bound<'_, PyList>, vaddrs: Vec<u64>) -> PyResult<ProfileAnswers> {
+pub fn profile_answers(sources: &Bound<'_, PyList>, vaddrs: Vec<u64>) -> PyResult<ProfileAnswers> {
     let borrowed: Vec<PyRef<'_, IndexedRuns>> =
         sources.iter().map(|source| source.extract::<PyRef<'_, IndexedRuns>>().map_err(PyErr::from)).collect::<Result<_, _>>()?;
-    let datas: Vec<Py<PyBytes>> = borrowed.iter().map(|source| source.data.clone_ref(py)).collect();
-    let datas: Vec<&[u8]> = datas.iter().map(|data| data.bind(py).as_bytes()).collect();
+    let datas: Vec<&[u8]> = borrowed.iter().map(|source| &source.data[..]).collect();
     let collected = unpanicked("lookup", || collect(&borrowed, &datas, &vaddrs));
     let inconsistent = |(position, error): (usize, IndexError)| IndexInconsistentError::new_err((position as i64, error.0));
     collected.map_err(|message| IndexInconsistentError::new_err((-1, message)))?.map_err(inconsistent)

@@ -282,6 +282,7 @@ class IndexedObject:
         return self._summary
 
     def close(self) -> None:
+        self._compiled = False  # the kernel borrows the index's mapping: let it go first
         self.index.close()
         self.file.close()
 
@@ -370,7 +371,7 @@ class IndexedObject:
         """The index as the compiled lookup kernel reads it (``symbolize.formats._kernels.IndexedRuns``,
         used by symbolize/answer_text.py); None without the kernels or once the index is given up.
 
-        The file is read whole and each array the kernel reads checked against its CRC32, as
+        The kernel borrows the mapped file, each array it reads checked against its CRC32 first, as
         :meth:`_bind` checks the arrays it maps.
         """
         if self._compiled is None:
