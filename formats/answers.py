@@ -17,7 +17,7 @@ share everything but the innermost frame's place (file, line, column) share a
 from _thread import allocate_lock  # threading's Lock, without importing threading on a cold lookup
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from heapq import heappop, heappush
 from itertools import compress, pairwise
@@ -25,6 +25,9 @@ from operator import ne
 from typing import Any, NamedTuple, Protocol, TypeVar, overload, runtime_checkable
 
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
+
+# Readers inherit it from formats/region_answers.py; importable from here too, as before.
+from symbolize.formats.region_answers import AnsweredByRegions as AnsweredByRegions
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 
 T = TypeVar("T")
@@ -187,22 +190,6 @@ RunDecoder = Callable[[int], Sequence[AnswerRun]]
 LazyRunDecoder = Callable[[int], "Sequence[AnswerRun] | LazyRuns"]
 
 
-class RegionAnswers(Protocol):
-    """What answers a reader's questions: its regions, a region's runs, the frames at a vaddr."""
-
-    def answer_regions(self) -> Sequence[AnswerRegion]: ...
-
-    def answers(self, key: int) -> Sequence[AnswerRun]: ...
-
-    def frames_at(self, vaddr: int) -> list[Frame]: ...
-
-    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
-        """:meth:`frames_at` of each vaddr, or the MalformedInputError it raises."""
-        ...
-
-    def relative_file_names(self, vaddr: int) -> Mapping[str, str]: ...
-
-
 @runtime_checkable
 class CompiledChainHeads(Protocol):
     """A table's chain heads that the index's compiled tables can name and intern themselves
@@ -211,32 +198,6 @@ class CompiledChainHeads(Protocol):
     def compiled_chain_ids(self, tables: Any) -> list[int]:
         """The index's chain id of each head, interned by ``tables`` (the kernels' IndexTables)."""
         ...
-
-
-class AnsweredByRegions:
-    """The three questions of a symbol source, asked of what the reader's ``_answers()`` builds
-    on first use (its DWARF paired with its symbols, a debug map): one forwarding for every reader
-    instead of a copy in each."""
-
-    def _answers(self) -> RegionAnswers:
-        raise NotImplementedError
-
-    def answer_regions(self) -> Sequence[AnswerRegion]:
-        return self._answers().answer_regions()
-
-    def answers(self, key: int) -> Sequence[AnswerRun]:
-        return self._answers().answers(key)
-
-    def frames_at(self, vaddr: int) -> list[Frame]:
-        """Frames at ``vaddr``, innermost first; [] when nothing covers it."""
-        return self._answers().frames_at(vaddr)
-
-    def frames_many(self, vaddrs: Sequence[int]) -> list[list[Frame] | MalformedInputError]:
-        """:meth:`frames_at` of each vaddr, or the MalformedInputError it raises (a batch of lookups)."""
-        return self._answers().frames_many(vaddrs)
-
-    def relative_file_names(self, vaddr: int) -> Mapping[str, str]:
-        return self._answers().relative_file_names(vaddr)
 
 
 # Whether a class's objects are LazyRunsMany, asked once per class: a Protocol's isinstance reads

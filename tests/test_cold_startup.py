@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures_data import ROOT
 
 BINARY = ROOT / "fixtures" / "bin" / "cppdemo-gcc-dwarf5-pie"
@@ -89,3 +91,34 @@ def test_a_warm_lookup_loads_no_demangler(tmp_path: Path) -> None:
         [sys.executable, "-m", "symbolize", "lookup", "--obj", binary, "--no-cache", "0x1139"],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     ).stdout  # fmt: skip
+
+
+# What decoding a file's answers takes, which a lookup answered from an index never uses.
+_DECODING = (
+    "symbolize.formats.answers",
+    "symbolize.formats.symbols",
+    "symbolize.formats.paired",
+    "symbolize.formats.sections",
+    "symbolize.formats.elf.symtab",
+)
+
+
+@pytest.mark.parametrize("style", [[], ["--json"]])
+def test_a_warm_lookup_imports_nothing_that_decodes(tmp_path: Path, style: list[str]) -> None:
+    """The ELF reader imports its symbol tables, section decompression and answer tables where it
+    uses them (formats/elf/file.py): a warm lookup opens the file for its identity and hints alone."""
+    binary = str(BINARY)
+    cache = ["--cache-dir", str(tmp_path)]
+    built = subprocess.run([sys.executable, "-m", "symbolize", "index", binary, *cache],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    lookup = ["lookup", "--obj", binary, *cache, "--no-background-index", *style, "0x1139"]
+    done = subprocess.run([sys.executable, "-c", _PROGRAM, *lookup],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    modules = json.loads(done.stderr.splitlines()[-1])["modules"]
+    assert "symbolize.index.indexed" in modules  # answered from the index
+    assert [name for name in modules if name.startswith(_DECODING)] == []
+    cold = [*lookup[:3], "--no-cache", *style, "0x1139"]
+    assert done.stdout == subprocess.run([sys.executable, "-m", "symbolize", *cold],
+                                         capture_output=True, text=True, cwd=ROOT, timeout=120).stdout  # fmt: skip

@@ -17,15 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from symbolize.formats.answers import AnsweredByRegions
 from symbolize.formats.elf.headers import PF_X, PT_LOAD, SHF_COMPRESSED, SHT_NOBITS, ElfHeaders
 from symbolize.formats.elf.hints import debug_hints, debuglink_hint, readable_hint, supplementary_hint
 from symbolize.formats.elf.notes import find_build_id, read_debug_link, read_supplementary_link
-from symbolize.formats.elf.symtab import FunctionSymbol, all_function_symbols, function_symbol_rows, symbol_of_row
 from symbolize.formats.errors import MalformedInputError, NotFoundError, SymbolizeError
-from symbolize.formats.paired import paired_answers
-from symbolize.formats.sections import decompress_chdr, decompress_zdebug
-from symbolize.formats.symbols import SymbolAnswers, SymbolIndex, SymbolRow
+from symbolize.formats.region_answers import AnsweredByRegions
 from symbolize.formats.types import (
     DebugHint,
     DebugInfoSummary,
@@ -40,6 +36,12 @@ from symbolize.formats.types import (
 
 if TYPE_CHECKING:
     from symbolize.formats.dwarf import DwarfInfo
+    from symbolize.formats.elf.symtab import FunctionSymbol
+    from symbolize.formats.symbols import SymbolAnswers, SymbolIndex, SymbolRow
+
+# The modules that read a file's symbols, decompress its sections and pair its DWARF with its
+# symbols are imported where they are used: a warm lookup opens the file for its identity and
+# hints and answers from the index, which needs none of them (they were ~7 % of its instructions).
 
 # The smallest page of every ELF target: segments are mapped from page boundaries of at least this.
 _PAGE_SIZE = 0x1000
@@ -198,6 +200,8 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
         """
         if dwarf_name in self._decoded:
             return self._decoded[dwarf_name]
+        from symbolize.formats.sections import decompress_chdr, decompress_zdebug
+
         headers = self._headers
         data: bytes | memoryview | None = None
         section = headers.by_name.get("." + dwarf_name)
@@ -262,6 +266,8 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
     def _function_entries(self) -> list[SymbolRow]:
         """Every function symbol of the file's tables, as listed (:func:`function_symbol_rows`)."""
         if self._entries is None:
+            from symbolize.formats.elf.symtab import function_symbol_rows
+
             try:
                 self._entries = function_symbol_rows(self._headers)
             except MalformedInputError as err:
@@ -275,6 +281,8 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
 
     def _all_function_symbols(self) -> list[FunctionSymbol]:
         if self._symbols is None:
+            from symbolize.formats.elf.symtab import all_function_symbols
+
             self._symbols = all_function_symbols(self._function_entries())
         return self._symbols
 
@@ -284,6 +292,9 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
 
     def _symbol_index(self) -> SymbolIndex:
         if self._index is None:
+            from symbolize.formats.elf.symtab import symbol_of_row
+            from symbolize.formats.symbols import SymbolIndex
+
             # Built from the tables' rows as listed: keeping the preferred row of each address
             # keeps the preferred of each (address, name) among them, so the deduplicated list
             # (:meth:`_all_function_symbols`, a sort by name too) is not needed for it, and a
@@ -401,6 +412,8 @@ class ElfFile(AnsweredByRegions, ReaderDefaults):
     def _answers(self) -> SymbolAnswers:
         """This file as a symbol source: its DWARF units and symbol table (its image's, when bound)."""
         if self._answer_source is None:
+            from symbolize.formats.paired import paired_answers
+
             naming, beneath = self._naming_symbols()
             # Executables and shared objects place no code at 0; a relocatable object's sections all start there.
             executable = [segment for segment in self.segments() if segment.executable]

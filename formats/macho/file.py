@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from symbolize.formats.answers import AnsweredByRegions
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.macho.load_commands import (
     MH_BUNDLE,
@@ -43,6 +42,7 @@ from symbolize.formats.macho.symtab import (
     stabs,
 )
 from symbolize.formats.paired import paired_answers
+from symbolize.formats.region_answers import AnsweredByRegions
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
     DebugHint,

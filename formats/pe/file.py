@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from symbolize.formats.answers import AnsweredByRegions
 from symbolize.formats.errors import MalformedInputError
 from symbolize.formats.mapped import map_read_only
 from symbolize.formats.paired import paired_answers
+from symbolize.formats.region_answers import AnsweredByRegions
 from symbolize.formats.symbols import RankedSymbol, SymbolAnswers, SymbolIndex
 from symbolize.formats.types import (
     DebugHint,
