@@ -54,11 +54,11 @@ from symbolize.formats.types import (
     SymbolSource,
     frames_or_errors,
 )
-from symbolize.index.job import IndexJob
 from symbolize.module import FileIdentity
 
 if TYPE_CHECKING:
     from symbolize.index.indexed import IndexableSource
+    from symbolize.index.job import IndexJob
     from symbolize.remote.progress import DownloadProgress
     from symbolize.remote.run import RemoteRun
 
@@ -288,8 +288,10 @@ class Loader:
             self._remote = RemoteRun(self.options.remote, self.identify, download_progress)
         self._objects: dict[_Key, tuple[tuple[int, int], ObjectFile]] = {}
         self._sources: dict[_Key, tuple[tuple[int, int], SymbolSource]] = {}
-        # How each source was opened, for a background builder to open it alike.
-        self._jobs: dict[_Key, IndexJob] = {}
+        # How each source was opened (path, arch, image path, bound image), for a background builder
+        # to open it alike: its IndexJob is made only for a source found missing an index
+        # (missing_indexes), so a run answered from indexes never imports symbolize/index/job.py.
+        self._opened_as: dict[_Key, tuple[Path, str | None, Path | None, ObjectFile | None]] = {}
         # The follower of each object's needs: what it refused is asked for in summaries.
         self._followers: dict[_Key, HintFollower] = {}
         # The search directories' entries, listed once for every name looked up in them.
@@ -426,16 +428,7 @@ class Loader:
 
             source = with_index(supplied, options.index_dir, options.build_missing_indexes, follower, image_path)
         self._sources[key] = (stamp, source)
-        self._jobs[key] = IndexJob(
-            path,
-            arch,
-            image_path,
-            image.path if image is not None else None,
-            image.arch if image is not None else None,
-            tuple(options.binaries),
-            tuple(options.search_paths),
-            None if tuple(options.debug_dirs) == DEFAULT_DEBUG_DIRS else tuple(options.debug_dirs),
-        )
+        self._opened_as[key] = (path, arch, image_path, image)
         return source
 
     def open_for_indexing(
@@ -468,11 +461,29 @@ class Loader:
         from symbolize.cache import is_indexable, worth_indexing
 
         # With an index directory, a source comes back unindexed only when it has no index.
-        return [
-            (source, self._jobs[key])
+        missing = [
+            (key, source)
             for key, (_stamp, source) in self._sources.items()
             if is_indexable(source) and worth_indexing(source)
         ]
+        return [(source, self._index_job(key)) for key, source in missing]
+
+    def _index_job(self, key: _Key) -> IndexJob:
+        """How the source of ``key`` was opened, as a background builder opens it."""
+        from symbolize.index.job import IndexJob
+
+        path, arch, image_path, image = self._opened_as[key]
+        options = self.options
+        return IndexJob(
+            path,
+            arch,
+            image_path,
+            image.path if image is not None else None,
+            image.arch if image is not None else None,
+            tuple(options.binaries),
+            tuple(options.search_paths),
+            None if tuple(options.debug_dirs) == DEFAULT_DEBUG_DIRS else tuple(options.debug_dirs),
+        )
 
     def _key(self, path: Path, arch: str | None) -> tuple[_Key, tuple[int, int]]:
         try:
@@ -484,7 +495,7 @@ class Loader:
         return (path.resolve(), arch), (stat.st_mtime_ns, stat.st_size)
 
     def _forget(self, key: _Key) -> None:
-        self._jobs.pop(key, None)
+        self._opened_as.pop(key, None)
         self._followers.pop(key, None)
         for table in (self._sources, self._objects):
             entry = table.pop(key, None)
@@ -496,6 +507,6 @@ class Loader:
             for _stamp, opened in table.values():
                 opened.close()
             table.clear()
-        self._jobs.clear()
+        self._opened_as.clear()
         self._followers.clear()
         self._listings.clear()

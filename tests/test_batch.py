@@ -22,7 +22,7 @@ from symbolize.batch.plan import PlannedProfile, profile_key, shard
 from symbolize.batch.worker import ProfileOutcome, RewriteSettings
 from symbolize.cli.app import app
 from symbolize.cli.batch import batch_exit_code
-from symbolize.cli.commands import default_output_path
+from symbolize.cli.profile_command import default_output_path
 from symbolize.errors import SymbolizeError
 from symbolize.pprof import read_profile
 from tests.fixtures_data import BIN, MACOS_BIN, PROFILES, ROOT, WINDOWS_BIN

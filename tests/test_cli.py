@@ -18,7 +18,7 @@ from symbolize import api
 from symbolize.answer_text import frame_json as _frame_json
 from symbolize.answer_text import parse_address
 from symbolize.cli.app import app
-from symbolize.cli.commands import default_output_path
+from symbolize.cli.profile_command import default_output_path
 from symbolize.discovery import FileLoader
 from symbolize.formats.errors import MissingDebugInfoError
 from symbolize.formats.types import Frame

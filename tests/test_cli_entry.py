@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from symbolize.cli.commands import LookupRequest, ProfileRequest
+from symbolize.cli.commands import LookupRequest
 from symbolize.cli.entry import plain_command, plain_lookup
+from symbolize.cli.profile_command import ProfileRequest
 from symbolize.cli.spellings import llvm_spellings
 from tests.fixtures_data import ROOT
 

@@ -12,9 +12,10 @@ import typer.main
 from typer.testing import CliRunner
 
 import symbolize.cli.app as cli_app
-from symbolize.cli.commands import LookupRequest, ProfileRequest
+from symbolize.cli.commands import LookupRequest
 from symbolize.cli.entry import plain_command
 from symbolize.cli.options import COMMAND_OPTIONS, LOOKUP_OPTIONS, PROFILE_OPTIONS, CliOption, Kind
+from symbolize.cli.profile_command import ProfileRequest
 
 # A declaration's kind -> the names of the click parameter type typer builds for it (click calls
 # its string type "text", the copy typer 0.2x carries "str").

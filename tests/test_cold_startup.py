@@ -93,32 +93,38 @@ def test_a_warm_lookup_loads_no_demangler(tmp_path: Path) -> None:
     ).stdout  # fmt: skip
 
 
-# What decoding a file's answers takes, which a lookup answered from an index never uses.
-_DECODING = (
+# Modules a lookup answered from an index never uses: what decoding a file's answers takes (the
+# ELF reader imports it where it uses it, formats/elf/file.py: a warm lookup opens the file for its
+# identity and hints alone), the profile command's request (symbolize/cli/profile_command.py), and
+# a background builder's job (made by the loader for a source found missing an index alone).
+_UNUSED_WARM = (
     "symbolize.formats.answers",
     "symbolize.formats.symbols",
     "symbolize.formats.paired",
     "symbolize.formats.sections",
     "symbolize.formats.elf.symtab",
+    "symbolize.cli.profile_command",
+    "symbolize.index.job",
 )
 
 
 @pytest.mark.parametrize("style", [[], ["--json"]])
-def test_a_warm_lookup_imports_nothing_that_decodes(tmp_path: Path, style: list[str]) -> None:
-    """The ELF reader imports its symbol tables, section decompression and answer tables where it
-    uses them (formats/elf/file.py): a warm lookup opens the file for its identity and hints alone."""
+def test_a_warm_lookup_imports_nothing_it_does_not_use(tmp_path: Path, style: list[str]) -> None:
+    """A warm lookup (index built, a background build asked for) imports none of _UNUSED_WARM, and
+    prints what the cold one does."""
     binary = str(BINARY)
     cache = ["--cache-dir", str(tmp_path)]
     built = subprocess.run([sys.executable, "-m", "symbolize", "index", binary, *cache],
                            capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert built.returncode == 0, built.stderr
-    lookup = ["lookup", "--obj", binary, *cache, "--no-background-index", *style, "0x1139"]
+    # A background build asked for: with every index there, it starts nothing.
+    lookup = ["lookup", "--obj", binary, *cache, "--background-index", *style, "0x1139"]
     done = subprocess.run([sys.executable, "-c", _PROGRAM, *lookup],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     modules = json.loads(done.stderr.splitlines()[-1])["modules"]
     assert "symbolize.index.indexed" in modules  # answered from the index
-    assert [name for name in modules if name.startswith(_DECODING)] == []
+    assert [name for name in modules if name.startswith(_UNUSED_WARM)] == []
     cold = [*lookup[:3], "--no-cache", *style, "0x1139"]
     assert done.stdout == subprocess.run([sys.executable, "-m", "symbolize", *cold],
                                          capture_output=True, text=True, cwd=ROOT, timeout=120).stdout  # fmt: skip

@@ -18,9 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from symbolize.cli.app import app
-from symbolize.cli.commands import ProfileRequest
 from symbolize.cli.entry import plain_command
 from symbolize.cli.exits import EXIT_UNNAMED_ABOVE, EXIT_UNVERIFIED
+from symbolize.cli.profile_command import ProfileRequest
 from symbolize.pprof import read_profile
 from tests.fixtures_data import FIXTURES
 from tests.test_summary_top import needs_libtcmalloc

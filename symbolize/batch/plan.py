@@ -42,7 +42,7 @@ def output_paths(inputs: Sequence[Path], out_dir: Path) -> list[Path]:
     naming both inputs when two would write the same output (the same base name in two
     directories, or one input given twice): one would silently replace the other; and naming the
     output that would replace an input (``a.pb`` beside ``a.symbolized.pb``, OUTDIR their directory)."""
-    from symbolize.cli.commands import default_output_path
+    from symbolize.cli.profile_command import default_output_path
 
     outputs: list[Path] = []
     seen: dict[Path, Path] = {}

@@ -101,7 +101,7 @@ def failed_outcome(planned: PlannedProfile, message: str, exit_code: int, second
 def rewrite_one(planned: PlannedProfile, settings: RewriteSettings, session: Session) -> ProfileOutcome:
     """``planned`` rewritten as ``symbolize profile IN -o OUT`` with ``settings`` rewrites it, in ``session``."""
     from symbolize.api import symbolize_file
-    from symbolize.cli.commands import gate_exit_code
+    from symbolize.cli.profile_command import gate_exit_code
 
     started = time.perf_counter()
     try:

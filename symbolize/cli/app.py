@@ -29,7 +29,8 @@ Data goes to stdout, diagnostics to stderr; exit codes and error lines: symboliz
 in every command, ``audit`` (whose own codes are in ``symbolize/cli/audit.py``) included.
 ``--debug``, before or after the command name, shows the traceback instead. The options are
 declared in symbolize/cli/options.py (the plain lookup and profile of symbolize/cli/entry.py read
-the same declarations); what ``profile`` and ``lookup`` do is in symbolize/cli/commands.py.
+the same declarations); what ``lookup`` and ``profile`` do is in symbolize/cli/commands.py and
+symbolize/cli/profile_command.py.
 """
 
 from __future__ import annotations
@@ -46,16 +47,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from symbolize.cli.audit import audit_command
-from symbolize.cli.commands import (
-    LookupRequest,
-    ProfileRequest,
-    lookup_usage_problem,
-    run_guarded,
-    run_lookup,
-    run_profile,
-    unnamed_limit,
-    use_index_store,
-)
+from symbolize.cli.commands import LookupRequest, lookup_usage_problem, run_guarded, run_lookup, use_index_store
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, error_line, internal_error_line
 from symbolize.cli.options import (
     BATCH_OPTIONS,
@@ -71,6 +63,7 @@ from symbolize.cli.options import (
     CliOption,
     Kind,
 )
+from symbolize.cli.profile_command import ProfileRequest, run_profile, unnamed_limit
 from symbolize.cli.spellings import llvm_spellings
 from symbolize.errors import SymbolizeError
 from symbolize.units import human_size

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from symbolize.cli.commands import echo, requested_remote, run_guarded, unnamed_limit, use_index_store
+from symbolize.cli.commands import echo, requested_remote, run_guarded, use_index_store
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, EXIT_UNNAMED_ABOVE, EXIT_UNVERIFIED
 from symbolize.cli.options import BATCH_OPTIONS, option
+from symbolize.cli.profile_command import unnamed_limit
 
 if TYPE_CHECKING:
     from symbolize.batch import BatchResult, ProfileOutcome

@@ -23,19 +23,15 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from symbolize.cli.commands import (
-    LookupRequest,
-    ProfileRequest,
-    echo,
-    lookup_usage_problem,
-    run_lookup,
-    run_profile,
-)
+from symbolize.cli.commands import LookupRequest, echo, lookup_usage_problem, run_lookup
 from symbolize.cli.exits import EXIT_INPUT_ERROR, EXIT_INTERNAL_ERROR, internal_error_line
 from symbolize.cli.options import LOOKUP_OPTIONS, PROFILE_OPTIONS, CliOption, Kind
 from symbolize.cli.spellings import llvm_spellings
+
+if TYPE_CHECKING:
+    from symbolize.cli.profile_command import ProfileRequest
 
 # A boolean environment variable, read as click reads one (an empty value is no value; other
 # spellings are typer's to refuse), and shell completion's variable.
@@ -58,21 +54,26 @@ def _words(options: tuple[CliOption, ...]) -> dict[str, tuple[CliOption, bool | 
     return words
 
 
-_COMMANDS: dict[str, tuple[type[LookupRequest | ProfileRequest], tuple[CliOption, ...]]] = {
-    "lookup": (LookupRequest, LOOKUP_OPTIONS),
-    "profile": (ProfileRequest, PROFILE_OPTIONS),
-}
-_WORDS = {name: _words(options) for name, (_, options) in _COMMANDS.items()}
+def _command(name: str) -> tuple[type[LookupRequest | ProfileRequest], tuple[CliOption, ...]] | None:
+    """The request and the declarations of the plain command ``name``; None for another command.
+    profile's request comes from its own module, imported only for a profile command line."""
+    if name == "lookup":
+        return LookupRequest, LOOKUP_OPTIONS
+    if name == "profile":
+        from symbolize.cli.profile_command import ProfileRequest
+
+        return ProfileRequest, PROFILE_OPTIONS
+    return None
 
 
 def plain_command(arguments: list[str]) -> LookupRequest | ProfileRequest | None:
     """The plain lookup or profile ``arguments`` (already through ``llvm_spellings``) ask for; None
     for anything typer should read (module docstring)."""
-    command = _COMMANDS.get(arguments[0]) if arguments else None
+    command = _command(arguments[0]) if arguments else None
     if command is None or _COMPLETION_VARIABLE in os.environ:
         return None
     request, options = command
-    words = _WORDS[arguments[0]]
+    words = _words(options)
     given: dict[str, Any] = {}
     positionals: list[str] = []
     remaining = iter(arguments[1:])
@@ -142,6 +143,8 @@ def run_plain(command: LookupRequest | ProfileRequest) -> int:
     try:
         if isinstance(command, LookupRequest):
             return run_lookup(command, process_ends=True)  # main() leaves at once (leave_now)
+        from symbolize.cli.profile_command import run_profile  # imported already by plain_command
+
         return run_profile(command)
     except (EOFError, KeyboardInterrupt):
         echo("", err=True)
