@@ -24,12 +24,23 @@ from symbolize.index.indexed import INDEX_ARRAYS, UNSIGNED_CODES, WHOLE_SPACE, I
 if TYPE_CHECKING:
     from symbolize.formats.answers import Block, ChainHead, RunTable
 
+    # What a run column is joined from: a table's own column (a view of its runs), ids gathered.
+    _Piece = bytes | memoryview | array[int]
+
 # The interned tables' arrays (_Builder.table_arrays), besides the strings.
 _TABLE_ARRAYS = (
     "chain_name", "chain_start_line", "chain_file", "chain_outer", "outer_begin", "outer_frames",
     "frame_name", "frame_file", "frame_line", "frame_column", "frame_start_line", "error_text",
     "chain_start_file", "chain_start_address", "frame_start_file", "frame_start_address", "frame_discriminator",
 )  # fmt: skip
+
+_UnsignedCode = Literal["B", "H", "I", "Q"]
+_Code = Literal["B", "H", "I", "Q", "q"]
+# The run columns, each with the type its 64 bits hold before it is narrowed (lines and columns
+# are a table's signed columns).
+_RUN_CODES: dict[str, _Code] = {
+    "run_low": "Q", "run_file": "Q", "run_line": "q", "run_column": "q", "run_chain": "Q", "run_discriminator": "Q",
+}  # fmt: skip
 
 
 class _Strings:
@@ -65,7 +76,7 @@ class _Builder:
         self.chain_ids: dict[tuple[int, int, int, int, int, int], int] = {}
         self.out["outer_begin"].append(0)
         self.errors: dict[str, int] = {}
-        self.run_columns: dict[str, array[int]] = {}
+        self.run_columns: dict[str, array[int]] = {}  # narrowed (add_blocks)
         self._frame_appends = tuple(self.out[name].append for name in (
             "frame_name", "frame_file", "frame_line", "frame_column", "frame_start_line", "frame_start_file",
             "frame_start_address", "frame_discriminator"))  # fmt: skip
@@ -141,77 +152,69 @@ class _Builder:
         self.out["chain_outer"].extend([outer] * count)
 
     def add_blocks(self, blocks: Sequence[Block]) -> None:
-        # Typed arrays of their final length, each block's runs copied into place from the tables'
-        # own arrays, view to view (no slice copied first): a large file has a million runs, and
-        # arrays grown block by block were reallocated (and copied) time and again.
-        count = _run_count(blocks)
-        run_low, run_file, run_chain, run_discriminator = (array("Q", [0]) * count for _ in range(4))
-        run_line, run_column = array("q", [0]) * count, array("q", [0]) * count
-        views = [memoryview(column) for column in (run_low, run_file, run_line, run_column, run_chain,
-                                                   run_discriminator)]  # fmt: skip
-        low_view, file_view, line_view, column_view, chain_view, discriminator_view = views
+        # Each run column (64-bit) joined at once from its pieces: each block's runs as views of
+        # the tables' own arrays (no slice copied first), a gap's or error's run as its 8 bytes;
+        # then narrowed, one column at a time. A large file has a million runs: arrays grown
+        # block by block were reallocated time and again, and arrays of their final length were
+        # zero-filled, then copied out again to be narrowed.
+        columns: dict[str, list[_Piece]] = {name: [] for name in _RUN_CODES}
+        low_pieces, file_pieces, line_pieces, column_pieces, chain_pieces, discriminator_pieces = columns.values()
         # By table: its string ids of its file names, chain ids of its heads, and views of its
         # columns (and of its file and chain id per run, where the compiled tables made them at once).
         translations: dict[int, tuple[list[int], Sequence[int], list[memoryview], list[memoryview | None]]] = {}
+        views: list[memoryview] = []
         end = -1
-        at = 0  # where the next run goes
         try:
             for block in blocks:
                 if block.low >= WHOLE_SPACE:
                     break
                 if end != block.low and end >= 0:
-                    run_low[at] = end  # a gap: no file, line, column, chain, discriminator (all 0)
-                    at += 1
+                    _add_bare_run(columns, end)  # a gap: no file, line, column, chain, discriminator (all 0)
                 table = block.table
                 if table is None:
-                    run_low[at] = block.low
-                    run_chain[at] = self._error_chain(block)
-                    at += 1
+                    _add_bare_run(columns, block.low, self._error_chain(block))
+                    end = block.high
+                    continue
+                translation = translations.get(id(table))
+                if translation is None:
+                    files = [self.intern(name) for name in table.file_names] + [0]
+                    heads = self.table_chains(table)
+                    table_views = [memoryview(column) for column in (table.lows, table.lines, table.columns,
+                                                                     table.discriminators)]  # fmt: skip
+                    translated = (self.translated(files, table.files), self.translated(heads, table.heads))
+                    id_views = [memoryview(ids).cast("Q") if ids is not None else None for ids in translated]
+                    translation = translations[id(table)] = (files, heads, table_views, id_views)
+                    views += table_views + [view for view in id_views if view is not None]
+                files, heads, (lows, lines, columns_of_table, discriminators), (run_files, run_chains) = translation
+                first, stop = block.first, block.end
+                low_pieces += (_item_bytes(block.low), lows[first + 1 : stop])
+                if run_files is not None:
+                    file_pieces.append(run_files[first:stop])
                 else:
-                    translation = translations.get(id(table))
-                    if translation is None:
-                        files = [self.intern(name) for name in table.file_names] + [0]
-                        heads = self.table_chains(table)
-                        table_views = [memoryview(column) for column in (table.lows, table.lines, table.columns,
-                                                                         table.discriminators)]  # fmt: skip
-                        translated = (self.translated(files, table.files), self.translated(heads, table.heads))
-                        id_views = [memoryview(ids) if ids is not None else None for ids in translated]
-                        translation = translations[id(table)] = (files, heads, table_views, id_views)
-                        views += table_views + [view for view in id_views if view is not None]
-                    files, heads, (lows, lines, columns, discriminators), (run_files, run_chains) = translation
-                    first, stop = block.first, block.end
-                    after = at + stop - first
-                    low_view[at:after] = lows[first:stop]
-                    run_low[at] = block.low
-                    if run_files is not None:
-                        file_view[at:after] = run_files[first:stop]
-                    else:
-                        try:
-                            run_file[at:after] = array("Q", map(files.__getitem__, table.files[first:stop]))
-                        except IndexError:  # a file index no table entry has (-1 is "none": the 0 at the end)
-                            run_file[at:after] = array(
-                                "Q", (files[file] if 0 <= file < len(files) else 0 for file in table.files[first:stop])
-                            )
-                    line_view[at:after] = lines[first:stop]
-                    column_view[at:after] = columns[first:stop]
-                    discriminator_view[at:after] = discriminators[first:stop]
-                    if run_chains is not None:
-                        chain_view[at:after] = run_chains[first:stop]
-                    else:
-                        run_chain[at:after] = array("Q", map(heads.__getitem__, table.heads[first:stop]))
-                    at = after
+                    try:
+                        file_pieces.append(array("Q", map(files.__getitem__, table.files[first:stop])))
+                    except IndexError:  # a file index no table entry has (-1 is "none": the 0 at the end)
+                        file_pieces.append(array(
+                            "Q", (files[file] if 0 <= file < len(files) else 0 for file in table.files[first:stop])
+                        ))  # fmt: skip
+                line_pieces.append(lines[first:stop])
+                column_pieces.append(columns_of_table[first:stop])
+                discriminator_pieces.append(discriminators[first:stop])
+                if run_chains is not None:
+                    chain_pieces.append(run_chains[first:stop])
+                else:
+                    chain_pieces.append(array("Q", map(heads.__getitem__, table.heads[first:stop])))
                 end = block.high
             if 0 <= end < WHOLE_SPACE:
-                run_low[at] = end
-                at += 1
+                _add_bare_run(columns, end)
+            self.run_columns = {}
+            for name, pieces in columns.items():
+                self.run_columns[name] = self.narrowest(_RUN_CODES[name], b"".join(pieces))
+                _release(pieces)
         finally:  # the tables' own arrays stay resizable, whatever happens (IndexTablesDeferred)
-            for view in views:
-                view.release()
-        assert at == count  # _run_count counts what this loop lays out
-        self.run_columns = {
-            "run_low": run_low, "run_file": run_file, "run_line": run_line, "run_column": run_column,
-            "run_chain": run_chain, "run_discriminator": run_discriminator,
-        }  # fmt: skip
+            for pieces in columns.values():
+                _release(pieces)
+            _release(views)
 
     def _error_chain(self, block: Block) -> int:
         text = _error_text(block)
@@ -229,9 +232,10 @@ class _Builder:
     def table_chains(self, table: RunTable) -> Sequence[int]:
         return self.chains(table.chain_heads)
 
-    def translated(self, ids: Sequence[int], column: array[int]) -> array[int] | None:
-        """``ids[item]`` of each item of a table's whole ``column`` (its files or heads), when it is
-        made at once; None: each block's runs are looked up in ``ids`` as they are laid out."""
+    def translated(self, ids: Sequence[int], column: array[int]) -> bytes | None:
+        """``ids[item]`` of each item of a table's whole ``column`` (its files or heads), as 64-bit
+        items in machine order, when it is made at once; None: each block's runs are looked up in
+        ``ids`` as they are laid out."""
         return None
 
     def add_error_text(self, text: str) -> None:
@@ -249,9 +253,10 @@ class _Builder:
     def string_count(self) -> int:
         return len(self.strings.texts)
 
-    def narrowest(self, values: array[int]) -> array[int]:
-        """A run column (64-bit) as the index stores it: :func:`_narrowest`."""
-        return _narrowest(values)
+    def narrowest(self, code: _Code, data: bytes) -> array[int]:
+        """A run column (64-bit items of type ``code``, in machine order) as the index stores it:
+        :func:`_narrowest`."""
+        return _narrowest(_from_bytes(code, data))
 
     def table_arrays(self) -> dict[str, array[int] | bytes]:
         """The interned tables as the index stores them, each array narrowed (the lists go as
@@ -288,41 +293,47 @@ class _CompiledTables(_Builder):
         found: list[int] = self.tables.chains(heads)
         return found
 
-    def translated(self, ids: Sequence[int], column: array[int]) -> array[int] | None:
+    def translated(self, ids: Sequence[int], column: array[int]) -> bytes | None:
         """The whole column at once, in compiled memory (``kernels.gather``): a Python step per run
         was most of laying a large file's runs out. None where an item falls outside ``ids``
         (damage): then each block's runs take the reference's way, which keeps what it does there."""
         assert kernels is not None  # these tables are made only with them
-        found = kernels.gather(ids, column.tobytes()) if column.typecode == "q" else None
-        return _from_bytes("Q", found) if found is not None else None
+        found: bytes | None = kernels.gather(ids, column.tobytes()) if column.typecode == "q" else None
+        return found
 
     def table_arrays(self) -> dict[str, array[int] | bytes]:
         return {name: data if code == "B" and name == "str_blob" else _from_bytes(code, data)
                 for name, (code, data) in self.tables.arrays().items()}  # fmt: skip
 
-    def narrowest(self, values: array[int]) -> array[int]:
-        return _from_bytes(*self.tables.narrowest_column(values.tobytes(), values.typecode == "q"))
+    def narrowest(self, code: _Code, data: bytes) -> array[int]:
+        return _from_bytes(*self.tables.narrowest_column(data, code == "q"))
 
 
-def _from_bytes(code: _UnsignedCode, data: bytes) -> array[int]:
+def _from_bytes(code: _Code, data: bytes) -> array[int]:
     values = array(code)
     values.frombytes(data)
     return values
 
 
-def _run_count(blocks: Sequence[Block]) -> int:
-    """How many runs :meth:`_Builder.add_blocks` lays ``blocks`` out as: each block's own (one for
-    an error block), and one for each gap between blocks and after the last."""
-    count = 0
-    end = -1
-    for block in blocks:
-        if block.low >= WHOLE_SPACE:
-            break
-        if end != block.low and end >= 0:
-            count += 1
-        count += 1 if block.table is None else block.end - block.first
-        end = block.high
-    return count + (0 <= end < WHOLE_SPACE)
+def _item_bytes(value: int) -> bytes:
+    """``value`` (0 to 2^64 - 1) as a 64-bit item of a run column."""
+    return value.to_bytes(8, sys.byteorder)
+
+
+def _add_bare_run(columns: dict[str, list[_Piece]], low: int, chain: int = 0) -> None:
+    """A run with no file, line, column or discriminator (a gap's, or an error's ``chain``) at the
+    end of each of ``columns`` (:meth:`_Builder.add_blocks`)."""
+    items = {"run_low": low, "run_chain": chain}
+    for name, pieces in columns.items():
+        pieces.append(_item_bytes(items.get(name, 0)))
+
+
+def _release(pieces: list[_Piece] | list[memoryview]) -> None:
+    """Release the views among ``pieces`` (so their arrays can be resized again), and drop them all."""
+    for piece in pieces:
+        if isinstance(piece, memoryview):
+            piece.release()
+    pieces.clear()
 
 
 def _stored_address(address: int | None) -> int:
@@ -371,8 +382,7 @@ def _laid_out(builder: _Builder, blocks: list[Block]) -> dict[str, array[int] | 
     name_full = _full_names(builder)
     arrays: dict[str, array[int] | bytes] = builder.table_arrays()
     arrays["name_full"] = _narrowest(name_full)
-    for name, values in builder.run_columns.items():
-        arrays[name] = builder.narrowest(values)
+    arrays.update(builder.run_columns)
     return arrays
 
 
@@ -392,7 +402,6 @@ def _full_names(builder: _Builder) -> list[int]:
     return name_full
 
 
-_UnsignedCode = Literal["B", "H", "I", "Q"]
 # The unsigned types narrower than 64 bits, each with the first value it cannot hold.
 _NARROW_CODES: tuple[tuple[_UnsignedCode, int], ...] = (("B", 1 << 8), ("H", 1 << 16), ("I", 1 << 32))
 
