@@ -127,7 +127,7 @@ def test_drawn_tables_index_as_the_reference_indexes_them(tables: list[RunTable]
 def test_a_string_only_the_reference_keeps_exact_gives_the_build_back() -> None:
     tables = kernels.IndexTables()
     with pytest.raises(kernels.IndexTablesDeferred):
-        tables.intern("lone \udcff")
+        tables.intern_all(["a", "lone \udcff"])
     frame = Frame("f", None, 1 << 130, 0, 0, None, None, 0)
     with pytest.raises(kernels.IndexTablesDeferred):
         tables.chains([ChainHead("g", 0, (frame,))])

@@ -177,7 +177,7 @@ class _Builder:
                     continue
                 translation = translations.get(id(table))
                 if translation is None:
-                    files = [self.intern(name) for name in table.file_names] + [0]
+                    files = [*self.intern_all(table.file_names), 0]
                     heads = self.table_chains(table)
                     table_views = [memoryview(column) for column in (table.lows, table.lines, table.columns,
                                                                      table.discriminators)]  # fmt: skip
@@ -226,8 +226,9 @@ class _Builder:
 
     # What the compiled tables do their own way ---------------------------------------------
 
-    def intern(self, text: str | None) -> int:
-        return self.strings.intern(text)
+    def intern_all(self, texts: Sequence[str | None]) -> list[int]:
+        """The string id of each of ``texts`` (0 for None), each interned on first sight."""
+        return [self.strings.intern(text) for text in texts]
 
     def table_chains(self, table: RunTable) -> Sequence[int]:
         return self.chains(table.chain_heads)
@@ -241,17 +242,12 @@ class _Builder:
     def add_error_text(self, text: str) -> None:
         self.out["error_text"].append(self.strings.intern(text))
 
-    def name_ids(self) -> list[int]:
-        """The string ids the chains and frames name functions by, sorted, 0 left out."""
+    def names(self) -> list[tuple[int, str]]:
+        """The string ids the chains and frames name functions by, sorted, 0 left out, each with
+        its text."""
         names = set(self.out["chain_name"]) | set(self.out["frame_name"])
         names.discard(0)
-        return sorted(names)
-
-    def text(self, string_id: int) -> str | None:
-        return self.strings.texts[string_id] if string_id else None
-
-    def string_count(self) -> int:
-        return len(self.strings.texts)
+        return [(name, self.strings.texts[name]) for name in sorted(names)]
 
     def narrowest(self, code: _Code, data: bytes) -> array[int]:
         """A run column (64-bit items of type ``code``, in machine order) as the index stores it:
@@ -277,11 +273,9 @@ class _CompiledTables(_Builder):
     def __init__(self, tables: Any) -> None:
         super().__init__()
         self.tables = tables
-        self.intern = tables.intern  # type: ignore[method-assign]
+        self.intern_all = tables.intern_all  # type: ignore[method-assign]
         self.add_error_text = tables.add_error_text  # type: ignore[method-assign]
-        self.text = tables.text  # type: ignore[method-assign]
-        self.string_count = tables.string_count  # type: ignore[method-assign]
-        self.name_ids = tables.name_ids  # type: ignore[method-assign]
+        self.names = tables.names  # type: ignore[method-assign]
         self.reserve_chains = tables.reserve_chains  # type: ignore[method-assign]
 
     def table_chains(self, table: RunTable) -> Sequence[int]:
@@ -379,27 +373,27 @@ def _laid_out(builder: _Builder, blocks: list[Block]) -> dict[str, array[int] | 
     (but ``facts``)."""
     builder.reserve_chains(1 + len({_error_text(block) for block in blocks if block.table is None}))
     builder.add_blocks(blocks)
-    name_full = _full_names(builder)
-    arrays: dict[str, array[int] | bytes] = builder.table_arrays()
+    full_names = _full_names(builder)
+    arrays: dict[str, array[int] | bytes] = builder.table_arrays()  # the full names' strings among them
+    name_full = [0] * (len(arrays["str_offsets"]) - 1)
+    for name, full in full_names:
+        name_full[name] = full
     arrays["name_full"] = _narrowest(name_full)
     arrays.update(builder.run_columns)
     return arrays
 
 
-def _full_names(builder: _Builder) -> list[int]:
-    """``name_full[id]``: the string id of the full demangling of the name with string id ``id``
-    (0 for strings that are not names), so that warm lookups need not demangle."""
-    ids = list(builder.name_ids())
-    texts = [builder.text(name) or "" for name in ids]
+def _full_names(builder: _Builder) -> list[tuple[int, int]]:
+    """The string id of each name with the string id of its full demangling (interned here), so
+    that warm lookups need not demangle (``name_full``: 0 for strings that are not names)."""
+    names = builder.names()
+    texts = [text for _, text in names]
     # The names demangled as one batch (demangle_names: a large Rust binary has tens of thousands);
     # an empty name, which it does not take, stays empty, as demangle leaves it.
     distinct = list(dict.fromkeys(text for text in texts if text))
     shown = dict(zip(distinct, demangle_names(distinct, "full"), strict=True))
-    full_ids = [builder.intern(shown.get(text, text)) for text in texts]
-    name_full = [0] * builder.string_count()  # counted after the full names were interned
-    for name, full in zip(ids, full_ids, strict=True):
-        name_full[name] = full
-    return name_full
+    full_ids = builder.intern_all([shown.get(text, text) for text in texts])
+    return [(name, full) for (name, _), full in zip(names, full_ids, strict=True)]
 
 
 # The unsigned types narrower than 64 bits, each with the first value it cannot hold.

@@ -136,13 +136,13 @@ fn narrowest<'py, T: Into<i128>>(
         _ => ('Q', 8),
     };
     let bytes = PyBytes::new_with(py, values.len() * size, |buffer| {
-        for (chunk, value) in buffer.chunks_exact_mut(size).zip(values.map(clamp)) {
-            match size {
-                1 => chunk.copy_from_slice(&(value as u8).to_ne_bytes()),
-                2 => chunk.copy_from_slice(&(value as u16).to_ne_bytes()),
-                4 => chunk.copy_from_slice(&(value as u32).to_ne_bytes()),
-                _ => chunk.copy_from_slice(&value.to_ne_bytes()),
-            }
+        // A loop per size, each over items of a size known when compiled (not a match per item).
+        let items = values.map(clamp);
+        match size {
+            1 => buffer.iter_mut().zip(items).for_each(|(item, value)| *item = value as u8),
+            2 => buffer.chunks_exact_mut(2).zip(items).for_each(|(item, value)| item.copy_from_slice(&(value as u16).to_ne_bytes())),
+            4 => buffer.chunks_exact_mut(4).zip(items).for_each(|(item, value)| item.copy_from_slice(&(value as u32).to_ne_bytes())),
+            _ => buffer.chunks_exact_mut(8).zip(items).for_each(|(item, value)| item.copy_from_slice(&value.to_ne_bytes())),
         }
         Ok(())
     })?;
@@ -174,30 +174,21 @@ impl IndexTables {
         narrowest(py, values)
     }
 
-    /// The string id of `text` (0 for None), interned on first sight.
-    #[pyo3(name = "intern")]
-    fn py_intern(&mut self, text: &Bound<'_, PyAny>) -> PyResult<u32> {
-        self.intern_object(text)
+    /// The string id of each of `texts` (0 for None), each interned on first sight: one call for
+    /// a table's file names, one for the full names (a large file has thousands of each).
+    fn intern_all(&mut self, texts: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+        texts.try_iter()?.map(|text| self.intern_object(&text?)).collect()
     }
 
-    /// The text of string `id` (None for 0).
-    fn text(&self, id: usize) -> Option<String> {
-        let (start, end) = (*self.offsets.get(id)?, *self.offsets.get(id + 1)?);
-        (id > 0).then(|| String::from_utf8_lossy(&self.blob[start as usize..end as usize]).into_owned())
-    }
-
-    /// How many strings there are, None's id 0 included.
-    fn string_count(&self) -> usize {
-        self.offsets.len() - 1
-    }
-
-    /// The string ids the chains and frames name functions by, sorted, 0 left out.
-    fn name_ids(&self) -> Vec<u32> {
+    /// The string ids the chains and frames name functions by, sorted, 0 left out, each with its
+    /// text: read at once, not a call per name.
+    fn names(&self) -> Vec<(u32, String)> {
         let mut names: Vec<u32> = self.chains.iter().map(|chain| chain.0).chain(self.frames.iter().map(|frame| frame.0)).collect();
         names.sort_unstable();
         names.dedup();
         names.retain(|&name| name != 0);
-        names
+        let text = |name: u32| &self.blob[self.offsets[name as usize] as usize..self.offsets[name as usize + 1] as usize];
+        names.into_iter().map(|name| (name, String::from_utf8_lossy(text(name)).into_owned())).collect()
     }
 
     /// Chains 0 to `count - 1`: the gap and the broken regions' errors, no frames (`reserve_chains`).

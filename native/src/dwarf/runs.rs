@@ -359,6 +359,15 @@ pub(crate) fn all_runs<'u, 'a>(
         lines,
         built: Built::default(),
     };
+    // Most nodes get named, chained, headed (libpython: 86, 75, 75 %): room for all, no rehash per doubling.
+    let (nodes, built) = (tree.nodes.len(), &mut builder.built);
+    built.names.reserve(nodes);
+    built.chain_ids.reserve(nodes);
+    built.head_ids.reserve(nodes);
+    built.columns.chains.by_callee.reserve(nodes);
+    built.columns.chains.frames.reserve(nodes);
+    built.columns.chains.list.reserve(nodes);
+    built.columns.head_keys.reserve(nodes);
     let mut top_nodes = Vec::new();
     for &(low, high, node) in &pieces {
         let spans = builder.built.node_spans.entry(node).or_default();
@@ -405,7 +414,7 @@ pub(crate) fn all_runs<'u, 'a>(
     for column in [&mut columns.lows, &mut columns.highs] {
         column.reserve(room);
     }
-    for column in [&mut columns.files, &mut columns.lines, &mut columns.columns, &mut columns.heads] {
+    for column in [&mut columns.files, &mut columns.lines, &mut columns.columns, &mut columns.heads, &mut columns.discriminators] {
         column.reserve(room);
     }
     sweep(&mut builder, &spans, symbols)?;
