@@ -48,6 +48,7 @@ prints it.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import re
 from itertools import compress, filterfalse, repeat
@@ -97,6 +98,10 @@ _RUST_HASH_BEFORE_SUFFIX = r"::h[0-9a-f]{16}(?=(?: \(\.[^()]*\))*$)"
 _V0_CLOSURE = r"\{closure#[0-9]+\}"
 # A Rust legacy symbol: an Itanium nested name whose last component is the 17-character hash.
 _RUST_LEGACY = r"17h[0-9a-f]{16}E(?:\.|$)"
+# A batch's names, one a line, by the demangler each goes to (_by_demangler): a Rust legacy symbol
+# ending with its hash, ``_ZN<head>17<hash>E`` (its head, its hash); another Itanium name; a Rust v0
+# one; none for the rest (MSVC, Mach-O's __R, an Itanium name with a symbol version).
+_BY_DEMANGLER = r"(?m)^(?:_ZN(.{0,16361}17)(h[0-9a-f]{16})E|(_)_?Z.{0,16381}|(_)R.{0,16382}|.*)$"
 _CLONE_SUFFIX = r"(?:\s*\(\.[^()]*\)|\s*\[clone \.[^\]]*\])+$"
 _ABI_TAG = r"\[abi:[^\]]*\]"
 _QUALIFIERS = r"(?:\s*(?:const|volatile|restrict|noexcept|&&|&))*"
@@ -225,18 +230,26 @@ def demangle_names(names: list[str], mode: DemangleMode) -> list[str]:
 def _llvm_demangled(names: list[str]) -> dict[str, str]:
     """Each of ``names`` (distinct, each with a mangling prefix) -> :func:`_llvm_demangle` of it.
 
-    The plain Itanium names (most) go to LLVM's Itanium demangler in one map, the Rust v0 ones to
-    its Rust demangler in another, and the Rust legacy ones among them are decoded together
-    (:func:`_decode_rust_legacy_texts`); the rest (MSVC, a symbol version, a name LLVM does not
-    read or one too long), name by name.
+    The names are sorted by the demangler they go to all at once (:data:`_BY_DEMANGLER`). The Rust
+    legacy symbols that end with their hash are made from their heads' demangling
+    (:func:`_rust_legacy_by_head`); the other plain Itanium names go to LLVM's Itanium demangler in
+    one map, the Rust v0 ones to its Rust demangler in another, and the Rust legacy ones among
+    them are decoded together (:func:`_decode_rust_legacy_texts`); the rest (MSVC, a symbol
+    version, a name LLVM does not read or one too long), name by name.
     """
-    itanium = [
-        name
-        for name in names
-        if len(name) <= MAX_DEMANGLE_LENGTH and "@" not in name and name.startswith(_ITANIUM_PREFIXES)
-    ]
-    rest = list(filterfalse(set(itanium).__contains__, names)) if len(itanium) < len(names) else []
-    rust_v0 = [name for name in rest if len(name) <= MAX_DEMANGLE_LENGTH and name.startswith("_R")]
+    by_head: dict[str, str] = {}
+    sorted_out = _by_demangler(names)
+    if sorted_out is None:
+        itanium, rust_v0 = _by_demangler_name_by_name(names)
+    else:
+        (heads, hashes, itanium_found, rust_v0_found) = sorted_out
+        itanium = list(compress(names, itanium_found))
+        rust_v0 = list(compress(names, rust_v0_found))
+        if any(heads):
+            legacy = list(compress(names, heads))
+            by_head = _rust_legacy_by_head(legacy, list(filter(None, heads)), list(filter(None, hashes)))
+            if len(by_head) < len(legacy):  # a head LLVM does not read as its source names: whole
+                itanium += filterfalse(by_head.__contains__, legacy)
     llvm = _llvm()
     texts = dict(zip(itanium, _each_demangled(llvm.itanium_demangle, itanium), strict=True))
     texts.update(zip(rust_v0, _each_demangled(llvm.rust_demangle, rust_v0), strict=True))
@@ -246,13 +259,72 @@ def _llvm_demangled(names: list[str]) -> dict[str, str]:
         demangled = {name: text for name, text in texts.items() if text}
     # _llvm_demangle's test, cheap part first: "$" or ".." in the text, then the name Rust legacy.
     escaped = [name for name, text in demangled.items() if "$" in text or ".." in text]
-    legacy = list(filter(_compiled(_RUST_LEGACY).search, escaped))
-    decoded = _decode_rust_legacy_texts(list(map(demangled.__getitem__, legacy)))
-    demangled.update(zip(legacy, decoded, strict=True))
+    legacy_texts = list(filter(_compiled(_RUST_LEGACY).search, escaped))
+    decoded = _decode_rust_legacy_texts(list(map(demangled.__getitem__, legacy_texts)))
+    demangled.update(zip(legacy_texts, decoded, strict=True))
+    demangled.update(by_head)
     if len(demangled) < len(names):
         others = list(filterfalse(demangled.__contains__, names))
         demangled.update(zip(others, map(_llvm_demangle, others), strict=True))
     return demangled
+
+
+def _by_demangler(names: list[str]) -> tuple[tuple[str, ...], ...] | None:
+    """Per name of ``names`` (each with a mangling prefix), as :data:`_BY_DEMANGLER` sorts it: a Rust
+    legacy symbol's head and hash, an Itanium name, a Rust v0 name (each "" where the name is not
+    one); read from their text joined by newlines, in C, where a test per name costs a Python
+    call. None where that does not pay or is not each name's sorting: no name holds ``17h`` (a
+    Rust legacy hash; a C++ binary's batch, read faster name by name), a name holds a symbol
+    version or a newline."""
+    joined = "\n".join(names)
+    if "17h" not in joined or "@" in joined:
+        return None
+    found = _compiled(_BY_DEMANGLER).findall(joined)
+    if len(found) != len(names):
+        return None  # a name with a newline, read as two lines
+    return tuple(zip(*found, strict=True))
+
+
+def _by_demangler_name_by_name(names: list[str]) -> tuple[list[str], list[str]]:
+    """The names of ``names`` LLVM's Itanium demangler is given as they are (an Itanium prefix, no
+    symbol version), and those its Rust demangler is (``_R``), each no longer than
+    MAX_DEMANGLE_LENGTH."""
+    itanium = [
+        name
+        for name in names
+        if len(name) <= MAX_DEMANGLE_LENGTH and "@" not in name and name.startswith(_ITANIUM_PREFIXES)
+    ]
+    rest = list(filterfalse(set(itanium).__contains__, names)) if len(itanium) < len(names) else []
+    return itanium, [name for name in rest if len(name) <= MAX_DEMANGLE_LENGTH and name.startswith("_R")]
+
+
+def _rust_legacy_by_head(names: list[str], heads: list[str], hashes: list[str]) -> dict[str, str]:
+    """Rust legacy symbols ``names``, each ``_ZN<head>h<hash>E`` (``heads`` end with the hash's
+    length, ``17``; ``hashes``: ``h`` and 16 hex digits) -> :func:`_llvm_demangle` of each, made
+    once per distinct head: a Rust program's names share them (a batch of rustgen's 14,489 such
+    names, 2,664), and demangling a name whole costs a call into LLVM, its decoding and Python
+    work on its text.
+
+    Where LLVM reads ``_ZN<head>E`` (``_ZN4core3ptrE``) and its text has no ``(``, the ``E`` closed
+    the nested name the head opened (had the name closed earlier, what follows would have been
+    read as a parameter list or a ``.`` suffix, printed in parentheses), after its components; the
+    full name is read alike, up to where its last component, the hash (a source name), follows
+    them, and the ``E`` then closes it: LLVM prints the head's text, ``::`` and the hash. The
+    decoding of that text is the head's decoded, ``::`` and the hash (which has no escape and no
+    ``..``). A name whose head does not read so is left out (to be demangled whole).
+    """
+    distinct = list(set(heads))
+    texts = _each_demangled(_llvm().itanium_demangle, [f"_ZN{head[:-2]}E" for head in distinct])
+    read = [(head, text) for head, text in zip(distinct, texts, strict=True) if text and "(" not in text]
+    if not read:
+        return {}
+    read_heads, read_texts = zip(*read, strict=True)
+    decoded = _decode_rust_legacy_joined(list(read_texts))
+    qualifiers = dict(zip(read_heads, map(operator.add, decoded, repeat("::")), strict=True))
+    if len(qualifiers) < len(distinct):
+        kept = list(map(qualifiers.__contains__, heads))
+        names, heads, hashes = (list(compress(column, kept)) for column in (names, heads, hashes))
+    return dict(zip(names, map(operator.add, map(qualifiers.__getitem__, heads), hashes), strict=True))
 
 
 def _each_demangled(demangler: Callable[[str], str | None], names: list[str]) -> list[str | None]:

@@ -82,6 +82,23 @@ def _rust_legacy_names(draw: st.DrawFn) -> str:
     return prefix + "".join(map(_source_name, components)) + hashed + end + draw(_SUFFIX)
 
 
+# Itanium grammar a head can hold besides source names: template arguments, a nested name closed
+# early (then a parameter list or a "." suffix), substitutions, constructors, qualifiers, local and
+# unnamed names, an anonymous namespace, literals, a bare length.
+_GRAMMAR = ["E", "I", "Ii", "IiE", "v", "N3barE", "N3bar", ".x", "C1", "D0", "St", "S_", "T_", "M", "B3abi", "L"]
+_GRAMMAR += ["Z3fooE", "Ut_", "DtfpT_E", "K", "R", "O", "12_GLOBAL__N_1", "cvi", "Li12E", "12", "1", "Fv", "A3_i"]
+
+
+@st.composite
+def _rust_legacy_shaped_names(draw: st.DrawFn) -> str:
+    """A name shaped as a Rust legacy symbol ending with its hash (``_ZN<head>17h<hash>E``), its
+    head source names and Itanium grammar mixed (what the batch reads per head, the head's
+    demangling, must not change what the name reads as); several share a head."""
+    pieces = st.one_of(_COMPONENT.map(_source_name), st.sampled_from(_GRAMMAR))
+    head = "".join(draw(st.lists(pieces, min_size=0, max_size=5)))
+    return f"_ZN{head}17h{draw(_HASH)}E"
+
+
 _ITANIUM = st.sampled_from(
     [
         "_ZN2ns1fEv",
@@ -107,6 +124,7 @@ _ITANIUM = st.sampled_from(
 )
 _NAMES = st.one_of(
     _rust_legacy_names(),
+    _rust_legacy_shaped_names(),
     _ITANIUM,
     st.builds(lambda name, tail: name + tail, _ITANIUM, _SUFFIX),
     st.text(max_size=12).map(lambda text: "_Z" + text),
@@ -135,4 +153,16 @@ def test_batch_equals_per_name_on_generated_names(names: list[str], with_long: b
     ],
 )
 def test_batch_equals_per_name_at_the_edges(names: list[str]) -> None:
+    assert _batch(names) == _reference(names)
+
+
+_HEAD_PIECES = st.sampled_from([*_GRAMMAR, "3foo", "3$LT$", "4a..b", "2_$", "1:", "2:$"])
+
+
+@settings(max_examples=300)
+@given(st.lists(_HEAD_PIECES, max_size=4), st.lists(_HASH, min_size=1, max_size=3, unique=True))
+def test_batch_equals_per_name_on_names_sharing_a_head(pieces: list[str], hashes: list[str]) -> None:
+    """Names made from one head (its text read once for all of them) read as each read whole."""
+    names = [f"_ZN{''.join(pieces)}17h{hash_}E" for hash_ in hashes] + ["_ZN4core3ptr17h0123456789abcdefE"]
+    names = list(dict.fromkeys(names))
     assert _batch(names) == _reference(names)
