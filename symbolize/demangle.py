@@ -100,7 +100,8 @@ _V0_CLOSURE = r"\{closure#[0-9]+\}"
 _RUST_LEGACY = r"17h[0-9a-f]{16}E(?:\.|$)"
 # A batch's names, one a line, by the demangler each goes to (_by_demangler): a Rust legacy symbol
 # ending with its hash, ``_ZN<head>17<hash>E`` (its head, its hash); another Itanium name; a Rust v0
-# one; none for the rest (MSVC, Mach-O's __R, an Itanium name with a symbol version).
+# one; none for the rest (MSVC, Mach-O's __R, a name longer than MAX_DEMANGLE_LENGTH: the repeats'
+# bounds, demangled name by name).
 _BY_DEMANGLER = r"(?m)^(?:_ZN(.{0,16361}17)(h[0-9a-f]{16})E|(_)_?Z.{0,16381}|(_)R.{0,16382}|.*)$"
 _CLONE_SUFFIX = r"(?:\s*\(\.[^()]*\)|\s*\[clone \.[^\]]*\])+$"
 _ABI_TAG = r"\[abi:[^\]]*\]"
@@ -248,7 +249,7 @@ def _llvm_demangled(names: list[str]) -> dict[str, str]:
         if any(heads):
             legacy = list(compress(names, heads))
             by_head = _rust_legacy_by_head(legacy, list(filter(None, heads)), list(filter(None, hashes)))
-            if len(by_head) < len(legacy):  # a head LLVM does not read as its source names: whole
+            if len(by_head) < len(legacy):  # a head LLVM does not read as a nested name's: whole
                 itanium += filterfalse(by_head.__contains__, legacy)
     llvm = _llvm()
     texts = dict(zip(itanium, _each_demangled(llvm.itanium_demangle, itanium), strict=True))
