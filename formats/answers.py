@@ -25,9 +25,6 @@ from operator import ne
 from typing import Any, NamedTuple, Protocol, TypeVar, overload, runtime_checkable
 
 from symbolize.formats.errors import BrokenSpanError, MalformedInputError
-
-# Readers inherit it from formats/region_answers.py; importable from here too, as before.
-from symbolize.formats.region_answers import AnsweredByRegions as AnsweredByRegions
 from symbolize.formats.types import AnswerRegion, AnswerRun, Frame
 
 T = TypeVar("T")

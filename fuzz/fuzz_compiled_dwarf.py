@@ -57,9 +57,9 @@ class Template(NamedTuple):
 @cache
 def template(index: int) -> Template:
     """The DWARF sections and symbols of template ``index``, as its reader gives them."""
-    from symbolize.formats.answers import AnsweredByRegions
     from symbolize.formats.dwarf.answers import DwarfSymbolAnswers
     from symbolize.formats.open import open_object
+    from symbolize.formats.region_answers import AnsweredByRegions
 
     path = REPO / "fixtures" / TEMPLATES[index]
     reader = open_object(path)
