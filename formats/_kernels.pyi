@@ -21,13 +21,9 @@ class SymbolBounds:
 class CompiledDwarfError(Exception): ...
 
 class UnitColumns:
-    lows: bytes  # native-endian u64 arrays
-    highs: bytes
-    files: bytes  # native-endian i64 arrays
-    lines: bytes
-    columns: bytes
-    heads: bytes  # indexes of head_keys
-    discriminators: bytes  # native-endian i64 array
+    # Once (a second call raises): lows, highs (native-endian u64 arrays), files, lines, columns,
+    # heads (indexes of head_keys), discriminators (native-endian i64 arrays).
+    def take_columns(self) -> list[bytes]: ...
     file_names: list[str | None]
     # Per head: (chain id or -1 for no function, symbol index or -1).
     head_keys: list[tuple[int, int]]

@@ -11,9 +11,11 @@ kernels are not built or not enabled.
 
 from __future__ import annotations
 
+import weakref
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -83,6 +85,53 @@ class TableSource:
     def debug_info(self) -> DebugInfoSummary:
         return DebugInfoSummary(has_symbols=True, has_dwarf=True, has_line_info=True, has_inline_info=True,
                                 dwarf_versions=(5,), split_dwarf=False)  # fmt: skip
+
+
+class _Heads(list[ChainHead]):
+    """Chain heads a weak reference can follow."""
+
+
+class AskedTables:
+    """A symbol source whose tables are made as asked and kept by no one else, as a reader's are,
+    three regions of one function each; the first table's heads are followed (``first_heads``)."""
+
+    def __init__(self) -> None:
+        self.first_heads: weakref.ref[_Heads] | None = None
+
+    def answer_regions(self) -> list[AnswerRegion]:
+        return [AnswerRegion(0x1000 * key, 0x1000 * key + 0x10, key) for key in (1, 2, 3)]
+
+    def answers(self, key: int) -> RunTable:
+        heads = _Heads([ChainHead(f"f{key}", key, ())])
+        if key == 1:
+            self.first_heads = weakref.ref(heads)
+        table = RunTable(["a.c"], heads)
+        table.append(0x1000 * key, 0x1000 * key + 0x10, 0, key, 0, 0)
+        return table
+
+    def debug_info(self) -> DebugInfoSummary:
+        return TableSource([]).debug_info()
+
+
+@pytest.mark.parametrize("builder", ["compiled", "reference"])
+def test_a_table_goes_once_its_runs_are_laid_out(builder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every table waits in the flattened blocks for its turn, and a compiled unit's heads hold its
+    # chains: each table must go once laid out, not with the whole layout.
+    source = AskedTables()
+    alive_when_asked: list[bool] = []
+    for builder_class in (build._Builder, build._CompiledTables):
+        table_chains = builder_class.table_chains
+
+        def watched(self: build._Builder, table: RunTable, table_chains: Any = table_chains) -> Sequence[int]:
+            assert source.first_heads is not None
+            alive_when_asked.append(source.first_heads() is not None)
+            return table_chains(self, table)  # type: ignore[no-any-return]
+
+        monkeypatch.setattr(builder_class, "table_chains", watched)
+    with kernels_in(kernels if builder == "compiled" else None, build):
+        arrays = build.build_index_arrays(source)  # type: ignore[arg-type]
+    assert alive_when_asked == [True, False, False]
+    assert len(arrays["run_low"]) == 6  # three runs, each followed by a gap
 
 
 names = st.one_of(st.none(), st.sampled_from(["main", "f", "", "_ZN3foo3barE", "naïve", "\udcff", "x\ud800"]))

@@ -110,9 +110,10 @@ def compiled_runs(columns: UnitColumns, symbols: SymbolIndex) -> RunTable:
     """A unit's runs as the compiled source built them (``DwarfUnits.unit_runs``), as a RunTable
     whose chain heads :func:`chain_head` names from the columns' (chain, symbol) head keys."""
     table = RunTable(columns.file_names, _CompiledHeads(columns, symbols))
-    for column, data in ((table.lows, columns.lows), (table.highs, columns.highs), (table.files, columns.files),
-                         (table.lines, columns.lines), (table.columns, columns.columns), (table.heads, columns.heads),
-                         (table.discriminators, columns.discriminators)):
+    # Taken from the columns, not read: held once, in the table, while an index build holds every unit.
+    run_columns = (table.lows, table.highs, table.files, table.lines, table.columns, table.heads,
+                   table.discriminators)  # fmt: skip
+    for column, data in zip(run_columns, columns.take_columns(), strict=True):
         column.frombytes(data)
     return table
 

@@ -151,7 +151,13 @@ class _Builder:
             self.out[name].extend([0] * count)
         self.out["chain_outer"].extend([outer] * count)
 
-    def add_blocks(self, blocks: Sequence[Block]) -> None:
+    def add_blocks(self, blocks: list[Block]) -> None:
+        """Lay the runs of ``blocks`` out as the run columns, consuming ``blocks`` (left empty)."""
+        # Consumed so that a table goes with its last block: every unit's table waits in ``blocks``
+        # for its turn, and a compiled unit's holds its chains (in its heads) until then, which
+        # the index's tables hold again once interned (with its columns held once, rustgen's
+        # index build peaked at 349 MB, not 412).
+        blocks.reverse()
         # Each run column (64-bit) joined at once from its pieces: each block's runs as views of
         # the tables' own arrays (no slice copied first), a gap's or error's run as its 8 bytes;
         # then narrowed, one column at a time. A large file has a million runs: arrays grown
@@ -161,11 +167,13 @@ class _Builder:
         low_pieces, file_pieces, line_pieces, column_pieces, chain_pieces, discriminator_pieces = columns.values()
         # By table: its string ids of its file names, chain ids of its heads, and views of its
         # columns (and of its file and chain id per run, where the compiled tables made them at once).
+        # By id: every table is alive as the layout starts, so no two share one.
         translations: dict[int, tuple[list[int], Sequence[int], list[memoryview], list[memoryview | None]]] = {}
         views: list[memoryview] = []
         end = -1
         try:
-            for block in blocks:
+            while blocks:
+                block = blocks.pop()
                 if block.low >= WHOLE_SPACE:
                     break
                 if end != block.low and end >= 0:
@@ -344,17 +352,15 @@ def build_index_arrays(source: IndexableSource) -> dict[str, array[int] | bytes]
     from symbolize.formats.answers import flatten_answers  # building only: a warm run reads
 
     regions = source.answer_regions()
-    blocks = flatten_answers(regions, source.answers)
-    builder = _Builder()
-    if kernels is not None:
-        try:
-            builder = _CompiledTables(kernels.IndexTables())
-            arrays = _laid_out(builder, blocks)
-        except kernels.IndexTablesDeferred:  # what only the reference keeps exact (hostile strings, numbers)
-            builder = _Builder()
-            arrays = _laid_out(builder, blocks)
+    if kernels is None:
+        arrays = _laid_out(_Builder(), flatten_answers(regions, source.answers))
     else:
-        arrays = _laid_out(builder, blocks)
+        try:
+            arrays = _laid_out(_CompiledTables(kernels.IndexTables()), flatten_answers(regions, source.answers))
+        except kernels.IndexTablesDeferred:
+            # What only the reference keeps exact (hostile strings, numbers): its build, from the
+            # answers asked again, as the compiled one consumed them.
+            arrays = _laid_out(_Builder(), flatten_answers(regions, source.answers))
     summary = source.debug_info()
     facts = [
         int(summary.has_symbols),

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use rustc_hash::FxHashMap;
 
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::{PyException, PyIndexError};
+use pyo3::exceptions::{PyException, PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
@@ -209,20 +209,9 @@ pub struct DwarfUnits {
 /// turning them all into Python tuples cost as much as the sweep that built the runs.
 #[pyclass(frozen, module = "symbolize.formats._kernels")]
 pub struct UnitColumns {
-    #[pyo3(get)]
-    lows: Py<PyBytes>,
-    #[pyo3(get)]
-    highs: Py<PyBytes>,
-    #[pyo3(get)]
-    files: Py<PyBytes>,
-    #[pyo3(get)]
-    lines: Py<PyBytes>,
-    #[pyo3(get)]
-    columns: Py<PyBytes>,
-    #[pyo3(get)]
-    heads: Py<PyBytes>,
-    #[pyo3(get)]
-    discriminators: Py<PyBytes>,
+    /// The seven run columns, handed out once (`take_columns`): the reader copies them into its
+    /// table's arrays, and a copy kept here held every unit of an index build twice.
+    columns: Mutex<Option<[Py<PyBytes>; 7]>>,
     #[pyo3(get)]
     file_names: Py<PyList>,
     chains: runs::Chains,
@@ -238,6 +227,12 @@ pub struct UnitColumns {
 
 #[pymethods]
 impl UnitColumns {
+    /// The run columns in `formats/_kernels.pyi`'s order; a second call raises.
+    fn take_columns(&self) -> PyResult<[Py<PyBytes>; 7]> {
+        let taken = self.columns.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        taken.ok_or_else(|| PyValueError::new_err("the unit's columns were taken already"))
+    }
+
     /// Chain `chain`: (innermost function, its decl line and file, its entry, calling frames
     /// innermost first).
     fn chain<'py>(&self, py: Python<'py>, chain: usize) -> PyResult<Bound<'py, PyTuple>> {
@@ -284,13 +279,15 @@ fn machine_bytes<'py, T: Copy, const N: usize>(py: Python<'py>, values: &[T], to
 impl UnitColumns {
     fn from_columns(py: Python<'_>, built: Columns) -> PyResult<Self> {
         Ok(UnitColumns {
-            lows: machine_bytes(py, &built.lows, u64::to_ne_bytes)?,
-            highs: machine_bytes(py, &built.highs, u64::to_ne_bytes)?,
-            files: machine_bytes(py, &built.files, i64::to_ne_bytes)?,
-            lines: machine_bytes(py, &built.lines, i64::to_ne_bytes)?,
-            columns: machine_bytes(py, &built.columns, i64::to_ne_bytes)?,
-            heads: machine_bytes(py, &built.heads, i64::to_ne_bytes)?,
-            discriminators: machine_bytes(py, &built.discriminators, i64::to_ne_bytes)?,
+            columns: Mutex::new(Some([
+                machine_bytes(py, &built.lows, u64::to_ne_bytes)?,
+                machine_bytes(py, &built.highs, u64::to_ne_bytes)?,
+                machine_bytes(py, &built.files, i64::to_ne_bytes)?,
+                machine_bytes(py, &built.lines, i64::to_ne_bytes)?,
+                machine_bytes(py, &built.columns, i64::to_ne_bytes)?,
+                machine_bytes(py, &built.heads, i64::to_ne_bytes)?,
+                machine_bytes(py, &built.discriminators, i64::to_ne_bytes)?,
+            ])),
             file_names: PyList::new(py, built.file_names.iter().map(Option::as_deref))?.unbind(),
             head_key_list: built.head_keys,
             chains: built.chains,
