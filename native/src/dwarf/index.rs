@@ -9,10 +9,11 @@
 //! (a string that is not UTF-8 text, an integer past 128 bits, an entry of -1) raises
 //! `IndexTablesDeferred`, and the reference builds the index instead.
 
+use hashbrown::hash_table::{Entry, HashTable, VacantEntry};
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use super::runs::Frame;
 use super::UnitColumns;
@@ -34,11 +35,21 @@ fn deferred(why: &str) -> PyErr {
     IndexTablesDeferred::new_err(why.to_owned())
 }
 
+/// Where `item` is among `ids` (its id), or the slot for its id: `ids` holds the ids alone, each
+/// standing for the item `stored` gives (a map's keys would hold every item a second time).
+fn find<'t, 's, T: std::hash::Hash + Eq + ?Sized + 's>(ids: &'t mut HashTable<u32>, item: &T, stored: impl Fn(u32) -> &'s T) -> Result<u32, VacantEntry<'t, u32>> {
+    let hash = |item: &T| std::hash::BuildHasher::hash_one(&FxBuildHasher, item);
+    match ids.entry(hash(item), |&id| stored(id) == item, |&id| hash(stored(id))) {
+        Entry::Occupied(found) => Ok(*found.get()),
+        Entry::Vacant(slot) => Err(slot),
+    }
+}
+
 /// The id of `key` in `list`, appended on first sight (`ids` finds it).
-fn interned<K: Copy + Eq + std::hash::Hash>(ids: &mut FxHashMap<K, u32>, list: &mut Vec<K>, key: K) -> u32 {
-    *ids.entry(key).or_insert_with(|| {
+fn interned<K: Copy + Eq + std::hash::Hash>(ids: &mut HashTable<u32>, list: &mut Vec<K>, key: K) -> u32 {
+    find(ids, &key, |id| &list[id as usize]).unwrap_or_else(|slot| {
         list.push(key);
-        list.len() as u32 - 1
+        *slot.insert(list.len() as u32 - 1).get()
     })
 }
 
@@ -64,30 +75,27 @@ fn py_entry(value: PyResult<Bound<'_, PyAny>>) -> PyResult<u64> {
 #[pyclass(module = "symbolize.formats._kernels")]
 #[derive(Default)]
 pub struct IndexTables {
-    string_ids: FxHashMap<Box<str>, u32>,
+    string_ids: HashTable<u32>,
     blob: Vec<u8>,
     offsets: Vec<u64>,
-    frame_ids: FxHashMap<FrameKey, u32>,
+    frame_ids: HashTable<u32>,
     frames: Vec<FrameKey>,
-    outer_ids: FxHashMap<Vec<u32>, u32>,
+    outer_ids: HashTable<u32>,
     outer_frames: Vec<u32>,
     outer_begin: Vec<u32>,
-    chain_ids: FxHashMap<ChainKey, u32>,
+    chain_ids: HashTable<u32>,
     chains: Vec<ChainKey>,
     error_text: Vec<u32>,
 }
 
 impl IndexTables {
     fn intern(&mut self, text: Option<&str>) -> u32 {
-        let Some(text) = text else { return 0 };
-        if let Some(&found) = self.string_ids.get(text) {
-            return found;
-        }
-        self.blob.extend_from_slice(text.as_bytes());
-        self.offsets.push(self.blob.len() as u64);
-        let id = self.offsets.len() as u32 - 2;
-        self.string_ids.insert(text.into(), id);
-        id
+        let (Some(text), blob, offsets) = (text.map(str::as_bytes), &mut self.blob, &mut self.offsets) else { return 0 };
+        find(&mut self.string_ids, text, |id| &blob[offsets[id as usize] as usize..offsets[id as usize + 1] as usize]).unwrap_or_else(|slot| {
+            blob.extend_from_slice(text);
+            offsets.push(blob.len() as u64);
+            *slot.insert(offsets.len() as u32 - 2).get()
+        })
     }
 
     fn intern_object(&mut self, text: &Bound<'_, PyAny>) -> PyResult<u32> {
@@ -99,14 +107,12 @@ impl IndexTables {
     }
 
     fn outer(&mut self, frames: Vec<u32>) -> u32 {
-        if let Some(&found) = self.outer_ids.get(&frames) {
-            return found;
-        }
-        let id = self.outer_ids.len() as u32;
-        self.outer_frames.extend_from_slice(&frames);
-        self.outer_begin.push(self.outer_frames.len() as u32);
-        self.outer_ids.insert(frames, id);
-        id
+        let (listed, begins) = (&mut self.outer_frames, &mut self.outer_begin);
+        find(&mut self.outer_ids, &frames[..], |id| &listed[begins[id as usize] as usize..begins[id as usize + 1] as usize]).unwrap_or_else(|slot| {
+            listed.extend_from_slice(&frames);
+            begins.push(listed.len() as u32);
+            *slot.insert(begins.len() as u32 - 2).get()
+        })
     }
 
     /// A compiled frame, its function and file replaced where a symbol renames it.
@@ -209,16 +215,14 @@ impl IndexTables {
         let mut found = Vec::new();
         let mut outer_by_identity: FxHashMap<usize, u32> = FxHashMap::default();
         for head in heads.try_iter()? {
-            let head = head?;
-            let head = head.cast::<PyTuple>()?;
+            let head = head?.cast_into::<PyTuple>()?;
             let outer = head.get_item(2)?;
             let outer_id = match outer_by_identity.get(&(outer.as_ptr() as usize)) {
                 Some(&id) => id,
                 None => {
                     let mut frame_ids = Vec::new();
                     for frame in outer.try_iter()? {
-                        let frame = frame?;
-                        let frame = frame.cast::<PyTuple>()?;
+                        let frame = frame?.cast_into::<PyTuple>()?;
                         let key = (self.intern_object(&frame.get_item(0)?)?, self.intern_object(&frame.get_item(1)?)?,
                                    int64(frame.get_item(2))?, int64(frame.get_item(3))?, int64(frame.get_item(4))?,
                                    self.intern_object(&frame.get_item(5)?)?, py_entry(frame.get_item(6))?,
