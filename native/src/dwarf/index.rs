@@ -106,10 +106,10 @@ impl IndexTables {
         Ok(self.intern(Some(text.to_str().map_err(|_| deferred("a string that is not UTF-8 text"))?)))
     }
 
-    fn outer(&mut self, frames: Vec<u32>) -> u32 {
+    fn outer(&mut self, frames: &[u32]) -> u32 {
         let (listed, begins) = (&mut self.outer_frames, &mut self.outer_begin);
-        find(&mut self.outer_ids, &frames[..], |id| &listed[begins[id as usize] as usize..begins[id as usize + 1] as usize]).unwrap_or_else(|slot| {
-            listed.extend_from_slice(&frames);
+        find(&mut self.outer_ids, frames, |id| &listed[begins[id as usize] as usize..begins[id as usize + 1] as usize]).unwrap_or_else(|slot| {
+            listed.extend_from_slice(frames);
             begins.push(listed.len() as u32);
             *slot.insert(begins.len() as u32 - 2).get()
         })
@@ -199,7 +199,7 @@ impl IndexTables {
 
     /// Chains 0 to `count - 1`: the gap and the broken regions' errors, no frames (`reserve_chains`).
     fn reserve_chains(&mut self, count: usize) {
-        let outer = self.outer(Vec::new());
+        let outer = self.outer(&[]);
         self.chains.extend(std::iter::repeat_n((0, 0, 0, outer, 0, 0), count));
     }
 
@@ -229,7 +229,7 @@ impl IndexTables {
                                    int64(frame.get_item(7))?);
                         frame_ids.push(interned(&mut self.frame_ids, &mut self.frames, key));
                     }
-                    let id = self.outer(frame_ids);
+                    let id = self.outer(&frame_ids);
                     outer_by_identity.insert(outer.as_ptr() as usize, id);
                     id
                 }
@@ -264,7 +264,7 @@ impl IndexTables {
             };
             let key = if chain < 0 {
                 let (name, source) = covering.map(|(name, source)| (name.as_deref(), source.as_deref())).unwrap_or((None, None));
-                let outer = self.outer(Vec::new());
+                let outer = self.outer(&[]);
                 (self.intern(name), 0, self.intern(source), outer, 0, 0)
             } else {
                 let chains = &columns.chains;
@@ -292,7 +292,7 @@ impl IndexTables {
                     };
                     frame_ids.push(id);
                 }
-                let outer_id = self.outer(frame_ids);
+                let outer_id = self.outer(&frame_ids);
                 let (function, default_file) = match covering {
                     Some((symbol_name, source)) if outer.is_empty() => (symbol_name.as_deref(), source.as_deref()),
                     _ => (name.as_deref(), None),
