@@ -54,10 +54,10 @@ fn interned<K: Copy + Eq + std::hash::Hash>(ids: &mut HashTable<u32>, list: &mut
 }
 
 /// An entry as the index stores it: + 1, so that 0 stands for none (`_stored_address`).
-fn stored(address: Option<u128>) -> PyResult<u64> {
+fn stored(address: Option<u64>) -> PyResult<u64> {
     match address {
         None => Ok(0),
-        Some(address) => address.checked_add(1).and_then(|stored| u64::try_from(stored).ok()).ok_or_else(|| deferred("an entry past 64 bits")),
+        Some(address) => address.checked_add(1).ok_or_else(|| deferred("an entry past 64 bits")),
     }
 }
 
@@ -68,7 +68,7 @@ fn int64(value: PyResult<Bound<'_, PyAny>>) -> PyResult<i64> {
 
 /// A Python entry (None or an address) as the index stores it.
 fn py_entry(value: PyResult<Bound<'_, PyAny>>) -> PyResult<u64> {
-    stored(value?.extract::<Option<u128>>().map_err(|_| deferred("an entry below 0 or past 64 bits"))?)
+    stored(value?.extract::<Option<u64>>().map_err(|_| deferred("an entry below 0 or past 64 bits"))?)
 }
 
 /// The interned tables of one index being built (see `_Builder` in symbolize/index/build.py).

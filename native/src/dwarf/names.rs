@@ -31,7 +31,7 @@ pub(crate) type Name = (Option<Text>, i64, Option<Text>);
 pub(crate) type CallSite = (Option<Text>, i64, i64, i64);
 
 /// A node's name, entry and, for an inlined call, call site (`Namer::node_facts`).
-pub(crate) type NodeFacts = (Name, Option<u128>, Option<CallSite>);
+pub(crate) type NodeFacts = (Name, Option<u64>, Option<CallSite>);
 
 /// A unit another's name chain reaches (`DW_FORM_ref_addr`), or a lazy unit: decoded once a file.
 pub(crate) type Reached<'a> = Arc<Decoded<'a>>;
@@ -136,7 +136,7 @@ impl<'u, 'a> Namer<'u, 'a> {
         let found = &tree.nodes[node];
         let attrs = NodeAttrs::of_die(unit, found.die)?;
         let entry = match &attrs.low_pc {
-            Some(attr @ (_, AttributeValue::Addr(_) | AttributeValue::DebugAddrIndex(_))) => Some(unit.address(attr)?),
+            Some(attr @ (_, AttributeValue::Addr(_) | AttributeValue::DebugAddrIndex(_))) => Some(u64::try_from(unit.address(attr)?).map_err(|_| Defer("an entry past 64 bits"))?),
             _ => None,
         };
         let call_site = if found.parent >= 0 { Some(self.call_site(&attrs)?) } else { None };

@@ -144,7 +144,7 @@ pub(crate) struct Columns {
 
 /// (function, file, line, column, start line, start file, start address, discriminator) of a
 /// calling frame (Python's `Frame`).
-pub(crate) type Frame = (Option<Text>, Option<Text>, i64, i64, i64, Option<Text>, Option<u128>, i64);
+pub(crate) type Frame = (Option<Text>, Option<Text>, i64, i64, i64, Option<Text>, Option<u64>, i64);
 
 /// A unit's inline chains: per chain, the innermost name (decl line and file), its entry
 /// (DW_AT_low_pc) and its calling frames innermost first, as ids into `frames`. A calling frame is
@@ -153,7 +153,7 @@ pub(crate) type Frame = (Option<Text>, Option<Text>, i64, i64, i64, Option<Text>
 /// (`outer`, a chain's from its first to its last): a list of their own was an allocation a chain.
 #[derive(Default)]
 pub(crate) struct Chains {
-    pub list: Vec<(Name, Option<u128>, (u32, u32))>,
+    pub list: Vec<(Name, Option<u64>, (u32, u32))>,
     pub frames: Vec<Frame>,
     pub outer: Vec<u32>,
     by_callee: FxHashMap<usize, u32>,
@@ -207,7 +207,7 @@ impl Builder<'_, '_> {
         for &(span_low, span_high) in &spans {
             owners.clear();
             for (order, &child) in children.iter().enumerate() {
-                for &(child_low, child_high) in self.tree.ranges_of(child) {
+                for (child_low, child_high) in self.tree.ranges_of(child).iter().map(|&(low, high)| (u128::from(low), u128::from(high))) {
                     if child_low < span_high && child_high > span_low {
                         owners.push((child_low.max(span_low), child_high.min(span_high), order as i64, child));
                     }
@@ -430,7 +430,7 @@ fn function_pieces(tree: &Tree<'_>) -> Vec<(u128, u128, usize)> {
     let owners: Vec<_> = function_ranges
         .iter()
         .enumerate()
-        .map(|(position, &(low, high, node))| (low, high, -(position as i64), node))
+        .map(|(position, &(low, high, node))| (u128::from(low), u128::from(high), -(position as i64), node))
         .collect();
     owned_pieces(&owners)
 }

@@ -82,14 +82,16 @@ impl<'a> NodeAttrs<'a> {
 
 /// A node, its ranges and children as positions in its tree's flat lists (`Tree::ranges_of`,
 /// `Tree::children_of`): a large unit has tens of thousands of nodes, most with one range and no
-/// children, and a lazy unit keeps them for the whole run.
+/// children, and a lazy unit keeps them for the whole run (24 bytes each).
 #[derive(Clone)]
 pub(crate) struct Node {
     /// .debug_info offset of the node's DIE.
     pub die: u64,
     /// The enclosing node of an inlined call; -1 for a function.
-    pub parent: i64,
-    ranges: (u32, u32),
+    pub parent: i32,
+    /// Where its ranges start; they end where the next node's start, as nodes and their ranges are
+    /// appended together.
+    ranges: u32,
     children: (u32, u32),
 }
 
@@ -107,10 +109,10 @@ pub(crate) struct Tree<'a> {
     pub nodes: Vec<Node>,
     /// Every node's ranges, and (once the scan ends) every node's children in DIE order, each
     /// node's together.
-    ranges: Vec<(u128, u128)>,
+    ranges: Vec<(u64, u64)>,
     children: Vec<usize>,
     /// (low, high, node) of every range of every function node.
-    pub function_ranges: Vec<(u128, u128, usize)>,
+    pub function_ranges: Vec<(u64, u64, usize)>,
     pub scopes: Vec<Scope<'a>>,
     /// A lazy scan's top-level functions whose children wait for `expand`: (first child, bound).
     pub(crate) deferred: FxHashMap<usize, (u64, u64)>,
@@ -411,9 +413,9 @@ fn walk<'a>(
                                 tree.function_ranges.push((low, high, node as usize));
                             }
                         }
-                        let narrow = |at: usize| u32::try_from(at).map_err(|_| Defer("more ranges than a lazy unit keeps"));
-                        let ranges = (narrow(first)?, narrow(tree.ranges.len())?);
-                        tree.nodes.push(Node { die, parent, ranges, children: (0, 0) });
+                        let too_many = |_| Defer("more nodes or ranges than a lazy unit keeps");
+                        u32::try_from(tree.ranges.len()).map_err(too_many)?; // and so `first`
+                        tree.nodes.push(Node { die, parent: i32::try_from(parent).map_err(too_many)?, ranges: first as u32, children: (0, 0) });
                     }
                 }
                 if has_children {
@@ -488,12 +490,12 @@ fn walk<'a>(
 
 /// `scan.node_ranges`: `DW_AT_ranges`, else `DW_AT_low_pc` and `DW_AT_high_pc`, appended to `out`
 /// (a large unit has hundreds of thousands of nodes, most with one range: no list of their own).
-fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>, out: &mut Vec<(u128, u128)>) -> Decided<()> {
+fn node_ranges<'a>(unit: &UnitData<'a>, attrs: &NodeAttrs<'a>, out: &mut Vec<(u64, u64)>) -> Decided<()> {
     if let Some(ranges) = &attrs.ranges {
         return unit.decode_ranges(ranges, out);
     }
     match unit.pc_bounds(attrs.low_pc.as_ref(), attrs.high_pc.as_ref())? {
-        Some((low, high)) if high > low => out.push((low, high)),
+        Some((low, high)) if high > low => out.push((low as u64, high as u64)), // high clamped: 64 bits
         _ => {}
     }
     Ok(())
@@ -504,7 +506,7 @@ impl<'a> Tree<'a> {
     /// any), each in DIE order: nodes are numbered in DIE order, an expanded subtree's after the rest.
     fn link(&mut self, first: usize, root: usize) {
         // Slot 0 holds `root`'s children, slot 1 + k those of node `first + k`.
-        let slot_of = |parent: i64| usize::try_from(parent).ok().map(|parent| (parent + 1).saturating_sub(first));
+        let slot_of = |parent: i32| usize::try_from(parent).ok().map(|parent| (parent + 1).saturating_sub(first));
         let owner = |slot: usize| if slot == 0 { root } else { first + slot - 1 };
         let mut counts = vec![0u32; self.nodes.len() + 1 - first];
         for slot in self.nodes[first..].iter().filter_map(|node| slot_of(node.parent)) {
@@ -544,9 +546,9 @@ impl<'a> Tree<'a> {
     }
 
     /// Node `node`'s ranges.
-    pub(crate) fn ranges_of(&self, node: usize) -> &[(u128, u128)] {
-        let (first, end) = self.nodes[node].ranges;
-        &self.ranges[first as usize..end as usize]
+    pub(crate) fn ranges_of(&self, node: usize) -> &[(u64, u64)] {
+        let end = self.nodes.get(node + 1).map_or(self.ranges.len(), |next| next.ranges as usize);
+        &self.ranges[self.nodes[node].ranges as usize..end]
     }
 
     /// Node `node`'s children, in DIE order.

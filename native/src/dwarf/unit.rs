@@ -281,8 +281,7 @@ impl<'a> UnitData<'a> {
 
     /// `decode_ranges`: the ranges a `DW_AT_ranges` names, clamped, empty ones dropped, appended
     /// to `ranges` (a large unit has hundreds of thousands of lists: no list of their own).
-    pub(crate) fn decode_ranges(&self, attr: &Attr<'a>, ranges: &mut Vec<(u128, u128)>) -> Decided<()> {
-        let first = ranges.len();
+    pub(crate) fn decode_ranges(&self, attr: &Attr<'a>, ranges: &mut Vec<(u64, u64)>) -> Decided<()> {
         if self.version >= 5 {
             let offset = match attr.1 {
                 AttributeValue::DebugRngListsIndex(index) => self.rnglistx_offset(index.0 as u64)?,
@@ -298,17 +297,16 @@ impl<'a> UnitData<'a> {
             };
             self.debug_ranges(offset, ranges)?;
         }
-        let last = self.sections.last_address();
-        let mut kept = first;
-        for at in first..ranges.len() {
-            let (low, high) = ranges[at];
-            if high.min(last) > low {
-                ranges[kept] = (low, high.min(last));
-                kept += 1;
-            }
-        }
-        ranges.truncate(kept);
         Ok(())
+    }
+
+    /// A range of a list as `decode_ranges` keeps it: its high clamped to the last address (so
+    /// both fit 64 bits), an empty one dropped.
+    fn keep_range(&self, ranges: &mut Vec<(u64, u64)>, (low, high): (u128, u128)) {
+        let high = high.min(self.sections.last_address());
+        if high > low {
+            ranges.push((low as u64, high as u64));
+        }
     }
 
     fn rnglistx_offset(&self, index: u64) -> Decided<u64> {
@@ -326,7 +324,7 @@ impl<'a> UnitData<'a> {
 
     /// `_rnglist` (DWARF 5, 2.17.3): the entries of the list at `offset` in .debug_rnglists, appended
     /// to `ranges`.
-    fn rnglist(&self, offset: u64, ranges: &mut Vec<(u128, u128)>) -> Decided<()> {
+    fn rnglist(&self, offset: u64, ranges: &mut Vec<(u64, u64)>) -> Decided<()> {
         let mut input = self.section_reader(&self.sections.rnglists, offset)?;
         let size = self.addr_size;
         let mut base = self.low_pc;
@@ -339,30 +337,30 @@ impl<'a> UnitData<'a> {
                 dw::DW_RLE_offset_pair => {
                     let start = input.read_uleb128()?;
                     let end = input.read_uleb128()?;
-                    ranges.push((base + u128::from(start), base + u128::from(end)));
+                    self.keep_range(ranges, (base + u128::from(start), base + u128::from(end)));
                 }
                 dw::DW_RLE_base_address => base = input.read_address(size)?.into(),
                 dw::DW_RLE_base_addressx => base = self.indexed_address(input.read_uleb128()?)?,
                 dw::DW_RLE_startx_endx => {
                     let start = input.read_uleb128()?;
                     let end = input.read_uleb128()?;
-                    ranges.push((self.indexed_address(start)?, self.indexed_address(end)?));
+                    self.keep_range(ranges, (self.indexed_address(start)?, self.indexed_address(end)?));
                 }
                 dw::DW_RLE_startx_length => {
                     let start = input.read_uleb128()?;
                     let length = input.read_uleb128()?;
                     let low = self.indexed_address(start)?;
-                    ranges.push((low, low + u128::from(length)));
+                    self.keep_range(ranges, (low, low + u128::from(length)));
                 }
                 dw::DW_RLE_start_end => {
                     let low = input.read_address(size)?;
                     let high = input.read_address(size)?;
-                    ranges.push((low.into(), high.into()));
+                    self.keep_range(ranges, (low.into(), high.into()));
                 }
                 dw::DW_RLE_start_length => {
                     let low = input.read_address(size)?;
                     let length = input.read_uleb128()?;
-                    ranges.push((low.into(), u128::from(low) + u128::from(length)));
+                    self.keep_range(ranges, (low.into(), u128::from(low) + u128::from(length)));
                 }
                 _ => return Err(Defer("unknown range list entry")),
             }
@@ -370,7 +368,7 @@ impl<'a> UnitData<'a> {
     }
 
     /// `_debug_ranges` (DWARF 4, 2.17.3): the list at `offset` in .debug_ranges, appended to `ranges`.
-    fn debug_ranges(&self, offset: u64, ranges: &mut Vec<(u128, u128)>) -> Decided<()> {
+    fn debug_ranges(&self, offset: u64, ranges: &mut Vec<(u64, u64)>) -> Decided<()> {
         let size = self.addr_size;
         if u128::from(offset) + 2 * u128::from(size) > self.sections.ranges.len() as u128 {
             return Err(Defer("range list offset outside .debug_ranges"));
@@ -387,7 +385,7 @@ impl<'a> UnitData<'a> {
             if start == base_selector {
                 base = end.into();
             } else {
-                ranges.push((base + u128::from(start), base + u128::from(end)));
+                self.keep_range(ranges, (base + u128::from(start), base + u128::from(end)));
             }
         }
     }
