@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 
 from symbolize.demangle import demangle_names
@@ -352,15 +353,14 @@ def build_index_arrays(source: IndexableSource) -> dict[str, array[int] | bytes]
     from symbolize.formats.answers import flatten_answers  # building only: a warm run reads
 
     regions = source.answer_regions()
-    if kernels is None:
-        arrays = _laid_out(_Builder(), flatten_answers(regions, source.answers))
-    else:
-        try:
+    arrays = None
+    if kernels is not None:
+        # What only the reference keeps exact (hostile strings, numbers) defers to its build below,
+        # from the answers asked again: the compiled tables consumed them.
+        with suppress(kernels.IndexTablesDeferred):
             arrays = _laid_out(_CompiledTables(kernels.IndexTables()), flatten_answers(regions, source.answers))
-        except kernels.IndexTablesDeferred:
-            # What only the reference keeps exact (hostile strings, numbers): its build, from the
-            # answers asked again, as the compiled one consumed them.
-            arrays = _laid_out(_Builder(), flatten_answers(regions, source.answers))
+    if arrays is None:
+        arrays = _laid_out(_Builder(), flatten_answers(regions, source.answers))
     summary = source.debug_info()
     facts = [
         int(summary.has_symbols),
