@@ -133,8 +133,8 @@ impl<'u, 'a> Namer<'u, 'a> {
     /// the DIE once for each was three reads of every node of a large Rust unit's chains.
     pub(crate) fn node_facts(&mut self, node: usize) -> Decided<NodeFacts> {
         let (unit, tree) = (self.unit, self.tree);
-        let found = &tree.nodes[node];
-        let attrs = NodeAttrs::of_die(unit, found.die)?;
+        let (found, die) = (&tree.nodes[node], unit.offset + u64::from(tree.nodes[node].die));
+        let attrs = NodeAttrs::of_die(unit, die)?;
         let entry = match &attrs.low_pc {
             Some(attr @ (_, AttributeValue::Addr(_) | AttributeValue::DebugAddrIndex(_))) => Some(u64::try_from(unit.address(attr)?).map_err(|_| Defer("an entry past 64 bits"))?),
             _ => None,
@@ -143,7 +143,7 @@ impl<'u, 'a> Namer<'u, 'a> {
         let decl = declaration(self.lines, attrs.decl_line.as_ref(), attrs.decl_file.as_ref())?;
         let reference = attrs.abstract_origin.as_ref().or(attrs.specification.as_ref());
         let (linkage, name) = (attrs.linkage_name.as_ref(), attrs.name.as_ref());
-        let name = self.resolve_name(unit, Some(tree), found.die, linkage, name, decl, reference, 0)?;
+        let name = self.resolve_name(unit, Some(tree), die, linkage, name, decl, reference, 0)?;
         Ok((name, entry, call_site))
     }
 

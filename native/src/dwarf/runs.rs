@@ -9,6 +9,7 @@
 //! symbol table give. `SymbolBounds` is the symbol table's starts and stops, read once per file.
 
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
@@ -90,11 +91,11 @@ impl SymbolBounds {
 
 /// `formats.answers.owned_pieces`: `(low, high, item)` where, of the ranges holding an address,
 /// the one of least rank owns it; in address order, adjacent pieces of one item joined.
-pub(crate) fn owned_pieces<T: Copy + PartialEq>(owners: &[(u128, u128, i64, T)]) -> Vec<(u128, u128, T)> {
+pub(crate) fn owned_pieces<A: Copy + Ord, T: Copy + PartialEq>(owners: &[(A, A, i64, T)]) -> Vec<(A, A, T)> {
     let mut starts = owners.to_vec();
     starts.sort_by_key(|owner| (owner.0, owner.2)); // stable, as Python's sorted
-    let mut pieces: Vec<(u128, u128, T)> = Vec::new();
-    let push = |pieces: &mut Vec<(u128, u128, T)>, low: u128, high: u128, item: T| match pieces.last_mut() {
+    let mut pieces: Vec<(A, A, T)> = Vec::new();
+    let push = |pieces: &mut Vec<(A, A, T)>, low: A, high: A, item: T| match pieces.last_mut() {
         Some(last) if last.1 == low && last.2 == item => last.1 = high,
         _ => pieces.push((low, high, item)),
     };
@@ -106,10 +107,10 @@ pub(crate) fn owned_pieces<T: Copy + PartialEq>(owners: &[(u128, u128, i64, T)])
         }
         return pieces;
     }
-    let mut points: Vec<u128> = owners.iter().flat_map(|owner| [owner.0, owner.1]).collect();
+    let mut points: Vec<A> = owners.iter().flat_map(|owner| [owner.0, owner.1]).collect();
     points.sort_unstable();
     points.dedup();
-    let mut active: BinaryHeap<Reverse<(i64, u128, usize)>> = BinaryHeap::new();
+    let mut active: BinaryHeap<Reverse<(i64, A, usize)>> = BinaryHeap::new();
     let mut next_start = 0;
     for pair in points.windows(2) {
         let (low, high) = (pair[0], pair[1]);
@@ -159,11 +160,32 @@ pub(crate) struct Chains {
     by_callee: FxHashMap<usize, u32>,
 }
 
+/// An address span, 64-bit as the function ranges every node's spans are cut from (`Tree`).
+type Span = (u64, u64);
+
+/// Per node: the spans it owns (cut from its parent's), the first in place: most nodes own one.
+#[derive(Default)]
+struct NodeSpans(FxHashMap<usize, (Span, Vec<Span>)>);
+
+impl NodeSpans {
+    /// Adds `span` to `node`'s; true where it is the node's first.
+    fn add(&mut self, node: usize, span: Span) -> bool {
+        let entry = self.0.entry(node);
+        let first = matches!(entry, Entry::Vacant(_));
+        entry.and_modify(|(_, more)| more.push(span)).or_insert((span, Vec::new()));
+        first
+    }
+
+    /// `node`'s spans, taken.
+    fn take(&mut self, node: usize) -> impl Iterator<Item = Span> + use<> {
+        self.0.remove(&node).into_iter().flat_map(|(first, more)| std::iter::once(first).chain(more))
+    }
+}
+
 /// What a build has cut and named so far (a lazy unit keeps it between lookups, `Kept`).
 #[derive(Default)]
 pub(crate) struct Built {
-    /// Per node: the spans it owns (from its parent's level), set as levels are cut.
-    node_spans: FxHashMap<usize, Vec<(u128, u128)>>,
+    node_spans: NodeSpans,
     /// Per node: its chain id, once named.
     chain_ids: FxHashMap<usize, i64>,
     head_ids: FxHashMap<(i64, i64), i64>,
@@ -190,24 +212,19 @@ impl Builder<'_, '_> {
     }
 
     /// `_level`: the pieces `node` owns, cut among its children (owner `node` where none holds).
-    fn level(&mut self, node: usize) -> Vec<(u128, u128, usize)> {
-        let spans = self.built.node_spans.remove(&node).unwrap_or_default();
+    fn level(&mut self, node: usize) -> Vec<(u64, u64, usize)> {
+        let spans = self.built.node_spans.take(node);
         let children = self.tree.children_of(node);
         let mut pieces = Vec::new();
-        if children.is_empty() {
-            pieces.extend(spans.iter().map(|&(low, high)| (low, high, node)));
-            pieces.sort_unstable();
-            return pieces;
-        }
         // Room for a piece per child range and one between each: a level is cut once, and growing
         // these by doubling was a third of the cut's cost on a large Rust unit.
-        let ranges: usize = children.iter().map(|&child| self.tree.ranges_of(child).len()).sum();
-        pieces.reserve(2 * ranges + spans.len());
+        let ranges: usize = children.iter().map(|&child| self.tree.ranges_of(child as usize).len()).sum();
+        pieces.reserve(2 * ranges + 1);
         let mut owners = Vec::with_capacity(ranges);
-        for &(span_low, span_high) in &spans {
+        for (span_low, span_high) in spans {
             owners.clear();
-            for (order, &child) in children.iter().enumerate() {
-                for (child_low, child_high) in self.tree.ranges_of(child).iter().map(|&(low, high)| (u128::from(low), u128::from(high))) {
+            for (order, child) in children.iter().map(|&child| child as usize).enumerate() {
+                for &(child_low, child_high) in self.tree.ranges_of(child) {
                     if child_low < span_high && child_high > span_low {
                         owners.push((child_low.max(span_low), child_high.min(span_high), order as i64, child));
                     }
@@ -218,7 +235,7 @@ impl Builder<'_, '_> {
                 if cursor < piece_low {
                     pieces.push((cursor, piece_low, node));
                 }
-                self.built.node_spans.entry(child).or_default().push((piece_low, piece_high));
+                self.built.node_spans.add(child, (piece_low, piece_high));
                 pieces.push((piece_low, piece_high, child));
                 cursor = piece_high;
             }
@@ -353,12 +370,7 @@ pub(crate) fn all_runs<'u, 'a>(
     functions_only: bool,
 ) -> Decided<Columns> {
     let pieces = function_pieces(tree);
-    let mut builder = Builder {
-        tree,
-        namer,
-        lines,
-        built: Built::default(),
-    };
+    let mut builder = Builder { tree, namer, lines, built: Built::default() };
     // Most nodes get named, chained, headed (libpython: 86, 75, 75 %): room for all, no rehash per doubling.
     let (nodes, built) = (tree.nodes.len(), &mut builder.built);
     built.names.reserve(nodes);
@@ -370,17 +382,15 @@ pub(crate) fn all_runs<'u, 'a>(
     built.columns.head_keys.reserve(nodes);
     let mut top_nodes = Vec::new();
     for &(low, high, node) in &pieces {
-        let spans = builder.built.node_spans.entry(node).or_default();
-        if spans.is_empty() {
+        if builder.built.node_spans.add(node, (low, high)) {
             top_nodes.push(node);
         }
-        spans.push((low, high));
     }
     let mut spans: Vec<(u128, u128, i64)> = Vec::new();
     if !functions_only {
         for after in 0..=pieces.len() {
-            let low = if after > 0 { pieces[after - 1].1 } else { 0 };
-            let high = if after < pieces.len() { pieces[after].0 } else { END };
+            let low = if after > 0 { u128::from(pieces[after - 1].1) } else { 0 };
+            let high = if after < pieces.len() { u128::from(pieces[after].0) } else { END };
             spans.push((low, high, -1));
         }
     }
@@ -392,7 +402,7 @@ pub(crate) fn all_runs<'u, 'a>(
     while let Some(node) = pending.pop() {
         for (low, high, owner) in builder.level(node) {
             if owner == node {
-                spans.push((low, high, node as i64));
+                spans.push((u128::from(low), u128::from(high), node as i64));
             } else if !seen[owner] {
                 seen[owner] = true;
                 pending.push(owner);
@@ -411,12 +421,8 @@ pub(crate) fn all_runs<'u, 'a>(
     // all of them at once, not a doubling per few thousand runs.
     let room = lines.map_or(0, |lines| lines.addresses.len()) + spans.len();
     let columns = &mut builder.built.columns;
-    for column in [&mut columns.lows, &mut columns.highs] {
-        column.reserve(room);
-    }
-    for column in [&mut columns.files, &mut columns.lines, &mut columns.columns, &mut columns.heads, &mut columns.discriminators] {
-        column.reserve(room);
-    }
+    [&mut columns.lows, &mut columns.highs].into_iter().for_each(|column| column.reserve(room));
+    [&mut columns.files, &mut columns.lines, &mut columns.columns, &mut columns.heads, &mut columns.discriminators].into_iter().for_each(|column| column.reserve(room));
     sweep(&mut builder, &spans, symbols)?;
     builder.built.columns.file_names = lines.map(|lines| lines.files.clone()).unwrap_or_default();
     Ok(builder.built.columns)
@@ -424,13 +430,13 @@ pub(crate) fn all_runs<'u, 'a>(
 
 /// `_settle_pieces`: which top-level function owns which addresses, later entries (greater low)
 /// winning where function ranges overlap.
-fn function_pieces(tree: &Tree<'_>) -> Vec<(u128, u128, usize)> {
+fn function_pieces(tree: &Tree<'_>) -> Vec<(u64, u64, usize)> {
     let mut function_ranges = tree.function_ranges.clone();
     function_ranges.sort_unstable();
     let owners: Vec<_> = function_ranges
         .iter()
         .enumerate()
-        .map(|(position, &(low, high, node))| (u128::from(low), u128::from(high), -(position as i64), node))
+        .map(|(position, &(low, high, node))| (low, high, -(position as i64), node))
         .collect();
     owned_pieces(&owners)
 }
@@ -511,12 +517,12 @@ pub(crate) struct Kept {
     /// Its columns' head keys and chains: what `UnitColumns.chain` gives.
     pub built: Built,
     /// Per node: its level's pieces (`_level`).
-    levels: FxHashMap<usize, Vec<(u128, u128, usize)>>,
+    levels: FxHashMap<usize, Vec<(u64, u64, usize)>>,
     /// The top-level functions' pieces (`_settle_pieces`) and the line sequences' (`_row_pieces`).
-    pieces: Vec<(u128, u128, usize)>,
+    pieces: Vec<(u64, u64, usize)>,
     row_pieces: Vec<(u128, u128, usize)>,
     /// Each span's runs, built on first use.
-    spans: FxHashMap<(u128, u128, i64), Columns>,
+    spans: FxHashMap<(u128, u128, i64), Vec<Run>>,
 }
 
 impl Kept {
@@ -524,16 +530,10 @@ impl Kept {
         let pieces = function_pieces(tree);
         let mut built = Built::default();
         for &(low, high, node) in &pieces {
-            built.node_spans.entry(node).or_default().push((low, high));
+            built.node_spans.add(node, (low, high));
         }
         let row_pieces = sequence_pieces(lines);
-        Kept {
-            built,
-            levels: FxHashMap::default(),
-            pieces,
-            row_pieces,
-            spans: FxHashMap::default(),
-        }
+        Kept { built, levels: FxHashMap::default(), pieces, row_pieces, spans: FxHashMap::default() }
     }
 }
 
@@ -554,9 +554,9 @@ pub(crate) fn lazy_run_at<'a>(
     vaddr: u128,
 ) -> Decided<Option<Run>> {
     // A unit whose functions wait (`own`): the one holding `vaddr` walked before its levels are cut.
-    let position = kept.pieces.partition_point(|piece| piece.0 <= vaddr);
+    let position = kept.pieces.partition_point(|piece| u128::from(piece.0) <= vaddr);
     let tree = match own {
-        Some(own) if position > 0 && vaddr < kept.pieces[position - 1].1 => {
+        Some(own) if position > 0 && vaddr < u128::from(kept.pieces[position - 1].1) => {
             own.expand(unit, kept.pieces[position - 1].2)?;
             &*own
         }
@@ -579,10 +579,10 @@ fn span_run_at(
 ) -> Decided<Option<Run>> {
     // _leaf_at: the top-level piece, then down one level at a time.
     let pieces = &kept.pieces;
-    let position = pieces.partition_point(|piece| piece.0 <= vaddr);
-    let span = if position == 0 || vaddr >= pieces[position - 1].1 {
-        let low = if position > 0 { pieces[position - 1].1 } else { 0 };
-        let high = if position < pieces.len() { pieces[position].0 } else { END };
+    let position = pieces.partition_point(|piece| u128::from(piece.0) <= vaddr);
+    let span = if position == 0 || vaddr >= u128::from(pieces[position - 1].1) {
+        let low = if position > 0 { u128::from(pieces[position - 1].1) } else { 0 };
+        let high = if position < pieces.len() { u128::from(pieces[position].0) } else { END };
         (low, high, -1i64)
     } else {
         let mut node = pieces[position - 1].2;
@@ -592,10 +592,10 @@ fn span_run_at(
                 level.shrink_to_fit(); // kept with the unit: most of the room `level` reserves goes unused
                 level
             });
-            let at = level.partition_point(|piece| piece.0 <= vaddr).checked_sub(1).ok_or(Defer("an address before its level"))?;
+            let at = level.partition_point(|piece| u128::from(piece.0) <= vaddr).checked_sub(1).ok_or(Defer("an address before its level"))?;
             let (low, high, owner) = level[at];
             if owner == node {
-                break (low, high, node as i64);
+                break (u128::from(low), u128::from(high), node as i64);
             }
             node = owner;
         }
@@ -606,20 +606,19 @@ fn span_run_at(
             builder.chain(leaf as usize)?; // _chain_error
         }
         build_span(builder, symbols, functions_only, &kept.row_pieces, low, high, leaf)?;
-        // The span's runs are kept; the heads and chains named so far stay with the builder.
-        let mut built = std::mem::take(&mut builder.built.columns);
-        std::mem::swap(&mut builder.built.columns.chains, &mut built.chains);
-        std::mem::swap(&mut builder.built.columns.head_keys, &mut built.head_keys);
-        kept.spans.insert(span, built);
+        // The span's runs are kept as rows, one list a span; the columns stay with the builder, emptied.
+        let columns = &mut builder.built.columns;
+        let runs = (0..columns.lows.len()).map(|at| {
+            let (chain, symbol) = columns.head_keys[columns.heads[at] as usize];
+            (columns.lows[at], columns.highs[at], columns.files[at], columns.lines[at], columns.columns[at], columns.discriminators[at], chain, symbol)
+        });
+        kept.spans.insert(span, runs.collect());
+        [&mut columns.lows, &mut columns.highs].into_iter().for_each(Vec::clear);
+        [&mut columns.files, &mut columns.lines, &mut columns.columns, &mut columns.heads, &mut columns.discriminators].into_iter().for_each(Vec::clear);
     }
     let runs = &kept.spans[&span];
-    let Some(at) = runs.lows.partition_point(|low| u128::from(*low) <= vaddr).checked_sub(1) else { return Ok(None) };
-    if vaddr >= u128::from(runs.highs[at]) {
-        return Ok(None);
-    }
-    let (chain, symbol) = builder.built.columns.head_keys[runs.heads[at] as usize];
-    Ok(Some((runs.lows[at], runs.highs[at], runs.files[at], runs.lines[at], runs.columns[at], runs.discriminators[at],
-             chain, symbol)))
+    let Some(at) = runs.partition_point(|run| u128::from(run.0) <= vaddr).checked_sub(1) else { return Ok(None) };
+    Ok((vaddr < u128::from(runs[at].1)).then_some(runs[at]))
 }
 
 /// `UnitRuns._build`: the runs of `[low, high)`, whose innermost inline node is `leaf` (-1: none).

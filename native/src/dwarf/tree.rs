@@ -82,11 +82,11 @@ impl<'a> NodeAttrs<'a> {
 
 /// A node, its ranges and children as positions in its tree's flat lists (`Tree::ranges_of`,
 /// `Tree::children_of`): a large unit has tens of thousands of nodes, most with one range and no
-/// children, and a lazy unit keeps them for the whole run (24 bytes each).
+/// children, and a lazy unit keeps them for the whole run (20 bytes each).
 #[derive(Clone)]
 pub(crate) struct Node {
-    /// .debug_info offset of the node's DIE.
-    pub die: u64,
+    /// Offset of the node's DIE from its unit's start (a unit past 32 bits is the reference's).
+    pub die: u32,
     /// The enclosing node of an inlined call; -1 for a function.
     pub parent: i32,
     /// Where its ranges start; they end where the next node's start, as nodes and their ranges are
@@ -110,7 +110,7 @@ pub(crate) struct Tree<'a> {
     /// Every node's ranges, and (once the scan ends) every node's children in DIE order, each
     /// node's together.
     ranges: Vec<(u64, u64)>,
-    children: Vec<usize>,
+    children: Vec<u32>,
     /// (low, high, node) of every range of every function node.
     pub function_ranges: Vec<(u64, u64, usize)>,
     pub scopes: Vec<Scope<'a>>,
@@ -414,8 +414,9 @@ fn walk<'a>(
                             }
                         }
                         let too_many = |_| Defer("more nodes or ranges than a lazy unit keeps");
-                        u32::try_from(tree.ranges.len()).map_err(too_many)?; // and so `first`
-                        tree.nodes.push(Node { die, parent: i32::try_from(parent).map_err(too_many)?, ranges: first as u32, children: (0, 0) });
+                        u32::try_from(tree.ranges.len().max(tree.nodes.len())).map_err(too_many)?; // `first`, and node ids in `children`
+                        let (die, parent) = (u32::try_from(die - unit.offset).map_err(too_many)?, i32::try_from(parent).map_err(too_many)?);
+                        tree.nodes.push(Node { die, parent, ranges: first as u32, children: (0, 0) });
                     }
                 }
                 if has_children {
@@ -521,7 +522,7 @@ impl<'a> Tree<'a> {
         for child in first..self.nodes.len() {
             if let Some(slot) = slot_of(self.nodes[child].parent) {
                 let end = &mut self.nodes[owner(slot)].children.1;
-                self.children[*end as usize] = child;
+                self.children[*end as usize] = child as u32; // below u32::MAX: the walk checks each node
                 *end += 1;
             }
         }
@@ -552,7 +553,7 @@ impl<'a> Tree<'a> {
     }
 
     /// Node `node`'s children, in DIE order.
-    pub(crate) fn children_of(&self, node: usize) -> &[usize] {
+    pub(crate) fn children_of(&self, node: usize) -> &[u32] {
         let (first, end) = self.nodes[node].children;
         &self.children[first as usize..end as usize]
     }
